@@ -1,0 +1,39 @@
+# svcflow: `make help` lists the targets.
+SHELL := /bin/bash
+PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+GO ?= go
+
+.PHONY: help run test test-short vet fmt openapi build bench bench-runs bench-runs-pg bench-queue
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
+
+run: ## run the service on embedded SQLite (./svcflow.db), runtime on 127.0.0.1:8080
+	$(GO) run ./hosts/svcflow serve
+
+test: ## the test suite CI runs: vet, gofmt, race tests (PostgreSQL too when SVC_TEST_POSTGRES_DSN is set)
+	bash .ci/test
+
+test-short: ## unit tests without the race detector, SQLite only
+	$(GO) test ./...
+
+vet: ## go vet and gofmt
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+
+openapi: ## regenerate openapi/openapi.yaml from the code
+	$(GO) run ./hosts/svcflow openapi > openapi/openapi.yaml
+
+build: ## build ./bin/svcflow
+	$(GO) build -o bin/svcflow ./hosts/svcflow
+
+bench: bench-runs bench-runs-pg bench-queue ## every benchmark of docs/performance.md
+
+bench-runs: ## runs/s and per-step overhead through the real worker on SQLite
+	$(GO) test -run '^$$' -bench 'BenchmarkRuns/sqlite' -benchtime 3000x ./hosts/worker/
+
+bench-runs-pg: ## runs/s on PostgreSQL with 2 worker processes
+	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkRunsPostgresTwoProcesses' -benchtime 3000x ./hosts/worker/
+
+bench-queue: ## 10,000 queued runs: goroutines and heap held while they wait
+	$(GO) test -run '^$$' -bench 'BenchmarkQueuedRuns' -benchtime 1x ./hosts/worker/

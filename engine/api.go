@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// WorkflowInput is the body of a workflow create or update.
+type WorkflowInput struct {
+	Name       string          `json:"name"`
+	Definition json.RawMessage `json:"definition"`
+}
+
+// ExecuteOptions tunes Execute.
+type ExecuteOptions struct {
+	// IdempotencyKey, when set, makes a retry within IdempotencyWindow return the run the
+	// first call started instead of starting another.
+	IdempotencyKey string
+}
+
+// IdempotencyWindow is how long an Idempotency-Key names its run.
+const IdempotencyWindow = 24 * time.Hour
+
+// Actor is who did something: {type: api|user|system, id}.
+type Actor struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// StepSummary is one entry of a run status document's steps.
+type StepSummary struct {
+	Index  int                `json:"index"`
+	Type   string             `json:"type"`
+	Status svctype.StepStatus `json:"status"`
+}
+
+// RunStatusDoc is GET /runs/:runId/status.
+type RunStatusDoc struct {
+	ID              string            `json:"id"`
+	Status          svctype.RunStatus `json:"status"`
+	WorkflowID      string            `json:"workflow_id"`
+	WorkflowVersion int               `json:"workflow_version"`
+	Reason          string            `json:"reason,omitempty"`
+	Context         map[string]any    `json:"context"`
+	Steps           []StepSummary     `json:"steps"`
+	CreatedAt       time.Time         `json:"created_at"`
+	UpdatedAt       time.Time         `json:"updated_at"`
+	FinishedAt      *time.Time        `json:"finished_at,omitempty"`
+}
+
+// Evidence is GET /runs/:runId/evidence: the durable record of a run.
+type Evidence struct {
+	RunID           string               `json:"run_id"`
+	WorkflowID      string               `json:"workflow_id"`
+	WorkflowVersion int                  `json:"workflow_version"`
+	Status          svctype.RunStatus    `json:"status"`
+	Reason          string               `json:"reason,omitempty"`
+	Input           json.RawMessage      `json:"input"`
+	Steps           []svctype.StepRecord `json:"steps"`
+	// Effects lists every step's effects in the order they happened.
+	Effects   []EvidenceEffect   `json:"effects"`
+	Decisions []svctype.Decision `json:"decisions"`
+	Counts    map[string]int     `json:"counts"`
+}
+
+// EvidenceEffect is an effect with the step that made it.
+type EvidenceEffect struct {
+	StepIndex int `json:"step_index"`
+	svctype.Effect
+}

@@ -1,0 +1,540 @@
+// Package engine is svcflow's runtime as a library: workflows, runs, the executor that
+// advances a run one committed step at a time, and the registry of step kinds. It declares
+// the storage it needs (Store) and never speaks HTTP; hosts/ wraps it.
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/svcflow/svcflow/engine/expr"
+	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/engine/tables"
+)
+
+// Config assembles an Engine.
+type Config struct {
+	// Store is required.
+	Store Store
+	// Env holds the step kinds; nil means NewEnvironment() (every built-in).
+	Env *Environment
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Lease is how long a claimed job stays with its worker without a heartbeat
+	// (default 15s): a worker killed mid-run leaves its jobs claimable after at most this.
+	Lease time.Duration
+	// StepObserver, when set, is told how long each committed unit of run work took (one
+	// step, or one foreach element), transaction included: metrics and benchmarks use it.
+	StepObserver func(stepType string, d time.Duration)
+}
+
+// Engine runs workflows for many organizations against one Store.
+type Engine struct {
+	store Store
+	env   *Environment
+	eval  *expr.Evaluator
+	log   *slog.Logger
+	now   func() time.Time
+	lease time.Duration
+	obs   func(string, time.Duration)
+
+	defs *defCache
+
+	mu      sync.Mutex
+	wakeups []chan struct{}
+}
+
+// New returns an engine over cfg.Store.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("engine: Config.Store is required")
+	}
+	e := &Engine{store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: cfg.Now, lease: cfg.Lease, obs: cfg.StepObserver}
+	if e.env == nil {
+		e.env = NewEnvironment()
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.lease <= 0 {
+		e.lease = 15 * time.Second
+	}
+	e.eval = expr.New()
+	e.defs = newDefCache(1024)
+	return e, nil
+}
+
+// Store returns the engine's store (for embedding programs that want InTx).
+func (e *Engine) Store() Store { return e.store }
+
+// Environment returns the engine's step registry.
+func (e *Engine) Environment() *Environment { return e.env }
+
+// RegisterStep adds a step kind to the engine's environment.
+func (e *Engine) RegisterStep(kind string, fn svctype.StepFunc) { e.env.RegisterStep(kind, fn) }
+
+// Evaluator returns the expression evaluator, where later features register prefix
+// resolvers (doc:, orgconfig:).
+func (e *Engine) Evaluator() *expr.Evaluator { return e.eval }
+
+// Lease returns the job lease duration.
+func (e *Engine) Lease() time.Duration { return e.lease }
+
+// Wakeup returns a channel that receives (without blocking the sender) whenever new work
+// is enqueued by this engine, so an in-process worker need not wait for its next poll.
+func (e *Engine) Wakeup() <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	e.mu.Lock()
+	e.wakeups = append(e.wakeups, ch)
+	e.mu.Unlock()
+	return ch
+}
+
+func (e *Engine) notify() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, ch := range e.wakeups {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+var orgPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+
+// ValidOrgID reports whether id can name an organization: 1-128 characters of
+// [A-Za-z0-9_.:-].
+func ValidOrgID(id string) bool { return orgPattern.MatchString(id) }
+
+func checkOrg(orgID string) error {
+	if !ValidOrgID(orgID) {
+		return ErrInvalidOrg
+	}
+	return nil
+}
+
+// CreateWorkflow validates and stores a new workflow (version 1).
+func (e *Engine) CreateWorkflow(ctx context.Context, orgID string, in WorkflowInput) (*svctype.Workflow, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	c, err := e.checkWorkflow(in)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now().UTC()
+	w := &svctype.Workflow{
+		ID: "wfl-" + uuid.NewString(), OrgID: orgID, Name: in.Name, Version: 1,
+		Definition: compact(in.Definition), Warnings: c.warnings, CreatedAt: now, UpdatedAt: now,
+	}
+	err = e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		if err := tx.CreateWorkflow(ctx, w); err != nil {
+			return err
+		}
+		return e.scheduleTx(ctx, tx, w, c.def)
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.notify()
+	return w, nil
+}
+
+// UpdateWorkflow validates and stores a new version of a workflow; runs already started
+// keep the version they started with.
+func (e *Engine) UpdateWorkflow(ctx context.Context, orgID, id string, in WorkflowInput) (*svctype.Workflow, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	c, err := e.checkWorkflow(in)
+	if err != nil {
+		return nil, err
+	}
+	var w *svctype.Workflow
+	err = e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		cur, err := tx.GetWorkflow(ctx, orgID, id)
+		if err != nil {
+			return err
+		}
+		w = &svctype.Workflow{
+			ID: id, OrgID: orgID, Name: in.Name, Version: cur.Version + 1,
+			Definition: compact(in.Definition), Warnings: c.warnings,
+			CreatedAt: cur.CreatedAt, UpdatedAt: e.now().UTC(),
+		}
+		if err := tx.UpdateWorkflow(ctx, w); err != nil {
+			return err
+		}
+		return e.scheduleTx(ctx, tx, w, c.def)
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.notify()
+	return w, nil
+}
+
+// GetWorkflow returns the current version of a workflow.
+func (e *Engine) GetWorkflow(ctx context.Context, orgID, id string) (*svctype.Workflow, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	return e.store.GetWorkflow(ctx, orgID, id)
+}
+
+// ListWorkflows pages an organization's workflows.
+func (e *Engine) ListWorkflows(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Workflow], error) {
+	if err := checkOrg(orgID); err != nil {
+		return svctype.Page[svctype.Workflow]{}, err
+	}
+	return e.store.ListWorkflows(ctx, orgID, opts)
+}
+
+// DeleteWorkflow removes a workflow, its versions and its schedule. Its runs stay readable;
+// runs still in progress finish on the version they started with.
+func (e *Engine) DeleteWorkflow(ctx context.Context, orgID, id string) error {
+	if err := checkOrg(orgID); err != nil {
+		return err
+	}
+	return e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		if err := tx.DeleteWorkflow(ctx, orgID, id); err != nil {
+			return err
+		}
+		return tx.DeleteJobs(ctx, orgID, svctype.JobSchedule, "", id)
+	})
+}
+
+// Execute starts a run of the workflow's current version and returns it in status running;
+// a worker executes it. With opts.IdempotencyKey, a call repeating a key seen in the last
+// IdempotencyWindow returns the run that key started.
+func (e *Engine) Execute(ctx context.Context, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions) (*svctype.Run, error) {
+	var run *svctype.Run
+	for attempt := 0; attempt < 3; attempt++ {
+		err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+			var err error
+			run, err = e.ExecuteTx(ctx, tx, orgID, workflowID, input, opts)
+			return err
+		})
+		// Two first calls with one key raced: the loser's insert conflicted, so the key's run
+		// now exists; look again.
+		if errors.Is(err, errKeyRace) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		e.notify()
+		return run, nil
+	}
+	return nil, fmt.Errorf("execute: idempotency key %q kept conflicting", opts.IdempotencyKey)
+}
+
+var errKeyRace = errors.New("idempotency key race")
+
+// ExecuteTx is Execute inside the caller's transaction: the run exists only if tx commits.
+// An in-process worker learns of it at its next poll.
+func (e *Engine) ExecuteTx(ctx context.Context, tx Tx, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions) (*svctype.Run, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	input, err := normalizeInput(input)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now().UTC()
+	if opts.IdempotencyKey != "" {
+		if len(opts.IdempotencyKey) > 255 {
+			return nil, Invalid("/Idempotency-Key", "at most 255 characters")
+		}
+		id, err := tx.RunIDForIdempotencyKey(ctx, orgID, opts.IdempotencyKey, now)
+		if err == nil {
+			return tx.GetRun(ctx, orgID, id)
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
+	w, err := tx.GetWorkflow(ctx, orgID, workflowID)
+	if err != nil {
+		return nil, err
+	}
+	run, err := e.startRunTx(ctx, tx, w, input, opts.IdempotencyKey, now)
+	if errors.Is(err, ErrConflict) && opts.IdempotencyKey != "" {
+		return nil, errKeyRace
+	}
+	return run, err
+}
+
+func normalizeInput(input json.RawMessage) (json.RawMessage, error) {
+	if len(input) == 0 || string(input) == "null" {
+		return json.RawMessage(`{}`), nil
+	}
+	var v any
+	if err := json.Unmarshal(input, &v); err != nil {
+		return nil, Invalid("/input", "is not valid JSON")
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, Invalid("/input", "must be an object")
+	}
+	return compact(input), nil
+}
+
+// startRunTx inserts the run, its input, its first job and workflow_run_started.
+func (e *Engine) startRunTx(ctx context.Context, tx Tx, w *svctype.Workflow, input json.RawMessage, key string, now time.Time) (*svctype.Run, error) {
+	run := &svctype.Run{
+		ID: "run-" + uuid.NewString(), OrgID: w.OrgID, WorkflowID: w.ID, WorkflowVersion: w.Version,
+		Status: svctype.RunRunning, Input: input, Definition: w.Definition,
+		IdempotencyKey: key, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := tx.CreateRun(ctx, run, now.Add(IdempotencyWindow)); err != nil {
+		return nil, err
+	}
+	if err := tx.PutContext(ctx, w.OrgID, run.ID, "input", input); err != nil {
+		return nil, err
+	}
+	if err := tx.EnqueueJob(ctx, &svctype.Job{OrgID: w.OrgID, Kind: svctype.JobRunStep, RunID: run.ID, RunAt: now}); err != nil {
+		return nil, err
+	}
+	ev := e.event(run, EventRunStarted, map[string]any{
+		"run_id": run.ID, "workflow_id": w.ID, "input_payload": json.RawMessage(input),
+	})
+	if err := tx.AppendEvents(ctx, []svctype.Event{ev}); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// event builds an outbox entry for a run.
+func (e *Engine) event(run *svctype.Run, name string, payload map[string]any) svctype.Event {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		b, _ = json.Marshal(map[string]any{"run_id": run.ID, "error": "payload not encodable: " + err.Error()})
+	}
+	return svctype.Event{
+		DeliveryID: "dlv_" + uuid.NewString(), OrgID: run.OrgID, RunID: run.ID,
+		Event: name, Timestamp: e.now().UTC(), Payload: b,
+	}
+}
+
+// GetRun returns a run.
+func (e *Engine) GetRun(ctx context.Context, orgID, runID string) (*svctype.Run, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	return e.store.GetRun(ctx, orgID, runID)
+}
+
+// RunStatus returns the status document of a run: its status, context and steps.
+func (e *Engine) RunStatus(ctx context.Context, orgID, runID string) (*RunStatusDoc, error) {
+	run, err := e.GetRun(ctx, orgID, runID)
+	if err != nil {
+		return nil, err
+	}
+	def, err := e.definition(run)
+	if err != nil {
+		return nil, err
+	}
+	rawCtx, err := e.store.GetContext(ctx, orgID, runID)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := e.store.ListSteps(ctx, orgID, runID)
+	if err != nil {
+		return nil, err
+	}
+	doc := &RunStatusDoc{
+		ID: run.ID, Status: run.Status, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
+		Reason: run.Reason, Context: decodeContext(rawCtx), Steps: stepSummaries(def, recs),
+		CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt, FinishedAt: run.FinishedAt,
+	}
+	doc.Context["__run_id"] = run.ID
+	return doc, nil
+}
+
+func stepSummaries(def *svctype.Definition, recs []svctype.StepRecord) []StepSummary {
+	out := make([]StepSummary, len(def.Actions))
+	for i, a := range def.Actions {
+		out[i] = StepSummary{Index: i, Type: a.Type, Status: svctype.StepPending}
+	}
+	for _, r := range recs {
+		if r.Index >= 0 && r.Index < len(out) {
+			out[r.Index].Status = r.Status
+		}
+	}
+	return out
+}
+
+func decodeContext(raw map[string]json.RawMessage) map[string]any {
+	out := make(map[string]any, len(raw)+1)
+	for k, v := range raw {
+		var x any
+		if err := json.Unmarshal(v, &x); err == nil {
+			out[k] = x
+		}
+	}
+	return out
+}
+
+// Evidence returns the run record: each step's input summary, output, effects and
+// decisions, and every effect in order.
+func (e *Engine) Evidence(ctx context.Context, orgID, runID string) (*Evidence, error) {
+	run, err := e.GetRun(ctx, orgID, runID)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := e.store.ListSteps(ctx, orgID, runID)
+	if err != nil {
+		return nil, err
+	}
+	ev := &Evidence{
+		RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
+		Status: run.Status, Reason: run.Reason, Input: run.Input, Steps: recs,
+		Effects: []EvidenceEffect{}, Decisions: []svctype.Decision{}, Counts: map[string]int{},
+	}
+	for _, r := range recs {
+		ev.Counts["steps_"+string(r.Status)]++
+		for _, eff := range r.Effects {
+			ev.Effects = append(ev.Effects, EvidenceEffect{StepIndex: r.Index, Effect: eff})
+		}
+		ev.Decisions = append(ev.Decisions, r.Decisions...)
+	}
+	ev.Counts["effects"] = len(ev.Effects)
+	return ev, nil
+}
+
+// ListRuns pages an organization's runs, newest first.
+func (e *Engine) ListRuns(ctx context.Context, orgID string, f RunFilter) (svctype.Page[svctype.Run], error) {
+	if err := checkOrg(orgID); err != nil {
+		return svctype.Page[svctype.Run]{}, err
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		return svctype.Page[svctype.Run]{}, Invalid("/status", "unknown run status %q", f.Status)
+	}
+	return e.store.ListRuns(ctx, orgID, f)
+}
+
+// RunEvents pages a run's outbox events, oldest first.
+func (e *Engine) RunEvents(ctx context.Context, orgID, runID string, opts svctype.ListOptions) (svctype.Page[svctype.Event], error) {
+	if _, err := e.GetRun(ctx, orgID, runID); err != nil {
+		return svctype.Page[svctype.Event]{}, err
+	}
+	return e.store.ListRunEvents(ctx, orgID, runID, opts)
+}
+
+// CancelRun ends a running or paused run as cancelled; a run that already ended is
+// ErrConflict. A worker in the middle of one of its steps loses its lease and that step's
+// uncommitted work is discarded.
+func (e *Engine) CancelRun(ctx context.Context, orgID, runID, reason string, actor Actor) (*svctype.Run, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	if actor.Type == "" {
+		actor.Type = "api"
+	}
+	var run *svctype.Run
+	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		run, err = tx.GetRun(ctx, orgID, runID)
+		if err != nil {
+			return err
+		}
+		if run.Status.Terminal() {
+			return fmt.Errorf("%w: run %s already ended as %s", ErrConflict, run.ID, run.Status)
+		}
+		if err := tx.DeleteJobs(ctx, orgID, svctype.JobRunStep, run.ID, ""); err != nil {
+			return err
+		}
+		e.finish(run, svctype.RunCancelled, reason)
+		if err := tx.UpdateRun(ctx, run); err != nil {
+			return err
+		}
+		return tx.AppendEvents(ctx, []svctype.Event{e.event(run, EventRunCancelled, map[string]any{
+			"run_id": run.ID, "workflow_id": run.WorkflowID, "reason": reason, "actor": actor,
+		})})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+func (e *Engine) finish(run *svctype.Run, status svctype.RunStatus, reason string) {
+	now := e.now().UTC()
+	run.Status, run.Reason, run.UpdatedAt, run.FinishedAt = status, reason, now, &now
+}
+
+// CreateTable declares a custom table.
+func (e *Engine) CreateTable(ctx context.Context, orgID, name string, fields map[string]string) (*svctype.Table, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	if ps := tables.Check(name, fields); len(ps) > 0 {
+		ve := &ValidationError{}
+		for _, p := range ps {
+			ve.Problems = append(ve.Problems, Problem{p.Pointer, p.Message})
+		}
+		return nil, ve
+	}
+	return tables.Create(ctx, e.store, orgID, name, fields, e.now())
+}
+
+// ListTables pages an organization's custom tables.
+func (e *Engine) ListTables(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Table], error) {
+	if err := checkOrg(orgID); err != nil {
+		return svctype.Page[svctype.Table]{}, err
+	}
+	return e.store.ListTables(ctx, orgID, opts)
+}
+
+// ReadRows returns a table's rows matching where (column -> value), at most limit.
+func (e *Engine) ReadRows(ctx context.Context, orgID, table string, where map[string]any, limit int) ([]svctype.Row, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	if _, err := e.store.GetTable(ctx, orgID, table); err != nil {
+		return nil, err
+	}
+	return e.store.ReadRows(ctx, orgID, table, where, limit)
+}
+
+// UpdateRows merges set into the rows matching where (integrators advance exception rows
+// this way) and returns how many it changed. Only declared columns may be set.
+func (e *Engine) UpdateRows(ctx context.Context, orgID, table string, where, set map[string]any) (int, error) {
+	if err := checkOrg(orgID); err != nil {
+		return 0, err
+	}
+	t, err := e.store.GetTable(ctx, orgID, table)
+	if err != nil {
+		return 0, err
+	}
+	if len(set) == 0 {
+		return 0, Invalid("/set", "required: at least one column to set")
+	}
+	_, dropped := tables.Split(t, set)
+	if len(dropped) > 0 {
+		return 0, Invalid("/set", "columns %v are not declared by table %q", dropped, table)
+	}
+	return e.store.UpdateRows(ctx, orgID, table, where, set)
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return json.RawMessage(buf.Bytes())
+}

@@ -1,0 +1,53 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// Sentinel errors. Stores and the engine wrap them; hosts map them to status codes in one
+// place (hosts/runtime). Check with errors.Is.
+var (
+	// ErrNotFound: the resource does not exist in this organization (another org's resource
+	// is not found too: existence is never revealed).
+	ErrNotFound = svctype.ErrNotFound
+	// ErrConflict: a unique name is taken, or the resource is in a state that forbids the call.
+	ErrConflict = svctype.ErrConflict
+	// ErrLeaseLost: the job's lease expired or the job was removed (a cancelled run) before
+	// the worker committed; its transaction is rolled back and nothing it did lands.
+	ErrLeaseLost = svctype.ErrLeaseLost
+	// ErrInvalidOrg: the organization id is empty or malformed.
+	ErrInvalidOrg = errors.New("invalid organization id")
+)
+
+// Problem is one thing wrong with an input, located by a JSON pointer.
+type Problem struct {
+	Pointer string `json:"pointer"`
+	Message string `json:"message"`
+}
+
+// ValidationError is a request that is well formed but not acceptable: each problem names
+// where (a JSON pointer into the request body) and what.
+type ValidationError struct {
+	Problems []Problem
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, 0, len(e.Problems))
+	for _, p := range e.Problems {
+		if p.Pointer == "" {
+			parts = append(parts, p.Message)
+			continue
+		}
+		parts = append(parts, p.Pointer+": "+p.Message)
+	}
+	return "validation failed: " + strings.Join(parts, "; ")
+}
+
+// Invalid builds a ValidationError with one problem.
+func Invalid(pointer, format string, args ...any) *ValidationError {
+	return &ValidationError{Problems: []Problem{{Pointer: pointer, Message: fmt.Sprintf(format, args...)}}}
+}

@@ -1,0 +1,505 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/svcflow/svcflow/engine/expr"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// ClaimBatch is how many jobs Work claims at a time.
+const ClaimBatch = 16
+
+// Work claims and runs due jobs until none is left, or ctx is done, and returns how many it
+// ran. Tests, examples and one-shot tools use it; long-running hosts use hosts/worker.
+func (e *Engine) Work(ctx context.Context) (int, error) {
+	n := 0
+	for ctx.Err() == nil {
+		jobs, err := e.store.ClaimJobs(ctx, ClaimBatch, e.lease)
+		if err != nil {
+			return n, err
+		}
+		if len(jobs) == 0 {
+			return n, nil
+		}
+		for i := range jobs {
+			if err := e.RunJob(ctx, &jobs[i]); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// RunJob does the work of one claimed job. For a run it commits one step after another until
+// the run ends, pauses, or ctx is cancelled (then the job is released for any worker). ctx
+// is checked between steps only: a step in progress is finished and committed (drain).
+// ErrLeaseLost is not an error here: the run was cancelled or another worker owns the job.
+func (e *Engine) RunJob(ctx context.Context, job *svctype.Job) error {
+	var err error
+	switch job.Kind {
+	case svctype.JobRunStep:
+		err = e.advanceRun(ctx, job)
+	case svctype.JobSchedule:
+		err = e.fireSchedule(context.WithoutCancel(ctx), job)
+	default:
+		err = e.store.InTx(context.WithoutCancel(ctx), func(ctx context.Context, tx Tx) error {
+			e.log.Warn("dropping job of unknown kind", "kind", job.Kind, "job_id", job.ID)
+			return tx.CompleteJob(ctx, job)
+		})
+	}
+	if errors.Is(err, ErrLeaseLost) {
+		return nil
+	}
+	return err
+}
+
+// runState is a run being advanced by one worker: its definition and its context as of the
+// last commit.
+type runState struct {
+	run  *svctype.Run
+	ent  *defEntry
+	vars expr.Vars
+}
+
+func (e *Engine) loadRun(ctx context.Context, job *svctype.Job) (*runState, error) {
+	run, err := e.store.GetRun(ctx, job.OrgID, job.RunID)
+	if err != nil {
+		return nil, err
+	}
+	ent, err := e.entry(run)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := e.store.GetContext(ctx, job.OrgID, job.RunID)
+	if err != nil {
+		return nil, err
+	}
+	vars := expr.Vars(decodeContext(raw))
+	return &runState{run: run, ent: ent, vars: vars}, nil
+}
+
+func (e *Engine) advanceRun(ctx context.Context, job *svctype.Job) error {
+	commitCtx := context.WithoutCancel(ctx)
+	st, err := e.loadRun(commitCtx, job)
+	if errors.Is(err, ErrNotFound) {
+		return e.store.InTx(commitCtx, func(ctx context.Context, tx Tx) error { return tx.CompleteJob(ctx, job) })
+	}
+	if err != nil {
+		return err
+	}
+	if st.run.Status != svctype.RunRunning {
+		return e.store.InTx(commitCtx, func(ctx context.Context, tx Tx) error { return tx.CompleteJob(ctx, job) })
+	}
+	// Every commit that ends or pauses the run also completes its job.
+	for st.run.Status == svctype.RunRunning {
+		if ctx.Err() != nil {
+			// Draining: hand the run to whichever worker claims it next.
+			return e.store.InTx(commitCtx, func(ctx context.Context, tx Tx) error {
+				return tx.RenewJob(ctx, job, time.Time{})
+			})
+		}
+		began := time.Now()
+		if err := e.stepOnce(commitCtx, job, st); err != nil {
+			return err
+		}
+		if e.obs != nil {
+			e.obs(e.stepType(st), time.Since(began))
+		}
+	}
+	return nil
+}
+
+// scope returns the variables a step at index sees.
+func (e *Engine) scope(st *runState, index int) expr.Vars {
+	v := make(expr.Vars, len(st.vars)+4)
+	maps.Copy(v, st.vars)
+	v["__run_id"] = st.run.ID
+	v["__workflow_id"] = st.run.WorkflowID
+	v["__step"] = index
+	v["now"] = e.now().UTC().Format(time.RFC3339Nano)
+	return v
+}
+
+// stepFailure is a step's own error: the run fails with it, the step's work is rolled back.
+type stepFailure struct{ err error }
+
+func (f *stepFailure) Error() string { return f.err.Error() }
+func (f *stepFailure) Unwrap() error { return f.err }
+
+// commit holds what one step commit writes besides the step's own table effects.
+type commit struct {
+	rec     svctype.StepRecord
+	events  []svctype.Event
+	outputs map[string]any
+	// inner marks the steps of a foreach element: they emit no step.* events of their own.
+	inner bool
+}
+
+func (c *commit) setOutput(key string, v any) {
+	if key == "" {
+		return
+	}
+	if c.outputs == nil {
+		c.outputs = map[string]any{}
+	}
+	c.outputs[key] = v
+}
+
+// stepOnce commits the next unit of work of a run: the top-level gate, one step, or one
+// element of a foreach.
+func (e *Engine) stepOnce(ctx context.Context, job *svctype.Job, st *runState) error {
+	def := st.ent.def
+	i := st.run.Cursor.Step
+	if i >= len(def.Actions) {
+		return e.commitStep(ctx, job, st, &commit{})
+	}
+	step := &def.Actions[i]
+	if step.Type == LoopStep {
+		return e.loopOnce(ctx, job, st, i, step)
+	}
+	c := &commit{rec: svctype.StepRecord{Index: i, Type: step.Type, Status: svctype.StepCompleted}}
+	started := e.now().UTC()
+	c.rec.StartedAt = &started
+	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		if err := tx.RenewJob(ctx, job, e.now().Add(e.lease)); err != nil {
+			return err
+		}
+		if i == 0 && def.Condition != nil {
+			ok, err := e.gate(ctx, tx, job, st, c)
+			if err != nil || !ok {
+				return err
+			}
+		}
+		vars := e.scope(st, i)
+		out, key, status, err := e.execStep(ctx, tx, st, step, i, vars, c)
+		if err != nil {
+			return &stepFailure{err}
+		}
+		c.rec.Status = status
+		if status == svctype.StepCompleted {
+			c.setOutput(key, out)
+			c.rec.Output = summarize(out)
+		}
+		return e.writeCommit(ctx, tx, job, st, c, i+1)
+	})
+	return e.afterCommit(ctx, job, st, c, i, step, err)
+}
+
+// gate evaluates definition.condition before the first step. When false the run ends as
+// condition_not_met inside tx and gate returns false.
+func (e *Engine) gate(ctx context.Context, tx Tx, job *svctype.Job, st *runState, c *commit) (bool, error) {
+	cond, err := st.ent.condition(st.ent.def, st.ent.def.Condition)
+	if err == nil {
+		var ok bool
+		ok, err = cond.Eval(ctx, e.scope(st, 0))
+		if err == nil {
+			c.rec.Decisions = append(c.rec.Decisions, svctype.Decision{Kind: "workflow_condition", Result: ok})
+			if ok {
+				return true, nil
+			}
+		}
+	}
+	if err != nil {
+		return false, &stepFailure{fmt.Errorf("definition.condition: %w", err)}
+	}
+	c.rec.Status = svctype.StepSkipped
+	if err := tx.PutStep(ctx, st.run.OrgID, &c.rec); err != nil {
+		return false, err
+	}
+	e.finish(st.run, svctype.RunConditionNotMet, "definition.condition evaluated false")
+	if err := tx.UpdateRun(ctx, st.run); err != nil {
+		return false, err
+	}
+	if err := tx.AppendEvents(ctx, []svctype.Event{e.event(st.run, EventRunCompleted, map[string]any{
+		"run_id": st.run.ID, "workflow_id": st.run.WorkflowID,
+		"result": map[string]any{"status": svctype.RunConditionNotMet},
+	})}); err != nil {
+		return false, err
+	}
+	return false, tx.CompleteJob(ctx, job)
+}
+
+// execStep runs one step (filter, onFalse, kind) inside tx and returns its output, the
+// context key for it, and the step status.
+func (e *Engine) execStep(ctx context.Context, tx Tx, st *runState, step *svctype.Step, index int, vars expr.Vars, c *commit) (any, string, svctype.StepStatus, error) {
+	if step.Filter != nil {
+		cond, err := st.ent.condition(step, step.Filter.Condition)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("filter.condition: %w", err)
+		}
+		ok, err := cond.Eval(ctx, vars)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("filter.condition: %w", err)
+		}
+		c.rec.Decisions = append(c.rec.Decisions, svctype.Decision{Kind: "filter", Result: ok})
+		if !ok {
+			if step.OnFalse == nil {
+				return nil, "", svctype.StepSkipped, nil
+			}
+			c.rec.Decisions = append(c.rec.Decisions, svctype.Decision{Kind: "on_false", Result: step.OnFalse.Type})
+			return e.execStep(ctx, tx, st, step.OnFalse, index, vars, c)
+		}
+	}
+	if step.Type == LoopStep {
+		// A loop nested in a foreach element runs inline, checkpointed with its element.
+		out, err := e.inlineLoop(ctx, tx, st, step, index, vars, c)
+		return out, loopResultKey(step), svctype.StepCompleted, err
+	}
+	kind, ok := e.env.Lookup(step.Type)
+	if !ok {
+		return nil, "", "", fmt.Errorf("step type %q is neither a built-in primitive nor a registered action", step.Type)
+	}
+	props, err := e.eval.Resolve(ctx, step.Properties, vars)
+	if err != nil {
+		return nil, "", "", err
+	}
+	pm, _ := props.(map[string]any)
+	if pm == nil {
+		pm = map[string]any{}
+	}
+	if c.rec.InputSummary == nil {
+		c.rec.InputSummary = summarize(pm)
+	}
+	if !c.inner {
+		c.events = append(c.events, e.event(st.run, EventStepStarted, map[string]any{
+			"run_id": st.run.ID, "step_index": index, "step_type": step.Type,
+		}))
+	}
+	call := svctype.NewStepCall(
+		func(name string, payload map[string]any) {
+			if payload == nil {
+				payload = map[string]any{}
+			}
+			if _, ok := payload["run_id"]; !ok {
+				payload["run_id"] = st.run.ID
+			}
+			if _, ok := payload["step_index"]; !ok {
+				payload["step_index"] = index
+			}
+			c.events = append(c.events, e.event(st.run, name, payload))
+		},
+		func(eff svctype.Effect) { c.rec.Effects = append(c.rec.Effects, eff) },
+	)
+	call.OrgID, call.RunID, call.WorkflowID = st.run.OrgID, st.run.ID, st.run.WorkflowID
+	call.Index, call.Type, call.Properties, call.Vars, call.Tables = index, step.Type, pm, vars, tx
+	out, err := kind.Run(ctx, call)
+	if err != nil {
+		return nil, "", "", err
+	}
+	out = normalize(out)
+	if !c.inner {
+		c.events = append(c.events, e.event(st.run, EventStepDone, map[string]any{"run_id": st.run.ID, "step_index": index}))
+	}
+	return out, step.OutputKey, svctype.StepCompleted, nil
+}
+
+// writeCommit writes a finished top-level step and moves the cursor to next, ending the run
+// when next is past the last step.
+func (e *Engine) writeCommit(ctx context.Context, tx Tx, job *svctype.Job, st *runState, c *commit, next int) error {
+	orgID, runID := st.run.OrgID, st.run.ID
+	for k, v := range c.outputs {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return &stepFailure{fmt.Errorf("output %q is not JSON: %w", k, err)}
+		}
+		if err := tx.PutContext(ctx, orgID, runID, k, b); err != nil {
+			return err
+		}
+	}
+	if c.rec.Type != "" {
+		now := e.now().UTC()
+		c.rec.FinishedAt = &now
+		if err := tx.PutStep(ctx, orgID, &c.rec); err != nil {
+			return err
+		}
+	}
+	st.run.Cursor = svctype.Cursor{Step: next}
+	st.run.UpdatedAt = e.now().UTC()
+	done := next >= len(st.ent.def.Actions)
+	if done {
+		e.finish(st.run, svctype.RunCompleted, "")
+		c.events = append(c.events, e.event(st.run, EventRunCompleted, map[string]any{
+			"run_id": runID, "workflow_id": st.run.WorkflowID,
+			"result": map[string]any{"status": svctype.RunCompleted, "outputs": e.outputs(st, c)},
+		}))
+	}
+	if err := tx.UpdateRun(ctx, st.run); err != nil {
+		return err
+	}
+	if len(c.events) > 0 {
+		if err := tx.AppendEvents(ctx, c.events); err != nil {
+			return err
+		}
+	}
+	if done {
+		return tx.CompleteJob(ctx, job)
+	}
+	return nil
+}
+
+// outputs is the run's context after c: every step output, without the input.
+func (e *Engine) outputs(st *runState, c *commit) map[string]any {
+	out := make(map[string]any, len(st.vars)+len(c.outputs))
+	for k, v := range st.vars {
+		if k != "input" {
+			out[k] = v
+		}
+	}
+	maps.Copy(out, c.outputs)
+	return out
+}
+
+// commitStep commits c as the step that ends the run (used when the cursor is already past
+// the last step, e.g. an empty workflow).
+func (e *Engine) commitStep(ctx context.Context, job *svctype.Job, st *runState, c *commit) error {
+	snapshot := *st.run
+	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		if err := tx.RenewJob(ctx, job, e.now().Add(e.lease)); err != nil {
+			return err
+		}
+		return e.writeCommit(ctx, tx, job, st, c, st.run.Cursor.Step)
+	})
+	if err != nil {
+		*st.run = snapshot
+	}
+	return err
+}
+
+// afterCommit applies a committed step to the in-memory state, or fails the run when the
+// step itself failed.
+func (e *Engine) afterCommit(ctx context.Context, job *svctype.Job, st *runState, c *commit, i int, step *svctype.Step, err error) error {
+	var sf *stepFailure
+	switch {
+	case err == nil:
+		maps.Copy(st.vars, c.outputs)
+		return nil
+	case errors.As(err, &sf):
+		return e.failRun(ctx, job, st, i, step, sf.err)
+	default:
+		// The transaction rolled back: reload the run so memory matches the database.
+		if fresh, lerr := e.loadRun(ctx, job); lerr == nil {
+			*st = *fresh
+		}
+		return err
+	}
+}
+
+// failRun ends the run as failed in a transaction of its own; the failing step's work was
+// rolled back, earlier steps' committed effects stay.
+func (e *Engine) failRun(ctx context.Context, job *svctype.Job, st *runState, i int, step *svctype.Step, cause error) error {
+	reason := fmt.Sprintf("step %d (%s): %s", i, step.Type, cause.Error())
+	return e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		if err := tx.RenewJob(ctx, job, e.now().Add(e.lease)); err != nil {
+			return err
+		}
+		now := e.now().UTC()
+		rec := svctype.StepRecord{Index: i, Type: step.Type, Status: svctype.StepFailed, Error: cause.Error(), FinishedAt: &now}
+		if err := tx.PutStep(ctx, st.run.OrgID, &rec); err != nil {
+			return err
+		}
+		e.finish(st.run, svctype.RunFailed, reason)
+		if err := tx.UpdateRun(ctx, st.run); err != nil {
+			return err
+		}
+		events := []svctype.Event{}
+		if step.Type == LoopStep {
+			mode, _ := step.Properties["mode"].(string)
+			events = append(events, e.event(st.run, EventLoopFailed, map[string]any{
+				"run_id": st.run.ID, "step_id": strconv.Itoa(i), "step_index": i, "mode": mode, "error": cause.Error(),
+			}))
+		}
+		events = append(events,
+			e.event(st.run, EventStepFailed, map[string]any{
+				"run_id": st.run.ID, "step_index": i, "error": map[string]any{"message": cause.Error()},
+			}),
+			e.event(st.run, EventRunFailed, map[string]any{
+				"run_id": st.run.ID, "workflow_id": st.run.WorkflowID, "reason": reason, "context": e.outputs(st, &commit{}),
+			}))
+		if err := tx.AppendEvents(ctx, events); err != nil {
+			return err
+		}
+		return tx.CompleteJob(ctx, job)
+	})
+}
+
+// summaryLimit bounds the input summary and output copy kept in a step record.
+const summaryLimit = 4 << 10
+
+// summarize keeps v for the evidence when its JSON is small, else a marker with its size.
+func summarize(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	if len(b) <= summaryLimit {
+		return b
+	}
+	m := map[string]any{"truncated": true, "bytes": len(b)}
+	if arr, ok := v.([]any); ok {
+		m["length"] = len(arr)
+	}
+	out, _ := json.Marshal(m)
+	return out
+}
+
+// normalize turns a step's Go output into plain JSON values (maps, slices, float64) so that
+// paths see the same shapes in memory as after a reload from the database.
+func normalize(v any) any {
+	switch v.(type) {
+	case nil, string, bool, float64, map[string]any, []any:
+		if !containsGoTypes(v) {
+			return v
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return v
+	}
+	return out
+}
+
+func containsGoTypes(v any) bool {
+	switch x := v.(type) {
+	case nil, string, bool, float64:
+		return false
+	case map[string]any:
+		for _, el := range x {
+			if containsGoTypes(el) {
+				return true
+			}
+		}
+		return false
+	case []any:
+		for _, el := range x {
+			if containsGoTypes(el) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// stepType names the step a run's cursor was on, for observers.
+func (e *Engine) stepType(st *runState) string {
+	i := st.run.Cursor.Step - 1
+	if st.run.Cursor.Loop != nil {
+		i++
+	}
+	if i >= 0 && i < len(st.ent.def.Actions) {
+		return st.ent.def.Actions[i].Type
+	}
+	return ""
+}

@@ -1,0 +1,198 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/engine/tables"
+)
+
+// CustomTable is the step type that writes, upserts or reads custom-table rows.
+const CustomTable = "custom-table"
+
+// Custom-table operations.
+const (
+	opWrite  = "write"
+	opUpsert = "upsert"
+	opRead   = "read"
+)
+
+// EventDroppedFields is emitted when a row carries columns its table does not declare.
+const EventDroppedFields = "custom_table_dropped_fields"
+
+func validateCustomTable(props map[string]any) []svctype.PropertyProblem {
+	var out []svctype.PropertyProblem
+	add := func(p, f string, a ...any) {
+		out = append(out, svctype.PropertyProblem{Pointer: p, Message: fmt.Sprintf(f, a...)})
+	}
+	if s, ok := props["table"].(string); !ok || s == "" {
+		add("/table", "required: the name of a custom table")
+	}
+	op, _ := props["operation"].(string)
+	switch op {
+	case opWrite, opUpsert:
+		keys, kok := props["keys"].([]any)
+		values, vok := props["values"].([]any)
+		if op == opUpsert && (!kok || len(keys) == 0) {
+			add("/keys", "upsert needs at least one key column")
+		}
+		if props["keys"] != nil && !kok {
+			add("/keys", "must be an array of column names")
+		}
+		for i, k := range keys {
+			if s, ok := k.(string); !ok || s == "" {
+				add(fmt.Sprintf("/keys/%d", i), "must be a column name")
+			}
+		}
+		if props["values"] != nil && !vok {
+			add("/values", "must be an array (or an @path to one) aligned with keys")
+		}
+		if kok && vok && len(keys) != len(values) {
+			add("/values", "has %d entries for %d keys", len(values), len(keys))
+		}
+		if f, ok := props["fields"]; ok {
+			if _, isMap := f.(map[string]any); !isMap {
+				add("/fields", "must be an object of column -> value")
+			}
+		}
+	case opRead:
+		if w, ok := props["where"]; ok {
+			if _, isMap := w.(map[string]any); !isMap {
+				add("/where", "must be an object of column -> value")
+			}
+		}
+		if l, ok := props["limit"]; ok {
+			if n, isNum := l.(float64); !isNum || n < 0 || n != math.Trunc(n) {
+				add("/limit", "must be a non-negative integer")
+			}
+		}
+	default:
+		add("/operation", "must be one of write, upsert, read")
+	}
+	return out
+}
+
+func runCustomTable(ctx context.Context, call *svctype.StepCall) (any, error) {
+	p := call.Properties
+	name, _ := p["table"].(string)
+	if name == "" {
+		return nil, errors.New("custom-table: property table is required")
+	}
+	t, err := call.Tables.GetTable(ctx, call.OrgID, name)
+	if errors.Is(err, svctype.ErrNotFound) {
+		return nil, fmt.Errorf("custom-table: table %q does not exist", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	op, _ := p["operation"].(string)
+	switch op {
+	case opWrite, opUpsert:
+		return writeRow(ctx, call, t, op)
+	case opRead:
+		return readRows(ctx, call, t)
+	}
+	return nil, fmt.Errorf("custom-table: operation %q is not one of write, upsert, read", op)
+}
+
+func writeRow(ctx context.Context, call *svctype.StepCall, t *svctype.Table, op string) (any, error) {
+	p := call.Properties
+	keys, err := stringList(p["keys"], "keys")
+	if err != nil {
+		return nil, err
+	}
+	values, _ := p["values"].([]any)
+	if p["values"] != nil && values == nil {
+		return nil, errors.New("custom-table: values must resolve to an array")
+	}
+	if len(values) != len(keys) {
+		return nil, fmt.Errorf("custom-table: %d values for %d keys", len(values), len(keys))
+	}
+	if op == opUpsert && len(keys) == 0 {
+		return nil, errors.New("custom-table: upsert needs at least one key column")
+	}
+	if missing := tables.Undeclared(t, keys); len(missing) > 0 {
+		return nil, fmt.Errorf("custom-table: key columns %v are not declared by table %q", missing, t.Name)
+	}
+	row := map[string]any{}
+	if f, ok := p["fields"].(map[string]any); ok {
+		for k, v := range f {
+			row[k] = v
+		}
+	}
+	for i, k := range keys {
+		row[k] = values[i]
+	}
+	kept, dropped := tables.Split(t, row)
+	if len(dropped) > 0 {
+		call.Emit(EventDroppedFields, map[string]any{"table": t.Name, "dropped": dropped})
+	}
+	written := svctype.Row{}
+	inserted := true
+	if op == opUpsert {
+		written, inserted, err = call.Tables.UpsertRow(ctx, call.OrgID, t.Name, keys, kept)
+	} else {
+		written, err = call.Tables.InsertRow(ctx, call.OrgID, t.Name, kept)
+	}
+	if err != nil {
+		return nil, err
+	}
+	call.AddEffect(svctype.Effect{Kind: "table_row_" + op, Target: t.Name, Detail: map[string]any{
+		"row_id": written.ID, "inserted": inserted, "keys": keyValues(keys, kept),
+	}})
+	if dropped == nil {
+		dropped = []string{}
+	}
+	return map[string]any{"table": t.Name, "written": 1, "dropped": dropped}, nil
+}
+
+func readRows(ctx context.Context, call *svctype.StepCall, t *svctype.Table) (any, error) {
+	p := call.Properties
+	where, _ := p["where"].(map[string]any)
+	if p["where"] != nil && where == nil {
+		return nil, errors.New("custom-table: where must resolve to an object")
+	}
+	limit := 0
+	if l, ok := p["limit"].(float64); ok && l > 0 {
+		limit = int(l)
+	}
+	rows, err := call.Tables.ReadRows(ctx, call.OrgID, t.Name, where, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(rows))
+	for i, r := range rows {
+		out[i] = r.Data
+	}
+	return out, nil
+}
+
+func stringList(v any, prop string) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("custom-table: %s must be an array of column names", prop)
+	}
+	out := make([]string, len(arr))
+	for i, x := range arr {
+		s, ok := x.(string)
+		if !ok || s == "" {
+			return nil, fmt.Errorf("custom-table: %s[%d] must be a column name", prop, i)
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+func keyValues(keys []string, row map[string]any) map[string]any {
+	out := make(map[string]any, len(keys))
+	for _, k := range keys {
+		out[k] = row[k]
+	}
+	return out
+}

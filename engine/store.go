@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// Store is what the engine needs from a database. engine/store implements it with bun for
+// SQLite and PostgreSQL; engine/store/storetest is the suite every implementation passes.
+// Every method that touches a tenant resource takes the org id and puts it in its query.
+type Store interface {
+	Querier
+	// InTx runs fn in one transaction: committed when fn returns nil, rolled back otherwise.
+	// The Tx passed to fn must not be used after fn returns.
+	InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// ClaimJobs leases up to n jobs whose run_at has come and whose lease is free or expired,
+	// oldest run_at first, for lease. Each claimed job gets a fresh LeaseToken and Attempts+1.
+	// PostgreSQL claims with FOR UPDATE SKIP LOCKED so many workers share the table.
+	ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]svctype.Job, error)
+	// ExtendLeases pushes lease_until to now+lease for the given jobs that still hold token.
+	ExtendLeases(ctx context.Context, jobs []svctype.Job, lease time.Duration) error
+	// Migrate brings the schema up to date; it is safe to call on every start and from
+	// several processes at once.
+	Migrate(ctx context.Context) error
+	Close() error
+}
+
+// Tx is a Querier bound to one transaction.
+type Tx interface {
+	Querier
+}
+
+// RunFilter narrows ListRuns.
+type RunFilter struct {
+	WorkflowID string
+	Status     svctype.RunStatus
+	svctype.ListOptions
+}
+
+// Querier is every data operation, usable on the store directly or inside a transaction.
+type Querier interface {
+	// Workflows. CreateWorkflow inserts version 1 (ErrConflict when the name is taken in the
+	// org); UpdateWorkflow stores w as a new version w.Version (the caller increments it) and
+	// makes it current (ErrNotFound, ErrConflict on a taken name). Get returns the current
+	// version; GetWorkflowVersion a given one (kept after updates so runs can name theirs).
+	// DeleteWorkflow removes the workflow and its versions; runs stay.
+	CreateWorkflow(ctx context.Context, w *svctype.Workflow) error
+	UpdateWorkflow(ctx context.Context, w *svctype.Workflow) error
+	GetWorkflow(ctx context.Context, orgID, id string) (*svctype.Workflow, error)
+	GetWorkflowVersion(ctx context.Context, orgID, id string, version int) (*svctype.Workflow, error)
+	ListWorkflows(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Workflow], error)
+	DeleteWorkflow(ctx context.Context, orgID, id string) error
+
+	// Runs. CreateRun inserts a run (Definition included). When run.IdempotencyKey is set,
+	// the key is recorded until keyExpires; if an unexpired record of that key already exists
+	// in the org, CreateRun inserts nothing and returns ErrConflict.
+	// RunIDForIdempotencyKey returns the run id recorded for an unexpired key, or ErrNotFound.
+	CreateRun(ctx context.Context, run *svctype.Run, keyExpires time.Time) error
+	RunIDForIdempotencyKey(ctx context.Context, orgID, key string, now time.Time) (string, error)
+	GetRun(ctx context.Context, orgID, id string) (*svctype.Run, error)
+	// UpdateRun writes Status, Cursor, Reason, UpdatedAt and FinishedAt of an existing run.
+	UpdateRun(ctx context.Context, run *svctype.Run) error
+	// ListRuns pages runs newest first; the cursor is opaque to callers.
+	ListRuns(ctx context.Context, orgID string, f RunFilter) (svctype.Page[svctype.Run], error)
+
+	// Run context, stored one row per key: PutContext inserts or replaces one key.
+	PutContext(ctx context.Context, orgID, runID, key string, value json.RawMessage) error
+	GetContext(ctx context.Context, orgID, runID string) (map[string]json.RawMessage, error)
+
+	// Step records, one per top-level step index: PutStep inserts or replaces.
+	PutStep(ctx context.Context, orgID string, rec *svctype.StepRecord) error
+	ListSteps(ctx context.Context, orgID, runID string) ([]svctype.StepRecord, error)
+
+	// Foreach progress: one output per element, inserted or replaced by (run, step, item).
+	PutLoopItem(ctx context.Context, orgID, runID string, step, item int, output json.RawMessage) error
+	ListLoopItems(ctx context.Context, orgID, runID string, step int) ([]json.RawMessage, error)
+
+	// Outbox. AppendEvents assigns Seq in order. ListRunEvents pages a run's events oldest first.
+	AppendEvents(ctx context.Context, events []svctype.Event) error
+	ListRunEvents(ctx context.Context, orgID, runID string, opts svctype.ListOptions) (svctype.Page[svctype.Event], error)
+
+	// Jobs. EnqueueJob inserts a job (ID assigned). RenewJob verifies that the job still holds
+	// job.LeaseToken (else ErrLeaseLost), and sets its run_at, payload and lease_until
+	// (keeping the lease when leaseUntil is in the future, freeing it when zero).
+	// CompleteJob deletes a job that still holds its token (else ErrLeaseLost).
+	// DeleteJobs removes an org's jobs of a kind for a run or a workflow (whichever id is set).
+	EnqueueJob(ctx context.Context, job *svctype.Job) error
+	RenewJob(ctx context.Context, job *svctype.Job, leaseUntil time.Time) error
+	CompleteJob(ctx context.Context, job *svctype.Job) error
+	DeleteJobs(ctx context.Context, orgID, kind, runID, workflowID string) error
+	CountJobs(ctx context.Context) (int, error)
+
+	// Custom tables (the methods steps use are declared in svctype.TableStore).
+	svctype.TableStore
+}

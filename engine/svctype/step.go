@@ -1,0 +1,111 @@
+package svctype
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// Sentinel errors shared by the engine, its store and step kinds; package engine re-exports
+// them (engine.ErrNotFound is svctype.ErrNotFound).
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrConflict  = errors.New("conflict")
+	ErrLeaseLost = errors.New("job lease lost")
+)
+
+// Definition is a workflow's specification.
+type Definition struct {
+	Condition any       `json:"condition,omitempty"`
+	Actions   []Step    `json:"actions"`
+	Schedule  *Schedule `json:"schedule,omitempty"`
+}
+
+// Schedule makes the worker start runs on its own: every <n><unit> (m, h, d, w), at HH:MM,
+// in timezone (IANA, default UTC).
+type Schedule struct {
+	Every    string `json:"every,omitempty"`
+	At       string `json:"at,omitempty"`
+	Timezone string `json:"timezone,omitempty"`
+}
+
+// Step is one entry of definition.actions (or of a loop's steps, or an onFalse).
+type Step struct {
+	Type       string         `json:"type"`
+	Properties map[string]any `json:"properties"`
+	Filter     *StepFilter    `json:"filter,omitempty"`
+	OnFalse    *Step          `json:"onFalse,omitempty"`
+	OutputKey  string         `json:"outputKey,omitempty"`
+}
+
+// StepFilter gates a step.
+type StepFilter struct {
+	Condition any `json:"condition"`
+}
+
+// ParseDefinition decodes a definition; structural validation is the engine's.
+func ParseDefinition(raw json.RawMessage) (*Definition, error) {
+	var d Definition
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// StepFunc runs one step kind. It returns the step's output (stored under outputKey) or an
+// error that fails the run with its message. It runs inside the step's transaction: what it
+// writes through call.Tables commits with the step's output and events, or not at all.
+type StepFunc func(ctx context.Context, call *StepCall) (any, error)
+
+// StepCall is what a step kind gets to work with.
+type StepCall struct {
+	OrgID      string
+	RunID      string
+	WorkflowID string
+	// Index is the top-level step index (inside a foreach, the loop's index).
+	Index int
+	Type  string
+	// Properties are the step's properties with @paths and {{templates}} resolved.
+	Properties map[string]any
+	// Vars is the evaluation scope the properties were resolved in.
+	Vars map[string]any
+	// Tables writes and reads custom tables inside the step's transaction.
+	Tables TableStore
+
+	emit   func(event string, payload map[string]any)
+	effect func(Effect)
+}
+
+// NewStepCall wires the emit and effect sinks; the engine calls it.
+func NewStepCall(emit func(string, map[string]any), effect func(Effect)) *StepCall {
+	return &StepCall{emit: emit, effect: effect}
+}
+
+// Emit writes an event to the outbox in the step's transaction. run_id and step_index are
+// added to the payload when absent.
+func (c *StepCall) Emit(event string, payload map[string]any) {
+	if c.emit != nil {
+		c.emit(event, payload)
+	}
+}
+
+// AddEffect records a durable change the step made, for the run's evidence.
+func (c *StepCall) AddEffect(e Effect) {
+	if c.effect != nil {
+		c.effect(e)
+	}
+}
+
+// StepKind is a registered step type: Run executes it; Validate, when set, checks a step's
+// properties at workflow create time and returns problems located by JSON pointers relative
+// to the properties object ("/table").
+type StepKind struct {
+	Run      StepFunc
+	Validate func(props map[string]any) []PropertyProblem
+}
+
+// PropertyProblem is one thing wrong with a step's properties.
+type PropertyProblem struct {
+	Pointer string
+	Message string
+}

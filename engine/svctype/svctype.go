@@ -1,0 +1,208 @@
+// Package svctype holds the primitive types that the engine, its store, its steps and the
+// hosts all share: workflows, runs, steps, events, jobs, tables. It imports nothing of the
+// project so that everything can import it without a cycle (River's rivertype). It owns no
+// behaviour beyond small helpers on these types.
+package svctype
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// RunStatus is the lifecycle state of a run.
+type RunStatus string
+
+// Run statuses. running and paused are live; the others are terminal.
+const (
+	RunRunning         RunStatus = "running"
+	RunPaused          RunStatus = "paused"
+	RunCompleted       RunStatus = "completed"
+	RunFailed          RunStatus = "failed"
+	RunCancelled       RunStatus = "cancelled"
+	RunRejected        RunStatus = "rejected"
+	RunConditionNotMet RunStatus = "condition_not_met"
+)
+
+// Terminal reports whether no further step will execute for a run in this status.
+func (s RunStatus) Terminal() bool {
+	switch s {
+	case RunRunning, RunPaused:
+		return false
+	}
+	return true
+}
+
+// Valid reports whether s is one of the known statuses.
+func (s RunStatus) Valid() bool {
+	switch s {
+	case RunRunning, RunPaused, RunCompleted, RunFailed, RunCancelled, RunRejected, RunConditionNotMet:
+		return true
+	}
+	return false
+}
+
+// StepStatus is the state of one top-level step of a run.
+type StepStatus string
+
+// Step statuses.
+const (
+	StepPending    StepStatus = "pending"
+	StepProcessing StepStatus = "processing"
+	StepCompleted  StepStatus = "completed"
+	StepSkipped    StepStatus = "skipped"
+	StepFailed     StepStatus = "failed"
+	StepCancelled  StepStatus = "cancelled"
+)
+
+// Workflow is one version of an organization's workflow.
+type Workflow struct {
+	ID         string          `json:"id"`
+	OrgID      string          `json:"org_id"`
+	Name       string          `json:"name"`
+	Version    int             `json:"version"`
+	Definition json.RawMessage `json:"definition"`
+	Warnings   []string        `json:"warnings,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+}
+
+// Run is one execution of a workflow version.
+type Run struct {
+	ID              string          `json:"id"`
+	OrgID           string          `json:"org_id"`
+	WorkflowID      string          `json:"workflow_id"`
+	WorkflowVersion int             `json:"workflow_version"`
+	Status          RunStatus       `json:"status"`
+	Input           json.RawMessage `json:"input"`
+	Definition      json.RawMessage `json:"-"`
+	Cursor          Cursor          `json:"cursor"`
+	Reason          string          `json:"reason,omitempty"`
+	IdempotencyKey  string          `json:"-"`
+	CreatedAt       time.Time       `json:"created_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
+	FinishedAt      *time.Time      `json:"finished_at,omitempty"`
+}
+
+// Cursor is where a run stands: the next top-level step, and inside a foreach loop the
+// next element. It is committed with every step.
+type Cursor struct {
+	Step int `json:"step"`
+	// Loop is set while a foreach step is in progress at Step.
+	Loop *LoopCursor `json:"loop,omitempty"`
+}
+
+// LoopCursor is the checkpoint of a foreach loop: elements before Next are committed.
+type LoopCursor struct {
+	Next  int `json:"next"`
+	Total int `json:"total"`
+}
+
+// StepRecord is the durable record of one top-level step of a run: what the evidence
+// route shows.
+type StepRecord struct {
+	RunID        string          `json:"-"`
+	Index        int             `json:"index"`
+	Type         string          `json:"type"`
+	Status       StepStatus      `json:"status"`
+	InputSummary json.RawMessage `json:"input_summary,omitempty"`
+	Output       json.RawMessage `json:"output,omitempty"`
+	Effects      []Effect        `json:"effects,omitempty"`
+	Decisions    []Decision      `json:"decisions,omitempty"`
+	Error        string          `json:"error,omitempty"`
+	StartedAt    *time.Time      `json:"started_at,omitempty"`
+	FinishedAt   *time.Time      `json:"finished_at,omitempty"`
+}
+
+// Effect is one durable change a step made outside the run context (a table row written,
+// a message sent), in the order it happened.
+type Effect struct {
+	Kind   string         `json:"kind"`
+	Target string         `json:"target,omitempty"`
+	Detail map[string]any `json:"detail,omitempty"`
+}
+
+// Decision is a choice the engine made at a step: a filter outcome, a gate, a skip.
+type Decision struct {
+	Kind   string `json:"kind"`
+	Result any    `json:"result"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Event is one outbox entry, written in the transaction of its cause.
+type Event struct {
+	Seq        int64           `json:"-"`
+	DeliveryID string          `json:"delivery_id"`
+	OrgID      string          `json:"-"`
+	RunID      string          `json:"-"`
+	Event      string          `json:"event"`
+	Timestamp  time.Time       `json:"timestamp"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+// Job kinds.
+const (
+	JobRunStep  = "run_step"
+	JobSchedule = "schedule"
+)
+
+// Job is one unit of deferred work in the jobs table.
+type Job struct {
+	ID         int64           `json:"id"`
+	OrgID      string          `json:"org_id"`
+	Kind       string          `json:"kind"`
+	RunID      string          `json:"run_id,omitempty"`
+	WorkflowID string          `json:"workflow_id,omitempty"`
+	RunAt      time.Time       `json:"run_at"`
+	Attempts   int             `json:"attempts"`
+	LeaseToken string          `json:"-"`
+	LeaseUntil *time.Time      `json:"lease_until,omitempty"`
+	Payload    json.RawMessage `json:"payload,omitempty"`
+}
+
+// Table is a custom table: a name and its declared columns (column -> type).
+type Table struct {
+	OrgID     string            `json:"-"`
+	Name      string            `json:"name"`
+	Fields    map[string]string `json:"fields"`
+	CreatedAt time.Time         `json:"created_at"`
+}
+
+// Row is one custom-table row.
+type Row struct {
+	ID        string         `json:"id"`
+	Data      map[string]any `json:"data"`
+	CreatedAt time.Time      `json:"created_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
+}
+
+// Page is a cursor-paged slice of a listing.
+type Page[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// ListOptions pages a listing: Limit rows after Cursor (an opaque value the previous page returned).
+type ListOptions struct {
+	Limit  int
+	Cursor string
+}
+
+// TableStore is the custom-table part of the engine's store, declared here so that step
+// kinds can write rows inside the step's transaction without importing the engine.
+// Every method takes the org id and puts it in its query.
+type TableStore interface {
+	// Custom tables. CreateTable: ErrConflict when the name exists in the org.
+	CreateTable(ctx context.Context, t *Table) error
+	GetTable(ctx context.Context, orgID, name string) (*Table, error)
+	ListTables(ctx context.Context, orgID string, opts ListOptions) (Page[Table], error)
+	// InsertRow appends a row. UpsertRow inserts, or replaces the data of, the row whose
+	// key columns (keys, in order) equal row's values for them; it reports whether it inserted.
+	InsertRow(ctx context.Context, orgID, table string, row map[string]any) (Row, error)
+	UpsertRow(ctx context.Context, orgID, table string, keys []string, row map[string]any) (Row, bool, error)
+	// ReadRows returns rows whose columns equal every where entry (compared as JSON values:
+	// a string matches a string, a number a number), oldest first, at most limit (0 = no limit).
+	ReadRows(ctx context.Context, orgID, table string, where map[string]any, limit int) ([]Row, error)
+	// UpdateRows merges set into the data of the rows matching where and returns how many changed.
+	UpdateRows(ctx context.Context, orgID, table string, where, set map[string]any) (int, error)
+}

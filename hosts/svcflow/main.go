@@ -1,0 +1,153 @@
+// Command svcflow is the one binary: serve (runtime + worker in one process, the zero-setup
+// default on embedded SQLite), runtime, worker, migrate and openapi.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/hosts/worker"
+)
+
+// version is the release, set with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `svcflow: multi-tenant workflow automation
+
+usage:
+  svcflow serve   [--db DSN] [--runtime-addr ADDR] [--gateway-addr ADDR] [--workers N]
+  svcflow runtime [--db DSN] [--runtime-addr ADDR]
+  svcflow worker  [--db DSN] [--workers N]
+  svcflow migrate [--db DSN]
+  svcflow openapi
+
+DSN: sqlite:PATH, sqlite::memory:, or postgres://... (default sqlite:./svcflow.db)
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	cmd, rest := args[0], args[1:]
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dsn := fs.String("db", "sqlite:./svcflow.db", "database: sqlite:PATH, sqlite::memory: or postgres://...")
+	runtimeAddr := fs.String("runtime-addr", "127.0.0.1:8080", "runtime API listen address")
+	gatewayAddr := fs.String("gateway-addr", "127.0.0.1:8081", "gateway listen address (the gateway is not part of this build yet)")
+	workers := fs.Int("workers", 4, "jobs a worker runs at once")
+	if err := fs.Parse(rest); err != nil {
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var err error
+	switch cmd {
+	case "openapi":
+		var b []byte
+		if b, err = runtime.OpenAPIYAML(version); err == nil {
+			_, err = stdout.Write(b)
+		}
+	case "migrate":
+		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
+			log.Info("migrated", "dialect", st.Dialect())
+			return nil
+		})
+	case "serve", "runtime", "worker":
+		_ = gatewayAddr
+		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
+			return serve(ctx, st, log, cmd, *runtimeAddr, *workers)
+		})
+	default:
+		fmt.Fprintf(stderr, "svcflow: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if err != nil {
+		log.Error(cmd+" failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// withStore opens and migrates the database, runs fn, and closes it.
+func withStore(ctx context.Context, dsn string, log *slog.Logger, fn func(*store.Store) error) error {
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return fn(st)
+}
+
+// serve runs the runtime API and/or a worker until ctx ends, then drains both: the API
+// finishes the requests in flight, the worker the steps in flight.
+func serve(ctx context.Context, st *store.Store, log *slog.Logger, cmd, addr string, workers int) error {
+	eng, err := engine.New(engine.Config{Store: st, Logger: log})
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	if cmd == "serve" || cmd == "worker" {
+		w := worker.New(eng, worker.Options{Concurrency: workers, Logger: log})
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- w.Run(ctx) }()
+		log.Info("worker started", "concurrency", workers, "dialect", st.Dialect())
+	}
+	if cmd == "serve" || cmd == "runtime" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{
+			Handler:           runtime.New(eng, runtime.Options{Logger: log, Version: version}).Handler(),
+			ReadHeaderTimeout: 10 * time.Second,
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- err
+			}
+		}()
+		go func() {
+			<-ctx.Done()
+			shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(shutdown)
+		}()
+		log.Info("runtime listening", "addr", ln.Addr().String(), "dialect", st.Dialect())
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	log.Info("stopped cleanly")
+	return nil
+}

@@ -1,0 +1,168 @@
+// Package worker claims jobs from the engine's jobs table and runs them: run steps and
+// schedules now, and later timers and webhook deliveries. Many workers, in one process or
+// many, share one database; a job is leased to one worker at a time and its lease is kept
+// alive by a heartbeat, so a worker that dies leaves its jobs to others within one lease.
+// A queued job costs nothing here: a goroutine exists only for a job being worked.
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// Options tunes a Worker.
+type Options struct {
+	// Concurrency is how many jobs run at once (default 4).
+	Concurrency int
+	// Poll is the longest wait between claims when idle (default 250ms); jobs enqueued by
+	// the same process wake the worker at once.
+	Poll   time.Duration
+	Logger *slog.Logger
+}
+
+// Worker runs jobs for one engine.
+type Worker struct {
+	eng  *engine.Engine
+	opts Options
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	inflight map[int64]svctype.Job
+}
+
+// New returns a worker; Run starts it.
+func New(eng *engine.Engine, opts Options) *Worker {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 4
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = 250 * time.Millisecond
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Worker{eng: eng, opts: opts, log: opts.Logger, inflight: map[int64]svctype.Job{}}
+}
+
+// Run claims and runs jobs until ctx is done, then drains: it claims nothing more, lets
+// every job in progress finish the step it is in (its run is released for the next worker
+// at the step boundary) and returns nil once all have stopped.
+func (w *Worker) Run(ctx context.Context) error {
+	slots := make(chan struct{}, w.opts.Concurrency)
+	wake := w.eng.Wakeup()
+	var wg sync.WaitGroup
+	hbCtx, stopHeartbeat := context.WithCancel(context.WithoutCancel(ctx))
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); w.heartbeat(hbCtx) }()
+	defer func() {
+		wg.Wait()
+		stopHeartbeat()
+		<-hbDone
+	}()
+
+	// freed is signalled when a job ends, so a full worker claims again at once.
+	freed := make(chan struct{}, 1)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			w.log.Info("worker draining", "in_flight", w.inflightCount())
+			return nil
+		case <-timer.C:
+		case <-wake:
+		case <-freed:
+		}
+		free := w.opts.Concurrency - len(slots)
+		claimed := 0
+		if free > 0 {
+			jobs, err := w.eng.Store().ClaimJobs(context.WithoutCancel(ctx), free, w.eng.Lease())
+			if err != nil {
+				w.log.Error("claiming jobs", "err", err)
+			}
+			claimed = len(jobs)
+			for i := range jobs {
+				job := jobs[i]
+				slots <- struct{}{}
+				w.track(job, true)
+				wg.Add(1)
+				go func() {
+					defer func() {
+						<-slots
+						w.track(job, false)
+						wg.Done()
+						select {
+						case freed <- struct{}{}:
+						default:
+						}
+					}()
+					if err := w.eng.RunJob(ctx, &job); err != nil {
+						// The lease lapses and the job is claimed again.
+						w.log.Error("job failed; it will be retried after its lease", "job_id", job.ID, "kind", job.Kind, "run_id", job.RunID, "err", err)
+					}
+				}()
+			}
+		}
+		switch {
+		case claimed > 0 && claimed == free:
+			resetTimer(timer, 0) // more may be waiting
+		default:
+			resetTimer(timer, w.opts.Poll)
+		}
+	}
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	t.Stop()
+	select {
+	case <-t.C:
+	default:
+	}
+	t.Reset(d)
+}
+
+func (w *Worker) track(job svctype.Job, on bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if on {
+		w.inflight[job.ID] = job
+	} else {
+		delete(w.inflight, job.ID)
+	}
+}
+
+func (w *Worker) inflightCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.inflight)
+}
+
+// heartbeat extends the leases of jobs in progress every third of a lease.
+func (w *Worker) heartbeat(ctx context.Context) {
+	t := time.NewTicker(w.eng.Lease() / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		jobs := make([]svctype.Job, 0, len(w.inflight))
+		for _, j := range w.inflight {
+			jobs = append(jobs, j)
+		}
+		w.mu.Unlock()
+		if len(jobs) == 0 {
+			continue
+		}
+		if err := w.eng.Store().ExtendLeases(ctx, jobs, w.eng.Lease()); err != nil {
+			w.log.Warn("extending leases", "err", err)
+		}
+	}
+}
