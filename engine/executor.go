@@ -165,7 +165,7 @@ func (e *Engine) stepOnce(ctx context.Context, job *svctype.Job, st *runState) e
 	if step.Type == LoopStep {
 		return e.loopOnce(ctx, job, st, i, step)
 	}
-	c := &commit{rec: svctype.StepRecord{Index: i, Type: step.Type, Status: svctype.StepCompleted}}
+	c := &commit{rec: svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepCompleted}}
 	started := e.now().UTC()
 	c.rec.StartedAt = &started
 	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
@@ -401,7 +401,7 @@ func (e *Engine) failRun(ctx context.Context, job *svctype.Job, st *runState, i 
 			return err
 		}
 		now := e.now().UTC()
-		rec := svctype.StepRecord{Index: i, Type: step.Type, Status: svctype.StepFailed, Error: cause.Error(), FinishedAt: &now}
+		rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepFailed, Error: cause.Error(), FinishedAt: &now}
 		if err := tx.PutStep(ctx, st.run.OrgID, &rec); err != nil {
 			return err
 		}

@@ -130,7 +130,7 @@ func (e *Engine) loopOnce(ctx context.Context, job *svctype.Job, st *runState, i
 	vars := e.scope(st, i)
 	mode, _ := step.Properties["mode"].(string)
 	stepID := strconv.Itoa(i)
-	rec := svctype.StepRecord{Index: i, Type: step.Type, Status: svctype.StepProcessing}
+	rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepProcessing}
 	plan, planErr := e.planLoop(ctx, st, step, vars)
 
 	if st.run.Cursor.Loop == nil {
