@@ -1,0 +1,118 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// wrap turns a database error into the store's: sql.ErrNoRows is engine.ErrNotFound, a
+// unique violation engine.ErrConflict, a foreign-key violation (a row for a table that does
+// not exist) engine.ErrNotFound. Driver messages are kept for other errors: neither pgx
+// nor SQLite puts the statement or its values in them.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("store: %s: %w", op, engine.ErrNotFound)
+	case isUniqueViolation(err):
+		return fmt.Errorf("store: %s: %w", op, engine.ErrConflict)
+	case isForeignKeyViolation(err):
+		return fmt.Errorf("store: %s: %w", op, engine.ErrNotFound)
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}
+
+func notFound(op string) error { return fmt.Errorf("store: %s: %w", op, engine.ErrNotFound) }
+func conflict(op string) error { return fmt.Errorf("store: %s: %w", op, engine.ErrConflict) }
+func leaseLost(op string) error {
+	return fmt.Errorf("store: %s: %w", op, engine.ErrLeaseLost)
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "23505"
+	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		switch liteErr.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return true
+		case sqlite3.SQLITE_CONSTRAINT:
+			return strings.Contains(liteErr.Error(), "UNIQUE constraint failed")
+		}
+	}
+	return false
+}
+
+func isForeignKeyViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "23503"
+	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		switch liteErr.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			return true
+		case sqlite3.SQLITE_CONSTRAINT:
+			return strings.Contains(liteErr.Error(), "FOREIGN KEY constraint failed")
+		}
+	}
+	return false
+}
+
+func rowsAffected(res sql.Result) int64 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// Listing pages.
+
+const (
+	defaultPageLimit = 50
+	maxPageLimit     = 500
+)
+
+func pageLimit(opts svctype.ListOptions) int {
+	switch {
+	case opts.Limit <= 0:
+		return defaultPageLimit
+	case opts.Limit > maxPageLimit:
+		return maxPageLimit
+	}
+	return opts.Limit
+}
+
+// A cursor is the position of the last item of a page: its sort key, opaque to callers.
+func encodeCursor(parts ...string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(parts, "\x00")))
+}
+
+func decodeCursor(cursor string, n int) ([]string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err == nil {
+		if parts := strings.Split(string(b), "\x00"); len(parts) == n {
+			return parts, nil
+		}
+	}
+	return nil, malformedCursor()
+}
+
+// malformedCursor is a validation error: the cursor came from the caller.
+func malformedCursor() error { return engine.Invalid("/cursor", "malformed cursor") }

@@ -1,0 +1,12 @@
+package store
+
+import "testing"
+
+// OpenTestBunOnly is OpenTest(t, "sqlite") with the prepared step-commit statements of
+// sqlitefast.go turned off, so that the suite also covers their bun twins on SQLite.
+func OpenTestBunOnly(t testing.TB) *Store {
+	s := OpenTest(t, dialectSQLite)
+	s.prepared.off = true
+	s.prepared.close()
+	return s
+}

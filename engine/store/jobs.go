@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// Jobs. A job is held by whoever has its current lease_token; every change a holder makes
+// names the token, and no row matching means the lease is lost.
+
+// EnqueueJob inserts job and sets its ID. A job may be enqueued already leased (LeaseToken
+// and LeaseUntil set) by a caller that will run it at once; RunAt defaults to now.
+func (q *querier) EnqueueJob(ctx context.Context, job *svctype.Job) error {
+	job.RunAt = orNow(job.RunAt, now())
+	job.LeaseUntil = dbTimePtr(job.LeaseUntil)
+	m := jobToModel(job)
+	m.ID = 0
+	err := q.w.NewInsert().Model(m).Returning("id").Scan(ctx, &job.ID)
+	return wrap("enqueue job", err)
+}
+
+// RenewJob writes RunAt (now when zero) and Payload, and keeps the lease until leaseUntil,
+// or frees it (no token, no lease_until) when leaseUntil is zero; job is updated to match.
+func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, leaseUntil time.Time) error {
+	const op = "renew job"
+	if job.LeaseToken == "" {
+		return leaseLost(op)
+	}
+	runAt := orNow(job.RunAt, now())
+	if st := q.fast(); st != nil {
+		var until any
+		if !leaseUntil.IsZero() {
+			until = sqliteTime(dbTime(leaseUntil))
+		}
+		res, err := q.exec(ctx, st.renewJob, sqliteTime(runAt), jsonArg(job.Payload), until, until,
+			job.ID, job.LeaseToken)
+		if err != nil {
+			return wrap(op, err)
+		}
+		return renewed(op, res, job, runAt, leaseUntil)
+	}
+	upd := q.w.NewUpdate().Model((*jobModel)(nil)).
+		Set("run_at = ?", runAt).
+		Set("payload = ?", jsonArg(job.Payload)).
+		Where("id = ? AND lease_token = ?", job.ID, job.LeaseToken)
+	if leaseUntil.IsZero() {
+		upd = upd.Set("lease_until = NULL").Set("lease_token = NULL")
+	} else {
+		upd = upd.Set("lease_until = ?", dbTime(leaseUntil))
+	}
+	res, err := upd.Exec(ctx)
+	if err != nil {
+		return wrap(op, err)
+	}
+	return renewed(op, res, job, runAt, leaseUntil)
+}
+
+// renewed reports a lost lease when the renewal matched no row, else updates job.
+func renewed(op string, res sql.Result, job *svctype.Job, runAt, leaseUntil time.Time) error {
+	if rowsAffected(res) == 0 {
+		return leaseLost(op)
+	}
+	job.RunAt = runAt
+	if leaseUntil.IsZero() {
+		job.LeaseUntil = nil
+		job.LeaseToken = ""
+	} else {
+		u := dbTime(leaseUntil)
+		job.LeaseUntil = &u
+	}
+	return nil
+}
+
+// CompleteJob deletes a job that job's token still holds.
+func (q *querier) CompleteJob(ctx context.Context, job *svctype.Job) error {
+	const op = "complete job"
+	if job.LeaseToken == "" {
+		return leaseLost(op)
+	}
+	res, err := q.w.NewDelete().Model((*jobModel)(nil)).
+		Where("id = ? AND lease_token = ?", job.ID, job.LeaseToken).
+		Exec(ctx)
+	if err != nil {
+		return wrap(op, err)
+	}
+	if rowsAffected(res) == 0 {
+		return leaseLost(op)
+	}
+	return nil
+}
+
+// DeleteJobs removes an org's jobs of kind (any kind when empty) for runID or, when runID
+// is empty, for workflowID. With neither id it deletes nothing.
+func (q *querier) DeleteJobs(ctx context.Context, orgID, kind, runID, workflowID string) error {
+	del := q.w.NewDelete().Model((*jobModel)(nil)).Where("org_id = ?", orgID)
+	switch {
+	case runID != "":
+		del = del.Where("run_id = ?", runID)
+	case workflowID != "":
+		del = del.Where("workflow_id = ?", workflowID)
+	default:
+		return nil
+	}
+	if kind != "" {
+		del = del.Where("kind = ?", kind)
+	}
+	_, err := del.Exec(ctx)
+	return wrap("delete jobs", err)
+}
+
+// CountJobs counts every job of every org.
+func (q *querier) CountJobs(ctx context.Context) (int, error) {
+	n, err := q.r.NewSelect().Model((*jobModel)(nil)).Count(ctx)
+	return int(n), wrap("count jobs", err)
+}

@@ -1,0 +1,279 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/migrate"
+)
+
+// migrations is the schema history, one set for both dialects. A migration builds its
+// tables from models frozen in this file (never the runtime models of models.go, which
+// follow the latest schema) with bun's query builder, so the same code serves SQLite and
+// PostgreSQL. Every statement is IF NOT EXISTS and each migration runs in one transaction,
+// so a migration run twice, or by two processes at once, converges.
+var migrations = migrate.NewMigrations()
+
+func init() {
+	migrations.Add(migrate.Migration{
+		Name:    "20250601000001",
+		Comment: "initial_schema",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				return createSchemaV1(ctx, tx)
+			})
+		},
+	})
+}
+
+// Migrate brings the schema up to date. On PostgreSQL it holds an advisory lock (one per
+// schema) for the duration, so processes starting together migrate one after the other;
+// on SQLite the single writer connection and SQLite's own locking serialize it.
+func (s *Store) Migrate(ctx context.Context) error {
+	if s.dialect == dialectPostgres {
+		conn, err := s.write.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		defer conn.Close()
+		var schema string
+		if err := conn.NewRaw("SELECT current_schema()").Scan(ctx, &schema); err != nil {
+			return fmt.Errorf("store: migrate: current schema: %w", err)
+		}
+		key := migrationLockKey(schema)
+		if _, err := conn.NewRaw("SELECT pg_advisory_lock(?)", key).Exec(ctx); err != nil {
+			return fmt.Errorf("store: migrate: lock: %w", err)
+		}
+		defer func() {
+			// Unlock even when ctx is done; closing the connection would release it anyway.
+			unlockCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_, _ = conn.NewRaw("SELECT pg_advisory_unlock(?)", key).Exec(unlockCtx)
+		}()
+	}
+	m := migrate.NewMigrator(s.write, migrations,
+		migrate.WithMarkAppliedOnSuccess(true),
+		migrate.WithUpsert(true))
+	if err := m.Init(ctx); err != nil {
+		return fmt.Errorf("store: migrate: init: %w", err)
+	}
+	if _, err := m.Migrate(ctx); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	if s.prepared != nil {
+		if err := s.prepared.prepare(ctx); err != nil {
+			return fmt.Errorf("store: migrate: prepare: %w", err)
+		}
+	}
+	return nil
+}
+
+func migrationLockKey(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("svcflow.migrate:" + schema))
+	return int64(h.Sum64())
+}
+
+// Schema version 1, frozen. Column types: strings are VARCHAR (TEXT affinity on SQLite),
+// times TIMESTAMP(TZ), opaque JSON documents text; v1Row.Data is JSONB on PostgreSQL and
+// JSON on SQLite (NUMERIC affinity, harmless for a column that only holds objects).
+
+type v1Workflow struct {
+	bun.BaseModel `bun:"table:workflows"`
+
+	OrgID      string    `bun:"org_id,pk"`
+	ID         string    `bun:"id,pk"`
+	Name       string    `bun:"name,notnull"`
+	Version    int       `bun:"version,notnull"`
+	Definition string    `bun:"definition,type:text"`
+	Warnings   string    `bun:"warnings,type:text"`
+	CreatedAt  time.Time `bun:"created_at,notnull"`
+	UpdatedAt  time.Time `bun:"updated_at,notnull"`
+}
+
+type v1WorkflowVersion struct {
+	bun.BaseModel `bun:"table:workflow_versions"`
+
+	OrgID      string    `bun:"org_id,pk"`
+	ID         string    `bun:"id,pk"`
+	Version    int       `bun:"version,pk"`
+	Name       string    `bun:"name,notnull"`
+	Definition string    `bun:"definition,type:text"`
+	Warnings   string    `bun:"warnings,type:text"`
+	CreatedAt  time.Time `bun:"created_at,notnull"`
+}
+
+type v1Run struct {
+	bun.BaseModel `bun:"table:runs"`
+
+	OrgID           string     `bun:"org_id,pk"`
+	ID              string     `bun:"id,pk"`
+	WorkflowID      string     `bun:"workflow_id,notnull"`
+	WorkflowVersion int        `bun:"workflow_version,notnull"`
+	Status          string     `bun:"status,notnull"`
+	Input           string     `bun:"input,type:text"`
+	Definition      string     `bun:"definition,type:text"`
+	Cursor          string     `bun:"cursor,type:text"`
+	Reason          string     `bun:"reason,notnull,default:''"`
+	IdempotencyKey  string     `bun:"idempotency_key"`
+	CreatedAt       time.Time  `bun:"created_at,notnull"`
+	UpdatedAt       time.Time  `bun:"updated_at,notnull"`
+	FinishedAt      *time.Time `bun:"finished_at"`
+}
+
+type v1IdempotencyKey struct {
+	bun.BaseModel `bun:"table:idempotency_keys"`
+
+	OrgID     string    `bun:"org_id,pk"`
+	Key       string    `bun:"key,pk"`
+	RunID     string    `bun:"run_id,notnull"`
+	ExpiresAt time.Time `bun:"expires_at,notnull"`
+}
+
+type v1Context struct {
+	bun.BaseModel `bun:"table:run_context"`
+
+	OrgID string `bun:"org_id,pk"`
+	RunID string `bun:"run_id,pk"`
+	Key   string `bun:"key,pk"`
+	Value string `bun:"value,type:text"`
+}
+
+type v1Step struct {
+	bun.BaseModel `bun:"table:run_steps"`
+
+	OrgID        string     `bun:"org_id,pk"`
+	RunID        string     `bun:"run_id,pk"`
+	Idx          int        `bun:"idx,pk"`
+	Type         string     `bun:"type,notnull"`
+	Status       string     `bun:"status,notnull"`
+	InputSummary string     `bun:"input_summary,type:text"`
+	Output       string     `bun:"output,type:text"`
+	Effects      string     `bun:"effects,type:text"`
+	Decisions    string     `bun:"decisions,type:text"`
+	Error        string     `bun:"error,notnull,default:''"`
+	StartedAt    *time.Time `bun:"started_at"`
+	FinishedAt   *time.Time `bun:"finished_at"`
+}
+
+type v1LoopItem struct {
+	bun.BaseModel `bun:"table:loop_items"`
+
+	OrgID  string `bun:"org_id,pk"`
+	RunID  string `bun:"run_id,pk"`
+	Step   int    `bun:"step,pk"`
+	Item   int    `bun:"item,pk"`
+	Output string `bun:"output,type:text"`
+}
+
+type v1Event struct {
+	bun.BaseModel `bun:"table:events"`
+
+	Seq        int64     `bun:"seq,pk,autoincrement"`
+	DeliveryID string    `bun:"delivery_id,notnull"`
+	OrgID      string    `bun:"org_id,notnull"`
+	RunID      string    `bun:"run_id,notnull"`
+	Event      string    `bun:"event,notnull"`
+	Timestamp  time.Time `bun:"ts,notnull"`
+	Payload    string    `bun:"payload,type:text"`
+}
+
+type v1Job struct {
+	bun.BaseModel `bun:"table:jobs"`
+
+	ID         int64      `bun:"id,pk,autoincrement"`
+	OrgID      string     `bun:"org_id,notnull"`
+	Kind       string     `bun:"kind,notnull"`
+	RunID      string     `bun:"run_id,notnull,default:''"`
+	WorkflowID string     `bun:"workflow_id,notnull,default:''"`
+	RunAt      time.Time  `bun:"run_at,notnull"`
+	Attempts   int        `bun:"attempts,notnull,default:0"`
+	LeaseToken string     `bun:"lease_token"`
+	LeaseUntil *time.Time `bun:"lease_until"`
+	Payload    string     `bun:"payload,type:text"`
+}
+
+type v1Table struct {
+	bun.BaseModel `bun:"table:custom_tables"`
+
+	OrgID     string    `bun:"org_id,pk"`
+	Name      string    `bun:"name,pk"`
+	Fields    string    `bun:"fields,type:text"`
+	CreatedAt time.Time `bun:"created_at,notnull"`
+}
+
+type v1Row struct {
+	bun.BaseModel `bun:"table:table_rows"`
+
+	ID        string          `bun:"id,pk"`
+	OrgID     string          `bun:"org_id,notnull"`
+	TableName string          `bun:"table_name,notnull"`
+	KeyHash   string          `bun:"key_hash"`
+	Data      json.RawMessage `bun:"data,notnull"`
+	CreatedAt time.Time       `bun:"created_at,notnull"`
+	UpdatedAt time.Time       `bun:"updated_at,notnull"`
+}
+
+type v1Index struct {
+	model   any
+	name    string
+	unique  bool
+	columns []string
+}
+
+func createSchemaV1(ctx context.Context, db bun.IDB) error {
+	tables := []struct {
+		model any
+		fks   []string
+	}{
+		{model: (*v1Workflow)(nil)},
+		{model: (*v1WorkflowVersion)(nil)},
+		{model: (*v1Run)(nil)},
+		{model: (*v1IdempotencyKey)(nil)},
+		{model: (*v1Context)(nil)},
+		{model: (*v1Step)(nil)},
+		{model: (*v1LoopItem)(nil)},
+		{model: (*v1Event)(nil)},
+		{model: (*v1Job)(nil)},
+		{model: (*v1Table)(nil)},
+		{model: (*v1Row)(nil), fks: []string{
+			`("org_id", "table_name") REFERENCES "custom_tables" ("org_id", "name") ON DELETE CASCADE`,
+		}},
+	}
+	for _, t := range tables {
+		q := db.NewCreateTable().Model(t.model).IfNotExists()
+		for _, fk := range t.fks {
+			q = q.ForeignKey(fk)
+		}
+		if _, err := q.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	indexes := []v1Index{
+		{(*v1Workflow)(nil), "workflows_org_name", true, []string{"org_id", "name"}},
+		{(*v1Workflow)(nil), "workflows_org_created", false, []string{"org_id", "created_at", "id"}},
+		{(*v1Run)(nil), "runs_org_created", false, []string{"org_id", "created_at", "id"}},
+		{(*v1Run)(nil), "runs_org_workflow_created", false, []string{"org_id", "workflow_id", "created_at", "id"}},
+		{(*v1Event)(nil), "events_org_run_seq", false, []string{"org_id", "run_id", "seq"}},
+		{(*v1Job)(nil), "jobs_run_at", false, []string{"run_at", "id"}},
+		{(*v1Job)(nil), "jobs_org_run", false, []string{"org_id", "run_id"}},
+		{(*v1Job)(nil), "jobs_org_workflow", false, []string{"org_id", "workflow_id"}},
+		// NULL key hashes (rows from InsertRow) are distinct in a unique index on both dialects.
+		{(*v1Row)(nil), "table_rows_org_table_key", true, []string{"org_id", "table_name", "key_hash"}},
+		{(*v1Row)(nil), "table_rows_org_table_created", false, []string{"org_id", "table_name", "created_at", "id"}},
+	}
+	for _, ix := range indexes {
+		q := db.NewCreateIndex().Model(ix.model).Index(ix.name).Column(ix.columns...).IfNotExists()
+		if ix.unique {
+			q = q.Unique()
+		}
+		if _, err := q.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,378 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bun"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// querier implements engine.Querier for both the Store (w is the writer, r the read pool)
+// and a transaction (both are the bun.Tx).
+type querier struct {
+	w       bun.IDB
+	r       bun.IDB
+	dialect string
+	inTx    bool
+
+	prepared *sqlitePrepared // SQLite only: the step-commit statements (sqlitefast.go)
+	sqlTx    *sql.Tx         // the transaction under w, for prepared statements
+}
+
+var _ engine.Querier = (*querier)(nil)
+
+// atomic runs fn in the current transaction, or in a new one on the writer: for the
+// methods that write more than one statement.
+func (q *querier) atomic(ctx context.Context, fn func(ctx context.Context, db bun.IDB) error) error {
+	if q.inTx {
+		return fn(ctx, q.w)
+	}
+	return q.w.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		return fn(ctx, tx)
+	})
+}
+
+// newID is a time-ordered UUID (v7), so ids inserted together sit together in an index.
+func newID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}
+
+// jsonArg renders raw JSON as a statement argument (bun would render a []byte as a blob).
+func jsonArg(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return string(raw)
+}
+
+// Workflows.
+
+func (q *querier) CreateWorkflow(ctx context.Context, w *svctype.Workflow) error {
+	const op = "create workflow"
+	if w.ID == "" {
+		w.ID = newID()
+	}
+	if w.Version == 0 {
+		w.Version = 1
+	}
+	t := now()
+	w.CreatedAt = orNow(w.CreatedAt, t)
+	w.UpdatedAt = orNow(w.UpdatedAt, w.CreatedAt)
+	m, err := workflowToModel(w)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	return q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
+		// DO NOTHING rather than a unique violation: on PostgreSQL an error would abort
+		// the caller's transaction.
+		res, err := db.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
+		if err != nil {
+			return wrap(op, err)
+		}
+		if rowsAffected(res) == 0 {
+			return conflict(op)
+		}
+		_, err = db.NewInsert().Model(versionOf(m, w.UpdatedAt)).Exec(ctx)
+		return wrap(op, err)
+	})
+}
+
+func versionOf(m *workflowModel, at time.Time) *workflowVersionModel {
+	return &workflowVersionModel{
+		OrgID: m.OrgID, ID: m.ID, Version: m.Version, Name: m.Name,
+		Definition: m.Definition, Warnings: m.Warnings, CreatedAt: at,
+	}
+}
+
+func (q *querier) UpdateWorkflow(ctx context.Context, w *svctype.Workflow) error {
+	const op = "update workflow"
+	w.UpdatedAt = orNow(w.UpdatedAt, now())
+	m, err := workflowToModel(w)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	return q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
+		// One look finds both the workflow and a namesake, so that neither case reaches
+		// the database as a constraint violation.
+		var ids []string
+		err := db.NewSelect().Model((*workflowModel)(nil)).Column("id").
+			Where("org_id = ?", w.OrgID).
+			Where("(id = ? OR name = ?)", w.ID, w.Name).
+			Scan(ctx, &ids)
+		if err != nil {
+			return wrap(op, err)
+		}
+		if !slices.Contains(ids, w.ID) {
+			return notFound(op)
+		}
+		if len(ids) > 1 {
+			return conflict(op) // another workflow has the name
+		}
+		res, err := db.NewInsert().Model(versionOf(m, w.UpdatedAt)).On("CONFLICT DO NOTHING").Exec(ctx)
+		if err != nil {
+			return wrap(op, err)
+		}
+		if rowsAffected(res) == 0 {
+			return conflict(op) // that version exists: a concurrent update won
+		}
+		var created time.Time
+		err = db.NewUpdate().Model(m).
+			Column("name", "version", "definition", "warnings", "updated_at").
+			WherePK().
+			Returning("created_at").
+			Scan(ctx, &created)
+		if err != nil {
+			return wrap(op, err)
+		}
+		w.CreatedAt = created.UTC()
+		return nil
+	})
+}
+
+func (q *querier) GetWorkflow(ctx context.Context, orgID, id string) (*svctype.Workflow, error) {
+	var m workflowModel
+	err := q.r.NewSelect().Model(&m).Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
+	if err != nil {
+		return nil, wrap("get workflow", err)
+	}
+	return m.toWorkflow()
+}
+
+func (q *querier) GetWorkflowVersion(ctx context.Context, orgID, id string, version int) (*svctype.Workflow, error) {
+	var m workflowVersionModel
+	err := q.r.NewSelect().Model(&m).
+		Where("org_id = ? AND id = ? AND version = ?", orgID, id, version).
+		Scan(ctx)
+	if err != nil {
+		return nil, wrap("get workflow version", err)
+	}
+	return m.toWorkflow()
+}
+
+// ListWorkflows pages an org's workflows in creation order.
+func (q *querier) ListWorkflows(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Workflow], error) {
+	const op = "list workflows"
+	var page svctype.Page[svctype.Workflow]
+	limit := pageLimit(opts)
+	sel := q.r.NewSelect().Model((*workflowModel)(nil)).
+		Where("org_id = ?", orgID).
+		OrderExpr("created_at ASC, id ASC").
+		Limit(int64(limit + 1))
+	if opts.Cursor != "" {
+		at, id, err := decodeTimeCursor(opts.Cursor)
+		if err != nil {
+			return page, err
+		}
+		sel = sel.Where("(created_at > ? OR (created_at = ? AND id > ?))", at, at, id)
+	}
+	var ms []workflowModel
+	if err := sel.Scan(ctx, &ms); err != nil {
+		return page, wrap(op, err)
+	}
+	page.Items = make([]svctype.Workflow, 0, min(len(ms), limit))
+	for i := range ms {
+		if i == limit {
+			last := ms[i-1]
+			page.NextCursor = encodeTimeCursor(last.CreatedAt, last.ID)
+			break
+		}
+		w, err := ms[i].toWorkflow()
+		if err != nil {
+			return page, wrap(op, err)
+		}
+		page.Items = append(page.Items, *w)
+	}
+	return page, nil
+}
+
+func (q *querier) DeleteWorkflow(ctx context.Context, orgID, id string) error {
+	const op = "delete workflow"
+	return q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
+		res, err := db.NewDelete().Model((*workflowModel)(nil)).
+			Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
+		if err != nil {
+			return wrap(op, err)
+		}
+		if rowsAffected(res) == 0 {
+			return notFound(op)
+		}
+		_, err = db.NewDelete().Model((*workflowVersionModel)(nil)).
+			Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
+		return wrap(op, err)
+	})
+}
+
+func encodeTimeCursor(t time.Time, id string) string {
+	return encodeCursor(t.UTC().Format(time.RFC3339Nano), id)
+}
+
+func decodeTimeCursor(cursor string) (time.Time, string, error) {
+	parts, err := decodeCursor(cursor, 2)
+	if err != nil {
+		return time.Time{}, "", err
+	}
+	t, perr := time.Parse(time.RFC3339Nano, parts[0])
+	if perr != nil {
+		return time.Time{}, "", malformedCursor()
+	}
+	return dbTime(t), parts[1], nil
+}
+
+// Runs.
+
+func (q *querier) CreateRun(ctx context.Context, run *svctype.Run, keyExpires time.Time) error {
+	const op = "create run"
+	if run.ID == "" {
+		run.ID = newID()
+	}
+	if run.Status == "" {
+		run.Status = svctype.RunRunning
+	}
+	t := now()
+	run.CreatedAt = orNow(run.CreatedAt, t)
+	run.UpdatedAt = orNow(run.UpdatedAt, run.CreatedAt)
+	run.FinishedAt = dbTimePtr(run.FinishedAt)
+	m, err := runToModel(run)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	insertRun := func(ctx context.Context, db bun.IDB) error {
+		res, err := db.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
+		if err != nil {
+			return wrap(op, err)
+		}
+		if rowsAffected(res) == 0 {
+			return conflict(op)
+		}
+		return nil
+	}
+	if run.IdempotencyKey == "" {
+		return insertRun(ctx, q.w)
+	}
+	return q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
+		_, err := db.NewDelete().Model((*idempotencyModel)(nil)).
+			Where("org_id = ? AND key = ? AND expires_at <= ?", run.OrgID, run.IdempotencyKey, t).
+			Exec(ctx)
+		if err != nil {
+			return wrap(op, err)
+		}
+		key := &idempotencyModel{
+			OrgID: run.OrgID, Key: run.IdempotencyKey, RunID: run.ID, ExpiresAt: dbTime(keyExpires),
+		}
+		res, err := db.NewInsert().Model(key).On("CONFLICT DO NOTHING").Exec(ctx)
+		if err != nil {
+			return wrap(op, err)
+		}
+		if rowsAffected(res) == 0 {
+			return conflict(op)
+		}
+		return insertRun(ctx, db)
+	})
+}
+
+func (q *querier) RunIDForIdempotencyKey(ctx context.Context, orgID, key string, at time.Time) (string, error) {
+	var runID string
+	err := q.r.NewSelect().Model((*idempotencyModel)(nil)).Column("run_id").
+		Where("org_id = ? AND key = ? AND expires_at > ?", orgID, key, dbTime(at)).
+		Scan(ctx, &runID)
+	if err != nil {
+		return "", wrap("run for idempotency key", err)
+	}
+	return runID, nil
+}
+
+func (q *querier) GetRun(ctx context.Context, orgID, id string) (*svctype.Run, error) {
+	var m runModel
+	err := q.r.NewSelect().Model(&m).Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
+	if err != nil {
+		return nil, wrap("get run", err)
+	}
+	r, err := m.toRun()
+	if err != nil {
+		return nil, wrap("get run", err)
+	}
+	return &r, nil
+}
+
+func (q *querier) UpdateRun(ctx context.Context, run *svctype.Run) error {
+	const op = "update run"
+	run.UpdatedAt = orNow(run.UpdatedAt, now())
+	run.FinishedAt = dbTimePtr(run.FinishedAt)
+	m, err := runToModel(run)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	var res sql.Result
+	if st := q.fast(); st != nil {
+		res, err = q.exec(ctx, st.updateRun, m.Status, jsonArg(m.Cursor), m.Reason,
+			sqliteTime(m.UpdatedAt), sqliteTimePtr(m.FinishedAt), m.OrgID, m.ID)
+	} else {
+		res, err = q.w.NewUpdate().Model(m).
+			Column("status", "cursor", "reason", "updated_at", "finished_at").
+			WherePK().
+			Exec(ctx)
+	}
+	if err != nil {
+		return wrap(op, err)
+	}
+	if rowsAffected(res) == 0 {
+		return notFound(op)
+	}
+	return nil
+}
+
+// ListRuns pages runs newest first. Items carry no Definition: a listing does not need the
+// snapshot, and it is the largest column; GetRun returns it.
+func (q *querier) ListRuns(ctx context.Context, orgID string, f engine.RunFilter) (svctype.Page[svctype.Run], error) {
+	const op = "list runs"
+	var page svctype.Page[svctype.Run]
+	limit := pageLimit(f.ListOptions)
+	sel := q.r.NewSelect().Model((*runModel)(nil)).
+		ExcludeColumn("definition").
+		Where("org_id = ?", orgID).
+		OrderExpr("created_at DESC, id DESC").
+		Limit(int64(limit + 1))
+	if f.WorkflowID != "" {
+		sel = sel.Where("workflow_id = ?", f.WorkflowID)
+	}
+	if f.Status != "" {
+		sel = sel.Where("status = ?", string(f.Status))
+	}
+	if f.Cursor != "" {
+		at, id, err := decodeTimeCursor(f.Cursor)
+		if err != nil {
+			return page, err
+		}
+		sel = sel.Where("(created_at < ? OR (created_at = ? AND id < ?))", at, at, id)
+	}
+	var ms []runModel
+	if err := sel.Scan(ctx, &ms); err != nil {
+		return page, wrap(op, err)
+	}
+	page.Items = make([]svctype.Run, 0, min(len(ms), limit))
+	for i := range ms {
+		if i == limit {
+			last := ms[i-1]
+			page.NextCursor = encodeTimeCursor(last.CreatedAt, last.ID)
+			break
+		}
+		r, err := ms[i].toRun()
+		if err != nil {
+			return page, wrap(op, err)
+		}
+		page.Items = append(page.Items, r)
+	}
+	return page, nil
+}

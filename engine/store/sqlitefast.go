@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// The step commit on SQLite. bun renders every argument into the statement text, so SQLite
+// compiles each of its statements anew, and compiling was a third of a step commit's time.
+// The statements of a step commit (renew the job, put context, put the step record, append
+// one event, update the run) are therefore prepared once on the writer connection and bound.
+// Each says what its bun twin in querier says: PostgreSQL, and SQLite before the schema
+// exists, take the bun path, and the conformance suite runs both paths.
+
+type sqliteStatements struct {
+	renewJob    *sql.Stmt
+	putContext  *sql.Stmt
+	putStep     *sql.Stmt
+	appendEvent *sql.Stmt
+	updateRun   *sql.Stmt
+}
+
+const (
+	sqlRenewJob = `UPDATE "jobs" SET "run_at" = ?, "payload" = ?, "lease_until" = ?,
+ "lease_token" = CASE WHEN ? IS NULL THEN NULL ELSE "lease_token" END
+ WHERE "id" = ? AND "lease_token" = ?`
+	sqlPutContext = `INSERT INTO "run_context" ("org_id", "run_id", "key", "value") VALUES (?, ?, ?, ?)
+ ON CONFLICT ("org_id", "run_id", "key") DO UPDATE SET "value" = excluded."value"`
+	sqlPutStep = `INSERT INTO "run_steps" ("org_id", "run_id", "idx", "type", "status", "input_summary",
+ "output", "effects", "decisions", "error", "started_at", "finished_at")
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ ON CONFLICT ("org_id", "run_id", "idx") DO UPDATE SET "type" = excluded."type",
+ "status" = excluded."status", "input_summary" = excluded."input_summary",
+ "output" = excluded."output", "effects" = excluded."effects", "decisions" = excluded."decisions",
+ "error" = excluded."error", "started_at" = excluded."started_at", "finished_at" = excluded."finished_at"`
+	sqlAppendEvent = `INSERT INTO "events" ("delivery_id", "org_id", "run_id", "event", "ts", "payload")
+ VALUES (?, ?, ?, ?, ?, ?)`
+	sqlUpdateRun = `UPDATE "runs" SET "status" = ?, "cursor" = ?, "reason" = ?, "updated_at" = ?,
+ "finished_at" = ? WHERE "org_id" = ? AND "id" = ?`
+)
+
+// sqlitePrepared holds the statements once the schema exists (nil before).
+type sqlitePrepared struct {
+	db    *sql.DB
+	stmts atomic.Pointer[sqliteStatements]
+	off   bool // tests turn the fast path off to exercise the bun path on SQLite
+}
+
+// prepare compiles the statements; it fails when the schema does not exist yet.
+func (p *sqlitePrepared) prepare(ctx context.Context) error {
+	if p.off || p.stmts.Load() != nil {
+		return nil
+	}
+	var (
+		s    sqliteStatements
+		errs []error
+	)
+	for _, it := range []struct {
+		dst   **sql.Stmt
+		query string
+	}{
+		{&s.renewJob, sqlRenewJob},
+		{&s.putContext, sqlPutContext},
+		{&s.putStep, sqlPutStep},
+		{&s.appendEvent, sqlAppendEvent},
+		{&s.updateRun, sqlUpdateRun},
+	} {
+		stmt, err := p.db.PrepareContext(ctx, it.query)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		*it.dst = stmt
+	}
+	if len(errs) > 0 {
+		s.close()
+		return errors.Join(errs...)
+	}
+	if !p.stmts.CompareAndSwap(nil, &s) {
+		s.close()
+	}
+	return nil
+}
+
+func (p *sqlitePrepared) close() {
+	if s := p.stmts.Swap(nil); s != nil {
+		s.close()
+	}
+}
+
+func (s *sqliteStatements) close() {
+	for _, stmt := range []*sql.Stmt{s.renewJob, s.putContext, s.putStep, s.appendEvent, s.updateRun} {
+		if stmt != nil {
+			_ = stmt.Close()
+		}
+	}
+}
+
+// fast returns the prepared statements to use, or nil for the bun path.
+func (q *querier) fast() *sqliteStatements {
+	if q.prepared == nil {
+		return nil
+	}
+	return q.prepared.stmts.Load()
+}
+
+// exec runs a prepared statement in the querier's transaction, if any. The transaction is
+// on the writer connection the statement was prepared on, so database/sql reuses it.
+func (q *querier) exec(ctx context.Context, stmt *sql.Stmt, args ...any) (sql.Result, error) {
+	if q.sqlTx != nil {
+		stmt = q.sqlTx.StmtContext(ctx, stmt)
+	}
+	return stmt.ExecContext(ctx, args...)
+}
+
+// sqliteTime formats t as bun writes times on SQLite, so that bound and rendered times
+// compare as text.
+func sqliteTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02 15:04:05.999999-07:00")
+}
+
+func sqliteTimePtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return sqliteTime(*t)
+}

@@ -1,0 +1,308 @@
+// Package store is the bun implementation of every engine store, for SQLite and
+// PostgreSQL, and the migrations that create their schema. It is the only place in the
+// project that holds SQL: the engine declares what it needs (engine.Store, engine.Tx) and
+// sees engine types only, never a bun model.
+//
+// Open takes one connection-string form everywhere: sqlite:PATH, sqlite::memory: (a private
+// in-memory database per call) or postgres://... . On SQLite every write goes through one
+// writer connection (WAL, synchronous=NORMAL), which is what makes job claiming safe
+// without row locks; plain reads use a separate pool. On PostgreSQL one pool serves both
+// and ClaimJobs uses FOR UPDATE SKIP LOCKED so many workers can share the jobs table.
+//
+// Every tenant query carries the org id: another organization's resource is not found.
+// Errors wrap engine.ErrNotFound, engine.ErrConflict and engine.ErrLeaseLost, and never
+// carry SQL text.
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// Dialect names returned by Store.Dialect.
+const (
+	dialectSQLite   = "sqlite"
+	dialectPostgres = "postgres"
+)
+
+const (
+	sqliteReadConns   = 4
+	postgresPoolConns = 20
+	sqliteBusyTimeout = 10 * time.Second
+)
+
+// Store is an engine.Store over a bun database.
+type Store struct {
+	querier
+	write    *bun.DB
+	read     *bun.DB // the same as write on PostgreSQL
+	dialect  string
+	prepared *sqlitePrepared // nil on PostgreSQL
+}
+
+var (
+	_ engine.Store = (*Store)(nil)
+	_ engine.Tx    = (*storeTx)(nil)
+)
+
+// Open connects to the database named by dsn: sqlite:PATH, sqlite::memory: or
+// postgres://... (postgresql:// too). It does not migrate; call Migrate.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	var (
+		s   *Store
+		err error
+	)
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		s, err = openSQLite(strings.TrimPrefix(dsn, "sqlite:"))
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		s, err = openPostgres(dsn)
+	default:
+		// The DSN is not repeated: it may hold a password.
+		return nil, errors.New("store: unsupported connection string: want sqlite:PATH, sqlite::memory: or postgres://...")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ping(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if s.prepared != nil {
+		// Fails on a database not migrated yet; Migrate prepares then.
+		_ = s.prepared.prepare(ctx)
+	}
+	return s, nil
+}
+
+func openSQLite(path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("store: sqlite: empty path")
+	}
+	pragmas := url.Values{}
+	pragmas.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()))
+	pragmas.Add("_pragma", "foreign_keys(1)")
+	var name string
+	if path == ":memory:" {
+		// A uniquely named shared-cache memory database, so that the writer and the readers
+		// see the same data and no two Open calls share one. Memory databases cannot use WAL:
+		// shared-cache locking is per table, and a read of a table that an open transaction
+		// has written waits for it to end (the driver uses unlock_notify), so a reader never
+		// sees uncommitted data. Do not read through the Store inside InTx's fn: use the Tx.
+		name = "file:svcflow-" + uuid.NewString() + "?mode=memory&cache=shared"
+	} else {
+		pragmas.Add("_pragma", "journal_mode(WAL)")
+		pragmas.Add("_pragma", "synchronous(NORMAL)")
+		name = path // a plain path; a file: URI passes through as such
+	}
+	sep := "?"
+	if strings.Contains(name, "?") {
+		sep = "&"
+	}
+	// One writer: every write and every transaction. IMMEDIATE takes the write lock at
+	// BEGIN, so another process on the same file waits (busy_timeout) instead of failing
+	// when its transaction first writes.
+	writer, err := sql.Open("sqlite", name+sep+pragmas.Encode()+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("store: sqlite: %w", err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+
+	readPragmas := url.Values{}
+	for _, p := range pragmas["_pragma"] {
+		readPragmas.Add("_pragma", p)
+	}
+	readPragmas.Add("_pragma", "query_only(1)")
+	reader, err := sql.Open("sqlite", name+sep+readPragmas.Encode())
+	if err != nil {
+		_ = writer.Close()
+		return nil, fmt.Errorf("store: sqlite: %w", err)
+	}
+	reader.SetMaxOpenConns(sqliteReadConns)
+	reader.SetMaxIdleConns(sqliteReadConns)
+	reader.SetConnMaxLifetime(0)
+	reader.SetConnMaxIdleTime(0)
+
+	w := bun.NewDB(writer, sqlitedialect.New())
+	r := bun.NewDB(reader, sqlitedialect.New())
+	s := newStore(w, r, dialectSQLite)
+	s.prepared = &sqlitePrepared{db: writer}
+	s.querier.prepared = s.prepared
+	return s, nil
+}
+
+func openPostgres(dsn string) (*Store, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors can quote the connection string; do not pass them on.
+		return nil, errors.New("store: postgres: malformed connection string")
+	}
+	// bun renders arguments into the statement text, so there is nothing to prepare:
+	// the simple protocol saves the prepare round trip and an unbounded statement cache.
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	sqldb := stdlib.OpenDB(*cfg)
+	sqldb.SetMaxOpenConns(postgresPoolConns)
+	sqldb.SetMaxIdleConns(postgresPoolConns / 2)
+	sqldb.SetConnMaxIdleTime(5 * time.Minute)
+	db := bun.NewDB(sqldb, pgdialect.New())
+	return newStore(db, db, dialectPostgres), nil
+}
+
+func newStore(write, read *bun.DB, dialect string) *Store {
+	return &Store{
+		querier: querier{w: write, r: read, dialect: dialect},
+		write:   write,
+		read:    read,
+		dialect: dialect,
+	}
+}
+
+func (s *Store) ping(ctx context.Context) error {
+	if err := s.write.PingContext(ctx); err != nil {
+		return fmt.Errorf("store: connect: %w", err)
+	}
+	if s.read != s.write {
+		if err := s.read.PingContext(ctx); err != nil {
+			return fmt.Errorf("store: connect: %w", err)
+		}
+	}
+	return nil
+}
+
+// Dialect is "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.dialect }
+
+// Close closes the database. A sqlite::memory: database is gone afterwards.
+func (s *Store) Close() error {
+	var errs []error
+	if s.prepared != nil {
+		s.prepared.close()
+	}
+	if s.read != s.write {
+		errs = append(errs, s.read.Close())
+	}
+	errs = append(errs, s.write.Close())
+	return errors.Join(errs...)
+}
+
+// InTx runs fn in one transaction on the writer. fn's error is returned as it is, so the
+// caller can test it with errors.Is. fn must do its work through tx, not through the Store:
+// on SQLite the transaction holds the one writer connection, so a write through the Store
+// would wait for it forever (and so would a read of a table the transaction has written,
+// on sqlite::memory:).
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
+	return s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		return fn(ctx, &storeTx{querier{
+			w: tx, r: tx, dialect: s.dialect, inTx: true, prepared: s.prepared, sqlTx: tx.Tx,
+		}})
+	})
+}
+
+// storeTx is the engine.Tx handed to InTx's fn.
+type storeTx struct {
+	querier
+}
+
+// ClaimJobs leases up to n due jobs in one statement. On SQLite the single writer
+// connection serializes claims; on PostgreSQL SKIP LOCKED lets concurrent claimers pass
+// each other's rows. Each claimed job gets its own random token.
+func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]svctype.Job, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	t := now()
+	until := dbTime(t.Add(lease))
+	due := s.write.NewSelect().Model((*jobModel)(nil)).Column("id").
+		Where("run_at <= ?", t).
+		Where("(lease_until IS NULL OR lease_until < ?)", t).
+		OrderExpr("run_at, id").
+		Limit(int64(n))
+	token := "lower(hex(randomblob(16)))"
+	if s.dialect == dialectPostgres {
+		due = due.For("UPDATE SKIP LOCKED")
+		token = "gen_random_uuid()::text"
+	}
+	var claimed []jobModel
+	err := s.write.NewUpdate().Model((*jobModel)(nil)).
+		Set("lease_token = "+token).
+		Set("lease_until = ?", until).
+		Set("attempts = attempts + 1").
+		Where("id IN (?)", due).
+		Returning("*").
+		Scan(ctx, &claimed)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("store: claim jobs: %w", err)
+	}
+	jobs := make([]svctype.Job, len(claimed))
+	for i := range claimed {
+		jobs[i] = claimed[i].toJob()
+	}
+	slices.SortFunc(jobs, func(a, b svctype.Job) int {
+		if c := a.RunAt.Compare(b.RunAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return jobs, nil
+}
+
+// ExtendLeases moves lease_until of the jobs that still hold their tokens, in one
+// statement, and updates LeaseUntil in jobs for those.
+func (s *Store) ExtendLeases(ctx context.Context, jobs []svctype.Job, lease time.Duration) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(jobs))
+	tokens := make([]string, 0, len(jobs))
+	for _, j := range jobs {
+		if j.LeaseToken == "" {
+			continue
+		}
+		ids = append(ids, j.ID)
+		tokens = append(tokens, j.LeaseToken)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	until := dbTime(time.Now().Add(lease))
+	// Tokens are random per claim, so a job whose current token is in the list is one
+	// whose caller still holds it.
+	var extended []int64
+	err := s.write.NewUpdate().Model((*jobModel)(nil)).
+		Set("lease_until = ?", until).
+		Where("id IN (?)", bun.List(ids)).
+		Where("lease_token IN (?)", bun.List(tokens)).
+		Returning("id").
+		Scan(ctx, &extended)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("store: extend leases: %w", err)
+	}
+	for i := range jobs {
+		if slices.Contains(extended, jobs[i].ID) {
+			u := until
+			jobs[i].LeaseUntil = &u
+		}
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// PostgresDSNEnv names the environment variable holding the PostgreSQL server the tests
+// use, e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable. Tests that need
+// PostgreSQL are skipped when it is unset.
+const PostgresDSNEnv = "SVC_TEST_POSTGRES_DSN"
+
+// OpenTest opens a fresh, migrated store for one test and closes it when the test ends.
+// dialect "sqlite" is a private in-memory database; "postgres" is a new schema, dropped
+// when the test ends, in the database named by SVC_TEST_POSTGRES_DSN (skipped when unset).
+func OpenTest(t testing.TB, dialect string) *Store {
+	t.Helper()
+	dsn := "sqlite::memory:"
+	if dialect != dialectSQLite {
+		dsn = NewTestDSN(t, dialect)
+	}
+	ctx := context.Background()
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("store.OpenTest: %v", err)
+	}
+	// Registered after NewTestDSN's cleanup, so it runs first: close, then drop the schema.
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("store.OpenTest: %v", err)
+	}
+	return s
+}
+
+// NewTestDSN returns a connection string to an empty database for one test, not yet
+// migrated: for "sqlite" a file in the test's temporary directory (so that several Opens
+// share it), for "postgres" a new schema named t_<random> (via search_path), dropped when
+// the test ends; skipped when SVC_TEST_POSTGRES_DSN is unset.
+func NewTestDSN(t testing.TB, dialect string) string {
+	t.Helper()
+	switch dialect {
+	case dialectSQLite:
+		return "sqlite:" + filepath.Join(t.TempDir(), "svcflow.db")
+	case dialectPostgres:
+	default:
+		t.Fatalf("store.NewTestDSN: unknown dialect %q", dialect)
+	}
+	base := os.Getenv(PostgresDSNEnv)
+	if base == "" {
+		t.Skip(PostgresDSNEnv + " is unset: skipping a PostgreSQL test")
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("store.NewTestDSN: %s is not a URL", PostgresDSNEnv)
+	}
+	schema := "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("store.NewTestDSN: %v", err)
+	}
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		_ = admin.Close()
+		t.Fatalf("store.NewTestDSN: create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		defer admin.Close()
+		if _, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
+			t.Errorf("store.NewTestDSN: drop schema %s: %v", schema, err)
+		}
+	})
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}

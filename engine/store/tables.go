@@ -1,0 +1,332 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// Custom tables and their rows. A row's data is one JSON object; rows written by UpsertRow
+// also carry key_hash, the identity of their key columns, under a unique index.
+
+func (q *querier) CreateTable(ctx context.Context, t *svctype.Table) error {
+	const op = "create table"
+	t.CreatedAt = orNow(t.CreatedAt, now())
+	fields, err := json.Marshal(t.Fields)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	m := &tableModel{OrgID: t.OrgID, Name: t.Name, Fields: fields, CreatedAt: t.CreatedAt}
+	res, err := q.w.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
+	if err != nil {
+		return wrap(op, err)
+	}
+	if rowsAffected(res) == 0 {
+		return conflict(op)
+	}
+	return nil
+}
+
+func (q *querier) GetTable(ctx context.Context, orgID, name string) (*svctype.Table, error) {
+	var m tableModel
+	err := q.r.NewSelect().Model(&m).Where("org_id = ? AND name = ?", orgID, name).Scan(ctx)
+	if err != nil {
+		return nil, wrap("get table", err)
+	}
+	return m.toTable()
+}
+
+// ListTables pages an org's tables by name.
+func (q *querier) ListTables(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Table], error) {
+	const op = "list tables"
+	var page svctype.Page[svctype.Table]
+	limit := pageLimit(opts)
+	sel := q.r.NewSelect().Model((*tableModel)(nil)).
+		Where("org_id = ?", orgID).
+		Order("name").
+		Limit(int64(limit + 1))
+	if opts.Cursor != "" {
+		parts, err := decodeCursor(opts.Cursor, 1)
+		if err != nil {
+			return page, err
+		}
+		sel = sel.Where("name > ?", parts[0])
+	}
+	var ms []tableModel
+	if err := sel.Scan(ctx, &ms); err != nil {
+		return page, wrap(op, err)
+	}
+	page.Items = make([]svctype.Table, 0, min(len(ms), limit))
+	for i := range ms {
+		if i == limit {
+			page.NextCursor = encodeCursor(ms[i-1].Name)
+			break
+		}
+		t, err := ms[i].toTable()
+		if err != nil {
+			return page, wrap(op, err)
+		}
+		page.Items = append(page.Items, *t)
+	}
+	return page, nil
+}
+
+// InsertRow appends a row; ErrNotFound when the org has no such table.
+func (q *querier) InsertRow(ctx context.Context, orgID, table string, row map[string]any) (svctype.Row, error) {
+	const op = "insert row"
+	m, out, err := newRow(orgID, table, row)
+	if err != nil {
+		return out, fmt.Errorf("store: %s: %w", op, err)
+	}
+	if _, err := q.w.NewInsert().Model(m).Exec(ctx); err != nil {
+		return svctype.Row{}, wrap(op, err)
+	}
+	return out, nil
+}
+
+// UpsertRow inserts row, or replaces the data of the row with the same values for keys;
+// ErrNotFound when the org has no such table.
+func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []string, row map[string]any) (svctype.Row, bool, error) {
+	const op = "upsert row"
+	if len(keys) == 0 {
+		return svctype.Row{}, false, fmt.Errorf("store: %s: no key columns", op)
+	}
+	hash, err := keyHash(keys, row)
+	if err != nil {
+		return svctype.Row{}, false, fmt.Errorf("store: %s: %w", op, err)
+	}
+	m, out, err := newRow(orgID, table, row)
+	if err != nil {
+		return out, false, fmt.Errorf("store: %s: %w", op, err)
+	}
+	m.KeyHash = &hash
+	var (
+		id      string
+		created time.Time
+	)
+	err = q.w.NewInsert().Model(m).
+		On("CONFLICT (org_id, table_name, key_hash) DO UPDATE").
+		Set("data = EXCLUDED.data").
+		Set("updated_at = EXCLUDED.updated_at").
+		Returning("id, created_at").
+		Scan(ctx, &id, &created)
+	if err != nil {
+		return svctype.Row{}, false, wrap(op, err)
+	}
+	// The conflicting row keeps its id, so a fresh id back means a fresh row.
+	inserted := id == m.ID
+	out.ID = id
+	out.CreatedAt = created.UTC()
+	return out, inserted, nil
+}
+
+func newRow(orgID, table string, row map[string]any) (*rowModel, svctype.Row, error) {
+	if row == nil {
+		row = map[string]any{}
+	}
+	data, err := json.Marshal(row)
+	if err != nil {
+		return nil, svctype.Row{}, err
+	}
+	t := now()
+	m := &rowModel{ID: newID(), OrgID: orgID, TableName: table, Data: data, CreatedAt: t, UpdatedAt: t}
+	out, err := m.toRow()
+	return m, out, err
+}
+
+// keyHash identifies a row by its key columns: the hex SHA-256 of the JSON of
+// [[key, value], ...] in keys order, values passed through a JSON round trip first so that
+// equal JSON values (1 and 1.0) hash alike.
+func keyHash(keys []string, row map[string]any) (string, error) {
+	pairs := make([][2]any, len(keys))
+	for i, k := range keys {
+		pairs[i] = [2]any{k, row[k]}
+	}
+	_, canonical, err := normalizeJSON(pairs)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// normalizeJSON returns v as encoding/json decodes it (numbers float64, objects maps) and
+// its canonical encoding (object keys sorted).
+func normalizeJSON(v any) (any, []byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	var n any
+	if err := json.Unmarshal(b, &n); err != nil {
+		return nil, nil, err
+	}
+	b, err = json.Marshal(n)
+	return n, b, err
+}
+
+// ReadRows returns the rows whose columns equal every where entry as JSON values, oldest
+// first, at most limit (no limit when limit <= 0). The filter runs in SQL.
+func (q *querier) ReadRows(ctx context.Context, orgID, table string, where map[string]any, limit int) ([]svctype.Row, error) {
+	const op = "read rows"
+	conds, err := q.rowConditions(where)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", op, err)
+	}
+	sel := q.r.NewSelect().Model((*rowModel)(nil)).
+		Where("org_id = ? AND table_name = ?", orgID, table).
+		OrderExpr("created_at ASC, id ASC")
+	for _, c := range conds {
+		sel = sel.Where(c.expr, c.args...)
+	}
+	if limit > 0 {
+		sel = sel.Limit(int64(limit))
+	}
+	var ms []rowModel
+	if err := sel.Scan(ctx, &ms); err != nil {
+		return nil, wrap(op, err)
+	}
+	rows := make([]svctype.Row, len(ms))
+	for i := range ms {
+		if rows[i], err = ms[i].toRow(); err != nil {
+			return nil, wrap(op, err)
+		}
+	}
+	return rows, nil
+}
+
+// UpdateRows sets the top-level columns of set in every row matching where and returns
+// how many rows matched.
+func (q *querier) UpdateRows(ctx context.Context, orgID, table string, where, set map[string]any) (int, error) {
+	const op = "update rows"
+	conds, err := q.rowConditions(where)
+	if err != nil {
+		return 0, fmt.Errorf("store: %s: %w", op, err)
+	}
+	if set == nil {
+		set = map[string]any{} // JSON null, not {}: jsonb || null would make an array
+	}
+	patchValue, patch, err := normalizeJSON(set)
+	if err != nil {
+		return 0, fmt.Errorf("store: %s: %w", op, err)
+	}
+	patchMap, _ := patchValue.(map[string]any)
+	t := now()
+	if q.dialect == dialectPostgres {
+		// jsonb || jsonb is exactly a shallow merge.
+		upd := q.w.NewUpdate().Model((*rowModel)(nil)).
+			Set("data = data || ?::jsonb", string(patch)).
+			Set("updated_at = ?", t).
+			Where("org_id = ? AND table_name = ?", orgID, table)
+		for _, c := range conds {
+			upd = upd.Where(c.expr, c.args...)
+		}
+		res, err := upd.Exec(ctx)
+		if err != nil {
+			return 0, wrap(op, err)
+		}
+		return int(rowsAffected(res)), nil
+	}
+	// SQLite's json_patch is a recursive merge that deletes keys set to null, not a shallow
+	// one: merge in Go, on the single writer, in one transaction.
+	var n int
+	err = q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
+		sel := db.NewSelect().Model((*rowModel)(nil)).Column("id", "data").
+			Where("org_id = ? AND table_name = ?", orgID, table)
+		for _, c := range conds {
+			sel = sel.Where(c.expr, c.args...)
+		}
+		var ms []rowModel
+		if err := sel.Scan(ctx, &ms); err != nil {
+			return wrap(op, err)
+		}
+		for _, m := range ms {
+			var data map[string]any
+			if err := json.Unmarshal(m.Data, &data); err != nil {
+				return wrap(op, err)
+			}
+			if data == nil {
+				data = map[string]any{}
+			}
+			for k, v := range patchMap {
+				data[k] = v
+			}
+			b, err := json.Marshal(data)
+			if err != nil {
+				return wrap(op, err)
+			}
+			_, err = db.NewUpdate().Model((*rowModel)(nil)).
+				Set("data = ?", string(b)).
+				Set("updated_at = ?", t).
+				Where("id = ?", m.ID).
+				Exec(ctx)
+			if err != nil {
+				return wrap(op, err)
+			}
+		}
+		n = len(ms)
+		return nil
+	})
+	return n, err
+}
+
+type condition struct {
+	expr string
+	args []any
+}
+
+// rowConditions turns where into SQL conditions on table_rows.data (alias tr) that hold
+// when the column's JSON value equals the wanted one: same JSON type, same value (numbers
+// compared as numbers). A missing column equals nothing, not even null.
+func (q *querier) rowConditions(where map[string]any) ([]condition, error) {
+	keys := make([]string, 0, len(where))
+	for k := range where {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	conds := make([]condition, 0, len(keys))
+	for _, k := range keys {
+		v, canonical, err := normalizeJSON(where[k])
+		if err != nil {
+			return nil, err
+		}
+		if q.dialect == dialectPostgres {
+			// jsonb equality: type and value, 1 = 1.0, "1" <> 1.
+			conds = append(conds, condition{"tr.data -> ? = ?::jsonb", []any{k, string(canonical)}})
+			continue
+		}
+		// SQLite: json_each reads the top-level member by name (no JSON path to escape)
+		// with its JSON type and its SQL value.
+		const member = "EXISTS (SELECT 1 FROM json_each(tr.data) AS je WHERE je.key = ? AND "
+		switch v := v.(type) {
+		case string:
+			conds = append(conds, condition{member + "je.type = 'text' AND je.atom = ?)", []any{k, v}})
+		case float64:
+			conds = append(conds, condition{member + "je.type IN ('integer', 'real') AND je.atom = ?)", []any{k, v}})
+		case bool:
+			jsonType := "false"
+			if v {
+				jsonType = "true"
+			}
+			conds = append(conds, condition{member + "je.type = ?)", []any{k, jsonType}})
+		case nil:
+			conds = append(conds, condition{member + "je.type = 'null')", []any{k}})
+		case map[string]any:
+			conds = append(conds, condition{member + "je.type = 'object' AND je.value = json(?))", []any{k, string(canonical)}})
+		case []any:
+			conds = append(conds, condition{member + "je.type = 'array' AND je.value = json(?))", []any{k, string(canonical)}})
+		default:
+			return nil, errors.New("unsupported where value")
+		}
+	}
+	return conds, nil
+}
