@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/engine/tables"
@@ -47,7 +48,7 @@ func validateCustomTable(props map[string]any) []svctype.PropertyProblem {
 				add(fmt.Sprintf("/keys/%d", i), "must be a column name")
 			}
 		}
-		if props["values"] != nil && !vok {
+		if path, isPath := props["values"].(string); props["values"] != nil && !vok && !(isPath && strings.HasPrefix(path, "@")) {
 			add("/values", "must be an array (or an @path to one) aligned with keys")
 		}
 		if kok && vok && len(keys) != len(values) {
