@@ -1,0 +1,301 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/svcflow/svcflow/engine"
+)
+
+// Problem is every error body the runtime writes: RFC 9457 problem details plus Code, a
+// snake_case name for programs to switch on (DESIGN.md, "error body").
+type Problem struct {
+	Type     string           `json:"type,omitempty" format:"uri" default:"about:blank" doc:"A URI reference to documentation for the problem type."`
+	Title    string           `json:"title" example:"Not Found" doc:"Short summary of the problem type (the status text)."`
+	Status   int              `json:"status" example:"404" doc:"HTTP status code."`
+	Code     string           `json:"code" example:"not_found" doc:"Machine-readable problem code: not_found, conflict, validation_failed, malformed_json, missing_org, invalid_org, method_not_allowed, unsupported_media_type, body_too_large, internal, ..."`
+	Detail   string           `json:"detail,omitempty" example:"workflow not found" doc:"Explanation specific to this occurrence."`
+	Instance string           `json:"instance,omitempty" format:"uri" doc:"A URI reference identifying this occurrence."`
+	Errors   []*ProblemDetail `json:"errors,omitempty" nullable:"false" doc:"Individual problems, each located in the request."`
+}
+
+// ProblemDetail is one located problem of a request.
+type ProblemDetail struct {
+	// Location is where in the request: "body.definition.actions[2].properties",
+	// "query.where", "header.X-Org-Id".
+	Location string `json:"location,omitempty" doc:"Where in the request: body.<path>, query.<name>, header.<name>, path.<name>."`
+	// Pointer is the RFC 6901 JSON pointer into the request body, set for body problems.
+	Pointer string `json:"pointer,omitempty" doc:"JSON pointer (RFC 6901) into the request body, for body problems."`
+	Message string `json:"message" doc:"What is wrong."`
+	Value   any    `json:"value,omitempty" doc:"The offending value, when it is short."`
+}
+
+func (p *Problem) Error() string  { return p.Detail }
+func (p *Problem) GetStatus() int { return p.Status }
+
+// ContentType makes Huma write problems as application/problem+json.
+func (p *Problem) ContentType(ct string) string {
+	if ct == "application/json" {
+		return "application/problem+json"
+	}
+	return ct
+}
+
+// Problem codes. The DESIGN.md list is the shared vocabulary; the ones below are those the
+// runtime host can produce.
+const (
+	codeNotFound         = "not_found"
+	codeConflict         = "conflict"
+	codeValidation       = "validation_failed"
+	codeMalformedJSON    = "malformed_json"
+	codeMissingOrg       = "missing_org"
+	codeInvalidOrg       = "invalid_org"
+	codeMethodNotAllowed = "method_not_allowed"
+	codeUnsupportedMedia = "unsupported_media_type"
+	codeBodyTooLarge     = "body_too_large"
+	codeInternal         = "internal"
+)
+
+func newProblem(status int, code, detail string, details ...*ProblemDetail) *Problem {
+	return &Problem{Title: http.StatusText(status), Status: status, Code: code, Detail: detail, Errors: details}
+}
+
+// failure is what a handler knows about the request that the error itself does not say.
+type failure struct {
+	// conflict explains a 409 in the route's words ("a workflow with this name exists").
+	conflict string
+	// notFound names the missing resource ("workflow not found").
+	notFound string
+	// in is where engine problem pointers point: "body" (default) or "query".
+	in string
+}
+
+// problemFor is the one place an engine error becomes an HTTP answer: sentinels and
+// validation errors get their status and code; anything else is a 500 whose real cause is
+// logged and never returned.
+func problemFor(ctx context.Context, log *slog.Logger, err error, f failure) *Problem {
+	var (
+		ve *engine.ValidationError
+		p  *Problem
+	)
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.As(err, &ve):
+		details := make([]*ProblemDetail, 0, len(ve.Problems))
+		for _, pr := range ve.Problems {
+			details = append(details, locate(f.in, pr.Pointer, pr.Message))
+		}
+		return newProblem(http.StatusUnprocessableEntity, codeValidation, "validation failed", details...)
+	case errors.Is(err, engine.ErrNotFound):
+		return newProblem(http.StatusNotFound, codeNotFound, orDefault(f.notFound, "resource not found"))
+	case errors.Is(err, engine.ErrConflict):
+		return newProblem(http.StatusConflict, codeConflict, orDefault(f.conflict, "the request conflicts with the resource's current state"))
+	case errors.Is(err, engine.ErrInvalidOrg):
+		return newProblem(http.StatusBadRequest, codeInvalidOrg, "X-Org-Id is not a valid organization id")
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		// The client went away; the answer will not be read, but there is nothing to alarm about.
+		log.InfoContext(ctx, "request cancelled", "err", err)
+	} else {
+		log.ErrorContext(ctx, "request failed", "err", err)
+	}
+	return newProblem(http.StatusInternalServerError, codeInternal, "internal error")
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// locate turns an engine problem's pointer into a detail. Body pointers keep their pointer
+// and get a Huma-style location (body.definition.actions[2]); query pointers ("/where/x")
+// name the parameter (query.where).
+func locate(in, pointer, message string) *ProblemDetail {
+	if in == "query" {
+		name, _, _ := strings.Cut(strings.TrimPrefix(pointer, "/"), "/")
+		loc := "query"
+		if name != "" {
+			loc += "." + name
+		}
+		return &ProblemDetail{Location: loc, Message: message}
+	}
+	return &ProblemDetail{Location: pointerToLocation(pointer), Pointer: pointer, Message: message}
+}
+
+func pointerToLocation(pointer string) string {
+	var b strings.Builder
+	b.WriteString("body")
+	if pointer == "" {
+		return b.String()
+	}
+	for _, seg := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		if isIndex(seg) {
+			b.WriteString("[" + seg + "]")
+			continue
+		}
+		b.WriteString("." + seg)
+	}
+	return b.String()
+}
+
+func isIndex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// locationSegment matches one segment of a Huma location ("body.items[3].tags").
+var locationSegment = regexp.MustCompile(`\.([^.\[\]]+)|\[(\d+)\]`)
+
+// locationToPointer turns a Huma body location into a JSON pointer: body.items[3].tags ->
+// /items/3/tags. Other locations have no pointer.
+func locationToPointer(loc string) string {
+	if loc != "body" && !strings.HasPrefix(loc, "body.") && !strings.HasPrefix(loc, "body[") {
+		return ""
+	}
+	var b strings.Builder
+	for _, m := range locationSegment.FindAllStringSubmatch(strings.TrimPrefix(loc, "body"), -1) {
+		seg := m[1] + m[2]
+		b.WriteString("/" + strings.ReplaceAll(strings.ReplaceAll(seg, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
+}
+
+func init() {
+	// Huma builds its own errors (schema-invalid bodies, unparsable JSON, oversized bodies,
+	// bad parameters) through these two package variables; replacing them is how Huma lets a
+	// program choose its error type. Done once at package init so the OpenAPI document
+	// describes Problem on every operation. It is process-wide: any other Huma API in the
+	// same binary writes Problems too, which is what the gateway wants as well.
+	huma.NewError = humaError
+	huma.NewErrorWithContext = func(ctx huma.Context, status int, msg string, errs ...error) huma.StatusError {
+		p := humaError(status, msg, errs...)
+		if status >= 500 {
+			log := slog.Default()
+			var c context.Context = context.Background()
+			if ctx != nil {
+				c = ctx.Context()
+				log = loggerFrom(c)
+			}
+			log.ErrorContext(c, "request failed", "status", status, "msg", msg, "errs", errs)
+		}
+		return p
+	}
+}
+
+// humaError converts an error Huma produced into a Problem with a code.
+func humaError(status int, msg string, errs ...error) huma.StatusError {
+	if status >= 500 {
+		// Never echo internals: the cause is logged by NewErrorWithContext.
+		return newProblem(status, codeInternal, "internal error")
+	}
+	details := make([]*ProblemDetail, 0, len(errs))
+	bodyUnparsable := false
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		var hd huma.ErrorDetailer
+		if !errors.As(err, &hd) {
+			details = append(details, &ProblemDetail{Message: err.Error()})
+			continue
+		}
+		d := hd.ErrorDetail()
+		loc := d.Location
+		if m := missingProperty.FindStringSubmatch(d.Message); m != nil && loc != "" {
+			// Locate a missing property at the property itself, as the engine does.
+			loc += "." + m[1]
+		}
+		pd := &ProblemDetail{Location: loc, Pointer: locationToPointer(loc), Message: d.Message, Value: shortValue(d.Value)}
+		if d.Location == "body" && (status == http.StatusBadRequest || status == http.StatusUnsupportedMediaType) {
+			// Huma's value here is the whole body.
+			bodyUnparsable = status == http.StatusBadRequest
+			pd.Value = nil
+		}
+		details = append(details, pd)
+	}
+	code := codeFor(status)
+	if status == http.StatusUnsupportedMediaType {
+		msg = "request bodies must be application/json"
+	}
+	if status == http.StatusBadRequest {
+		// Huma's only 400s are about the body: not JSON, or absent when required.
+		code = codeMalformedJSON
+		if bodyUnparsable {
+			msg = "request body is not valid JSON"
+		}
+	}
+	return newProblem(status, code, msg, details...)
+}
+
+var missingProperty = regexp.MustCompile(`^expected required property (\S+) to be present$`)
+
+// shortValue keeps an offending value worth echoing: a scalar or a short string. Huma
+// reports the enclosing object for a missing or unexpected property, and the whole body for
+// an unparsable one; those may be megabytes and the client has them already.
+func shortValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		if len(x) > 200 {
+			return nil
+		}
+		return x
+	case bool, float64, float32, int, int64, int32, json.Number:
+		return x
+	}
+	return nil
+}
+
+// codeFor names the problem of a status that carries no more specific code.
+func codeFor(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "bad_request"
+	case http.StatusUnauthorized:
+		return "unauthorized"
+	case http.StatusForbidden:
+		return "forbidden"
+	case http.StatusNotFound:
+		return codeNotFound
+	case http.StatusMethodNotAllowed:
+		return codeMethodNotAllowed
+	case http.StatusConflict:
+		return codeConflict
+	case http.StatusRequestEntityTooLarge:
+		return codeBodyTooLarge
+	case http.StatusUnsupportedMediaType:
+		return codeUnsupportedMedia
+	case http.StatusUnprocessableEntity:
+		return codeValidation
+	case http.StatusTooManyRequests:
+		return "rate_limited"
+	}
+	if status >= 500 {
+		return codeInternal
+	}
+	return strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_")
+}
+
+// writeProblem writes p outside Huma (router fallbacks, panics).
+func writeProblem(w http.ResponseWriter, p *Problem) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}

@@ -1,0 +1,169 @@
+package runtime_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/hosts/runtime"
+)
+
+// bundle is one runtime over a fresh in-memory database.
+type bundle struct {
+	eng  *engine.Engine
+	st   *store.Store
+	srv  *runtime.Server
+	h    http.Handler
+	api  huma.API
+	logs *bytes.Buffer
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	st := store.OpenTest(t, "sqlite")
+	quiet := slog.New(slog.DiscardHandler)
+	eng, err := engine.New(engine.Config{Store: st, Logger: quiet})
+	require.NoError(t, err)
+	logs := &bytes.Buffer{}
+	srv := runtime.New(eng, runtime.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Version: "test"})
+	return &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API(), logs: logs}
+}
+
+// do sends one request in memory. body: nil (none), string or []byte (sent as is), or any
+// other value (JSON-encoded). org "" sends no X-Org-Id. headers are "Name: value".
+func (b *bundle) do(t *testing.T, method, path, org string, body any, headers ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	var r io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(v)
+	case []byte:
+		r = bytes.NewReader(v)
+	default:
+		raw, err := json.Marshal(v)
+		require.NoError(t, err)
+		r = bytes.NewReader(raw)
+	}
+	req := httptest.NewRequestWithContext(t.Context(), method, path, r)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if org != "" {
+		req.Header.Set("X-Org-Id", org)
+	}
+	for _, h := range headers {
+		name, value, ok := strings.Cut(h, ":")
+		require.True(t, ok, "header %q", h)
+		req.Header.Set(strings.TrimSpace(name), strings.TrimSpace(value))
+	}
+	rec := httptest.NewRecorder()
+	b.h.ServeHTTP(rec, req)
+	return rec
+}
+
+// ok asserts status and decodes the JSON answer.
+func ok[T any](t *testing.T, rec *httptest.ResponseRecorder, status int) T {
+	t.Helper()
+	require.Equal(t, status, rec.Code, "body: %s", rec.Body.String())
+	var v T
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &v), "body: %s", rec.Body.String())
+	return v
+}
+
+// problem asserts a problem+json answer with status and code.
+func problem(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) runtime.Problem {
+	t.Helper()
+	require.Equal(t, status, rec.Code, "body: %s", rec.Body.String())
+	require.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"), "body: %s", rec.Body.String())
+	var p runtime.Problem
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &p), "body: %s", rec.Body.String())
+	require.Equal(t, code, p.Code, "body: %s", rec.Body.String())
+	require.Equal(t, status, p.Status)
+	require.NotEmpty(t, p.Title)
+	return p
+}
+
+func pointers(p runtime.Problem) []string {
+	out := make([]string, 0, len(p.Errors))
+	for _, d := range p.Errors {
+		out = append(out, d.Pointer)
+	}
+	return out
+}
+
+// Wire shapes as a client reads them.
+type (
+	workflowDoc struct {
+		ID         string          `json:"id"`
+		Name       string          `json:"name"`
+		Version    int             `json:"version"`
+		Definition json.RawMessage `json:"definition"`
+		Warnings   []string        `json:"warnings"`
+	}
+	runRef struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	list[T any] struct {
+		Items      []T    `json:"items"`
+		NextCursor string `json:"next_cursor"`
+	}
+	idOnly struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+	eventDoc struct {
+		Event   string         `json:"event"`
+		Payload map[string]any `json:"payload"`
+	}
+	rowDoc struct {
+		ID   string         `json:"id"`
+		Data map[string]any `json:"data"`
+	}
+)
+
+const (
+	orgA = "org-a"
+	orgB = "org-b"
+)
+
+// upsertDefinition upserts {email, name} of the input into table contacts.
+const upsertDefinition = `{"actions":[{"type":"custom-table","outputKey":"saved","properties":{
+	"table":"contacts","operation":"upsert","keys":["email"],"values":["@input.email"],
+	"fields":{"name":"@input.name","status":"new"}}}]}`
+
+func workflowBody(name, definition string) map[string]any {
+	return map[string]any{"name": name, "definition": json.RawMessage(definition)}
+}
+
+// createWorkflow creates the contacts table (once per org) and a workflow upserting into it.
+func (b *bundle) createWorkflow(t *testing.T, org, name string) workflowDoc {
+	t.Helper()
+	rec := b.do(t, http.MethodPost, "/custom-tables", org, map[string]any{
+		"name": "contacts", "fields": map[string]string{"email": "text", "name": "text", "status": "text"},
+	})
+	require.Contains(t, []int{http.StatusCreated, http.StatusConflict}, rec.Code, rec.Body.String())
+	return ok[workflowDoc](t, b.do(t, http.MethodPost, "/workflows", org, workflowBody(name, upsertDefinition)), http.StatusCreated)
+}
+
+func (b *bundle) execute(t *testing.T, org, workflowID string, input map[string]any) runRef {
+	t.Helper()
+	return ok[runRef](t, b.do(t, http.MethodPost, "/workflows/"+workflowID+"/execute", org, map[string]any{"input": input}), http.StatusAccepted)
+}
+
+func (b *bundle) work(t *testing.T) {
+	t.Helper()
+	_, err := b.eng.Work(t.Context())
+	require.NoError(t, err)
+}

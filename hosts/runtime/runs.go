@@ -1,0 +1,119 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// Run is a run as GET /runs lists it.
+type Run struct {
+	ID              string            `json:"id" doc:"Run id (run-<uuid>)."`
+	WorkflowID      string            `json:"workflow_id"`
+	WorkflowVersion int               `json:"workflow_version" doc:"The workflow version the run executes."`
+	Status          svctype.RunStatus `json:"status"`
+	Reason          string            `json:"reason,omitempty" doc:"Why the run ended, when it failed or was cancelled."`
+	Input           json.RawMessage   `json:"input" doc:"The run's input object."`
+	CreatedAt       time.Time         `json:"created_at"`
+	UpdatedAt       time.Time         `json:"updated_at"`
+	FinishedAt      *time.Time        `json:"finished_at,omitempty"`
+}
+
+func runOf(r svctype.Run) Run {
+	return Run{
+		ID: r.ID, WorkflowID: r.WorkflowID, WorkflowVersion: r.WorkflowVersion, Status: r.Status,
+		Reason: r.Reason, Input: r.Input, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
+	}
+}
+
+// CancelBody is the optional body of POST /runs/{runId}/cancel.
+type CancelBody struct {
+	Reason string `json:"reason,omitempty" maxLength:"2000" doc:"Why; carried by workflow_run_cancelled."`
+}
+
+// RunPath is the input of the routes under /runs/{runId}.
+type RunPath struct {
+	OrgParam
+	RunID string `path:"runId" doc:"Run id."`
+}
+
+var runNotFound = failure{notFound: "run not found"}
+
+func (s *Server) registerRuns() {
+	o := op("get-run-status", http.MethodGet, "/runs/{runId}/status", "A run's status, context and steps", "Runs")
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *RunPath) (*struct{ Body *engine.RunStatusDoc }, error) {
+		doc, err := s.eng.RunStatus(ctx, in.OrgID, in.RunID)
+		if err != nil {
+			return nil, s.fail(ctx, err, runNotFound)
+		}
+		return &struct{ Body *engine.RunStatusDoc }{Body: doc}, nil
+	})
+
+	o = op("get-run-evidence", http.MethodGet, "/runs/{runId}/evidence", "A run's durable record: steps, effects in order, decisions, counts", "Runs")
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *RunPath) (*struct{ Body *engine.Evidence }, error) {
+		ev, err := s.eng.Evidence(ctx, in.OrgID, in.RunID)
+		if err != nil {
+			return nil, s.fail(ctx, err, runNotFound)
+		}
+		return &struct{ Body *engine.Evidence }{Body: ev}, nil
+	})
+
+	o = op("list-runs", http.MethodGet, "/runs", "List the organization's runs, newest first", "Runs")
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		Paging
+		WorkflowID string          `query:"workflow_id" maxLength:"200" doc:"Only runs of this workflow."`
+		Status     RunStatusFilter `query:"status"`
+	}) (*struct{ Body List[Run] }, error) {
+		page, err := s.eng.ListRuns(ctx, in.OrgID, engine.RunFilter{
+			WorkflowID: in.WorkflowID, Status: svctype.RunStatus(in.Status), ListOptions: in.options(),
+		})
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{in: "query"})
+		}
+		return &struct{ Body List[Run] }{Body: listOf(page, runOf)}, nil
+	})
+
+	o = op("list-run-events", http.MethodGet, "/runs/{runId}/events", "A run's events, oldest first", "Runs")
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		RunPath
+		Paging
+	}) (*struct{ Body List[svctype.Event] }, error) {
+		page, err := s.eng.RunEvents(ctx, in.OrgID, in.RunID, in.options())
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{notFound: "run not found", in: "query"})
+		}
+		return &struct{ Body List[svctype.Event] }{Body: listOf(page, same[svctype.Event])}, nil
+	})
+
+	o = op("cancel-run", http.MethodPost, "/runs/{runId}/cancel", "Cancel a running or paused run", "Runs")
+	o.Description = "Ends the run as cancelled and emits workflow_run_cancelled with the reason and the actor " +
+		"{type: api, id: X-Actor-Id or \"api\"}. A run that already ended answers 409."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		RunPath
+		ActorID string `header:"X-Actor-Id" maxLength:"200" doc:"Who cancels, recorded as the actor id (default \"api\")."`
+		Body    *CancelBody
+	}) (*struct{ Body RunRef }, error) {
+		reason := ""
+		if in.Body != nil {
+			reason = in.Body.Reason
+		}
+		actor := engine.Actor{Type: "api", ID: orDefault(in.ActorID, "api")}
+		run, err := s.eng.CancelRun(ctx, in.OrgID, in.RunID, reason, actor)
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{notFound: "run not found", conflict: "the run has already ended"})
+		}
+		return &struct{ Body RunRef }{Body: RunRef{ID: run.ID, Status: run.Status}}, nil
+	})
+}

@@ -1,0 +1,200 @@
+// Package runtime is the Huma API over the engine: every runtime route of the spec
+// (workflows, runs, custom tables), its OpenAPI 3.1 document, and the one mapping of engine
+// errors to problem+json answers. HTTP exists only in hosts: this package owns routing,
+// request decoding and the X-Org-Id tenancy check, and must hold no business logic: every
+// decision about workflows, runs and tables is the engine's.
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/svcflow/svcflow/engine"
+)
+
+// OrgHeader is the header that names the organization of every tenant route.
+const OrgHeader = "X-Org-Id"
+
+// maxBodyBytes caps every request body at 10 MiB (Huma's MaxBodyBytes; larger bodies are
+// answered 413 body_too_large). The spec leaves request size open; 10 MiB holds any
+// workflow definition and any execute input a person would send inline, while documents
+// have their own upload route.
+const maxBodyBytes = 10 << 20
+
+// Options tunes a Server.
+type Options struct {
+	// Logger receives request failures (the real error behind every 500). Default
+	// slog.Default().
+	Logger *slog.Logger
+	// Version is the OpenAPI info.version: the release. Default "dev".
+	Version string
+}
+
+// Server is the runtime HTTP API over one engine.
+type Server struct {
+	eng    *engine.Engine
+	log    *slog.Logger
+	router chi.Router
+	api    huma.API
+}
+
+// New builds the runtime API over eng. Registration never touches eng, so New(nil, ...)
+// yields a server whose OpenAPI document is complete (OpenAPIYAML does that).
+func New(eng *engine.Engine, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s := &Server{eng: eng, log: opts.Logger}
+
+	r := chi.NewRouter()
+	r.Use(s.withLogger, s.recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, newProblem(http.StatusNotFound, codeNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
+				w.Header().Add("Allow", m)
+			}
+		}
+		writeProblem(w, newProblem(http.StatusMethodNotAllowed, codeMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", req.Method, req.URL.Path)))
+	})
+
+	cfg := huma.DefaultConfig("svcflow runtime", opts.Version)
+	// No $schema links in bodies: the wire shape is exactly the documented one.
+	cfg.CreateHooks = nil
+	cfg.Info.Description = "The tenant-scoped runtime of svcflow: workflows, runs and custom tables. " +
+		"Every route but /health takes the organization in the X-Org-Id header. " +
+		"Errors are RFC 9457 problem+json bodies with a snake_case `code`."
+	s.api = humachi.New(r, cfg)
+	s.api.UseMiddleware(s.requireOrg)
+	s.router = r
+
+	s.registerHealth()
+	s.registerWorkflows()
+	s.registerRuns()
+	s.registerTables()
+	return s
+}
+
+// Handler is the server's http.Handler.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// API is the Huma API, for its OpenAPI document and for tests that walk the routes.
+func (s *Server) API() huma.API { return s.api }
+
+// OpenAPIYAML returns the runtime's OpenAPI 3.1 document as YAML, with info.version set to
+// version. It needs no engine: `svcflow openapi` and the drift test call it.
+func OpenAPIYAML(version string) ([]byte, error) {
+	return New(nil, Options{Version: version}).API().OpenAPI().YAML()
+}
+
+// op fills what every operation shares.
+func op(id, method, path, summary string, tags ...string) huma.Operation {
+	return huma.Operation{
+		OperationID:  id,
+		Method:       method,
+		Path:         path,
+		Summary:      summary,
+		Tags:         tags,
+		MaxBodyBytes: maxBodyBytes,
+	}
+}
+
+// OrgParam is embedded in every tenant input: it documents X-Org-Id on the operation.
+// requireOrg has checked it before any parsing, so handlers trust it.
+type OrgParam struct {
+	OrgID string `header:"X-Org-Id" required:"true" minLength:"1" maxLength:"128" pattern:"^[A-Za-z0-9_.:-]+$" doc:"Organization id: 1-128 characters of [A-Za-z0-9_.:-]."`
+}
+
+// requireOrg answers 401 missing_org / 400 invalid_org before Huma reads a parameter or a
+// body, for every operation that declares X-Org-Id (every one but /health).
+func (s *Server) requireOrg(ctx huma.Context, next func(huma.Context)) {
+	if !declaresOrg(ctx.Operation()) {
+		next(ctx)
+		return
+	}
+	var p *Problem
+	switch org := ctx.Header(OrgHeader); {
+	case org == "":
+		p = newProblem(http.StatusUnauthorized, codeMissingOrg, "the X-Org-Id header is required")
+	case !engine.ValidOrgID(org):
+		p = newProblem(http.StatusBadRequest, codeInvalidOrg, "X-Org-Id must be 1-128 characters of [A-Za-z0-9_.:-]",
+			&ProblemDetail{Location: "header." + OrgHeader, Message: "invalid organization id"})
+	}
+	if p == nil {
+		next(ctx)
+		return
+	}
+	ctx.SetHeader("Content-Type", "application/problem+json")
+	ctx.SetStatus(p.Status)
+	_ = huma.DefaultJSONFormat.Marshal(ctx.BodyWriter(), p)
+}
+
+func declaresOrg(o *huma.Operation) bool {
+	for _, p := range o.Parameters {
+		if p.In == "header" && http.CanonicalHeaderKey(p.Name) == OrgHeader {
+			return true
+		}
+	}
+	return false
+}
+
+type loggerKey struct{}
+
+// withLogger hands the server's logger to code that only sees the request context (Huma's
+// error constructor).
+func (s *Server) withLogger(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), loggerKey{}, s.log)))
+	})
+}
+
+func loggerFrom(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}
+
+// recoverer turns a panic into a logged 500 problem instead of a dropped connection.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
+				writeProblem(w, newProblem(http.StatusInternalServerError, codeInternal, "internal error"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// fail maps err for a handler (see problemFor).
+func (s *Server) fail(ctx context.Context, err error, f failure) error {
+	return problemFor(ctx, s.log, err, f)
+}
+
+// Health is the answer of GET /health.
+type Health struct {
+	Status string `json:"status" example:"ok" doc:"Always ok when the process serves requests."`
+}
+
+func (s *Server) registerHealth() {
+	huma.Register(s.api, op("health", http.MethodGet, "/health", "Liveness check (no X-Org-Id)", "Health"),
+		func(context.Context, *struct{}) (*struct{ Body Health }, error) {
+			return &struct{ Body Health }{Body: Health{Status: "ok"}}, nil
+		})
+}

@@ -1,0 +1,123 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// TablePath is the input of the routes under /custom-tables/{name}.
+type TablePath struct {
+	OrgParam
+	Name string `path:"name" doc:"Table name."`
+}
+
+// Rows is the answer of GET /custom-tables/{name}/rows. It is not paged: the engine reads
+// rows by equality on columns, oldest first, up to ?limit.
+type Rows struct {
+	Items []svctype.Row `json:"items" nullable:"false" doc:"Matching rows, oldest first."`
+}
+
+// TableBody is the body of POST /custom-tables.
+type TableBody struct {
+	Name   string            `json:"name" doc:"Unique within the organization."`
+	Fields map[string]string `json:"fields" doc:"Column name to type (text, ...)."`
+}
+
+// RowsUpdate is the body of PATCH /custom-tables/{name}/rows.
+type RowsUpdate struct {
+	Where map[string]any `json:"where" doc:"Column to value: the rows to change ({} matches every row)."`
+	Set   map[string]any `json:"set" doc:"Column to new value; only declared columns."`
+}
+
+// RowsUpdated is the answer of PATCH /custom-tables/{name}/rows.
+type RowsUpdated struct {
+	Updated int `json:"updated" doc:"How many rows changed."`
+}
+
+var tableNotFound = failure{notFound: "custom table not found"}
+
+func (s *Server) registerTables() {
+	o := op("create-custom-table", http.MethodPost, "/custom-tables", "Create a custom table", "Custom tables")
+	o.DefaultStatus = http.StatusCreated
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusConflict}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		Body TableBody
+	}) (*struct{ Body *svctype.Table }, error) {
+		t, err := s.eng.CreateTable(ctx, in.OrgID, in.Body.Name, in.Body.Fields)
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{conflict: "a custom table with this name already exists in the organization"})
+		}
+		return &struct{ Body *svctype.Table }{Body: t}, nil
+	})
+
+	o = op("list-custom-tables", http.MethodGet, "/custom-tables", "List the organization's custom tables", "Custom tables")
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		Paging
+	}) (*struct{ Body List[svctype.Table] }, error) {
+		page, err := s.eng.ListTables(ctx, in.OrgID, in.options())
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{in: "query"})
+		}
+		return &struct{ Body List[svctype.Table] }{Body: listOf(page, same[svctype.Table])}, nil
+	})
+
+	o = op("read-custom-table-rows", http.MethodGet, "/custom-tables/{name}/rows", "Read a custom table's rows", "Custom tables")
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		TablePath
+		Where string `query:"where" maxLength:"65536" doc:"JSON object of column to value; rows whose columns equal every entry. Example: {\"status\":\"pending_review\"}"`
+		Limit int    `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"At most this many rows (default 50, at most 500)."`
+	}) (*struct{ Body Rows }, error) {
+		where, err := whereParam(in.Where)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := s.eng.ReadRows(ctx, in.OrgID, in.Name, where, in.Limit)
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{notFound: tableNotFound.notFound, in: "query"})
+		}
+		if rows == nil {
+			rows = []svctype.Row{}
+		}
+		return &struct{ Body Rows }{Body: Rows{Items: rows}}, nil
+	})
+
+	o = op("update-custom-table-rows", http.MethodPatch, "/custom-tables/{name}/rows", "Set columns on the rows that match", "Custom tables")
+	o.Description = "Merges `set` into every row whose columns equal every `where` entry (an empty `where` " +
+		"matches every row). Integrators advance exception rows this way, e.g. set status."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		TablePath
+		Body RowsUpdate
+	}) (*struct{ Body RowsUpdated }, error) {
+		n, err := s.eng.UpdateRows(ctx, in.OrgID, in.Name, in.Body.Where, in.Body.Set)
+		if err != nil {
+			return nil, s.fail(ctx, err, tableNotFound)
+		}
+		return &struct{ Body RowsUpdated }{Body: RowsUpdated{Updated: n}}, nil
+	})
+}
+
+// whereParam decodes ?where=: absent means every row; otherwise a JSON object.
+func whereParam(raw string) (map[string]any, error) {
+	if raw == "" {
+		return map[string]any{}, nil
+	}
+	var where map[string]any
+	if err := json.Unmarshal([]byte(raw), &where); err != nil || where == nil {
+		d := &ProblemDetail{Location: "query.where", Message: "must be a JSON object of column to value"}
+		if len(raw) <= 200 {
+			d.Value = raw
+		}
+		return nil, newProblem(http.StatusUnprocessableEntity, codeValidation, "validation failed", d)
+	}
+	return where, nil
+}

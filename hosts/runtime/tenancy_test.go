@@ -1,0 +1,241 @@
+package runtime_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/hosts/runtime"
+)
+
+// tenancyScope is what an operation is, as its route declares it.
+type tenancyScope int
+
+const (
+	// byID: the route names a resource ({id}, {runId}, {name}); another org's resource is 404.
+	byID tenancyScope = iota + 1
+	// listing: a GET of a collection; another org's resources never appear in it.
+	listing
+	// creation: a POST to a collection; names are per org, so B may reuse A's names.
+	creation
+	// public: no X-Org-Id at all.
+	public
+)
+
+// tenancyCall says how to call one operation as org B against org A's fixture. Every
+// operation the router registers must have an entry: a new route fails
+// TestTenancyFromRouteList until someone decides how to prove it keeps orgs apart.
+type tenancyCall struct {
+	scope tenancyScope
+	// body builds the request body (nil: none).
+	body func(fx tenancyFixture) any
+}
+
+var tenancyCalls = map[string]tenancyCall{
+	"health": {scope: public},
+
+	"create-workflow": {scope: creation, body: func(fx tenancyFixture) any {
+		return workflowBody(fx.workflow.Name, `{"actions":[]}`)
+	}},
+	"list-workflows":  {scope: listing},
+	"get-workflow":    {scope: byID},
+	"update-workflow": {scope: byID, body: func(tenancyFixture) any { return workflowBody("taken-over", `{"actions":[]}`) }},
+	"delete-workflow": {scope: byID},
+	"execute-workflow": {scope: byID, body: func(tenancyFixture) any {
+		return map[string]any{"input": map[string]any{"email": "b@example.com"}}
+	}},
+
+	"list-runs":        {scope: listing},
+	"get-run-status":   {scope: byID},
+	"get-run-evidence": {scope: byID},
+	"list-run-events":  {scope: byID},
+	"cancel-run":       {scope: byID, body: func(tenancyFixture) any { return map[string]string{"reason": "org B says so"} }},
+
+	"create-custom-table": {scope: creation, body: func(fx tenancyFixture) any {
+		return map[string]any{"name": fx.table, "fields": map[string]string{"other": "text"}}
+	}},
+	"list-custom-tables":     {scope: listing},
+	"read-custom-table-rows": {scope: byID},
+	"update-custom-table-rows": {scope: byID, body: func(tenancyFixture) any {
+		return map[string]any{"where": map[string]any{}, "set": map[string]any{"status": "hijacked"}}
+	}},
+}
+
+// tenancyFixture is what org A owns (and org B owns of its own, so B's lists are not
+// trivially empty).
+type tenancyFixture struct {
+	workflow workflowDoc
+	finished runRef // completed; wrote a row into table
+	running  runRef // not yet worked
+	table    string
+}
+
+func (fx tenancyFixture) pathValue(name string) (string, bool) {
+	switch name {
+	case "id":
+		return fx.workflow.ID, true
+	case "runId":
+		return fx.running.ID, true
+	case "name":
+		return fx.table, true
+	}
+	return "", false
+}
+
+// secrets are the strings of A that must never appear in an answer to B.
+func (fx tenancyFixture) secrets() []string {
+	return []string{fx.workflow.ID, fx.workflow.Name, fx.finished.ID, fx.running.ID, fx.table, "ada@example.com"}
+}
+
+func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
+	t.Helper()
+	fx := tenancyFixture{table: "contacts"}
+	fx.workflow = b.createWorkflow(t, orgA, "a-onboarding")
+	fx.finished = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada"})
+	b.work(t)
+	fx.running = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada L."})
+
+	// B's own things.
+	ok[map[string]any](t, b.do(t, http.MethodPost, "/custom-tables", orgB, map[string]any{
+		"name": "b_table", "fields": map[string]string{"x": "text"},
+	}), http.StatusCreated)
+	bw := ok[workflowDoc](t, b.do(t, http.MethodPost, "/workflows", orgB, workflowBody("b-flow", `{"actions":[]}`)), http.StatusCreated)
+	b.execute(t, orgB, bw.ID, nil)
+	return fx
+}
+
+// snapshotA reads everything org A can see; a call as org B must leave it byte-identical.
+func snapshotA(t *testing.T, b *bundle, fx tenancyFixture) string {
+	t.Helper()
+	var sb strings.Builder
+	for _, path := range []string{
+		"/workflows/" + fx.workflow.ID,
+		"/workflows?limit=500",
+		"/runs?limit=500",
+		"/runs/" + fx.running.ID + "/status",
+		"/runs/" + fx.running.ID + "/events?limit=500",
+		"/runs/" + fx.finished.ID + "/evidence",
+		"/custom-tables?limit=500",
+		"/custom-tables/" + fx.table + "/rows?limit=500",
+	} {
+		rec := b.do(t, http.MethodGet, path, orgA, nil)
+		require.Equal(t, http.StatusOK, rec.Code, "%s: %s", path, rec.Body.String())
+		sb.WriteString(path + " " + rec.Body.String() + "\n")
+	}
+	return sb.String()
+}
+
+type routeOp struct {
+	method, path string
+	op           *huma.Operation
+}
+
+func routeOps(api huma.API) []routeOp {
+	var out []routeOp
+	for path, item := range api.OpenAPI().Paths {
+		for method, o := range map[string]*huma.Operation{
+			http.MethodGet: item.Get, http.MethodPost: item.Post, http.MethodPut: item.Put,
+			http.MethodPatch: item.Patch, http.MethodDelete: item.Delete, http.MethodHead: item.Head,
+			http.MethodOptions: item.Options, http.MethodTrace: item.Trace,
+		} {
+			if o != nil {
+				out = append(out, routeOp{method: method, path: path, op: o})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].op.OperationID < out[j].op.OperationID })
+	return out
+}
+
+// TestTenancyFromRouteList walks the router's own operations: each one is called as org B
+// against org A's resources. A route naming a resource answers 404 and changes nothing of
+// A's; a listing never shows A's resources; a creation may reuse A's names without touching
+// A. An operation without an entry in tenancyCalls fails the test.
+func TestTenancyFromRouteList(t *testing.T) {
+	t.Parallel()
+	ops := routeOps(runtime.New(nil, runtime.Options{}).API())
+	require.NotEmpty(t, ops)
+
+	registered := map[string]bool{}
+	for _, ro := range ops {
+		registered[ro.op.OperationID] = true
+	}
+	for id := range tenancyCalls {
+		require.True(t, registered[id], "tenancyCalls names %q, which the router no longer registers", id)
+	}
+
+	for _, ro := range ops {
+		t.Run(ro.op.OperationID, func(t *testing.T) {
+			t.Parallel()
+			call, known := tenancyCalls[ro.op.OperationID]
+			require.True(t, known, "operation %q (%s %s) has no entry in tenancyCalls: add one that proves org B cannot reach org A's data through it",
+				ro.op.OperationID, ro.method, ro.path)
+
+			var pathParams []string
+			hasOrg := false
+			for _, p := range ro.op.Parameters {
+				switch {
+				case p.In == "path":
+					pathParams = append(pathParams, p.Name)
+				case p.In == "header" && p.Name == runtime.OrgHeader:
+					hasOrg = true
+					require.True(t, p.Required, "X-Org-Id must be required")
+				}
+			}
+			switch {
+			case !hasOrg:
+				require.Equal(t, public, call.scope, "%s takes no X-Org-Id: only public routes may", ro.op.OperationID)
+			case len(pathParams) > 0:
+				require.Equal(t, byID, call.scope, "%s names a resource", ro.op.OperationID)
+			case ro.method == http.MethodGet:
+				require.Equal(t, listing, call.scope, "%s is a listing", ro.op.OperationID)
+			default:
+				require.Equal(t, creation, call.scope, "%s creates in a collection", ro.op.OperationID)
+			}
+
+			b := setup(t)
+			fx := buildTenancyFixture(t, b)
+			before := snapshotA(t, b, fx)
+
+			path := ro.path
+			for _, name := range pathParams {
+				v, ok := fx.pathValue(name)
+				require.True(t, ok, "no fixture value for path parameter {%s} of %s", name, ro.path)
+				path = strings.ReplaceAll(path, "{"+name+"}", v)
+			}
+			var body any
+			if call.body != nil {
+				body = call.body(fx)
+			}
+			org := orgB
+			if call.scope == public {
+				org = ""
+			}
+			rec := b.do(t, ro.method, path, org, body)
+
+			switch call.scope {
+			case byID:
+				problem(t, rec, http.StatusNotFound, "not_found")
+			case listing:
+				l := ok[list[json.RawMessage]](t, rec, http.StatusOK)
+				require.NotEmpty(t, l.Items, "org B's own resources should be listed")
+			case creation:
+				require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+			case public:
+				require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			}
+			if call.scope != creation {
+				// A creation echoes the name B chose, which happens to be A's too.
+				for _, s := range fx.secrets() {
+					require.NotContains(t, rec.Body.String(), s, "answer to org B reveals org A's %q", s)
+				}
+			}
+			require.Equal(t, before, snapshotA(t, b, fx), "calling %s as org B changed what org A sees", ro.op.OperationID)
+		})
+	}
+}

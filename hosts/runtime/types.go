@@ -1,0 +1,78 @@
+package runtime
+
+import (
+	"encoding/json"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// JSONObject is a JSON object carried as its raw bytes. The schema accepts any object, so
+// Huma checks only that it is one and the engine's own validation reports what is wrong
+// inside it, with pointers such as /definition/actions/2/properties.
+type JSONObject json.RawMessage
+
+// MarshalJSON writes the bytes as they are (null when empty).
+func (o JSONObject) MarshalJSON() ([]byte, error) {
+	if len(o) == 0 {
+		return []byte("null"), nil
+	}
+	return o, nil
+}
+
+// UnmarshalJSON keeps a copy of the bytes.
+func (o *JSONObject) UnmarshalJSON(b []byte) error {
+	*o = append((*o)[:0], b...)
+	return nil
+}
+
+// Schema is an object with any members.
+func (JSONObject) Schema(huma.Registry) *huma.Schema {
+	return &huma.Schema{Type: huma.TypeObject, AdditionalProperties: true}
+}
+
+// List is the body of every list route (DESIGN.md, "lists").
+type List[T any] struct {
+	Items      []T    `json:"items" nullable:"false" doc:"This page of results."`
+	NextCursor string `json:"next_cursor" doc:"Pass as ?cursor= for the next page; empty when this is the last page."`
+}
+
+func listOf[T, U any](p svctype.Page[T], conv func(T) U) List[U] {
+	items := make([]U, 0, len(p.Items))
+	for _, it := range p.Items {
+		items = append(items, conv(it))
+	}
+	return List[U]{Items: items, NextCursor: p.NextCursor}
+}
+
+func same[T any](t T) T { return t }
+
+// Paging is embedded in every list input.
+type Paging struct {
+	Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size (default 50, at most 500)."`
+	Cursor string `query:"cursor" maxLength:"1024" doc:"Opaque cursor from the previous page's next_cursor."`
+}
+
+func (p Paging) options() svctype.ListOptions {
+	return svctype.ListOptions{Limit: p.Limit, Cursor: p.Cursor}
+}
+
+// runStatuses are the statuses a run listing can filter on: the public contract, kept in
+// step with svctype by TestRunStatusFilterKnowsEveryStatus.
+var runStatuses = []svctype.RunStatus{
+	svctype.RunRunning, svctype.RunPaused, svctype.RunCompleted, svctype.RunFailed,
+	svctype.RunCancelled, svctype.RunRejected, svctype.RunConditionNotMet,
+}
+
+// RunStatusFilter is the ?status= of GET /runs: empty or a known status (else 422).
+type RunStatusFilter string
+
+// Schema enumerates the known statuses.
+func (RunStatusFilter) Schema(huma.Registry) *huma.Schema {
+	enum := make([]any, 0, len(runStatuses))
+	for _, s := range runStatuses {
+		enum = append(enum, string(s))
+	}
+	return &huma.Schema{Type: huma.TypeString, Enum: enum, Description: "Only runs in this status."}
+}
