@@ -74,7 +74,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return nil
 		})
 	case "serve", "runtime", "worker":
-		_ = gatewayAddr
+		if cmd == "serve" && *gatewayAddr != "" {
+			log.Info("the gateway is not part of this build; --gateway-addr is reserved for it", "gateway_addr", *gatewayAddr)
+		}
 		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
 			return serve(ctx, st, log, cmd, *runtimeAddr, *workers)
 		})
@@ -109,6 +111,9 @@ func serve(ctx context.Context, st *store.Store, log *slog.Logger, cmd, addr str
 	if err != nil {
 		return err
 	}
+	// A server that fails stops the worker too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	if cmd == "serve" || cmd == "worker" {
@@ -131,6 +136,7 @@ func serve(ctx context.Context, st *store.Store, log *slog.Logger, cmd, addr str
 			defer wg.Done()
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errs <- err
+				cancel()
 			}
 		}()
 		go func() {

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine/store"
+)
+
+func TestOpenAPICommandMatchesCommittedFile(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"openapi"}, &out, &errOut), errOut.String())
+	committed, err := os.ReadFile(filepath.Join("..", "..", "openapi", "openapi.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, string(committed), out.String(), "openapi/openapi.yaml drifted: run `make openapi`")
+	require.Contains(t, out.String(), "openapi: 3.1")
+}
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			dsn := store.NewTestDSN(t, dialect)
+			var out, errOut bytes.Buffer
+			require.Equal(t, 0, run([]string{"migrate", "--db", dsn}, &out, &errOut), errOut.String())
+			require.Contains(t, errOut.String(), "migrated")
+			// Twice is fine.
+			require.Equal(t, 0, run([]string{"migrate", "--db", dsn}, &out, &errOut), errOut.String())
+		})
+	}
+}
+
+func TestBadUsage(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	require.Equal(t, 2, run([]string{"launch"}, &out, &errOut))
+	require.Contains(t, errOut.String(), `unknown command "launch"`)
+	require.Equal(t, 2, run([]string{"serve", "--nope"}, &out, &errOut))
+	require.Equal(t, 1, run([]string{"migrate", "--db", "mysql://x"}, &out, &errOut))
+	require.Equal(t, 0, run([]string{"help"}, &out, &errOut))
+	require.Contains(t, out.String(), "svcflow serve")
+}
+
+// TestServeTourAndDrain starts the real binary on its embedded default, walks the README's
+// tour over HTTP, then stops it with SIGTERM: it must drain and exit 0.
+func TestServeTourAndDrain(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "svcflow")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run())
+
+	cmd := exec.Command(bin, "serve", "--runtime-addr", "127.0.0.1:0")
+	cmd.Dir = dir // the default --db is sqlite:./svcflow.db
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	var logs bytes.Buffer
+	addrCh := make(chan string, 1)
+	logsDone := make(chan struct{})
+	go func() {
+		defer close(logsDone)
+		listening := regexp.MustCompile(`runtime listening"? addr=(\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			logs.WriteString(sc.Text() + "\n")
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				addrCh <- m[1]
+			}
+		}
+	}()
+	var base string
+	select {
+	case addr := <-addrCh:
+		base = "http://" + addr
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start listening")
+	}
+
+	call := func(method, path, body string, want int) map[string]any {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("X-Org-Id", "acme")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		require.Equal(t, want, resp.StatusCode, string(b))
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		return m
+	}
+	call("POST", "/custom-tables", `{"name": "customers", "fields": {"email": "text", "name": "text", "tier": "text"}}`, 201)
+	call("POST", "/custom-tables", `{"name": "notes", "fields": {"text": "text"}}`, 201)
+	tour, err := os.ReadFile(filepath.Join("..", "..", "examples", "workflows", "onboard.json"))
+	require.NoError(t, err)
+	w := call("POST", "/workflows", string(tour), 201)
+	run := call("POST", fmt.Sprintf("/workflows/%s/execute", w["id"]), `{"input": {"email": "ada@example.com", "name": "Ada", "tier": "gold"}}`, 202)
+	require.Equal(t, "running", run["status"])
+	var status map[string]any
+	require.Eventually(t, func() bool {
+		status = call("GET", fmt.Sprintf("/runs/%s/status", run["id"]), "", 200)
+		return status["status"] != "running"
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, "completed", status["status"])
+	rows := call("GET", "/custom-tables/notes/rows", "", 200)
+	require.Equal(t, "Welcome Ada (1 gold customers)", rows["items"].([]any)[0].(map[string]any)["data"].(map[string]any)["text"])
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		<-logsDone
+		require.NoError(t, err, "serve must exit 0 on SIGTERM; logs:\n%s", logs.String())
+		require.Contains(t, logs.String(), "stopped cleanly")
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop after SIGTERM")
+	}
+	_, err = os.Stat(filepath.Join(dir, "svcflow.db"))
+	require.NoError(t, err, "the default database is ./svcflow.db")
+}
