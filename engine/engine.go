@@ -50,6 +50,9 @@ type Engine struct {
 	obs   func(string, time.Duration)
 
 	defs *defCache
+	// jobHandlers run job kinds other than run steps and schedules (document expiry, and
+	// later deliveries and timers); features register theirs in New.
+	jobHandlers map[string]func(ctx context.Context, job *svctype.Job) error
 
 	mu      sync.Mutex
 	wakeups []chan struct{}
@@ -75,6 +78,10 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.eval = expr.New()
 	e.defs = newDefCache(1024)
+	e.jobHandlers = map[string]func(context.Context, *svctype.Job) error{}
+	for _, f := range features {
+		f(e)
+	}
 	return e, nil
 }
 
@@ -114,6 +121,10 @@ func (e *Engine) notify() {
 		}
 	}
 }
+
+// features are the parts of the engine, each in its own file, that hook themselves into New
+// (prefix resolvers, job handlers).
+var features []func(*Engine)
 
 var orgPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
 

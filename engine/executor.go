@@ -50,6 +50,10 @@ func (e *Engine) RunJob(ctx context.Context, job *svctype.Job) error {
 	case svctype.JobSchedule:
 		err = e.fireSchedule(context.WithoutCancel(ctx), job)
 	default:
+		if h, ok := e.jobHandlers[job.Kind]; ok {
+			err = h(svctype.WithOrg(context.WithoutCancel(ctx), job.OrgID), job)
+			break
+		}
 		err = e.store.InTx(context.WithoutCancel(ctx), func(ctx context.Context, tx Tx) error {
 			e.log.Warn("dropping job of unknown kind", "kind", job.Kind, "job_id", job.ID)
 			return tx.CompleteJob(ctx, job)
@@ -257,7 +261,7 @@ func (e *Engine) execStep(ctx context.Context, tx Tx, st *runState, step *svctyp
 	if !ok {
 		return nil, "", "", fmt.Errorf("step type %q is neither a built-in primitive nor a registered action", step.Type)
 	}
-	props, err := e.eval.Resolve(ctx, step.Properties, vars)
+	props, err := e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), step.Properties, vars)
 	if err != nil {
 		return nil, "", "", err
 	}

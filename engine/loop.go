@@ -35,7 +35,7 @@ func (e *Engine) planLoop(ctx context.Context, st *runState, step *svctype.Step,
 	if mode, _ := step.Properties["mode"].(string); mode != loopForeach {
 		return nil, fmt.Errorf("loop mode %q is not available in this build (foreach is)", mode)
 	}
-	resolved, err := e.eval.Resolve(ctx, step.Properties["items"], vars)
+	resolved, err := e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), step.Properties["items"], vars)
 	if err != nil {
 		return nil, fmt.Errorf("loop items: %w", err)
 	}

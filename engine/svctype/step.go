@@ -109,3 +109,18 @@ type PropertyProblem struct {
 	Pointer string
 	Message string
 }
+
+type orgKey struct{}
+
+// WithOrg returns ctx carrying the organization a piece of work belongs to. The executor sets
+// it before resolving a step's properties, so prefix resolvers (doc:, orgconfig:) read the
+// right organization's data.
+func WithOrg(ctx context.Context, orgID string) context.Context {
+	return context.WithValue(ctx, orgKey{}, orgID)
+}
+
+// OrgFrom returns the organization WithOrg put in ctx, or "".
+func OrgFrom(ctx context.Context) string {
+	s, _ := ctx.Value(orgKey{}).(string)
+	return s
+}
