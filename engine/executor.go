@@ -189,7 +189,7 @@ func (e *Engine) stepOnce(ctx context.Context, job *svctype.Job, st *runState) e
 		}
 		c.rec.Status = status
 		if status == svctype.StepCompleted {
-			c.setOutput(key, out)
+			applyOutput(c.setOutput, key, out)
 			c.rec.Output = summarize(out)
 		}
 		return e.writeCommit(ctx, tx, job, st, c, i+1)
@@ -293,12 +293,18 @@ func (e *Engine) execStep(ctx context.Context, tx Tx, st *runState, step *svctyp
 		func(eff svctype.Effect) { c.rec.Effects = append(c.rec.Effects, eff) },
 	)
 	call.OrgID, call.RunID, call.WorkflowID = st.run.OrgID, st.run.ID, st.run.WorkflowID
-	call.Index, call.Type, call.Properties, call.Vars, call.Tables = index, step.Type, pm, vars, tx
+	call.Index, call.Type, call.Properties, call.Raw, call.Vars, call.Tables = index, step.Type, pm, step.Properties, vars, tx
 	out, err := kind.Run(ctx, call)
 	if err != nil {
 		return nil, "", "", err
 	}
-	out = normalize(out)
+	if co, ok := out.(svctype.ContextOutputs); ok {
+		for k, v := range co {
+			co[k] = normalize(v)
+		}
+	} else {
+		out = normalize(out)
+	}
 	if !c.inner {
 		c.events = append(c.events, e.event(st.run, EventStepDone, map[string]any{"run_id": st.run.ID, "step_index": index}))
 	}
@@ -414,6 +420,19 @@ func (e *Engine) failRun(ctx context.Context, job *svctype.Job, st *runState, i 
 			return err
 		}
 		events := []svctype.Event{}
+		var withEvent *svctype.StepFailedError
+		if errors.As(cause, &withEvent) && withEvent.Event != "" {
+			payload := maps.Clone(withEvent.Payload)
+			if payload == nil {
+				payload = map[string]any{}
+			}
+			for k, v := range map[string]any{"run_id": st.run.ID, "step_index": i, "error": cause.Error()} {
+				if _, ok := payload[k]; !ok {
+					payload[k] = v
+				}
+			}
+			events = append(events, e.event(st.run, withEvent.Event, payload))
+		}
 		if step.Type == LoopStep {
 			mode, _ := step.Properties["mode"].(string)
 			events = append(events, e.event(st.run, EventLoopFailed, map[string]any{
@@ -439,6 +458,21 @@ const summaryLimit = 4 << 10
 
 // summarize keeps v for the evidence when its JSON is small, else a marker with its size.
 func summarize(v any) json.RawMessage {
+	switch x := v.(type) {
+	case svctype.ContextOutputs:
+		m := make(map[string]json.RawMessage, len(x))
+		for k, el := range x {
+			m[k] = summarize(el)
+		}
+		out, _ := json.Marshal(m)
+		return out
+	case []any:
+		// A long array is summarised by its length without encoding it.
+		if len(x) > 256 {
+			out, _ := json.Marshal(map[string]any{"truncated": true, "length": len(x)})
+			return out
+		}
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil
@@ -506,4 +540,16 @@ func (e *Engine) stepType(st *runState) string {
 		return st.ent.def.Actions[i].Type
 	}
 	return ""
+}
+
+// applyOutput stores a step's output: each entry of a ContextOutputs under its own key, and
+// the output itself under the step's outputKey.
+func applyOutput(set func(key string, v any), key string, out any) {
+	if co, ok := out.(svctype.ContextOutputs); ok {
+		for k, v := range co {
+			set(k, v)
+		}
+		out = map[string]any(co)
+	}
+	set(key, out)
 }

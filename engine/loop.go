@@ -101,9 +101,11 @@ func (e *Engine) runElement(ctx context.Context, tx Tx, st *runState, plan *loop
 		}
 		if status == svctype.StepCompleted {
 			last = out
-			if key != "" {
-				ev[key] = out
-			}
+			applyOutput(func(k string, v any) {
+				if k != "" {
+					ev[k] = v
+				}
+			}, key, out)
 		}
 	}
 	return last, nil
@@ -269,7 +271,7 @@ func (e *Engine) skipLoop(ctx context.Context, tx Tx, job *svctype.Job, st *runS
 		}
 		c.rec.Status = status
 		if status == svctype.StepCompleted {
-			c.setOutput(key, out)
+			applyOutput(c.setOutput, key, out)
 			c.rec.Output = summarize(out)
 		}
 	}

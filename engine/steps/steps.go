@@ -10,5 +10,6 @@ import "github.com/svcflow/svcflow/engine/svctype"
 func Builtins() map[string]svctype.StepKind {
 	return map[string]svctype.StepKind{
 		CustomTable: {Run: runCustomTable, Validate: validateCustomTable},
+		Matcher:     {Run: runMatcher, Validate: validateMatcher},
 	}
 }

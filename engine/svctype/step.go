@@ -67,6 +67,9 @@ type StepCall struct {
 	Type  string
 	// Properties are the step's properties with @paths and {{templates}} resolved.
 	Properties map[string]any
+	// Raw are the properties as written, for kinds that evaluate parts later themselves
+	// (nway_match rules, evaluated per group).
+	Raw map[string]any
 	// Vars is the evaluation scope the properties were resolved in.
 	Vars map[string]any
 	// Tables writes and reads custom tables inside the step's transaction.
@@ -123,4 +126,27 @@ func WithOrg(ctx context.Context, orgID string) context.Context {
 func OrgFrom(ctx context.Context) string {
 	s, _ := ctx.Value(orgKey{}).(string)
 	return s
+}
+
+// ContextOutputs is a step output that names its own context keys (the matcher's
+// outputMatched/outputUnmatched*, nway_match's fixed keys): each entry is stored under its
+// key. A step's outputKey, when set, receives the whole map as well.
+type ContextOutputs map[string]any
+
+// StepFailedError is a step failure that carries an event to emit with the run's failure
+// (matcher.failed, nway_matcher.failed): the step's own transaction is rolled back, so the
+// event is written in the failure's transaction instead.
+type StepFailedError struct {
+	Err     error
+	Event   string
+	Payload map[string]any
+}
+
+func (e *StepFailedError) Error() string { return e.Err.Error() }
+func (e *StepFailedError) Unwrap() error { return e.Err }
+
+// FailWithEvent fails the step with err and has the engine emit event (run_id and
+// step_index are added to payload, and `error` when absent) with the failure.
+func FailWithEvent(err error, event string, payload map[string]any) error {
+	return &StepFailedError{Err: err, Event: event, Payload: payload}
 }

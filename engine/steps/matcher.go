@@ -1,0 +1,213 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/match"
+)
+
+// Matcher is the 2-way match step.
+const Matcher = "matcher"
+
+// Matcher events (spec section 6).
+const (
+	EventMatcherStarted   = "matcher.started"
+	EventMatcherCompleted = "matcher.completed"
+	EventMatcherFailed    = "matcher.failed"
+)
+
+// MatcherSchemaVersion names the shape of the matcher's results (pairs {left, right} and the
+// unmatched source records).
+const MatcherSchemaVersion = "svc.match-pair.v1"
+
+// LargeMatchInput is the total record count above which matcher.started is emitted.
+const LargeMatchInput = 10000
+
+// Default context keys of the matcher's three outputs.
+const (
+	defaultMatched        = "matched"
+	defaultUnmatchedLeft  = "unmatchedLeft"
+	defaultUnmatchedRight = "unmatchedRight"
+)
+
+func problems(ps []match.Problem) []svctype.PropertyProblem {
+	out := make([]svctype.PropertyProblem, len(ps))
+	for i, p := range ps {
+		out[i] = svctype.PropertyProblem{Pointer: p.Pointer, Message: p.Message}
+	}
+	return out
+}
+
+// isDynamic reports whether a property value is only known at run time.
+func isDynamic(v any) bool {
+	s, ok := v.(string)
+	return ok && (strings.HasPrefix(s, "@") || strings.Contains(s, "{{") || strings.HasPrefix(s, "doc:"))
+}
+
+func validateMatcher(props map[string]any) []svctype.PropertyProblem {
+	var out []svctype.PropertyProblem
+	for _, side := range []string{"left", "right"} {
+		switch v := props[side].(type) {
+		case []any:
+		case string:
+			if !isDynamic(v) {
+				out = append(out, svctype.PropertyProblem{Pointer: "/" + side, Message: "must be an @path to an array, a doc: reference or an array"})
+			}
+		default:
+			out = append(out, svctype.PropertyProblem{Pointer: "/" + side, Message: "required: an @path to an array, a doc: reference or an array"})
+		}
+	}
+	opts, ps := matchOptions(props, true)
+	out = append(out, ps...)
+	if ps == nil {
+		out = append(out, problems(match.ValidateMatch(opts))...)
+	}
+	for _, k := range []string{"outputMatched", "outputUnmatchedLeft", "outputUnmatchedRight"} {
+		if v, ok := props[k]; ok {
+			if s, isStr := v.(string); !isStr || s == "" {
+				out = append(out, svctype.PropertyProblem{Pointer: "/" + k, Message: "must be a context key"})
+			}
+		}
+	}
+	return out
+}
+
+// matchOptions reads the matcher's options; at definition time (static) values that are
+// only known at run time are skipped.
+func matchOptions(p map[string]any, static bool) (match.MatchOptions, []svctype.PropertyProblem) {
+	var opts match.MatchOptions
+	var out []svctype.PropertyProblem
+	var err error
+	if opts.MatchOn, err = fieldList(p["matchOn"]); err != nil {
+		out = append(out, svctype.PropertyProblem{Pointer: "/matchOn", Message: err.Error()})
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"amountKey", &opts.AmountKey}, {"dateKey", &opts.DateKey}, {"descriptionKey", &opts.DescriptionKey}} {
+		if v, ok := p[f.name]; ok {
+			s, isStr := v.(string)
+			if !isStr || s == "" {
+				out = append(out, svctype.PropertyProblem{Pointer: "/" + f.name, Message: "must be a field name"})
+				continue
+			}
+			*f.dst = s
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  **float64
+	}{{"tolerance", &opts.Tolerance}, {"dateWindowDays", &opts.DateWindowDays}, {"fuzzyThreshold", &opts.FuzzyThreshold}} {
+		v, ok := p[f.name]
+		if !ok || v == nil || (static && isDynamic(v)) {
+			continue
+		}
+		n, isNum := v.(float64)
+		if !isNum {
+			out = append(out, svctype.PropertyProblem{Pointer: "/" + f.name, Message: fmt.Sprintf("must be a number, got %v", v)})
+			continue
+		}
+		*f.dst = &n
+	}
+	return opts, out
+}
+
+func fieldList(v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("must be an array of field names")
+	}
+	out := make([]string, len(arr))
+	for i, x := range arr {
+		s, ok := x.(string)
+		if !ok || s == "" {
+			return nil, fmt.Errorf("entry %d must be a field name", i)
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// records turns a resolved property into records, naming the property when it is not an
+// array of objects.
+func records(v any, prop string) ([]match.Record, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s did not resolve to an array (got %s)", prop, kindOf(v))
+	}
+	out := make([]match.Record, len(arr))
+	for i, x := range arr {
+		m, ok := x.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s[%d] is not an object (got %s)", prop, i, kindOf(x))
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "boolean"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func runMatcher(ctx context.Context, call *svctype.StepCall) (any, error) {
+	fail := func(err error) error {
+		return svctype.FailWithEvent(fmt.Errorf("matcher: %w", err), EventMatcherFailed, nil)
+	}
+	p := call.Properties
+	left, err := records(p["left"], "left")
+	if err != nil {
+		return nil, fail(err)
+	}
+	right, err := records(p["right"], "right")
+	if err != nil {
+		return nil, fail(err)
+	}
+	opts, ps := matchOptions(p, false)
+	if len(ps) > 0 {
+		return nil, fail(fmt.Errorf("%s: %s", ps[0].Pointer, ps[0].Message))
+	}
+	if len(left)+len(right) > LargeMatchInput {
+		call.Emit(EventMatcherStarted, map[string]any{"left_size": len(left), "right_size": len(right)})
+	}
+	res, err := match.Match(left, right, opts)
+	if err != nil {
+		return nil, fail(err)
+	}
+	matched, ul, ur := res.Outputs()
+	call.Emit(EventMatcherCompleted, map[string]any{
+		"schema_version": MatcherSchemaVersion, "matched_count": len(matched),
+		"unmatched_left_count": len(ul), "unmatched_right_count": len(ur), "policy": res.Policy,
+	})
+	key := func(name, def string) string {
+		if s, _ := p[name].(string); s != "" {
+			return s
+		}
+		return def
+	}
+	return svctype.ContextOutputs{
+		key("outputMatched", defaultMatched):               matched,
+		key("outputUnmatchedLeft", defaultUnmatchedLeft):   ul,
+		key("outputUnmatchedRight", defaultUnmatchedRight): ur,
+	}, nil
+}
