@@ -1,0 +1,471 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/worker"
+)
+
+// registerSlow adds the "slow" step kind: 20ms of work that writes nothing.
+func registerSlow(eng *engine.Engine) {
+	eng.RegisterStep("slow", func(ctx context.Context, _ *svctype.StepCall) (any, error) {
+		time.Sleep(20 * time.Millisecond)
+		return nil, nil
+	})
+}
+
+func TestWorkerCompletesRuns(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			eng := newEngine(t, engine.Config{Store: store.OpenTest(t, dialect)})
+			wfID := ledgerSetup(t, eng)
+			var ids []string
+			// Half queued before the worker starts, half while it runs.
+			for i := range 10 {
+				ids = append(ids, execute(t, eng, wfID, ledgerInput(i)))
+			}
+			stop := startWorker(t, eng, worker.Options{Concurrency: 3, Poll: 50 * time.Millisecond})
+			for i := 10; i < 20; i++ {
+				ids = append(ids, execute(t, eng, wfID, ledgerInput(i)))
+			}
+			waitFor(t, 30*time.Second, 10*time.Millisecond, "every job to be done", func() bool {
+				return countJobs(t, eng) == 0
+			})
+			for _, id := range ids {
+				doc, err := eng.RunStatus(context.Background(), org, id)
+				require.NoError(t, err)
+				require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+			}
+			require.Equal(t, len(ids), countRows(t, eng, "ledger"), "one ledger row per run")
+
+			// An idle worker stops at once.
+			began := time.Now()
+			require.NoError(t, stop())
+			require.Less(t, time.Since(began), 2*time.Second)
+		})
+	}
+}
+
+// TestWorkerDrain cancels a worker while a step is in flight: Run waits for the step,
+// commits it once, and releases the run's job so that another worker finishes the run at
+// once rather than after a lease.
+func TestWorkerDrain(t *testing.T) {
+	t.Parallel()
+	finishers := []struct {
+		name   string
+		finish func(t *testing.T, eng *engine.Engine)
+	}{
+		{"eng.Work", func(t *testing.T, eng *engine.Engine) {
+			n, err := eng.Work(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, 1, n, "the drained run's job is claimable at once (its 15s lease was released)")
+		}},
+		{"second worker", func(t *testing.T, eng *engine.Engine) {
+			stop := startWorker(t, eng, worker.Options{Poll: 20 * time.Millisecond})
+			waitFor(t, 5*time.Second, 10*time.Millisecond, "the second worker to finish the run", func() bool {
+				return countJobs(t, eng) == 0
+			})
+			require.NoError(t, stop())
+		}},
+	}
+	for _, dialect := range dialects {
+		for _, f := range finishers {
+			t.Run(dialect+"/"+f.name, func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				eng := newEngine(t, engine.Config{Store: store.OpenTest(t, dialect)})
+				_, err := eng.CreateTable(ctx, org, "marks", map[string]string{"step": "text"})
+				require.NoError(t, err)
+				entered := make(chan struct{}, 1)
+				release := make(chan struct{})
+				var calls atomic.Int32
+				eng.RegisterStep("block", func(ctx context.Context, call *svctype.StepCall) (any, error) {
+					calls.Add(1)
+					select {
+					case entered <- struct{}{}:
+					default:
+					}
+					<-release
+					_, err := call.Tables.InsertRow(ctx, call.OrgID, "marks", map[string]any{"step": "block"})
+					return map[string]any{"ok": true}, err
+				})
+				wfID := createWorkflow(t, eng, "drain", `{"actions": [
+				  {"type": "block", "outputKey": "b", "properties": {}},
+				  {"type": "custom-table", "properties": {"table": "marks", "operation": "write", "fields": {"step": "after"}}}
+				]}`)
+				runID := execute(t, eng, wfID, nil)
+
+				runCtx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				done := make(chan error, 1)
+				go func() {
+					done <- worker.New(eng, worker.Options{Concurrency: 2, Poll: 20 * time.Millisecond, Logger: quiet}).Run(runCtx)
+				}()
+				select {
+				case <-entered:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the worker never started the blocking step")
+				}
+				cancel()
+				select {
+				case err := <-done:
+					t.Fatalf("Run returned (%v) while a step was in flight", err)
+				case <-time.After(300 * time.Millisecond):
+				}
+				close(release)
+				select {
+				case err := <-done:
+					require.NoError(t, err)
+				case <-time.After(10 * time.Second):
+					t.Fatal("Run did not return after the step in flight finished")
+				}
+
+				run, err := eng.GetRun(ctx, org, runID)
+				require.NoError(t, err)
+				require.Equal(t, svctype.RunRunning, run.Status, "a drained run is left running for the next worker")
+				require.Equal(t, 1, run.Cursor.Step, "the step in flight was committed")
+				marks := func() map[string]int {
+					rows, err := eng.ReadRows(ctx, org, "marks", nil, 0)
+					require.NoError(t, err)
+					m := map[string]int{}
+					for _, r := range rows {
+						m[r.Data["step"].(string)]++
+					}
+					return m
+				}
+				require.Equal(t, map[string]int{"block": 1}, marks())
+				require.Equal(t, 1, countJobs(t, eng))
+
+				f.finish(t, eng)
+				doc, err := eng.RunStatus(ctx, org, runID)
+				require.NoError(t, err)
+				require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+				require.Equal(t, map[string]any{"ok": true}, doc.Context["b"])
+				require.Equal(t, map[string]int{"block": 1, "after": 1}, marks(), "the drained step is not run again")
+				require.Equal(t, int32(1), calls.Load())
+				require.Zero(t, countJobs(t, eng))
+			})
+		}
+	}
+}
+
+// TestHelperWorker is the worker process that TestWorkerSIGKILL kills and that
+// BenchmarkRunsPostgresTwoProcesses runs twice; it does nothing unless one of them starts it.
+func TestHelperWorker(t *testing.T) {
+	if os.Getenv(envHelper) != "1" {
+		t.Skip("the worker process of TestWorkerSIGKILL and BenchmarkRunsPostgresTwoProcesses: runs only when they start it")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	lease, err := time.ParseDuration(os.Getenv(envHelperLease))
+	require.NoError(t, err)
+	poll, err := time.ParseDuration(os.Getenv(envHelperPoll))
+	require.NoError(t, err)
+	concurrency, err := strconv.Atoi(os.Getenv(envHelperConcurrency))
+	require.NoError(t, err)
+	eng := newEngine(t, engine.Config{Store: openStore(t, os.Getenv(envHelperDSN)), Lease: lease})
+	registerSlow(eng)
+	fmt.Println(helperReady)
+	require.NoError(t, worker.New(eng, worker.Options{Concurrency: concurrency, Poll: poll, Logger: quiet}).Run(ctx))
+}
+
+// crashFlow is a foreach whose elements write one row each (a plain insert: an element
+// applied twice would leave a duplicate) and then take 20ms.
+const crashFlow = `{"actions": [
+  {"type": "loop", "properties": {"mode": "foreach", "items": "@input.items", "result_key": "done",
+    "steps": [
+      {"type": "custom-table", "properties": {"table": "seen", "operation": "write", "fields": {"i": "@index"}}},
+      {"type": "slow", "outputKey": "s", "properties": {}}
+    ]}}
+]}`
+
+// TestWorkerSIGKILL: a worker killed with SIGKILL in the middle of a run leaves the run to
+// the next worker, its job claimable again within one lease; no committed effect is applied
+// twice, and the foreach's committed progress survives element by element.
+func TestWorkerSIGKILL(t *testing.T) {
+	t.Parallel()
+	// The default lease is 15s, well inside the 30s within which a killed worker's jobs must
+	// be claimable again; 2s keeps this test fast.
+	const (
+		lease = 2 * time.Second
+		poll  = 100 * time.Millisecond
+		items = 150
+	)
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dsn := sharedDSN(t, dialect)
+			var firstStep atomic.Int64 // when this process first committed a step (unix ns)
+			eng := newEngine(t, engine.Config{Store: openStore(t, dsn), Lease: lease, StepObserver: func(string, time.Duration) {
+				firstStep.CompareAndSwap(0, time.Now().UnixNano())
+			}})
+			registerSlow(eng)
+			_, err := eng.CreateTable(ctx, org, "seen", map[string]string{"i": "number"})
+			require.NoError(t, err)
+			wfID := createWorkflow(t, eng, "crash", crashFlow)
+			list := make([]string, items)
+			for i := range list {
+				list[i] = strconv.Itoa(i)
+			}
+			runID := execute(t, eng, wfID, json.RawMessage(`{"items": [`+strings.Join(list, ",")+`]}`))
+
+			h := startHelper(t, dsn, lease, 4, poll)
+			waitFor(t, 60*time.Second, 5*time.Millisecond, "the helper worker to write 20 rows", func() bool {
+				if !h.alive() {
+					t.Fatalf("the helper worker exited on its own: %s\n%s", h.cmd.ProcessState, h.stderr.String())
+				}
+				return countRows(t, eng, "seen") >= 20
+			})
+			h.kill()
+			killedAt := time.Now()
+			atKill := countRows(t, eng, "seen")
+			require.GreaterOrEqual(t, atKill, 20)
+			require.LessOrEqual(t, atKill, 120)
+			run, err := eng.GetRun(ctx, org, runID)
+			require.NoError(t, err)
+			require.Equal(t, svctype.RunRunning, run.Status)
+			require.NotNil(t, run.Cursor.Loop)
+			require.Equal(t, atKill, run.Cursor.Loop.Next,
+				"the foreach's committed progress is exactly the elements whose rows exist: the element in flight left nothing")
+			require.Equal(t, 1, countJobs(t, eng), "the run's job outlives its worker")
+
+			stop := startWorker(t, eng, worker.Options{Concurrency: 4, Poll: poll})
+			waitFor(t, 60*time.Second, 20*time.Millisecond, "the next worker to finish the run", func() bool {
+				run, err := eng.GetRun(ctx, org, runID)
+				require.NoError(t, err)
+				return run.Status != svctype.RunRunning
+			})
+			require.NoError(t, stop())
+			takeover := time.Unix(0, firstStep.Load()).Sub(killedAt)
+			t.Logf("%s: killed after %d of %d elements; the next worker committed its first element %s after the kill (lease %s, poll %s)",
+				dialect, atKill, items, takeover.Round(time.Millisecond), lease, poll)
+			// At most one lease (the last heartbeat or commit of the dead worker) plus a poll and
+			// one element; the rest is slack for the race detector.
+			require.Less(t, takeover, lease+3*time.Second)
+
+			doc, err := eng.RunStatus(ctx, org, runID)
+			require.NoError(t, err)
+			require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+			require.Len(t, doc.Context["done"], items)
+			rows, err := eng.ReadRows(ctx, org, "seen", nil, 0)
+			require.NoError(t, err)
+			seen := map[int]int{}
+			for _, r := range rows {
+				seen[int(r.Data["i"].(float64))]++
+			}
+			for i := range items {
+				require.Equal(t, 1, seen[i], "element %d's row", i)
+			}
+			require.Len(t, rows, items)
+			require.Zero(t, countJobs(t, eng))
+		})
+	}
+}
+
+// TestTwoWorkersShareRuns runs two engines, each with its own store and worker, on one
+// PostgreSQL schema: the jobs table hands each run to exactly one of them.
+func TestTwoWorkersShareRuns(t *testing.T) {
+	t.Parallel()
+	const runs = 200
+	ctx := context.Background()
+	dsn := sharedDSN(t, "postgres")
+	var engines [2]*engine.Engine
+	var steps [2]atomic.Int64
+	for i := range engines {
+		engines[i] = newEngine(t, engine.Config{Store: openStore(t, dsn), StepObserver: func(string, time.Duration) { steps[i].Add(1) }})
+		engines[i].RegisterStep("pause", func(context.Context, *svctype.StepCall) (any, error) {
+			time.Sleep(time.Millisecond)
+			return nil, nil
+		})
+	}
+	_, err := engines[0].CreateTable(ctx, org, "done", map[string]string{"n": "number"})
+	require.NoError(t, err)
+	wfID := createWorkflow(t, engines[0], "shared", `{"actions": [
+	  {"type": "custom-table", "properties": {"table": "done", "operation": "write", "fields": {"n": "@input.n"}}},
+	  {"type": "pause", "properties": {}}
+	]}`)
+	var stops [2]func() error
+	for i, eng := range engines {
+		stops[i] = startWorker(t, eng, worker.Options{Concurrency: 4, Poll: 20 * time.Millisecond})
+	}
+	// Four producers, alternating engines so that both workers are woken.
+	ids := make([]string, runs)
+	var wg sync.WaitGroup
+	for p := range 4 {
+		wg.Go(func() {
+			for n := p; n < runs; n += 4 {
+				run, err := engines[n%2].Execute(ctx, org, wfID, json.RawMessage(fmt.Sprintf(`{"n": %d}`, n)), engine.ExecuteOptions{})
+				if err != nil {
+					t.Errorf("execute %d: %v", n, err)
+					return
+				}
+				ids[n] = run.ID
+			}
+		})
+	}
+	wg.Wait()
+	require.False(t, t.Failed())
+	waitFor(t, 60*time.Second, 10*time.Millisecond, "every run's job to be done", func() bool {
+		return countJobs(t, engines[0]) == 0
+	})
+	for _, stop := range stops {
+		require.NoError(t, stop())
+	}
+	for _, id := range ids {
+		run, err := engines[1].GetRun(ctx, org, id)
+		require.NoError(t, err)
+		require.Equal(t, svctype.RunCompleted, run.Status, run.Reason)
+	}
+	rows, err := engines[1].ReadRows(ctx, org, "done", nil, 0)
+	require.NoError(t, err)
+	seen := map[int]int{}
+	for _, r := range rows {
+		seen[int(r.Data["n"].(float64))]++
+	}
+	for n := range runs {
+		require.Equal(t, 1, seen[n], "run %d's row", n)
+	}
+	require.Len(t, rows, runs)
+	a, b := steps[0].Load(), steps[1].Load()
+	t.Logf("steps committed: worker A %d, worker B %d", a, b)
+	require.Positive(t, a, "worker A did some of the work")
+	require.Positive(t, b, "worker B did some of the work")
+	require.Equal(t, int64(2*runs), a+b, "each step committed once")
+}
+
+// dueStore hides the jobs whose run_at the test clock has not reached (and hands them back
+// at once): the store claims by the real clock, while the engine computes slots with
+// Config.Now, which is all these tests move.
+type dueStore struct {
+	engine.Store
+	now func() time.Time
+
+	mu           sync.Mutex
+	scheduleNext time.Time // run_at of the schedule job when last claimed
+}
+
+func (s *dueStore) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]svctype.Job, error) {
+	jobs, err := s.Store.ClaimJobs(ctx, n, lease)
+	if err != nil {
+		return nil, err
+	}
+	due := jobs[:0]
+	for _, j := range jobs {
+		if j.Kind == svctype.JobSchedule {
+			s.mu.Lock()
+			s.scheduleNext = j.RunAt
+			s.mu.Unlock()
+		}
+		if j.RunAt.After(s.now()) {
+			err := s.Store.InTx(ctx, func(ctx context.Context, tx engine.Tx) error { return tx.RenewJob(ctx, &j, time.Time{}) })
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		due = append(due, j)
+	}
+	return due, nil
+}
+
+func (s *dueStore) next() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.scheduleNext
+}
+
+func TestSchedules(t *testing.T) {
+	t.Parallel()
+	type tick struct {
+		at   string // the clock is set here, then eng.Work runs once
+		runs int    // runs of the workflow so far
+		slot string // the newest run's input.schedule.slot, when it is new at this tick
+		next string // the schedule job's run_at afterwards
+	}
+	const berlin9 = `{"every": "1d", "at": "09:00", "timezone": "Europe/Berlin"}`
+	cases := []struct {
+		name     string
+		schedule string
+		start    string
+		ticks    []tick
+	}{
+		{"every minute, no backlog", `{"every": "1m"}`, "2025-01-06T10:00:30Z", []tick{
+			{at: "2025-01-06T10:01:29Z", runs: 0, next: "2025-01-06T10:01:30Z"},
+			{at: "2025-01-06T10:01:31Z", runs: 1, slot: "2025-01-06T10:01:30Z", next: "2025-01-06T10:02:30Z"},
+			// Ten slots later: one run for the missed slot, then the first slot after now.
+			{at: "2025-01-06T10:11:31Z", runs: 2, slot: "2025-01-06T10:02:30Z", next: "2025-01-06T10:12:30Z"},
+			{at: "2025-01-06T10:12:00Z", runs: 2, next: "2025-01-06T10:12:30Z"},
+		}},
+		{"09:00 Berlin is 08:00Z in winter", berlin9, "2025-01-06T07:00:00Z", []tick{
+			{at: "2025-01-06T07:59:59Z", runs: 0, next: "2025-01-06T08:00:00Z"},
+			{at: "2025-01-06T08:00:01Z", runs: 1, slot: "2025-01-06T08:00:00Z", next: "2025-01-07T08:00:00Z"},
+			{at: "2025-01-16T08:30:00Z", runs: 2, slot: "2025-01-07T08:00:00Z", next: "2025-01-17T08:00:00Z"},
+		}},
+		{"09:00 Berlin is 07:00Z after the spring change", berlin9, "2025-03-29T12:00:00Z", []tick{
+			{at: "2025-03-30T06:59:59Z", runs: 0, next: "2025-03-30T07:00:00Z"},
+			{at: "2025-03-30T07:00:01Z", runs: 1, slot: "2025-03-30T07:00:00Z", next: "2025-03-31T07:00:00Z"},
+		}},
+	}
+	parse := func(s string) time.Time {
+		ts, err := time.Parse(time.RFC3339, s)
+		require.NoError(t, err)
+		return ts
+	}
+	for _, dialect := range dialects {
+		for _, tc := range cases {
+			t.Run(dialect+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				clock := &testClock{t: parse(tc.start)}
+				st := &dueStore{Store: store.OpenTest(t, dialect), now: clock.Now}
+				eng := newEngine(t, engine.Config{Store: st, Now: clock.Now})
+				_, err := eng.CreateTable(ctx, org, "ticks", map[string]string{"slot": "text"})
+				require.NoError(t, err)
+				wfID := createWorkflow(t, eng, "scheduled", `{"schedule": `+tc.schedule+`, "actions": [
+				  {"type": "custom-table", "properties": {"table": "ticks", "operation": "write", "fields": {"slot": "@input.schedule.slot"}}}
+				]}`)
+				for _, tk := range tc.ticks {
+					clock.Set(parse(tk.at))
+					_, err := eng.Work(ctx)
+					require.NoError(t, err)
+					runs := runsOf(t, eng, wfID)
+					require.Len(t, runs, tk.runs, "runs at %s", tk.at)
+					require.Equal(t, tk.runs, countRows(t, eng, "ticks"))
+					if tk.slot != "" {
+						require.Equal(t, svctype.RunCompleted, runs[0].Status, runs[0].Reason)
+						var in struct {
+							Schedule struct {
+								Slot    string `json:"slot"`
+								FiredAt string `json:"fired_at"`
+							} `json:"schedule"`
+						}
+						require.NoError(t, json.Unmarshal(runs[0].Input, &in))
+						require.Equal(t, tk.slot, in.Schedule.Slot)
+						require.Equal(t, tk.at, in.Schedule.FiredAt)
+					}
+					require.Equal(t, 1, countJobs(t, eng), "only the schedule job is left at %s", tk.at)
+					require.Equal(t, parse(tk.next), st.next().UTC(), "the schedule job is re-armed for the next slot after %s", tk.at)
+				}
+			})
+		}
+	}
+}
