@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,7 +50,8 @@ type Engine struct {
 	lease time.Duration
 	obs   func(string, time.Duration)
 
-	defs *defCache
+	defs   *defCache
+	tables tableCache
 	// jobHandlers run job kinds other than run steps and schedules (document expiry, and
 	// later deliveries and timers); features register theirs in New.
 	jobHandlers map[string]func(ctx context.Context, job *svctype.Job) error
@@ -102,13 +104,18 @@ func (e *Engine) Evaluator() *expr.Evaluator { return e.eval }
 func (e *Engine) Lease() time.Duration { return e.lease }
 
 // Wakeup returns a channel that receives (without blocking the sender) whenever new work
-// is enqueued by this engine, so an in-process worker need not wait for its next poll.
-func (e *Engine) Wakeup() <-chan struct{} {
+// is enqueued by this engine, so an in-process worker need not wait for its next poll, and
+// a function that stops the notifications.
+func (e *Engine) Wakeup() (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	e.mu.Lock()
 	e.wakeups = append(e.wakeups, ch)
 	e.mu.Unlock()
-	return ch
+	return ch, func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.wakeups = slices.DeleteFunc(e.wakeups, func(c chan struct{}) bool { return c == ch })
+	}
 }
 
 func (e *Engine) notify() {

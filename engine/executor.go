@@ -293,7 +293,8 @@ func (e *Engine) execStep(ctx context.Context, tx Tx, st *runState, step *svctyp
 		func(eff svctype.Effect) { c.rec.Effects = append(c.rec.Effects, eff) },
 	)
 	call.OrgID, call.RunID, call.WorkflowID = st.run.OrgID, st.run.ID, st.run.WorkflowID
-	call.Index, call.Type, call.Properties, call.Raw, call.Vars, call.Tables = index, step.Type, pm, step.Properties, vars, tx
+	call.Index, call.Type, call.Properties, call.Raw, call.Vars = index, step.Type, pm, step.Properties, vars
+	call.Tables = cachedTables{TableStore: tx, cache: &e.tables}
 	out, err := kind.Run(ctx, call)
 	if err != nil {
 		return nil, "", "", err

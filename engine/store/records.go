@@ -124,16 +124,18 @@ func (q *querier) AppendEvents(ctx context.Context, events []svctype.Event) erro
 			Timestamp: e.Timestamp, Payload: nonEmpty(e.Payload),
 		}
 	}
-	if st := q.fast(); st != nil && len(ms) == 1 {
-		m := ms[0]
-		res, err := q.exec(ctx, st.appendEvent, m.DeliveryID, m.OrgID, m.RunID, m.Event,
-			sqliteTime(m.Timestamp), jsonArg(m.Payload))
-		if err != nil {
-			return wrap("append events", err)
-		}
-		// seq is the rowid.
-		if events[0].Seq, err = res.LastInsertId(); err != nil {
-			return wrap("append events", err)
+	if st := q.fast(); st != nil {
+		// One prepared insert per event beats compiling a multi-row statement each time.
+		for i, m := range ms {
+			res, err := q.exec(ctx, st.appendEvent, m.DeliveryID, m.OrgID, m.RunID, m.Event,
+				sqliteTime(m.Timestamp), jsonArg(m.Payload))
+			if err != nil {
+				return wrap("append events", err)
+			}
+			// seq is the rowid.
+			if events[i].Seq, err = res.LastInsertId(); err != nil {
+				return wrap("append events", err)
+			}
 		}
 		return nil
 	}

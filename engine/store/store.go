@@ -111,6 +111,9 @@ func openSQLite(path string) (*Store, error) {
 	} else {
 		pragmas.Add("_pragma", "journal_mode(WAL)")
 		pragmas.Add("_pragma", "synchronous(NORMAL)")
+		// A larger page cache and fewer, larger checkpoints: each step is a small commit.
+		pragmas.Add("_pragma", "cache_size(-65536)")
+		pragmas.Add("_pragma", "wal_autocheckpoint(4000)")
 		name = path // a plain path; a file: URI passes through as such
 	}
 	sep := "?"
@@ -289,12 +292,19 @@ func (s *Store) ExtendLeases(ctx context.Context, jobs []svctype.Job, lease time
 	// Tokens are random per claim, so a job whose current token is in the list is one
 	// whose caller still holds it.
 	var extended []int64
-	err := s.write.NewUpdate().Model((*jobModel)(nil)).
-		Set("lease_until = ?", until).
-		Where("id IN (?)", bun.List(ids)).
-		Where("lease_token IN (?)", bun.List(tokens)).
-		Returning("id").
-		Scan(ctx, &extended)
+	q := s.write.NewUpdate().Model((*jobModel)(nil)).Set("lease_until = ?", until)
+	if s.dialect == dialectPostgres {
+		// A job whose row is locked is committing a step, and that commit renews its lease
+		// itself: skip it rather than queue behind it (and stall the jobs locked after it).
+		sub := s.write.NewSelect().Model((*jobModel)(nil)).Column("id").
+			Where("id IN (?)", bun.List(ids)).
+			Where("lease_token IN (?)", bun.List(tokens)).
+			For("UPDATE SKIP LOCKED")
+		q = q.Where("id IN (?)", sub)
+	} else {
+		q = q.Where("id IN (?)", bun.List(ids)).Where("lease_token IN (?)", bun.List(tokens))
+	}
+	err := q.Returning("id").Scan(ctx, &extended)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("store: extend leases: %w", err)
 	}

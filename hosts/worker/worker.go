@@ -54,7 +54,8 @@ func New(eng *engine.Engine, opts Options) *Worker {
 // at the step boundary) and returns nil once all have stopped.
 func (w *Worker) Run(ctx context.Context) error {
 	slots := make(chan struct{}, w.opts.Concurrency)
-	wake := w.eng.Wakeup()
+	wake, unsubscribe := w.eng.Wakeup()
+	defer unsubscribe()
 	var wg sync.WaitGroup
 	hbCtx, stopHeartbeat := context.WithCancel(context.WithoutCancel(ctx))
 	hbDone := make(chan struct{})
