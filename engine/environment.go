@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 
@@ -63,4 +64,24 @@ func (env *Environment) Kinds() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// RegisterAction registers an action of a kind whose code ships with the engine, under
+// name, so that name works as a step type (and, later, as an agent tool). Until the
+// /actions routes exist this is how an embedding program declares one. Kinds available
+// now: nway_match (properties: a complete nway_match configuration).
+func (env *Environment) RegisterAction(name, kind string, properties map[string]any) error {
+	if name == "" || name == LoopStep {
+		return fmt.Errorf("action name %q is not usable", name)
+	}
+	switch kind {
+	case steps.NWayMatch:
+		k, err := steps.NWayAction(properties)
+		if err != nil {
+			return err
+		}
+		env.RegisterStepKind(name, k)
+		return nil
+	}
+	return fmt.Errorf("action kind %q is not available in this build (nway_match is)", kind)
 }

@@ -295,6 +295,10 @@ func (e *Engine) execStep(ctx context.Context, tx Tx, st *runState, step *svctyp
 	call.OrgID, call.RunID, call.WorkflowID = st.run.OrgID, st.run.ID, st.run.WorkflowID
 	call.Index, call.Type, call.Properties, call.Raw, call.Vars = index, step.Type, pm, step.Properties, vars
 	call.Tables = cachedTables{TableStore: tx, cache: &e.tables}
+	call.Resolve = func(ctx context.Context, v any, vars map[string]any) (any, error) {
+		return e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), v, vars)
+	}
+	call.Logger = e.log.With("run_id", st.run.ID, "step_index", index, "step_type", step.Type)
 	out, err := kind.Run(ctx, call)
 	if err != nil {
 		return nil, "", "", err

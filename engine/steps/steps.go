@@ -11,5 +11,6 @@ func Builtins() map[string]svctype.StepKind {
 	return map[string]svctype.StepKind{
 		CustomTable: {Run: runCustomTable, Validate: validateCustomTable},
 		Matcher:     {Run: runMatcher, Validate: validateMatcher},
+		NWayMatch:   {Run: runNWay, Validate: validateNWay},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 )
 
 // Sentinel errors shared by the engine, its store and step kinds; package engine re-exports
@@ -74,6 +75,11 @@ type StepCall struct {
 	Vars map[string]any
 	// Tables writes and reads custom tables inside the step's transaction.
 	Tables TableStore
+	// Resolve evaluates a value (@paths, {{templates}}, doc: references) in vars with the
+	// engine's evaluator, for kinds that resolve stored configuration themselves.
+	Resolve func(ctx context.Context, value any, vars map[string]any) (any, error)
+	// Logger logs for the step, with the run and step attached.
+	Logger *slog.Logger
 
 	emit   func(event string, payload map[string]any)
 	effect func(Effect)

@@ -1,0 +1,142 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+const nwayInput = `{
+  "bank":  [{"inv": "I1", "amount": 100.1}, {"inv": "I2", "amount": 50}, {"inv": "I3", "amount": 10}, {"inv": "I9", "amount": 5}],
+  "erp":   [{"inv": "I1", "amount": 100.2}, {"inv": "I2", "amount": 20}, {"inv": "I2", "amount": 30.5}, {"inv": "I3", "amount": 10}],
+  "cards": [{"inv": "I1", "amount": 100.15}, {"inv": "I2", "amount": 50.5}]
+}`
+
+func exceptionTable(t *testing.T, b *bundle, org string) {
+	t.Helper()
+	_, err := b.eng.CreateTable(b.ctx, org, "exceptions", map[string]string{
+		"run_id": "text", "match_key": "text", "classification": "text", "missing_legs": "text",
+		"discrepancy_fields": "text", "details": "text", "status": "text", "provenance": "text",
+	})
+	require.NoError(t, err)
+}
+
+func TestNWayMatchStep(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, b *bundle) {
+		exceptionTable(t, b, "o1")
+		step := `{"type": "nway_match", "properties": {
+		    "sets": [{"key": "bank", "records": "@input.bank"}, {"key": "erp", "records": "@input.erp"}, {"key": "cards", "records": "@input.cards"}],
+		    "matchOn": ["inv"],
+		    "tolerances": {"amount": {"type": "currency", "value": 0.1, "pairs": {"erp:bank": 0.5}}},
+		    "exceptionTable": "exceptions"}}`
+		// The step twice in one run: the second pass updates the rows of the first.
+		w := b.workflow(t, "o1", "nway", `{"actions": [`+step+`, `+step+`]}`)
+		doc := b.execute(t, "o1", w.ID, nwayInput)
+		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+		counts := doc.Context["matchGroupCounts"].(map[string]any)
+		// I1 full (within 0.1 and the bank:erp override), I2 variance (cards 50.5 vs bank 50
+		// over 0.1), I3 missing_leg (no cards), I9 an orphan.
+		require.Equal(t, map[string]any{"groups": float64(3), "full": float64(1), "variance": float64(1), "missing_leg": float64(1), "orphan": float64(1)}, counts)
+		require.Len(t, doc.Context["matchGroups"], 3)
+		require.Len(t, doc.Context["matchOrphans"], 1)
+		exc := doc.Context["matchGroupExceptions"].([]any)
+		require.Len(t, exc, 3)
+
+		rows, err := b.eng.ReadRows(b.ctx, "o1", "exceptions", nil, 0)
+		require.NoError(t, err)
+		require.Len(t, rows, 3, "one row per non-full group and orphan, not duplicated by the second pass")
+		byClass := map[string]map[string]any{}
+		for _, r := range rows {
+			byClass[r.Data["classification"].(string)] = r.Data
+			require.Equal(t, doc.ID, r.Data["run_id"])
+			require.Equal(t, "pending_review", r.Data["status"])
+			var prov map[string]any
+			require.NoError(t, json.Unmarshal([]byte(r.Data["provenance"].(string)), &prov))
+			require.Equal(t, "svcflow", prov["runtime"])
+			require.Equal(t, doc.ID, prov["run_id"])
+		}
+		require.Equal(t, "cards", byClass["missing_leg"]["missing_legs"])
+		require.Equal(t, "amount", byClass["variance"]["discrepancy_fields"])
+		require.Regexp(t, `^orphan:bank:3:[0-9a-f]{16}$`, byClass["orphan"]["match_key"])
+
+		started := b.eventPayload(t, "o1", doc.ID, "nway_matcher.started")
+		require.Equal(t, map[string]any{"bank": float64(4), "erp": float64(4), "cards": float64(2)}, started["leg_counts"])
+		done := b.eventPayload(t, "o1", doc.ID, "nway_matcher.completed")
+		require.Equal(t, "svc.match-group.v1", done["schema_version"])
+		require.Equal(t, counts, done["counts"])
+		require.Equal(t, "runs/"+doc.ID+"/context/matchGroups", done["result_reference"])
+	})
+}
+
+func TestNWayMatchFailuresWriteNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "sqlite")
+	exceptionTable(t, b, "o1")
+	w := b.workflow(t, "o1", "nway", `{"actions": [{"type": "nway_match", "properties": {
+	    "sets": [{"key": "bank", "records": "@input.bank"}, {"key": "erp", "records": "@input.erp"}],
+	    "matchOn": ["inv"], "exceptionTable": "exceptions"}}]}`)
+	doc := b.execute(t, "o1", w.ID, `{"bank": [{"inv": "x"}], "erp": {"not": "an array"}}`)
+	require.Equal(t, svctype.RunFailed, doc.Status)
+	require.Contains(t, doc.Reason, "sets[1].records did not resolve to an array")
+	failed := b.eventPayload(t, "o1", doc.ID, "nway_matcher.failed")
+	require.Contains(t, failed["error"], "sets[1].records")
+	rows, err := b.eng.ReadRows(b.ctx, "o1", "exceptions", nil, 0)
+	require.NoError(t, err)
+	require.Empty(t, rows)
+
+	bad := []struct{ name, props, pointer string }{
+		{"one leg", `{"sets": [{"key": "a", "records": []}], "matchOn": ["k"]}`, "/definition/actions/0/properties/sets"},
+		{"five legs", `{"sets": [{"key": "a", "records": []}, {"key": "b", "records": []}, {"key": "c", "records": []}, {"key": "d", "records": []}, {"key": "e", "records": []}], "matchOn": ["k"]}`, "/definition/actions/0/properties/sets"},
+		{"tolerance type", `{"sets": [{"key": "a", "records": []}, {"key": "b", "records": []}], "matchOn": ["k"], "tolerances": {"amount": {"type": "percent", "value": 1}}}`, "/definition/actions/0/properties/tolerances/amount/type"},
+		{"fuzzy range", `{"sets": [{"key": "a", "records": []}, {"key": "b", "records": []}], "matchOn": ["k"], "fuzzyThreshold": 101}`, "/definition/actions/0/properties/fuzzyThreshold"},
+		{"records not a path", `{"sets": [{"key": "a", "records": "bank"}, {"key": "b", "records": []}], "matchOn": ["k"]}`, "/definition/actions/0/properties/sets/0/records"},
+		{"bad rule", `{"sets": [{"key": "a", "records": []}, {"key": "b", "records": []}], "matchOn": ["k"], "rules": [{"greaterThen": [1, 2]}]}`, "/definition/actions/0/properties/rules"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := b.eng.CreateWorkflow(b.ctx, "o1", engine.WorkflowInput{Name: tc.name, Definition: json.RawMessage(`{"actions": [{"type": "nway_match", "properties": ` + tc.props + `}]}`)})
+			var ve *engine.ValidationError
+			require.ErrorAs(t, err, &ve)
+			var ptrs []string
+			for _, p := range ve.Problems {
+				ptrs = append(ptrs, p.Pointer)
+			}
+			require.Contains(t, ptrs, tc.pointer, "problems: %v", ve.Problems)
+		})
+	}
+}
+
+func TestNWayRulesAndAction(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "sqlite")
+	require.NoError(t, b.eng.Environment().RegisterAction("recon2", "nway_match", map[string]any{
+		"sets":       []any{map[string]any{"key": "bank", "records": "@input.bank"}, map[string]any{"key": "erp", "records": "@input.erp"}},
+		"matchOn":    []any{"inv"},
+		"tolerances": map[string]any{"amount": map[string]any{"type": "abs", "value": 0.0}},
+		"rules":      []any{map[string]any{"name": "single_bank_line", "condition": map[string]any{"equal": []any{"@group.legs.bank.count", 1.0}}}},
+	}))
+	w := b.workflow(t, "o1", "act", `{"actions": [{"type": "recon2", "properties": {
+	    "bank": "@input.bank", "erp": "@input.erp",
+	    "tolerances": {"amount": {"type": "abs", "value": 1000}}}}]}`)
+	require.Empty(t, w.Warnings)
+	doc := b.execute(t, "o1", w.ID, `{"bank": [{"inv": "A", "amount": 1}, {"inv": "B", "amount": 1}, {"inv": "B", "amount": 1}], "erp": [{"inv": "A", "amount": 1}, {"inv": "B", "amount": 2}]}`)
+	require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+	// The call's own tolerances were discarded: B matches on amount (2 = 1 + 1) but fails
+	// the stored rule (two bank lines).
+	counts := doc.Context["matchGroupCounts"].(map[string]any)
+	require.Equal(t, float64(1), counts["full"])
+	require.Equal(t, float64(1), counts["variance"])
+	exc := doc.Context["matchGroupExceptions"].([]any)[0].(map[string]any)
+	require.Contains(t, exc["discrepancy_fields"], "rule:single_bank_line")
+
+	doc = b.execute(t, "o1", w.ID, `{"bank": []}`)
+	require.Equal(t, svctype.RunFailed, doc.Status)
+	require.Contains(t, doc.Reason, "sets[1].records did not resolve to an array")
+	require.Error(t, b.eng.Environment().RegisterAction("x", "llm", nil))
+	require.Error(t, b.eng.Environment().RegisterAction("y", "nway_match", map[string]any{"sets": []any{}}))
+}
