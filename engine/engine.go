@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/svcflow/svcflow/engine/documents"
 	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/engine/tables"
@@ -35,6 +36,10 @@ type Config struct {
 	// Lease is how long a claimed job stays with its worker without a heartbeat
 	// (default 15s): a worker killed mid-run leaves its jobs claimable after at most this.
 	Lease time.Duration
+	// Blobs keeps document content; nil keeps it in the database (table document_blobs),
+	// written in the same transaction as its version row. documents.NewDirBlobs(dir) keeps
+	// it in a directory instead.
+	Blobs documents.BlobStore
 	// StepObserver, when set, is told how long each committed unit of run work took (one
 	// step, or one foreach element), transaction included: metrics and benchmarks use it.
 	StepObserver func(stepType string, d time.Duration)
@@ -49,6 +54,7 @@ type Engine struct {
 	now   func() time.Time
 	lease time.Duration
 	obs   func(string, time.Duration)
+	blobs documents.BlobStore
 
 	defs   *defCache
 	tables tableCache
@@ -65,7 +71,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: Config.Store is required")
 	}
-	e := &Engine{store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: cfg.Now, lease: cfg.Lease, obs: cfg.StepObserver}
+	e := &Engine{store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: cfg.Now, lease: cfg.Lease, obs: cfg.StepObserver, blobs: cfg.Blobs}
 	if e.env == nil {
 		e.env = NewEnvironment()
 	}

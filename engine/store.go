@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/svcflow/svcflow/engine/documents"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -95,4 +96,5 @@ type Querier interface {
 
 	// Custom tables (the methods steps use are declared in svctype.TableStore).
 	svctype.TableStore
+	documents.Store
 }

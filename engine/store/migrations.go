@@ -277,3 +277,117 @@ func createSchemaV1(ctx context.Context, db bun.IDB) error {
 	}
 	return nil
 }
+
+// Schema version 2, frozen: documents. A document row carries its latest version's content
+// type and size; versions are immutable; document_blobs holds the content when it is kept in
+// the database (the default), one row per version; document_tags indexes tags for the ?tag=
+// filter (the document row keeps them in order); document_event_subjects records the tags
+// and content type of the document each document event is about, for webhook filters.
+
+func init() {
+	migrations.Add(migrate.Migration{
+		Name:    "20261122000001",
+		Comment: "documents",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				return createSchemaV2(ctx, tx)
+			})
+		},
+	})
+}
+
+type v2Document struct {
+	bun.BaseModel `bun:"table:documents"`
+
+	OrgID       string     `bun:"org_id,pk"`
+	ID          string     `bun:"id,pk"`
+	Name        string     `bun:"name,notnull"`
+	ContentType string     `bun:"content_type,notnull"`
+	Tags        string     `bun:"tags,type:text"`
+	SizeBytes   int64      `bun:"size_bytes,notnull"`
+	Version     int        `bun:"version,notnull"`
+	ExpiresAt   *time.Time `bun:"expires_at"`
+	CreatedAt   time.Time  `bun:"created_at,notnull"`
+	UpdatedAt   time.Time  `bun:"updated_at,notnull"`
+}
+
+type v2DocumentVersion struct {
+	bun.BaseModel `bun:"table:document_versions"`
+
+	OrgID       string    `bun:"org_id,pk"`
+	DocumentID  string    `bun:"document_id,pk"`
+	Version     int       `bun:"version,pk"`
+	ContentType string    `bun:"content_type,notnull"`
+	SizeBytes   int64     `bun:"size_bytes,notnull"`
+	SHA256      string    `bun:"sha256,notnull"`
+	CreatedAt   time.Time `bun:"created_at,notnull"`
+}
+
+type v2DocumentBlob struct {
+	bun.BaseModel `bun:"table:document_blobs"`
+
+	OrgID      string `bun:"org_id,pk"`
+	DocumentID string `bun:"document_id,pk"`
+	Version    int    `bun:"version,pk"`
+	Data       []byte `bun:"data,notnull"`
+}
+
+type v2DocumentTag struct {
+	bun.BaseModel `bun:"table:document_tags"`
+
+	OrgID      string `bun:"org_id,pk"`
+	DocumentID string `bun:"document_id,pk"`
+	Tag        string `bun:"tag,pk"`
+}
+
+type v2DocumentEventSubject struct {
+	bun.BaseModel `bun:"table:document_event_subjects"`
+
+	OrgID       string `bun:"org_id,pk"`
+	DeliveryID  string `bun:"delivery_id,pk"`
+	DocumentID  string `bun:"document_id,notnull"`
+	ContentType string `bun:"content_type,notnull"`
+	Tags        string `bun:"tags,type:text"`
+}
+
+func createSchemaV2(ctx context.Context, db bun.IDB) error {
+	tables := []struct {
+		model any
+		fks   []string
+	}{
+		{model: (*v2Document)(nil)},
+		{model: (*v2DocumentVersion)(nil), fks: []string{
+			`("org_id", "document_id") REFERENCES "documents" ("org_id", "id") ON DELETE CASCADE`,
+		}},
+		{model: (*v2DocumentBlob)(nil), fks: []string{
+			`("org_id", "document_id", "version") REFERENCES "document_versions" ("org_id", "document_id", "version") ON DELETE CASCADE`,
+		}},
+		{model: (*v2DocumentTag)(nil), fks: []string{
+			`("org_id", "document_id") REFERENCES "documents" ("org_id", "id") ON DELETE CASCADE`,
+		}},
+		{model: (*v2DocumentEventSubject)(nil)},
+	}
+	for _, t := range tables {
+		q := db.NewCreateTable().Model(t.model).IfNotExists()
+		for _, fk := range t.fks {
+			q = q.ForeignKey(fk)
+		}
+		if _, err := q.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	indexes := []v1Index{
+		{(*v2Document)(nil), "documents_org_created", false, []string{"org_id", "created_at", "id"}},
+		{(*v2DocumentTag)(nil), "document_tags_org_tag", false, []string{"org_id", "tag", "document_id"}},
+	}
+	for _, ix := range indexes {
+		q := db.NewCreateIndex().Model(ix.model).Index(ix.name).Column(ix.columns...).IfNotExists()
+		if ix.unique {
+			q = q.Unique()
+		}
+		if _, err := q.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

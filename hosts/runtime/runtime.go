@@ -83,6 +83,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerWorkflows()
 	s.registerRuns()
 	s.registerTables()
+	s.registerDocuments()
 	return s
 }
 

@@ -34,6 +34,8 @@ type tenancyCall struct {
 	scope tenancyScope
 	// body builds the request body (nil: none).
 	body func(fx tenancyFixture) any
+	// headers are sent with the request ("Name: value"), after the JSON Content-Type.
+	headers []string
 }
 
 var tenancyCalls = map[string]tenancyCall{
@@ -64,6 +66,27 @@ var tenancyCalls = map[string]tenancyCall{
 	"update-custom-table-rows": {scope: byID, body: func(tenancyFixture) any {
 		return map[string]any{"where": map[string]any{}, "set": map[string]any{"status": "hijacked"}}
 	}},
+
+	"upload-document": {scope: creation, headers: []string{multipartHeader}, body: func(fx tenancyFixture) any {
+		return tenancyUpload(fx.document.Name)
+	}},
+	"list-documents":          {scope: listing},
+	"get-document":            {scope: byID},
+	"get-document-content":    {scope: byID},
+	"delete-document":         {scope: byID},
+	"create-document-version": {scope: byID, headers: []string{multipartHeader}, body: func(tenancyFixture) any { return tenancyUpload("") }},
+}
+
+// tenancyUpload is a multipart upload body (boundary as in multipartHeader).
+func tenancyUpload(name string) []byte {
+	var buf strings.Builder
+	buf.WriteString("--svcflow-test-boundary\r\nContent-Disposition: form-data; name=\"file\"; filename=\"b.csv\"\r\n" +
+		"Content-Type: text/csv\r\n\r\nemail\nmallory@example.com\n\r\n")
+	if name != "" {
+		buf.WriteString("--svcflow-test-boundary\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\n" + name + "\r\n")
+	}
+	buf.WriteString("--svcflow-test-boundary--\r\n")
+	return []byte(buf.String())
 }
 
 // tenancyFixture is what org A owns (and org B owns of its own, so B's lists are not
@@ -73,6 +96,7 @@ type tenancyFixture struct {
 	finished runRef // completed; wrote a row into table
 	running  runRef // not yet worked
 	table    string
+	document documentDoc
 }
 
 func (fx tenancyFixture) pathValue(name string) (string, bool) {
@@ -83,13 +107,16 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.running.ID, true
 	case "name":
 		return fx.table, true
+	case "documentId":
+		return fx.document.ID, true
 	}
 	return "", false
 }
 
 // secrets are the strings of A that must never appear in an answer to B.
 func (fx tenancyFixture) secrets() []string {
-	return []string{fx.workflow.ID, fx.workflow.Name, fx.finished.ID, fx.running.ID, fx.table, "ada@example.com"}
+	return []string{fx.workflow.ID, fx.workflow.Name, fx.finished.ID, fx.running.ID, fx.table, "ada@example.com",
+		fx.document.ID, fx.document.Name, "a-secret"}
 }
 
 func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
@@ -99,6 +126,7 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	fx.finished = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada"})
 	b.work(t)
 	fx.running = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada L."})
+	fx.document = b.uploadDocument(t, orgA, filePart("a-ledger.csv", "text/csv", "email\nada@example.com\n"), field("tags", "a-secret"))
 
 	// B's own things.
 	ok[map[string]any](t, b.do(t, http.MethodPost, "/custom-tables", orgB, map[string]any{
@@ -106,6 +134,7 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	}), http.StatusCreated)
 	bw := ok[workflowDoc](t, b.do(t, http.MethodPost, "/workflows", orgB, workflowBody("b-flow", `{"actions":[]}`)), http.StatusCreated)
 	b.execute(t, orgB, bw.ID, nil)
+	b.uploadDocument(t, orgB, filePart("b-notes.csv", "text/csv", "x\n1\n"))
 	return fx
 }
 
@@ -122,6 +151,9 @@ func snapshotA(t *testing.T, b *bundle, fx tenancyFixture) string {
 		"/runs/" + fx.finished.ID + "/evidence",
 		"/custom-tables?limit=500",
 		"/custom-tables/" + fx.table + "/rows?limit=500",
+		"/documents/" + fx.document.ID,
+		"/documents?limit=500",
+		"/documents/" + fx.document.ID + "/content",
 	} {
 		rec := b.do(t, http.MethodGet, path, orgA, nil)
 		require.Equal(t, http.StatusOK, rec.Code, "%s: %s", path, rec.Body.String())
@@ -216,7 +248,7 @@ func TestTenancyFromRouteList(t *testing.T) {
 			if call.scope == public {
 				org = ""
 			}
-			rec := b.do(t, ro.method, path, org, body)
+			rec := b.do(t, ro.method, path, org, body, call.headers...)
 
 			switch call.scope {
 			case byID:

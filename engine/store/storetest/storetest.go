@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 		{"TxRollback", testTxRollback},
 		{"TxCommit", testTxCommit},
 		{"TxSurvivesConflict", testTxSurvivesConflict},
+		{"Documents", testDocuments},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
