@@ -263,6 +263,9 @@ func (e *Engine) execStep(ctx context.Context, tx Tx, st *runState, step *svctyp
 	}
 	props, err := e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), step.Properties, vars)
 	if err != nil {
+		if kind.FailedEvent != "" {
+			err = svctype.FailWithEvent(err, kind.FailedEvent, nil)
+		}
 		return nil, "", "", err
 	}
 	pm, _ := props.(map[string]any)

@@ -140,3 +140,52 @@ func TestNWayRulesAndAction(t *testing.T) {
 	require.Error(t, b.eng.Environment().RegisterAction("x", "llm", nil))
 	require.Error(t, b.eng.Environment().RegisterAction("y", "nway_match", map[string]any{"sets": []any{}}))
 }
+
+func TestNWayLegsFromDocuments(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, b *bundle) {
+		bank := b.upload(t, "o1", "bank.csv", "", "inv,amount\nA,10\nB,20\n")
+		b.addVersion(t, "o1", bank.ID, "", []byte("inv,amount\nA,10\nB,25\n"))
+		erp := b.upload(t, "o1", "erp.json", "", `[{"inv": "A", "amount": 10}, {"inv": "B", "amount": 20}]`)
+		w := b.workflow(t, "o1", "docs", `{"actions": [{"type": "nway_match", "properties": {
+		    "sets": [{"key": "bank", "records": "doc:`+bank.ID+`@{{input.v}}"}, {"key": "erp", "records": "doc:`+erp.ID+`"}],
+		    "matchOn": ["inv"], "tolerances": {"amount": {"type": "abs", "value": 0}}}}]}`)
+		// A reference is taken as written: a template inside doc: is not rendered, so run
+		// input cannot choose which document is read.
+		doc := b.execute(t, "o1", w.ID, `{"v": "1"}`)
+		require.Equal(t, svctype.RunFailed, doc.Status)
+		require.Contains(t, doc.Reason, "doc:"+bank.ID+"@{{input.v}}")
+		require.Contains(t, b.events(t, "o1", doc.ID), "nway_matcher.failed")
+
+		w2 := b.workflow(t, "o1", "docs2", `{"actions": [{"type": "nway_match", "properties": {
+		    "sets": [{"key": "bank", "records": "doc:`+bank.ID+`@1"}, {"key": "erp", "records": "doc:`+erp.ID+`"}],
+		    "matchOn": ["inv"], "tolerances": {"amount": {"type": "abs", "value": 0}}}},
+		  {"type": "nway_match", "properties": {
+		    "sets": [{"key": "bank", "records": "doc:`+bank.ID+`"}, {"key": "erp", "records": "doc:`+erp.ID+`"}],
+		    "matchOn": ["inv"], "tolerances": {"amount": {"type": "abs", "value": 0}}}, "outputKey": "latest"}]}`)
+		doc = b.execute(t, "o1", w2.ID, `{}`)
+		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+		// The second step overwrote the fixed keys: version 2 has B at 25.
+		require.Equal(t, float64(1), doc.Context["matchGroupCounts"].(map[string]any)["variance"])
+		require.Equal(t, float64(1), doc.Context["latest"].(map[string]any)["matchGroupCounts"].(map[string]any)["variance"])
+		// Version 1 agreed in full: the first step's completion event says so.
+		page, err := b.eng.RunEvents(b.ctx, "o1", doc.ID, svctype.ListOptions{Limit: 100})
+		require.NoError(t, err)
+		var fulls []float64
+		for _, e := range page.Items {
+			if e.Event == "nway_matcher.completed" {
+				var p map[string]any
+				require.NoError(t, json.Unmarshal(e.Payload, &p))
+				fulls = append(fulls, p["counts"].(map[string]any)["full"].(float64))
+			}
+		}
+		require.Equal(t, []float64{2, 1}, fulls)
+
+		missing := b.workflow(t, "o1", "docs3", `{"actions": [{"type": "nway_match", "properties": {
+		    "sets": [{"key": "bank", "records": "doc:`+bank.ID+`@9"}, {"key": "erp", "records": "doc:doc_nope"}], "matchOn": ["inv"]}}]}`)
+		doc = b.execute(t, "o1", missing.ID, `{}`)
+		require.Equal(t, svctype.RunFailed, doc.Status)
+		require.Contains(t, doc.Reason, "has no version 9")
+		require.Contains(t, b.events(t, "o1", doc.ID), "nway_matcher.failed")
+	})
+}

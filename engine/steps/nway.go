@@ -359,7 +359,7 @@ func NWayAction(config map[string]any) (svctype.StepKind, error) {
 		sub.Raw, sub.Vars = config, vars
 		return runNWay(ctx, &sub)
 	}
-	return svctype.StepKind{Run: run}, nil
+	return svctype.StepKind{Run: run, FailedEvent: EventNWayFailed}, nil
 }
 
 // InputParams lists the names <n> of every "@input.<n>" that a configuration's legs read

@@ -10,7 +10,7 @@ import "github.com/svcflow/svcflow/engine/svctype"
 func Builtins() map[string]svctype.StepKind {
 	return map[string]svctype.StepKind{
 		CustomTable: {Run: runCustomTable, Validate: validateCustomTable},
-		Matcher:     {Run: runMatcher, Validate: validateMatcher},
-		NWayMatch:   {Run: runNWay, Validate: validateNWay},
+		Matcher:     {Run: runMatcher, Validate: validateMatcher, FailedEvent: EventMatcherFailed},
+		NWayMatch:   {Run: runNWay, Validate: validateNWay, FailedEvent: EventNWayFailed},
 	}
 }

@@ -111,6 +111,9 @@ func (c *StepCall) AddEffect(e Effect) {
 type StepKind struct {
 	Run      StepFunc
 	Validate func(props map[string]any) []PropertyProblem
+	// FailedEvent, when set, is emitted whenever a step of this kind fails, also when its
+	// properties do not resolve (a missing doc: reference) before Run is called.
+	FailedEvent string
 }
 
 // PropertyProblem is one thing wrong with a step's properties.
