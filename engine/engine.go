@@ -64,6 +64,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	wakeups []chan struct{}
+	local   func() *LocalSlot
 }
 
 // New returns an engine over cfg.Store.
@@ -246,11 +247,18 @@ func (e *Engine) DeleteWorkflow(ctx context.Context, orgID, id string) error {
 // a worker executes it. With opts.IdempotencyKey, a call repeating a key seen in the last
 // IdempotencyWindow returns the run that key started.
 func (e *Engine) Execute(ctx context.Context, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions) (*svctype.Run, error) {
-	var run *svctype.Run
+	// With an in-process worker that has a free slot, the run's job is created already
+	// leased to it and handed over after the commit: no claim, no poll.
+	var local *LocalSlot
+	if f := e.localSlot(); f != nil {
+		local = f()
+	}
 	for attempt := 0; attempt < 3; attempt++ {
+		var run *svctype.Run
+		var job *svctype.Job
 		err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 			var err error
-			run, err = e.ExecuteTx(ctx, tx, orgID, workflowID, input, opts)
+			run, job, err = e.executeTx(ctx, tx, orgID, workflowID, input, opts, local != nil)
 			return err
 		})
 		// Two first calls with one key raced: the loser's insert conflicted, so the key's run
@@ -258,13 +266,47 @@ func (e *Engine) Execute(ctx context.Context, orgID, workflowID string, input js
 		if errors.Is(err, errKeyRace) {
 			continue
 		}
+		switch {
+		case local == nil:
+		case err == nil && job != nil:
+			local.Run(*job)
+		default:
+			local.Release()
+		}
 		if err != nil {
 			return nil, err
 		}
-		e.notify()
+		if local == nil {
+			e.notify()
+		}
 		return run, nil
 	}
+	if local != nil {
+		local.Release()
+	}
 	return nil, fmt.Errorf("execute: idempotency key %q kept conflicting", opts.IdempotencyKey)
+}
+
+// LocalSlot is a free slot of an in-process worker, reserved for a run about to be
+// created: Run hands it the run's job (already leased to it), Release gives the slot back
+// unused. Exactly one of the two is called.
+type LocalSlot struct {
+	Run     func(job svctype.Job)
+	Release func()
+}
+
+// SetLocalWorker lets an in-process worker take new runs directly: reserve returns a slot,
+// or nil when the worker is full or draining. nil unsets it.
+func (e *Engine) SetLocalWorker(reserve func() *LocalSlot) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.local = reserve
+}
+
+func (e *Engine) localSlot() func() *LocalSlot {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.local
 }
 
 var errKeyRace = errors.New("idempotency key race")
@@ -272,35 +314,48 @@ var errKeyRace = errors.New("idempotency key race")
 // ExecuteTx is Execute inside the caller's transaction: the run exists only if tx commits.
 // An in-process worker learns of it at its next poll.
 func (e *Engine) ExecuteTx(ctx context.Context, tx Tx, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions) (*svctype.Run, error) {
+	run, _, err := e.executeTx(ctx, tx, orgID, workflowID, input, opts, false)
+	return run, err
+}
+
+// executeTx starts a run in tx and returns it with its job (nil when an idempotency key
+// named an existing run). With leased, the job is created leased to the caller.
+func (e *Engine) executeTx(ctx context.Context, tx Tx, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions, leased bool) (*svctype.Run, *svctype.Job, error) {
 	if err := checkOrg(orgID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	input, err := normalizeInput(input)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := e.now().UTC()
 	if opts.IdempotencyKey != "" {
 		if len(opts.IdempotencyKey) > 255 {
-			return nil, Invalid("/Idempotency-Key", "at most 255 characters")
+			return nil, nil, Invalid("/Idempotency-Key", "at most 255 characters")
 		}
 		id, err := tx.RunIDForIdempotencyKey(ctx, orgID, opts.IdempotencyKey, now)
 		if err == nil {
-			return tx.GetRun(ctx, orgID, id)
+			run, err := tx.GetRun(ctx, orgID, id)
+			return run, nil, err
 		}
 		if !errors.Is(err, ErrNotFound) {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	w, err := tx.GetWorkflow(ctx, orgID, workflowID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	run, err := e.startRunTx(ctx, tx, w, input, opts.IdempotencyKey, now)
+	job := &svctype.Job{OrgID: w.OrgID, Kind: svctype.JobRunStep, RunAt: now}
+	if leased {
+		until := time.Now().Add(e.lease)
+		job.LeaseToken, job.LeaseUntil, job.Attempts = uuid.NewString(), &until, 1
+	}
+	run, err := e.startRunTx(ctx, tx, w, input, opts.IdempotencyKey, now, job)
 	if errors.Is(err, ErrConflict) && opts.IdempotencyKey != "" {
-		return nil, errKeyRace
+		return nil, nil, errKeyRace
 	}
-	return run, err
+	return run, job, err
 }
 
 func normalizeInput(input json.RawMessage) (json.RawMessage, error) {
@@ -318,7 +373,7 @@ func normalizeInput(input json.RawMessage) (json.RawMessage, error) {
 }
 
 // startRunTx inserts the run, its input, its first job and workflow_run_started.
-func (e *Engine) startRunTx(ctx context.Context, tx Tx, w *svctype.Workflow, input json.RawMessage, key string, now time.Time) (*svctype.Run, error) {
+func (e *Engine) startRunTx(ctx context.Context, tx Tx, w *svctype.Workflow, input json.RawMessage, key string, now time.Time, job *svctype.Job) (*svctype.Run, error) {
 	run := &svctype.Run{
 		ID: "run-" + uuid.NewString(), OrgID: w.OrgID, WorkflowID: w.ID, WorkflowVersion: w.Version,
 		Status: svctype.RunRunning, Input: input, Definition: w.Definition,
@@ -330,7 +385,11 @@ func (e *Engine) startRunTx(ctx context.Context, tx Tx, w *svctype.Workflow, inp
 	if err := tx.PutContext(ctx, w.OrgID, run.ID, "input", input); err != nil {
 		return nil, err
 	}
-	if err := tx.EnqueueJob(ctx, &svctype.Job{OrgID: w.OrgID, Kind: svctype.JobRunStep, RunID: run.ID, RunAt: now}); err != nil {
+	if job == nil {
+		job = &svctype.Job{OrgID: w.OrgID, Kind: svctype.JobRunStep, RunAt: now}
+	}
+	job.RunID = run.ID
+	if err := tx.EnqueueJob(ctx, job); err != nil {
 		return nil, err
 	}
 	ev := e.event(run, EventRunStarted, map[string]any{

@@ -68,6 +68,49 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	// freed is signalled when a job ends, so a full worker claims again at once.
 	freed := make(chan struct{}, 1)
+	// run works a job in a slot the caller holds (and counted in wg).
+	run := func(job svctype.Job) {
+		w.track(job, true)
+		go func() {
+			defer func() {
+				w.track(job, false)
+				<-slots
+				wg.Done()
+				select {
+				case freed <- struct{}{}:
+				default:
+				}
+			}()
+			if err := w.eng.RunJob(ctx, &job); err != nil {
+				// The lease lapses and the job is claimed again.
+				w.log.Error("job failed; it will be retried after its lease", "job_id", job.ID, "kind", job.Kind, "run_id", job.RunID, "err", err)
+			}
+		}()
+	}
+	// Runs started in this process come straight to a free slot, already leased to it.
+	var draining sync.Mutex
+	stopped := false
+	w.eng.SetLocalWorker(func() *engine.LocalSlot {
+		draining.Lock()
+		defer draining.Unlock()
+		if stopped {
+			return nil
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			return nil
+		}
+		wg.Add(1)
+		return &engine.LocalSlot{Run: run, Release: func() { <-slots; wg.Done() }}
+	})
+	defer func() {
+		w.eng.SetLocalWorker(nil)
+		draining.Lock()
+		stopped = true
+		draining.Unlock()
+	}()
+
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -87,26 +130,10 @@ func (w *Worker) Run(ctx context.Context) error {
 				w.log.Error("claiming jobs", "err", err)
 			}
 			claimed = len(jobs)
-			for i := range jobs {
-				job := jobs[i]
+			for _, job := range jobs {
 				slots <- struct{}{}
-				w.track(job, true)
 				wg.Add(1)
-				go func() {
-					defer func() {
-						<-slots
-						w.track(job, false)
-						wg.Done()
-						select {
-						case freed <- struct{}{}:
-						default:
-						}
-					}()
-					if err := w.eng.RunJob(ctx, &job); err != nil {
-						// The lease lapses and the job is claimed again.
-						w.log.Error("job failed; it will be retried after its lease", "job_id", job.ID, "kind", job.Kind, "run_id", job.RunID, "err", err)
-					}
-				}()
+				run(job)
 			}
 		}
 		switch {
