@@ -58,6 +58,9 @@ type Engine struct {
 
 	defs   *defCache
 	tables tableCache
+	// preloaded holds the state of runs handed to an in-process worker, by job id, until
+	// the worker takes it.
+	preloaded sync.Map
 	// jobHandlers run job kinds other than run steps and schedules (document expiry, and
 	// later deliveries and timers); features register theirs in New.
 	jobHandlers map[string]func(ctx context.Context, job *svctype.Job) error
@@ -269,6 +272,13 @@ func (e *Engine) Execute(ctx context.Context, orgID, workflowID string, input js
 		switch {
 		case local == nil:
 		case err == nil && job != nil:
+			// The worker starts from what this call already holds: no reads.
+			if ent, perr := e.entry(run); perr == nil {
+				var in any
+				_ = json.Unmarshal(run.Input, &in)
+				own := *run // the worker changes its copy; the caller keeps this one
+				e.preloaded.Store(job.ID, &runState{run: &own, ent: ent, vars: expr.Vars{"input": in}})
+			}
 			local.Run(*job)
 		default:
 			local.Release()

@@ -92,7 +92,13 @@ func (e *Engine) loadRun(ctx context.Context, job *svctype.Job) (*runState, erro
 
 func (e *Engine) advanceRun(ctx context.Context, job *svctype.Job) error {
 	commitCtx := context.WithoutCancel(ctx)
-	st, err := e.loadRun(commitCtx, job)
+	var st *runState
+	var err error
+	if v, ok := e.preloaded.LoadAndDelete(job.ID); ok {
+		st = v.(*runState)
+	} else {
+		st, err = e.loadRun(commitCtx, job)
+	}
 	if errors.Is(err, ErrNotFound) {
 		return e.store.InTx(commitCtx, func(ctx context.Context, tx Tx) error { return tx.CompleteJob(ctx, job) })
 	}

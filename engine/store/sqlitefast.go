@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 )
@@ -21,6 +22,8 @@ type sqliteStatements struct {
 	putStep     *sql.Stmt
 	appendEvent *sql.Stmt
 	updateRun   *sql.Stmt
+	insertRow   *sql.Stmt
+	upsertRow   *sql.Stmt
 }
 
 const (
@@ -40,6 +43,12 @@ const (
  VALUES (?, ?, ?, ?, ?, ?)`
 	sqlUpdateRun = `UPDATE "runs" SET "status" = ?, "cursor" = ?, "reason" = ?, "updated_at" = ?,
  "finished_at" = ? WHERE "org_id" = ? AND "id" = ?`
+	// Custom-table writes are the body of most steps.
+	sqlInsertRow = `INSERT INTO "table_rows" ("id", "org_id", "table_name", "key_hash", "data", "created_at", "updated_at")
+ VALUES (?, ?, ?, ?, ?, ?, ?)`
+	sqlUpsertRow = sqlInsertRow + `
+ ON CONFLICT ("org_id", "table_name", "key_hash") DO UPDATE SET "data" = excluded."data",
+ "updated_at" = excluded."updated_at" RETURNING "id", "created_at"`
 )
 
 // sqlitePrepared holds the statements once the schema exists (nil before).
@@ -67,6 +76,8 @@ func (p *sqlitePrepared) prepare(ctx context.Context) error {
 		{&s.putStep, sqlPutStep},
 		{&s.appendEvent, sqlAppendEvent},
 		{&s.updateRun, sqlUpdateRun},
+		{&s.insertRow, sqlInsertRow},
+		{&s.upsertRow, sqlUpsertRow},
 	} {
 		stmt, err := p.db.PrepareContext(ctx, it.query)
 		if err != nil {
@@ -92,7 +103,7 @@ func (p *sqlitePrepared) close() {
 }
 
 func (s *sqliteStatements) close() {
-	for _, stmt := range []*sql.Stmt{s.renewJob, s.putContext, s.putStep, s.appendEvent, s.updateRun} {
+	for _, stmt := range []*sql.Stmt{s.renewJob, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow} {
 		if stmt != nil {
 			_ = stmt.Close()
 		}
@@ -127,4 +138,26 @@ func sqliteTimePtr(t *time.Time) any {
 		return nil
 	}
 	return sqliteTime(*t)
+}
+
+// queryRow runs a prepared statement that returns one row, in the querier's transaction.
+func (q *querier) queryRow(ctx context.Context, stmt *sql.Stmt, args ...any) *sql.Row {
+	if q.sqlTx != nil {
+		stmt = q.sqlTx.StmtContext(ctx, stmt)
+	}
+	return stmt.QueryRowContext(ctx, args...)
+}
+
+// sqliteScannedTime reads a time column scanned from a prepared statement: the driver gives
+// a time.Time for columns declared as times, else the text sqliteTime wrote.
+func sqliteScannedTime(v any) (time.Time, error) {
+	switch t := v.(type) {
+	case time.Time:
+		return t.UTC(), nil
+	case string:
+		return time.Parse("2006-01-02 15:04:05.999999-07:00", t)
+	case []byte:
+		return time.Parse("2006-01-02 15:04:05.999999-07:00", string(t))
+	}
+	return time.Time{}, fmt.Errorf("unexpected time value %T", v)
 }

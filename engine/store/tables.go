@@ -87,7 +87,13 @@ func (q *querier) InsertRow(ctx context.Context, orgID, table string, row map[st
 	if err != nil {
 		return out, fmt.Errorf("store: %s: %w", op, err)
 	}
-	if _, err := q.w.NewInsert().Model(m).Exec(ctx); err != nil {
+	if st := q.fast(); st != nil {
+		_, err = q.exec(ctx, st.insertRow, m.ID, m.OrgID, m.TableName, nil, string(m.Data),
+			sqliteTime(m.CreatedAt), sqliteTime(m.UpdatedAt))
+	} else {
+		_, err = q.w.NewInsert().Model(m).Exec(ctx)
+	}
+	if err != nil {
 		return svctype.Row{}, wrap(op, err)
 	}
 	return out, nil
@@ -113,12 +119,21 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 		id      string
 		created time.Time
 	)
-	err = q.w.NewInsert().Model(m).
-		On("CONFLICT (org_id, table_name, key_hash) DO UPDATE").
-		Set("data = EXCLUDED.data").
-		Set("updated_at = EXCLUDED.updated_at").
-		Returning("id, created_at").
-		Scan(ctx, &id, &created)
+	if st := q.fast(); st != nil {
+		var createdAt any
+		err = q.queryRow(ctx, st.upsertRow, m.ID, m.OrgID, m.TableName, hash, string(m.Data),
+			sqliteTime(m.CreatedAt), sqliteTime(m.UpdatedAt)).Scan(&id, &createdAt)
+		if err == nil {
+			created, err = sqliteScannedTime(createdAt)
+		}
+	} else {
+		err = q.w.NewInsert().Model(m).
+			On("CONFLICT (org_id, table_name, key_hash) DO UPDATE").
+			Set("data = EXCLUDED.data").
+			Set("updated_at = EXCLUDED.updated_at").
+			Returning("id, created_at").
+			Scan(ctx, &id, &created)
+	}
 	if err != nil {
 		return svctype.Row{}, false, wrap(op, err)
 	}
