@@ -18,6 +18,19 @@ func (q *querier) EnqueueJob(ctx context.Context, job *svctype.Job) error {
 	job.LeaseUntil = dbTimePtr(job.LeaseUntil)
 	m := jobToModel(job)
 	m.ID = 0
+	if st := q.fast(); st != nil {
+		var token any
+		if m.LeaseToken != nil {
+			token = *m.LeaseToken
+		}
+		res, err := q.exec(ctx, st.enqueueJob, m.OrgID, m.Kind, m.RunID, m.WorkflowID, sqliteTime(m.RunAt),
+			m.Attempts, token, sqliteTimePtr(m.LeaseUntil), jsonArg(m.Payload))
+		if err != nil {
+			return wrap("enqueue job", err)
+		}
+		job.ID, err = res.LastInsertId() // id is the rowid
+		return wrap("enqueue job", err)
+	}
 	err := q.w.NewInsert().Model(m).Returning("id").Scan(ctx, &job.ID)
 	return wrap("enqueue job", err)
 }

@@ -249,7 +249,21 @@ func (q *querier) CreateRun(ctx context.Context, run *svctype.Run, keyExpires ti
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
 	insertRun := func(ctx context.Context, db bun.IDB) error {
-		res, err := db.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
+		var res sql.Result
+		var err error
+		// The prepared statement is bound to the writer connection: only for a run without a
+		// key, inserted through q.w (a keyed run goes through atomic's own transaction).
+		if st := q.fast(); st != nil && run.IdempotencyKey == "" {
+			var key any
+			if m.IdempotencyKey != nil {
+				key = *m.IdempotencyKey
+			}
+			res, err = q.exec(ctx, st.insertRun, m.OrgID, m.ID, m.WorkflowID, m.WorkflowVersion, m.Status,
+				jsonArg(m.Input), jsonArg(m.Definition), string(m.Cursor), m.Reason, key,
+				sqliteTime(m.CreatedAt), sqliteTime(m.UpdatedAt), sqliteTimePtr(m.FinishedAt))
+		} else {
+			res, err = db.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
+		}
 		if err != nil {
 			return wrap(op, err)
 		}

@@ -24,6 +24,8 @@ type sqliteStatements struct {
 	updateRun   *sql.Stmt
 	insertRow   *sql.Stmt
 	upsertRow   *sql.Stmt
+	insertRun   *sql.Stmt
+	enqueueJob  *sql.Stmt
 }
 
 const (
@@ -46,6 +48,12 @@ const (
 	// Custom-table writes are the body of most steps.
 	sqlInsertRow = `INSERT INTO "table_rows" ("id", "org_id", "table_name", "key_hash", "data", "created_at", "updated_at")
  VALUES (?, ?, ?, ?, ?, ?, ?)`
+	// Starting a run.
+	sqlInsertRun = `INSERT INTO "runs" ("org_id", "id", "workflow_id", "workflow_version", "status", "input",
+ "definition", "cursor", "reason", "idempotency_key", "created_at", "updated_at", "finished_at")
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	sqlEnqueueJob = `INSERT INTO "jobs" ("org_id", "kind", "run_id", "workflow_id", "run_at", "attempts",
+ "lease_token", "lease_until", "payload") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlUpsertRow = sqlInsertRow + `
  ON CONFLICT ("org_id", "table_name", "key_hash") DO UPDATE SET "data" = excluded."data",
  "updated_at" = excluded."updated_at" RETURNING "id", "created_at"`
@@ -78,6 +86,8 @@ func (p *sqlitePrepared) prepare(ctx context.Context) error {
 		{&s.updateRun, sqlUpdateRun},
 		{&s.insertRow, sqlInsertRow},
 		{&s.upsertRow, sqlUpsertRow},
+		{&s.insertRun, sqlInsertRun},
+		{&s.enqueueJob, sqlEnqueueJob},
 	} {
 		stmt, err := p.db.PrepareContext(ctx, it.query)
 		if err != nil {
@@ -103,7 +113,7 @@ func (p *sqlitePrepared) close() {
 }
 
 func (s *sqliteStatements) close() {
-	for _, stmt := range []*sql.Stmt{s.renewJob, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow} {
+	for _, stmt := range []*sql.Stmt{s.renewJob, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow, s.insertRun, s.enqueueJob} {
 		if stmt != nil {
 			_ = stmt.Close()
 		}
