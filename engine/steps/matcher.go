@@ -3,6 +3,8 @@ package steps
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -84,35 +86,44 @@ func matchOptions(p map[string]any, static bool) (match.MatchOptions, []svctype.
 	if opts.MatchOn, err = fieldList(p["matchOn"]); err != nil {
 		out = append(out, svctype.PropertyProblem{Pointer: "/matchOn", Message: err.Error()})
 	}
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"amountKey", &opts.AmountKey}, {"dateKey", &opts.DateKey}, {"descriptionKey", &opts.DescriptionKey}} {
-		if v, ok := p[f.name]; ok {
-			s, isStr := v.(string)
-			if !isStr || s == "" {
-				out = append(out, svctype.PropertyProblem{Pointer: "/" + f.name, Message: "must be a field name"})
-				continue
-			}
-			*f.dst = s
+	out = stringProps(p, out, map[string]*string{"amountKey": &opts.AmountKey, "dateKey": &opts.DateKey, "descriptionKey": &opts.DescriptionKey})
+	out = numberProps(p, out, static, map[string]**float64{"tolerance": &opts.Tolerance, "dateWindowDays": &opts.DateWindowDays, "fuzzyThreshold": &opts.FuzzyThreshold})
+	return opts, out
+}
+
+// stringProps reads optional field-name properties into dst.
+func stringProps(p map[string]any, out []svctype.PropertyProblem, dst map[string]*string) []svctype.PropertyProblem {
+	for _, name := range slices.Sorted(maps.Keys(dst)) {
+		v, ok := p[name]
+		if !ok {
+			continue
 		}
+		s, isStr := v.(string)
+		if !isStr || s == "" {
+			out = append(out, svctype.PropertyProblem{Pointer: "/" + name, Message: "must be a field name"})
+			continue
+		}
+		*dst[name] = s
 	}
-	for _, f := range []struct {
-		name string
-		dst  **float64
-	}{{"tolerance", &opts.Tolerance}, {"dateWindowDays", &opts.DateWindowDays}, {"fuzzyThreshold", &opts.FuzzyThreshold}} {
-		v, ok := p[f.name]
+	return out
+}
+
+// numberProps reads optional numeric properties into dst; at definition time (static) a
+// value only known at run time is skipped.
+func numberProps(p map[string]any, out []svctype.PropertyProblem, static bool, dst map[string]**float64) []svctype.PropertyProblem {
+	for _, name := range slices.Sorted(maps.Keys(dst)) {
+		v, ok := p[name]
 		if !ok || v == nil || (static && isDynamic(v)) {
 			continue
 		}
 		n, isNum := v.(float64)
 		if !isNum {
-			out = append(out, svctype.PropertyProblem{Pointer: "/" + f.name, Message: fmt.Sprintf("must be a number, got %v", v)})
+			out = append(out, svctype.PropertyProblem{Pointer: "/" + name, Message: fmt.Sprintf("must be a number, got %v", v)})
 			continue
 		}
-		*f.dst = &n
+		*dst[name] = &n
 	}
-	return opts, out
+	return out
 }
 
 func fieldList(v any) ([]string, error) {

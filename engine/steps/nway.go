@@ -128,34 +128,8 @@ func nwayOptions(p map[string]any, static bool) (match.NWayOptions, []svctype.Pr
 			opts.Tolerances[field] = tol
 		}
 	}
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"dateKey", &opts.DateKey}, {"descriptionKey", &opts.DescriptionKey}} {
-		if v, ok := p[f.name]; ok {
-			s, isStr := v.(string)
-			if !isStr || s == "" {
-				out = append(out, svctype.PropertyProblem{Pointer: "/" + f.name, Message: "must be a field name"})
-				continue
-			}
-			*f.dst = s
-		}
-	}
-	for _, f := range []struct {
-		name string
-		dst  **float64
-	}{{"dateWindowDays", &opts.DateWindowDays}, {"fuzzyThreshold", &opts.FuzzyThreshold}} {
-		v, ok := p[f.name]
-		if !ok || v == nil || (static && isDynamic(v)) {
-			continue
-		}
-		n, isNum := v.(float64)
-		if !isNum {
-			out = append(out, svctype.PropertyProblem{Pointer: "/" + f.name, Message: fmt.Sprintf("must be a number, got %v", v)})
-			continue
-		}
-		*f.dst = &n
-	}
+	out = stringProps(p, out, map[string]*string{"dateKey": &opts.DateKey, "descriptionKey": &opts.DescriptionKey})
+	out = numberProps(p, out, static, map[string]**float64{"dateWindowDays": &opts.DateWindowDays, "fuzzyThreshold": &opts.FuzzyThreshold})
 	return opts, out
 }
 
