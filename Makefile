@@ -37,3 +37,7 @@ bench-runs-pg: ## runs/s on PostgreSQL with 2 worker processes
 
 bench-queue: ## 10,000 queued runs: goroutines and heap held while they wait
 	$(GO) test -run '^$$' -bench 'BenchmarkQueuedRuns' -benchtime 1x ./hosts/worker/
+
+.PHONY: bench-match
+bench-match: ## match quality and speed: precision, recall, records/s and peak memory on a seeded noisy set
+	$(GO) run ./match/cmd/benchmatch

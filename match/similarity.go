@@ -1,0 +1,594 @@
+package match
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Similarity is the 0-100 text score that fuzzyThreshold compares against: rapidfuzz's
+// fuzz.token_set_ratio after rapidfuzz's default processing, truncated to an integer.
+//
+// Processing: every character that is not a Unicode letter or number becomes a space (so
+// punctuation and "_" separate words), letters are lower-cased, the ends are trimmed.
+// Words are the runs between spaces; each side is reduced to its set of distinct words.
+//
+// Score, with I the sorted common words, A and B the sorted words only in a or only in b,
+// each joined with single spaces, and ratio(x, y) = 100 * (1 - indel(x, y) / (|x| + |y|))
+// where indel is the insert/delete edit distance and |x| counts characters:
+//
+//   - 0 when either side has no word;
+//   - 100 when I is not empty and A or B is empty (one side's words are all in the other);
+//   - otherwise the largest of ratio(I+" "+A, I+" "+B), ratio(I, I+" "+A) and
+//     ratio(I, I+" "+B), the last two only when I is not empty.
+//
+// The integer is the floor of that score, so for an integer threshold t,
+// Similarity(a, b) >= t exactly when rapidfuzz's
+// fuzz.token_set_ratio(a, b, processor=utils.default_process) >= t. Examples:
+// ("fuzzy was a bear", "fuzzy fuzzy was a bear") is 100, ("new york mets",
+// "new york meats") is 96 (96.30), ("ACME Corp.", "acme corp") is 100.
+//
+// It is safe for concurrent use and does not allocate (its scratch space comes from a
+// sync.Pool). ASCII text, the common case, is split into words 8 bytes at a time, and the
+// edit distance is the bit-parallel LCS of Hyyrö: a pair of 64-character descriptions
+// takes a few hundred nanoseconds (BenchmarkSimilarity).
+func Similarity(a, b string) int {
+	num, den := similarityRatio(a, b)
+	if den == 0 {
+		return 0
+	}
+	return int(100 * num / den)
+}
+
+// similarityAtLeast reports whether the exact token-set score of a and b is at least
+// threshold, without the integer truncation.
+func similarityAtLeast(a, b string, threshold float64) bool {
+	num, den := similarityRatio(a, b)
+	if den == 0 {
+		return threshold <= 0
+	}
+	return float64(100*num) >= threshold*float64(den)
+}
+
+type token struct {
+	key        uint64 // the word's first 8 bytes, lower-cased, big-endian, zero-padded
+	start, end int32  // byte offsets into the side's text
+	runes      int32
+}
+
+// side is one string being compared: its words, and the text they point into.
+type side struct {
+	text    string // the input when it is ASCII, else its lower-cased form (a view of buf)
+	lowered bool   // text is already lower-cased
+	buf     []byte
+	toks    []token
+}
+
+// simScratch is the reusable working space of one Similarity call.
+type simScratch struct {
+	a, b     side
+	joinA    []byte
+	joinB    []byte
+	runesA   []rune
+	runesB   []rune
+	pm       [256]uint64 // pattern bits per byte, single-word path; kept zero between uses
+	slots    map[rune]int32
+	pmBlocks []uint64
+	state    []uint64
+	asciiA   bool
+	asciiB   bool
+}
+
+var simPool = sync.Pool{New: func() any { return &simScratch{slots: map[rune]int32{}} }}
+
+// similarityRatio returns the token-set score as the fraction num/den of 1 (den 0 means no
+// words on one side).
+func similarityRatio(a, b string) (num, den int) {
+	s := simPool.Get().(*simScratch)
+	num, den = s.ratio(a, b)
+	simPool.Put(s)
+	return num, den
+}
+
+func (s *simScratch) ratio(a, b string) (int, int) {
+	s.asciiA = s.a.tokenize(a)
+	s.asciiB = s.b.tokenize(b)
+	if len(s.a.toks) == 0 || len(s.b.toks) == 0 {
+		return 0, 0
+	}
+	s.a.sortDedupe()
+	s.b.sortDedupe()
+
+	// Merge the two sorted word sets into I (only its length matters), A and B. A join is
+	// never longer than its text, and appendWord writes 8 bytes at a time.
+	s.joinA = growJoin(s.joinA, len(s.a.text)+16)
+	s.joinB = growJoin(s.joinB, len(s.b.text)+16)
+	ta, tb := s.a.toks, s.b.toks
+	sect, ab, ba := 0, 0, 0 // lengths in characters, separators included
+	nSect := 0
+	i, j := 0, 0
+	for i < len(ta) && j < len(tb) {
+		x, y := &ta[i], &tb[j]
+		var c int
+		switch {
+		case x.key < y.key:
+			c = -1
+		case x.key > y.key:
+			c = 1
+		case x.end-x.start > 8 || y.end-y.start > 8:
+			c = compareTokens(&s.a, *x, &s.b, *y)
+		}
+		switch {
+		case c == 0:
+			sect += int(ta[i].runes) + min(nSect, 1)
+			nSect++
+			i++
+			j++
+		case c < 0:
+			s.joinA, ab = s.a.appendWord(s.joinA, ta[i], ab)
+			i++
+		default:
+			s.joinB, ba = s.b.appendWord(s.joinB, tb[j], ba)
+			j++
+		}
+	}
+	for ; i < len(ta); i++ {
+		s.joinA, ab = s.a.appendWord(s.joinA, ta[i], ab)
+	}
+	for ; j < len(tb); j++ {
+		s.joinB, ba = s.b.appendWord(s.joinB, tb[j], ba)
+	}
+	if nSect > 0 && (ab == 0 || ba == 0) {
+		return 1, 1
+	}
+	sep := min(nSect, 1)
+	sectAB := sect + sep + ab
+	sectBA := sect + sep + ba
+
+	// ratio(I+" "+A, I+" "+B): the common prefix drops out of the edit distance.
+	lensum := sectAB + sectBA
+	dist := ab + ba - 2*s.lcs()
+	bestNum, bestDen := lensum-dist, lensum
+	if nSect > 0 {
+		// ratio(I, I+" "+A): the distance is the appended part's length.
+		if n, d := sect+sectAB-(sep+ab), sect+sectAB; n*bestDen > bestNum*d {
+			bestNum, bestDen = n, d
+		}
+		if n, d := sect+sectBA-(sep+ba), sect+sectBA; n*bestDen > bestNum*d {
+			bestNum, bestDen = n, d
+		}
+	}
+	return bestNum, bestDen
+}
+
+// appendWord appends t's lower-cased bytes to join, after a space unless join is empty,
+// and adds the characters appended to n. join has room for the word and 8 bytes more
+// (see ratio): the key, which holds a word's first 8 bytes lower-cased, is written whole
+// and the slice cut to length.
+func (sd *side) appendWord(join []byte, t token, n int) ([]byte, int) {
+	at := len(join)
+	if at > 0 {
+		join = join[:at+1]
+		join[at] = ' '
+		at++
+		n++
+	}
+	size := int(t.end - t.start)
+	binary.BigEndian.PutUint64(join[at:at+8], t.key)
+	if size > 8 {
+		sd.appendLong(join[at+8:at+size], t)
+	}
+	return join[:at+size], n + int(t.runes)
+}
+
+// appendLong writes the bytes of a word past its first 8.
+func (sd *side) appendLong(rest []byte, t token) {
+	copy(rest, sd.text[t.start+8:t.end])
+	if !sd.lowered {
+		for k := range rest {
+			rest[k] |= 0x20
+		}
+	}
+}
+
+func growJoin(join []byte, need int) []byte {
+	if cap(join) < need {
+		return make([]byte, 0, 2*need)
+	}
+	return join[:0]
+}
+
+// lowerAlnum maps an ASCII byte to its lower-case form when it is a letter or digit, and
+// to 0 otherwise.
+var lowerAlnum = func() (t [utf8.RuneSelf]byte) {
+	for c := range utf8.RuneSelf {
+		switch {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+			t[c] = byte(c)
+		case 'A' <= c && c <= 'Z':
+			t[c] = byte(c) + 'a' - 'A'
+		}
+	}
+	return t
+}()
+
+// tokenize finds the words of str and reports whether str is ASCII.
+func (sd *side) tokenize(str string) bool {
+	sd.text, sd.lowered = str, false
+	if sd.tokenizeASCII() {
+		return true
+	}
+	sd.toks = sd.toks[:0]
+	sd.tokenizeUnicode(str)
+	return false
+}
+
+// tokenizeUnicode lower-cases the letters and numbers of str into buf, words separated by
+// one space, and finds the words there.
+func (sd *side) tokenizeUnicode(str string) {
+	// A lower-cased rune takes at most 3 bytes for each 2 of the original.
+	if need := 2*len(str) + utf8.UTFMax; cap(sd.buf) < need {
+		sd.buf = make([]byte, 0, 2*need)
+	}
+	buf := sd.buf[:0]
+	start, runes := -1, int32(0)
+	for i := 0; i < len(str); {
+		r, size := rune(str[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(str[i:])
+		}
+		i += size
+		if !unicode.IsLetter(r) && !unicode.IsNumber(r) {
+			if start >= 0 {
+				sd.toks = append(sd.toks, token{start: int32(start), end: int32(len(buf)), runes: runes})
+				buf = append(buf, ' ')
+				start = -1
+			}
+			continue
+		}
+		if start < 0 {
+			start, runes = len(buf), 0
+		}
+		buf = utf8.AppendRune(buf, unicode.ToLower(r))
+		runes++
+	}
+	if start >= 0 {
+		sd.toks = append(sd.toks, token{start: int32(start), end: int32(len(buf)), runes: runes})
+	}
+	sd.buf = buf
+	sd.text, sd.lowered = unsafe.String(unsafe.SliceData(buf), len(buf)), true
+	for k := range sd.toks {
+		t := &sd.toks[k]
+		t.key = wordKey(sd.text, int(t.start), int(t.end-t.start))
+	}
+}
+
+const (
+	swarOnes = 0x0101010101010101
+	swarHigh = 0x8080808080808080
+)
+
+// load64 reads 8 bytes of s at i, little-endian (the compiler makes it one load).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// load64BE reads 8 bytes of s at i, big-endian.
+func load64BE(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[7]) | uint64(s[6])<<8 | uint64(s[5])<<16 | uint64(s[4])<<24 |
+		uint64(s[3])<<32 | uint64(s[2])<<40 | uint64(s[1])<<48 | uint64(s[0])<<56
+}
+
+// swarAlnum sets the high bit of each letter or digit byte of x (all ASCII). Letters are
+// found case-blind: OR 0x20 folds 'A'-'Z' onto 'a'-'z' and no other byte lands there.
+func swarAlnum(x uint64) uint64 {
+	l := x | 0x2020202020202020
+	letter := (l + (0x80-'a')*swarOnes) &^ (l + (0x7f-'z')*swarOnes)
+	digit := (x + (0x80-'0')*swarOnes) &^ (x + (0x7f-'9')*swarOnes)
+	return (letter | digit) & swarHigh
+}
+
+// moveMask gathers the high bit of each byte into the low 8 bits (byte i to bit i): the
+// multiplication adds each flag, shifted, into the top byte, with no carries between them.
+func moveMask(m uint64) uint64 {
+	return ((m >> 7) * 0x0102040810204080) >> 56
+}
+
+// keyMasks[n] keeps the first n bytes of a big-endian key.
+var keyMasks = func() (m [9]uint64) {
+	for n := range 9 {
+		m[n] = ^(^uint64(0) >> uint(8*n))
+	}
+	return m
+}()
+
+// wordKey reads the first 8 bytes of the word text[start:start+n], big-endian and
+// zero-padded past the word.
+func wordKey(text string, start, n int) uint64 {
+	return load8(text, start) & keyMasks[min(uint(n), 8)]
+}
+
+// load8 reads 8 bytes of text at start, big-endian; past the end of text it reads zeros
+// (or what follows the word, which the caller masks off).
+func load8(text string, start int) uint64 {
+	if start+8 <= len(text) {
+		return load64BE(text[start:start+8], 0)
+	}
+	if off := len(text) - 8; off >= 0 {
+		// Load the last 8 bytes and shift the word to the top.
+		return load64BE(text[off:], 0) << uint(8*(start-off))
+	}
+	var tmp [8]byte
+	copy(tmp[:], text[start:])
+	return binary.BigEndian.Uint64(tmp[:])
+}
+
+// tokenizeASCII finds the words of ASCII text 8 bytes at a time: a bit mask of the letters
+// and digits of each 64-byte chunk gives the words' bounds without a branch per byte, and
+// nothing is copied. It reports false, having found nothing usable, when the text is not
+// ASCII.
+func (sd *side) tokenizeASCII() bool {
+	str := sd.text
+	// A text of n bytes has at most (n+1)/2 words.
+	if cap(sd.toks) < len(str)/2+1 {
+		sd.toks = make([]token, len(str)/2+8)
+	}
+	toks := sd.toks[:cap(sd.toks)]
+	n := 0
+	open := -1 // a word running on from the previous chunk
+	for base := 0; base < len(str); base += 64 {
+		mask, ascii := chunkMask(str, base)
+		if !ascii {
+			return false
+		}
+		carry := uint64(0)
+		if open >= 0 {
+			carry = 1
+		}
+		starts := mask &^ (mask<<1 | carry)
+		ends := mask &^ (mask >> 1)
+		if base+64 < len(str) && lowerAlnum[str[base+64]&0x7f] != 0 { // a non-ASCII byte ends the ASCII path in the next chunk
+			ends &^= 1 << 63
+		}
+		if open >= 0 && ends != 0 {
+			end := base + bits.TrailingZeros64(ends) + 1
+			ends &= ends - 1
+			toks[n] = asciiToken(str, open, end)
+			n++
+			open = -1
+		}
+		for starts != 0 {
+			start := base + bits.TrailingZeros64(starts)
+			starts &= starts - 1
+			if ends == 0 {
+				open = start
+				break
+			}
+			end := base + bits.TrailingZeros64(ends) + 1
+			ends &= ends - 1
+			// The token, inline: this loop runs once per word.
+			var key uint64
+			if start+8 <= len(str) {
+				key = load64BE(str[start:start+8], 0)
+			} else {
+				key = load8(str, start)
+			}
+			toks[n] = token{
+				key:   (key | 0x2020202020202020) & keyMasks[min(uint(end-start), 8)],
+				start: int32(start), end: int32(end), runes: int32(end - start),
+			}
+			n++
+		}
+	}
+	if open >= 0 {
+		toks[n] = asciiToken(str, open, len(str))
+		n++
+	}
+	sd.toks = toks[:n]
+	return true
+}
+
+// chunkMask returns the bit mask of the letters and digits among the 64 bytes of str
+// from base (fewer at the end), and whether those bytes are ASCII. It is a function of its
+// own so that its loop keeps its values in registers.
+func chunkMask(str string, base int) (mask uint64, ascii bool) {
+	chunk := str[base:min(base+64, len(str))]
+	var high uint64
+	i := 0
+	for rest := chunk; len(rest) >= 8; rest = rest[8:] {
+		x := load64(rest, 0)
+		high |= x
+		mask |= moveMask(swarAlnum(x)) << uint(i)
+		i += 8
+	}
+	if rem := len(chunk) - i; rem > 0 {
+		if base+i >= 8 { // the last 8 bytes of str, shifted down to the remaining ones
+			x := load64(str, base+i+rem-8) >> uint(8*(8-rem))
+			high |= x
+			mask |= moveMask(swarAlnum(x)) << uint(i)
+		} else {
+			for ; i < len(chunk); i++ {
+				high |= uint64(chunk[i])
+				if lowerAlnum[chunk[i]&0x7f] != 0 {
+					mask |= 1 << uint(i)
+				}
+			}
+		}
+	}
+	return mask, high&swarHigh == 0
+}
+
+// asciiToken is the token of the ASCII word str[start:end]. Only letters and digits make
+// words, and OR 0x20 lower-cases a letter and leaves a digit alone.
+func asciiToken(str string, start, end int) token {
+	key := (load8(str, start) | 0x2020202020202020) & keyMasks[min(uint(end-start), 8)]
+	return token{key: key, start: int32(start), end: int32(end), runes: int32(end - start)}
+}
+
+// compareTokens orders words bytewise (code point order, as Python sorts str).
+func compareTokens(sa *side, a token, sb *side, b token) int {
+	switch {
+	case a.key < b.key:
+		return -1
+	case a.key > b.key:
+		return 1
+	case a.end-a.start <= 8 && b.end-b.start <= 8:
+		// Equal keys and no byte past them: a shorter word would have a zero in its key
+		// where the longer has a letter or digit, so the words are equal.
+		return 0
+	}
+	wa, wb := sa.text[a.start+8:a.end], sb.text[b.start+8:b.end]
+	for k := 0; k < len(wa) && k < len(wb); k++ {
+		ca, cb := lowerByte(wa[k]), lowerByte(wb[k])
+		if ca != cb {
+			return int(ca) - int(cb)
+		}
+	}
+	return len(wa) - len(wb)
+}
+
+// lowerByte lower-cases an ASCII letter and leaves every other byte (digits, lower-case
+// letters, UTF-8 of text already lower-cased) alone.
+func lowerByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// sortDedupe sorts the words and drops repeats.
+func (sd *side) sortDedupe() {
+	toks := sd.toks
+	// Insertion sort on the first 8 bytes (a description has a handful of words), then a
+	// full comparison only inside runs of equal first bytes.
+	ties := false
+	for i := 1; i < len(toks); i++ {
+		t := toks[i]
+		j := i
+		for j > 0 && toks[j-1].key > t.key {
+			toks[j] = toks[j-1]
+			j--
+		}
+		toks[j] = t
+		ties = ties || j > 0 && toks[j-1].key == t.key
+	}
+	if ties {
+		for i := 1; i < len(toks); i++ {
+			t := toks[i]
+			j := i
+			for j > 0 && toks[j-1].key == t.key && compareTokens(sd, toks[j-1], sd, t) > 0 {
+				toks[j] = toks[j-1]
+				j--
+			}
+			toks[j] = t
+		}
+	}
+	// Drop repeats; most descriptions have none, and then nothing moves.
+	same := func(a, b *token) bool {
+		return a.key == b.key && (a.end-a.start <= 8 && b.end-b.start <= 8 || compareTokens(sd, *a, sd, *b) == 0)
+	}
+	first := 1
+	for first < len(toks) && !same(&toks[first-1], &toks[first]) {
+		first++
+	}
+	if first >= len(toks) {
+		return
+	}
+	out := toks[:first]
+	for _, t := range toks[first:] {
+		if !same(&out[len(out)-1], &t) {
+			out = append(out, t)
+		}
+	}
+	sd.toks = out
+}
+
+// lcs is the length of the longest common subsequence of joinA and joinB, in characters,
+// by the bit-parallel algorithm of Hyyrö (one machine word per 64 pattern characters).
+func (s *simScratch) lcs() int {
+	if len(s.joinA) == 0 || len(s.joinB) == 0 {
+		return 0
+	}
+	p, t := s.joinA, s.joinB
+	if len(t) < len(p) {
+		p, t = t, p
+	}
+	if s.asciiA && s.asciiB && len(p) <= 64 {
+		for i, c := range p {
+			s.pm[c] |= 1 << uint(i)
+		}
+		S := ^uint64(0)
+		for _, c := range t {
+			u := S & s.pm[c]
+			S = (S + u) | (S - u)
+		}
+		for _, c := range p {
+			s.pm[c] = 0
+		}
+		return bits.OnesCount64(^S)
+	}
+	return s.lcsBlocks()
+}
+
+// lcsBlocks is the multi-word form, on code points, for long or non-ASCII words.
+func (s *simScratch) lcsBlocks() int {
+	s.runesA = appendRunes(s.runesA[:0], s.joinA)
+	s.runesB = appendRunes(s.runesB[:0], s.joinB)
+	p, t := s.runesA, s.runesB
+	if len(t) < len(p) {
+		p, t = t, p
+	}
+	words := (len(p) + 63) / 64
+	clear(s.slots)
+	s.pmBlocks = s.pmBlocks[:0]
+	for i, r := range p {
+		slot, ok := s.slots[r]
+		if !ok {
+			slot = int32(len(s.pmBlocks) / words)
+			s.slots[r] = slot
+			for range words {
+				s.pmBlocks = append(s.pmBlocks, 0)
+			}
+		}
+		s.pmBlocks[int(slot)*words+i/64] |= 1 << uint(i%64)
+	}
+	s.state = s.state[:0]
+	for range words {
+		s.state = append(s.state, ^uint64(0))
+	}
+	S := s.state
+	for _, r := range t {
+		slot, ok := s.slots[r]
+		if !ok {
+			continue
+		}
+		pm := s.pmBlocks[int(slot)*words : int(slot)*words+words]
+		var carry uint64
+		for w := range words {
+			u := S[w] & pm[w]
+			x, c := bits.Add64(S[w], u, carry)
+			S[w] = x | (S[w] - u)
+			carry = c
+		}
+	}
+	n := 0
+	for _, w := range S {
+		n += bits.OnesCount64(^w)
+	}
+	return n
+}
+
+func appendRunes(dst []rune, b []byte) []rune {
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		dst = append(dst, r)
+		b = b[size:]
+	}
+	return dst
+}

@@ -1,0 +1,230 @@
+package match
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSimilarityReference checks Similarity against values of rapidfuzz's
+// fuzz.token_set_ratio(a, b, processor=utils.default_process), truncated to an integer.
+// "doc" marks a value printed in rapidfuzz's or fuzzywuzzy's own documentation; the others
+// were computed by hand from the algorithm (sect = common words, ab/ba = words of one side
+// only, lengths in characters; ratio = 100*(1 - dist/lensum)) and checked with a
+// transcription of rapidfuzz's fuzz_py.token_set_ratio over a plain dynamic-programming
+// Indel distance.
+func TestSimilarityReference(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		a, b string
+		want int
+		how  string
+	}{
+		{"fuzzy was a bear", "fuzzy fuzzy was a bear", 100, "doc: 100.0 (same word set)"},
+		{"fuzzy was a bear but not a dog", "fuzzy was a bear", 100, "doc: 100.0 (one side's words are all in the other)"},
+		{"fuzzy was a bear but not a dog", "fuzzy was a bear but not a cat", 92, "doc: 92.3076923076923; sect 'a bear but fuzzy not was' = 24, ab 'dog' 3, ba 'cat' 3: ratio(sect, sect+' dog') = 100*(1-4/52)"},
+		{"new york mets", "new york meats", 96, "sect 'new york' 8, 'mets' vs 'meats' indel 1, lensum 13+14: 100*(1-1/27) = 96.296"},
+		{"new york mets vs atlanta braves", "atlanta braves vs new york mets", 100, "fuzzywuzzy README example: word order is ignored"},
+		{"this is a test", "this is a test!", 100, "'!' is processed away"},
+		{"ACME Corp.", "acme corp", 100, "case and punctuation are processed away"},
+		{"Invoice 4821 ACME Corp office supplies", "ACME CORP PAYMENT REF 4821", 70, "sect '4821 acme corp' 14, ba 'payment ref' 11: ratio(sect, sect+' payment ref') = 100*(1-12/40)"},
+		{"apple", "apple", 100, "identical"},
+		{"apple", "orange", 36, "no common word: ratio('apple','orange'), lcs 'ae' 2, dist 7 of 11: 36.36"},
+		{"", "apple", 0, "an empty side scores 0"},
+		{"!!!", "???", 0, "no word left after processing scores 0, not 100"},
+		{"amazon", "amazn", 90, "dist 1 of 11: 90.91"},
+		{"Invoice 48213 Acme Corp office supplies", "invoice 48213 acme crop office supplies", 97, "sect 34, 'corp' vs 'crop' lcs 3 dist 2, lensum 39+39: 97.44; ratio(sect, sect+' corp') = 100*(1-5/73) = 93.15"},
+		{"Café Müller", "cafe muller", 81, "code points: 'café müller' vs 'cafe muller' lcs 9 dist 4 of 22: 81.82"},
+		{"CAFÉ MÜLLER", "café müller", 100, "Unicode lower-casing"},
+		{"straße", "STRASSE", 76, "ß is kept, not folded: 'straße' vs 'strasse' lcs 5 dist 3 of 13: 76.92"},
+		{"foo_bar", "foo bar", 100, "'_' is not alphanumeric: it separates words"},
+		{"payment 1", "payment 2", 88, "sect 'payment' 7, '1' vs '2' dist 2 of 18: 88.89; ratio(sect, sect+' 1') = 100*(1-2/16) = 87.5"},
+		{"abc", "abd", 66, "dist 2 of 6: 66.67 truncated, not rounded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.a+"|"+tt.b, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, Similarity(tt.a, tt.b), tt.how)
+			require.Equal(t, tt.want, Similarity(tt.b, tt.a), "symmetric")
+		})
+	}
+}
+
+// TestSimilarityMatchesNaive compares Similarity with a direct transcription of the
+// definition (word sets, sorted joins, dynamic-programming Indel distance, floating point
+// as rapidfuzz computes it) on random strings, long and non-ASCII ones included, so both
+// LCS paths are covered.
+func TestSimilarityMatchesNaive(t *testing.T) {
+	t.Parallel()
+
+	words := []string{"acme", "acne", "corp", "crop", "invoice", "inv", "payment", "ref", "4821", "48213",
+		"office", "offce", "supplies", "müller", "muller", "café", "straße", "ΑΘΗΝΑ", "αθηνα", "x", "a",
+		"consulting", "consultant", "consultants", "corporation", "corporations", "reimbursement", "reimbursements",
+		"electricity", "abcdefgh", "abcdefghi", "abcdefgh1"}
+	seps := []string{" ", "  ", ", ", ".", "-", "_", "/"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	gen := func() string {
+		n := rng.IntN(14)
+		var sb strings.Builder
+		for i := range n {
+			if i > 0 {
+				sb.WriteString(seps[rng.IntN(len(seps))])
+			}
+			w := words[rng.IntN(len(words))]
+			if rng.IntN(4) == 0 {
+				w = strings.ToUpper(w)
+			}
+			sb.WriteString(w)
+		}
+		return sb.String()
+	}
+	for range 5000 {
+		a, b := gen(), gen()
+		require.Equal(t, naiveTokenSetRatio(a, b), Similarity(a, b), "%q vs %q", a, b)
+	}
+	// Words across the 64-byte chunks of the ASCII tokenizer, and over 64 characters
+	// (the multi-word LCS).
+	long := []string{
+		strings.Repeat("a", 63) + " " + strings.Repeat("b", 70),
+		strings.Repeat("a", 64) + "b " + strings.Repeat("c", 130),
+		strings.Repeat("ab", 40) + " x",
+		strings.Repeat("x", 62) + "  yy" + strings.Repeat(" z", 40),
+		"short",
+	}
+	for _, a := range long {
+		for _, b := range long {
+			require.Equal(t, naiveTokenSetRatio(a, b), Similarity(a, b), "%q vs %q", a, b)
+		}
+	}
+}
+
+func naiveTokenSetRatio(a, b string) int {
+	process := func(s string) []string {
+		s = strings.Map(func(r rune) rune {
+			if unicode.IsLetter(r) || unicode.IsNumber(r) {
+				return unicode.ToLower(r)
+			}
+			return ' '
+		}, s)
+		return strings.Fields(s)
+	}
+	set := func(ws []string) map[string]bool {
+		m := map[string]bool{}
+		for _, w := range ws {
+			m[w] = true
+		}
+		return m
+	}
+	ta, tb := set(process(a)), set(process(b))
+	if len(ta) == 0 || len(tb) == 0 {
+		return 0
+	}
+	var inter, dab, dba []string
+	for w := range ta {
+		if tb[w] {
+			inter = append(inter, w)
+		} else {
+			dab = append(dab, w)
+		}
+	}
+	for w := range tb {
+		if !ta[w] {
+			dba = append(dba, w)
+		}
+	}
+	if len(inter) > 0 && (len(dab) == 0 || len(dba) == 0) {
+		return 100
+	}
+	slices.Sort(inter)
+	slices.Sort(dab)
+	slices.Sort(dba)
+	runeLen := func(s string) int { return len([]rune(s)) }
+	ja, jb := strings.Join(dab, " "), strings.Join(dba, " ")
+	sl := runeLen(strings.Join(inter, " "))
+	sep := 0
+	if sl > 0 {
+		sep = 1
+	}
+	sab, sba := sl+sep+runeLen(ja), sl+sep+runeLen(jb)
+	norm := func(dist, lensum int) float64 { return 100 - 100*float64(dist)/float64(lensum) }
+	best := norm(naiveIndel([]rune(ja), []rune(jb)), sab+sba)
+	if sl > 0 {
+		best = max(best, norm(sep+runeLen(ja), sl+sab), norm(sep+runeLen(jb), sl+sba))
+	}
+	return int(best)
+}
+
+func naiveIndel(a, b []rune) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			if a[i-1] == b[j-1] {
+				cur[j] = prev[j-1] + 1
+			} else {
+				cur[j] = max(prev[j], cur[j-1])
+			}
+		}
+		prev, cur = cur, prev
+	}
+	return len(a) + len(b) - 2*prev[len(b)]
+}
+
+func TestSimilarityThresholdIsExact(t *testing.T) {
+	t.Parallel()
+
+	// "new york mets" vs "new york meats" scores 96.296...: Similarity gives 96; a
+	// fractional threshold compares against the exact score.
+	tests := []struct {
+		threshold float64
+		want      bool
+	}{
+		{96, true}, {96.29, true}, {96.3, false}, {97, false}, {0, true}, {100, false},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, similarityAtLeast("new york mets", "new york meats", tt.threshold), "threshold %v", tt.threshold)
+	}
+	require.False(t, similarityAtLeast("", "x", 1))
+	require.True(t, similarityAtLeast("", "x", 0), "threshold 0 admits everything")
+}
+
+func TestSimilarityAllocations(t *testing.T) {
+	// Not parallel: AllocsPerRun measures the whole process.
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under the race detector")
+	}
+	a, b := "Invoice 4821 ACME Corp office supplies", "ACME CORP PAYMENT REF 4821 office supply"
+	Similarity(a, b)
+	require.Zero(t, testing.AllocsPerRun(100, func() { Similarity(a, b) }))
+}
+
+// TestSWAR checks the 8-bytes-at-a-time helpers against their byte-wise definitions:
+// every byte value in every position, and every flag pattern.
+func TestSWAR(t *testing.T) {
+	t.Parallel()
+
+	for pos := range 8 {
+		for c := range 128 {
+			x := uint64(c) << (8 * pos)
+			want := uint64(0)
+			if lowerAlnum[c] != 0 {
+				want = 0x80 << (8 * pos)
+			}
+			require.Equal(t, want, swarAlnum(x), "byte %#x at %d", c, pos)
+		}
+	}
+	for v := range 256 {
+		var m uint64
+		for i := range 8 {
+			if v&(1<<i) != 0 {
+				m |= 0x80 << (8 * i)
+			}
+		}
+		require.Equal(t, uint64(v), moveMask(m))
+	}
+}
