@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet fmt openapi build bench bench-runs bench-runs-pg bench-queue bench-match
+.PHONY: help run test test-short vet openapi build bench bench-runs bench-runs-pg bench-queue bench-match
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
