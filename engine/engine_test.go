@@ -193,6 +193,10 @@ func TestGateAndOnFalse(t *testing.T) {
 		require.Equal(t, []string{"workflow_run_started", "workflow_run_completed"}, b.events(t, "o1", doc.ID))
 		require.Equal(t, map[string]any{"status": "condition_not_met"}, b.eventPayload(t, "o1", doc.ID, "workflow_run_completed")["result"])
 
+		empty := b.workflow(t, "o1", "gate-only", `{"condition": {"equal": ["@input.go", true]}, "actions": []}`)
+		require.Equal(t, svctype.RunConditionNotMet, b.execute(t, "o1", empty.ID, `{"go": false}`).Status)
+		require.Equal(t, svctype.RunCompleted, b.execute(t, "o1", empty.ID, `{"go": true}`).Status)
+
 		doc = b.execute(t, "o1", w.ID, `{"items": ["apple"]}`)
 		require.Equal(t, svctype.RunCompleted, doc.Status)
 		require.Contains(t, doc.Context, "alt")

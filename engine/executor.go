@@ -221,8 +221,10 @@ func (e *Engine) gate(ctx context.Context, tx Tx, job *svctype.Job, st *runState
 		return false, &stepFailure{fmt.Errorf("definition.condition: %w", err)}
 	}
 	c.rec.Status = svctype.StepSkipped
-	if err := tx.PutStep(ctx, st.run.OrgID, &c.rec); err != nil {
-		return false, err
+	if c.rec.Type != "" { // a workflow without steps has no step to mark
+		if err := tx.PutStep(ctx, st.run.OrgID, &c.rec); err != nil {
+			return false, err
+		}
 	}
 	e.finish(st.run, svctype.RunConditionNotMet, "definition.condition evaluated false")
 	if err := tx.UpdateRun(ctx, st.run); err != nil {
@@ -389,10 +391,20 @@ func (e *Engine) commitStep(ctx context.Context, job *svctype.Job, st *runState,
 		if err := tx.RenewJob(ctx, job, e.now().Add(e.lease)); err != nil {
 			return err
 		}
+		if st.run.Cursor.Step == 0 && st.ent.def.Condition != nil {
+			// A workflow without steps still has its gate.
+			if ok, err := e.gate(ctx, tx, job, st, c); err != nil || !ok {
+				return err
+			}
+		}
 		return e.writeCommit(ctx, tx, job, st, c, st.run.Cursor.Step)
 	})
 	if err != nil {
 		*st.run = snapshot
+	}
+	var sf *stepFailure
+	if errors.As(err, &sf) {
+		return e.failRun(ctx, job, st, st.run.Cursor.Step, &svctype.Step{Type: "definition.condition"}, sf.err)
 	}
 	return err
 }
