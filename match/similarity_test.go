@@ -228,3 +228,71 @@ func TestSWAR(t *testing.T) {
 		require.Equal(t, uint64(v), moveMask(m))
 	}
 }
+
+// TestSimilaritySmallPath checks the stack-only path for texts of at most smallMax ASCII
+// bytes against the general one and against the definition, at the length boundary, with
+// the most words a text can hold, with repeats, and with long words that share their
+// first 8 bytes.
+func TestSimilaritySmallPath(t *testing.T) {
+	t.Parallel()
+
+	general := func(a, b string) (int, int) {
+		s := &simScratch{slots: map[rune]int32{}}
+		return s.ratio(a, b)
+	}
+	check := func(a, b string) {
+		t.Helper()
+		num, den, ok := ratioSmall(a, b)
+		require.True(t, ok, "%q vs %q", a, b)
+		gn, gd := general(a, b)
+		require.Equal(t, gn*den, num*gd, "%q vs %q: %d/%d, general %d/%d", a, b, num, den, gn, gd)
+		require.Equal(t, naiveTokenSetRatio(a, b), Similarity(a, b), "%q vs %q", a, b)
+	}
+	many := strings.Repeat("a ", 31) + "b" // 63 bytes, 32 words
+	require.Len(t, many, 63)
+	check(many, "a b c")
+	check(strings.Repeat("q w ", 16), strings.Repeat("w e ", 16))
+	check(strings.Repeat("x", 64), strings.Repeat("x", 63)+"y")
+	check("Abcdefghij abcdefghIK abcdefgh ABCDEFGHIJ", "abcdefghik abcdefghi abcdefgh1 z")
+	check("abcdefghijk 7 abcdefghij", "ABCDEFGHIJ 8")
+	check("Invoice 4821", "INVOICE 4821")
+	check("ab", "ab cd")
+	check("zz yy xx ww", "ww vv zz uu")
+
+	// Not ASCII, or over smallMax: the general path.
+	_, _, ok := ratioSmall("café", "cafe")
+	require.False(t, ok)
+	_, _, ok = ratioSmall("cafe", "CAFÉ")
+	require.False(t, ok)
+	long := strings.Repeat("y", 65)
+	require.Equal(t, naiveTokenSetRatio(long, "y"), Similarity(long, "y"))
+	require.Equal(t, naiveTokenSetRatio("y "+strings.Repeat("x", 64), "y x"), Similarity("y x", "y "+strings.Repeat("x", 64)))
+
+	words := []string{"a", "b", "ab", "ba", "x1", "1x", "abcdefgh", "abcdefghi", "abcdefghj", "abcdefgh1",
+		"abcdefghij", "abcdefghijklmnop", "ACME", "acme", "corp", "crop", "9", "99", "z"}
+	seps := []string{" ", "-", ".", "  ", "/", "_"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	gen := func() string {
+		var sb strings.Builder
+		for n := rng.IntN(20); n > 0; n-- {
+			w := words[rng.IntN(len(words))]
+			if rng.IntN(3) == 0 {
+				w = strings.ToUpper(w)
+			}
+			if sb.Len()+len(w)+2 > smallMax {
+				break
+			}
+			if sb.Len() > 0 || rng.IntN(4) == 0 {
+				sb.WriteString(seps[rng.IntN(len(seps))])
+			}
+			sb.WriteString(w)
+		}
+		if rng.IntN(4) == 0 && sb.Len() < smallMax {
+			sb.WriteString("!")
+		}
+		return sb.String()
+	}
+	for range 20000 {
+		check(gen(), gen())
+	}
+}
