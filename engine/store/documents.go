@@ -261,18 +261,15 @@ func (q *querier) ListDocuments(ctx context.Context, orgID string, f documents.L
 	if err := sel.Scan(ctx, &ms); err != nil {
 		return page, wrap(op, err)
 	}
-	page.Items = make([]documents.Document, 0, min(len(ms), limit))
-	for i := range ms {
-		if i == limit {
-			last := ms[i-1]
-			page.NextCursor = encodeTimeCursor(last.CreatedAt, last.ID)
-			break
-		}
-		d, err := ms[i].toDocument()
+	page, err := pageOf(ms, limit, func(m *documentModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) }, func(m *documentModel) (documents.Document, error) {
+		d, err := m.toDocument()
 		if err != nil {
-			return page, wrap(op, err)
+			return documents.Document{}, err
 		}
-		page.Items = append(page.Items, *d)
+		return *d, nil
+	})
+	if err != nil {
+		return page, wrap(op, err)
 	}
 	return page, nil
 }

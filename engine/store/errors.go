@@ -99,6 +99,25 @@ func pageLimit(opts svctype.ListOptions) int {
 	return opts.Limit
 }
 
+// pageOf turns the rows of a listing query (which asks for limit+1 rows) into a page:
+// at most limit items converted by conv, and the cursor of the last one when a row more
+// was found.
+func pageOf[M, T any](ms []M, limit int, cursor func(*M) string, conv func(*M) (T, error)) (svctype.Page[T], error) {
+	page := svctype.Page[T]{Items: make([]T, 0, min(len(ms), limit))}
+	for i := range ms {
+		if i == limit {
+			page.NextCursor = cursor(&ms[i-1])
+			break
+		}
+		item, err := conv(&ms[i])
+		if err != nil {
+			return page, err
+		}
+		page.Items = append(page.Items, item)
+	}
+	return page, nil
+}
+
 // A cursor is the position of the last item of a page: its sort key, opaque to callers.
 func encodeCursor(parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(parts, "\x00")))

@@ -181,18 +181,15 @@ func (q *querier) ListWorkflows(ctx context.Context, orgID string, opts svctype.
 	if err := sel.Scan(ctx, &ms); err != nil {
 		return page, wrap(op, err)
 	}
-	page.Items = make([]svctype.Workflow, 0, min(len(ms), limit))
-	for i := range ms {
-		if i == limit {
-			last := ms[i-1]
-			page.NextCursor = encodeTimeCursor(last.CreatedAt, last.ID)
-			break
-		}
-		w, err := ms[i].toWorkflow()
+	page, err := pageOf(ms, limit, func(m *workflowModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) }, func(m *workflowModel) (svctype.Workflow, error) {
+		w, err := m.toWorkflow()
 		if err != nil {
-			return page, wrap(op, err)
+			return svctype.Workflow{}, err
 		}
-		page.Items = append(page.Items, *w)
+		return *w, nil
+	})
+	if err != nil {
+		return page, wrap(op, err)
 	}
 	return page, nil
 }
@@ -375,18 +372,9 @@ func (q *querier) ListRuns(ctx context.Context, orgID string, f engine.RunFilter
 	if err := sel.Scan(ctx, &ms); err != nil {
 		return page, wrap(op, err)
 	}
-	page.Items = make([]svctype.Run, 0, min(len(ms), limit))
-	for i := range ms {
-		if i == limit {
-			last := ms[i-1]
-			page.NextCursor = encodeTimeCursor(last.CreatedAt, last.ID)
-			break
-		}
-		r, err := ms[i].toRun()
-		if err != nil {
-			return page, wrap(op, err)
-		}
-		page.Items = append(page.Items, r)
+	page, err := pageOf(ms, limit, func(m *runModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) }, (*runModel).toRun)
+	if err != nil {
+		return page, wrap(op, err)
 	}
 	return page, nil
 }

@@ -178,13 +178,9 @@ func (q *querier) ListRunEvents(ctx context.Context, orgID, runID string, opts s
 	if err := sel.Scan(ctx, &ms); err != nil {
 		return page, wrap(op, err)
 	}
-	page.Items = make([]svctype.Event, 0, min(len(ms), limit))
-	for i := range ms {
-		if i == limit {
-			page.NextCursor = encodeCursor(strconv.FormatInt(ms[i-1].Seq, 10))
-			break
-		}
-		page.Items = append(page.Items, ms[i].toEvent())
+	page, err := pageOf(ms, limit, func(m *eventModel) string { return encodeCursor(strconv.FormatInt(m.Seq, 10)) }, func(m *eventModel) (svctype.Event, error) { return m.toEvent(), nil })
+	if err != nil {
+		return page, wrap(op, err)
 	}
 	return page, nil
 }

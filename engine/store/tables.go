@@ -65,17 +65,15 @@ func (q *querier) ListTables(ctx context.Context, orgID string, opts svctype.Lis
 	if err := sel.Scan(ctx, &ms); err != nil {
 		return page, wrap(op, err)
 	}
-	page.Items = make([]svctype.Table, 0, min(len(ms), limit))
-	for i := range ms {
-		if i == limit {
-			page.NextCursor = encodeCursor(ms[i-1].Name)
-			break
-		}
-		t, err := ms[i].toTable()
+	page, err := pageOf(ms, limit, func(m *tableModel) string { return encodeCursor(m.Name) }, func(m *tableModel) (svctype.Table, error) {
+		t, err := m.toTable()
 		if err != nil {
-			return page, wrap(op, err)
+			return svctype.Table{}, err
 		}
-		page.Items = append(page.Items, *t)
+		return *t, nil
+	})
+	if err != nil {
+		return page, wrap(op, err)
 	}
 	return page, nil
 }
