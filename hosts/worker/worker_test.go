@@ -469,3 +469,63 @@ func TestSchedules(t *testing.T) {
 		}
 	}
 }
+
+// Runs started in the worker's process while every slot is busy wait in its backlog, their
+// jobs leased to it (no other claimer gets them); a drain hands them back at once.
+// PostgreSQL only: on SQLite a step that blocks holds the one writer, so Execute would wait.
+func TestWorkerBacklogHandedBackOnDrain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	eng := newEngine(t, engine.Config{Store: store.OpenTest(t, "postgres")})
+	entered := make(chan struct{}, 8)
+	release := make(chan struct{})
+	var calls atomic.Int32
+	eng.RegisterStep("block", func(context.Context, *svctype.StepCall) (any, error) {
+		if calls.Add(1) == 1 {
+			entered <- struct{}{}
+			<-release
+		}
+		return map[string]any{"ok": true}, nil
+	})
+	wfID := createWorkflow(t, eng, "backlog", `{"actions": [{"type": "block", "properties": {}}]}`)
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- worker.New(eng, worker.Options{Concurrency: 1, Poll: time.Hour, Logger: quiet}).Run(runCtx)
+	}()
+	var first string
+	waitFor(t, 10*time.Second, 5*time.Millisecond, "the worker to take the first run", func() bool {
+		if first == "" {
+			first = execute(t, eng, wfID, nil)
+		}
+		select {
+		case <-entered:
+			return true
+		default:
+			return false
+		}
+	})
+	waiting := []string{execute(t, eng, wfID, nil), execute(t, eng, wfID, nil)}
+	claimed, err := eng.Store().ClaimJobs(ctx, 10, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, claimed, "the waiting runs' jobs are leased to the worker that holds them")
+
+	cancel()
+	close(release)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the drain")
+	}
+	n, err := eng.Work(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "both waiting runs' jobs were released at once, not left to their leases")
+	for _, id := range append(waiting, first) {
+		run, err := eng.GetRun(ctx, org, id)
+		require.NoError(t, err)
+		require.Equal(t, svctype.RunCompleted, run.Status, id)
+	}
+}
