@@ -62,8 +62,16 @@ type Evidence struct {
 	// Effects lists every step's effects in the order they happened.
 	Effects   []EvidenceEffect   `json:"effects"`
 	Decisions []svctype.Decision `json:"decisions"`
-	Counts    map[string]int     `json:"counts"`
+	// Counts: steps by status, effects, and for a run that matched (nway_match) its group
+	// counts (match_groups, match_full, ...) and exceptions.
+	Counts map[string]int `json:"counts"`
+	// Exceptions are the run's non-full match results (matchGroupExceptions), the first
+	// EvidenceExceptions of them; counts.exceptions says how many there are.
+	Exceptions []json.RawMessage `json:"exceptions"`
 }
+
+// EvidenceExceptions bounds the exceptions an evidence document lists.
+const EvidenceExceptions = 100
 
 // EvidenceEffect is an effect with the step that made it.
 type EvidenceEffect struct {

@@ -506,6 +506,26 @@ func (e *Engine) Evidence(ctx context.Context, orgID, runID string) (*Evidence, 
 		ev.Decisions = append(ev.Decisions, r.Decisions...)
 	}
 	ev.Counts["effects"] = len(ev.Effects)
+	// What a reconciliation found, read from the two context keys that say it (not the
+	// whole context, which may hold every group).
+	found, err := e.store.GetContext(ctx, orgID, runID, "matchGroupCounts", "matchGroupExceptions")
+	if err != nil {
+		return nil, err
+	}
+	var groups map[string]int
+	if json.Unmarshal(found["matchGroupCounts"], &groups) == nil {
+		for k, n := range groups {
+			ev.Counts["match_"+k] = n
+		}
+	}
+	var exceptions []json.RawMessage
+	if json.Unmarshal(found["matchGroupExceptions"], &exceptions) == nil {
+		ev.Counts["exceptions"] = len(exceptions)
+		ev.Exceptions = exceptions[:min(len(exceptions), EvidenceExceptions)]
+	}
+	if ev.Exceptions == nil {
+		ev.Exceptions = []json.RawMessage{}
+	}
 	return ev, nil
 }
 

@@ -64,6 +64,15 @@ func TestNWayMatchStep(t *testing.T) {
 		require.Equal(t, "amount", byClass["variance"]["discrepancy_fields"])
 		require.Regexp(t, `^orphan:bank:3:[0-9a-f]{16}$`, byClass["orphan"]["match_key"])
 
+		ev, err := b.eng.Evidence(b.ctx, "o1", doc.ID)
+		require.NoError(t, err)
+		require.Equal(t, 3, ev.Counts["exceptions"])
+		require.Equal(t, 1, ev.Counts["match_full"])
+		require.Equal(t, 1, ev.Counts["match_orphan"])
+		require.Len(t, ev.Exceptions, 3)
+		require.Contains(t, string(ev.Exceptions[0]), `"status":"pending_review"`)
+		require.Equal(t, "exception_rows_upserted", ev.Effects[0].Kind)
+
 		started := b.eventPayload(t, "o1", doc.ID, "nway_matcher.started")
 		require.Equal(t, map[string]any{"bank": float64(4), "erp": float64(4), "cards": float64(2)}, started["leg_counts"])
 		done := b.eventPayload(t, "o1", doc.ID, "nway_matcher.completed")

@@ -68,8 +68,9 @@ type Querier interface {
 	ListRuns(ctx context.Context, orgID string, f RunFilter) (svctype.Page[svctype.Run], error)
 
 	// Run context, stored one row per key: PutContext inserts or replaces one key.
+	// GetContext returns every key, or only the given keys (those that exist).
 	PutContext(ctx context.Context, orgID, runID, key string, value json.RawMessage) error
-	GetContext(ctx context.Context, orgID, runID string) (map[string]json.RawMessage, error)
+	GetContext(ctx context.Context, orgID, runID string, keys ...string) (map[string]json.RawMessage, error)
 
 	// Step records, one per top-level step index: PutStep inserts or replaces.
 	PutStep(ctx context.Context, orgID string, rec *svctype.StepRecord) error

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/uptrace/bun"
+
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -25,9 +27,13 @@ func (q *querier) PutContext(ctx context.Context, orgID, runID, key string, valu
 	return wrap("put context", err)
 }
 
-func (q *querier) GetContext(ctx context.Context, orgID, runID string) (map[string]json.RawMessage, error) {
+func (q *querier) GetContext(ctx context.Context, orgID, runID string, keys ...string) (map[string]json.RawMessage, error) {
 	var ms []contextModel
-	err := q.r.NewSelect().Model(&ms).Where("org_id = ? AND run_id = ?", orgID, runID).Scan(ctx)
+	sel := q.r.NewSelect().Model(&ms).Where("org_id = ? AND run_id = ?", orgID, runID)
+	if len(keys) > 0 {
+		sel = sel.Where(`"key" IN (?)`, bun.List(keys))
+	}
+	err := sel.Scan(ctx)
 	if err != nil {
 		return nil, wrap("get context", err)
 	}

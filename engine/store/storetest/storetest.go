@@ -438,6 +438,10 @@ func testContext(t *testing.T, b *bundle) {
 		require.Equal(t, v, string(got[k]), "key %s", k)
 	}
 
+	some, err := b.s.GetContext(b.ctx, orgA, r.ID, "number", "bool", "absent")
+	require.NoError(t, err)
+	require.Equal(t, map[string]json.RawMessage{"number": json.RawMessage(`2`), "bool": json.RawMessage(`true`)}, some)
+
 	empty, err := b.s.GetContext(b.ctx, orgA, "no-run")
 	require.NoError(t, err)
 	require.Empty(t, empty)
