@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -488,4 +489,33 @@ func TestTenancy(t *testing.T) {
 
 func TestMain(m *testing.M) {
 	os.Exit(m.Run())
+}
+
+func TestRunGivesUpAfterMaxAttempts(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, b *bundle) {
+		b.tables(t, "o1")
+		w := b.workflow(t, "o1", "doomed", `{"actions": [{"type": "custom-table", "properties": {"table": "notes", "operation": "write", "fields": {"text": "x"}}}]}`)
+		run, err := b.eng.Execute(b.ctx, "o1", w.ID, nil, engine.ExecuteOptions{})
+		require.NoError(t, err)
+		// Workers that take the job and die before committing: each claim is an attempt.
+		for i := 0; i < engine.MaxAttempts; i++ {
+			jobs, err := b.st.ClaimJobs(b.ctx, 1, time.Millisecond)
+			require.NoError(t, err)
+			require.Len(t, jobs, 1)
+			time.Sleep(2 * time.Millisecond)
+		}
+		_, err = b.eng.Work(b.ctx)
+		require.NoError(t, err)
+		doc, err := b.eng.RunStatus(b.ctx, "o1", run.ID)
+		require.NoError(t, err)
+		require.Equal(t, svctype.RunFailed, doc.Status)
+		require.Contains(t, doc.Reason, fmt.Sprintf("gave up after %d attempts", engine.MaxAttempts))
+		rows, err := b.eng.ReadRows(b.ctx, "o1", "notes", nil, 0)
+		require.NoError(t, err)
+		require.Empty(t, rows, "the step never ran")
+		n, err := b.st.CountJobs(b.ctx)
+		require.NoError(t, err)
+		require.Zero(t, n)
+	})
 }

@@ -16,6 +16,12 @@ import (
 // ClaimBatch is how many jobs Work claims at a time.
 const ClaimBatch = 16
 
+// MaxAttempts is how many times a run's job may be claimed without the run ending or
+// pausing before the run fails: a run whose step crashes its worker every time, or that
+// meets a store error every time, must not be retried forever. A drain's hand-back and a
+// lost lease count as attempts too; 25 leaves room for those.
+const MaxAttempts = 25
+
 // Work claims and runs due jobs until none is left, or ctx is done, and returns how many it
 // ran. Tests, examples and one-shot tools use it; long-running hosts use hosts/worker.
 func (e *Engine) Work(ctx context.Context) (int, error) {
@@ -107,6 +113,17 @@ func (e *Engine) advanceRun(ctx context.Context, job *svctype.Job) error {
 	}
 	if st.run.Status != svctype.RunRunning {
 		return e.store.InTx(commitCtx, func(ctx context.Context, tx Tx) error { return tx.CompleteJob(ctx, job) })
+	}
+	if job.Attempts > MaxAttempts {
+		// Every worker that took this run lost it without committing (crashes, or an error
+		// of the store): stop retrying and say so, rather than loop forever.
+		i := min(st.run.Cursor.Step, len(st.ent.def.Actions)-1)
+		step := &svctype.Step{Type: "run"}
+		if i >= 0 {
+			step = &st.ent.def.Actions[i]
+		}
+		return e.failRun(commitCtx, job, st, max(i, 0), step,
+			fmt.Errorf("gave up after %d attempts to run this step; the workers' logs say why", job.Attempts-1))
 	}
 	// Every commit that ends or pauses the run also completes its job.
 	for st.run.Status == svctype.RunRunning {
