@@ -111,9 +111,14 @@ func openSQLite(path string) (*Store, error) {
 	} else {
 		pragmas.Add("_pragma", "journal_mode(WAL)")
 		pragmas.Add("_pragma", "synchronous(NORMAL)")
-		// A larger page cache and fewer, larger checkpoints: each step is a small commit.
+		// Each step is a small commit: a larger page cache, pages read through mmap, and
+		// fewer, larger checkpoints (the WAL grows to ~64 MiB between them and is cut back
+		// to that size after one). Measured: 3-step runs from ~495 to ~540 runs/s, step p99
+		// from ~23 ms to ~10 ms (docs/performance.md).
 		pragmas.Add("_pragma", "cache_size(-65536)")
-		pragmas.Add("_pragma", "wal_autocheckpoint(4000)")
+		pragmas.Add("_pragma", "wal_autocheckpoint(16000)")
+		pragmas.Add("_pragma", "journal_size_limit(67108864)")
+		pragmas.Add("_pragma", "mmap_size(268435456)")
 		name = path // a plain path; a file: URI passes through as such
 	}
 	sep := "?"
