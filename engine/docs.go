@@ -244,7 +244,7 @@ func (e *Engine) expireDocument(ctx context.Context, job *svctype.Job) error {
 	_ = json.Unmarshal(job.Payload, &p)
 	var gone *documents.Document
 	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		if err := tx.RenewJob(ctx, job, e.now().Add(e.lease)); err != nil {
+		if err := tx.RenewJob(ctx, job, e.lease); err != nil {
 			return err
 		}
 		if p.DocumentID == "" {

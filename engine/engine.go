@@ -43,6 +43,13 @@ type Config struct {
 	// StepObserver, when set, is told how long each committed unit of run work took (one
 	// step, or one foreach element), transaction included: metrics and benchmarks use it.
 	StepObserver func(stepType string, d time.Duration)
+	// Slice is how long a worker keeps advancing one run before it hands the run back to
+	// the queue (at a step boundary) so that queued runs, of any organization, take their
+	// turn (default 100ms). A run that ends within its slice never goes back to the queue.
+	Slice time.Duration
+	// WaitPoll is how often the status of runs that callers wait for is re-read, to catch a
+	// change that no notification reported (default 500ms).
+	WaitPoll time.Duration
 }
 
 // Engine runs workflows for many organizations against one Store.
@@ -58,24 +65,38 @@ type Engine struct {
 
 	defs   *defCache
 	tables tableCache
-	// preloaded holds the state of runs handed to an in-process worker, by job id, until
-	// the worker takes it.
-	preloaded sync.Map
+	// states holds the state of runs this process started or handed back, until it
+	// claims their job again.
+	states   *runCache
+	slice    time.Duration
+	waits    waitHub
+	waitPoll time.Duration
+	// watchOnce subscribes to status changes of other processes on the first wait.
+	watchOnce sync.Once
 	// jobHandlers run job kinds other than run steps and schedules (document expiry, and
 	// later deliveries and timers); features register theirs in New.
 	jobHandlers map[string]func(ctx context.Context, job *svctype.Job) error
 
 	mu      sync.Mutex
 	wakeups []chan struct{}
-	local   func() *LocalSlot
 }
+
+// stateCacheSize bounds the run states kept between a hand-back and the next claim.
+const stateCacheSize = 4096
 
 // New returns an engine over cfg.Store.
 func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: Config.Store is required")
 	}
-	e := &Engine{store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: cfg.Now, lease: cfg.Lease, obs: cfg.StepObserver, blobs: cfg.Blobs}
+	e := &Engine{store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: cfg.Now, lease: cfg.Lease, obs: cfg.StepObserver, blobs: cfg.Blobs,
+		slice: cfg.Slice, waitPoll: cfg.WaitPoll, states: newRunCache(stateCacheSize)}
+	if e.slice <= 0 {
+		e.slice = 100 * time.Millisecond
+	}
+	if e.waitPoll <= 0 {
+		e.waitPoll = 500 * time.Millisecond
+	}
 	if e.env == nil {
 		e.env = NewEnvironment()
 	}
@@ -249,19 +270,19 @@ func (e *Engine) DeleteWorkflow(ctx context.Context, orgID, id string) error {
 // Execute starts a run of the workflow's current version and returns it in status running;
 // a worker executes it. With opts.IdempotencyKey, a call repeating a key seen in the last
 // IdempotencyWindow returns the run that key started.
+//
+// The run's job goes into the jobs table like every other job, and workers claim it in
+// turn (fairly across organizations, in order of acceptance within one): a run started
+// here gets no shortcut past runs queued earlier or by other processes. What this process
+// does keep is the run's state, so that when its own worker claims the job it need not
+// read the run back.
 func (e *Engine) Execute(ctx context.Context, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions) (*svctype.Run, error) {
-	// With an in-process worker that has a free slot, the run's job is created already
-	// leased to it and handed over after the commit: no claim, no poll.
-	var local *LocalSlot
-	if f := e.localSlot(); f != nil {
-		local = f()
-	}
 	for attempt := 0; attempt < 3; attempt++ {
 		var run *svctype.Run
 		var job *svctype.Job
 		err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 			var err error
-			run, job, err = e.executeTx(ctx, tx, orgID, workflowID, input, opts, local != nil)
+			run, job, err = e.executeTx(ctx, tx, orgID, workflowID, input, opts)
 			return err
 		})
 		// Two first calls with one key raced: the loser's insert conflicted, so the key's run
@@ -269,54 +290,21 @@ func (e *Engine) Execute(ctx context.Context, orgID, workflowID string, input js
 		if errors.Is(err, errKeyRace) {
 			continue
 		}
-		switch {
-		case local == nil:
-		case err == nil && job != nil:
-			// The worker starts from what this call already holds: no reads.
+		if err != nil {
+			return nil, err
+		}
+		if job != nil {
 			if ent, perr := e.entry(run); perr == nil {
 				var in any
 				_ = json.Unmarshal(run.Input, &in)
 				own := *run // the worker changes its copy; the caller keeps this one
-				e.preloaded.Store(job.ID, &runState{run: &own, ent: ent, vars: expr.Vars{"input": in}})
+				e.states.put(job.ID, job.Claims, &runState{run: &own, ent: ent, vars: expr.Vars{"input": in}})
 			}
-			local.Run(*job)
-		default:
-			local.Release()
-		}
-		if err != nil {
-			return nil, err
-		}
-		if local == nil {
 			e.notify()
 		}
 		return run, nil
 	}
-	if local != nil {
-		local.Release()
-	}
 	return nil, fmt.Errorf("execute: idempotency key %q kept conflicting", opts.IdempotencyKey)
-}
-
-// LocalSlot is a free slot of an in-process worker, reserved for a run about to be
-// created: Run hands it the run's job (already leased to it), Release gives the slot back
-// unused. Exactly one of the two is called.
-type LocalSlot struct {
-	Run     func(job svctype.Job)
-	Release func()
-}
-
-// SetLocalWorker lets an in-process worker take new runs directly: reserve returns a slot,
-// or nil when the worker is full or draining. nil unsets it.
-func (e *Engine) SetLocalWorker(reserve func() *LocalSlot) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.local = reserve
-}
-
-func (e *Engine) localSlot() func() *LocalSlot {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.local
 }
 
 var errKeyRace = errors.New("idempotency key race")
@@ -324,13 +312,13 @@ var errKeyRace = errors.New("idempotency key race")
 // ExecuteTx is Execute inside the caller's transaction: the run exists only if tx commits.
 // An in-process worker learns of it at its next poll.
 func (e *Engine) ExecuteTx(ctx context.Context, tx Tx, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions) (*svctype.Run, error) {
-	run, _, err := e.executeTx(ctx, tx, orgID, workflowID, input, opts, false)
+	run, _, err := e.executeTx(ctx, tx, orgID, workflowID, input, opts)
 	return run, err
 }
 
 // executeTx starts a run in tx and returns it with its job (nil when an idempotency key
-// named an existing run). With leased, the job is created leased to the caller.
-func (e *Engine) executeTx(ctx context.Context, tx Tx, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions, leased bool) (*svctype.Run, *svctype.Job, error) {
+// named an existing run).
+func (e *Engine) executeTx(ctx context.Context, tx Tx, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions) (*svctype.Run, *svctype.Job, error) {
 	if err := checkOrg(orgID); err != nil {
 		return nil, nil, err
 	}
@@ -357,10 +345,6 @@ func (e *Engine) executeTx(ctx context.Context, tx Tx, orgID, workflowID string,
 		return nil, nil, err
 	}
 	job := &svctype.Job{OrgID: w.OrgID, Kind: svctype.JobRunStep, RunAt: now}
-	if leased {
-		until := time.Now().Add(e.lease)
-		job.LeaseToken, job.LeaseUntil, job.Attempts = uuid.NewString(), &until, 1
-	}
 	run, err := e.startRunTx(ctx, tx, w, input, opts.IdempotencyKey, now, job)
 	if errors.Is(err, ErrConflict) && opts.IdempotencyKey != "" {
 		return nil, nil, errKeyRace
@@ -582,6 +566,7 @@ func (e *Engine) CancelRun(ctx context.Context, orgID, runID, reason string, act
 	if err != nil {
 		return nil, err
 	}
+	e.runChanged(orgID, runID)
 	return run, nil
 }
 

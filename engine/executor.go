@@ -16,10 +16,11 @@ import (
 // ClaimBatch is how many jobs Work claims at a time.
 const ClaimBatch = 16
 
-// MaxAttempts is how many times a run's job may be claimed without the run ending or
-// pausing before the run fails: a run whose step crashes its worker every time, or that
-// meets a store error every time, must not be retried forever. A drain's hand-back and a
-// lost lease count as attempts too; 25 leaves room for those.
+// MaxAttempts is how many times in a row a run's job may be claimed without committing a
+// step before the run fails, naming the step: a step that crashes its worker every time,
+// or meets a store error every time, must not be retried forever. Every committed step
+// (and every committed foreach element) starts the count again, so a run that makes
+// progress never reaches it, however often it is handed between workers.
 const MaxAttempts = 25
 
 // Work claims and runs due jobs until none is left, or ctx is done, and returns how many it
@@ -98,11 +99,10 @@ func (e *Engine) loadRun(ctx context.Context, job *svctype.Job) (*runState, erro
 
 func (e *Engine) advanceRun(ctx context.Context, job *svctype.Job) error {
 	commitCtx := context.WithoutCancel(ctx)
-	var st *runState
+	claimed := time.Now()
+	st := e.states.take(job.ID, job.Claims)
 	var err error
-	if v, ok := e.preloaded.LoadAndDelete(job.ID); ok {
-		st = v.(*runState)
-	} else {
+	if st == nil {
 		st, err = e.loadRun(commitCtx, job)
 	}
 	if errors.Is(err, ErrNotFound) {
@@ -114,6 +114,12 @@ func (e *Engine) advanceRun(ctx context.Context, job *svctype.Job) error {
 	if st.run.Status != svctype.RunRunning {
 		return e.store.InTx(commitCtx, func(ctx context.Context, tx Tx) error { return tx.CompleteJob(ctx, job) })
 	}
+	// Whatever ends or pauses the run below (a commit, a failure) wakes its waiters.
+	defer func() {
+		if st.run.Status != svctype.RunRunning {
+			e.runChanged(st.run.OrgID, st.run.ID)
+		}
+	}()
 	if job.Attempts > MaxAttempts {
 		// Every worker that took this run lost it without committing (crashes, or an error
 		// of the store): stop retrying and say so, rather than loop forever.
@@ -128,10 +134,14 @@ func (e *Engine) advanceRun(ctx context.Context, job *svctype.Job) error {
 	// Every commit that ends or pauses the run also completes its job.
 	for st.run.Status == svctype.RunRunning {
 		if ctx.Err() != nil {
-			// Draining: hand the run to whichever worker claims it next.
+			// Draining: hand the run to whichever worker claims it next, at its place in
+			// the queue.
 			return e.store.InTx(commitCtx, func(ctx context.Context, tx Tx) error {
-				return tx.RenewJob(ctx, job, time.Time{})
+				return tx.RenewJob(ctx, job, 0)
 			})
+		}
+		if time.Since(claimed) >= e.slice {
+			return e.yieldRun(commitCtx, job, st)
 		}
 		began := time.Now()
 		if err := e.stepOnce(commitCtx, job, st); err != nil {
@@ -142,6 +152,28 @@ func (e *Engine) advanceRun(ctx context.Context, job *svctype.Job) error {
 		}
 	}
 	return nil
+}
+
+// keepLease renews job's lease inside a step's transaction and, because it commits with the
+// step, restarts the job's attempt count: Attempts counts the claims since the last commit.
+func (e *Engine) keepLease(ctx context.Context, tx Tx, job *svctype.Job) error {
+	job.Attempts = 0
+	return tx.RenewJob(ctx, job, e.lease)
+}
+
+// yieldRun hands a run that has used its slice back to the queue, behind the jobs that are
+// due now, so that every queued run (of this organization or another) gets its turn before
+// this one continues. Its state stays in memory for this process's next claim of it.
+func (e *Engine) yieldRun(ctx context.Context, job *svctype.Job, st *runState) error {
+	job.RunAt = time.Time{} // the store's now: after every job due now
+	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		return tx.RenewJob(ctx, job, 0)
+	})
+	if err == nil {
+		e.states.put(job.ID, job.Claims, st)
+		e.notify()
+	}
+	return err
 }
 
 // scope returns the variables a step at index sees.
@@ -196,7 +228,7 @@ func (e *Engine) stepOnce(ctx context.Context, job *svctype.Job, st *runState) e
 	started := e.now().UTC()
 	c.rec.StartedAt = &started
 	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		if err := tx.RenewJob(ctx, job, e.now().Add(e.lease)); err != nil {
+		if err := e.keepLease(ctx, tx, job); err != nil {
 			return err
 		}
 		if i == 0 && def.Condition != nil {
@@ -405,7 +437,7 @@ func (e *Engine) outputs(st *runState, c *commit) map[string]any {
 func (e *Engine) commitStep(ctx context.Context, job *svctype.Job, st *runState, c *commit) error {
 	snapshot := *st.run
 	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		if err := tx.RenewJob(ctx, job, e.now().Add(e.lease)); err != nil {
+		if err := e.keepLease(ctx, tx, job); err != nil {
 			return err
 		}
 		if st.run.Cursor.Step == 0 && st.ent.def.Condition != nil {
@@ -450,7 +482,7 @@ func (e *Engine) afterCommit(ctx context.Context, job *svctype.Job, st *runState
 func (e *Engine) failRun(ctx context.Context, job *svctype.Job, st *runState, i int, step *svctype.Step, cause error) error {
 	reason := fmt.Sprintf("step %d (%s): %s", i, step.Type, cause.Error())
 	return e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		if err := tx.RenewJob(ctx, job, e.now().Add(e.lease)); err != nil {
+		if err := tx.RenewJob(ctx, job, e.lease); err != nil {
 			return err
 		}
 		now := e.now().UTC()

@@ -138,7 +138,7 @@ func (e *Engine) loopOnce(ctx context.Context, job *svctype.Job, st *runState, i
 	if st.run.Cursor.Loop == nil {
 		c := &commit{rec: rec}
 		err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-			if err := tx.RenewJob(ctx, job, e.now().Add(e.lease)); err != nil {
+			if err := e.keepLease(ctx, tx, job); err != nil {
 				return err
 			}
 			if i == 0 && st.ent.def.Condition != nil {
@@ -194,7 +194,7 @@ func (e *Engine) loopOnce(ctx context.Context, job *svctype.Job, st *runState, i
 		k := lc.Next
 		c := &commit{rec: rec, inner: true}
 		err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-			if err := tx.RenewJob(ctx, job, e.now().Add(e.lease)); err != nil {
+			if err := e.keepLease(ctx, tx, job); err != nil {
 				return err
 			}
 			out, err := e.runElement(ctx, tx, st, plan, i, k, vars, c)
@@ -231,7 +231,7 @@ func (e *Engine) endLoop(ctx context.Context, job *svctype.Job, st *runState, i 
 	c := &commit{rec: rec}
 	snapshot := *st.run
 	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		if err := tx.RenewJob(ctx, job, e.now().Add(e.lease)); err != nil {
+		if err := e.keepLease(ctx, tx, job); err != nil {
 			return err
 		}
 		raw, err := tx.ListLoopItems(ctx, st.run.OrgID, st.run.ID, i)

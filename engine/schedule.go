@@ -129,7 +129,7 @@ func (e *Engine) scheduleTx(ctx context.Context, tx Tx, w *svctype.Workflow, def
 // fireSchedule starts one run for a due schedule job and moves the job to the next slot.
 func (e *Engine) fireSchedule(ctx context.Context, job *svctype.Job) error {
 	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		if err := tx.RenewJob(ctx, job, e.now().Add(e.lease)); err != nil {
+		if err := tx.RenewJob(ctx, job, e.lease); err != nil {
 			return err
 		}
 		w, err := tx.GetWorkflow(ctx, job.OrgID, job.WorkflowID)
@@ -159,7 +159,7 @@ func (e *Engine) fireSchedule(ctx context.Context, job *svctype.Job) error {
 			return err
 		}
 		job.RunAt = sp.nextSlot(p.Anchor, now).UTC()
-		return tx.RenewJob(ctx, job, time.Time{})
+		return tx.RenewJob(ctx, job, 0)
 	})
 	if err == nil {
 		e.notify()

@@ -63,7 +63,11 @@ type Querier interface {
 	RunIDForIdempotencyKey(ctx context.Context, orgID, key string, now time.Time) (string, error)
 	GetRun(ctx context.Context, orgID, id string) (*svctype.Run, error)
 	// UpdateRun writes Status, Cursor, Reason, UpdatedAt and FinishedAt of an existing run.
+	// A store that implements RunStatusWatcher announces, at commit, a status other than
+	// running to the watchers of every process.
 	UpdateRun(ctx context.Context, run *svctype.Run) error
+	// RunStatuses returns the status of each of the org's runs in ids that exists.
+	RunStatuses(ctx context.Context, orgID string, ids []string) (map[string]svctype.RunStatus, error)
 	// ListRuns pages runs newest first; the cursor is opaque to callers.
 	ListRuns(ctx context.Context, orgID string, f RunFilter) (svctype.Page[svctype.Run], error)
 
@@ -84,13 +88,16 @@ type Querier interface {
 	AppendEvents(ctx context.Context, events []svctype.Event) error
 	ListRunEvents(ctx context.Context, orgID, runID string, opts svctype.ListOptions) (svctype.Page[svctype.Event], error)
 
-	// Jobs. EnqueueJob inserts a job (ID assigned). RenewJob verifies that the job still holds
-	// job.LeaseToken (else ErrLeaseLost), and sets its run_at, payload and lease_until
-	// (keeping the lease when leaseUntil is in the future, freeing it when zero).
+	// Jobs. Leases are set and compared on the store's clock only (ClaimJobs, RenewJob,
+	// ExtendLeases all take a duration), so an engine with an injected clock cannot hold a
+	// lease that the store already considers expired. EnqueueJob inserts a job (ID
+	// assigned). RenewJob verifies that the job still holds job.LeaseToken (else
+	// ErrLeaseLost), and sets its run_at (the store's now when zero), payload and attempts,
+	// and keeps the lease for lease more, or frees it when lease is 0.
 	// CompleteJob deletes a job that still holds its token (else ErrLeaseLost).
 	// DeleteJobs removes an org's jobs of a kind for a run or a workflow (whichever id is set).
 	EnqueueJob(ctx context.Context, job *svctype.Job) error
-	RenewJob(ctx context.Context, job *svctype.Job, leaseUntil time.Time) error
+	RenewJob(ctx context.Context, job *svctype.Job, lease time.Duration) error
 	CompleteJob(ctx context.Context, job *svctype.Job) error
 	DeleteJobs(ctx context.Context, orgID, kind, runID, workflowID string) error
 	CountJobs(ctx context.Context) (int, error)

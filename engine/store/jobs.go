@@ -35,20 +35,26 @@ func (q *querier) EnqueueJob(ctx context.Context, job *svctype.Job) error {
 	return wrap("enqueue job", err)
 }
 
-// RenewJob writes RunAt (now when zero) and Payload, and keeps the lease until leaseUntil,
-// or frees it (no token, no lease_until) when leaseUntil is zero; job is updated to match.
-func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, leaseUntil time.Time) error {
+// RenewJob writes RunAt (now when zero), Payload and Attempts, and keeps the lease for
+// lease from now, or frees it (no token, no lease_until) when lease is 0; job is updated to
+// match.
+func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, lease time.Duration) error {
 	const op = "renew job"
 	if job.LeaseToken == "" {
 		return leaseLost(op)
 	}
-	runAt := orNow(job.RunAt, now())
+	t := now()
+	runAt := orNow(job.RunAt, t)
+	var leaseUntil time.Time
+	if lease > 0 {
+		leaseUntil = dbTime(t.Add(lease))
+	}
 	if st := q.fast(); st != nil {
 		var until any
-		if !leaseUntil.IsZero() {
-			until = sqliteTime(dbTime(leaseUntil))
+		if lease > 0 {
+			until = sqliteTime(leaseUntil)
 		}
-		res, err := q.exec(ctx, st.renewJob, sqliteTime(runAt), jsonArg(job.Payload), until, until,
+		res, err := q.exec(ctx, st.renewJob, sqliteTime(runAt), jsonArg(job.Payload), job.Attempts, until, until,
 			job.ID, job.LeaseToken)
 		if err != nil {
 			return wrap(op, err)
@@ -58,11 +64,12 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, leaseUntil tim
 	upd := q.w.NewUpdate().Model((*jobModel)(nil)).
 		Set("run_at = ?", runAt).
 		Set("payload = ?", jsonArg(job.Payload)).
+		Set("attempts = ?", job.Attempts).
 		Where("id = ? AND lease_token = ?", job.ID, job.LeaseToken)
-	if leaseUntil.IsZero() {
-		upd = upd.Set("lease_until = NULL").Set("lease_token = NULL")
+	if lease > 0 {
+		upd = upd.Set("lease_until = ?", leaseUntil)
 	} else {
-		upd = upd.Set("lease_until = ?", dbTime(leaseUntil))
+		upd = upd.Set("lease_until = NULL").Set("lease_token = NULL")
 	}
 	res, err := upd.Exec(ctx)
 	if err != nil {
@@ -73,7 +80,11 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, leaseUntil tim
 
 // renewed reports a lost lease when the renewal matched no row, else updates job.
 func renewed(op string, res sql.Result, job *svctype.Job, runAt, leaseUntil time.Time) error {
-	if rowsAffected(res) == 0 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrap(op, err)
+	}
+	if n == 0 {
 		return leaseLost(op)
 	}
 	job.RunAt = runAt
@@ -81,7 +92,7 @@ func renewed(op string, res sql.Result, job *svctype.Job, runAt, leaseUntil time
 		job.LeaseUntil = nil
 		job.LeaseToken = ""
 	} else {
-		u := dbTime(leaseUntil)
+		u := leaseUntil
 		job.LeaseUntil = &u
 	}
 	return nil

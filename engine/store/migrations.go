@@ -391,3 +391,42 @@ func createSchemaV2(ctx context.Context, db bun.IDB) error {
 	}
 	return nil
 }
+
+// Schema version 3, frozen: fair claiming. jobs_org_run_at lets the claim walk the
+// organizations with jobs (one index probe each) and read each one's oldest due jobs;
+// claims counts every lease taken on a job, never reset.
+
+func init() {
+	migrations.Add(migrate.Migration{
+		Name:    "20261123000010",
+		Comment: "fair_claims",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				return createSchemaV3(ctx, tx)
+			})
+		},
+	})
+}
+
+func createSchemaV3(ctx context.Context, db bun.IDB) error {
+	// ADD COLUMN IF NOT EXISTS is PostgreSQL only; SQLite has no IF NOT EXISTS here, so look.
+	var has int
+	var err error
+	if db.Dialect().Name().String() == "pg" {
+		err = db.NewRaw(`SELECT count(*) FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = 'jobs' AND column_name = 'claims'`).Scan(ctx, &has)
+	} else {
+		err = db.NewRaw(`SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'claims'`).Scan(ctx, &has)
+	}
+	if err != nil {
+		return err
+	}
+	if has == 0 {
+		if _, err := db.NewRaw(`ALTER TABLE jobs ADD COLUMN claims BIGINT NOT NULL DEFAULT 0`).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	_, err = db.NewCreateIndex().Model((*v1Job)(nil)).Index("jobs_org_run_at").
+		Column("org_id", "run_at", "id").IfNotExists().Exec(ctx)
+	return err
+}

@@ -125,6 +125,7 @@ type jobModel struct {
 	WorkflowID string          `bun:"workflow_id"`
 	RunAt      time.Time       `bun:"run_at"`
 	Attempts   int             `bun:"attempts"`
+	Claims     int64           `bun:"claims"`
 	LeaseToken *string         `bun:"lease_token"`
 	LeaseUntil *time.Time      `bun:"lease_until"`
 	Payload    json.RawMessage `bun:"payload,type:text"`
@@ -267,7 +268,7 @@ func (m *eventModel) toEvent() svctype.Event {
 func jobToModel(j *svctype.Job) *jobModel {
 	m := &jobModel{
 		ID: j.ID, OrgID: j.OrgID, Kind: j.Kind, RunID: j.RunID, WorkflowID: j.WorkflowID,
-		RunAt: j.RunAt, Attempts: j.Attempts, LeaseUntil: dbTimePtr(j.LeaseUntil),
+		RunAt: j.RunAt, Attempts: j.Attempts, Claims: j.Claims, LeaseUntil: dbTimePtr(j.LeaseUntil),
 		Payload: nonEmpty(j.Payload),
 	}
 	if j.LeaseToken != "" {
@@ -279,7 +280,7 @@ func jobToModel(j *svctype.Job) *jobModel {
 func (m *jobModel) toJob() svctype.Job {
 	j := svctype.Job{
 		ID: m.ID, OrgID: m.OrgID, Kind: m.Kind, RunID: m.RunID, WorkflowID: m.WorkflowID,
-		RunAt: m.RunAt.UTC(), Attempts: m.Attempts, LeaseUntil: utcPtr(m.LeaseUntil),
+		RunAt: m.RunAt.UTC(), Attempts: m.Attempts, Claims: m.Claims, LeaseUntil: utcPtr(m.LeaseUntil),
 		Payload: m.Payload,
 	}
 	if m.LeaseToken != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -341,7 +342,36 @@ func (q *querier) UpdateRun(ctx context.Context, run *svctype.Run) error {
 	if rowsAffected(res) == 0 {
 		return notFound(op)
 	}
+	if q.dialect == dialectPostgres && run.Status != svctype.RunRunning {
+		// Delivered to every listener when the transaction commits (never if it rolls back).
+		if _, err := q.w.NewRaw("SELECT pg_notify(?, ?)", runStatusChannel, run.OrgID+"\n"+run.ID).Exec(ctx); err != nil {
+			return wrap(op, err)
+		}
+	}
 	return nil
+}
+
+// RunStatuses reads the status column of the org's runs in ids.
+func (q *querier) RunStatuses(ctx context.Context, orgID string, ids []string) (map[string]svctype.RunStatus, error) {
+	out := make(map[string]svctype.RunStatus, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		ID     string `bun:"id"`
+		Status string `bun:"status"`
+	}
+	err := q.r.NewSelect().Model((*runModel)(nil)).Column("id", "status").
+		Where("org_id = ?", orgID).
+		Where("id IN (?)", bun.List(ids)).
+		Scan(ctx, &rows)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, wrap("run statuses", err)
+	}
+	for _, r := range rows {
+		out[r.ID] = svctype.RunStatus(r.Status)
+	}
+	return out, nil
 }
 
 // ListRuns pages runs newest first. Items carry no Definition: a listing does not need the

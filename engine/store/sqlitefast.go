@@ -29,7 +29,7 @@ type sqliteStatements struct {
 }
 
 const (
-	sqlRenewJob = `UPDATE "jobs" SET "run_at" = ?, "payload" = ?, "lease_until" = ?,
+	sqlRenewJob = `UPDATE "jobs" SET "run_at" = ?, "payload" = ?, "attempts" = ?, "lease_until" = ?,
  "lease_token" = CASE WHEN ? IS NULL THEN NULL ELSE "lease_token" END
  WHERE "id" = ? AND "lease_token" = ?`
 	sqlPutContext = `INSERT INTO "run_context" ("org_id", "run_id", "key", "value") VALUES (?, ?, ?, ?)

@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,6 +57,15 @@ type Store struct {
 	read     *bun.DB // the same as write on PostgreSQL
 	dialect  string
 	prepared *sqlitePrepared // nil on PostgreSQL
+
+	pgConfig *pgx.ConnConfig // PostgreSQL only: for connections outside the pool (LISTEN)
+	watch    watchers
+
+	// rr is where this Store's fair claim resumes: the organization it last took a job from.
+	rr struct {
+		sync.Mutex
+		lastOrg string
+	}
 }
 
 var (
@@ -174,7 +184,9 @@ func openPostgres(dsn string) (*Store, error) {
 	sqldb.SetMaxIdleConns(postgresPoolConns / 2)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	db := bun.NewDB(sqldb, pgdialect.New())
-	return newStore(db, db, dialectPostgres), nil
+	s := newStore(db, db, dialectPostgres)
+	s.pgConfig = cfg
+	return s, nil
 }
 
 func newStore(write, read *bun.DB, dialect string) *Store {
@@ -204,6 +216,7 @@ func (s *Store) Dialect() string { return s.dialect }
 // Close closes the database. A sqlite::memory: database is gone afterwards.
 func (s *Store) Close() error {
 	var errs []error
+	s.stopWatchers()
 	if s.prepared != nil {
 		s.prepared.close()
 	}
@@ -232,31 +245,49 @@ type storeTx struct {
 	querier
 }
 
-// ClaimJobs leases up to n due jobs in one statement. On SQLite the single writer
-// connection serializes claims; on PostgreSQL SKIP LOCKED lets concurrent claimers pass
-// each other's rows. Each claimed job gets its own random token.
+// ClaimJobs leases up to n due jobs, taking organizations in turn. It reads, for every
+// organization with jobs, its oldest few due jobs (a skip scan over the jobs_org_run_at
+// index: one index probe per organization, whatever the queue length), picks from them
+// round robin starting after the organization this Store served last, oldest first within
+// each organization, and leases those whose lease is still free in one statement (SKIP
+// LOCKED on PostgreSQL; on SQLite the single writer connection serializes claims). So one
+// organization's backlog of any length delays another organization's job by at most one
+// claim per organization with due work, and within an organization jobs start in the order
+// of run_at (the time the run was accepted). Each claimed job gets its own random token.
 func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]svctype.Job, error) {
 	if n <= 0 {
 		return nil, nil
 	}
 	t := now()
+	cands, err := s.claimCandidates(ctx, t, n)
+	if err != nil {
+		return nil, fmt.Errorf("store: claim jobs: %w", err)
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	s.rr.Lock()
+	ids, last := pickRoundRobin(cands, n, s.rr.lastOrg)
+	s.rr.lastOrg = last
+	s.rr.Unlock()
+
 	until := dbTime(t.Add(lease))
-	due := s.write.NewSelect().Model((*jobModel)(nil)).Column("id").
+	free := s.write.NewSelect().Model((*jobModel)(nil)).Column("id").
+		Where("id IN (?)", bun.List(ids)).
 		Where("run_at <= ?", t).
-		Where("(lease_until IS NULL OR lease_until < ?)", t).
-		OrderExpr("run_at, id").
-		Limit(int64(n))
+		Where("(lease_until IS NULL OR lease_until < ?)", t)
 	token := "lower(hex(randomblob(16)))"
 	if s.dialect == dialectPostgres {
-		due = due.For("UPDATE SKIP LOCKED")
+		free = free.For("UPDATE SKIP LOCKED")
 		token = "gen_random_uuid()::text"
 	}
 	var claimed []jobModel
-	err := s.write.NewUpdate().Model((*jobModel)(nil)).
+	err = s.write.NewUpdate().Model((*jobModel)(nil)).
 		Set("lease_token = "+token).
 		Set("lease_until = ?", until).
 		Set("attempts = attempts + 1").
-		Where("id IN (?)", due).
+		Set("claims = claims + 1").
+		Where("id IN (?)", free).
 		Returning("*").
 		Scan(ctx, &claimed)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -273,6 +304,91 @@ func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]sv
 		return cmp.Compare(a.ID, b.ID)
 	})
 	return jobs, nil
+}
+
+// claimCandidate is a due job as the fair claim sees it.
+type claimCandidate struct {
+	ID    int64  `bun:"id"`
+	OrgID string `bun:"org_id"`
+}
+
+// orgsWithJobs walks the distinct org ids of the jobs table through the jobs_org_run_at
+// index, one probe per organization (a loose index scan), on both dialects.
+const orgsWithJobs = `WITH RECURSIVE orgs(org_id) AS (
+	SELECT (SELECT min(org_id) FROM jobs)
+	UNION ALL
+	SELECT (SELECT min(j.org_id) FROM jobs j WHERE j.org_id > orgs.org_id) FROM orgs WHERE orgs.org_id IS NOT NULL
+) `
+
+// claimCandidates returns, for each organization, its n oldest due jobs with a free lease,
+// ordered by organization, then run_at and id. It reads without locking; the claim
+// statement checks the lease again.
+func (s *Store) claimCandidates(ctx context.Context, t time.Time, n int) ([]claimCandidate, error) {
+	var q string
+	if s.dialect == dialectPostgres {
+		q = orgsWithJobs + `SELECT d.id, d.org_id FROM orgs CROSS JOIN LATERAL (
+	SELECT id, org_id, run_at FROM jobs
+	WHERE org_id = orgs.org_id AND run_at <= ? AND (lease_until IS NULL OR lease_until < ?)
+	ORDER BY run_at, id LIMIT ?) d
+ORDER BY d.org_id, d.run_at, d.id`
+	} else {
+		q = orgsWithJobs + `SELECT j.id, j.org_id FROM orgs JOIN jobs j ON j.id IN (
+	SELECT d.id FROM jobs d
+	WHERE d.org_id = orgs.org_id AND d.run_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+	ORDER BY d.run_at, d.id LIMIT ?)
+ORDER BY j.org_id, j.run_at, j.id`
+	}
+	var cands []claimCandidate
+	err := s.read.NewRaw(q, t, t, n).Scan(ctx, &cands)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
+	}
+	return cands, err
+}
+
+// pickRoundRobin takes up to n of cands (grouped by org, oldest first within each) one org
+// at a time, starting with the first org after lastOrg in org order and wrapping around,
+// and returns their ids and the org it took from last.
+func pickRoundRobin(cands []claimCandidate, n int, lastOrg string) ([]int64, string) {
+	type queue struct{ ids []int64 }
+	var orgs []string
+	queues := map[string]*queue{}
+	for _, c := range cands {
+		q := queues[c.OrgID]
+		if q == nil {
+			q = &queue{}
+			queues[c.OrgID] = q
+			orgs = append(orgs, c.OrgID)
+		}
+		q.ids = append(q.ids, c.ID)
+	}
+	// orgs is sorted (cands are ordered by org): start after lastOrg.
+	start, _ := slices.BinarySearch(orgs, lastOrg)
+	if start < len(orgs) && orgs[start] == lastOrg {
+		start++
+	}
+	ids := make([]int64, 0, n)
+	last := lastOrg
+	for len(ids) < n {
+		took := false
+		for k := range orgs {
+			org := orgs[(start+k)%len(orgs)]
+			q := queues[org]
+			if len(q.ids) == 0 {
+				continue
+			}
+			ids = append(ids, q.ids[0])
+			q.ids = q.ids[1:]
+			last, took = org, true
+			if len(ids) == n {
+				break
+			}
+		}
+		if !took {
+			break
+		}
+	}
+	return ids, last
 }
 
 // ExtendLeases moves lease_until of the jobs that still hold their tokens, in one
@@ -293,7 +409,7 @@ func (s *Store) ExtendLeases(ctx context.Context, jobs []svctype.Job, lease time
 	if len(ids) == 0 {
 		return nil
 	}
-	until := dbTime(time.Now().Add(lease))
+	until := dbTime(now().Add(lease))
 	// Tokens are random per claim, so a job whose current token is in the list is one
 	// whose caller still holds it.
 	var extended []int64

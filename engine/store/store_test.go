@@ -194,7 +194,7 @@ func BenchmarkStepCommit(b *testing.B) {
 			for b.Loop() {
 				err := s.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
 					job.Payload = json.RawMessage(`{"step":1}`)
-					if err := tx.RenewJob(ctx, &job, time.Now().Add(time.Hour)); err != nil {
+					if err := tx.RenewJob(ctx, &job, time.Hour); err != nil {
 						return err
 					}
 					key := "step" + string(rune('a'+i%26))

@@ -148,13 +148,16 @@ const (
 
 // Job is one unit of deferred work in the jobs table.
 type Job struct {
-	ID         int64           `json:"id"`
-	OrgID      string          `json:"org_id"`
-	Kind       string          `json:"kind"`
-	RunID      string          `json:"run_id,omitempty"`
-	WorkflowID string          `json:"workflow_id,omitempty"`
-	RunAt      time.Time       `json:"run_at"`
-	Attempts   int             `json:"attempts"`
+	ID         int64     `json:"id"`
+	OrgID      string    `json:"org_id"`
+	Kind       string    `json:"kind"`
+	RunID      string    `json:"run_id,omitempty"`
+	WorkflowID string    `json:"workflow_id,omitempty"`
+	RunAt      time.Time `json:"run_at"`
+	Attempts   int       `json:"attempts"`
+	// Claims counts every lease ever taken on the job and is never reset: a worker that
+	// handed a job back knows, on claiming it again, whether anyone else held it meanwhile.
+	Claims     int64           `json:"-"`
 	LeaseToken string          `json:"-"`
 	LeaseUntil *time.Time      `json:"lease_until,omitempty"`
 	Payload    json.RawMessage `json:"payload,omitempty"`

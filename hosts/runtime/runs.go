@@ -47,11 +47,31 @@ var runNotFound = failure{notFound: "run not found"}
 
 func (s *Server) registerRuns() {
 	o := op("get-run-status", http.MethodGet, "/runs/{runId}/status", "A run's status, context and steps", "Runs")
+	o.Description = "With `?wait=<duration>` (a Go duration, at most 60s) the answer is held until the " +
+		"run's status differs from `last_status` (default `running`): at once when it already does, " +
+		"else as soon as a worker (in any process) commits the change, else at the deadline with the " +
+		"status unchanged. A long poll holds no database connection while it waits."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *RunPath) (*struct{ Body *engine.RunStatusDoc }, error) {
-		doc, err := s.eng.RunStatus(ctx, in.OrgID, in.RunID)
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		RunPath
+		WaitParam
+		LastStatus RunStatusFilter `query:"last_status" doc:"With ?wait=: the status the caller last saw; the answer comes when the run's status differs from it (default running)."`
+	}) (*struct{ Body *engine.RunStatusDoc }, error) {
+		wait, err := in.duration()
 		if err != nil {
-			return nil, s.fail(ctx, err, runNotFound)
+			return nil, err
+		}
+		var doc *engine.RunStatusDoc
+		if wait > 0 {
+			doc, err = s.waitStatus(ctx, in.OrgID, in.RunID, svctype.RunStatus(orDefault(string(in.LastStatus), string(svctype.RunRunning))), wait)
+		} else {
+			doc, err = s.eng.RunStatus(ctx, in.OrgID, in.RunID)
+			if err != nil {
+				err = s.fail(ctx, err, runNotFound)
+			}
+		}
+		if err != nil {
+			return nil, err
 		}
 		return &struct{ Body *engine.RunStatusDoc }{Body: doc}, nil
 	})
@@ -116,4 +136,37 @@ func (s *Server) registerRuns() {
 		}
 		return &struct{ Body RunRef }{Body: RunRef{ID: run.ID, Status: run.Status}}, nil
 	})
+}
+
+// WaitParam is the ?wait= of the routes that can hold their answer until a run changes.
+type WaitParam struct {
+	Wait string `query:"wait" maxLength:"32" example:"30s" doc:"Hold the answer up to this long (a Go duration: 500ms, 30s; at most 60s)."`
+}
+
+// duration parses ?wait=: empty is no wait; anything but a Go duration in [0, 60s] is 422.
+func (p WaitParam) duration() (time.Duration, error) {
+	if p.Wait == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(p.Wait)
+	if err != nil || d < 0 || d > engine.MaxWait {
+		return 0, newProblem(http.StatusUnprocessableEntity, codeValidation, "validation failed", &ProblemDetail{
+			Location: "query.wait", Value: p.Wait,
+			Message: "must be a Go duration between 0s and 60s, such as 500ms or 30s",
+		})
+	}
+	return d, nil
+}
+
+// waitStatus waits for the run's status to differ from last, then reads its status
+// document. A client that goes away ends the wait at once.
+func (s *Server) waitStatus(ctx context.Context, orgID, runID string, last svctype.RunStatus, wait time.Duration) (*engine.RunStatusDoc, error) {
+	if _, err := s.eng.WaitRun(ctx, orgID, runID, last, wait); err != nil {
+		return nil, s.fail(ctx, err, runNotFound)
+	}
+	doc, err := s.eng.RunStatus(ctx, orgID, runID)
+	if err != nil {
+		return nil, s.fail(ctx, err, runNotFound)
+	}
+	return doc, nil
 }

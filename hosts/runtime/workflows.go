@@ -49,7 +49,28 @@ type workflowOutput struct {
 	Body Workflow
 }
 
-// RunRef is the answer of execute and cancel.
+// ExecuteAnswer is the answer of execute: `{id, status}`, or with ?wait= the run's whole
+// status document.
+type ExecuteAnswer struct {
+	ID     string            `json:"id" example:"run-6a1e0f7c-2b7d-4c61-8f3e-5d4c3b2a1908" doc:"Run id (run-<uuid>)."`
+	Status svctype.RunStatus `json:"status" example:"running" doc:"The run's status."`
+	// With ?wait=, the rest of the status document (its id and status are the ones above).
+	*engine.RunStatusDoc
+}
+
+// TransformSchema leaves only id and status required: the rest comes with ?wait= only.
+func (ExecuteAnswer) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	s.Required = []string{"id", "status"}
+	s.Description = "{id, status} at once; with ?wait=, the run's status document (GET /runs/{runId}/status)."
+	return s
+}
+
+type executeOutput struct {
+	Status int
+	Body   ExecuteAnswer
+}
+
+// RunRef is the answer of cancel.
 type RunRef struct {
 	ID     string            `json:"id" example:"run-6a1e0f7c-2b7d-4c61-8f3e-5d4c3b2a1908" doc:"Run id (run-<uuid>)."`
 	Status svctype.RunStatus `json:"status" example:"running" doc:"The run's status."`
@@ -130,15 +151,26 @@ func (s *Server) registerWorkflows() {
 
 	o = op("execute-workflow", http.MethodPost, "/workflows/{id}/execute", "Start a run of the workflow's current version", "Workflows", "Runs")
 	o.DefaultStatus = http.StatusAccepted
-	o.Description = "Starts a run and answers at once; a worker executes it. A retry carrying the same " +
-		"Idempotency-Key within 24 hours answers the run the first call started."
+	o.Description = "Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. " +
+		"With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes " +
+		"when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with " +
+		"the status document in status `running` (continue with GET /runs/{runId}/status?wait=). " +
+		"A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started."
+	o.Responses = map[string]*huma.Response{
+		"200": {Description: "With ?wait=: the run ended or paused within the wait; the body is its status document."},
+	}
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgParam
 		ID             string `path:"id" doc:"Workflow id."`
 		IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Makes retries start one run."`
-		Body           *ExecuteBody
-	}) (*struct{ Body RunRef }, error) {
+		WaitParam
+		Body *ExecuteBody
+	}) (*executeOutput, error) {
+		wait, err := in.duration()
+		if err != nil {
+			return nil, err
+		}
 		var input json.RawMessage
 		if in.Body != nil {
 			input = json.RawMessage(in.Body.Input)
@@ -150,6 +182,24 @@ func (s *Server) registerWorkflows() {
 		if err != nil {
 			return nil, s.fail(ctx, err, workflowNotFound)
 		}
-		return &struct{ Body RunRef }{Body: RunRef{ID: run.ID, Status: run.Status}}, nil
+		out := &executeOutput{Status: http.StatusAccepted, Body: ExecuteAnswer{ID: run.ID, Status: run.Status}}
+		if wait <= 0 {
+			return out, nil
+		}
+		doc, err := s.waitStatus(ctx, in.OrgID, run.ID, svctype.RunRunning, wait)
+		if err != nil {
+			return nil, err
+		}
+		out.Body = ExecuteAnswer{ID: doc.ID, Status: doc.Status, RunStatusDoc: doc}
+		if doc.Status != svctype.RunRunning {
+			out.Status = http.StatusOK
+		}
+		return out, nil
 	})
+	// The 200 of ?wait= has the body of the 202.
+	if ops := s.api.OpenAPI().Paths["/workflows/{id}/execute"]; ops != nil && ops.Post != nil {
+		if ok, acc := ops.Post.Responses["200"], ops.Post.Responses["202"]; ok != nil && acc != nil {
+			ok.Content = acc.Content
+		}
+	}
 }

@@ -87,84 +87,6 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	// Runs started in this process come straight here, their jobs already leased to this
-	// worker: into a free slot, or into a short backlog (a channel, no goroutines) that
-	// slots take from before they claim. Beyond the backlog, runs wait in the table.
-	backlog := make(chan svctype.Job, 4*w.opts.Concurrency)
-	var mu sync.Mutex
-	stopped, reserved := false, 0
-	w.eng.SetLocalWorker(func() *engine.LocalSlot {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped || reserved >= cap(backlog) {
-			return nil
-		}
-		reserved++
-		wg.Add(1)
-		release := func() {
-			mu.Lock()
-			reserved--
-			mu.Unlock()
-		}
-		return &engine.LocalSlot{
-			Run: func(job svctype.Job) {
-				w.track(job, true) // the heartbeat keeps its lease while it waits
-				mu.Lock()
-				late := stopped
-				if !late {
-					backlog <- job // room was reserved
-				}
-				mu.Unlock()
-				select {
-				case freed <- struct{}{}:
-				default:
-				}
-				if late {
-					// Drained already: RunJob with ctx done hands the run back at once.
-					release()
-					slots <- struct{}{}
-					run(job)
-				}
-			},
-			Release: func() { release(); wg.Done() },
-		}
-	})
-	// takeBacklog starts waiting runs while slots are free.
-	takeBacklog := func() {
-		for len(slots) < cap(slots) {
-			select {
-			case job := <-backlog:
-				mu.Lock()
-				reserved--
-				mu.Unlock()
-				slots <- struct{}{}
-				run(job)
-			default:
-				return
-			}
-		}
-	}
-	defer func() {
-		w.eng.SetLocalWorker(nil)
-		mu.Lock()
-		stopped = true
-		mu.Unlock()
-		// Runs still in the backlog: ctx is done, so each is released at once.
-		for {
-			select {
-			case job := <-backlog:
-				mu.Lock()
-				reserved--
-				mu.Unlock()
-				slots <- struct{}{}
-				run(job)
-				continue
-			default:
-			}
-			break
-		}
-	}()
-
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -176,7 +98,6 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-wake:
 		case <-freed:
 		}
-		takeBacklog()
 		free := w.opts.Concurrency - len(slots)
 		claimed := 0
 		if free > 0 {

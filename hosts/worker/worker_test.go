@@ -376,7 +376,7 @@ func (s *dueStore) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([
 			s.mu.Unlock()
 		}
 		if j.RunAt.After(s.now()) {
-			err := s.Store.InTx(ctx, func(ctx context.Context, tx engine.Tx) error { return tx.RenewJob(ctx, &j, time.Time{}) })
+			err := s.Store.InTx(ctx, func(ctx context.Context, tx engine.Tx) error { return tx.RenewJob(ctx, &j, 0) })
 			if err != nil {
 				return nil, err
 			}
@@ -470,10 +470,11 @@ func TestSchedules(t *testing.T) {
 	}
 }
 
-// Runs started in the worker's process while every slot is busy wait in its backlog, their
-// jobs leased to it (no other claimer gets them); a drain hands them back at once.
+// Runs started in the worker's process while every slot is busy wait in the jobs table, not
+// in the worker: any other worker may claim them at once (no lease held on them), in the
+// order they were accepted. A drain hands the run in progress back at once.
 // PostgreSQL only: on SQLite a step that blocks holds the one writer, so Execute would wait.
-func TestWorkerBacklogHandedBackOnDrain(t *testing.T) {
+func TestWorkerLeavesQueuedRunsToAnyWorker(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	eng := newEngine(t, engine.Config{Store: store.OpenTest(t, "postgres")})
@@ -487,7 +488,7 @@ func TestWorkerBacklogHandedBackOnDrain(t *testing.T) {
 		}
 		return map[string]any{"ok": true}, nil
 	})
-	wfID := createWorkflow(t, eng, "backlog", `{"actions": [{"type": "block", "properties": {}}]}`)
+	wfID := createWorkflow(t, eng, "queued", `{"actions": [{"type": "block", "properties": {}}]}`)
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -510,7 +511,11 @@ func TestWorkerBacklogHandedBackOnDrain(t *testing.T) {
 	waiting := []string{execute(t, eng, wfID, nil), execute(t, eng, wfID, nil)}
 	claimed, err := eng.Store().ClaimJobs(ctx, 10, time.Minute)
 	require.NoError(t, err)
-	require.Empty(t, claimed, "the waiting runs' jobs are leased to the worker that holds them")
+	require.Len(t, claimed, 2, "the waiting runs' jobs are free for any worker")
+	require.Equal(t, waiting, []string{claimed[0].RunID, claimed[1].RunID}, "in the order they were accepted")
+	for i := range claimed {
+		require.NoError(t, eng.RunJob(ctx, &claimed[i]))
+	}
 
 	cancel()
 	close(release)
@@ -522,7 +527,7 @@ func TestWorkerBacklogHandedBackOnDrain(t *testing.T) {
 	}
 	n, err := eng.Work(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 2, n, "both waiting runs' jobs were released at once, not left to their leases")
+	require.Equal(t, 0, n, "the drained run finished its step and ended")
 	for _, id := range append(waiting, first) {
 		run, err := eng.GetRun(ctx, org, id)
 		require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -46,6 +47,8 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 		{"JobExtendLeases", testJobExtendLeases},
 		{"JobDelete", testJobDelete},
 		{"JobClaimConcurrent", testJobClaimConcurrent},
+		{"JobClaimFair", testJobClaimFair},
+		{"JobClaimCounts", testJobClaimCounts},
 		{"Tables", testTables},
 		{"Rows", testRows},
 		{"Upsert", testUpsert},
@@ -660,6 +663,70 @@ func testJobClaim(t *testing.T, b *bundle) {
 	require.Len(t, some, 2)
 }
 
+// testJobClaimFair: an organization's backlog, however old, does not hold back another
+// organization's job, and within an organization jobs are claimed oldest first.
+func testJobClaimFair(t *testing.T, b *bundle) {
+	const orgC = "org_c"
+	base := time.Now().Add(-time.Hour)
+	var backlog []int64
+	for i := range 40 {
+		backlog = append(backlog, b.job(t, orgA, base.Add(time.Duration(i)*time.Second)).ID)
+	}
+	late := b.job(t, orgB, time.Now().Add(-time.Second)) // accepted after all of orgA's
+	future := b.job(t, orgC, time.Now().Add(time.Hour))  // an org with only a future job
+
+	var order []svctype.Job
+	for {
+		got, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
+		require.NoError(t, err)
+		if len(got) == 0 {
+			break
+		}
+		require.Len(t, got, 1)
+		order = append(order, got[0])
+	}
+	require.Len(t, order, 41, "every due job, never the future one")
+	pos := slices.IndexFunc(order, func(j svctype.Job) bool { return j.ID == late.ID })
+	require.LessOrEqual(t, pos, 1, "org_b's one job is taken within one claim per other organization, not after org_a's backlog")
+	var gotA []int64
+	for _, j := range order {
+		require.NotEqual(t, future.ID, j.ID)
+		if j.OrgID == orgA {
+			gotA = append(gotA, j.ID)
+		}
+	}
+	require.Equal(t, backlog, gotA, "within an organization, oldest first")
+
+	// Batches take organizations in turn too.
+	for i := range 6 {
+		b.job(t, orgA, base.Add(time.Duration(i)*time.Second))
+	}
+	b.job(t, orgB, time.Now().Add(-time.Second))
+	b.job(t, orgC, time.Now().Add(-time.Second))
+	got, err := b.s.ClaimJobs(b.ctx, 3, time.Minute)
+	require.NoError(t, err)
+	orgs := map[string]int{}
+	for _, j := range got {
+		orgs[j.OrgID]++
+	}
+	require.Equal(t, map[string]int{orgA: 1, orgB: 1, orgC: 1}, orgs, "one job of each organization")
+}
+
+// testJobClaimCounts: Claims grows with every lease taken and survives a hand-back.
+func testJobClaimCounts(t *testing.T, b *bundle) {
+	b.job(t, orgA, time.Now().Add(-time.Second))
+	got, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.EqualValues(t, 1, got[0].Claims)
+	job := got[0]
+	require.NoError(t, b.s.RenewJob(b.ctx, &job, 0)) // handed back
+	got, err = b.s.ClaimJobs(b.ctx, 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.EqualValues(t, 2, got[0].Claims)
+}
+
 func testJobLeaseExpiry(t *testing.T, b *bundle) {
 	b.job(t, orgA, time.Now().Add(-time.Second))
 	first, err := b.s.ClaimJobs(b.ctx, 1, 200*time.Millisecond)
@@ -675,7 +742,7 @@ func testJobLeaseExpiry(t *testing.T, b *bundle) {
 	require.Equal(t, 2, second[0].Attempts)
 
 	stale := first[0]
-	require.ErrorIs(t, b.s.RenewJob(b.ctx, &stale, time.Now().Add(time.Minute)), engine.ErrLeaseLost)
+	require.ErrorIs(t, b.s.RenewJob(b.ctx, &stale, time.Minute), engine.ErrLeaseLost)
 	require.ErrorIs(t, b.s.CompleteJob(b.ctx, &stale), engine.ErrLeaseLost)
 	require.NoError(t, b.s.ExtendLeases(b.ctx, []svctype.Job{stale}, time.Hour))
 	require.NoError(t, b.s.CompleteJob(b.ctx, &second[0]))
@@ -694,35 +761,34 @@ func testJobRenew(t *testing.T, b *bundle) {
 	// Keep the lease, move to the next step.
 	job.Payload = json.RawMessage(`{"step":1}`)
 	job.RunAt = time.Now().Add(-time.Second)
-	until := time.Now().Add(time.Hour)
-	require.NoError(t, b.s.RenewJob(b.ctx, &job, until))
+	require.NoError(t, b.s.RenewJob(b.ctx, &job, time.Hour))
 	require.Equal(t, claimed[0].LeaseToken, job.LeaseToken)
-	require.WithinDuration(t, until, *job.LeaseUntil, time.Millisecond)
+	require.WithinDuration(t, time.Now().Add(time.Hour), *job.LeaseUntil, 5*time.Second)
 	got, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, got, "a renewed lease holds")
 
 	// Free it: claimable at run_at, by a new holder.
 	job.Payload = json.RawMessage(`{"step":2}`)
-	require.NoError(t, b.s.RenewJob(b.ctx, &job, time.Time{}))
+	require.NoError(t, b.s.RenewJob(b.ctx, &job, 0))
 	require.Nil(t, job.LeaseUntil)
 	got, err = b.s.ClaimJobs(b.ctx, 1, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	requireJSON(t, `{"step":2}`, got[0].Payload)
 	require.NotEqual(t, claimed[0].LeaseToken, got[0].LeaseToken)
-	require.ErrorIs(t, b.s.RenewJob(b.ctx, &claimed[0], time.Time{}), engine.ErrLeaseLost, "the freed token is void")
+	require.ErrorIs(t, b.s.RenewJob(b.ctx, &claimed[0], 0), engine.ErrLeaseLost, "the freed token is void")
 
 	// Renew into the future: not due until run_at.
 	next := got[0]
 	next.RunAt = time.Now().Add(time.Hour)
-	require.NoError(t, b.s.RenewJob(b.ctx, &next, time.Time{}))
+	require.NoError(t, b.s.RenewJob(b.ctx, &next, 0))
 	got, err = b.s.ClaimJobs(b.ctx, 1, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, got)
 
 	missing := svctype.Job{ID: 999999, LeaseToken: "x"}
-	require.ErrorIs(t, b.s.RenewJob(b.ctx, &missing, time.Now()), engine.ErrLeaseLost)
+	require.ErrorIs(t, b.s.RenewJob(b.ctx, &missing, time.Minute), engine.ErrLeaseLost)
 	require.ErrorIs(t, b.s.CompleteJob(b.ctx, &missing), engine.ErrLeaseLost)
 	unleased := svctype.Job{ID: next.ID}
 	require.ErrorIs(t, b.s.CompleteJob(b.ctx, &unleased), engine.ErrLeaseLost, "an empty token holds nothing")
@@ -747,7 +813,7 @@ func testJobExtendLeases(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Len(t, got, 1, "only the job extended with a stale token expired")
 	require.Equal(t, claimed[2].ID, got[0].ID)
-	require.NoError(t, b.s.RenewJob(b.ctx, &claimed[0], time.Now().Add(time.Hour)), "extended leases are still held")
+	require.NoError(t, b.s.RenewJob(b.ctx, &claimed[0], time.Hour), "extended leases are still held")
 }
 
 func testJobDelete(t *testing.T, b *bundle) {
@@ -1228,7 +1294,7 @@ func testTxRollback(t *testing.T, b *bundle) {
 		if err := tx.PutContext(ctx, orgA, "run", "k", json.RawMessage(`1`)); err != nil {
 			return err
 		}
-		return tx.RenewJob(ctx, &stale, time.Now().Add(time.Minute))
+		return tx.RenewJob(ctx, &stale, time.Minute)
 	})
 	require.ErrorIs(t, err, engine.ErrLeaseLost)
 	c, err = b.s.GetContext(b.ctx, orgA, "run")
@@ -1258,7 +1324,7 @@ func testTxCommit(t *testing.T, b *bundle) {
 	var events []svctype.Event
 	err = b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
 		job.Payload = json.RawMessage(`{"step":1}`)
-		if err := tx.RenewJob(ctx, &job, time.Now().Add(time.Minute)); err != nil {
+		if err := tx.RenewJob(ctx, &job, time.Minute); err != nil {
 			return err
 		}
 		if err := tx.PutContext(ctx, orgA, r.ID, "step0", json.RawMessage(`{"out":1}`)); err != nil {

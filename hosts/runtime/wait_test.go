@@ -1,0 +1,206 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/hosts/worker"
+)
+
+// statusDoc is the status document as a client reads it.
+type statusDoc struct {
+	ID      string         `json:"id"`
+	Status  string         `json:"status"`
+	Context map[string]any `json:"context"`
+	Steps   []struct {
+		Status string `json:"status"`
+	} `json:"steps"`
+}
+
+// startWorker runs a worker over b's engine until the test ends.
+func (b *bundle) startWorker(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = worker.New(b.eng, worker.Options{Logger: slog.New(slog.DiscardHandler)}).Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func TestExecuteWaitAnswersWhenTheRunEnds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.startWorker(t)
+	wf := b.createWorkflow(t, orgA, "wait")
+	rec := b.do(t, http.MethodPost, "/workflows/"+wf.ID+"/execute?wait=20s", orgA, map[string]any{"input": map[string]any{"email": "a@x", "name": "A"}})
+	doc := ok[statusDoc](t, rec, http.StatusOK)
+	require.Equal(t, "completed", doc.Status)
+	require.NotEmpty(t, doc.ID)
+	require.Contains(t, doc.Context, "saved", "the whole status document, context included")
+	require.Len(t, doc.Steps, 1)
+	require.Equal(t, "completed", doc.Steps[0].Status)
+	require.Zero(t, b.eng.Waiting(), "the wait is released")
+}
+
+func TestExecuteWaitAnswersRunningAtTheDeadline(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // no worker: the run cannot end
+	wf := b.createWorkflow(t, orgA, "deadline")
+	began := time.Now()
+	rec := b.do(t, http.MethodPost, "/workflows/"+wf.ID+"/execute?wait=300ms", orgA, map[string]any{"input": map[string]any{"email": "a@x"}})
+	doc := ok[statusDoc](t, rec, http.StatusAccepted)
+	require.GreaterOrEqual(t, time.Since(began), 300*time.Millisecond)
+	require.Equal(t, "running", doc.Status)
+	require.NotEmpty(t, doc.ID)
+	require.Len(t, doc.Steps, 1, "the status document, not only {id, status}")
+
+	// Without wait the answer is the bare {id, status}.
+	rec = b.do(t, http.MethodPost, "/workflows/"+wf.ID+"/execute", orgA, map[string]any{"input": map[string]any{"email": "b@x"}})
+	var bare map[string]any
+	require.NoError(t, json.Unmarshal(ok[json.RawMessage](t, rec, http.StatusAccepted), &bare))
+	require.Len(t, bare, 2, "%v", bare)
+}
+
+func TestWaitRejectsBadDurationsAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	wf := b.createWorkflow(t, orgA, "bad-wait")
+	for _, w := range []string{"abc", "61s", "-1s", "10", "1h"} {
+		rec := b.do(t, http.MethodPost, "/workflows/"+wf.ID+"/execute?wait="+w, orgA, map[string]any{"input": map[string]any{"email": "a@x"}})
+		p := problem(t, rec, http.StatusUnprocessableEntity, "validation_failed")
+		require.Equal(t, "query.wait", p.Errors[0].Location, w)
+	}
+	runs := ok[list[runRef]](t, b.do(t, http.MethodGet, "/runs", orgA, nil), http.StatusOK)
+	require.Empty(t, runs.Items, "a refused execute starts no run")
+
+	run := b.execute(t, orgA, wf.ID, map[string]any{"email": "a@x"})
+	for _, w := range []string{"soon", "2m"} {
+		problem(t, b.do(t, http.MethodGet, "/runs/"+run.ID+"/status?wait="+w, orgA, nil), http.StatusUnprocessableEntity, "validation_failed")
+	}
+	problem(t, b.do(t, http.MethodGet, "/runs/"+run.ID+"/status?wait=1s&last_status=sleeping", orgA, nil), http.StatusUnprocessableEntity, "validation_failed")
+}
+
+func TestStatusWaitLongPollsUntilTheStatusChanges(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	wf := b.createWorkflow(t, orgA, "long-poll")
+	run := b.execute(t, orgA, wf.ID, map[string]any{"email": "a@x"})
+
+	type answer struct {
+		rec  *httptest.ResponseRecorder
+		took time.Duration
+	}
+	got := make(chan answer, 1)
+	began := time.Now()
+	go func() {
+		rec := b.do(t, http.MethodGet, "/runs/"+run.ID+"/status?wait=30s", orgA, nil)
+		got <- answer{rec, time.Since(began)}
+	}()
+	require.Eventually(t, func() bool { return b.eng.Waiting() == 1 }, 5*time.Second, time.Millisecond)
+	select {
+	case a := <-got:
+		t.Fatalf("answered before the run changed: %s", a.rec.Body.String())
+	case <-time.After(200 * time.Millisecond):
+	}
+	b.work(t) // the run completes in this process: the waiter is woken by the commit
+	a := <-got
+	doc := ok[statusDoc](t, a.rec, http.StatusOK)
+	require.Equal(t, "completed", doc.Status)
+	require.Less(t, a.took, 10*time.Second, "woken by the commit, not by the deadline")
+
+	// Already not running: at once. Waiting for a change from completed: until the deadline.
+	began = time.Now()
+	doc = ok[statusDoc](t, b.do(t, http.MethodGet, "/runs/"+run.ID+"/status?wait=30s", orgA, nil), http.StatusOK)
+	require.Equal(t, "completed", doc.Status)
+	require.Less(t, time.Since(began), 5*time.Second)
+	began = time.Now()
+	doc = ok[statusDoc](t, b.do(t, http.MethodGet, "/runs/"+run.ID+"/status?wait=250ms&last_status=completed", orgA, nil), http.StatusOK)
+	require.Equal(t, "completed", doc.Status)
+	require.GreaterOrEqual(t, time.Since(began), 250*time.Millisecond)
+
+	// Another organization's run is not found, and is not waited for.
+	began = time.Now()
+	problem(t, b.do(t, http.MethodGet, "/runs/"+run.ID+"/status?wait=30s", orgB, nil), http.StatusNotFound, "not_found")
+	require.Less(t, time.Since(began), 5*time.Second)
+	require.Zero(t, b.eng.Waiting())
+}
+
+// A client that goes away frees its wait at once, not at the deadline.
+func TestWaitEndsWhenTheClientDisconnects(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	wf := b.createWorkflow(t, orgA, "disconnect")
+	run := b.execute(t, orgA, wf.ID, map[string]any{"email": "a@x"})
+	srv := httptest.NewServer(b.h)
+	t.Cleanup(srv.Close)
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	_, err = fmt.Fprintf(conn, "GET /runs/%s/status?wait=60s HTTP/1.1\r\nHost: x\r\nX-Org-Id: %s\r\n\r\n", run.ID, orgA)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return b.eng.Waiting() == 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, conn.Close())
+	require.Eventually(t, func() bool { return b.eng.Waiting() == 0 }, 2*time.Second, time.Millisecond,
+		"the wait is released when the connection closes, not after 60s")
+}
+
+// Waiting works when the run executes in another process: here a second engine over its
+// own store, sharing only the database. On PostgreSQL the waiter is woken by LISTEN/NOTIFY
+// (its poll is set to an hour, so nothing else could wake it); on a SQLite file shared by
+// two processes, by the poll.
+func TestWaitForARunExecutedElsewhere(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			dsn := store.NewTestDSN(t, dialect)
+			open := func() *store.Store {
+				st, err := store.Open(context.Background(), dsn)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = st.Close() })
+				require.NoError(t, st.Migrate(context.Background()))
+				return st
+			}
+			poll := time.Hour
+			if dialect == "sqlite" {
+				poll = 50 * time.Millisecond
+			}
+			quiet := slog.New(slog.DiscardHandler)
+			front, err := engine.New(engine.Config{Store: open(), Logger: quiet, WaitPoll: poll})
+			require.NoError(t, err)
+			back, err := engine.New(engine.Config{Store: open(), Logger: quiet})
+			require.NoError(t, err)
+			srv := runtime.New(front, runtime.Options{Logger: quiet})
+			b := &bundle{eng: front, srv: srv, h: srv.Handler(), api: srv.API()}
+			wf := b.createWorkflow(t, orgA, "elsewhere")
+
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Go(func() { _ = worker.New(back, worker.Options{Logger: quiet, Poll: 20 * time.Millisecond}).Run(ctx) })
+			t.Cleanup(func() { cancel(); wg.Wait() })
+
+			for i := range 5 {
+				began := time.Now()
+				rec := b.do(t, http.MethodPost, "/workflows/"+wf.ID+"/execute?wait=30s", orgA, map[string]any{"input": map[string]any{"email": fmt.Sprintf("%d@x", i)}})
+				doc := ok[statusDoc](t, rec, http.StatusOK)
+				require.Equal(t, "completed", doc.Status)
+				require.Less(t, time.Since(began), 20*time.Second)
+			}
+		})
+	}
+}
