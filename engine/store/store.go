@@ -58,6 +58,7 @@ type Store struct {
 	dialect  string
 	prepared *sqlitePrepared // nil on PostgreSQL
 
+	writer   fifoMutex       // SQLite only: see lockWriter
 	pgConfig *pgx.ConnConfig // PostgreSQL only: for connections outside the pool (LISTEN)
 	watch    watchers
 
@@ -233,11 +234,25 @@ func (s *Store) Close() error {
 // would wait for it forever (and so would a read of a table the transaction has written,
 // on sqlite::memory:).
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
+	defer s.lockWriter()()
 	return s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		return fn(ctx, &storeTx{querier{
 			w: tx, r: tx, dialect: s.dialect, inTx: true, prepared: s.prepared, sqlTx: tx.Tx,
 		}})
 	})
+}
+
+// lockWriter queues for the SQLite writer in arrival order and returns the unlock; on
+// PostgreSQL it does nothing. database/sql hands a free connection to a random waiter, so
+// with one writer connection and many callers (executes, step commits, claims) one caller
+// could lose the draw many times in a row: a run claimed first would then start after runs
+// claimed later. The queue is strictly first in, first out.
+func (s *Store) lockWriter() func() {
+	if s.dialect != dialectSQLite {
+		return func() {}
+	}
+	s.writer.Lock()
+	return s.writer.Unlock
 }
 
 // storeTx is the engine.Tx handed to InTx's fn.
@@ -282,6 +297,7 @@ func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]sv
 		token = "gen_random_uuid()::text"
 	}
 	var claimed []jobModel
+	unlock := s.lockWriter()
 	err = s.write.NewUpdate().Model((*jobModel)(nil)).
 		Set("lease_token = "+token).
 		Set("lease_until = ?", until).
@@ -290,6 +306,7 @@ func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]sv
 		Where("id IN (?)", free).
 		Returning("*").
 		Scan(ctx, &claimed)
+	unlock()
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store: claim jobs: %w", err)
 	}
@@ -425,7 +442,9 @@ func (s *Store) ExtendLeases(ctx context.Context, jobs []svctype.Job, lease time
 	} else {
 		q = q.Where("id IN (?)", bun.List(ids)).Where("lease_token IN (?)", bun.List(tokens))
 	}
+	unlock := s.lockWriter()
 	err := q.Returning("id").Scan(ctx, &extended)
+	unlock()
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("store: extend leases: %w", err)
 	}

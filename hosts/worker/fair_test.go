@@ -1,0 +1,253 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/worker"
+)
+
+// starts records the order in which runs' first steps begin.
+type starts struct {
+	mu    sync.Mutex
+	order []string
+	at    map[string]int
+}
+
+func newStarts() *starts { return &starts{at: map[string]int{}} }
+
+func (s *starts) mark(_ context.Context, call *svctype.StepCall) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.at[call.RunID]; !ok {
+		s.at[call.RunID] = len(s.order)
+		s.order = append(s.order, call.RunID)
+	}
+	return map[string]any{"ok": true}, nil
+}
+
+// position is where run started (-1: not yet), and how many runs had started by then.
+func (s *starts) position(run string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i, ok := s.at[run]; ok {
+		return i
+	}
+	return -1
+}
+
+func (s *starts) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.order)
+}
+
+const markFlow = `{"actions": [
+  {"type": "mark", "properties": {}},
+  {"type": "custom-table", "properties": {"table": "ledger", "operation": "write", "fields": {"run": "{{__run_id}}"}}},
+  {"type": "mark", "properties": {}}
+]}`
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+// A burst from many clients in a closed loop: runs start in the order they were accepted
+// (no run is overtaken by more than the runs that were claimed together with it), and the
+// slowest run waits about as long as the typical one, not for the burst to end.
+func TestBurstRunsStartInAcceptanceOrder(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			const (
+				clients     = 40
+				perClient   = 10
+				concurrency = 4
+			)
+			eng := newEngine(t, engine.Config{Store: store.OpenTest(t, dialect)})
+			st := newStarts()
+			eng.RegisterStep("mark", st.mark)
+			_, err := eng.CreateTable(context.Background(), org, "ledger", map[string]string{"run": "text"})
+			require.NoError(t, err)
+			wfID := createWorkflow(t, eng, "burst", markFlow)
+			startWorker(t, eng, worker.Options{Concurrency: concurrency})
+
+			type accepted struct {
+				id string
+				at time.Time
+			}
+			var (
+				mu        sync.Mutex
+				runs      []accepted
+				latencies []time.Duration
+				wg        sync.WaitGroup
+			)
+			errs := make(chan error, clients)
+			for c := range clients {
+				wg.Go(func() {
+					for i := range perClient {
+						began := time.Now()
+						run, err := eng.Execute(context.Background(), org, wfID, json.RawMessage(fmt.Sprintf(`{"c": %d, "i": %d}`, c, i)), engine.ExecuteOptions{})
+						if err != nil {
+							errs <- err
+							return
+						}
+						status, err := eng.WaitRun(context.Background(), org, run.ID, svctype.RunRunning, 60*time.Second)
+						if err != nil || status != svctype.RunCompleted {
+							errs <- fmt.Errorf("run %s: %s %v", run.ID, status, err)
+							return
+						}
+						mu.Lock()
+						runs = append(runs, accepted{run.ID, run.CreatedAt})
+						latencies = append(latencies, time.Since(began))
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			require.Len(t, runs, clients*perClient)
+
+			// How many runs accepted after a run started before it.
+			slices.SortFunc(runs, func(a, b accepted) int { return a.at.Compare(b.at) })
+			worst, worstRun := 0, ""
+			for i, r := range runs {
+				overtaken := 0
+				for _, later := range runs[i+1:] {
+					if later.at.After(r.at) && st.position(later.id) < st.position(r.id) {
+						overtaken++
+					}
+				}
+				if overtaken > worst {
+					worst, worstRun = overtaken, r.id
+				}
+			}
+			p50, p99 := percentile(latencies, 0.50), percentile(latencies, 0.99)
+			t.Logf("%s: %d runs from %d clients; start-to-completed p50 %v, p99 %v, max %v; most overtaken run: by %d later runs",
+				dialect, len(runs), clients, p50, p99, percentile(latencies, 1), worst)
+			// Runs claimed together start in any order, and a batch holds up to concurrency runs.
+			require.LessOrEqual(t, worst, 3*concurrency, "run %s was overtaken by %d runs accepted after it", worstRun, worst)
+			require.Less(t, p99, 10*p50+250*time.Millisecond, "p99 %v against p50 %v: some runs waited for the burst", p99, p50)
+		})
+	}
+}
+
+// One organization's backlog of a thousand runs does not hold back another organization's
+// run: it starts within about one claim per busy slot, while the backlog is still there.
+func TestAnotherOrganizationIsNotHeldBackByABacklog(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			const (
+				backlog     = 1000
+				concurrency = 4
+				orgB        = "org-other"
+			)
+			ctx := context.Background()
+			eng := newEngine(t, engine.Config{Store: store.OpenTest(t, dialect)})
+			st := newStarts()
+			eng.RegisterStep("mark", st.mark)
+			for _, o := range []string{org, orgB} {
+				_, err := eng.CreateTable(ctx, o, "ledger", map[string]string{"run": "text"})
+				require.NoError(t, err)
+			}
+			wfA := createWorkflow(t, eng, "flood", markFlow)
+			wB, err := eng.CreateWorkflow(ctx, orgB, engine.WorkflowInput{Name: "single", Definition: json.RawMessage(markFlow)})
+			require.NoError(t, err)
+			for i := range backlog {
+				execute(t, eng, wfA, json.RawMessage(fmt.Sprintf(`{"i": %d}`, i)))
+			}
+			startWorker(t, eng, worker.Options{Concurrency: concurrency})
+			waitFor(t, 30*time.Second, time.Millisecond, "the backlog to start draining", func() bool { return st.count() >= 20 })
+
+			began := time.Now()
+			run, err := eng.Execute(ctx, orgB, wB.ID, nil, engine.ExecuteOptions{})
+			require.NoError(t, err)
+			startedBefore := st.count() // B's run is accepted: every A run counted below started after
+			if pos := st.position(run.ID); pos >= 0 {
+				startedBefore = pos
+			}
+			status, err := eng.WaitRun(ctx, orgB, run.ID, svctype.RunRunning, 60*time.Second)
+			require.NoError(t, err)
+			require.Equal(t, svctype.RunCompleted, status)
+			took := time.Since(began)
+			aheadOfB := st.position(run.ID) - startedBefore
+			leftInBacklog := backlog - st.count()
+			t.Logf("%s: org B's run completed in %v; %d of org A's runs started between its acceptance and its start; %d of A's runs had not started yet",
+				dialect, took, aheadOfB, leftInBacklog)
+			require.LessOrEqual(t, aheadOfB, 2*concurrency, "org B's run waited behind org A's backlog")
+			require.Greater(t, leftInBacklog, backlog/2, "org B's run was not served only because the backlog ran out")
+		})
+	}
+}
+
+// Runs longer than the slice share the slots: with every slot held by one organization's
+// long runs, another organization's short run finishes long before any of them.
+func TestLongRunsShareTheSlots(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			const (
+				concurrency = 2
+				orgB        = "org-short"
+			)
+			ctx := context.Background()
+			eng := newEngine(t, engine.Config{Store: store.OpenTest(t, dialect), Slice: 20 * time.Millisecond})
+			st := newStarts()
+			eng.RegisterStep("mark", st.mark)
+			eng.RegisterStep("slow", func(context.Context, *svctype.StepCall) (any, error) {
+				time.Sleep(3 * time.Millisecond)
+				return map[string]any{"ok": true}, nil
+			})
+			items := make([]int, 150)
+			long := createWorkflow(t, eng, "long", `{"actions": [
+				{"type": "mark", "properties": {}},
+				{"type": "loop", "properties": {"mode": "foreach", "items": "@input.items",
+				  "steps": [{"type": "slow", "properties": {}}]}}]}`)
+			short, err := eng.CreateWorkflow(ctx, orgB, engine.WorkflowInput{Name: "short", Definition: json.RawMessage(`{"actions": [{"type": "mark", "properties": {}}]}`)})
+			require.NoError(t, err)
+			in, err := json.Marshal(map[string]any{"items": items})
+			require.NoError(t, err)
+			var longRuns []string
+			for range concurrency {
+				longRuns = append(longRuns, execute(t, eng, long, in))
+			}
+			startWorker(t, eng, worker.Options{Concurrency: concurrency})
+			waitFor(t, 30*time.Second, time.Millisecond, "the long runs to start", func() bool { return st.count() == concurrency })
+
+			run, err := eng.Execute(ctx, orgB, short.ID, nil, engine.ExecuteOptions{})
+			require.NoError(t, err)
+			status, err := eng.WaitRun(ctx, orgB, run.ID, svctype.RunRunning, 60*time.Second)
+			require.NoError(t, err)
+			require.Equal(t, svctype.RunCompleted, status)
+			for _, id := range longRuns {
+				r, err := eng.GetRun(ctx, org, id)
+				require.NoError(t, err)
+				require.Equal(t, svctype.RunRunning, r.Status, "the short run finished while the long ones still ran")
+			}
+			for _, id := range longRuns {
+				status, err := eng.WaitRun(ctx, org, id, svctype.RunRunning, 60*time.Second)
+				require.NoError(t, err)
+				require.Equal(t, svctype.RunCompleted, status, "a run handed back at every slice still completes")
+			}
+		})
+	}
+}
