@@ -71,8 +71,10 @@ type Engine struct {
 	slice    time.Duration
 	waits    waitHub
 	waitPoll time.Duration
-	// watchOnce subscribes to status changes of other processes on the first wait.
+	// watchOnce subscribes to status changes of other processes on the first wait,
+	// jobsOnce to jobs enqueued by other processes on the first Wakeup.
 	watchOnce sync.Once
+	jobsOnce  sync.Once
 	// jobHandlers run job kinds other than run steps and schedules (document expiry, and
 	// later deliveries and timers); features register theirs in New.
 	jobHandlers map[string]func(ctx context.Context, job *svctype.Job) error
@@ -82,7 +84,7 @@ type Engine struct {
 }
 
 // stateCacheSize bounds the run states kept between a hand-back and the next claim.
-const stateCacheSize = 4096
+const stateCacheSize = 1024
 
 // New returns an engine over cfg.Store.
 func New(cfg Config) (*Engine, error) {
@@ -137,11 +139,19 @@ func (e *Engine) Lease() time.Duration { return e.lease }
 // Wakeup returns a channel that receives (without blocking the sender) whenever new work
 // is enqueued by this engine, so an in-process worker need not wait for its next poll, and
 // a function that stops the notifications.
+//
+// Jobs made claimable by other processes wake it too when the store reports them
+// (PostgreSQL LISTEN/NOTIFY); otherwise the worker finds them at its next poll.
 func (e *Engine) Wakeup() (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	e.mu.Lock()
 	e.wakeups = append(e.wakeups, ch)
 	e.mu.Unlock()
+	e.jobsOnce.Do(func() {
+		if w, ok := e.store.(JobWatcher); ok {
+			w.WatchJobs(e.notify)
+		}
+	})
 	return ch, func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()

@@ -25,6 +25,12 @@ type RunStatusWatcher interface {
 	WatchRunStatus(fn func(orgID, runID string)) (stop func())
 }
 
+// JobWatcher is implemented by stores that can report jobs made claimable by other
+// processes: WatchJobs calls fn for each, until stop is called or the store closes.
+type JobWatcher interface {
+	WatchJobs(fn func()) (stop func())
+}
+
 type runKey struct{ org, run string }
 
 // waiter is one caller waiting for a run's status to differ from last.

@@ -31,8 +31,20 @@ func (q *querier) EnqueueJob(ctx context.Context, job *svctype.Job) error {
 		job.ID, err = res.LastInsertId() // id is the rowid
 		return wrap("enqueue job", err)
 	}
-	err := q.w.NewInsert().Model(m).Returning("id").Scan(ctx, &job.ID)
-	return wrap("enqueue job", err)
+	if err := q.w.NewInsert().Model(m).Returning("id").Scan(ctx, &job.ID); err != nil {
+		return wrap("enqueue job", err)
+	}
+	if q.dialect == dialectPostgres && m.LeaseToken == nil && !m.RunAt.After(now()) {
+		return q.notifyJobs(ctx, "enqueue job")
+	}
+	return nil
+}
+
+// notifyJobs tells the workers of every process, when the transaction commits, that a job
+// can be claimed (PostgreSQL only; the caller checked the dialect).
+func (q *querier) notifyJobs(ctx context.Context, op string) error {
+	_, err := q.w.NewRaw("SELECT pg_notify(?, '')", jobsChannel).Exec(ctx)
+	return wrap(op, err)
 }
 
 // RenewJob writes RunAt (now when zero), Payload and Attempts, and keeps the lease for
@@ -75,7 +87,13 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, lease time.Dur
 	if err != nil {
 		return wrap(op, err)
 	}
-	return renewed(op, res, job, runAt, leaseUntil)
+	if err := renewed(op, res, job, runAt, leaseUntil); err != nil {
+		return err
+	}
+	if q.dialect == dialectPostgres && lease <= 0 && !runAt.After(t) {
+		return q.notifyJobs(ctx, op) // handed back: claimable now by any worker
+	}
+	return nil
 }
 
 // renewed reports a lost lease when the renewal matched no row, else updates job.

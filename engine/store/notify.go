@@ -14,88 +14,153 @@ import (
 	"github.com/svcflow/svcflow/engine"
 )
 
-// runStatusChannel is the PostgreSQL notification channel on which UpdateRun announces a
-// run that left running; the payload is "<org id>\n<run id>".
-const runStatusChannel = "svcflow_run_status"
+// PostgreSQL notification channels. UpdateRun announces a run that left running on
+// runStatusChannel (payload "<org id>\n<run id>"); EnqueueJob and a RenewJob that frees a
+// lease announce a job ready to claim on jobsChannel (no payload), so a worker in another
+// process claims it at once instead of at its next poll.
+const (
+	runStatusChannel = "svcflow_run_status"
+	jobsChannel      = "svcflow_jobs"
+)
 
-var _ engine.RunStatusWatcher = (*Store)(nil)
+var (
+	_ engine.RunStatusWatcher = (*Store)(nil)
+	_ engine.JobWatcher       = (*Store)(nil)
+)
 
-// watchers are the LISTEN loops of a PostgreSQL Store, stopped by Close.
-type watchers struct {
+// listener is the one LISTEN connection of a PostgreSQL Store, shared by every watcher
+// and started by the first one; Close stops it.
+type listener struct {
 	mu      sync.Mutex
 	closed  bool
-	cancels []context.CancelFunc
-	wg      sync.WaitGroup
+	started bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+	next    int
+	status  map[int]func(orgID, runID string)
+	jobs    map[int]func()
 }
 
 // WatchRunStatus calls fn for every run whose status left running, committed by any
-// process on the same PostgreSQL database, until stop is called or the Store closes. It
-// listens on a connection of its own (outside the pool, so no query ever waits for it),
-// reconnecting after a second when the connection drops; a change committed while it is
-// down is not reported (the engine's poll catches it). On SQLite it does nothing: every
-// writer shares the process, and the engine's poll covers another process on the file.
+// process on the same PostgreSQL database, until stop is called or the Store closes. On
+// SQLite it does nothing: every writer shares the process, and the engine's poll covers
+// another process on the same file.
 func (s *Store) WatchRunStatus(fn func(orgID, runID string)) (stop func()) {
+	return s.watch(func(l *listener, id int) { l.status[id] = fn })
+}
+
+// WatchJobs calls fn whenever any process on the same PostgreSQL database makes a job
+// claimable, until stop is called or the Store closes; nothing on SQLite.
+func (s *Store) WatchJobs(fn func()) (stop func()) {
+	return s.watch(func(l *listener, id int) { l.jobs[id] = fn })
+}
+
+// watch registers a callback and starts the listening connection on first use. It listens
+// on a connection of its own (outside the pool, so no query ever waits for it) and
+// reconnects a second after the connection drops; a change committed while it is down is
+// not reported (the engine's poll catches run statuses, the worker's poll jobs).
+func (s *Store) watch(add func(l *listener, id int)) (stop func()) {
 	if s.dialect != dialectPostgres {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.watch.mu.Lock()
-	if s.watch.closed {
-		s.watch.mu.Unlock()
-		cancel()
+	l := &s.listen
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
 		return func() {}
 	}
-	s.watch.cancels = append(s.watch.cancels, cancel)
-	s.watch.wg.Add(1)
-	s.watch.mu.Unlock()
-	go func() {
-		defer s.watch.wg.Done()
-		for ctx.Err() == nil {
-			err := s.listen(ctx, fn)
-			if ctx.Err() != nil {
-				return
-			}
-			slog.Warn("store: listening for run status changes failed; reconnecting in 1s", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-	}()
-	return cancel
+	if l.status == nil {
+		l.status, l.jobs = map[int]func(string, string){}, map[int]func(){}
+	}
+	id := l.next
+	l.next++
+	add(l, id)
+	if !l.started {
+		l.started = true
+		ctx, cancel := context.WithCancel(context.Background())
+		l.cancel, l.done = cancel, make(chan struct{})
+		go s.listenLoop(ctx, l.done)
+	}
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.status, id)
+		delete(l.jobs, id)
+	}
 }
 
-func (s *Store) listen(ctx context.Context, fn func(orgID, runID string)) error {
+func (s *Store) listenLoop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		slog.Warn("store: listening for notifications failed; reconnecting in 1s", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context) error {
 	conn, err := pgx.ConnectConfig(ctx, s.pgConfig.Copy())
 	if err != nil {
 		return scrubbed(err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+runStatusChannel); err != nil {
-		return scrubbed(err)
+	for _, ch := range []string{runStatusChannel, jobsChannel} {
+		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
+			return scrubbed(err)
+		}
 	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return scrubbed(err)
 		}
-		if org, run, ok := strings.Cut(n.Payload, "\n"); ok {
-			fn(org, run)
-		}
+		s.dispatch(n)
 	}
 }
 
-// stopWatchers ends every LISTEN loop and waits for them.
-func (s *Store) stopWatchers() {
-	s.watch.mu.Lock()
-	s.watch.closed = true
-	cancels := s.watch.cancels
-	s.watch.cancels = nil
-	s.watch.mu.Unlock()
-	for _, c := range cancels {
-		c()
+func (s *Store) dispatch(n *pgconn.Notification) {
+	l := &s.listen
+	l.mu.Lock()
+	var status []func(string, string)
+	var jobs []func()
+	switch n.Channel {
+	case runStatusChannel:
+		for _, fn := range l.status {
+			status = append(status, fn)
+		}
+	case jobsChannel:
+		for _, fn := range l.jobs {
+			jobs = append(jobs, fn)
+		}
 	}
-	s.watch.wg.Wait()
+	l.mu.Unlock()
+	if org, run, ok := strings.Cut(n.Payload, "\n"); ok {
+		for _, fn := range status {
+			fn(org, run)
+		}
+	}
+	for _, fn := range jobs {
+		fn()
+	}
+}
+
+// stopListening ends the LISTEN connection and waits for it.
+func (s *Store) stopListening() {
+	l := &s.listen
+	l.mu.Lock()
+	l.closed = true
+	cancel, done := l.cancel, l.done
+	l.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
 }
 
 // scrubbed keeps a connection failure's message out of logs: pgx's connect errors name the

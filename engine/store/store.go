@@ -60,7 +60,7 @@ type Store struct {
 
 	writer   fifoMutex       // SQLite only: see lockWriter
 	pgConfig *pgx.ConnConfig // PostgreSQL only: for connections outside the pool (LISTEN)
-	watch    watchers
+	listen   listener
 
 	// rr is where this Store's fair claim resumes: the organization it last took a job from.
 	rr struct {
@@ -217,7 +217,7 @@ func (s *Store) Dialect() string { return s.dialect }
 // Close closes the database. A sqlite::memory: database is gone afterwards.
 func (s *Store) Close() error {
 	var errs []error
-	s.stopWatchers()
+	s.stopListening()
 	if s.prepared != nil {
 		s.prepared.close()
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -140,4 +141,124 @@ func TestServeTourAndDrain(t *testing.T) {
 	}
 	_, err = os.Stat(filepath.Join(dir, "svcflow.db"))
 	require.NoError(t, err, "the default database is ./svcflow.db")
+}
+
+// TestWaitAcrossProcesses runs the runtime and the worker as two processes of the real
+// binary against one PostgreSQL database: execute?wait= in the runtime answers when the
+// worker process commits the run's end (PostgreSQL LISTEN/NOTIFY), long before the 500 ms
+// poll that backs it up would have to; a SQLite file shared by the two processes is woken
+// by that poll.
+func TestWaitAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "svcflow")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run())
+	for _, dialect := range []string{"postgres", "sqlite"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			dsn := store.NewTestDSN(t, dialect)
+			var out, errOut bytes.Buffer
+			require.Equal(t, 0, run([]string{"migrate", "--db", dsn}, &out, &errOut), errOut.String())
+			base := startProcess(t, bin, "runtime", "--db", dsn, "--runtime-addr", "127.0.0.1:0")
+			startProcess(t, bin, "worker", "--db", dsn)
+
+			call := func(method, path, body string) (int, map[string]any) {
+				t.Helper()
+				req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+				require.NoError(t, err)
+				req.Header.Set("X-Org-Id", "acme")
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				var m map[string]any
+				require.NoError(t, json.Unmarshal(b, &m), string(b))
+				return resp.StatusCode, m
+			}
+			code, _ := call("POST", "/custom-tables", `{"name": "notes", "fields": {"text": "text"}}`)
+			require.Equal(t, 201, code)
+			code, w := call("POST", "/workflows", `{"name": "note", "definition": {"actions": [
+				{"type": "custom-table", "outputKey": "saved", "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{input.text}}"}}}]}}`)
+			require.Equal(t, 201, code)
+			var took []time.Duration
+			for i := range 5 {
+				began := time.Now()
+				code, doc := call("POST", fmt.Sprintf("/workflows/%s/execute?wait=30s", w["id"]), fmt.Sprintf(`{"input": {"text": "n%d"}}`, i))
+				took = append(took, time.Since(began))
+				require.Equal(t, 200, code, "%v", doc)
+				require.Equal(t, "completed", doc["status"])
+				require.Contains(t, doc["context"], "saved")
+			}
+			t.Logf("%s: execute?wait answered in %v (the worker is another process)", dialect, took)
+		})
+	}
+}
+
+// startProcess starts the binary with args until the test ends, and returns the runtime's
+// base URL when it serves one (else "").
+func startProcess(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = t.TempDir()
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var logs syncLog
+	addrCh := make(chan string, 1)
+	logsDone := make(chan struct{})
+	go func() {
+		defer close(logsDone)
+		listening := regexp.MustCompile(`runtime listening"? addr=(\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			logs.add(sc.Text())
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				addrCh <- m[1]
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		<-logsDone
+		if t.Failed() {
+			t.Logf("%s logs:\n%s", args[0], logs.String())
+		}
+	})
+	if args[0] == "worker" {
+		return ""
+	}
+	select {
+	case addr := <-addrCh:
+		return "http://" + addr
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not start listening; logs:\n%s", args[0], logs.String())
+	}
+	return ""
+}
+
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(line + "\n")
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
