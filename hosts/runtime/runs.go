@@ -48,8 +48,11 @@ var runNotFound = failure{notFound: "run not found"}
 func (s *Server) registerRuns() {
 	o := op("get-run-status", http.MethodGet, "/runs/{runId}/status", "A run's status, context and steps", "Runs")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *RunPath) (*struct{ Body *engine.RunStatusDoc }, error) {
-		doc, err := s.eng.RunStatus(ctx, in.OrgID, in.RunID)
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		RunPath
+		StatusParams
+	}) (*struct{ Body *engine.RunStatusDoc }, error) {
+		doc, err := s.eng.RunStatusWith(ctx, in.OrgID, in.RunID, engine.StatusOptions{OmitContext: !in.Context})
 		if err != nil {
 			return nil, s.fail(ctx, err, runNotFound)
 		}
