@@ -36,14 +36,22 @@ type StepSummary struct {
 	Status svctype.StepStatus `json:"status"`
 }
 
-// RunStatusDoc is GET /runs/:runId/status.
+// StatusOptions tunes RunStatusWith.
+type StatusOptions struct {
+	// OmitContext leaves the context out of the document (Context is nil) and does not
+	// read it: a poller that wants the status of a run with a large context.
+	OmitContext bool
+}
+
+// RunStatusDoc is GET /runs/:runId/status. Context is nil, and absent from the JSON, when
+// StatusOptions.OmitContext asked so.
 type RunStatusDoc struct {
 	ID              string            `json:"id"`
 	Status          svctype.RunStatus `json:"status"`
 	WorkflowID      string            `json:"workflow_id"`
 	WorkflowVersion int               `json:"workflow_version"`
 	Reason          string            `json:"reason,omitempty"`
-	Context         map[string]any    `json:"context"`
+	Context         map[string]any    `json:"context,omitzero"`
 	Steps           []StepSummary     `json:"steps"`
 	CreatedAt       time.Time         `json:"created_at"`
 	UpdatedAt       time.Time         `json:"updated_at"`

@@ -427,6 +427,11 @@ func (e *Engine) GetRun(ctx context.Context, orgID, runID string) (*svctype.Run,
 
 // RunStatus returns the status document of a run: its status, context and steps.
 func (e *Engine) RunStatus(ctx context.Context, orgID, runID string) (*RunStatusDoc, error) {
+	return e.RunStatusWith(ctx, orgID, runID, StatusOptions{})
+}
+
+// RunStatusWith is RunStatus tuned by opts.
+func (e *Engine) RunStatusWith(ctx context.Context, orgID, runID string, opts StatusOptions) (*RunStatusDoc, error) {
 	run, err := e.GetRun(ctx, orgID, runID)
 	if err != nil {
 		return nil, err
@@ -435,21 +440,24 @@ func (e *Engine) RunStatus(ctx context.Context, orgID, runID string) (*RunStatus
 	if err != nil {
 		return nil, err
 	}
-	rawCtx, err := e.store.GetContext(ctx, orgID, runID)
-	if err != nil {
-		return nil, err
+	var runCtx map[string]any
+	if !opts.OmitContext {
+		rawCtx, err := e.store.GetContext(ctx, orgID, runID)
+		if err != nil {
+			return nil, err
+		}
+		runCtx = decodeContext(rawCtx)
+		runCtx[runIDKey] = run.ID
 	}
 	recs, err := e.store.ListSteps(ctx, orgID, runID)
 	if err != nil {
 		return nil, err
 	}
-	doc := &RunStatusDoc{
+	return &RunStatusDoc{
 		ID: run.ID, Status: run.Status, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
-		Reason: run.Reason, Context: decodeContext(rawCtx), Steps: stepSummaries(def, recs),
+		Reason: run.Reason, Context: runCtx, Steps: stepSummaries(def, recs),
 		CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt, FinishedAt: run.FinishedAt,
-	}
-	doc.Context["__run_id"] = run.ID
-	return doc, nil
+	}, nil
 }
 
 func stepSummaries(def *svctype.Definition, recs []svctype.StepRecord) []StepSummary {

@@ -21,6 +21,9 @@ var (
 	ErrLeaseLost = svctype.ErrLeaseLost
 	// ErrInvalidOrg: the organization id is empty or malformed.
 	ErrInvalidOrg = errors.New("invalid organization id")
+	// ErrNoContextKey: the run exists but its context has no such key. It is an
+	// ErrNotFound, so errors.Is(err, ErrNotFound) holds too.
+	ErrNoContextKey = fmt.Errorf("%w: no such context key", ErrNotFound)
 )
 
 // Problem is one thing wrong with an input, located by a JSON pointer.

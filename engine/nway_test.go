@@ -78,7 +78,7 @@ func TestNWayMatchStep(t *testing.T) {
 		done := b.eventPayload(t, "o1", doc.ID, "nway_matcher.completed")
 		require.Equal(t, "svc.match-group.v1", done["schema_version"])
 		require.Equal(t, counts, done["counts"])
-		require.Equal(t, "runs/"+doc.ID+"/context/matchGroups", done["result_reference"])
+		require.Equal(t, "/runs/"+doc.ID+"/context/matchGroups", done["result_reference"])
 	})
 }
 

@@ -227,9 +227,11 @@ func runNWay(ctx context.Context, call *svctype.StepCall) (any, error) {
 			return nil, fail(err)
 		}
 	}
+	// result_reference is the path of GET /runs/{runId}/context/{key} for the groups, to be
+	// read against the API's base URL (paged: ?offset=&limit=).
 	call.Emit(EventNWayCompleted, map[string]any{
 		"schema_version": match.SchemaVersion, "counts": res.Counts,
-		"result_reference": fmt.Sprintf("runs/%s/context/matchGroups", call.RunID),
+		"result_reference": fmt.Sprintf("/runs/%s/context/matchGroups", call.RunID),
 	})
 	return svctype.ContextOutputs(res.Context()), nil
 }

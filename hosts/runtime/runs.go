@@ -56,16 +56,18 @@ func (s *Server) registerRuns() {
 		RunPath
 		WaitParam
 		LastStatus RunStatusFilter `query:"last_status" doc:"With ?wait=: the status the caller last saw; the answer comes when the run's status differs from it (default running)."`
+		StatusParams
 	}) (*struct{ Body *engine.RunStatusDoc }, error) {
 		wait, err := in.duration()
 		if err != nil {
 			return nil, err
 		}
+		opts := engine.StatusOptions{OmitContext: !in.Context}
 		var doc *engine.RunStatusDoc
 		if wait > 0 {
-			doc, err = s.waitStatus(ctx, in.OrgID, in.RunID, svctype.RunStatus(orDefault(string(in.LastStatus), string(svctype.RunRunning))), wait)
+			doc, err = s.waitStatus(ctx, in.OrgID, in.RunID, svctype.RunStatus(orDefault(string(in.LastStatus), string(svctype.RunRunning))), wait, opts)
 		} else {
-			doc, err = s.eng.RunStatus(ctx, in.OrgID, in.RunID)
+			doc, err = s.eng.RunStatusWith(ctx, in.OrgID, in.RunID, opts)
 			if err != nil {
 				err = s.fail(ctx, err, runNotFound)
 			}
@@ -160,11 +162,11 @@ func (p WaitParam) duration() (time.Duration, error) {
 
 // waitStatus waits for the run's status to differ from last, then reads its status
 // document. A client that goes away ends the wait at once.
-func (s *Server) waitStatus(ctx context.Context, orgID, runID string, last svctype.RunStatus, wait time.Duration) (*engine.RunStatusDoc, error) {
+func (s *Server) waitStatus(ctx context.Context, orgID, runID string, last svctype.RunStatus, wait time.Duration, opts engine.StatusOptions) (*engine.RunStatusDoc, error) {
 	if _, err := s.eng.WaitRun(ctx, orgID, runID, last, wait); err != nil {
 		return nil, s.fail(ctx, err, runNotFound)
 	}
-	doc, err := s.eng.RunStatus(ctx, orgID, runID)
+	doc, err := s.eng.RunStatusWith(ctx, orgID, runID, opts)
 	if err != nil {
 		return nil, s.fail(ctx, err, runNotFound)
 	}

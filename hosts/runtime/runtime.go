@@ -82,6 +82,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerHealth()
 	s.registerWorkflows()
 	s.registerRuns()
+	s.registerRunContext()
 	s.registerTables()
 	s.registerDocuments()
 	return s

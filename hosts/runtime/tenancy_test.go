@@ -55,6 +55,7 @@ var tenancyCalls = map[string]tenancyCall{
 	"list-runs":        {scope: listing},
 	"get-run-status":   {scope: byID},
 	"get-run-evidence": {scope: byID},
+	"get-run-context":  {scope: byID},
 	"list-run-events":  {scope: byID},
 	"cancel-run":       {scope: byID, body: func(tenancyFixture) any { return map[string]string{"reason": "org B says so"} }},
 
@@ -105,6 +106,8 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.workflow.ID, true
 	case "runId":
 		return fx.running.ID, true
+	case "key":
+		return "input", true // every run has it
 	case "name":
 		return fx.table, true
 	case "documentId":
@@ -147,6 +150,7 @@ func snapshotA(t *testing.T, b *bundle, fx tenancyFixture) string {
 		"/workflows?limit=500",
 		"/runs?limit=500",
 		"/runs/" + fx.running.ID + "/status",
+		"/runs/" + fx.running.ID + "/context/input",
 		"/runs/" + fx.running.ID + "/events?limit=500",
 		"/runs/" + fx.finished.ID + "/evidence",
 		"/custom-tables?limit=500",

@@ -186,7 +186,7 @@ func (s *Server) registerWorkflows() {
 		if wait <= 0 {
 			return out, nil
 		}
-		doc, err := s.waitStatus(ctx, in.OrgID, run.ID, svctype.RunRunning, wait)
+		doc, err := s.waitStatus(ctx, in.OrgID, run.ID, svctype.RunRunning, wait, engine.StatusOptions{})
 		if err != nil {
 			return nil, err
 		}
