@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet openapi build bench bench-runs bench-runs-pg bench-queue bench-match
+.PHONY: help run test test-short vet openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -27,7 +27,7 @@ openapi: ## regenerate openapi/openapi.yaml from the code
 build: ## build ./bin/svcflow
 	$(GO) build -o bin/svcflow ./hosts/svcflow
 
-bench: bench-runs bench-runs-pg bench-queue bench-match ## every benchmark of docs/performance.md
+bench: bench-runs bench-http bench-runs-pg bench-queue bench-match ## every benchmark of docs/performance.md
 
 bench-runs: ## runs/s and per-step overhead through the real worker on SQLite
 	$(GO) test -run '^$$' -bench 'BenchmarkRuns/sqlite' -benchtime 3000x ./hosts/worker/
@@ -37,6 +37,10 @@ bench-runs-pg: ## runs/s on PostgreSQL with 2 worker processes
 
 bench-queue: ## 10,000 queued runs: goroutines and heap held while they wait
 	$(GO) test -run '^$$' -bench 'BenchmarkQueuedRuns' -benchtime 1x ./hosts/worker/
+
+# bench-runs first: the in-process figure the HTTP one is compared with, taken the same minute.
+bench-http: bench-runs ## runs/s and run latency p50-p99 over HTTP: the real binary, 100 clients (wait, poll, fair modes)
+	$(GO) run ./hosts/benchhttp
 
 bench-match: ## match quality and speed: precision, recall, records/s and peak memory on a seeded noisy set
 	$(GO) run ./match/cmd/benchmatch

@@ -1,0 +1,172 @@
+// Command benchhttp is a benchmark tool, not part of the service: it measures svcflow from
+// the outside, over HTTP, the way a tenant's program sees it. It builds the svcflow binary,
+// starts `svcflow serve` on a SQLite file in a temporary directory, drives it with many
+// concurrent HTTP clients, and stops it (SIGTERM) at the end. Every run executes the
+// three-step ledger workflow of `make bench-runs` (hosts/worker/bench_test.go) with the same
+// input shape, so that its figures compare with that in-process benchmark's.
+//
+// The latency of a run is the time from sending its execute request to seeing it in a status
+// other than running; every run's latency is kept, and each mode prints runs/s and the p50,
+// p90, p99 and largest latency. Modes:
+//
+//   - wait: -clients clients in a closed loop execute -runs runs in all with
+//     POST /workflows/{id}/execute?wait=30s, following a run that is still running with
+//     GET /runs/{id}/status?wait=30s until it is not.
+//   - poll: the same, but execute answers at once and the client asks for the status every
+//     20 ms.
+//   - fair: organization bench-a floods -backlog fire-and-forget runs from 50 clients while
+//     organization bench-b executes one run at a time (one every 250 ms at most) with
+//     ?wait=30s; it prints bench-b's latencies, how many bench-a runs were still running
+//     when each bench-b run was sent, and how long bench-a's backlog took to drain.
+//
+// Each mode gets a fresh server and database, so no mode measures on another's leftovers.
+// The tool exits 1 when a request or a run failed.
+//
+//	go run ./hosts/benchhttp [-mode all] [-clients 100] [-runs 3000] [-backlog 10000] [-binary PATH] [-keep]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"syscall"
+)
+
+// modes are the benchmarks -mode all runs, in this order.
+var modes = []string{"wait", "poll", "fair"}
+
+// options are the command line's settings.
+type options struct {
+	clients, runs, backlog, workers int
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	mode := flag.String("mode", "all", "wait, poll, fair or all")
+	clients := flag.Int("clients", 100, "concurrent clients of the wait and poll modes")
+	runs := flag.Int("runs", 3000, "runs executed in all by the wait and poll modes")
+	backlog := flag.Int("backlog", 10_000, "runs bench-a floods the server with in the fair mode")
+	workers := flag.Int("workers", 4, "svcflow serve --workers (4, as make bench-runs)")
+	binary := flag.String("binary", "", "an svcflow binary to start instead of building ./hosts/svcflow")
+	keep := flag.Bool("keep", false, "keep the temporary directory: each mode's database and server log")
+	flag.Parse()
+
+	selected := modes
+	if *mode != "all" {
+		selected = []string{*mode}
+	}
+	for _, m := range selected {
+		if m != "wait" && m != "poll" && m != "fair" {
+			fmt.Fprintf(os.Stderr, "benchhttp: unknown -mode %q (wait, poll, fair or all)\n", *mode)
+			return 2
+		}
+	}
+	if *clients < 1 || *runs < 1 || *backlog < 1 || *workers < 1 {
+		fmt.Fprintln(os.Stderr, "benchhttp: -clients, -runs, -backlog and -workers must be at least 1")
+		return 2
+	}
+	opts := options{clients: *clients, runs: *runs, backlog: *backlog, workers: *workers}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	dir, err := os.MkdirTemp("", "benchhttp-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchhttp:", err)
+		return 1
+	}
+	if *keep {
+		defer fmt.Printf("\nkept %s (each mode's bench.db and server.log)\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+
+	bin := *binary
+	if bin == "" {
+		if bin, err = buildServer(ctx, dir); err != nil {
+			fmt.Fprintln(os.Stderr, "benchhttp:", err)
+			return 1
+		}
+	}
+	fmt.Printf("benchhttp: %s serve --workers %d on SQLite files in %s; %d clients, %d runs (wait, poll), a backlog of %d (fair); %d CPUs, shared by the server and this tool\n",
+		filepath.Base(bin), opts.workers, dir, opts.clients, opts.runs, opts.backlog, runtime.NumCPU())
+
+	var all []result
+	failed := false
+	for _, m := range selected {
+		rs, err := runMode(ctx, m, bin, filepath.Join(dir, m), opts)
+		all = append(all, rs...)
+		for _, r := range rs {
+			failed = failed || r.failures.count() > 0
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchhttp: %s: %v\n", m, err)
+			return 1
+		}
+	}
+	if len(selected) > 1 {
+		fmt.Println("\nall modes")
+		printTable(os.Stdout, all)
+	}
+	if failed {
+		fmt.Println("FAIL: some requests or runs failed")
+		return 1
+	}
+	return 0
+}
+
+// runMode starts a server with its own database in dir, runs one mode against it and stops
+// the server, whatever happened.
+func runMode(ctx context.Context, mode, bin, dir string, opts options) (rs []result, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	srv, err := startServer(ctx, bin, dir, opts.workers)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if serr := srv.stop(); serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}()
+	// Clients stop as soon as the server dies, instead of counting refused connections.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-srv.exited:
+			cancel(fmt.Errorf("svcflow exited during the benchmark (%s): see %s", srv.exitErr, srv.logPath))
+		case <-ctx.Done():
+		}
+	}()
+
+	conns := opts.clients
+	if mode == "fair" {
+		conns = floodClients
+	}
+	c := newClient(srv.base, conns+8)
+	defer c.close()
+
+	switch mode {
+	case "wait", "poll":
+		var r result
+		r, err = closedLoop(ctx, c, mode, opts)
+		rs = []result{r}
+	case "fair":
+		rs, err = fair(ctx, c, filepath.Join(dir, "bench.db"), opts)
+	}
+	if ctx.Err() != nil {
+		// Interrupted, or the server died: say so rather than what a client saw then.
+		err = context.Cause(ctx)
+	}
+	return rs, err
+}

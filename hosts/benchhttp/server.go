@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	// startTimeout bounds the wait for GET /health after the server starts.
+	startTimeout = 30 * time.Second
+	// stopTimeout bounds the server's drain after SIGTERM; then it is killed.
+	stopTimeout = 60 * time.Second
+)
+
+// buildServer builds ./hosts/svcflow of the module this tool is run in into dir.
+func buildServer(ctx context.Context, dir string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	gomod := strings.TrimSpace(string(out))
+	if err != nil || gomod == "" || gomod == os.DevNull {
+		return "", errors.New("not inside the svcflow module: run from the repository, or pass -binary")
+	}
+	bin := filepath.Join(dir, "svcflow")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./hosts/svcflow")
+	cmd.Dir = filepath.Dir(gomod)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build ./hosts/svcflow: %w", err)
+	}
+	return bin, nil
+}
+
+// server is a running `svcflow serve` process.
+type server struct {
+	cmd     *exec.Cmd
+	base    string // http://127.0.0.1:port
+	logPath string
+	log     *os.File
+	exited  chan struct{} // closed when the process has ended; exitErr is set then
+	exitErr error
+}
+
+// startServer starts `bin serve` on dir/bench.db and a free port, its output going to
+// dir/server.log, and waits until it answers GET /health.
+func startServer(ctx context.Context, bin, dir string, workers int) (*server, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, "server.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	// Not CommandContext: the server is stopped by stop, with SIGTERM and a drain.
+	cmd := exec.Command(bin, "serve",
+		"--db", "sqlite:"+filepath.Join(dir, "bench.db"),
+		"--runtime-addr", addr,
+		"--workers", fmt.Sprint(workers))
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	s := &server{cmd: cmd, base: "http://" + addr, logPath: logPath, log: log, exited: make(chan struct{})}
+	go func() {
+		s.exitErr = cmd.Wait()
+		if s.exitErr == nil {
+			s.exitErr = errors.New("exit status 0")
+		}
+		close(s.exited)
+	}()
+	if err := s.waitHealthy(ctx); err != nil {
+		return nil, errors.Join(err, s.stop())
+	}
+	return s, nil
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func (s *server) waitHealthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/health", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("svcflow exited before answering /health (%v): see %s", s.exitErr, s.logPath)
+		case <-ctx.Done():
+			return fmt.Errorf("svcflow did not answer /health within %s: see %s", startTimeout, s.logPath)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// stop sends SIGTERM, waits for the drain (killing the process after stopTimeout) and
+// closes the log. It reports a server that had already died or did not stop cleanly.
+func (s *server) stop() error {
+	defer s.log.Close()
+	select {
+	case <-s.exited:
+		return fmt.Errorf("svcflow had exited (%v): see %s", s.exitErr, s.logPath)
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+		if errors.As(s.exitErr, new(*exec.ExitError)) {
+			return fmt.Errorf("svcflow stopped with %v: see %s", s.exitErr, s.logPath)
+		}
+		return nil
+	case <-time.After(stopTimeout):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		return fmt.Errorf("svcflow did not stop within %s of SIGTERM and was killed: see %s", stopTimeout, s.logPath)
+	}
+}
