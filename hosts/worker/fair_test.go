@@ -141,8 +141,11 @@ func TestBurstRunsStartInAcceptanceOrder(t *testing.T) {
 			p50, p99 := percentile(latencies, 0.50), percentile(latencies, 0.99)
 			t.Logf("%s: %d runs from %d clients; start-to-completed p50 %v, p99 %v, max %v; most overtaken run: by %d later runs",
 				dialect, len(runs), clients, p50, p99, percentile(latencies, 1), worst)
-			// Runs claimed together start in any order, and a batch holds up to concurrency runs.
-			require.LessOrEqual(t, worst, 3*concurrency, "run %s was overtaken by %d runs accepted after it", worstRun, worst)
+			// Runs claimed together start in any order, a batch holds up to concurrency runs, and
+			// under -race on a loaded machine a slot's goroutine can be descheduled while others
+			// cycle: allow a few batches. Before fair claiming, runs that fell into the table
+			// were overtaken by the whole rest of the burst (hundreds here).
+			require.LessOrEqual(t, worst, 5*concurrency, "run %s was overtaken by %d runs accepted after it", worstRun, worst)
 			require.Less(t, p99, 10*p50+250*time.Millisecond, "p99 %v against p50 %v: some runs waited for the burst", p99, p50)
 		})
 	}
