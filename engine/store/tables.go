@@ -280,7 +280,7 @@ func (q *querier) UpdateRows(ctx context.Context, orgID, table string, where, se
 			_, err = db.NewUpdate().Model((*rowModel)(nil)).
 				Set("data = ?", string(b)).
 				Set("updated_at = ?", t).
-				Where("id = ?", m.ID).
+				Where("org_id = ? AND table_name = ? AND id = ?", orgID, table, m.ID).
 				Exec(ctx)
 			if err != nil {
 				return wrap(op, err)
