@@ -191,15 +191,9 @@ func normalizeJSON(v any) (any, []byte, error) {
 // first, at most limit (no limit when limit <= 0). The filter runs in SQL.
 func (q *querier) ReadRows(ctx context.Context, orgID, table string, where map[string]any, limit int) ([]svctype.Row, error) {
 	const op = "read rows"
-	conds, err := q.rowConditions(where)
+	sel, err := q.selectRows(orgID, table, where)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", op, err)
-	}
-	sel := q.r.NewSelect().Model((*rowModel)(nil)).
-		Where("org_id = ? AND table_name = ?", orgID, table).
-		OrderExpr("created_at ASC, id ASC")
-	for _, c := range conds {
-		sel = sel.Where(c.expr, c.args...)
 	}
 	if limit > 0 {
 		sel = sel.Limit(int64(limit))
@@ -215,6 +209,55 @@ func (q *querier) ReadRows(ctx context.Context, orgID, table string, where map[s
 		}
 	}
 	return rows, nil
+}
+
+// ListRows pages the rows ReadRows returns, in its order; the cursor is the last row's
+// (created_at, id), which no write changes.
+func (q *querier) ListRows(ctx context.Context, orgID, table string, where map[string]any, opts svctype.ListOptions) (svctype.Page[svctype.Row], error) {
+	const op = "list rows"
+	var page svctype.Page[svctype.Row]
+	limit := pageLimit(opts)
+	var (
+		at    time.Time
+		after string
+	)
+	if opts.Cursor != "" {
+		var err error
+		if at, after, err = decodeTimeCursor(opts.Cursor); err != nil {
+			return page, err
+		}
+	}
+	sel, err := q.selectRows(orgID, table, where)
+	if err != nil {
+		return page, fmt.Errorf("store: %s: %w", op, err)
+	}
+	if opts.Cursor != "" {
+		sel = sel.Where("(tr.created_at > ? OR (tr.created_at = ? AND tr.id > ?))", at, at, after)
+	}
+	var ms []rowModel
+	if err := sel.Limit(int64(limit+1)).Scan(ctx, &ms); err != nil {
+		return page, wrap(op, err)
+	}
+	page, err = pageOf(ms, limit, func(m *rowModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) }, (*rowModel).toRow)
+	if err != nil {
+		return page, wrap(op, err)
+	}
+	return page, nil
+}
+
+// selectRows selects an org's table's rows matching where, oldest first.
+func (q *querier) selectRows(orgID, table string, where map[string]any) (*bun.SelectQuery, error) {
+	conds, err := q.rowConditions(where)
+	if err != nil {
+		return nil, err
+	}
+	sel := q.r.NewSelect().Model((*rowModel)(nil)).
+		Where("tr.org_id = ? AND tr.table_name = ?", orgID, table).
+		OrderExpr("tr.created_at ASC, tr.id ASC")
+	for _, c := range conds {
+		sel = sel.Where(c.expr, c.args...)
+	}
+	return sel, nil
 }
 
 // UpdateRows sets the top-level columns of set in every row matching where and returns
