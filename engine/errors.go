@@ -21,6 +21,10 @@ var (
 	ErrLeaseLost = svctype.ErrLeaseLost
 	// ErrInvalidOrg: the organization id is empty or malformed.
 	ErrInvalidOrg = errors.New("invalid organization id")
+	// ErrInvalidCursor: a paging cursor that the listing did not issue (garbled, truncated,
+	// or another listing's). Cursors are opaque, so there is nothing in one to correct: the
+	// caller starts again from the first page.
+	ErrInvalidCursor = errors.New("invalid cursor")
 )
 
 // Problem is one thing wrong with an input, located by a JSON pointer.

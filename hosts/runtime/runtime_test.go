@@ -419,10 +419,10 @@ func TestPaging(t *testing.T) {
 	page := ok[list[workflowDoc]](t, b.do(t, http.MethodGet, "/workflows", orgA, nil), http.StatusOK)
 	require.Len(t, page.Items, 5)
 
-	// A cursor the store cannot read is the caller's mistake, located at the parameter.
-	// (Custom tables page by name, so any string is a cursor there.)
+	// A cursor the store cannot read is the caller's mistake, located at the parameter
+	// (TestListRoutesPage checks every list route).
 	for _, path := range []string{"/workflows", "/runs"} {
-		p := problem(t, b.do(t, http.MethodGet, path+"?cursor=not-a-cursor", orgA, nil), http.StatusUnprocessableEntity, "validation_failed")
+		p := problem(t, b.do(t, http.MethodGet, path+"?cursor=not-a-cursor", orgA, nil), http.StatusBadRequest, "invalid_cursor")
 		require.Equal(t, "query.cursor", p.Errors[0].Location, path)
 	}
 }

@@ -607,9 +607,7 @@ func testMalformedCursor(t *testing.T, b *bundle) {
 		"rows":      func() error { _, err := b.s.ListRows(b.ctx, orgA, "t", nil, bad); return err },
 	}
 	for name, call := range calls {
-		err := call()
-		var verr *engine.ValidationError
-		require.True(t, errors.As(err, &verr), "%s: %v", name, err)
+		require.ErrorIs(t, call(), engine.ErrInvalidCursor, name)
 	}
 }
 
