@@ -637,7 +637,9 @@ func (e *Engine) ListRows(ctx context.Context, orgID, table string, where map[st
 }
 
 // UpdateRows merges set into the rows matching where (integrators advance exception rows
-// this way) and returns how many it changed. Only declared columns may be set.
+// this way) and returns how many it changed. Only declared columns may be set. Setting a key
+// column of an upserted row moves the row to its new key; ErrConflict, with nothing changed,
+// when two upserted rows would then share a key.
 func (e *Engine) UpdateRows(ctx context.Context, orgID, table string, where, set map[string]any) (int, error) {
 	if err := checkOrg(orgID); err != nil {
 		return 0, err

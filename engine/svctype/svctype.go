@@ -207,5 +207,8 @@ type TableStore interface {
 	// Limit rows (default 50, at most 500) after Cursor, a value only a previous page issues.
 	ListRows(ctx context.Context, orgID, table string, where map[string]any, opts ListOptions) (Page[Row], error)
 	// UpdateRows merges set into the data of the rows matching where and returns how many changed.
+	// An upserted row keeps its identity under its key columns: set changing one moves the row
+	// to its new key (upserts find it there, not at the old one). ErrConflict, and nothing
+	// changed, when that would give two upserted rows the same key.
 	UpdateRows(ctx context.Context, orgID, table string, where, set map[string]any) (int, error)
 }

@@ -85,15 +85,18 @@ func (s *Server) registerTables() {
 
 	o = op("update-custom-table-rows", http.MethodPatch, "/custom-tables/{name}/rows", "Set columns on the rows that match", "Custom tables")
 	o.Description = "Merges `set` into every row whose columns equal every `where` entry (an empty `where` " +
-		"matches every row). Integrators advance exception rows this way, e.g. set status."
-	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+		"matches every row). Integrators advance exception rows this way, e.g. set status. " +
+		"A row written by an upsert keeps its identity under its key columns: setting one moves the row to its new key, " +
+		"so later upserts find it there; a patch that would give two such rows the same key is 409 and changes nothing."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		TablePath
 		Body RowsUpdate
 	}) (*struct{ Body RowsUpdated }, error) {
 		n, err := s.eng.UpdateRows(ctx, in.OrgID, in.Name, in.Body.Where, in.Body.Set)
 		if err != nil {
-			return nil, s.fail(ctx, err, tableNotFound)
+			return nil, s.fail(ctx, err, failure{notFound: tableNotFound.notFound,
+				conflict: "the patch would give two rows of the table the same key; no row was changed"})
 		}
 		return &struct{ Body RowsUpdated }{Body: RowsUpdated{Updated: n}}, nil
 	})

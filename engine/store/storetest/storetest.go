@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 		{"ReadRowsWhere", testReadRowsWhere},
 		{"ListRows", testListRows},
 		{"UpdateRows", testUpdateRows},
+		{"UpdateRowsKeys", testUpdateRowsKeys},
 		{"Tenancy", testTenancy},
 		{"TxRollback", testTxRollback},
 		{"TxCommit", testTxCommit},
@@ -1115,6 +1116,90 @@ func testUpdateRows(t *testing.T, b *bundle) {
 	require.Equal(t, map[string]any{"name": "c", "group": "1", "all": true}, rows[0].Data, "an empty set changes nothing")
 }
 
+// testUpdateRowsKeys: a patch that changes an upserted row's key columns moves the row to
+// its new key, so upserts stay exact; one that would give two rows the same key is
+// ErrConflict and changes nothing. Rows from InsertRow have no key.
+func testUpdateRowsKeys(t *testing.T, b *bundle) {
+	b.table(t, orgA, "t")
+	email := []string{"email"}
+	upsert := func(keys []string, row map[string]any) (svctype.Row, bool) {
+		t.Helper()
+		r, inserted, err := b.s.UpsertRow(b.ctx, orgA, "t", keys, row)
+		require.NoError(t, err)
+		return r, inserted
+	}
+	a, _ := upsert(email, map[string]any{"email": "a@x", "n": 1})
+	bRow, _ := upsert(email, map[string]any{"email": "b@x", "n": 2})
+	c, err := b.s.InsertRow(b.ctx, orgA, "t", map[string]any{"email": "c@x", "n": 3})
+	require.NoError(t, err)
+	snapshot := func() []svctype.Row {
+		t.Helper()
+		rows, err := b.s.ReadRows(b.ctx, orgA, "t", nil, 0)
+		require.NoError(t, err)
+		return rows
+	}
+
+	n, err := b.s.UpdateRows(b.ctx, orgA, "t", map[string]any{"email": "a@x"}, map[string]any{"email": "z@x"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	r, inserted := upsert(email, map[string]any{"email": "z@x", "n": 9})
+	require.False(t, inserted, "the patched row holds its new key")
+	require.Equal(t, a.ID, r.ID)
+	r, inserted = upsert(email, map[string]any{"email": "a@x", "n": 10})
+	require.True(t, inserted, "the old key is free")
+	a2 := r
+
+	before := snapshot()
+	conflicts := []struct {
+		name       string
+		where, set map[string]any
+	}{
+		{"onto another row's key", map[string]any{"email": "b@x"}, map[string]any{"email": "z@x", "n": 0}},
+		{"two matched rows onto one key", map[string]any{}, map[string]any{"email": "q@x"}},
+		{"onto a null key", map[string]any{"email": "b@x"}, map[string]any{"email": nil}},
+	}
+	for _, tt := range conflicts {
+		if tt.name == "onto a null key" {
+			upsert(email, map[string]any{"n": 11}) // its key is email: null
+			before = snapshot()
+		}
+		_, err := b.s.UpdateRows(b.ctx, orgA, "t", tt.where, tt.set)
+		require.ErrorIs(t, err, engine.ErrConflict, tt.name)
+		require.Equal(t, before, snapshot(), "%s: nothing changed", tt.name)
+	}
+
+	// An InsertRow row has no key: patching it onto a keyed row's value is no conflict, and
+	// upserts keep finding the keyed row.
+	n, err = b.s.UpdateRows(b.ctx, orgA, "t", map[string]any{"email": "c@x"}, map[string]any{"email": "b@x"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	r, inserted = upsert(email, map[string]any{"email": "b@x", "n": 12})
+	require.False(t, inserted)
+	require.Equal(t, bRow.ID, r.ID)
+	require.NotEqual(t, c.ID, r.ID)
+
+	// Composite keys, in their order; a patch of a non-key column leaves the key alone.
+	both := []string{"n", "email"}
+	k1, _ := upsert(both, map[string]any{"email": "k@x", "n": 1})
+	n, err = b.s.UpdateRows(b.ctx, orgA, "t", map[string]any{"email": "k@x"}, map[string]any{"n": 2, "extra": true})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	r, inserted = upsert(both, map[string]any{"email": "k@x", "n": 2.0})
+	require.False(t, inserted, "composite key recomputed in key order, numbers alike")
+	require.Equal(t, k1.ID, r.ID)
+	n, err = b.s.UpdateRows(b.ctx, orgA, "t", map[string]any{"email": "a@x"}, map[string]any{"status": "seen"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	r, inserted = upsert(email, map[string]any{"email": "a@x"})
+	require.False(t, inserted)
+	require.Equal(t, a2.ID, r.ID)
+
+	// A key patched to its own value is no conflict.
+	n, err = b.s.UpdateRows(b.ctx, orgA, "t", map[string]any{"email": "z@x"}, map[string]any{"email": "z@x"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
+
 // testTenancy creates one of everything in org A, then calls every method as org B with
 // A's ids: each answers ErrNotFound or nothing, and A's data is unchanged afterwards.
 func testTenancy(t *testing.T, b *bundle) {
@@ -1395,6 +1480,15 @@ func testTxSurvivesConflict(t *testing.T, b *bundle) {
 		}
 		if err := tx.CreateTable(ctx, &svctype.Table{OrgID: orgA, Name: "t"}); !errors.Is(err, engine.ErrConflict) {
 			return fmt.Errorf("CreateTable: want a conflict, got %v", err)
+		}
+		for _, k := range []string{"a", "b"} {
+			if _, _, err := tx.UpsertRow(ctx, orgA, "t", []string{"email"}, map[string]any{"email": k}); err != nil {
+				return err
+			}
+		}
+		_, err = tx.UpdateRows(ctx, orgA, "t", map[string]any{"email": "a"}, map[string]any{"email": "b"})
+		if !errors.Is(err, engine.ErrConflict) {
+			return fmt.Errorf("UpdateRows: want a conflict, got %v", err)
 		}
 		return tx.PutContext(ctx, orgA, first.ID, "after", json.RawMessage(`true`))
 	})
