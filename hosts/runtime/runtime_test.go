@@ -107,6 +107,16 @@ func TestBadWorkflowRequests(t *testing.T) {
 			status: 422, code: "validation_failed",
 			pointers: []string{"/definition/actions/0/properties/table", "/definition/actions/0/properties/keys"},
 		},
+		{
+			name: "read limit and loop max_iterations over their maximums",
+			body: workflowBody("x", `{"actions":[
+				{"type":"custom-table","properties":{"table":"t","operation":"read","limit":10001}},
+				{"type":"loop","properties":{"mode":"foreach","items":"@input.xs","max_iterations":100001,
+					"steps":[{"type":"custom-table","properties":{"table":"t","operation":"read","limit":20000}}]}}]}`),
+			status: 422, code: "validation_failed",
+			pointers: []string{"/definition/actions/0/properties/limit", "/definition/actions/1/properties/max_iterations",
+				"/definition/actions/1/properties/steps/0/properties/limit"},
+		},
 		{name: "unsupported content type", body: `{}`, headers: []string{"Content-Type: text/plain"}, status: 415, code: "unsupported_media_type"},
 		{name: "over 10 MiB", body: `{"name":"x","definition":{"actions":[],"pad":"` + strings.Repeat("a", 10<<20) + `"}}`, status: 413, code: "body_too_large"},
 	} {
