@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strings"
@@ -199,13 +200,25 @@ const (
 	loopReact   = "react"
 )
 
-// DefaultMaxIterations caps a foreach's elements when max_iterations is absent.
-const DefaultMaxIterations = 10000
+// DefaultMaxIterations caps a foreach's elements when max_iterations is absent;
+// MaxIterations is the most max_iterations may say. A foreach commits each element on its
+// own (about a millisecond each), but its end gathers every element's output in one
+// transaction into one context value: 100,000 keeps that within what one commit and one
+// value should carry (docs/decisions.md).
+const (
+	DefaultMaxIterations = 10000
+	MaxIterations        = 100000
+)
 
 func (e *Engine) checkLoop(s *svctype.Step, at string, c *checked) []Problem {
 	var out []Problem
 	p := s.Properties
 	mode, _ := p["mode"].(string)
+	if m, ok := p["max_iterations"]; ok {
+		if n, isNum := m.(float64); !isNum || n < 1 || n != math.Trunc(n) || n > MaxIterations {
+			out = append(out, Problem{at + "/properties/max_iterations", fmt.Sprintf("must be an integer from 1 to %d (default %d)", MaxIterations, DefaultMaxIterations)})
+		}
+	}
 	switch mode {
 	case loopForeach:
 	case loopReact:
@@ -222,11 +235,6 @@ func (e *Engine) checkLoop(s *svctype.Step, at string, c *checked) []Problem {
 	case []any:
 	default:
 		out = append(out, Problem{at + "/properties/items", "required: an @path to an array, or an array"})
-	}
-	if m, ok := p["max_iterations"]; ok {
-		if n, isNum := m.(float64); !isNum || n < 1 || n != float64(int(n)) {
-			out = append(out, Problem{at + "/properties/max_iterations", "must be a positive integer"})
-		}
 	}
 	if rk, ok := p["result_key"]; ok {
 		if s, isStr := rk.(string); !isStr || s == "" {

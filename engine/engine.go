@@ -627,8 +627,22 @@ func (e *Engine) ReadRows(ctx context.Context, orgID, table string, where map[st
 	return e.store.ReadRows(ctx, orgID, table, where, limit)
 }
 
+// ListRows pages a table's rows matching where (column -> value), oldest first: the rows
+// route. ErrNotFound when the organization has no such table.
+func (e *Engine) ListRows(ctx context.Context, orgID, table string, where map[string]any, opts svctype.ListOptions) (svctype.Page[svctype.Row], error) {
+	if err := checkOrg(orgID); err != nil {
+		return svctype.Page[svctype.Row]{}, err
+	}
+	if _, err := e.store.GetTable(ctx, orgID, table); err != nil {
+		return svctype.Page[svctype.Row]{}, err
+	}
+	return e.store.ListRows(ctx, orgID, table, where, opts)
+}
+
 // UpdateRows merges set into the rows matching where (integrators advance exception rows
-// this way) and returns how many it changed. Only declared columns may be set.
+// this way) and returns how many it changed. Only declared columns may be set. Setting a key
+// column of an upserted row moves the row to its new key; ErrConflict, with nothing changed,
+// when two upserted rows would then share a key.
 func (e *Engine) UpdateRows(ctx context.Context, orgID, table string, where, set map[string]any) (int, error) {
 	if err := checkOrg(orgID); err != nil {
 		return 0, err

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/steps"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -517,5 +518,40 @@ func TestRunGivesUpAfterMaxAttempts(t *testing.T) {
 		n, err := b.st.CountJobs(b.ctx)
 		require.NoError(t, err)
 		require.Zero(t, n)
+	})
+}
+
+// TestReadLimits: a custom-table read returns at most 1,000 rows unless it says otherwise,
+// and a limit resolved at run time above 10,000 fails the step, clearly.
+func TestReadLimits(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, b *bundle) {
+		_, err := b.eng.CreateTable(b.ctx, "o1", "big", map[string]string{"i": "number"})
+		require.NoError(t, err)
+		require.NoError(t, b.st.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+			for i := range 1001 {
+				if _, err := tx.InsertRow(ctx, "o1", "big", map[string]any{"i": i}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		w := b.workflow(t, "o1", "reads", `{"actions": [
+		  {"type": "custom-table", "outputKey": "dflt", "properties": {"table": "big", "operation": "read"}},
+		  {"type": "custom-table", "outputKey": "some", "properties": {"table": "big", "operation": "read", "limit": "@input.n"}},
+		  {"type": "custom-table", "outputKey": "counts", "properties": {"table": "big", "operation": "write",
+		    "fields": {"i": "@dflt.length"}}}]}`)
+		doc := b.execute(t, "o1", w.ID, `{"n": 3}`)
+		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+		require.Len(t, doc.Context["dflt"], steps.DefaultReadLimit, "a read without limit is bounded")
+		require.Len(t, doc.Context["some"], 3)
+		require.Equal(t, float64(0), doc.Context["dflt"].([]any)[0].(map[string]any)["i"], "oldest first")
+
+		for _, n := range []string{"10001", "0", `"ten"`, "2.5"} {
+			doc = b.execute(t, "o1", w.ID, `{"n": `+n+`}`)
+			require.Equal(t, svctype.RunFailed, doc.Status, n)
+			require.Contains(t, doc.Reason, "limit", n)
+			require.Contains(t, doc.Reason, "10000", n)
+		}
 	})
 }

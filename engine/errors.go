@@ -24,6 +24,10 @@ var (
 	// ErrNoContextKey: the run exists but its context has no such key. It is an
 	// ErrNotFound, so errors.Is(err, ErrNotFound) holds too.
 	ErrNoContextKey = fmt.Errorf("%w: no such context key", ErrNotFound)
+	// ErrInvalidCursor: a paging cursor that the listing did not issue (garbled, truncated,
+	// or another listing's). Cursors are opaque, so there is nothing in one to correct: the
+	// caller starts again from the first page.
+	ErrInvalidCursor = errors.New("invalid cursor")
 )
 
 // Problem is one thing wrong with an input, located by a JSON pointer.

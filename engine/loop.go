@@ -45,7 +45,8 @@ func (e *Engine) planLoop(ctx context.Context, st *runState, step *svctype.Step,
 	}
 	max := DefaultMaxIterations
 	if m, ok := step.Properties["max_iterations"].(float64); ok && m >= 1 {
-		max = int(m)
+		// A definition stored before MaxIterations existed may say more.
+		max = int(min(m, MaxIterations))
 	}
 	if len(items) > max {
 		return nil, fmt.Errorf("loop items has %d elements; max_iterations is %d", len(items), max)

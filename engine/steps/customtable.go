@@ -24,6 +24,15 @@ const (
 // EventDroppedFields is emitted when a row carries columns its table does not declare.
 const EventDroppedFields = "custom_table_dropped_fields"
 
+// A read returns at most limit rows: DefaultReadLimit when the step sets none, never more
+// than MaxReadLimit. A read runs inside the step's transaction, which on SQLite holds the
+// one writer, and its rows become a context value: a table of any size must not land there
+// whole.
+const (
+	DefaultReadLimit = 1000
+	MaxReadLimit     = 10000
+)
+
 func validateCustomTable(props map[string]any) []svctype.PropertyProblem {
 	var out []svctype.PropertyProblem
 	add := func(p, f string, a ...any) {
@@ -65,9 +74,9 @@ func validateCustomTable(props map[string]any) []svctype.PropertyProblem {
 				add("/where", "must be an object of column -> value")
 			}
 		}
-		if l, ok := props["limit"]; ok {
-			if n, isNum := l.(float64); !isNum || n < 0 || n != math.Trunc(n) {
-				add("/limit", "must be a non-negative integer")
+		if l, ok := props["limit"]; ok && !isPath(l) {
+			if _, err := readLimit(l); err != nil {
+				add("/limit", "%s", err)
 			}
 		}
 	default:
@@ -156,9 +165,12 @@ func readRows(ctx context.Context, call *svctype.StepCall, t *svctype.Table) (an
 	if p["where"] != nil && where == nil {
 		return nil, errors.New("custom-table: where must resolve to an object")
 	}
-	limit := 0
-	if l, ok := p["limit"].(float64); ok && l > 0 {
-		limit = int(l)
+	limit := DefaultReadLimit
+	if l, ok := p["limit"]; ok {
+		var err error
+		if limit, err = readLimit(l); err != nil {
+			return nil, fmt.Errorf("custom-table: limit %s", err)
+		}
 	}
 	rows, err := call.Tables.ReadRows(ctx, call.OrgID, t.Name, where, limit)
 	if err != nil {
@@ -169,6 +181,31 @@ func readRows(ctx context.Context, call *svctype.StepCall, t *svctype.Table) (an
 		out[i] = r.Data
 	}
 	return out, nil
+}
+
+// isPath reports whether v is an @path, resolved at run time.
+func isPath(v any) bool {
+	s, ok := v.(string)
+	return ok && strings.HasPrefix(s, "@")
+}
+
+// readLimit reads a read's limit: an integer from 1 to MaxReadLimit.
+func readLimit(v any) (int, error) {
+	var n float64
+	switch x := v.(type) {
+	case float64:
+		n = x
+	case int:
+		n = float64(x)
+	case int64:
+		n = float64(x)
+	default:
+		return 0, fmt.Errorf("must be an integer from 1 to %d (default %d), got %s", MaxReadLimit, DefaultReadLimit, kindOf(v))
+	}
+	if n != math.Trunc(n) || n < 1 || n > MaxReadLimit {
+		return 0, fmt.Errorf("must be an integer from 1 to %d (default %d), got %v", MaxReadLimit, DefaultReadLimit, n)
+	}
+	return int(n), nil
 }
 
 func stringList(v any, prop string) ([]string, error) {

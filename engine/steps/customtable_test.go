@@ -27,6 +27,11 @@ func TestValidateCustomTable(t *testing.T) {
 		{"where not a map", map[string]any{"table": "t", "operation": "read", "where": []any{}}, []string{"/where"}},
 		{"negative limit", map[string]any{"table": "t", "operation": "read", "limit": -1.0}, []string{"/limit"}},
 		{"fractional limit", map[string]any{"table": "t", "operation": "read", "limit": 1.5}, []string{"/limit"}},
+		{"limit at the maximum", map[string]any{"table": "t", "operation": "read", "limit": 10000.0}, nil},
+		{"limit over the maximum", map[string]any{"table": "t", "operation": "read", "limit": 10001.0}, []string{"/limit"}},
+		{"limit zero", map[string]any{"table": "t", "operation": "read", "limit": 0.0}, []string{"/limit"}},
+		{"limit from a path", map[string]any{"table": "t", "operation": "read", "limit": "@input.n"}, nil},
+		{"limit a plain string", map[string]any{"table": "t", "operation": "read", "limit": "5"}, []string{"/limit"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -123,7 +123,14 @@ func encodeCursor(parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(parts, "\x00")))
 }
 
+// maxCursorLen is far above any cursor a listing issues (a time and a UUID, or a table
+// name, base64-encoded): a longer one was not issued, and is not decoded.
+const maxCursorLen = 1024
+
 func decodeCursor(cursor string, n int) ([]string, error) {
+	if len(cursor) > maxCursorLen {
+		return nil, malformedCursor()
+	}
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err == nil {
 		if parts := strings.Split(string(b), "\x00"); len(parts) == n {
@@ -133,5 +140,5 @@ func decodeCursor(cursor string, n int) ([]string, error) {
 	return nil, malformedCursor()
 }
 
-// malformedCursor is a validation error: the cursor came from the caller.
-func malformedCursor() error { return engine.Invalid("/cursor", "malformed cursor") }
+// malformedCursor: the caller sent a cursor that no listing issued.
+func malformedCursor() error { return fmt.Errorf("store: %w", engine.ErrInvalidCursor) }

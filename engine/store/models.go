@@ -143,13 +143,16 @@ type tableModel struct {
 type rowModel struct {
 	bun.BaseModel `bun:"table:table_rows,alias:tr"`
 
-	ID        string          `bun:"id,pk"`
-	OrgID     string          `bun:"org_id"`
-	TableName string          `bun:"table_name"`
-	KeyHash   *string         `bun:"key_hash"`
-	Data      json.RawMessage `bun:"data"`
-	CreatedAt time.Time       `bun:"created_at"`
-	UpdatedAt time.Time       `bun:"updated_at"`
+	ID        string  `bun:"id,pk"`
+	OrgID     string  `bun:"org_id"`
+	TableName string  `bun:"table_name"`
+	KeyHash   *string `bun:"key_hash"`
+	// KeyColumns is the JSON array of the upsert's key columns, in order: what KeyHash is
+	// recomputed from when a patch changes one of them. NULL with KeyHash (InsertRow).
+	KeyColumns *string         `bun:"key_columns"`
+	Data       json.RawMessage `bun:"data"`
+	CreatedAt  time.Time       `bun:"created_at"`
+	UpdatedAt  time.Time       `bun:"updated_at"`
 }
 
 // Conversions between engine types and models. Times leave the store in UTC.

@@ -46,8 +46,8 @@ const (
 	sqlUpdateRun = `UPDATE "runs" SET "status" = ?, "cursor" = ?, "reason" = ?, "updated_at" = ?,
  "finished_at" = ? WHERE "org_id" = ? AND "id" = ?`
 	// Custom-table writes are the body of most steps.
-	sqlInsertRow = `INSERT INTO "table_rows" ("id", "org_id", "table_name", "key_hash", "data", "created_at", "updated_at")
- VALUES (?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertRow = `INSERT INTO "table_rows" ("id", "org_id", "table_name", "key_hash", "key_columns", "data", "created_at", "updated_at")
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	// Starting a run.
 	sqlInsertRun = `INSERT INTO "runs" ("org_id", "id", "workflow_id", "workflow_version", "status", "input",
  "definition", "cursor", "reason", "idempotency_key", "created_at", "updated_at", "finished_at")
@@ -56,7 +56,7 @@ const (
  "lease_token", "lease_until", "payload") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlUpsertRow = sqlInsertRow + `
  ON CONFLICT ("org_id", "table_name", "key_hash") DO UPDATE SET "data" = excluded."data",
- "updated_at" = excluded."updated_at" RETURNING "id", "created_at"`
+ "key_columns" = excluded."key_columns", "updated_at" = excluded."updated_at" RETURNING "id", "created_at"`
 )
 
 // sqlitePrepared holds the statements once the schema exists (nil before).

@@ -12,11 +12,13 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
 // Custom tables and their rows. A row's data is one JSON object; rows written by UpsertRow
-// also carry key_hash, the identity of their key columns, under a unique index.
+// also carry key_hash, the identity of their key columns and values, under a unique index,
+// and key_columns, the key columns themselves, so that a patch of one recomputes the hash.
 
 func (q *querier) CreateTable(ctx context.Context, t *svctype.Table) error {
 	const op = "create table"
@@ -86,7 +88,7 @@ func (q *querier) InsertRow(ctx context.Context, orgID, table string, row map[st
 		return out, fmt.Errorf("store: %s: %w", op, err)
 	}
 	if st := q.fast(); st != nil {
-		_, err = q.exec(ctx, st.insertRow, m.ID, m.OrgID, m.TableName, nil, string(m.Data),
+		_, err = q.exec(ctx, st.insertRow, m.ID, m.OrgID, m.TableName, nil, nil, string(m.Data),
 			sqliteTime(m.CreatedAt), sqliteTime(m.UpdatedAt))
 	} else {
 		_, err = q.w.NewInsert().Model(m).Exec(ctx)
@@ -112,14 +114,18 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 	if err != nil {
 		return out, false, fmt.Errorf("store: %s: %w", op, err)
 	}
-	m.KeyHash = &hash
+	kc, err := json.Marshal(keys)
+	if err != nil {
+		return svctype.Row{}, false, fmt.Errorf("store: %s: %w", op, err)
+	}
+	m.KeyHash, m.KeyColumns = &hash, ptr(string(kc))
 	var (
 		id      string
 		created time.Time
 	)
 	if st := q.fast(); st != nil {
 		var createdAt any
-		err = q.queryRow(ctx, st.upsertRow, m.ID, m.OrgID, m.TableName, hash, string(m.Data),
+		err = q.queryRow(ctx, st.upsertRow, m.ID, m.OrgID, m.TableName, hash, *m.KeyColumns, string(m.Data),
 			sqliteTime(m.CreatedAt), sqliteTime(m.UpdatedAt)).Scan(&id, &createdAt)
 		if err == nil {
 			created, err = sqliteScannedTime(createdAt)
@@ -128,6 +134,7 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 		err = q.w.NewInsert().Model(m).
 			On("CONFLICT (org_id, table_name, key_hash) DO UPDATE").
 			Set("data = EXCLUDED.data").
+			Set("key_columns = EXCLUDED.key_columns").
 			Set("updated_at = EXCLUDED.updated_at").
 			Returning("id, created_at").
 			Scan(ctx, &id, &created)
@@ -191,15 +198,9 @@ func normalizeJSON(v any) (any, []byte, error) {
 // first, at most limit (no limit when limit <= 0). The filter runs in SQL.
 func (q *querier) ReadRows(ctx context.Context, orgID, table string, where map[string]any, limit int) ([]svctype.Row, error) {
 	const op = "read rows"
-	conds, err := q.rowConditions(where)
+	sel, err := q.selectRows(orgID, table, where)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", op, err)
-	}
-	sel := q.r.NewSelect().Model((*rowModel)(nil)).
-		Where("org_id = ? AND table_name = ?", orgID, table).
-		OrderExpr("created_at ASC, id ASC")
-	for _, c := range conds {
-		sel = sel.Where(c.expr, c.args...)
 	}
 	if limit > 0 {
 		sel = sel.Limit(int64(limit))
@@ -217,8 +218,59 @@ func (q *querier) ReadRows(ctx context.Context, orgID, table string, where map[s
 	return rows, nil
 }
 
+// ListRows pages the rows ReadRows returns, in its order; the cursor is the last row's
+// (created_at, id), which no write changes.
+func (q *querier) ListRows(ctx context.Context, orgID, table string, where map[string]any, opts svctype.ListOptions) (svctype.Page[svctype.Row], error) {
+	const op = "list rows"
+	var page svctype.Page[svctype.Row]
+	limit := pageLimit(opts)
+	var (
+		at    time.Time
+		after string
+	)
+	if opts.Cursor != "" {
+		var err error
+		if at, after, err = decodeTimeCursor(opts.Cursor); err != nil {
+			return page, err
+		}
+	}
+	sel, err := q.selectRows(orgID, table, where)
+	if err != nil {
+		return page, fmt.Errorf("store: %s: %w", op, err)
+	}
+	if opts.Cursor != "" {
+		sel = sel.Where("(tr.created_at > ? OR (tr.created_at = ? AND tr.id > ?))", at, at, after)
+	}
+	var ms []rowModel
+	if err := sel.Limit(int64(limit+1)).Scan(ctx, &ms); err != nil {
+		return page, wrap(op, err)
+	}
+	page, err = pageOf(ms, limit, func(m *rowModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) }, (*rowModel).toRow)
+	if err != nil {
+		return page, wrap(op, err)
+	}
+	return page, nil
+}
+
+// selectRows selects an org's table's rows matching where, oldest first.
+func (q *querier) selectRows(orgID, table string, where map[string]any) (*bun.SelectQuery, error) {
+	conds, err := q.rowConditions(where)
+	if err != nil {
+		return nil, err
+	}
+	sel := q.r.NewSelect().Model((*rowModel)(nil)).
+		Where("tr.org_id = ? AND tr.table_name = ?", orgID, table).
+		OrderExpr("tr.created_at ASC, tr.id ASC")
+	for _, c := range conds {
+		sel = sel.Where(c.expr, c.args...)
+	}
+	return sel, nil
+}
+
 // UpdateRows sets the top-level columns of set in every row matching where and returns
-// how many rows matched.
+// how many rows matched. An upserted row whose key columns set changes gets the key hash of
+// its new values; when that would give two rows one key, nothing changes and the error is
+// ErrConflict (checked before the first write, so a caller's transaction stays usable).
 func (q *querier) UpdateRows(ctx context.Context, orgID, table string, where, set map[string]any) (int, error) {
 	const op = "update rows"
 	conds, err := q.rowConditions(where)
@@ -234,9 +286,28 @@ func (q *querier) UpdateRows(ctx context.Context, orgID, table string, where, se
 	}
 	patchMap, _ := patchValue.(map[string]any)
 	t := now()
+	var n int
+	err = q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
+		rekeyed, err := q.rekeyRows(ctx, db, orgID, table, conds, patchMap)
+		if err != nil {
+			return err
+		}
+		if n, err = q.patchRows(ctx, db, orgID, table, conds, patch, patchMap, t); err != nil {
+			return err
+		}
+		return setKeyHashes(ctx, db, orgID, table, rekeyed)
+	})
+	if err != nil {
+		return 0, wrap(op, err)
+	}
+	return n, nil
+}
+
+// patchRows merges patch into the data of the rows matching conds.
+func (q *querier) patchRows(ctx context.Context, db bun.IDB, orgID, table string, conds []condition, patch []byte, patchMap map[string]any, t time.Time) (int, error) {
 	if q.dialect == dialectPostgres {
 		// jsonb || jsonb is exactly a shallow merge.
-		upd := q.w.NewUpdate().Model((*rowModel)(nil)).
+		upd := db.NewUpdate().Model((*rowModel)(nil)).
 			Set("data = data || ?::jsonb", string(patch)).
 			Set("updated_at = ?", t).
 			Where("org_id = ? AND table_name = ?", orgID, table)
@@ -245,52 +316,177 @@ func (q *querier) UpdateRows(ctx context.Context, orgID, table string, where, se
 		}
 		res, err := upd.Exec(ctx)
 		if err != nil {
-			return 0, wrap(op, err)
+			return 0, err
 		}
 		return int(rowsAffected(res)), nil
 	}
 	// SQLite's json_patch is a recursive merge that deletes keys set to null, not a shallow
-	// one: merge in Go, on the single writer, in one transaction.
-	var n int
-	err = q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
-		sel := db.NewSelect().Model((*rowModel)(nil)).Column("id", "data").
-			Where("org_id = ? AND table_name = ?", orgID, table)
-		for _, c := range conds {
-			sel = sel.Where(c.expr, c.args...)
+	// one: merge in Go, on the single writer, in the transaction.
+	sel := db.NewSelect().Model((*rowModel)(nil)).Column("id", "data").
+		Where("org_id = ? AND table_name = ?", orgID, table)
+	for _, c := range conds {
+		sel = sel.Where(c.expr, c.args...)
+	}
+	var ms []rowModel
+	if err := sel.Scan(ctx, &ms); err != nil {
+		return 0, err
+	}
+	for _, m := range ms {
+		data, err := mergedData(m.Data, patchMap)
+		if err != nil {
+			return 0, err
 		}
-		var ms []rowModel
-		if err := sel.Scan(ctx, &ms); err != nil {
-			return wrap(op, err)
+		b, err := json.Marshal(data)
+		if err != nil {
+			return 0, err
 		}
-		for _, m := range ms {
-			var data map[string]any
-			if err := json.Unmarshal(m.Data, &data); err != nil {
-				return wrap(op, err)
-			}
-			if data == nil {
-				data = map[string]any{}
-			}
-			for k, v := range patchMap {
-				data[k] = v
-			}
-			b, err := json.Marshal(data)
-			if err != nil {
-				return wrap(op, err)
-			}
-			_, err = db.NewUpdate().Model((*rowModel)(nil)).
-				Set("data = ?", string(b)).
-				Set("updated_at = ?", t).
-				Where("id = ?", m.ID).
-				Exec(ctx)
-			if err != nil {
-				return wrap(op, err)
-			}
+		_, err = db.NewUpdate().Model((*rowModel)(nil)).
+			Set("data = ?", string(b)).
+			Set("updated_at = ?", t).
+			Where("org_id = ? AND table_name = ? AND id = ?", orgID, table, m.ID).
+			Exec(ctx)
+		if err != nil {
+			return 0, err
 		}
-		n = len(ms)
-		return nil
-	})
-	return n, err
+	}
+	return len(ms), nil
 }
+
+func mergedData(raw json.RawMessage, patch map[string]any) (map[string]any, error) {
+	var data map[string]any
+	if err := json.Unmarshal(raw, &data); err != nil {
+		return nil, err
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	for k, v := range patch {
+		data[k] = v
+	}
+	return data, nil
+}
+
+// rekey is a row whose key hash a patch changes.
+type rekey struct {
+	id, hash string
+}
+
+// rekeyRows finds the upserted rows matching conds whose key columns patch changes and
+// computes their new key hashes. ErrConflict when two of them would share a key, or one
+// would take a key another row holds.
+func (q *querier) rekeyRows(ctx context.Context, db bun.IDB, orgID, table string, conds []condition, patch map[string]any) ([]rekey, error) {
+	if len(patch) == 0 {
+		return nil, nil
+	}
+	// Only rows whose key columns name a patched column: key_columns is a JSON array of
+	// column names, so `"col"` occurs in it when col is one (a false match is dropped below).
+	instr := "instr(tr.key_columns, ?) > 0"
+	if q.dialect == dialectPostgres {
+		instr = "strpos(tr.key_columns, ?) > 0"
+	}
+	names := make([]string, 0, len(patch))
+	for k := range patch {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	sel := db.NewSelect().Model((*rowModel)(nil)).Column("id", "key_hash", "key_columns", "data").
+		Where("tr.org_id = ? AND tr.table_name = ? AND tr.key_columns IS NOT NULL", orgID, table).
+		WhereGroup(" AND ", func(sq *bun.SelectQuery) *bun.SelectQuery {
+			for _, k := range names {
+				quoted, _ := json.Marshal(k)
+				sq = sq.WhereOr(instr, string(quoted))
+			}
+			return sq
+		})
+	for _, c := range conds {
+		sel = sel.Where(c.expr, c.args...)
+	}
+	var ms []rowModel
+	if err := sel.Scan(ctx, &ms); err != nil {
+		return nil, err
+	}
+	var out []rekey
+	byHash := map[string]string{}
+	for _, m := range ms {
+		var keys []string
+		if err := json.Unmarshal([]byte(*m.KeyColumns), &keys); err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(keys, func(k string) bool { _, ok := patch[k]; return ok }) {
+			continue
+		}
+		data, err := mergedData(m.Data, patch)
+		if err != nil {
+			return nil, err
+		}
+		hash, err := keyHash(keys, data)
+		if err != nil {
+			return nil, err
+		}
+		if m.KeyHash != nil && *m.KeyHash == hash {
+			continue
+		}
+		if _, dup := byHash[hash]; dup {
+			return nil, conflictingKeys()
+		}
+		byHash[hash] = m.ID
+		out = append(out, rekey{id: m.ID, hash: hash})
+	}
+	// Another row holding one of the new keys: one that the patch does not move (a row
+	// that it moves cannot hold another's new key, or its own key would not move).
+	for chunk := range slices.Chunk(out, 500) {
+		hashes := make([]string, len(chunk))
+		for i, r := range chunk {
+			hashes[i] = r.hash
+		}
+		var holders []string
+		err := db.NewSelect().Model((*rowModel)(nil)).Column("id").
+			Where("tr.org_id = ? AND tr.table_name = ? AND tr.key_hash IN (?)", orgID, table, bun.In(hashes)).
+			Scan(ctx, &holders)
+		if err != nil {
+			return nil, err
+		}
+		if len(holders) > 0 {
+			return nil, conflictingKeys()
+		}
+	}
+	return out, nil
+}
+
+func conflictingKeys() error {
+	return fmt.Errorf("the patch would give two rows the same key: %w", engine.ErrConflict)
+}
+
+// setKeyHashes writes the new key hashes: cleared first, then set, so that no statement
+// meets a hash that another moved row is about to leave.
+func setKeyHashes(ctx context.Context, db bun.IDB, orgID, table string, rows []rekey) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	for chunk := range slices.Chunk(rows, 500) {
+		ids := make([]string, len(chunk))
+		for i, r := range chunk {
+			ids[i] = r.id
+		}
+		_, err := db.NewUpdate().Model((*rowModel)(nil)).Set("key_hash = NULL").
+			Where("org_id = ? AND table_name = ? AND id IN (?)", orgID, table, bun.In(ids)).
+			Exec(ctx)
+		if err != nil {
+			return err
+		}
+	}
+	for _, r := range rows {
+		_, err := db.NewUpdate().Model((*rowModel)(nil)).Set("key_hash = ?", r.hash).
+			Where("org_id = ? AND table_name = ? AND id = ?", orgID, table, r.id).
+			Exec(ctx)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
 
 type condition struct {
 	expr string

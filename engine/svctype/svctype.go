@@ -206,6 +206,12 @@ type TableStore interface {
 	// ReadRows returns rows whose columns equal every where entry (compared as JSON values:
 	// a string matches a string, a number a number), oldest first, at most limit (0 = no limit).
 	ReadRows(ctx context.Context, orgID, table string, where map[string]any, limit int) ([]Row, error)
+	// ListRows pages the rows ReadRows would return, in the same order (created_at, id):
+	// Limit rows (default 50, at most 500) after Cursor, a value only a previous page issues.
+	ListRows(ctx context.Context, orgID, table string, where map[string]any, opts ListOptions) (Page[Row], error)
 	// UpdateRows merges set into the data of the rows matching where and returns how many changed.
+	// An upserted row keeps its identity under its key columns: set changing one moves the row
+	// to its new key (upserts find it there, not at the old one). ErrConflict, and nothing
+	// changed, when that would give two upserted rows the same key.
 	UpdateRows(ctx context.Context, orgID, table string, where, set map[string]any) (int, error)
 }

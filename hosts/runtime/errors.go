@@ -20,7 +20,7 @@ type Problem struct {
 	Type     string           `json:"type,omitempty" format:"uri" default:"about:blank" doc:"A URI reference to documentation for the problem type."`
 	Title    string           `json:"title" example:"Not Found" doc:"Short summary of the problem type (the status text)."`
 	Status   int              `json:"status" example:"404" doc:"HTTP status code."`
-	Code     string           `json:"code" example:"not_found" doc:"Machine-readable problem code: not_found, conflict, validation_failed, malformed_json, missing_org, invalid_org, method_not_allowed, unsupported_media_type, body_too_large, internal, ..."`
+	Code     string           `json:"code" example:"not_found" doc:"Machine-readable problem code: not_found, conflict, validation_failed, malformed_json, missing_org, invalid_org, invalid_cursor, method_not_allowed, unsupported_media_type, body_too_large, internal, ..."`
 	Detail   string           `json:"detail,omitempty" example:"workflow not found" doc:"Explanation specific to this occurrence."`
 	Instance string           `json:"instance,omitempty" format:"uri" doc:"A URI reference identifying this occurrence."`
 	Errors   []*ProblemDetail `json:"errors,omitempty" nullable:"false" doc:"Individual problems, each located in the request."`
@@ -60,6 +60,7 @@ const (
 	codeMethodNotAllowed = "method_not_allowed"
 	codeUnsupportedMedia = "unsupported_media_type"
 	codeBodyTooLarge     = "body_too_large"
+	codeInvalidCursor    = "invalid_cursor"
 	codeInternal         = "internal"
 )
 
@@ -98,6 +99,10 @@ func problemFor(ctx context.Context, log *slog.Logger, err error, f failure) *Pr
 		return newProblem(http.StatusNotFound, codeNotFound, orDefault(f.notFound, "resource not found"))
 	case errors.Is(err, engine.ErrConflict):
 		return newProblem(http.StatusConflict, codeConflict, orDefault(f.conflict, "the request conflicts with the resource's current state"))
+	case errors.Is(err, engine.ErrInvalidCursor):
+		// Not a 422: a cursor is a token handed back, not a field the caller can correct.
+		return newProblem(http.StatusBadRequest, codeInvalidCursor, "the cursor was not issued by this listing: start again without one",
+			&ProblemDetail{Location: "query.cursor", Message: "not a cursor this listing issued"})
 	case errors.Is(err, engine.ErrInvalidOrg):
 		return newProblem(http.StatusBadRequest, codeInvalidOrg, "X-Org-Id is not a valid organization id")
 	}

@@ -107,6 +107,16 @@ func TestBadWorkflowRequests(t *testing.T) {
 			status: 422, code: "validation_failed",
 			pointers: []string{"/definition/actions/0/properties/table", "/definition/actions/0/properties/keys"},
 		},
+		{
+			name: "read limit and loop max_iterations over their maximums",
+			body: workflowBody("x", `{"actions":[
+				{"type":"custom-table","properties":{"table":"t","operation":"read","limit":10001}},
+				{"type":"loop","properties":{"mode":"foreach","items":"@input.xs","max_iterations":100001,
+					"steps":[{"type":"custom-table","properties":{"table":"t","operation":"read","limit":20000}}]}}]}`),
+			status: 422, code: "validation_failed",
+			pointers: []string{"/definition/actions/0/properties/limit", "/definition/actions/1/properties/max_iterations",
+				"/definition/actions/1/properties/steps/0/properties/limit"},
+		},
 		{name: "unsupported content type", body: `{}`, headers: []string{"Content-Type: text/plain"}, status: 415, code: "unsupported_media_type"},
 		{name: "over 10 MiB", body: `{"name":"x","definition":{"actions":[],"pad":"` + strings.Repeat("a", 10<<20) + `"}}`, status: 413, code: "body_too_large"},
 	} {
@@ -419,10 +429,10 @@ func TestPaging(t *testing.T) {
 	page := ok[list[workflowDoc]](t, b.do(t, http.MethodGet, "/workflows", orgA, nil), http.StatusOK)
 	require.Len(t, page.Items, 5)
 
-	// A cursor the store cannot read is the caller's mistake, located at the parameter.
-	// (Custom tables page by name, so any string is a cursor there.)
+	// A cursor the store cannot read is the caller's mistake, located at the parameter
+	// (TestListRoutesPage checks every list route).
 	for _, path := range []string{"/workflows", "/runs"} {
-		p := problem(t, b.do(t, http.MethodGet, path+"?cursor=not-a-cursor", orgA, nil), http.StatusUnprocessableEntity, "validation_failed")
+		p := problem(t, b.do(t, http.MethodGet, path+"?cursor=not-a-cursor", orgA, nil), http.StatusBadRequest, "invalid_cursor")
 		require.Equal(t, "query.cursor", p.Errors[0].Location, path)
 	}
 }

@@ -16,12 +16,6 @@ type TablePath struct {
 	Name string `path:"name" doc:"Table name."`
 }
 
-// Rows is the answer of GET /custom-tables/{name}/rows. It is not paged: the engine reads
-// rows by equality on columns, oldest first, up to ?limit.
-type Rows struct {
-	Items []svctype.Row `json:"items" nullable:"false" doc:"Matching rows, oldest first."`
-}
-
 // TableBody is the body of POST /custom-tables.
 type TableBody struct {
 	Name   string            `json:"name" doc:"Unique within the organization."`
@@ -69,38 +63,40 @@ func (s *Server) registerTables() {
 		return &struct{ Body List[svctype.Table] }{Body: listOf(page, same[svctype.Table])}, nil
 	})
 
-	o = op("read-custom-table-rows", http.MethodGet, "/custom-tables/{name}/rows", "Read a custom table's rows", "Custom tables")
+	o = op("read-custom-table-rows", http.MethodGet, "/custom-tables/{name}/rows", "Page through a custom table's rows", "Custom tables")
+	o.Description = "The rows whose columns equal every `where` entry, oldest first (by creation time, then id), " +
+		"a page at a time like every list: pass `next_cursor` back as `?cursor=` until it is empty."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		TablePath
 		Where string `query:"where" maxLength:"65536" doc:"JSON object of column to value; rows whose columns equal every entry. Example: {\"status\":\"pending_review\"}"`
-		Limit int    `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"At most this many rows (default 50, at most 500)."`
-	}) (*struct{ Body Rows }, error) {
+		Paging
+	}) (*struct{ Body List[svctype.Row] }, error) {
 		where, err := whereParam(in.Where)
 		if err != nil {
 			return nil, err
 		}
-		rows, err := s.eng.ReadRows(ctx, in.OrgID, in.Name, where, in.Limit)
+		page, err := s.eng.ListRows(ctx, in.OrgID, in.Name, where, in.options())
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{notFound: tableNotFound.notFound, in: "query"})
 		}
-		if rows == nil {
-			rows = []svctype.Row{}
-		}
-		return &struct{ Body Rows }{Body: Rows{Items: rows}}, nil
+		return &struct{ Body List[svctype.Row] }{Body: listOf(page, same[svctype.Row])}, nil
 	})
 
 	o = op("update-custom-table-rows", http.MethodPatch, "/custom-tables/{name}/rows", "Set columns on the rows that match", "Custom tables")
 	o.Description = "Merges `set` into every row whose columns equal every `where` entry (an empty `where` " +
-		"matches every row). Integrators advance exception rows this way, e.g. set status."
-	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+		"matches every row). Integrators advance exception rows this way, e.g. set status. " +
+		"A row written by an upsert keeps its identity under its key columns: setting one moves the row to its new key, " +
+		"so later upserts find it there; a patch that would give two such rows the same key is 409 and changes nothing."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		TablePath
 		Body RowsUpdate
 	}) (*struct{ Body RowsUpdated }, error) {
 		n, err := s.eng.UpdateRows(ctx, in.OrgID, in.Name, in.Body.Where, in.Body.Set)
 		if err != nil {
-			return nil, s.fail(ctx, err, tableNotFound)
+			return nil, s.fail(ctx, err, failure{notFound: tableNotFound.notFound,
+				conflict: "the patch would give two rows of the table the same key; no row was changed"})
 		}
 		return &struct{ Body RowsUpdated }{Body: RowsUpdated{Updated: n}}, nil
 	})

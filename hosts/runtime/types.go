@@ -51,7 +51,7 @@ func same[T any](t T) T { return t }
 // Paging is embedded in every list input.
 type Paging struct {
 	Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"500" doc:"Page size (default 50, at most 500)."`
-	Cursor string `query:"cursor" maxLength:"1024" doc:"Opaque cursor from the previous page's next_cursor."`
+	Cursor string `query:"cursor" doc:"Opaque cursor from the previous page's next_cursor; one the server did not issue is 400 invalid_cursor."`
 }
 
 func (p Paging) options() svctype.ListOptions {

@@ -226,8 +226,7 @@ func testDocumentList(t *testing.T, b *bundle, org string) {
 	require.Empty(t, collect(t, 2, key, list("none")))
 
 	_, err := b.s.ListDocuments(b.ctx, org, documents.ListFilter{ListOptions: svctype.ListOptions{Cursor: "%%%"}})
-	var ve *engine.ValidationError
-	require.ErrorAs(t, err, &ve)
+	require.ErrorIs(t, err, engine.ErrInvalidCursor)
 }
 
 func testDocumentDelete(t *testing.T, b *bundle, org string) {

@@ -53,7 +53,9 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 		{"Rows", testRows},
 		{"Upsert", testUpsert},
 		{"ReadRowsWhere", testReadRowsWhere},
+		{"ListRows", testListRows},
 		{"UpdateRows", testUpdateRows},
+		{"UpdateRowsKeys", testUpdateRowsKeys},
 		{"Tenancy", testTenancy},
 		{"TxRollback", testTxRollback},
 		{"TxCommit", testTxCommit},
@@ -606,11 +608,10 @@ func testMalformedCursor(t *testing.T, b *bundle) {
 		"runs":      func() error { _, err := b.s.ListRuns(b.ctx, orgA, engine.RunFilter{ListOptions: bad}); return err },
 		"events":    func() error { _, err := b.s.ListRunEvents(b.ctx, orgA, "r", bad); return err },
 		"tables":    func() error { _, err := b.s.ListTables(b.ctx, orgA, bad); return err },
+		"rows":      func() error { _, err := b.s.ListRows(b.ctx, orgA, "t", nil, bad); return err },
 	}
 	for name, call := range calls {
-		err := call()
-		var verr *engine.ValidationError
-		require.True(t, errors.As(err, &verr), "%s: %v", name, err)
+		require.ErrorIs(t, call(), engine.ErrInvalidCursor, name)
 	}
 }
 
@@ -1059,6 +1060,79 @@ func testReadRowsWhere(t *testing.T, b *bundle) {
 	}
 }
 
+// testListRows pages 2,000 rows, written in one transaction (microseconds apart, some
+// alike), at several page sizes: each row once, oldest first, and a where filter kept from
+// page to page.
+func testListRows(t *testing.T, b *bundle) {
+	b.table(t, orgA, "t")
+	b.table(t, orgB, "t")
+	const n = 2000
+	var want, even []string
+	err := b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+		for i := range n {
+			var (
+				r   svctype.Row
+				err error
+			)
+			row := map[string]any{"email": fmt.Sprintf("u%d@x", i), "n": i % 2}
+			if i%3 == 0 {
+				r, _, err = tx.UpsertRow(ctx, orgA, "t", []string{"email"}, row)
+			} else {
+				r, err = tx.InsertRow(ctx, orgA, "t", row)
+			}
+			if err != nil {
+				return err
+			}
+			want = append(want, r.ID)
+			if i%2 == 0 {
+				even = append(even, r.ID)
+			}
+		}
+		_, err := tx.InsertRow(ctx, orgB, "t", map[string]any{"email": "b@x", "n": 0})
+		return err
+	})
+	require.NoError(t, err)
+	ids := func(rows []svctype.Row) []string {
+		out := make([]string, len(rows))
+		for i, r := range rows {
+			out[i] = r.ID
+		}
+		return out
+	}
+	key := func(r svctype.Row) string { return r.ID }
+	list := func(where map[string]any) func(svctype.ListOptions) (svctype.Page[svctype.Row], error) {
+		return func(o svctype.ListOptions) (svctype.Page[svctype.Row], error) {
+			return b.s.ListRows(b.ctx, orgA, "t", where, o)
+		}
+	}
+	// ReadRows' order is the listing's order.
+	all, err := b.s.ReadRows(b.ctx, orgA, "t", nil, 0)
+	require.NoError(t, err)
+	require.Equal(t, want, ids(all), "oldest first, by (created_at, id)")
+	for _, limit := range []int{500, 333, 7} {
+		require.Equal(t, want, ids(collect(t, limit, key, list(nil))), "limit %d", limit)
+	}
+	require.Equal(t, even, ids(collect(t, 100, key, list(map[string]any{"n": 0}))), "where holds on every page")
+
+	page, err := b.s.ListRows(b.ctx, orgA, "t", nil, svctype.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 50, "default page size")
+	page, err = b.s.ListRows(b.ctx, orgA, "t", nil, svctype.ListOptions{Limit: 100000})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 500, "page size capped")
+	require.Equal(t, map[string]any{"email": "u0@x", "n": float64(0)}, page.Items[0].Data)
+
+	// Another org's table of the same name is its own; a missing table has no rows.
+	pb, err := b.s.ListRows(b.ctx, orgB, "t", nil, svctype.ListOptions{Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, pb.Items, 1)
+	require.Empty(t, pb.NextCursor)
+	none, err := b.s.ListRows(b.ctx, orgA, "missing", nil, svctype.ListOptions{})
+	require.NoError(t, err)
+	require.Empty(t, none.Items)
+	require.Empty(t, none.NextCursor)
+}
+
 func testUpdateRows(t *testing.T, b *bundle) {
 	b.table(t, orgA, "t")
 	for _, d := range []map[string]any{
@@ -1106,6 +1180,90 @@ func testUpdateRows(t *testing.T, b *bundle) {
 	rows, err = b.s.ReadRows(b.ctx, orgA, "t", map[string]any{"name": "c"}, 0)
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"name": "c", "group": "1", "all": true}, rows[0].Data, "an empty set changes nothing")
+}
+
+// testUpdateRowsKeys: a patch that changes an upserted row's key columns moves the row to
+// its new key, so upserts stay exact; one that would give two rows the same key is
+// ErrConflict and changes nothing. Rows from InsertRow have no key.
+func testUpdateRowsKeys(t *testing.T, b *bundle) {
+	b.table(t, orgA, "t")
+	email := []string{"email"}
+	upsert := func(keys []string, row map[string]any) (svctype.Row, bool) {
+		t.Helper()
+		r, inserted, err := b.s.UpsertRow(b.ctx, orgA, "t", keys, row)
+		require.NoError(t, err)
+		return r, inserted
+	}
+	a, _ := upsert(email, map[string]any{"email": "a@x", "n": 1})
+	bRow, _ := upsert(email, map[string]any{"email": "b@x", "n": 2})
+	c, err := b.s.InsertRow(b.ctx, orgA, "t", map[string]any{"email": "c@x", "n": 3})
+	require.NoError(t, err)
+	snapshot := func() []svctype.Row {
+		t.Helper()
+		rows, err := b.s.ReadRows(b.ctx, orgA, "t", nil, 0)
+		require.NoError(t, err)
+		return rows
+	}
+
+	n, err := b.s.UpdateRows(b.ctx, orgA, "t", map[string]any{"email": "a@x"}, map[string]any{"email": "z@x"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	r, inserted := upsert(email, map[string]any{"email": "z@x", "n": 9})
+	require.False(t, inserted, "the patched row holds its new key")
+	require.Equal(t, a.ID, r.ID)
+	r, inserted = upsert(email, map[string]any{"email": "a@x", "n": 10})
+	require.True(t, inserted, "the old key is free")
+	a2 := r
+
+	before := snapshot()
+	conflicts := []struct {
+		name       string
+		where, set map[string]any
+	}{
+		{"onto another row's key", map[string]any{"email": "b@x"}, map[string]any{"email": "z@x", "n": 0}},
+		{"two matched rows onto one key", map[string]any{}, map[string]any{"email": "q@x"}},
+		{"onto a null key", map[string]any{"email": "b@x"}, map[string]any{"email": nil}},
+	}
+	for _, tt := range conflicts {
+		if tt.name == "onto a null key" {
+			upsert(email, map[string]any{"n": 11}) // its key is email: null
+			before = snapshot()
+		}
+		_, err := b.s.UpdateRows(b.ctx, orgA, "t", tt.where, tt.set)
+		require.ErrorIs(t, err, engine.ErrConflict, tt.name)
+		require.Equal(t, before, snapshot(), "%s: nothing changed", tt.name)
+	}
+
+	// An InsertRow row has no key: patching it onto a keyed row's value is no conflict, and
+	// upserts keep finding the keyed row.
+	n, err = b.s.UpdateRows(b.ctx, orgA, "t", map[string]any{"email": "c@x"}, map[string]any{"email": "b@x"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	r, inserted = upsert(email, map[string]any{"email": "b@x", "n": 12})
+	require.False(t, inserted)
+	require.Equal(t, bRow.ID, r.ID)
+	require.NotEqual(t, c.ID, r.ID)
+
+	// Composite keys, in their order; a patch of a non-key column leaves the key alone.
+	both := []string{"n", "email"}
+	k1, _ := upsert(both, map[string]any{"email": "k@x", "n": 1})
+	n, err = b.s.UpdateRows(b.ctx, orgA, "t", map[string]any{"email": "k@x"}, map[string]any{"n": 2, "extra": true})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	r, inserted = upsert(both, map[string]any{"email": "k@x", "n": 2.0})
+	require.False(t, inserted, "composite key recomputed in key order, numbers alike")
+	require.Equal(t, k1.ID, r.ID)
+	n, err = b.s.UpdateRows(b.ctx, orgA, "t", map[string]any{"email": "a@x"}, map[string]any{"status": "seen"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	r, inserted = upsert(email, map[string]any{"email": "a@x"})
+	require.False(t, inserted)
+	require.Equal(t, a2.ID, r.ID)
+
+	// A key patched to its own value is no conflict.
+	n, err = b.s.UpdateRows(b.ctx, orgA, "t", map[string]any{"email": "z@x"}, map[string]any{"email": "z@x"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
 }
 
 // testTenancy creates one of everything in org A, then calls every method as org B with
@@ -1177,6 +1335,10 @@ func testTenancy(t *testing.T, b *bundle) {
 			return len(p.Items), err
 		}},
 		{"ReadRows", func() (int, error) { r, err := b.s.ReadRows(b.ctx, orgB, "tbl", nil, 0); return len(r), err }},
+		{"ListRows", func() (int, error) {
+			p, err := b.s.ListRows(b.ctx, orgB, "tbl", nil, svctype.ListOptions{})
+			return len(p.Items), err
+		}},
 		{"UpdateRows", func() (int, error) {
 			return b.s.UpdateRows(b.ctx, orgB, "tbl", nil, map[string]any{"k": "evil"})
 		}},
@@ -1384,6 +1546,15 @@ func testTxSurvivesConflict(t *testing.T, b *bundle) {
 		}
 		if err := tx.CreateTable(ctx, &svctype.Table{OrgID: orgA, Name: "t"}); !errors.Is(err, engine.ErrConflict) {
 			return fmt.Errorf("CreateTable: want a conflict, got %v", err)
+		}
+		for _, k := range []string{"a", "b"} {
+			if _, _, err := tx.UpsertRow(ctx, orgA, "t", []string{"email"}, map[string]any{"email": k}); err != nil {
+				return err
+			}
+		}
+		_, err = tx.UpdateRows(ctx, orgA, "t", map[string]any{"email": "a"}, map[string]any{"email": "b"})
+		if !errors.Is(err, engine.ErrConflict) {
+			return fmt.Errorf("UpdateRows: want a conflict, got %v", err)
 		}
 		return tx.PutContext(ctx, orgA, first.ID, "after", json.RawMessage(`true`))
 	})
