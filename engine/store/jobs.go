@@ -55,7 +55,7 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, lease time.Dur
 			until = sqliteTime(leaseUntil)
 		}
 		res, err := q.exec(ctx, st.renewJob, sqliteTime(runAt), jsonArg(job.Payload), job.Attempts, until, until,
-			job.ID, job.LeaseToken)
+			job.OrgID, job.ID, job.LeaseToken)
 		if err != nil {
 			return wrap(op, err)
 		}
@@ -65,7 +65,7 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, lease time.Dur
 		Set("run_at = ?", runAt).
 		Set("payload = ?", jsonArg(job.Payload)).
 		Set("attempts = ?", job.Attempts).
-		Where("id = ? AND lease_token = ?", job.ID, job.LeaseToken)
+		Where("org_id = ? AND id = ? AND lease_token = ?", job.OrgID, job.ID, job.LeaseToken)
 	if lease > 0 {
 		upd = upd.Set("lease_until = ?", leaseUntil)
 	} else {
@@ -105,7 +105,7 @@ func (q *querier) CompleteJob(ctx context.Context, job *svctype.Job) error {
 		return leaseLost(op)
 	}
 	res, err := q.w.NewDelete().Model((*jobModel)(nil)).
-		Where("id = ? AND lease_token = ?", job.ID, job.LeaseToken).
+		Where("org_id = ? AND id = ? AND lease_token = ?", job.OrgID, job.ID, job.LeaseToken).
 		Exec(ctx)
 	if err != nil {
 		return wrap(op, err)

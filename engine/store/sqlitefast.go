@@ -31,7 +31,7 @@ type sqliteStatements struct {
 const (
 	sqlRenewJob = `UPDATE "jobs" SET "run_at" = ?, "payload" = ?, "attempts" = ?, "lease_until" = ?,
  "lease_token" = CASE WHEN ? IS NULL THEN NULL ELSE "lease_token" END
- WHERE "id" = ? AND "lease_token" = ?`
+ WHERE "org_id" = ? AND "id" = ? AND "lease_token" = ?`
 	sqlPutContext = `INSERT INTO "run_context" ("org_id", "run_id", "key", "value") VALUES (?, ?, ?, ?)
  ON CONFLICT ("org_id", "run_id", "key") DO UPDATE SET "value" = excluded."value"`
 	sqlPutStep = `INSERT INTO "run_steps" ("org_id", "run_id", "idx", "type", "status", "input_summary",

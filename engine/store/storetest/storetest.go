@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 		{"JobClaimConcurrent", testJobClaimConcurrent},
 		{"JobClaimFair", testJobClaimFair},
 		{"JobClaimCounts", testJobClaimCounts},
+		{"JobTenancy", testJobTenancy},
 		{"Tables", testTables},
 		{"Rows", testRows},
 		{"Upsert", testUpsert},
@@ -725,6 +726,57 @@ func testJobClaimCounts(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	require.EqualValues(t, 2, got[0].Claims)
+}
+
+// testJobTenancy: a job is named by its org id as well as its id and lease token. A caller
+// that names another organization touches nothing, even with the right id and token: no
+// renewal (keeping or freeing the lease), no completion, no lease extension, in a
+// transaction or not.
+func testJobTenancy(t *testing.T, b *bundle) {
+	b.job(t, orgA, time.Now().Add(-time.Second))
+	const lease = 300 * time.Millisecond
+	claimed, err := b.s.ClaimJobs(b.ctx, 1, lease)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	held := claimed[0]
+	require.Equal(t, orgA, held.OrgID)
+
+	forge := func() *svctype.Job {
+		j := held
+		j.OrgID = orgB
+		j.Payload = json.RawMessage(`{"evil":true}`)
+		j.Attempts = 99
+		return &j
+	}
+	require.ErrorIs(t, b.s.RenewJob(b.ctx, forge(), time.Hour), engine.ErrLeaseLost, "renew keeping the lease")
+	require.ErrorIs(t, b.s.RenewJob(b.ctx, forge(), 0), engine.ErrLeaseLost, "renew freeing the lease")
+	require.ErrorIs(t, b.s.CompleteJob(b.ctx, forge()), engine.ErrLeaseLost, "complete")
+	err = b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+		if err := tx.RenewJob(ctx, forge(), time.Hour); !errors.Is(err, engine.ErrLeaseLost) {
+			return fmt.Errorf("renew in a transaction: want ErrLeaseLost, got %v", err)
+		}
+		return tx.CompleteJob(ctx, forge())
+	})
+	require.ErrorIs(t, err, engine.ErrLeaseLost, "complete in a transaction")
+	extend := []svctype.Job{*forge()}
+	require.NoError(t, b.s.ExtendLeases(b.ctx, extend, time.Hour))
+	require.Equal(t, held.LeaseUntil, extend[0].LeaseUntil, "another organization's job is not extended")
+
+	// The row is as the claim left it: its lease lapses on time, and the next claim sees
+	// the original payload and attempt count.
+	time.Sleep(lease + 100*time.Millisecond)
+	again, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, again, 1, "neither renewed, extended nor completed")
+	require.Equal(t, held.ID, again[0].ID)
+	require.Equal(t, orgA, again[0].OrgID)
+	requireJSON(t, `{"step":0}`, again[0].Payload)
+	require.Equal(t, 2, again[0].Attempts)
+
+	// Its own organization's holder still can.
+	job := again[0]
+	require.NoError(t, b.s.RenewJob(b.ctx, &job, time.Hour))
+	require.NoError(t, b.s.CompleteJob(b.ctx, &job))
 }
 
 func testJobLeaseExpiry(t *testing.T, b *bundle) {
