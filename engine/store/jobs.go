@@ -80,12 +80,8 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, lease time.Dur
 
 // renewed reports a lost lease when the renewal matched no row, else updates job.
 func renewed(op string, res sql.Result, job *svctype.Job, runAt, leaseUntil time.Time) error {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return wrap(op, err)
-	}
-	if n == 0 {
-		return leaseLost(op)
+	if err := checkAffected(op, res, leaseLost); err != nil {
+		return err
 	}
 	job.RunAt = runAt
 	if leaseUntil.IsZero() {
@@ -110,10 +106,7 @@ func (q *querier) CompleteJob(ctx context.Context, job *svctype.Job) error {
 	if err != nil {
 		return wrap(op, err)
 	}
-	if rowsAffected(res) == 0 {
-		return leaseLost(op)
-	}
-	return nil
+	return checkAffected(op, res, leaseLost)
 }
 
 // DeleteJobs removes an org's jobs of kind (any kind when empty) for runID or, when runID
