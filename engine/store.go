@@ -102,7 +102,6 @@ type Querier interface {
 	RenewJob(ctx context.Context, job *svctype.Job, lease time.Duration) error
 	CompleteJob(ctx context.Context, job *svctype.Job) error
 	DeleteJobs(ctx context.Context, orgID, kind, runID, workflowID string) error
-	CountJobs(ctx context.Context) (int, error)
 
 	// Custom tables (the methods steps use are declared in svctype.TableStore).
 	svctype.TableStore

@@ -127,9 +127,3 @@ func (q *querier) DeleteJobs(ctx context.Context, orgID, kind, runID, workflowID
 	_, err := del.Exec(ctx)
 	return wrap("delete jobs", err)
 }
-
-// CountJobs counts every job of every org.
-func (q *querier) CountJobs(ctx context.Context) (int, error) {
-	n, err := q.r.NewSelect().Model((*jobModel)(nil)).Count(ctx)
-	return int(n), wrap("count jobs", err)
-}
