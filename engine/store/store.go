@@ -97,9 +97,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	if s.prepared != nil {
-		// Fails on a database not migrated yet; Migrate prepares then.
-		_ = s.prepared.prepare(ctx)
+	if err := s.prepareStatements(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
 	}
 	return s, nil
 }
@@ -235,6 +235,11 @@ func (s *Store) Close() error {
 // on sqlite::memory:).
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
 	defer s.lockWriter()()
+	// Outside the transaction, which would hold the one writer connection that preparing
+	// needs; once prepared this is one atomic load.
+	if err := s.prepareStatements(ctx); err != nil {
+		return err
+	}
 	return s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		return fn(ctx, &storeTx{querier{
 			w: tx, r: tx, dialect: s.dialect, inTx: true, prepared: s.prepared, sqlTx: tx.Tx,
