@@ -49,11 +49,18 @@ func (e *Engine) Work(ctx context.Context) (int, error) {
 // the run ends, pauses, or ctx is cancelled (then the job is released for any worker). ctx
 // is checked between steps only: a step in progress is finished and committed (drain).
 // ErrLeaseLost is not an error here: the run was cancelled or another worker owns the job.
+// An error advancing a run is logged with its run_id before it is returned; the job keeps
+// its lease until it lapses, and the next claim goes on from what the database holds.
 func (e *Engine) RunJob(ctx context.Context, job *svctype.Job) error {
 	var err error
 	switch job.Kind {
 	case svctype.JobRunStep:
 		err = e.advanceRun(ctx, job)
+		var reload *runReloadError
+		if err != nil && (!errors.Is(err, ErrLeaseLost) || errors.As(err, &reload)) {
+			e.log.Error("advancing run failed; its job is claimed again when the lease lapses", "run_id", job.RunID, "org_id", job.OrgID, "job_id", job.ID, "err", err)
+			return err
+		}
 	case svctype.JobSchedule:
 		err = e.fireSchedule(context.WithoutCancel(ctx), job)
 	default:
@@ -469,13 +476,32 @@ func (e *Engine) afterCommit(ctx context.Context, job *svctype.Job, st *runState
 	case errors.As(err, &sf):
 		return e.failRun(ctx, job, st, i, step, sf.err)
 	default:
-		// The transaction rolled back: reload the run so memory matches the database.
-		if fresh, lerr := e.loadRun(ctx, job); lerr == nil {
-			*st = *fresh
+		// The transaction rolled back: reload the run so memory matches the database. When
+		// that fails too, memory may not match it: the caller stops advancing the run (st
+		// is dropped) and the job is claimed again when its lease lapses.
+		fresh, lerr := e.loadRun(ctx, job)
+		if lerr != nil {
+			return &runReloadError{runID: st.run.ID, commit: err, reload: lerr}
 		}
+		*st = *fresh
 		return err
 	}
 }
+
+// runReloadError is a step commit that failed followed by a reload of its run that failed:
+// both errors are kept (errors.Is finds either), and the message says what the worker did.
+type runReloadError struct {
+	runID  string
+	commit error
+	reload error
+}
+
+func (e *runReloadError) Error() string {
+	return fmt.Sprintf("run %s: committing a step failed (%v) and reloading the run failed too (%v): "+
+		"stopped advancing it; its job is claimed again when the lease lapses", e.runID, e.commit, e.reload)
+}
+
+func (e *runReloadError) Unwrap() []error { return []error{e.commit, e.reload} }
 
 // failRun ends the run as failed in a transaction of its own; the failing step's work was
 // rolled back, earlier steps' committed effects stay.

@@ -21,7 +21,8 @@ type Store interface {
 	// oldest run_at first, for lease. Each claimed job gets a fresh LeaseToken and Attempts+1.
 	// PostgreSQL claims with FOR UPDATE SKIP LOCKED so many workers share the table.
 	ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]svctype.Job, error)
-	// ExtendLeases pushes lease_until to now+lease for the given jobs that still hold token.
+	// ExtendLeases pushes lease_until to now+lease for the given jobs that still hold token;
+	// a job is named by its OrgID, ID and LeaseToken together.
 	ExtendLeases(ctx context.Context, jobs []svctype.Job, lease time.Duration) error
 	// Migrate brings the schema up to date; it is safe to call on every start and from
 	// several processes at once.
@@ -90,7 +91,8 @@ type Querier interface {
 
 	// Jobs. Leases are set and compared on the store's clock only (ClaimJobs, RenewJob,
 	// ExtendLeases all take a duration), so an engine with an injected clock cannot hold a
-	// lease that the store already considers expired. EnqueueJob inserts a job (ID
+	// lease that the store already considers expired. A job is named by its OrgID and ID
+	// together: another organization's job is never touched. EnqueueJob inserts a job (ID
 	// assigned). RenewJob verifies that the job still holds job.LeaseToken (else
 	// ErrLeaseLost), and sets its run_at (the store's now when zero), payload and attempts,
 	// and keeps the lease for lease more, or frees it when lease is 0.
@@ -100,7 +102,6 @@ type Querier interface {
 	RenewJob(ctx context.Context, job *svctype.Job, lease time.Duration) error
 	CompleteJob(ctx context.Context, job *svctype.Job) error
 	DeleteJobs(ctx context.Context, orgID, kind, runID, workflowID string) error
-	CountJobs(ctx context.Context) (int, error)
 
 	// Custom tables (the methods steps use are declared in svctype.TableStore).
 	svctype.TableStore

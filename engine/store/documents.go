@@ -133,8 +133,8 @@ func (q *querier) CreateDocument(ctx context.Context, doc *documents.Document) e
 		if err != nil {
 			return wrap(op, err)
 		}
-		if rowsAffected(res) == 0 {
-			return conflict(op)
+		if err := checkAffected(op, res, conflict); err != nil {
+			return err
 		}
 		vm := versionModelOf(doc.OrgID, doc.ID, v)
 		if _, err := db.NewInsert().Model(vm).Exec(ctx); err != nil {
@@ -319,10 +319,7 @@ func (q *querier) DeleteDocument(ctx context.Context, orgID, id string) (*docume
 		if err != nil {
 			return wrap(op, err)
 		}
-		if rowsAffected(res) == 0 {
-			return notFound(op) // deleted concurrently
-		}
-		return nil
+		return checkAffected(op, res, notFound) // none: deleted concurrently
 	})
 	if err != nil {
 		return nil, err
@@ -368,10 +365,7 @@ func (q *querier) DeleteDocumentBlob(ctx context.Context, key documents.BlobKey)
 	if err != nil {
 		return wrap(op, err)
 	}
-	if rowsAffected(res) == 0 {
-		return notFound(op)
-	}
-	return nil
+	return checkAffected(op, res, notFound)
 }
 
 // Event subjects.

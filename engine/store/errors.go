@@ -74,12 +74,28 @@ func isForeignKeyViolation(err error) bool {
 	return false
 }
 
-func rowsAffected(res sql.Result) int64 {
+// affectedRows is res.RowsAffected with its error wrapped for op. A failure to count is
+// an error of its own: read as zero it would be reported as a conflict, a missing row or a
+// lost lease, none of which happened.
+func affectedRows(op string, res sql.Result) (int64, error) {
 	n, err := res.RowsAffected()
 	if err != nil {
-		return 0
+		return 0, fmt.Errorf("store: %s: counting affected rows: %w", op, err)
 	}
-	return n
+	return n, nil
+}
+
+// checkAffected returns the error of counting res's rows, or none(op) when the statement
+// touched no row, or nil.
+func checkAffected(op string, res sql.Result, none func(op string) error) error {
+	n, err := affectedRows(op, res)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return none(op)
+	}
+	return nil
 }
 
 // Listing pages.

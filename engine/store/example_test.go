@@ -83,7 +83,7 @@ func ExampleStore_InTx() {
 		log.Fatal(err)
 	}
 	runContext, _ := s.GetContext(ctx, "acme", run.ID)
-	n, _ := s.CountJobs(ctx)
-	fmt.Println(string(runContext["step_0"]), n)
+	left, _ := s.ClaimJobs(ctx, 10, time.Minute) // the completed job is gone
+	fmt.Println(string(runContext["step_0"]), len(left))
 	// Output: {"matched":3} 0
 }

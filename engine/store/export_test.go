@@ -10,3 +10,8 @@ func OpenTestBunOnly(t testing.TB) *Store {
 	s.prepared.close()
 	return s
 }
+
+// StatementsPrepared reports whether s (SQLite) holds its prepared step-commit statements.
+func StatementsPrepared(s *Store) bool {
+	return s.prepared != nil && s.prepared.stmts.Load() != nil
+}

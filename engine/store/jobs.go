@@ -67,7 +67,7 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, lease time.Dur
 			until = sqliteTime(leaseUntil)
 		}
 		res, err := q.exec(ctx, st.renewJob, sqliteTime(runAt), jsonArg(job.Payload), job.Attempts, until, until,
-			job.ID, job.LeaseToken)
+			job.OrgID, job.ID, job.LeaseToken)
 		if err != nil {
 			return wrap(op, err)
 		}
@@ -77,7 +77,7 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, lease time.Dur
 		Set("run_at = ?", runAt).
 		Set("payload = ?", jsonArg(job.Payload)).
 		Set("attempts = ?", job.Attempts).
-		Where("id = ? AND lease_token = ?", job.ID, job.LeaseToken)
+		Where("org_id = ? AND id = ? AND lease_token = ?", job.OrgID, job.ID, job.LeaseToken)
 	if lease > 0 {
 		upd = upd.Set("lease_until = ?", leaseUntil)
 	} else {
@@ -98,12 +98,8 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, lease time.Dur
 
 // renewed reports a lost lease when the renewal matched no row, else updates job.
 func renewed(op string, res sql.Result, job *svctype.Job, runAt, leaseUntil time.Time) error {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return wrap(op, err)
-	}
-	if n == 0 {
-		return leaseLost(op)
+	if err := checkAffected(op, res, leaseLost); err != nil {
+		return err
 	}
 	job.RunAt = runAt
 	if leaseUntil.IsZero() {
@@ -123,15 +119,12 @@ func (q *querier) CompleteJob(ctx context.Context, job *svctype.Job) error {
 		return leaseLost(op)
 	}
 	res, err := q.w.NewDelete().Model((*jobModel)(nil)).
-		Where("id = ? AND lease_token = ?", job.ID, job.LeaseToken).
+		Where("org_id = ? AND id = ? AND lease_token = ?", job.OrgID, job.ID, job.LeaseToken).
 		Exec(ctx)
 	if err != nil {
 		return wrap(op, err)
 	}
-	if rowsAffected(res) == 0 {
-		return leaseLost(op)
-	}
-	return nil
+	return checkAffected(op, res, leaseLost)
 }
 
 // DeleteJobs removes an org's jobs of kind (any kind when empty) for runID or, when runID
@@ -151,10 +144,4 @@ func (q *querier) DeleteJobs(ctx context.Context, orgID, kind, runID, workflowID
 	}
 	_, err := del.Exec(ctx)
 	return wrap("delete jobs", err)
-}
-
-// CountJobs counts every job of every org.
-func (q *querier) CountJobs(ctx context.Context) (int, error) {
-	n, err := q.r.NewSelect().Model((*jobModel)(nil)).Count(ctx)
-	return int(n), wrap("count jobs", err)
 }

@@ -60,9 +60,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 			_, _ = conn.NewRaw("SELECT pg_advisory_unlock(?)", key).Exec(unlockCtx)
 		}()
 	}
-	m := migrate.NewMigrator(s.write, migrations,
-		migrate.WithMarkAppliedOnSuccess(true),
-		migrate.WithUpsert(true))
+	m := newMigrator(s.write)
 	if err := m.Init(ctx); err != nil {
 		return fmt.Errorf("store: migrate: init: %w", err)
 	}
@@ -75,6 +73,32 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// migrationsTable is where the migrations applied are recorded.
+const migrationsTable = "bun_migrations"
+
+func newMigrator(db *bun.DB) *migrate.Migrator {
+	return migrate.NewMigrator(db, migrations,
+		migrate.WithTableName(migrationsTable),
+		migrate.WithMarkAppliedOnSuccess(true),
+		migrate.WithUpsert(true))
+}
+
+// sqliteSchemaCurrent reports whether every migration has been applied to the SQLite
+// database.
+func (s *Store) sqliteSchemaCurrent(ctx context.Context) (bool, error) {
+	var tables int
+	err := s.write.NewRaw(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, migrationsTable).
+		Scan(ctx, &tables)
+	if err != nil || tables == 0 {
+		return false, err
+	}
+	ms, err := newMigrator(s.write).MigrationsWithStatus(ctx)
+	if err != nil {
+		return false, err
+	}
+	return len(ms.Unapplied()) == 0, nil
 }
 
 func migrationLockKey(schema string) int64 {

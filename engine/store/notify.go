@@ -21,6 +21,8 @@ import (
 const (
 	runStatusChannel = "svcflow_run_status"
 	jobsChannel      = "svcflow_jobs"
+	// listenReadyTimeout bounds how long the first watcher waits for LISTEN.
+	listenReadyTimeout = 5 * time.Second
 )
 
 var (
@@ -31,14 +33,16 @@ var (
 // listener is the one LISTEN connection of a PostgreSQL Store, shared by every watcher
 // and started by the first one; Close stops it.
 type listener struct {
-	mu      sync.Mutex
-	closed  bool
-	started bool
-	cancel  context.CancelFunc
-	done    chan struct{}
-	next    int
-	status  map[int]func(orgID, runID string)
-	jobs    map[int]func()
+	mu        sync.Mutex
+	closed    bool
+	started   bool
+	cancel    context.CancelFunc
+	done      chan struct{}
+	ready     chan struct{} // closed once the first LISTEN is in place
+	readyOnce sync.Once
+	next      int
+	status    map[int]func(orgID, runID string)
+	jobs      map[int]func()
 }
 
 // WatchRunStatus calls fn for every run whose status left running, committed by any
@@ -78,9 +82,18 @@ func (s *Store) watch(add func(l *listener, id int)) (stop func()) {
 	if !l.started {
 		l.started = true
 		ctx, cancel := context.WithCancel(context.Background())
-		l.cancel, l.done = cancel, make(chan struct{})
+		l.cancel, l.done, l.ready = cancel, make(chan struct{}), make(chan struct{})
 		go s.listenLoop(ctx, l.done)
 	}
+	// The first watcher waits (briefly) for LISTEN to be in place, so that what it reads
+	// next cannot predate a change it would then miss.
+	ready := l.ready
+	l.mu.Unlock()
+	select {
+	case <-ready:
+	case <-time.After(listenReadyTimeout):
+	}
+	l.mu.Lock()
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -115,6 +128,7 @@ func (s *Store) listenOnce(ctx context.Context) error {
 			return scrubbed(err)
 		}
 	}
+	s.listen.readyOnce.Do(func() { close(s.listen.ready) })
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {

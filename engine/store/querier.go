@@ -82,8 +82,8 @@ func (q *querier) CreateWorkflow(ctx context.Context, w *svctype.Workflow) error
 		if err != nil {
 			return wrap(op, err)
 		}
-		if rowsAffected(res) == 0 {
-			return conflict(op)
+		if err := checkAffected(op, res, conflict); err != nil {
+			return err
 		}
 		_, err = db.NewInsert().Model(versionOf(m, w.UpdatedAt)).Exec(ctx)
 		return wrap(op, err)
@@ -125,8 +125,9 @@ func (q *querier) UpdateWorkflow(ctx context.Context, w *svctype.Workflow) error
 		if err != nil {
 			return wrap(op, err)
 		}
-		if rowsAffected(res) == 0 {
-			return conflict(op) // that version exists: a concurrent update won
+		// No row: that version exists, a concurrent update won.
+		if err := checkAffected(op, res, conflict); err != nil {
+			return err
 		}
 		var created time.Time
 		err = db.NewUpdate().Model(m).
@@ -203,8 +204,8 @@ func (q *querier) DeleteWorkflow(ctx context.Context, orgID, id string) error {
 		if err != nil {
 			return wrap(op, err)
 		}
-		if rowsAffected(res) == 0 {
-			return notFound(op)
+		if err := checkAffected(op, res, notFound); err != nil {
+			return err
 		}
 		_, err = db.NewDelete().Model((*workflowVersionModel)(nil)).
 			Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
@@ -265,10 +266,7 @@ func (q *querier) CreateRun(ctx context.Context, run *svctype.Run, keyExpires ti
 		if err != nil {
 			return wrap(op, err)
 		}
-		if rowsAffected(res) == 0 {
-			return conflict(op)
-		}
-		return nil
+		return checkAffected(op, res, conflict)
 	}
 	if run.IdempotencyKey == "" {
 		return insertRun(ctx, q.w)
@@ -287,8 +285,8 @@ func (q *querier) CreateRun(ctx context.Context, run *svctype.Run, keyExpires ti
 		if err != nil {
 			return wrap(op, err)
 		}
-		if rowsAffected(res) == 0 {
-			return conflict(op)
+		if err := checkAffected(op, res, conflict); err != nil {
+			return err
 		}
 		return insertRun(ctx, db)
 	})
@@ -339,8 +337,8 @@ func (q *querier) UpdateRun(ctx context.Context, run *svctype.Run) error {
 	if err != nil {
 		return wrap(op, err)
 	}
-	if rowsAffected(res) == 0 {
-		return notFound(op)
+	if err := checkAffected(op, res, notFound); err != nil {
+		return err
 	}
 	if q.dialect == dialectPostgres && run.Status != svctype.RunRunning {
 		// Delivered to every listener when the transaction commits (never if it rolls back).

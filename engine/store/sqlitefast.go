@@ -14,7 +14,12 @@ import (
 // The statements of a step commit (renew the job, put context, put the step record, append
 // one event, update the run) are therefore prepared once on the writer connection and bound.
 // Each says what its bun twin in querier says: PostgreSQL, and SQLite before the schema
-// exists, take the bun path, and the conformance suite runs both paths.
+// is current, take the bun path, and the conformance suite runs both paths.
+//
+// The statements are prepared when the schema is current (every migration applied): by
+// Open, by Migrate, or by the first InTx after another process migrated. Before that, and
+// only then, the bun path serves; with the schema current a failure to prepare is an error
+// of whichever of those calls met it, never a silent fallback.
 
 type sqliteStatements struct {
 	renewJob    *sql.Stmt
@@ -31,7 +36,7 @@ type sqliteStatements struct {
 const (
 	sqlRenewJob = `UPDATE "jobs" SET "run_at" = ?, "payload" = ?, "attempts" = ?, "lease_until" = ?,
  "lease_token" = CASE WHEN ? IS NULL THEN NULL ELSE "lease_token" END
- WHERE "id" = ? AND "lease_token" = ?`
+ WHERE "org_id" = ? AND "id" = ? AND "lease_token" = ?`
 	sqlPutContext = `INSERT INTO "run_context" ("org_id", "run_id", "key", "value") VALUES (?, ?, ?, ?)
  ON CONFLICT ("org_id", "run_id", "key") DO UPDATE SET "value" = excluded."value"`
 	sqlPutStep = `INSERT INTO "run_steps" ("org_id", "run_id", "idx", "type", "status", "input_summary",
@@ -59,14 +64,15 @@ const (
  "key_columns" = excluded."key_columns", "updated_at" = excluded."updated_at" RETURNING "id", "created_at"`
 )
 
-// sqlitePrepared holds the statements once the schema exists (nil before).
+// sqlitePrepared holds the statements once the schema is current (nil before).
 type sqlitePrepared struct {
 	db    *sql.DB
 	stmts atomic.Pointer[sqliteStatements]
 	off   bool // tests turn the fast path off to exercise the bun path on SQLite
 }
 
-// prepare compiles the statements; it fails when the schema does not exist yet.
+// prepare compiles the statements; it fails when the schema is not current. Callers other
+// than Migrate go through Store.prepareStatements, which looks first.
 func (p *sqlitePrepared) prepare(ctx context.Context) error {
 	if p.off || p.stmts.Load() != nil {
 		return nil
@@ -102,6 +108,28 @@ func (p *sqlitePrepared) prepare(ctx context.Context) error {
 	}
 	if !p.stmts.CompareAndSwap(nil, &s) {
 		s.close()
+	}
+	return nil
+}
+
+// prepareStatements prepares the SQLite statements when the schema is current and they are
+// not prepared yet. A schema not current (not migrated yet, or migrated by an older
+// release) is the one case in which they may be missing: it is told by the migrations
+// applied, not guessed from the error, and leaves them unprepared until Migrate.
+func (s *Store) prepareStatements(ctx context.Context) error {
+	p := s.prepared
+	if p == nil || p.off || p.stmts.Load() != nil {
+		return nil
+	}
+	current, err := s.sqliteSchemaCurrent(ctx)
+	if err != nil {
+		return fmt.Errorf("store: prepare statements: read the migrations applied: %w", err)
+	}
+	if !current {
+		return nil
+	}
+	if err := p.prepare(ctx); err != nil {
+		return fmt.Errorf("store: prepare statements: %w", err)
 	}
 	return nil
 }

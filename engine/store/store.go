@@ -97,9 +97,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	if s.prepared != nil {
-		// Fails on a database not migrated yet; Migrate prepares then.
-		_ = s.prepared.prepare(ctx)
+	if err := s.prepareStatements(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
 	}
 	return s, nil
 }
@@ -235,6 +235,11 @@ func (s *Store) Close() error {
 // on sqlite::memory:).
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
 	defer s.lockWriter()()
+	// Outside the transaction, which would hold the one writer connection that preparing
+	// needs; once prepared this is one atomic load.
+	if err := s.prepareStatements(ctx); err != nil {
+		return err
+	}
 	return s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		return fn(ctx, &storeTx{querier{
 			w: tx, r: tx, dialect: s.dialect, inTx: true, prepared: s.prepared, sqlTx: tx.Tx,
@@ -282,13 +287,19 @@ func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]sv
 		return nil, nil
 	}
 	s.rr.Lock()
-	ids, last := pickRoundRobin(cands, n, s.rr.lastOrg)
+	picked, last := pickRoundRobin(cands, n, s.rr.lastOrg)
 	s.rr.lastOrg = last
 	s.rr.Unlock()
 
+	keys := make([]jobKey, len(picked))
+	for i, c := range picked {
+		keys[i] = jobKey{orgID: c.OrgID, id: c.ID}
+	}
+	ids, match, args := jobKeysWhere(keys)
 	until := dbTime(t.Add(lease))
 	free := s.write.NewSelect().Model((*jobModel)(nil)).Column("id").
 		Where("id IN (?)", bun.List(ids)).
+		Where(match, args...).
 		Where("run_at <= ?", t).
 		Where("(lease_until IS NULL OR lease_until < ?)", t)
 	token := "lower(hex(randomblob(16)))"
@@ -304,6 +315,7 @@ func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]sv
 		Set("attempts = attempts + 1").
 		Set("claims = claims + 1").
 		Where("id IN (?)", free).
+		Where(match, args...).
 		Returning("*").
 		Scan(ctx, &claimed)
 	unlock()
@@ -365,9 +377,9 @@ ORDER BY j.org_id, j.run_at, j.id`
 
 // pickRoundRobin takes up to n of cands (grouped by org, oldest first within each) one org
 // at a time, starting with the first org after lastOrg in org order and wrapping around,
-// and returns their ids and the org it took from last.
-func pickRoundRobin(cands []claimCandidate, n int, lastOrg string) ([]int64, string) {
-	type queue struct{ ids []int64 }
+// and returns them and the org it took from last.
+func pickRoundRobin(cands []claimCandidate, n int, lastOrg string) ([]claimCandidate, string) {
+	type queue struct{ jobs []claimCandidate }
 	var orgs []string
 	queues := map[string]*queue{}
 	for _, c := range cands {
@@ -377,27 +389,27 @@ func pickRoundRobin(cands []claimCandidate, n int, lastOrg string) ([]int64, str
 			queues[c.OrgID] = q
 			orgs = append(orgs, c.OrgID)
 		}
-		q.ids = append(q.ids, c.ID)
+		q.jobs = append(q.jobs, c)
 	}
 	// orgs is sorted (cands are ordered by org): start after lastOrg.
 	start, _ := slices.BinarySearch(orgs, lastOrg)
 	if start < len(orgs) && orgs[start] == lastOrg {
 		start++
 	}
-	ids := make([]int64, 0, n)
+	picked := make([]claimCandidate, 0, n)
 	last := lastOrg
-	for len(ids) < n {
+	for len(picked) < n {
 		took := false
 		for k := range orgs {
 			org := orgs[(start+k)%len(orgs)]
 			q := queues[org]
-			if len(q.ids) == 0 {
+			if len(q.jobs) == 0 {
 				continue
 			}
-			ids = append(ids, q.ids[0])
-			q.ids = q.ids[1:]
+			picked = append(picked, q.jobs[0])
+			q.jobs = q.jobs[1:]
 			last, took = org, true
-			if len(ids) == n {
+			if len(picked) == n {
 				break
 			}
 		}
@@ -405,51 +417,84 @@ func pickRoundRobin(cands []claimCandidate, n int, lastOrg string) ([]int64, str
 			break
 		}
 	}
-	return ids, last
+	return picked, last
+}
+
+// jobKey names one job row: its organization and id and, for a holder, its lease token.
+type jobKey struct {
+	orgID string
+	id    int64
+	token string // empty: any
+}
+
+// jobKeysWhere returns the ids of keys and a condition that matches exactly the rows keys
+// name, each on its org id, id and (when set) token together: separate lists of org ids,
+// ids and tokens would match the cross product, one organization's id with another's org
+// id. Statements use both, the id list for the primary key, the condition to filter.
+func jobKeysWhere(keys []jobKey) (ids []int64, cond string, args []any) {
+	ids = make([]int64, len(keys))
+	args = make([]any, 0, 3*len(keys))
+	var b strings.Builder
+	b.WriteString("(")
+	for i, k := range keys {
+		ids[i] = k.id
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		if k.token == "" {
+			b.WriteString("(org_id = ? AND id = ?)")
+			args = append(args, k.orgID, k.id)
+			continue
+		}
+		b.WriteString("(org_id = ? AND id = ? AND lease_token = ?)")
+		args = append(args, k.orgID, k.id, k.token)
+	}
+	b.WriteString(")")
+	return ids, b.String(), args
 }
 
 // ExtendLeases moves lease_until of the jobs that still hold their tokens, in one
-// statement, and updates LeaseUntil in jobs for those.
+// statement, and updates LeaseUntil in jobs for those. A job is matched on its org id, id
+// and token together.
 func (s *Store) ExtendLeases(ctx context.Context, jobs []svctype.Job, lease time.Duration) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	ids := make([]int64, 0, len(jobs))
-	tokens := make([]string, 0, len(jobs))
+	keys := make([]jobKey, 0, len(jobs))
 	for _, j := range jobs {
 		if j.LeaseToken == "" {
 			continue
 		}
-		ids = append(ids, j.ID)
-		tokens = append(tokens, j.LeaseToken)
+		keys = append(keys, jobKey{orgID: j.OrgID, id: j.ID, token: j.LeaseToken})
 	}
-	if len(ids) == 0 {
+	if len(keys) == 0 {
 		return nil
 	}
+	ids, match, args := jobKeysWhere(keys)
 	until := dbTime(now().Add(lease))
-	// Tokens are random per claim, so a job whose current token is in the list is one
-	// whose caller still holds it.
-	var extended []int64
-	q := s.write.NewUpdate().Model((*jobModel)(nil)).Set("lease_until = ?", until)
+	var extended []claimCandidate // the org id and id of each job extended
+	var among any = bun.List(ids)
 	if s.dialect == dialectPostgres {
 		// A job whose row is locked is committing a step, and that commit renews its lease
 		// itself: skip it rather than queue behind it (and stall the jobs locked after it).
-		sub := s.write.NewSelect().Model((*jobModel)(nil)).Column("id").
+		among = s.write.NewSelect().Model((*jobModel)(nil)).Column("id").
 			Where("id IN (?)", bun.List(ids)).
-			Where("lease_token IN (?)", bun.List(tokens)).
+			Where(match, args...).
 			For("UPDATE SKIP LOCKED")
-		q = q.Where("id IN (?)", sub)
-	} else {
-		q = q.Where("id IN (?)", bun.List(ids)).Where("lease_token IN (?)", bun.List(tokens))
 	}
 	unlock := s.lockWriter()
-	err := q.Returning("id").Scan(ctx, &extended)
+	err := s.write.NewUpdate().Model((*jobModel)(nil)).
+		Set("lease_until = ?", until).
+		Where("id IN (?)", among).
+		Where(match, args...).
+		Returning("id, org_id").
+		Scan(ctx, &extended)
 	unlock()
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("store: extend leases: %w", err)
 	}
 	for i := range jobs {
-		if slices.Contains(extended, jobs[i].ID) {
+		if jobs[i].LeaseToken != "" && slices.Contains(extended, claimCandidate{ID: jobs[i].ID, OrgID: jobs[i].OrgID}) {
 			u := until
 			jobs[i].LeaseUntil = &u
 		}

@@ -22,7 +22,7 @@ var dialects = []string{"sqlite", "postgres"}
 func TestConformance(t *testing.T) {
 	t.Run("sqlite-bun-only", func(t *testing.T) {
 		t.Parallel()
-		storetest.Run(t, func(t *testing.T) engine.Store { return store.OpenTestBunOnly(t) })
+		storetest.Run(t, func(t *testing.T) engine.Store { return store.OpenTestBunOnly(t) }, store.CountAllJobs)
 	})
 	for _, dialect := range dialects {
 		t.Run(dialect, func(t *testing.T) {
@@ -30,7 +30,7 @@ func TestConformance(t *testing.T) {
 			if dialect == "postgres" && os.Getenv(store.PostgresDSNEnv) == "" {
 				t.Skip(store.PostgresDSNEnv + " is unset: skipping the PostgreSQL suite")
 			}
-			storetest.Run(t, func(t *testing.T) engine.Store { return store.OpenTest(t, dialect) })
+			storetest.Run(t, func(t *testing.T) engine.Store { return store.OpenTest(t, dialect) }, store.CountAllJobs)
 		})
 	}
 }
@@ -157,7 +157,7 @@ func TestSQLiteFileConformance(t *testing.T) {
 		t.Cleanup(func() { _ = s.Close() })
 		require.NoError(t, s.Migrate(ctx))
 		return s
-	})
+	}, store.CountAllJobs)
 }
 
 // BenchmarkStepCommit is the engine's unit of work: one transaction per workflow step that

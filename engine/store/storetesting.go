@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/svcflow/svcflow/engine"
 )
 
 // PostgresDSNEnv names the environment variable holding the PostgreSQL server the tests
@@ -37,6 +39,22 @@ func OpenTest(t testing.TB, dialect string) *Store {
 		t.Fatalf("store.OpenTest: %v", err)
 	}
 	return s
+}
+
+// CountAllJobs counts the jobs of every organization in s, which must be a *Store: tests use
+// it to see a queue drain. It is a test helper on purpose, not a Store method: no engine
+// interface reads tenant rows without an org id (DESIGN.md).
+func CountAllJobs(tb testing.TB, s engine.Store) int {
+	tb.Helper()
+	st, ok := s.(*Store)
+	if !ok {
+		tb.Fatalf("store.CountAllJobs: %T is not a *store.Store", s)
+	}
+	n, err := st.read.NewSelect().Model((*jobModel)(nil)).Count(context.Background())
+	if err != nil {
+		tb.Fatalf("store.CountAllJobs: %v", err)
+	}
+	return int(n)
 }
 
 // NewTestDSN returns a connection string to an empty database for one test, not yet

@@ -32,10 +32,7 @@ func (q *querier) CreateTable(ctx context.Context, t *svctype.Table) error {
 	if err != nil {
 		return wrap(op, err)
 	}
-	if rowsAffected(res) == 0 {
-		return conflict(op)
-	}
-	return nil
+	return checkAffected(op, res, conflict)
 }
 
 func (q *querier) GetTable(ctx context.Context, orgID, name string) (*svctype.Table, error) {
@@ -318,7 +315,8 @@ func (q *querier) patchRows(ctx context.Context, db bun.IDB, orgID, table string
 		if err != nil {
 			return 0, err
 		}
-		return int(rowsAffected(res)), nil
+		n, err := affectedRows("update rows", res)
+		return int(n), err
 	}
 	// SQLite's json_patch is a recursive merge that deletes keys set to null, not a shallow
 	// one: merge in Go, on the single writer, in the transaction.

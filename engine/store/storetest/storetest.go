@@ -22,8 +22,10 @@ import (
 )
 
 // Run runs the suite. open returns an empty, migrated store for one subtest (and closes it
-// when the subtest ends); subtests run in parallel, each on its own store.
-func Run(t *testing.T, open func(t *testing.T) engine.Store) {
+// when the subtest ends); subtests run in parallel, each on its own store. countJobs counts
+// the jobs of every organization in a store that open returned: the suite checks what is
+// left in the queue, and no engine interface reads tenant rows without an org id.
+func Run(t *testing.T, open func(t *testing.T) engine.Store, countJobs func(tb testing.TB, s engine.Store) int) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, b *bundle)
@@ -49,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 		{"JobClaimConcurrent", testJobClaimConcurrent},
 		{"JobClaimFair", testJobClaimFair},
 		{"JobClaimCounts", testJobClaimCounts},
+		{"JobTenancy", testJobTenancy},
 		{"Tables", testTables},
 		{"Rows", testRows},
 		{"Upsert", testUpsert},
@@ -65,14 +68,16 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			tt.fn(t, &bundle{s: open(t), ctx: context.Background()})
+			s := open(t)
+			tt.fn(t, &bundle{s: s, ctx: context.Background(), countJobs: func(t *testing.T) int { return countJobs(t, s) }})
 		})
 	}
 }
 
 type bundle struct {
-	s   engine.Store
-	ctx context.Context
+	s         engine.Store
+	ctx       context.Context
+	countJobs func(t *testing.T) int // every organization's jobs
 }
 
 const (
@@ -620,8 +625,7 @@ func testJobClaim(t *testing.T, b *bundle) {
 	j2 := b.job(t, orgA, past.Add(time.Second))
 	j1 := b.job(t, orgB, past)
 	b.job(t, orgA, time.Now().Add(time.Hour))
-	n, err := b.s.CountJobs(b.ctx)
-	require.NoError(t, err)
+	n := b.countJobs(t)
 	require.Equal(t, 3, n)
 
 	claimed, err := b.s.ClaimJobs(b.ctx, 10, time.Minute)
@@ -651,8 +655,7 @@ func testJobClaim(t *testing.T, b *bundle) {
 
 	require.NoError(t, b.s.CompleteJob(b.ctx, &claimed[0]))
 	require.ErrorIs(t, b.s.CompleteJob(b.ctx, &claimed[0]), engine.ErrLeaseLost, "completed jobs are gone")
-	n, err = b.s.CountJobs(b.ctx)
-	require.NoError(t, err)
+	n = b.countJobs(t)
 	require.Equal(t, 2, n)
 
 	// n caps a claim.
@@ -728,6 +731,57 @@ func testJobClaimCounts(t *testing.T, b *bundle) {
 	require.EqualValues(t, 2, got[0].Claims)
 }
 
+// testJobTenancy: a job is named by its org id as well as its id and lease token. A caller
+// that names another organization touches nothing, even with the right id and token: no
+// renewal (keeping or freeing the lease), no completion, no lease extension, in a
+// transaction or not.
+func testJobTenancy(t *testing.T, b *bundle) {
+	b.job(t, orgA, time.Now().Add(-time.Second))
+	const lease = 300 * time.Millisecond
+	claimed, err := b.s.ClaimJobs(b.ctx, 1, lease)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	held := claimed[0]
+	require.Equal(t, orgA, held.OrgID)
+
+	forge := func() *svctype.Job {
+		j := held
+		j.OrgID = orgB
+		j.Payload = json.RawMessage(`{"evil":true}`)
+		j.Attempts = 99
+		return &j
+	}
+	require.ErrorIs(t, b.s.RenewJob(b.ctx, forge(), time.Hour), engine.ErrLeaseLost, "renew keeping the lease")
+	require.ErrorIs(t, b.s.RenewJob(b.ctx, forge(), 0), engine.ErrLeaseLost, "renew freeing the lease")
+	require.ErrorIs(t, b.s.CompleteJob(b.ctx, forge()), engine.ErrLeaseLost, "complete")
+	err = b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+		if err := tx.RenewJob(ctx, forge(), time.Hour); !errors.Is(err, engine.ErrLeaseLost) {
+			return fmt.Errorf("renew in a transaction: want ErrLeaseLost, got %v", err)
+		}
+		return tx.CompleteJob(ctx, forge())
+	})
+	require.ErrorIs(t, err, engine.ErrLeaseLost, "complete in a transaction")
+	extend := []svctype.Job{*forge()}
+	require.NoError(t, b.s.ExtendLeases(b.ctx, extend, time.Hour))
+	require.Equal(t, held.LeaseUntil, extend[0].LeaseUntil, "another organization's job is not extended")
+
+	// The row is as the claim left it: its lease lapses on time, and the next claim sees
+	// the original payload and attempt count.
+	time.Sleep(lease + 100*time.Millisecond)
+	again, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, again, 1, "neither renewed, extended nor completed")
+	require.Equal(t, held.ID, again[0].ID)
+	require.Equal(t, orgA, again[0].OrgID)
+	requireJSON(t, `{"step":0}`, again[0].Payload)
+	require.Equal(t, 2, again[0].Attempts)
+
+	// Its own organization's holder still can.
+	job := again[0]
+	require.NoError(t, b.s.RenewJob(b.ctx, &job, time.Hour))
+	require.NoError(t, b.s.CompleteJob(b.ctx, &job))
+}
+
 func testJobLeaseExpiry(t *testing.T, b *bundle) {
 	b.job(t, orgA, time.Now().Add(-time.Second))
 	first, err := b.s.ClaimJobs(b.ctx, 1, 200*time.Millisecond)
@@ -747,8 +801,7 @@ func testJobLeaseExpiry(t *testing.T, b *bundle) {
 	require.ErrorIs(t, b.s.CompleteJob(b.ctx, &stale), engine.ErrLeaseLost)
 	require.NoError(t, b.s.ExtendLeases(b.ctx, []svctype.Job{stale}, time.Hour))
 	require.NoError(t, b.s.CompleteJob(b.ctx, &second[0]))
-	n, err := b.s.CountJobs(b.ctx)
-	require.NoError(t, err)
+	n := b.countJobs(t)
 	require.Zero(t, n)
 }
 
@@ -831,11 +884,7 @@ func testJobDelete(t *testing.T, b *bundle) {
 		require.NoError(t, b.s.EnqueueJob(b.ctx, j))
 		require.False(t, j.RunAt.IsZero(), "run_at defaults to now")
 	}
-	count := func() int {
-		n, err := b.s.CountJobs(b.ctx)
-		require.NoError(t, err)
-		return n
-	}
+	count := func() int { return b.countJobs(t) }
 	require.NoError(t, b.s.DeleteJobs(b.ctx, orgA, "form_ttl", run, ""))
 	require.Equal(t, 4, count())
 	require.NoError(t, b.s.DeleteJobs(b.ctx, orgA, svctype.JobSchedule, "", wf))
@@ -1374,8 +1423,7 @@ func testTenancy(t *testing.T, b *bundle) {
 	items, err := b.s.ListLoopItems(b.ctx, orgA, run.ID, 0)
 	require.NoError(t, err)
 	require.Equal(t, `"a"`, string(items[0]))
-	n, err := b.s.CountJobs(b.ctx)
-	require.NoError(t, err)
+	n := b.countJobs(t)
 	require.Equal(t, 1, n)
 	rows, err := b.s.ReadRows(b.ctx, orgA, "tbl", nil, 0)
 	require.NoError(t, err)
@@ -1440,8 +1488,7 @@ func testTxRollback(t *testing.T, b *bundle) {
 	ev, err := b.s.ListRunEvents(b.ctx, orgA, runID, svctype.ListOptions{})
 	require.NoError(t, err)
 	require.Empty(t, ev.Items)
-	n, err := b.s.CountJobs(b.ctx)
-	require.NoError(t, err)
+	n := b.countJobs(t)
 	require.Zero(t, n)
 	_, err = b.s.GetTable(b.ctx, orgA, "t")
 	require.ErrorIs(t, err, engine.ErrNotFound)
