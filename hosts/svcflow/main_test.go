@@ -130,10 +130,10 @@ func TestServeTourAndDrain(t *testing.T) {
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	// Wait closes the stderr pipe: read it to its end (the process exiting) first.
+	go func() { <-logsDone; done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		<-logsDone
 		require.NoError(t, err, "serve must exit 0 on SIGTERM; logs:\n%s", logs.String())
 		require.Contains(t, logs.String(), "stopped cleanly")
 	case <-time.After(30 * time.Second):
@@ -222,14 +222,14 @@ func startProcess(t *testing.T, bin string, args ...string) string {
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
+		// Wait closes the stderr pipe: read it to its end (the process exiting) first.
+		go func() { <-logsDone; _ = cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(20 * time.Second):
 			_ = cmd.Process.Kill()
 			<-done
 		}
-		<-logsDone
 		if t.Failed() {
 			t.Logf("%s logs:\n%s", args[0], logs.String())
 		}
