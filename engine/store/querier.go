@@ -305,7 +305,15 @@ func (q *querier) RunIDForIdempotencyKey(ctx context.Context, orgID, key string,
 
 func (q *querier) GetRun(ctx context.Context, orgID, id string) (*svctype.Run, error) {
 	var m runModel
-	err := q.r.NewSelect().Model(&m).Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
+	var err error
+	if st := q.fastRead(); st != nil {
+		err = q.queryInto(ctx, st.getRun, &m, orgID, id)
+		if err == nil && m.ID == "" {
+			err = sql.ErrNoRows // ScanRows leaves a model untouched when there is no row
+		}
+	} else {
+		err = q.r.NewSelect().Model(&m).Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
+	}
 	if err != nil {
 		return nil, wrap("get run", err)
 	}

@@ -29,11 +29,16 @@ func (q *querier) PutContext(ctx context.Context, orgID, runID, key string, valu
 
 func (q *querier) GetContext(ctx context.Context, orgID, runID string, keys ...string) (map[string]json.RawMessage, error) {
 	var ms []contextModel
-	sel := q.r.NewSelect().Model(&ms).Where("org_id = ? AND run_id = ?", orgID, runID)
-	if len(keys) > 0 {
-		sel = sel.Where(`"key" IN (?)`, bun.List(keys))
+	var err error
+	if st := q.fastRead(); st != nil && len(keys) == 0 {
+		err = q.queryInto(ctx, st.getContext, &ms, orgID, runID)
+	} else {
+		sel := q.r.NewSelect().Model(&ms).Where("org_id = ? AND run_id = ?", orgID, runID)
+		if len(keys) > 0 {
+			sel = sel.Where(`"key" IN (?)`, bun.List(keys))
+		}
+		err = sel.Scan(ctx)
 	}
-	err := sel.Scan(ctx)
 	if err != nil {
 		return nil, wrap("get context", err)
 	}
@@ -73,10 +78,15 @@ func (q *querier) PutStep(ctx context.Context, orgID string, rec *svctype.StepRe
 
 func (q *querier) ListSteps(ctx context.Context, orgID, runID string) ([]svctype.StepRecord, error) {
 	var ms []stepModel
-	err := q.r.NewSelect().Model(&ms).
-		Where("org_id = ? AND run_id = ?", orgID, runID).
-		Order("idx").
-		Scan(ctx)
+	var err error
+	if st := q.fastRead(); st != nil {
+		err = q.queryInto(ctx, st.listSteps, &ms, orgID, runID)
+	} else {
+		err = q.r.NewSelect().Model(&ms).
+			Where("org_id = ? AND run_id = ?", orgID, runID).
+			Order("idx").
+			Scan(ctx)
+	}
 	if err != nil {
 		return nil, wrap("list steps", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/uptrace/bun"
 )
 
 // The step commit on SQLite. bun renders every argument into the statement text, so SQLite
@@ -31,6 +33,11 @@ type sqliteStatements struct {
 	upsertRow   *sql.Stmt
 	insertRun   *sql.Stmt
 	enqueueJob  *sql.Stmt
+
+	// Reads prepared on the read pool: what every status poll reads.
+	getRun     *sql.Stmt
+	getContext *sql.Stmt
+	listSteps  *sql.Stmt
 }
 
 const (
@@ -59,7 +66,10 @@ const (
  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 	sqlEnqueueJob = `INSERT INTO "jobs" ("org_id", "kind", "run_id", "workflow_id", "run_at", "attempts",
  "lease_token", "lease_until", "payload") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlUpsertRow = sqlInsertRow + `
+	sqlGetRun     = `SELECT * FROM "runs" WHERE "org_id" = ? AND "id" = ?`
+	sqlGetContext = `SELECT * FROM "run_context" WHERE "org_id" = ? AND "run_id" = ?`
+	sqlListSteps  = `SELECT * FROM "run_steps" WHERE "org_id" = ? AND "run_id" = ? ORDER BY "idx"`
+	sqlUpsertRow  = sqlInsertRow + `
  ON CONFLICT ("org_id", "table_name", "key_hash") DO UPDATE SET "data" = excluded."data",
  "key_columns" = excluded."key_columns", "updated_at" = excluded."updated_at" RETURNING "id", "created_at"`
 )
@@ -67,6 +77,7 @@ const (
 // sqlitePrepared holds the statements once the schema is current (nil before).
 type sqlitePrepared struct {
 	db    *sql.DB
+	read  *bun.DB // the read pool, for the prepared reads and for scanning their rows
 	stmts atomic.Pointer[sqliteStatements]
 	off   bool // tests turn the fast path off to exercise the bun path on SQLite
 }
@@ -84,18 +95,26 @@ func (p *sqlitePrepared) prepare(ctx context.Context) error {
 	for _, it := range []struct {
 		dst   **sql.Stmt
 		query string
+		read  bool
 	}{
-		{&s.renewJob, sqlRenewJob},
-		{&s.putContext, sqlPutContext},
-		{&s.putStep, sqlPutStep},
-		{&s.appendEvent, sqlAppendEvent},
-		{&s.updateRun, sqlUpdateRun},
-		{&s.insertRow, sqlInsertRow},
-		{&s.upsertRow, sqlUpsertRow},
-		{&s.insertRun, sqlInsertRun},
-		{&s.enqueueJob, sqlEnqueueJob},
+		{&s.renewJob, sqlRenewJob, false},
+		{&s.putContext, sqlPutContext, false},
+		{&s.putStep, sqlPutStep, false},
+		{&s.appendEvent, sqlAppendEvent, false},
+		{&s.updateRun, sqlUpdateRun, false},
+		{&s.insertRow, sqlInsertRow, false},
+		{&s.upsertRow, sqlUpsertRow, false},
+		{&s.insertRun, sqlInsertRun, false},
+		{&s.enqueueJob, sqlEnqueueJob, false},
+		{&s.getRun, sqlGetRun, true},
+		{&s.getContext, sqlGetContext, true},
+		{&s.listSteps, sqlListSteps, true},
 	} {
-		stmt, err := p.db.PrepareContext(ctx, it.query)
+		db := p.db
+		if it.read {
+			db = p.read.DB
+		}
+		stmt, err := db.PrepareContext(ctx, it.query)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -141,7 +160,8 @@ func (p *sqlitePrepared) close() {
 }
 
 func (s *sqliteStatements) close() {
-	for _, stmt := range []*sql.Stmt{s.renewJob, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow, s.insertRun, s.enqueueJob} {
+	for _, stmt := range []*sql.Stmt{s.renewJob, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow, s.insertRun, s.enqueueJob,
+		s.getRun, s.getContext, s.listSteps} {
 		if stmt != nil {
 			_ = stmt.Close()
 		}
@@ -154,6 +174,26 @@ func (q *querier) fast() *sqliteStatements {
 		return nil
 	}
 	return q.prepared.stmts.Load()
+}
+
+// fastRead returns the prepared statements for a read outside a transaction (a read in
+// one goes through the transaction, on the writer), or nil for the bun path.
+func (q *querier) fastRead() *sqliteStatements {
+	if q.inTx {
+		return nil
+	}
+	return q.fast()
+}
+
+// queryInto runs a prepared read on the read pool and scans its rows into dest (a model
+// or a slice of models), as bun would.
+func (q *querier) queryInto(ctx context.Context, stmt *sql.Stmt, dest any, args ...any) error {
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return q.prepared.read.ScanRows(ctx, rows, dest)
 }
 
 // exec runs a prepared statement in the querier's transaction, if any. The transaction is

@@ -166,7 +166,7 @@ func openSQLite(path string) (*Store, error) {
 	w := bun.NewDB(writer, sqlitedialect.New())
 	r := bun.NewDB(reader, sqlitedialect.New())
 	s := newStore(w, r, dialectSQLite)
-	s.prepared = &sqlitePrepared{db: writer}
+	s.prepared = &sqlitePrepared{db: writer, read: r}
 	s.querier.prepared = s.prepared
 	return s, nil
 }

@@ -28,7 +28,7 @@ type bundle struct {
 	logs *bytes.Buffer
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	st := store.OpenTest(t, "sqlite")
 	quiet := slog.New(slog.DiscardHandler)
@@ -41,7 +41,7 @@ func setup(t *testing.T) *bundle {
 
 // do sends one request in memory. body: nil (none), string or []byte (sent as is), or any
 // other value (JSON-encoded). org "" sends no X-Org-Id. headers are "Name: value".
-func (b *bundle) do(t *testing.T, method, path, org string, body any, headers ...string) *httptest.ResponseRecorder {
+func (b *bundle) do(t testing.TB, method, path, org string, body any, headers ...string) *httptest.ResponseRecorder {
 	t.Helper()
 	var r io.Reader
 	switch v := body.(type) {
@@ -73,7 +73,7 @@ func (b *bundle) do(t *testing.T, method, path, org string, body any, headers ..
 }
 
 // ok asserts status and decodes the JSON answer.
-func ok[T any](t *testing.T, rec *httptest.ResponseRecorder, status int) T {
+func ok[T any](t testing.TB, rec *httptest.ResponseRecorder, status int) T {
 	t.Helper()
 	require.Equal(t, status, rec.Code, "body: %s", rec.Body.String())
 	var v T
@@ -82,7 +82,7 @@ func ok[T any](t *testing.T, rec *httptest.ResponseRecorder, status int) T {
 }
 
 // problem asserts a problem+json answer with status and code.
-func problem(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) runtime.Problem {
+func problem(t testing.TB, rec *httptest.ResponseRecorder, status int, code string) runtime.Problem {
 	t.Helper()
 	require.Equal(t, status, rec.Code, "body: %s", rec.Body.String())
 	require.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"), "body: %s", rec.Body.String())
@@ -148,7 +148,7 @@ func workflowBody(name, definition string) map[string]any {
 }
 
 // createWorkflow creates the contacts table (once per org) and a workflow upserting into it.
-func (b *bundle) createWorkflow(t *testing.T, org, name string) workflowDoc {
+func (b *bundle) createWorkflow(t testing.TB, org, name string) workflowDoc {
 	t.Helper()
 	rec := b.do(t, http.MethodPost, "/custom-tables", org, map[string]any{
 		"name": "contacts", "fields": map[string]string{"email": "text", "name": "text", "status": "text"},
@@ -157,12 +157,12 @@ func (b *bundle) createWorkflow(t *testing.T, org, name string) workflowDoc {
 	return ok[workflowDoc](t, b.do(t, http.MethodPost, "/workflows", org, workflowBody(name, upsertDefinition)), http.StatusCreated)
 }
 
-func (b *bundle) execute(t *testing.T, org, workflowID string, input map[string]any) runRef {
+func (b *bundle) execute(t testing.TB, org, workflowID string, input map[string]any) runRef {
 	t.Helper()
 	return ok[runRef](t, b.do(t, http.MethodPost, "/workflows/"+workflowID+"/execute", org, map[string]any{"input": input}), http.StatusAccepted)
 }
 
-func (b *bundle) work(t *testing.T) {
+func (b *bundle) work(t testing.TB) {
 	t.Helper()
 	_, err := b.eng.Work(t.Context())
 	require.NoError(t, err)
