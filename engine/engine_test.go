@@ -553,3 +553,36 @@ func TestReadLimits(t *testing.T) {
 		}
 	})
 }
+
+// A run's end events carry small outputs whole and large ones as a reference to the route
+// that serves them, so that ending a run does not copy a large result into the outbox.
+func TestEndEventsReferenceLargeOutputs(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, b *bundle) {
+		big := make([]any, engine.EventValueNodes+1)
+		for i := range big {
+			big[i] = float64(i)
+		}
+		b.eng.RegisterStep("produce", func(_ context.Context, call *svctype.StepCall) (any, error) {
+			if call.Properties["big"] == true {
+				return big, nil
+			}
+			return map[string]any{"ok": true}, nil
+		})
+		w := b.workflow(t, "acme", "outputs", `{"actions": [
+			{"type": "produce", "outputKey": "large", "properties": {"big": true}},
+			{"type": "produce", "outputKey": "small", "properties": {"big": false}}]}`)
+		doc := b.execute(t, "acme", w.ID, `{}`)
+		require.Equal(t, svctype.RunCompleted, doc.Status)
+		outputs := b.eventPayload(t, "acme", doc.ID, engine.EventRunCompleted)["result"].(map[string]any)["outputs"].(map[string]any)
+		require.Equal(t, map[string]any{"ok": true}, outputs["small"], "a small output is carried whole")
+		ref := outputs["large"].(map[string]any)
+		require.Equal(t, "/runs/"+doc.ID+"/context/large", ref["result_reference"])
+		require.Equal(t, true, ref["truncated"])
+		require.EqualValues(t, len(big), ref["length"])
+		// The reference is where the whole value is.
+		page, err := b.eng.RunContext(b.ctx, "acme", doc.ID, "large", len(big)-1, 10)
+		require.NoError(t, err)
+		require.EqualValues(t, len(big), page.Total)
+	})
+}

@@ -427,16 +427,67 @@ func (e *Engine) writeCommit(ctx context.Context, tx Tx, job *svctype.Job, st *r
 	return nil
 }
 
-// outputs is the run's context after c: every step output, without the input.
+// outputs is the run's context after c, without the input, as events carry it: a value
+// larger than EventValueNodes JSON values is carried as a reference to the route that
+// serves it ({result_reference, truncated, length?}), so that ending a run whose matcher
+// produced 50,000 pairs does not copy them into the outbox (and every webhook body).
 func (e *Engine) outputs(st *runState, c *commit) map[string]any {
 	out := make(map[string]any, len(st.vars)+len(c.outputs))
-	for k, v := range st.vars {
-		if k != "input" {
-			out[k] = v
+	put := func(k string, v any) {
+		if k == "input" {
+			return
 		}
+		if !withinNodes(v, EventValueNodes) {
+			ref := map[string]any{"result_reference": "/runs/" + st.run.ID + "/context/" + k, "truncated": true}
+			if arr, ok := v.([]any); ok {
+				ref["length"] = len(arr)
+			}
+			v = ref
+		}
+		out[k] = v
 	}
-	maps.Copy(out, c.outputs)
+	for k, v := range st.vars {
+		put(k, v)
+	}
+	for k, v := range c.outputs {
+		put(k, v)
+	}
 	return out
+}
+
+// EventValueNodes is how many JSON values (objects, arrays, scalars, nested) one context
+// value may hold to be carried whole in workflow_run_completed and workflow_run_failed.
+const EventValueNodes = 10_000
+
+// withinNodes reports whether v holds at most budget JSON values, stopping early.
+func withinNodes(v any, budget int) bool {
+	left := budget
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		left--
+		if left < 0 {
+			return false
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			for _, el := range x {
+				if !walk(el) {
+					return false
+				}
+			}
+		case []any:
+			if len(x) > left {
+				return false
+			}
+			for _, el := range x {
+				if !walk(el) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return walk(v)
 }
 
 // commitStep commits c as the step that ends the run (used when the cursor is already past
