@@ -586,3 +586,53 @@ func TestEndEventsReferenceLargeOutputs(t *testing.T) {
 		require.EqualValues(t, len(big), page.Total)
 	})
 }
+
+// A run that keeps making progress is never given up on, however often it is handed back
+// to the queue: here every foreach element ends a slice, so the run is claimed 60 times.
+func TestProgressingRunNeverGivesUp(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, b *bundle) {
+		eng, err := engine.New(engine.Config{Store: b.st, Slice: time.Nanosecond})
+		require.NoError(t, err)
+		b.eng = eng
+		b.tables(t, "o1")
+		w := b.workflow(t, "o1", "long", `{"actions": [{"type": "loop", "properties": {"mode": "foreach", "items": "@input.items",
+			"steps": [{"type": "custom-table", "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{item}}"}}}]}}]}`)
+		items := make([]int, 2*engine.MaxAttempts+10)
+		in, err := json.Marshal(map[string]any{"items": items})
+		require.NoError(t, err)
+		doc := b.execute(t, "o1", w.ID, string(in))
+		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+		rows, err := b.eng.ReadRows(b.ctx, "o1", "notes", nil, 10_000)
+		require.NoError(t, err)
+		require.Len(t, rows, len(items), "each element once")
+	})
+}
+
+// Leases are set and compared on the store's clock: an engine whose injected clock is an
+// hour behind still holds its run's lease between steps, so no other claimer gets the job.
+func TestLeaseFollowsTheStoreClock(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, b *bundle) {
+		var stolen []int64
+		eng, err := engine.New(engine.Config{
+			Store: b.st, Lease: 5 * time.Second,
+			Now: func() time.Time { return time.Now().Add(-time.Hour) },
+			StepObserver: func(string, time.Duration) {
+				// Between two steps of a run that is still running: its job must be leased.
+				jobs, err := b.st.ClaimJobs(context.Background(), 10, time.Minute)
+				require.NoError(t, err)
+				for _, j := range jobs {
+					stolen = append(stolen, j.ID)
+				}
+			},
+		})
+		require.NoError(t, err)
+		b.eng = eng
+		b.tables(t, "o1")
+		w := b.workflow(t, "o1", "clock", threeSteps)
+		doc := b.execute(t, "o1", w.ID, `{"email": "a@x", "name": "A", "tier": "gold"}`)
+		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+		require.Empty(t, stolen, "another claimer took the job of a run in progress")
+	})
+}

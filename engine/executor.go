@@ -139,6 +139,7 @@ func (e *Engine) advanceRun(ctx context.Context, job *svctype.Job) error {
 			fmt.Errorf("gave up after %d attempts to run this step; the workers' logs say why", job.Attempts-1))
 	}
 	// Every commit that ends or pauses the run also completes its job.
+	stepped := false
 	for st.run.Status == svctype.RunRunning {
 		if ctx.Err() != nil {
 			// Draining: hand the run to whichever worker claims it next, at its place in
@@ -147,13 +148,16 @@ func (e *Engine) advanceRun(ctx context.Context, job *svctype.Job) error {
 				return tx.RenewJob(ctx, job, 0)
 			})
 		}
-		if time.Since(claimed) >= e.slice {
+		// Every claim commits at least one unit of work before its slice can end it, so a
+		// run always progresses (and its attempts restart) however short the slice.
+		if stepped && time.Since(claimed) >= e.slice {
 			return e.yieldRun(commitCtx, job, st)
 		}
 		began := time.Now()
 		if err := e.stepOnce(commitCtx, job, st); err != nil {
 			return err
 		}
+		stepped = true
 		if e.obs != nil {
 			e.obs(e.stepType(st), time.Since(began))
 		}
