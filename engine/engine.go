@@ -449,25 +449,23 @@ func (e *Engine) RunStatusWith(ctx context.Context, orgID, runID string, opts St
 		runCtx = decodeContext(rawCtx)
 		runCtx[runIDKey] = run.ID
 	}
-	recs, err := e.store.ListSteps(ctx, orgID, runID)
+	statuses, err := e.store.StepStatuses(ctx, orgID, runID)
 	if err != nil {
 		return nil, err
 	}
 	return &RunStatusDoc{
 		ID: run.ID, Status: run.Status, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
-		Reason: run.Reason, Context: runCtx, Steps: stepSummaries(def, recs),
+		Reason: run.Reason, Context: runCtx, Steps: stepSummaries(def, statuses),
 		CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt, FinishedAt: run.FinishedAt,
 	}, nil
 }
 
-func stepSummaries(def *svctype.Definition, recs []svctype.StepRecord) []StepSummary {
+func stepSummaries(def *svctype.Definition, statuses map[int]svctype.StepStatus) []StepSummary {
 	out := make([]StepSummary, len(def.Actions))
 	for i, a := range def.Actions {
 		out[i] = StepSummary{Index: i, Type: a.Type, Status: svctype.StepPending}
-	}
-	for _, r := range recs {
-		if r.Index >= 0 && r.Index < len(out) {
-			out[r.Index].Status = r.Status
+		if st, ok := statuses[i]; ok {
+			out[i].Status = st
 		}
 	}
 	return out

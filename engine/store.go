@@ -80,6 +80,9 @@ type Querier interface {
 	// Step records, one per top-level step index: PutStep inserts or replaces.
 	PutStep(ctx context.Context, orgID string, rec *svctype.StepRecord) error
 	ListSteps(ctx context.Context, orgID, runID string) ([]svctype.StepRecord, error)
+	// StepStatuses returns each recorded step's status by index: what a status poll needs,
+	// without the records' JSON columns.
+	StepStatuses(ctx context.Context, orgID, runID string) (map[int]svctype.StepStatus, error)
 
 	// Foreach progress: one output per element, inserted or replaced by (run, step, item).
 	PutLoopItem(ctx context.Context, orgID, runID string, step, item int, output json.RawMessage) error

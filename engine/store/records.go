@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -95,6 +97,29 @@ func (q *querier) ListSteps(ctx context.Context, orgID, runID string) ([]svctype
 		if out[i], err = ms[i].toStep(); err != nil {
 			return nil, wrap("list steps", err)
 		}
+	}
+	return out, nil
+}
+
+func (q *querier) StepStatuses(ctx context.Context, orgID, runID string) (map[int]svctype.StepStatus, error) {
+	var rows []struct {
+		Idx    int    `bun:"idx"`
+		Status string `bun:"status"`
+	}
+	var err error
+	if st := q.fastRead(); st != nil {
+		err = q.queryInto(ctx, st.stepStatuses, &rows, orgID, runID)
+	} else {
+		err = q.r.NewSelect().Model((*stepModel)(nil)).Column("idx", "status").
+			Where("org_id = ? AND run_id = ?", orgID, runID).
+			Scan(ctx, &rows)
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, wrap("step statuses", err)
+	}
+	out := make(map[int]svctype.StepStatus, len(rows))
+	for _, r := range rows {
+		out[r.Idx] = svctype.StepStatus(r.Status)
 	}
 	return out, nil
 }

@@ -35,9 +35,10 @@ type sqliteStatements struct {
 	enqueueJob  *sql.Stmt
 
 	// Reads prepared on the read pool: what every status poll reads.
-	getRun     *sql.Stmt
-	getContext *sql.Stmt
-	listSteps  *sql.Stmt
+	getRun       *sql.Stmt
+	getContext   *sql.Stmt
+	listSteps    *sql.Stmt
+	stepStatuses *sql.Stmt
 }
 
 const (
@@ -66,10 +67,11 @@ const (
  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 	sqlEnqueueJob = `INSERT INTO "jobs" ("org_id", "kind", "run_id", "workflow_id", "run_at", "attempts",
  "lease_token", "lease_until", "payload") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlGetRun     = `SELECT * FROM "runs" WHERE "org_id" = ? AND "id" = ?`
-	sqlGetContext = `SELECT * FROM "run_context" WHERE "org_id" = ? AND "run_id" = ?`
-	sqlListSteps  = `SELECT * FROM "run_steps" WHERE "org_id" = ? AND "run_id" = ? ORDER BY "idx"`
-	sqlUpsertRow  = sqlInsertRow + `
+	sqlGetRun       = `SELECT * FROM "runs" WHERE "org_id" = ? AND "id" = ?`
+	sqlGetContext   = `SELECT * FROM "run_context" WHERE "org_id" = ? AND "run_id" = ?`
+	sqlListSteps    = `SELECT * FROM "run_steps" WHERE "org_id" = ? AND "run_id" = ? ORDER BY "idx"`
+	sqlStepStatuses = `SELECT "idx", "status" FROM "run_steps" WHERE "org_id" = ? AND "run_id" = ?`
+	sqlUpsertRow    = sqlInsertRow + `
  ON CONFLICT ("org_id", "table_name", "key_hash") DO UPDATE SET "data" = excluded."data",
  "key_columns" = excluded."key_columns", "updated_at" = excluded."updated_at" RETURNING "id", "created_at"`
 )
@@ -109,6 +111,7 @@ func (p *sqlitePrepared) prepare(ctx context.Context) error {
 		{&s.getRun, sqlGetRun, true},
 		{&s.getContext, sqlGetContext, true},
 		{&s.listSteps, sqlListSteps, true},
+		{&s.stepStatuses, sqlStepStatuses, true},
 	} {
 		db := p.db
 		if it.read {
@@ -161,7 +164,7 @@ func (p *sqlitePrepared) close() {
 
 func (s *sqliteStatements) close() {
 	for _, stmt := range []*sql.Stmt{s.renewJob, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow, s.insertRun, s.enqueueJob,
-		s.getRun, s.getContext, s.listSteps} {
+		s.getRun, s.getContext, s.listSteps, s.stepStatuses} {
 		if stmt != nil {
 			_ = stmt.Close()
 		}

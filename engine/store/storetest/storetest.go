@@ -476,6 +476,13 @@ func testSteps(t *testing.T, b *bundle) {
 	s0.FinishedAt = &finished
 	require.NoError(t, b.s.PutStep(b.ctx, orgA, s0))
 
+	statuses, err := b.s.StepStatuses(b.ctx, orgA, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, map[int]svctype.StepStatus{0: svctype.StepCompleted, 1: svctype.StepPending}, statuses)
+	none, err := b.s.StepStatuses(b.ctx, orgB, r.ID)
+	require.NoError(t, err)
+	require.Empty(t, none, "another organization's run has no steps")
+
 	got, err := b.s.ListSteps(b.ctx, orgA, r.ID)
 	require.NoError(t, err)
 	require.Len(t, got, 2)
