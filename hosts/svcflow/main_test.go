@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -68,34 +69,8 @@ func TestServeTourAndDrain(t *testing.T) {
 	build.Stderr = os.Stderr
 	require.NoError(t, build.Run())
 
-	cmd := exec.Command(bin, "serve", "--runtime-addr", "127.0.0.1:0")
-	cmd.Dir = dir // the default --db is sqlite:./svcflow.db
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-
-	var logs bytes.Buffer
-	addrCh := make(chan string, 1)
-	logsDone := make(chan struct{})
-	go func() {
-		defer close(logsDone)
-		listening := regexp.MustCompile(`runtime listening"? addr=(\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs.WriteString(sc.Text() + "\n")
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				addrCh <- m[1]
-			}
-		}
-	}()
-	var base string
-	select {
-	case addr := <-addrCh:
-		base = "http://" + addr
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not start listening")
-	}
+	p := startProcess(t, bin, dir, "serve", "--runtime-addr", "127.0.0.1:0") // the default --db is sqlite:./svcflow.db
+	base := p.base
 
 	call := func(method, path, body string, want int) map[string]any {
 		t.Helper()
@@ -128,17 +103,8 @@ func TestServeTourAndDrain(t *testing.T) {
 	rows := call("GET", "/custom-tables/notes/rows", "", 200)
 	require.Equal(t, "Welcome Ada (1 gold customers)", rows["items"].([]any)[0].(map[string]any)["data"].(map[string]any)["text"])
 
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	done := make(chan error, 1)
-	// Wait closes the stderr pipe: read it to its end (the process exiting) first.
-	go func() { <-logsDone; done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		require.NoError(t, err, "serve must exit 0 on SIGTERM; logs:\n%s", logs.String())
-		require.Contains(t, logs.String(), "stopped cleanly")
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop after SIGTERM")
-	}
+	require.NoError(t, p.stop(), "serve must exit 0 on SIGTERM; logs:\n%s", p.logs.String())
+	require.Contains(t, p.logs.String(), "stopped cleanly")
 	_, err = os.Stat(filepath.Join(dir, "svcflow.db"))
 	require.NoError(t, err, "the default database is ./svcflow.db")
 }
@@ -160,8 +126,8 @@ func TestWaitAcrossProcesses(t *testing.T) {
 			dsn := store.NewTestDSN(t, dialect)
 			var out, errOut bytes.Buffer
 			require.Equal(t, 0, run([]string{"migrate", "--db", dsn}, &out, &errOut), errOut.String())
-			base := startProcess(t, bin, "runtime", "--db", dsn, "--runtime-addr", "127.0.0.1:0")
-			startProcess(t, bin, "worker", "--db", dsn)
+			base := startProcess(t, bin, "", "runtime", "--db", dsn, "--runtime-addr", "127.0.0.1:0").base
+			startProcess(t, bin, "", "worker", "--db", dsn)
 
 			call := func(method, path, body string) (int, map[string]any) {
 				t.Helper()
@@ -196,16 +162,26 @@ func TestWaitAcrossProcesses(t *testing.T) {
 	}
 }
 
-// startProcess starts the binary with args until the test ends, and returns the runtime's
-// base URL when it serves one (else "").
-func startProcess(t *testing.T, bin string, args ...string) string {
+// process is the real binary running in a test.
+type process struct {
+	base string // the runtime's base URL, when it serves one
+	logs *syncLog
+	stop func() error // SIGTERM, then the exit status (killed after 30 s); once
+}
+
+// startProcess starts the binary in dir (a new temporary directory when empty) with args,
+// and stops it when the test ends if the test did not.
+func startProcess(t *testing.T, bin, dir string, args ...string) *process {
 	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = t.TempDir()
+	cmd.Dir = dir
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	var logs syncLog
+	p := &process{logs: &syncLog{}}
 	addrCh := make(chan string, 1)
 	logsDone := make(chan struct{})
 	go func() {
@@ -213,37 +189,46 @@ func startProcess(t *testing.T, bin string, args ...string) string {
 		listening := regexp.MustCompile(`runtime listening"? addr=(\S+)`)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			logs.add(sc.Text())
+			p.logs.add(sc.Text())
 			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
 				addrCh <- m[1]
 			}
 		}
 	}()
+	var once sync.Once
+	var exitErr error
+	p.stop = func() error {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			// Wait closes the stderr pipe: read it to its end (the process exiting) first.
+			go func() { <-logsDone; done <- cmd.Wait() }()
+			select {
+			case exitErr = <-done:
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+				exitErr = errors.New(args[0] + " did not stop within 30s of SIGTERM")
+			}
+		})
+		return exitErr
+	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		// Wait closes the stderr pipe: read it to its end (the process exiting) first.
-		go func() { <-logsDone; _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		_ = p.stop()
 		if t.Failed() {
-			t.Logf("%s logs:\n%s", args[0], logs.String())
+			t.Logf("%s logs:\n%s", args[0], p.logs.String())
 		}
 	})
 	if args[0] == "worker" {
-		return ""
+		return p
 	}
 	select {
 	case addr := <-addrCh:
-		return "http://" + addr
+		p.base = "http://" + addr
 	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not start listening; logs:\n%s", args[0], logs.String())
+		t.Fatalf("%s did not start listening; logs:\n%s", args[0], p.logs.String())
 	}
-	return ""
+	return p
 }
 
 type syncLog struct {
