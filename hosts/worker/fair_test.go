@@ -26,6 +26,21 @@ type starts struct {
 
 func newStarts() *starts { return &starts{at: map[string]int{}} }
 
+// fairSetup returns an engine over a fresh store of dialect whose "mark" step records run
+// starts, with a ledger table in each of orgs.
+func fairSetup(t *testing.T, dialect string, cfg engine.Config, orgs ...string) (*engine.Engine, *starts) {
+	t.Helper()
+	cfg.Store = store.OpenTest(t, dialect)
+	eng := newEngine(t, cfg)
+	st := newStarts()
+	eng.RegisterStep("mark", st.mark)
+	for _, o := range orgs {
+		_, err := eng.CreateTable(context.Background(), o, "ledger", map[string]string{"run": "text"})
+		require.NoError(t, err)
+	}
+	return eng, st
+}
+
 func (s *starts) mark(_ context.Context, call *svctype.StepCall) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -58,12 +73,6 @@ const markFlow = `{"actions": [
   {"type": "mark", "properties": {}}
 ]}`
 
-func percentile(ds []time.Duration, p float64) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(float64(len(s))*p))]
-}
-
 // A burst from many clients in a closed loop: runs start in the order they were accepted
 // (no run is overtaken by more than the runs that were claimed together with it), and the
 // slowest run waits about as long as the typical one, not for the burst to end.
@@ -77,11 +86,7 @@ func TestBurstRunsStartInAcceptanceOrder(t *testing.T) {
 				perClient   = 10
 				concurrency = 4
 			)
-			eng := newEngine(t, engine.Config{Store: store.OpenTest(t, dialect)})
-			st := newStarts()
-			eng.RegisterStep("mark", st.mark)
-			_, err := eng.CreateTable(context.Background(), org, "ledger", map[string]string{"run": "text"})
-			require.NoError(t, err)
+			eng, st := fairSetup(t, dialect, engine.Config{}, org)
 			wfID := createWorkflow(t, eng, "burst", markFlow)
 			startWorker(t, eng, worker.Options{Concurrency: concurrency})
 
@@ -92,7 +97,7 @@ func TestBurstRunsStartInAcceptanceOrder(t *testing.T) {
 			var (
 				mu        sync.Mutex
 				runs      []accepted
-				latencies []time.Duration
+				latencies durations
 				wg        sync.WaitGroup
 			)
 			errs := make(chan error, clients)
@@ -112,7 +117,7 @@ func TestBurstRunsStartInAcceptanceOrder(t *testing.T) {
 						}
 						mu.Lock()
 						runs = append(runs, accepted{run.ID, run.CreatedAt})
-						latencies = append(latencies, time.Since(began))
+						latencies.observe("", time.Since(began))
 						mu.Unlock()
 					}
 				})
@@ -138,9 +143,9 @@ func TestBurstRunsStartInAcceptanceOrder(t *testing.T) {
 					worst, worstRun = overtaken, r.id
 				}
 			}
-			p50, p99 := percentile(latencies, 0.50), percentile(latencies, 0.99)
+			p50, p99 := latencies.percentile(50), latencies.percentile(99)
 			t.Logf("%s: %d runs from %d clients; start-to-completed p50 %v, p99 %v, max %v; most overtaken run: by %d later runs",
-				dialect, len(runs), clients, p50, p99, percentile(latencies, 1), worst)
+				dialect, len(runs), clients, p50, p99, latencies.percentile(100), worst)
 			// Runs claimed together start in any order, a batch holds up to concurrency runs, and
 			// under -race on a loaded machine a slot's goroutine can be descheduled while others
 			// cycle: allow a few batches. Before fair claiming, runs that fell into the table
@@ -164,13 +169,7 @@ func TestAnotherOrganizationIsNotHeldBackByABacklog(t *testing.T) {
 				orgB        = "org-other"
 			)
 			ctx := context.Background()
-			eng := newEngine(t, engine.Config{Store: store.OpenTest(t, dialect)})
-			st := newStarts()
-			eng.RegisterStep("mark", st.mark)
-			for _, o := range []string{org, orgB} {
-				_, err := eng.CreateTable(ctx, o, "ledger", map[string]string{"run": "text"})
-				require.NoError(t, err)
-			}
+			eng, st := fairSetup(t, dialect, engine.Config{}, org, orgB)
 			wfA := createWorkflow(t, eng, "flood", markFlow)
 			wB, err := eng.CreateWorkflow(ctx, orgB, engine.WorkflowInput{Name: "single", Definition: json.RawMessage(markFlow)})
 			require.NoError(t, err)
@@ -213,9 +212,7 @@ func TestLongRunsShareTheSlots(t *testing.T) {
 				orgB        = "org-short"
 			)
 			ctx := context.Background()
-			eng := newEngine(t, engine.Config{Store: store.OpenTest(t, dialect), Slice: 20 * time.Millisecond})
-			st := newStarts()
-			eng.RegisterStep("mark", st.mark)
+			eng, st := fairSetup(t, dialect, engine.Config{Slice: 20 * time.Millisecond})
 			eng.RegisterStep("slow", func(context.Context, *svctype.StepCall) (any, error) {
 				time.Sleep(3 * time.Millisecond)
 				return map[string]any{"ok": true}, nil
