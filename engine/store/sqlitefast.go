@@ -39,6 +39,8 @@ type sqliteStatements struct {
 	getContext   *sql.Stmt
 	listSteps    *sql.Stmt
 	stepStatuses *sql.Stmt
+	// The fair claim's read (store.go, sqlClaimCandidates).
+	claimCandidates *sql.Stmt
 }
 
 const (
@@ -112,6 +114,7 @@ func (p *sqlitePrepared) prepare(ctx context.Context) error {
 		{&s.getContext, sqlGetContext, true},
 		{&s.listSteps, sqlListSteps, true},
 		{&s.stepStatuses, sqlStepStatuses, true},
+		{&s.claimCandidates, sqlClaimCandidates, true},
 	} {
 		db := p.db
 		if it.read {
@@ -164,7 +167,7 @@ func (p *sqlitePrepared) close() {
 
 func (s *sqliteStatements) close() {
 	for _, stmt := range []*sql.Stmt{s.renewJob, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow, s.insertRun, s.enqueueJob,
-		s.getRun, s.getContext, s.listSteps, s.stepStatuses} {
+		s.getRun, s.getContext, s.listSteps, s.stepStatuses, s.claimCandidates} {
 		if stmt != nil {
 			_ = stmt.Close()
 		}

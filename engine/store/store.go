@@ -353,27 +353,34 @@ const orgsWithJobs = `WITH RECURSIVE orgs(org_id) AS (
 // ordered by organization, then run_at and id. It reads without locking; the claim
 // statement checks the lease again.
 func (s *Store) claimCandidates(ctx context.Context, t time.Time, n int) ([]claimCandidate, error) {
-	var q string
-	if s.dialect == dialectPostgres {
-		q = orgsWithJobs + `SELECT d.id, d.org_id FROM orgs CROSS JOIN LATERAL (
+	var cands []claimCandidate
+	var err error
+	switch st := s.querier.fastRead(); {
+	case st != nil:
+		// Once per claim, so prepared like the step commit's statements.
+		err = s.querier.queryInto(ctx, st.claimCandidates, &cands, sqliteTime(t), sqliteTime(t), n)
+	case s.dialect == dialectPostgres:
+		err = s.read.NewRaw(orgsWithJobs+`SELECT d.id, d.org_id FROM orgs CROSS JOIN LATERAL (
 	SELECT id, org_id, run_at FROM jobs
 	WHERE org_id = orgs.org_id AND run_at <= ? AND (lease_until IS NULL OR lease_until < ?)
 	ORDER BY run_at, id LIMIT ?) d
-ORDER BY d.org_id, d.run_at, d.id`
-	} else {
-		q = orgsWithJobs + `SELECT j.id, j.org_id FROM orgs JOIN jobs j ON j.id IN (
-	SELECT d.id FROM jobs d
-	WHERE d.org_id = orgs.org_id AND d.run_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
-	ORDER BY d.run_at, d.id LIMIT ?)
-ORDER BY j.org_id, j.run_at, j.id`
+ORDER BY d.org_id, d.run_at, d.id`, t, t, n).Scan(ctx, &cands)
+	default:
+		err = s.read.NewRaw(sqlClaimCandidates, t, t, n).Scan(ctx, &cands)
 	}
-	var cands []claimCandidate
-	err := s.read.NewRaw(q, t, t, n).Scan(ctx, &cands)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = nil
 	}
 	return cands, err
 }
+
+// sqlClaimCandidates is claimCandidates on SQLite, which has no LATERAL: a correlated
+// IN (... LIMIT ?) per organization, which SQLite answers from jobs_org_run_at.
+const sqlClaimCandidates = orgsWithJobs + `SELECT j.id, j.org_id FROM orgs JOIN jobs j ON j.id IN (
+	SELECT d.id FROM jobs d
+	WHERE d.org_id = orgs.org_id AND d.run_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+	ORDER BY d.run_at, d.id LIMIT ?)
+ORDER BY j.org_id, j.run_at, j.id`
 
 // pickRoundRobin takes up to n of cands (grouped by org, oldest first within each) one org
 // at a time, starting with the first org after lastOrg in org order and wrapping around,
