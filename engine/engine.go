@@ -47,6 +47,16 @@ type Config struct {
 	// the queue (at a step boundary) so that queued runs, of any organization, take their
 	// turn (default 100ms). A run that ends within its slice never goes back to the queue.
 	Slice time.Duration
+	// IOConcurrency is how many calls of steps' IO halves (HTTP actions, queries, model
+	// calls) may be in flight at once in this process (default DefaultIOConcurrency). A call
+	// holds no step slot of its worker, so this is much larger than the slots.
+	IOConcurrency int
+	// IOPerOrg caps the calls in flight of one organization (default DefaultIOPerOrg), so
+	// that one organization's slow third party cannot take every place.
+	IOPerOrg int
+	// CallTimeout bounds one call of an IO half (default DefaultCallTimeout); kinds set
+	// their own shorter timeouts (an HTTP action's per-request timeout).
+	CallTimeout time.Duration
 	// WaitPoll is how often the status of runs that callers wait for is re-read, to catch a
 	// change that no notification reported (default 500ms).
 	WaitPoll time.Duration
@@ -67,8 +77,13 @@ type Engine struct {
 	tables tableCache
 	// states holds the state of runs this process started or handed back, until it
 	// claims their job again.
-	states   *runCache
-	slice    time.Duration
+	states *runCache
+	slice  time.Duration
+	io     *ioPool
+	// callTimeout bounds one call of an IO half.
+	callTimeout time.Duration
+	// secrets returns an org config value in plaintext, for IO halves (StepCall.Secret).
+	secrets  func(ctx context.Context, orgID, key string) (string, error)
 	waits    waitHub
 	waitPoll time.Duration
 	// watchOnce subscribes to status changes of other processes on the first wait,
@@ -92,7 +107,11 @@ func New(cfg Config) (*Engine, error) {
 		return nil, errors.New("engine: Config.Store is required")
 	}
 	e := &Engine{store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: cfg.Now, lease: cfg.Lease, obs: cfg.StepObserver, blobs: cfg.Blobs,
-		slice: cfg.Slice, waitPoll: cfg.WaitPoll, states: newRunCache(stateCacheSize)}
+		slice: cfg.Slice, waitPoll: cfg.WaitPoll, states: newRunCache(stateCacheSize),
+		io: newIOPool(cfg.IOConcurrency, cfg.IOPerOrg), callTimeout: cfg.CallTimeout}
+	if e.callTimeout <= 0 {
+		e.callTimeout = DefaultCallTimeout
+	}
 	if e.slice <= 0 {
 		e.slice = 100 * time.Millisecond
 	}

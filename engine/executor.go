@@ -85,6 +85,9 @@ type runState struct {
 	run  *svctype.Run
 	ent  *defEntry
 	vars expr.Vars
+	// calls are the calls made for the unit of work in progress (io.go), by idempotency
+	// key; they are dropped when the unit commits or fails.
+	calls map[string]*callResult
 }
 
 func (e *Engine) loadRun(ctx context.Context, job *svctype.Job) (*runState, error) {
@@ -211,6 +214,9 @@ type commit struct {
 	outputs map[string]any
 	// inner marks the steps of a foreach element: they emit no step.* events of their own.
 	inner bool
+	// at is the position of the step executing inside foreach elements ("2/5/0": step 2,
+	// element 5, sub-step 0), empty at the top level; it makes the calls' idempotency keys.
+	at string
 }
 
 func (c *commit) setOutput(key string, v any) {
@@ -235,10 +241,11 @@ func (e *Engine) stepOnce(ctx context.Context, job *svctype.Job, st *runState) e
 	if step.Type == LoopStep {
 		return e.loopOnce(ctx, job, st, i, step)
 	}
-	c := &commit{rec: svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepCompleted}}
 	started := e.now().UTC()
-	c.rec.StartedAt = &started
-	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+	rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepCompleted, StartedAt: &started}
+	c := &commit{}
+	err := e.unit(ctx, job, st, func(ctx context.Context, tx Tx) error {
+		*c = commit{rec: rec}
 		if err := e.keepLease(ctx, tx, job); err != nil {
 			return err
 		}
@@ -370,9 +377,26 @@ func (e *Engine) execStep(ctx context.Context, tx Tx, st *runState, step *svctyp
 		return e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), v, vars)
 	}
 	call.Logger = e.log.With("run_id", st.run.ID, "step_index", index, "step_type", step.Type)
-	out, err := kind.Run(ctx, call)
-	if err != nil {
-		return nil, "", "", err
+	var out any
+	if kind.IO != nil {
+		key := callKey(st.run.ID, c.position(index))
+		r, ok := st.calls[key]
+		if !ok {
+			call.Secret = e.secretFor(st.run.OrgID)
+			return nil, "", "", &needIO{key: key, kind: kind, call: call}
+		}
+		c.rec.Effects = append(c.rec.Effects, r.effect())
+		if r.err != nil {
+			return nil, "", "", r.err
+		}
+		call.IdempotencyKey, call.Try, call.IOResult = key, r.intent.Tries, r.out
+		out = r.out
+	}
+	if kind.Run != nil {
+		var err error
+		if out, err = kind.Run(ctx, call); err != nil {
+			return nil, "", "", err
+		}
 	}
 	if co, ok := out.(svctype.ContextOutputs); ok {
 		for k, v := range co {
@@ -562,14 +586,24 @@ func (e *runReloadError) Unwrap() []error { return []error{e.commit, e.reload} }
 // rolled back, earlier steps' committed effects stay.
 func (e *Engine) failRun(ctx context.Context, job *svctype.Job, st *runState, i int, step *svctype.Step, cause error) error {
 	reason := fmt.Sprintf("step %d (%s): %s", i, step.Type, cause.Error())
+	calls := st.calls
+	st.calls = nil
 	return e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		if err := tx.RenewJob(ctx, job, e.lease); err != nil {
 			return err
 		}
 		now := e.now().UTC()
 		rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepFailed, Error: cause.Error(), FinishedAt: &now}
+		for _, key := range sortedKeys(calls) {
+			rec.Effects = append(rec.Effects, calls[key].effect())
+		}
 		if err := tx.PutStep(ctx, st.run.OrgID, &rec); err != nil {
 			return err
+		}
+		if len(calls) > 0 {
+			if err := tx.CloseCalls(ctx, st.run.OrgID, st.run.ID); err != nil {
+				return err
+			}
 		}
 		e.finish(st.run, svctype.RunFailed, reason)
 		if err := tx.UpdateRun(ctx, st.run); err != nil {

@@ -94,8 +94,11 @@ func (e *Engine) runElement(ctx context.Context, tx Tx, st *runState, plan *loop
 	ev := make(expr.Vars, len(vars)+2)
 	maps.Copy(ev, vars)
 	ev["item"], ev["index"] = plan.items[k], k
+	outer := c.position(index)
+	defer func() { c.at = outer }()
 	var last any
 	for j := range plan.steps {
+		c.at = outer + "/" + strconv.Itoa(k) + "/" + strconv.Itoa(j)
 		out, key, status, err := e.execStep(ctx, tx, st, &plan.steps[j], index, ev, c)
 		if err != nil {
 			return nil, fmt.Errorf("element %d, step %d (%s): %w", k, j, plan.steps[j].Type, err)
@@ -137,8 +140,9 @@ func (e *Engine) loopOnce(ctx context.Context, job *svctype.Job, st *runState, i
 	plan, planErr := e.planLoop(ctx, st, step, vars)
 
 	if st.run.Cursor.Loop == nil {
-		c := &commit{rec: rec}
-		err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		c := &commit{}
+		err := e.unit(ctx, job, st, func(ctx context.Context, tx Tx) error {
+			*c = commit{rec: rec}
 			if err := e.keepLease(ctx, tx, job); err != nil {
 				return err
 			}
@@ -193,8 +197,9 @@ func (e *Engine) loopOnce(ctx context.Context, job *svctype.Job, st *runState, i
 	lc := st.run.Cursor.Loop
 	if lc.Next < len(plan.items) {
 		k := lc.Next
-		c := &commit{rec: rec, inner: true}
-		err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		c := &commit{}
+		err := e.unit(ctx, job, st, func(ctx context.Context, tx Tx) error {
+			*c = commit{rec: rec, inner: true}
 			if err := e.keepLease(ctx, tx, job); err != nil {
 				return err
 			}

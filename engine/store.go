@@ -106,6 +106,12 @@ type Querier interface {
 	CompleteJob(ctx context.Context, job *svctype.Job) error
 	DeleteJobs(ctx context.Context, orgID, kind, runID, workflowID string) error
 
+	// Outbound call intents (svctype.CallIntent). OpenCall records a try of call key made
+	// under claim (a job's lease token) and returns the intent before this try (nil when it
+	// was not open) and after it; CloseCalls removes every open intent of a run.
+	OpenCall(ctx context.Context, orgID, runID, key, claim string, at time.Time) (before, now *svctype.CallIntent, err error)
+	CloseCalls(ctx context.Context, orgID, runID string) error
+
 	// Custom tables (the methods steps use are declared in svctype.TableStore).
 	svctype.TableStore
 	documents.Store

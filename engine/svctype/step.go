@@ -58,6 +58,15 @@ func ParseDefinition(raw json.RawMessage) (*Definition, error) {
 // writes through call.Tables commits with the step's output and events, or not at all.
 type StepFunc func(ctx context.Context, call *StepCall) (any, error)
 
+// IOFunc is the half of a step kind that reaches the outside world (an HTTP call, a query
+// of another database, a model call). It runs outside any transaction, with call.Tables
+// nil, in the engine's I/O pool rather than in a step slot, and must not write the store.
+// call.IdempotencyKey is the same on every try of the same call (run id, step index, loop
+// position): a call repeated after a crash carries it again, so the receiver can tell.
+// Whatever it returns is handed to the kind's Run (as call.IOResult) inside the step's
+// transaction, or, when the kind has no Run, is the step's output.
+type IOFunc func(ctx context.Context, call *StepCall) (any, error)
+
 // StepCall is what a step kind gets to work with.
 type StepCall struct {
 	OrgID      string
@@ -80,6 +89,20 @@ type StepCall struct {
 	Resolve func(ctx context.Context, value any, vars map[string]any) (any, error)
 	// Logger logs for the step, with the run and step attached.
 	Logger *slog.Logger
+
+	// IdempotencyKey names this call of the step: "<run id>/<step index>", and inside a
+	// foreach "<run id>/<step index>/<element>/<sub-step>" (nested loops add pairs). It is
+	// the same on every try, so an outbound request carries it as Idempotency-Key.
+	IdempotencyKey string
+	// Try counts the tries of this call across claims: 1, or more when an earlier worker
+	// made the call and stopped before committing its result.
+	Try int
+	// IOResult is what the kind's IO half returned, for its Run half (nil otherwise).
+	IOResult any
+	// Secret returns the plaintext of one of the organization's config keys (orgconfig:),
+	// for the IO half to put into a request. The value must never be returned as output,
+	// logged, or put into an error: the error for a missing key names the key only.
+	Secret func(ctx context.Context, key string) (string, error)
 
 	emit   func(event string, payload map[string]any)
 	effect func(Effect)
@@ -109,7 +132,11 @@ func (c *StepCall) AddEffect(e Effect) {
 // properties at workflow create time and returns problems located by JSON pointers relative
 // to the properties object ("/table").
 type StepKind struct {
-	Run      StepFunc
+	// Run executes the step inside its transaction. A kind with IO may leave it nil.
+	Run StepFunc
+	// IO, when set, does the step's outside-world work first, outside any transaction
+	// (see IOFunc).
+	IO       IOFunc
 	Validate func(props map[string]any) []PropertyProblem
 	// FailedEvent, when set, is emitted whenever a step of this kind fails, also when its
 	// properties do not resolve (a missing doc: reference) before Run is called.

@@ -215,3 +215,24 @@ type TableStore interface {
 	// changed, when that would give two upserted rows the same key.
 	UpdateRows(ctx context.Context, orgID, table string, where, set map[string]any) (int, error)
 }
+
+// CallIntent is an outbound call a step is making: recorded, in a short transaction of its
+// own, before the call goes out, and removed in the transaction that commits the call's
+// result. An intent found open when the run is claimed again means a worker made the call
+// and stopped before committing it: the call is made once more with the same Key.
+type CallIntent struct {
+	RunID string `json:"run_id"`
+	// Key is the call's idempotency key (StepCall.IdempotencyKey).
+	Key string `json:"key"`
+	// Tries counts the calls made, one per claim at most.
+	Tries int `json:"tries"`
+	// Claim is the lease token of the claim that made the latest try.
+	Claim    string        `json:"-"`
+	Attempts []CallAttempt `json:"attempts"`
+}
+
+// CallAttempt is one try of a call, for the run's evidence.
+type CallAttempt struct {
+	Try int       `json:"try"`
+	At  time.Time `json:"at"`
+}

@@ -17,7 +17,8 @@ import (
 
 // Options tunes a Worker.
 type Options struct {
-	// Concurrency is how many jobs run at once (default 4).
+	// Concurrency is how many jobs run at once (default 4): the step slots. A job whose step
+	// has a call in flight (engine.Config.IOConcurrency) gives its slot back meanwhile.
 	Concurrency int
 	// Poll is the longest wait between claims when idle (default 250ms); jobs enqueued by
 	// the same process wake the worker at once.
@@ -81,7 +82,8 @@ func (w *Worker) Run(ctx context.Context) error {
 				default:
 				}
 			}()
-			if err := w.eng.RunJob(ctx, &job); err != nil {
+			jobCtx := engine.WithSlot(ctx, jobSlot{slots: slots, freed: freed})
+			if err := w.eng.RunJob(jobCtx, &job); err != nil {
 				// The lease lapses and the job is claimed again.
 				w.log.Error("job failed; it will be retried after its lease", "job_id", job.ID, "kind", job.Kind, "run_id", job.RunID, "err", err)
 			}
@@ -120,6 +122,24 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// jobSlot is a job's place among the worker's Concurrency slots. The engine releases it
+// while the job's step has a call in flight (an HTTP action, a model call), so the worker
+// claims other jobs meanwhile, and takes one again, waiting its turn, to commit the result.
+type jobSlot struct {
+	slots chan struct{}
+	freed chan struct{}
+}
+
+func (s jobSlot) Release() {
+	<-s.slots
+	select {
+	case s.freed <- struct{}{}:
+	default:
+	}
+}
+
+func (s jobSlot) Reacquire() { s.slots <- struct{}{} }
 
 func resetTimer(t *time.Timer, d time.Duration) {
 	t.Stop()
