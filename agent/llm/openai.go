@@ -216,7 +216,7 @@ func (c *Client) response(res *openai.ChatCompletion) (*agent.Response, error) {
 		default: // "function"; some servers leave the type out
 			call.Name = tc.Function.Name
 			args := tc.Function.Arguments
-			// Some servers (older Ollama) send the arguments as an object, not a string.
+			// Some compatible servers send the arguments as an object, not a string.
 			if raw := strings.TrimSpace(tc.Function.JSON.Arguments.Raw()); strings.HasPrefix(raw, "{") {
 				args = raw
 			}

@@ -267,7 +267,7 @@ func TestChatToolCallArguments(t *testing.T) {
 		{name: "object in a string", wire: `"{\"a\": 1}"`, want: `{"a": 1}`, back: `{"a": 1}`},
 		{name: "empty string", wire: `""`, want: `{}`, back: `{}`},
 		{name: "invalid JSON kept as a string", wire: `"{\"a\": 1"`, want: `"{\"a\": 1"`, back: `{"a": 1`},
-		{name: "object, not a string (older Ollama)", wire: `{"a": 1}`, want: `{"a": 1}`, back: `{"a": 1}`},
+		{name: "an object, not a string (some compatible servers)", wire: `{"a": 1}`, want: `{"a": 1}`, back: `{"a": 1}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
