@@ -551,7 +551,10 @@ func secretsOf(req *http.Request, u *url.URL) []string {
 			out = append(out, s)
 		}
 	}
-	for _, vs := range req.Header {
+	for name, vs := range req.Header {
+		if notSecret[name] {
+			continue
+		}
 		for _, v := range vs {
 			add(v)
 			// "Bearer <token>": the token alone too, in case the server echoes only it.
@@ -575,6 +578,10 @@ func secretsOf(req *http.Request, u *url.URL) []string {
 	}
 	return out
 }
+
+// notSecret lists the headers this package sets or that describe the body: blanking their
+// values would only blank words such as "application/json" in an excerpt.
+var notSecret = map[string]bool{"Content-Type": true, "Accept": true, "User-Agent": true, idempotencyHdr: true}
 
 // excerpt is the start of a body on one line, with secrets blanked.
 func excerpt(data []byte, secrets []string) string {

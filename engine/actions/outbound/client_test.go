@@ -382,7 +382,7 @@ func TestErrorsCarryNoSecrets(t *testing.T) {
 	})
 	require.ErrorIs(t, err, outbound.ErrStatus)
 	require.Contains(t, err.Error(), "status 401")
-	require.Contains(t, err.Error(), "bad credentials")
+	require.Contains(t, err.Error(), "bad credentials: \"[redacted]\" \"[redacted]\"")
 	check(t, err)
 
 	u := strings.Replace(s.URL, "http://", "http://user:secret-password-5@", 1) + "/path-secret"
