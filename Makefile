@@ -11,7 +11,7 @@ help: ## list the targets
 run: ## run the service on embedded SQLite (./svcflow.db), runtime on 127.0.0.1:8080
 	$(GO) run ./hosts/svcflow serve
 
-test: ## the test suite CI runs: vet, gofmt, race tests (PostgreSQL too when SVC_TEST_POSTGRES_DSN is set)
+test: ## the test suite CI runs: vet, gofmt, race tests (PostgreSQL, MariaDB too when SVC_TEST_POSTGRES_DSN, SVC_TEST_MYSQL_DSN are set)
 	bash .ci/test
 
 test-short: ## unit tests without the race detector, SQLite only
