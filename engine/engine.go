@@ -73,8 +73,9 @@ type Engine struct {
 	obs   func(string, time.Duration)
 	blobs documents.BlobStore
 
-	defs   *defCache
-	tables tableCache
+	defs    *defCache
+	tables  tableCache
+	actions actionCache // registered actions runs looked up (actions.go)
 	// states holds the state of runs this process started or handed back, until it
 	// claims their job again.
 	states *runCache

@@ -112,6 +112,16 @@ type Querier interface {
 	OpenCall(ctx context.Context, orgID, runID, key, claim string, at time.Time) (before, now *svctype.CallIntent, err error)
 	CloseCalls(ctx context.Context, orgID, runID string) error
 
+	// Registered actions, one per (org, name). CreateAction: ErrConflict when the name is
+	// taken in the org. ReplaceAction replaces every field of the action named a.Name but
+	// CreatedAt (which it sets on a from the stored row); ErrNotFound when there is none, as
+	// for DeleteAction. ListActions pages by name; the cursor is opaque to callers.
+	CreateAction(ctx context.Context, a *svctype.Action) error
+	GetAction(ctx context.Context, orgID, name string) (*svctype.Action, error)
+	ListActions(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Action], error)
+	ReplaceAction(ctx context.Context, a *svctype.Action) error
+	DeleteAction(ctx context.Context, orgID, name string) error
+
 	// Custom tables (the methods steps use are declared in svctype.TableStore).
 	svctype.TableStore
 	documents.Store

@@ -770,3 +770,33 @@ func createSchemaV4(ctx context.Context, db bun.IDB, postgres bool) error {
 		Column("org_id", "run_at", "id").IfNotExists().Exec(ctx)
 	return err
 }
+
+// Schema 20261123000030, frozen: registered actions. One row per (org_id, name): the primary
+// key makes a name unique in its organization (409 on create) and serves the lookup and the
+// listing by name. The registration is one JSON document (spec, text) beside its kind, so a
+// field added to a kind needs no migration; the store never queries inside it.
+
+func init() {
+	migrations.Add(migrate.Migration{
+		Name:    "20261123000030",
+		Comment: "actions",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				_, err := tx.NewCreateTable().Model((*frozenAction)(nil)).IfNotExists().Exec(ctx)
+				return err
+			})
+		},
+	})
+}
+
+// frozenAction is the actions table as migration 20261123000030 creates it.
+type frozenAction struct {
+	bun.BaseModel `bun:"table:actions"`
+
+	OrgID     string    `bun:"org_id,pk"`
+	Name      string    `bun:"name,pk"`
+	Kind      string    `bun:"kind,notnull"`
+	Spec      string    `bun:"spec,type:text,notnull"`
+	CreatedAt time.Time `bun:"created_at,notnull"`
+	UpdatedAt time.Time `bun:"updated_at,notnull"`
+}

@@ -72,7 +72,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	cfg := huma.DefaultConfig("svcflow runtime", opts.Version)
 	// No $schema links in bodies: the wire shape is exactly the documented one.
 	cfg.CreateHooks = nil
-	cfg.Info.Description = "The tenant-scoped runtime of svcflow: workflows, runs and custom tables. " +
+	cfg.Info.Description = "The tenant-scoped runtime of svcflow: workflows, runs, registered actions and custom tables. " +
 		"Every route but /health takes the organization in the X-Org-Id header. " +
 		"Errors are RFC 9457 problem+json bodies with a snake_case `code`."
 	s.api = humachi.New(r, cfg)
@@ -84,6 +84,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerRuns()
 	s.registerRunContext()
 	s.registerTables()
+	s.registerActions()
 	s.registerDocuments()
 	return s
 }

@@ -68,6 +68,16 @@ var tenancyCalls = map[string]tenancyCall{
 		return map[string]any{"where": map[string]any{}, "set": map[string]any{"status": "hijacked"}}
 	}},
 
+	"create-action": {scope: creation, body: func(fx tenancyFixture) any {
+		return map[string]any{"action_name": fx.action, "kind": "llm", "template": "org B's {{input.x}}"}
+	}},
+	"list-actions":  {scope: listing},
+	"get-action":    {scope: byID},
+	"delete-action": {scope: byID},
+	"replace-action": {scope: byID, body: func(fx tenancyFixture) any {
+		return map[string]any{"action_name": fx.action, "kind": "http", "url": "https://mallory.example.com/"}
+	}},
+
 	"upload-document": {scope: creation, headers: []string{multipartHeader}, body: func(fx tenancyFixture) any {
 		return tenancyUpload(fx.document.Name)
 	}},
@@ -98,6 +108,7 @@ type tenancyFixture struct {
 	running  runRef // not yet worked
 	table    string
 	document documentDoc
+	action   string
 }
 
 func (fx tenancyFixture) pathValue(name string) (string, bool) {
@@ -112,6 +123,8 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.table, true
 	case "documentId":
 		return fx.document.ID, true
+	case "actionName":
+		return fx.action, true
 	}
 	return "", false
 }
@@ -119,17 +132,23 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 // secrets are the strings of A that must never appear in an answer to B.
 func (fx tenancyFixture) secrets() []string {
 	return []string{fx.workflow.ID, fx.workflow.Name, fx.finished.ID, fx.running.ID, fx.table, "ada@example.com",
-		fx.document.ID, fx.document.Name, "a-secret"}
+		fx.document.ID, fx.document.Name, "a-secret", fx.action, "crm.a.example.com"}
 }
 
 func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	t.Helper()
-	fx := tenancyFixture{table: "contacts"}
+	fx := tenancyFixture{table: "contacts", action: "a-notify-crm"}
 	fx.workflow = b.createWorkflow(t, orgA, "a-onboarding")
 	fx.finished = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada"})
 	b.work(t)
 	fx.running = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada L."})
 	fx.document = b.uploadDocument(t, orgA, filePart("a-ledger.csv", "text/csv", "email\nada@example.com\n"), field("tags", "a-secret"))
+	for _, name := range []string{fx.action, "a-lookup"} {
+		ok[map[string]any](t, b.do(t, http.MethodPost, "/actions", orgA, map[string]any{
+			"action_name": name, "kind": "http", "url": "https://crm.a.example.com/contacts",
+			"headers": map[string]string{"Authorization": "orgconfig:api:crm"},
+		}), http.StatusCreated)
+	}
 
 	// B's own things.
 	ok[map[string]any](t, b.do(t, http.MethodPost, "/custom-tables", orgB, map[string]any{
@@ -138,6 +157,9 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	bw := ok[workflowDoc](t, b.do(t, http.MethodPost, "/workflows", orgB, workflowBody("b-flow", `{"actions":[]}`)), http.StatusCreated)
 	b.execute(t, orgB, bw.ID, nil)
 	b.uploadDocument(t, orgB, filePart("b-notes.csv", "text/csv", "x\n1\n"))
+	ok[map[string]any](t, b.do(t, http.MethodPost, "/actions", orgB, map[string]any{
+		"action_name": "b-summarise", "kind": "llm", "template": "Summarise {{input.text}}",
+	}), http.StatusCreated)
 	return fx
 }
 
@@ -158,6 +180,8 @@ func snapshotA(t *testing.T, b *bundle, fx tenancyFixture) string {
 		"/documents/" + fx.document.ID,
 		"/documents?limit=500",
 		"/documents/" + fx.document.ID + "/content",
+		"/actions?limit=500",
+		"/actions/" + fx.action,
 	} {
 		rec := b.do(t, http.MethodGet, path, orgA, nil)
 		require.Equal(t, http.StatusOK, rec.Code, "%s: %s", path, rec.Body.String())

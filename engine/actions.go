@@ -1,0 +1,499 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/svcflow/svcflow/engine/expr"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// Registered actions: an organization's named configurations of the kinds http, db, llm,
+// custom-table and nway_match, stored by the engine's Store and named by workflow steps as
+// their type. This file validates and stores them and keeps the executor's cache of them;
+// running one is the executor's (and each kind's) business.
+
+// Bounds of an action registration.
+const (
+	// MaxActionNameLen is the longest action_name: 1 to 100 letters, digits and _-.
+	MaxActionNameLen = 100
+	// MaxActionTimeoutSeconds bounds an http action's timeout_seconds (1 to 300).
+	MaxActionTimeoutSeconds = 300
+	// MaxActionTokens bounds an llm action's max_tokens (1 to 100,000).
+	MaxActionTokens = 100000
+	// MaxActionDescriptionLen bounds description, which agents read as the tool's purpose.
+	MaxActionDescriptionLen = 2000
+	// maxActionText bounds a url, a header value, a query and a model name; a template is
+	// bounded by expr.CheckTemplate (64 KiB).
+	maxActionText = 64 << 10
+)
+
+// HTTP methods an http action may use; POST when absent.
+var actionMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
+
+// reservedStepTypes are the spec's primitives: an action named like one would shadow it, or
+// be shadowed by it the day this build ships it (PbotApproval, PbotForm), so no action may
+// take these names whatever the engine's Environment holds.
+var reservedStepTypes = []string{"matcher", "nway_match", LoopStep, "PbotApproval", "PbotForm", "custom-table"}
+
+var actionNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// actionFields are the kind-specific fields of each kind, by their JSON names.
+var actionFields = map[svctype.ActionKind][]string{
+	svctype.ActionHTTP:        {"url", "http_method", "headers", "passthrough", "retry_non_idempotent", "timeout_seconds"},
+	svctype.ActionDB:          {"datasource", "query"},
+	svctype.ActionLLM:         {"template", "model", "max_tokens"},
+	svctype.ActionCustomTable: {"properties"},
+	svctype.ActionNWayMatch:   {"properties"},
+}
+
+// setActionFields lists the kind-specific fields a has set (not zero), in a fixed order.
+func setActionFields(a *svctype.Action) []string {
+	set := []struct {
+		name string
+		on   bool
+	}{
+		{"url", a.URL != ""},
+		{"http_method", a.HTTPMethod != ""},
+		{"headers", a.Headers != nil},
+		{"passthrough", a.Passthrough},
+		{"retry_non_idempotent", a.RetryNonIdempotent},
+		{"timeout_seconds", a.TimeoutSeconds != 0},
+		{"datasource", a.Datasource != ""},
+		{"query", a.Query != ""},
+		{"template", a.Template != ""},
+		{"model", a.Model != ""},
+		{"max_tokens", a.MaxTokens != 0},
+		{"properties", a.Properties != nil},
+	}
+	var out []string
+	for _, f := range set {
+		if f.on {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// checkAction validates a registration and returns it as it will be stored (defaults
+// filled), or a ValidationError whose pointers are relative to the registration body
+// (/url, /properties/table).
+func (e *Engine) checkAction(in svctype.Action) (*svctype.Action, error) {
+	a := in
+	var ps []Problem
+	add := func(pointer, format string, args ...any) {
+		ps = append(ps, Problem{Pointer: pointer, Message: fmt.Sprintf(format, args...)})
+	}
+	ps = append(ps, e.checkActionName(a.Name)...)
+	if utf8.RuneCountInString(a.Description) > MaxActionDescriptionLen {
+		add("/description", "at most %d characters", MaxActionDescriptionLen)
+	}
+	fields, known := actionFields[a.Kind]
+	if !known {
+		if a.Kind == "" {
+			add("/kind", "required: one of %s", kindList())
+		} else {
+			add("/kind", "unknown action kind %q: one of %s", a.Kind, kindList())
+		}
+		return nil, &ValidationError{Problems: ps}
+	}
+	// A field of another kind is refused rather than ignored: it is a typo or a
+	// misunderstanding, and a stored action that silently drops part of what was sent
+	// does something other than what its author reads in the request.
+	for _, f := range setActionFields(&a) {
+		if !slices.Contains(fields, f) {
+			add("/"+f, "is not a field of %s actions (their fields: %s)", a.Kind, strings.Join(fields, ", "))
+		}
+	}
+	switch a.Kind {
+	case svctype.ActionHTTP:
+		if a.HTTPMethod == "" {
+			a.HTTPMethod = "POST"
+		}
+		ps = append(ps, checkHTTPAction(&a)...)
+	case svctype.ActionDB:
+		ps = append(ps, checkDBAction(&a)...)
+	case svctype.ActionLLM:
+		ps = append(ps, checkLLMAction(&a)...)
+	case svctype.ActionCustomTable, svctype.ActionNWayMatch:
+		ps = append(ps, e.checkPropertiesAction(&a)...)
+	}
+	if len(ps) > 0 {
+		return nil, &ValidationError{Problems: ps}
+	}
+	return &a, nil
+}
+
+func kindList() string {
+	names := make([]string, len(svctype.ActionKinds))
+	for i, k := range svctype.ActionKinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
+
+// checkActionName: 1-100 of [A-Za-z0-9_.-], and not the name of a step type: a workflow
+// step names an action by its type, and a primitive or a kind the Environment runs would win.
+func (e *Engine) checkActionName(name string) []Problem {
+	switch {
+	case name == "":
+		return []Problem{{"/action_name", "required: 1-100 letters, digits, '_', '-' or '.'"}}
+	case len(name) > MaxActionNameLen:
+		return []Problem{{"/action_name", fmt.Sprintf("at most %d characters", MaxActionNameLen)}}
+	case !actionNamePattern.MatchString(name):
+		return []Problem{{"/action_name", "only letters, digits, '_', '-' and '.'"}}
+	}
+	if _, builtin := e.env.Lookup(name); builtin || slices.Contains(reservedStepTypes, name) {
+		return []Problem{{"/action_name", fmt.Sprintf("%q is a built-in step type; an action may not take its name", name)}}
+	}
+	return nil
+}
+
+// orgConfigRef reports whether s is an orgconfig:<key> reference with a non-empty key.
+func orgConfigRef(s string) bool {
+	key, ok := strings.CutPrefix(s, "orgconfig:")
+	return ok && key != "" && !strings.ContainsAny(key, " \t\r\n")
+}
+
+func checkHTTPAction(a *svctype.Action) []Problem {
+	var ps []Problem
+	switch {
+	case a.URL == "":
+		ps = append(ps, Problem{"/url", "required: an http(s) URL or an orgconfig:<key> reference"})
+	case len(a.URL) > maxActionText:
+		ps = append(ps, Problem{"/url", fmt.Sprintf("at most %d bytes", maxActionText)})
+	case strings.HasPrefix(a.URL, "orgconfig:"):
+		if !orgConfigRef(a.URL) {
+			ps = append(ps, Problem{"/url", "an orgconfig: reference names a key: orgconfig:<key>"})
+		}
+	default:
+		u, err := url.Parse(a.URL)
+		switch {
+		case err != nil:
+			msg := err.Error()
+			if ue := (*url.Error)(nil); errors.As(err, &ue) {
+				msg = ue.Err.Error()
+			}
+			ps = append(ps, Problem{"/url", "is not a URL: " + msg})
+		case u.Scheme != "http" && u.Scheme != "https":
+			ps = append(ps, Problem{"/url", "must be an http:// or https:// URL, or an orgconfig:<key> reference"})
+		case u.Host == "":
+			ps = append(ps, Problem{"/url", "has no host"})
+		default:
+			if err := expr.CheckTemplate(a.URL); err != nil {
+				ps = append(ps, Problem{"/url", err.Error()})
+			}
+		}
+	}
+	if !slices.Contains(actionMethods, a.HTTPMethod) {
+		ps = append(ps, Problem{"/http_method", fmt.Sprintf("must be one of %s (default POST)", strings.Join(actionMethods, ", "))})
+	}
+	names := make([]string, 0, len(a.Headers))
+	for name := range a.Headers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		at := "/headers/" + escapePointer(name)
+		v := a.Headers[name]
+		switch {
+		case !validHeaderName(name):
+			ps = append(ps, Problem{at, "is not a valid HTTP header name"})
+		case len(v) > maxActionText:
+			ps = append(ps, Problem{at, fmt.Sprintf("at most %d bytes", maxActionText)})
+		case strings.HasPrefix(v, "orgconfig:"):
+			if !orgConfigRef(v) {
+				ps = append(ps, Problem{at, "an orgconfig: reference names a key: orgconfig:<key>"})
+			}
+		case !validHeaderValue(v):
+			ps = append(ps, Problem{at, "holds a control character (CR, LF, NUL, ...): not a valid header value"})
+		default:
+			if err := expr.CheckTemplate(v); err != nil {
+				ps = append(ps, Problem{at, err.Error()})
+			}
+		}
+	}
+	if a.TimeoutSeconds != 0 && (a.TimeoutSeconds < 1 || a.TimeoutSeconds > MaxActionTimeoutSeconds) {
+		ps = append(ps, Problem{"/timeout_seconds", fmt.Sprintf("must be from 1 to %d seconds", MaxActionTimeoutSeconds)})
+	}
+	return ps
+}
+
+// validHeaderName: an RFC 9110 token.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue: no control characters but horizontal tab (a CR or LF would let a value
+// write headers of its own).
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func checkDBAction(a *svctype.Action) []Problem {
+	var ps []Problem
+	name, ok := strings.CutPrefix(a.Datasource, "orgconfig:db:")
+	switch {
+	case a.Datasource == "":
+		ps = append(ps, Problem{"/datasource", "required: an orgconfig:db:<name> reference"})
+	case !ok || name == "" || strings.ContainsAny(name, " \t\r\n"):
+		ps = append(ps, Problem{"/datasource", "must be an orgconfig:db:<name> reference: a connection string is a secret and lives in org config"})
+	}
+	switch {
+	case strings.TrimSpace(a.Query) == "":
+		ps = append(ps, Problem{"/query", "required: a query with positional parameters ($1, $2, ...)"})
+	case len(a.Query) > maxActionText:
+		ps = append(ps, Problem{"/query", fmt.Sprintf("at most %d bytes", maxActionText)})
+	}
+	return ps
+}
+
+func checkLLMAction(a *svctype.Action) []Problem {
+	var ps []Problem
+	if strings.TrimSpace(a.Template) == "" {
+		ps = append(ps, Problem{"/template", "required: a prompt with {{var}} placeholders"})
+	} else if err := expr.CheckTemplate(a.Template); err != nil {
+		ps = append(ps, Problem{"/template", err.Error()})
+	}
+	if len(a.Model) > 200 {
+		ps = append(ps, Problem{"/model", "at most 200 characters"})
+	}
+	if a.MaxTokens != 0 && (a.MaxTokens < 1 || a.MaxTokens > MaxActionTokens) {
+		ps = append(ps, Problem{"/max_tokens", fmt.Sprintf("must be from 1 to %d", MaxActionTokens)})
+	}
+	return ps
+}
+
+// checkPropertiesAction validates a custom-table or nway_match configuration with the
+// create-time checks of the step kind of that name in the engine's Environment: a stored
+// action runs the same code as the primitive, so it is held to the same rules.
+func (e *Engine) checkPropertiesAction(a *svctype.Action) []Problem {
+	if a.Properties == nil {
+		return []Problem{{"/properties", fmt.Sprintf("required: the %s configuration (an object)", a.Kind)}}
+	}
+	kind, ok := e.env.Lookup(string(a.Kind))
+	if !ok {
+		return []Problem{{"/kind", fmt.Sprintf("action kind %q needs the %s step kind, which this engine does not run", a.Kind, a.Kind)}}
+	}
+	ps := templateProblems(a.Properties, "/properties")
+	if kind.Validate != nil {
+		for _, p := range kind.Validate(a.Properties) {
+			ps = append(ps, Problem{"/properties" + p.Pointer, p.Message})
+		}
+	}
+	return ps
+}
+
+// CreateAction validates and stores a new registered action for the organization:
+// ErrConflict when the organization has one of that name, a *ValidationError naming each
+// field that is wrong. in.OrgID, CreatedAt and UpdatedAt are the engine's to set.
+func (e *Engine) CreateAction(ctx context.Context, orgID string, in svctype.Action) (*svctype.Action, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	a, err := e.checkAction(in)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now().UTC()
+	a.OrgID, a.CreatedAt, a.UpdatedAt = orgID, now, now
+	if err := e.store.CreateAction(ctx, a); err != nil {
+		return nil, err
+	}
+	e.actions.forget(orgID, a.Name)
+	return a, nil
+}
+
+// GetAction returns a registered action as stored (not from the cache).
+func (e *Engine) GetAction(ctx context.Context, orgID, name string) (*svctype.Action, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	return e.store.GetAction(ctx, orgID, name)
+}
+
+// ListActions pages an organization's registered actions by name.
+func (e *Engine) ListActions(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Action], error) {
+	if err := checkOrg(orgID); err != nil {
+		return svctype.Page[svctype.Action]{}, err
+	}
+	return e.store.ListActions(ctx, orgID, opts)
+}
+
+// ReplaceAction replaces the whole registration of the action called name (PUT): fields
+// absent from in are absent afterwards, and created_at is kept. in.Name may be empty (name
+// is used); when set it must equal name, since a rename would leave every workflow step that
+// names the action without one (rename by creating the new name and deleting the old).
+// ErrNotFound when the organization has no such action.
+func (e *Engine) ReplaceAction(ctx context.Context, orgID, name string, in svctype.Action) (*svctype.Action, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	if in.Name == "" {
+		in.Name = name
+	} else if in.Name != name {
+		return nil, Invalid("/action_name", "is %q but the path names %q: an action is not renamed by replacing it", in.Name, name)
+	}
+	a, err := e.checkAction(in)
+	if err != nil {
+		return nil, err
+	}
+	a.OrgID, a.UpdatedAt = orgID, e.now().UTC()
+	if err := e.store.ReplaceAction(ctx, a); err != nil {
+		return nil, err
+	}
+	e.actions.forget(orgID, a.Name)
+	return a, nil
+}
+
+// DeleteAction removes a registered action; ErrNotFound when there is none. A workflow whose
+// steps name it fails at that step from then on, as for any unknown step type.
+func (e *Engine) DeleteAction(ctx context.Context, orgID, name string) error {
+	if err := checkOrg(orgID); err != nil {
+		return err
+	}
+	if err := e.store.DeleteAction(ctx, orgID, name); err != nil {
+		return err
+	}
+	e.actions.forget(orgID, name)
+	return nil
+}
+
+// LookupAction returns the organization's registered action called name for a run to
+// execute, ErrNotFound when there is none. It is served from a per-process cache: a write
+// through this engine is seen at once; a write by another process within ActionCacheTTL. The
+// value is shared with other callers: read it, never modify it.
+func (e *Engine) LookupAction(ctx context.Context, orgID, name string) (*svctype.Action, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	if a, ok := e.actions.get(orgID, name); ok {
+		return a, nil
+	}
+	gen := e.actions.generation()
+	a, err := e.store.GetAction(ctx, orgID, name)
+	if err != nil {
+		return nil, err
+	}
+	if a.OrgID == "" {
+		a.OrgID = orgID
+	}
+	e.actions.put(gen, a)
+	return a, nil
+}
+
+// ActionCacheTTL is how long LookupAction serves an action read from the store before
+// reading it again. Writes through this engine clear their entry at once; the bound is for
+// the other processes sharing a PostgreSQL database, whose writes this one cannot see: a
+// replaced or deleted action is used by a run at most this long after the change. A lookup
+// costs one primary-key read when the entry has expired.
+const ActionCacheTTL = 5 * time.Second
+
+// maxCachedActions bounds the cache; past it the cache is dropped whole (as tableCache).
+const maxCachedActions = 4096
+
+// actionCache keeps the actions runs looked up, per organization, each for at most ttl.
+// The zero value is ready to use.
+type actionCache struct {
+	mu sync.Mutex
+	// gen counts the entries forgotten; a lookup that read the store before a write
+	// forgot its entry does not put its (older) value back.
+	gen  uint64
+	orgs map[string]map[string]cachedAction
+	n    int
+	// ttl and now default to ActionCacheTTL and time.Now; tests set them.
+	ttl time.Duration
+	now func() time.Time
+}
+
+type cachedAction struct {
+	a       *svctype.Action
+	expires time.Time
+}
+
+func (c *actionCache) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+func (c *actionCache) get(orgID, name string) (*svctype.Action, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ent, ok := c.orgs[orgID][name]
+	if !ok || !c.clock().Before(ent.expires) {
+		return nil, false
+	}
+	return ent.a, true
+}
+
+func (c *actionCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+func (c *actionCache) put(gen uint64, a *svctype.Action) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
+		return
+	}
+	if c.orgs == nil || c.n >= maxCachedActions {
+		c.orgs, c.n = map[string]map[string]cachedAction{}, 0
+	}
+	org := c.orgs[a.OrgID]
+	if org == nil {
+		org = map[string]cachedAction{}
+		c.orgs[a.OrgID] = org
+	}
+	if _, ok := org[a.Name]; !ok {
+		c.n++
+	}
+	ttl := c.ttl
+	if ttl <= 0 {
+		ttl = ActionCacheTTL
+	}
+	org[a.Name] = cachedAction{a: a, expires: c.clock().Add(ttl)}
+}
+
+func (c *actionCache) forget(orgID, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	if org, ok := c.orgs[orgID]; ok {
+		if _, had := org[name]; had {
+			delete(org, name)
+			c.n--
+		}
+		if len(org) == 0 {
+			delete(c.orgs, orgID)
+		}
+	}
+}
