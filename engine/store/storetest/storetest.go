@@ -64,6 +64,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store, countJobs func(tb t
 		{"TxCommit", testTxCommit},
 		{"TxSurvivesConflict", testTxSurvivesConflict},
 		{"Documents", testDocuments},
+		{"OrgConfig", testOrgConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
