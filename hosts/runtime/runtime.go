@@ -85,6 +85,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerRunContext()
 	s.registerTables()
 	s.registerDocuments()
+	s.registerOrgConfig()
 	return s
 }
 

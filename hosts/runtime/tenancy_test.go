@@ -76,6 +76,12 @@ var tenancyCalls = map[string]tenancyCall{
 	"get-document-content":    {scope: byID},
 	"delete-document":         {scope: byID},
 	"create-document-version": {scope: byID, headers: []string{multipartHeader}, body: func(tenancyFixture) any { return tenancyUpload("") }},
+
+	"set-org-config": {scope: creation, body: func(fx tenancyFixture) any {
+		return map[string]string{"key": fx.orgConfigKey, "value": "b-own-value-0123456789"}
+	}},
+	"list-org-config":   {scope: listing},
+	"delete-org-config": {scope: byID},
 }
 
 // tenancyUpload is a multipart upload body (boundary as in multipartHeader).
@@ -98,7 +104,11 @@ type tenancyFixture struct {
 	running  runRef // not yet worked
 	table    string
 	document documentDoc
+	// orgConfigKey holds orgConfigValue in A's org config.
+	orgConfigKey string
 }
+
+const orgConfigValue = "a-plaintext-secret-7c41"
 
 func (fx tenancyFixture) pathValue(name string) (string, bool) {
 	switch name {
@@ -112,6 +122,8 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.table, true
 	case "documentId":
 		return fx.document.ID, true
+	case "configKey":
+		return fx.orgConfigKey, true
 	}
 	return "", false
 }
@@ -119,17 +131,20 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 // secrets are the strings of A that must never appear in an answer to B.
 func (fx tenancyFixture) secrets() []string {
 	return []string{fx.workflow.ID, fx.workflow.Name, fx.finished.ID, fx.running.ID, fx.table, "ada@example.com",
-		fx.document.ID, fx.document.Name, "a-secret"}
+		fx.document.ID, fx.document.Name, "a-secret", fx.orgConfigKey, orgConfigValue, "7c41"}
 }
 
 func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	t.Helper()
-	fx := tenancyFixture{table: "contacts"}
+	fx := tenancyFixture{table: "contacts", orgConfigKey: "api:a_private_key"}
 	fx.workflow = b.createWorkflow(t, orgA, "a-onboarding")
 	fx.finished = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada"})
 	b.work(t)
 	fx.running = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada L."})
 	fx.document = b.uploadDocument(t, orgA, filePart("a-ledger.csv", "text/csv", "email\nada@example.com\n"), field("tags", "a-secret"))
+	for _, k := range []string{fx.orgConfigKey, "api:a_second_key"} {
+		ok[map[string]any](t, b.do(t, http.MethodPost, "/org-config", orgA, map[string]string{"key": k, "value": orgConfigValue}), http.StatusCreated)
+	}
 
 	// B's own things.
 	ok[map[string]any](t, b.do(t, http.MethodPost, "/custom-tables", orgB, map[string]any{
@@ -138,6 +153,7 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	bw := ok[workflowDoc](t, b.do(t, http.MethodPost, "/workflows", orgB, workflowBody("b-flow", `{"actions":[]}`)), http.StatusCreated)
 	b.execute(t, orgB, bw.ID, nil)
 	b.uploadDocument(t, orgB, filePart("b-notes.csv", "text/csv", "x\n1\n"))
+	ok[map[string]any](t, b.do(t, http.MethodPost, "/org-config", orgB, map[string]string{"key": "api:b_key", "value": "b-value"}), http.StatusCreated)
 	return fx
 }
 
@@ -158,6 +174,7 @@ func snapshotA(t *testing.T, b *bundle, fx tenancyFixture) string {
 		"/documents/" + fx.document.ID,
 		"/documents?limit=500",
 		"/documents/" + fx.document.ID + "/content",
+		"/org-config?limit=500",
 	} {
 		rec := b.do(t, http.MethodGet, path, orgA, nil)
 		require.Equal(t, http.StatusOK, rec.Code, "%s: %s", path, rec.Body.String())
