@@ -19,6 +19,7 @@ import (
 
 	"github.com/svcflow/svcflow/engine/documents"
 	"github.com/svcflow/svcflow/engine/expr"
+	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/engine/tables"
 )
@@ -60,6 +61,9 @@ type Config struct {
 	// WaitPoll is how often the status of runs that callers wait for is re-read, to catch a
 	// change that no notification reported (default 500ms).
 	WaitPoll time.Duration
+	// Keyring seals and opens org config values (secrets.NewKeyring, secrets.OpenKeyring);
+	// nil leaves org config unavailable: its calls fail with secrets.ErrNoMasterKey.
+	Keyring *secrets.Keyring
 }
 
 // Engine runs workflows for many organizations against one Store.
@@ -72,6 +76,7 @@ type Engine struct {
 	lease time.Duration
 	obs   func(string, time.Duration)
 	blobs documents.BlobStore
+	keys  *secrets.Keyring
 
 	defs    *defCache
 	tables  tableCache
@@ -107,7 +112,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: Config.Store is required")
 	}
-	e := &Engine{store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: cfg.Now, lease: cfg.Lease, obs: cfg.StepObserver, blobs: cfg.Blobs,
+	e := &Engine{store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: cfg.Now, lease: cfg.Lease, obs: cfg.StepObserver, blobs: cfg.Blobs, keys: cfg.Keyring,
 		slice: cfg.Slice, waitPoll: cfg.WaitPoll, states: newRunCache(stateCacheSize),
 		io: newIOPool(cfg.IOConcurrency, cfg.IOPerOrg), callTimeout: cfg.CallTimeout}
 	if e.callTimeout <= 0 {

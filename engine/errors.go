@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -24,6 +25,12 @@ var (
 	// ErrNoContextKey: the run exists but its context has no such key. It is an
 	// ErrNotFound, so errors.Is(err, ErrNotFound) holds too.
 	ErrNoContextKey = fmt.Errorf("%w: no such context key", ErrNotFound)
+	// ErrNoOrgConfigKey: the organization has no org config value under the key. It is an
+	// ErrNotFound; OrgConfigValue's error names the key (never a value).
+	ErrNoOrgConfigKey = fmt.Errorf("%w: no such org config key", ErrNotFound)
+	// ErrNoMasterKey: the engine has no keyring (Config.Keyring), so org config can be
+	// neither written nor read.
+	ErrNoMasterKey = secrets.ErrNoMasterKey
 	// ErrInvalidCursor: a paging cursor that the listing did not issue (garbled, truncated,
 	// or another listing's). Cursors are opaque, so there is nothing in one to correct: the
 	// caller starts again from the first page.

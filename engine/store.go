@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/svcflow/svcflow/engine/documents"
+	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -125,4 +126,6 @@ type Querier interface {
 	// Custom tables (the methods steps use are declared in svctype.TableStore).
 	svctype.TableStore
 	documents.Store
+	// Org config, sealed (engine/secrets): the store never sees a plaintext value.
+	secrets.Store
 }

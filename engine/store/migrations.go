@@ -771,6 +771,34 @@ func createSchemaV4(ctx context.Context, db bun.IDB, postgres bool) error {
 	return err
 }
 
+// Schema 20261123000020, frozen: org config. One row per organization and key name, the
+// value sealed (engine/secrets) and the id of the master key it is sealed under, so that
+// rotation finds what it still has to move without opening anything.
+
+func init() {
+	migrations.Add(migrate.Migration{
+		Name:    "20261123000020",
+		Comment: "org_config",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				_, err := tx.NewCreateTable().Model((*v5OrgConfig)(nil)).IfNotExists().Exec(ctx)
+				return err
+			})
+		},
+	})
+}
+
+type v5OrgConfig struct {
+	bun.BaseModel `bun:"table:org_config"`
+
+	OrgID       string    `bun:"org_id,pk"`
+	KeyName     string    `bun:"key_name,pk"`
+	Sealed      []byte    `bun:"sealed,notnull"`
+	MasterKeyID string    `bun:"master_key_id,notnull"`
+	CreatedAt   time.Time `bun:"created_at,notnull"`
+	UpdatedAt   time.Time `bun:"updated_at,notnull"`
+}
+
 // Schema 20261123000030, frozen: registered actions. One row per (org_id, name): the primary
 // key makes a name unique in its organization (409 on create) and serves the lookup and the
 // listing by name. The registration is one JSON document (spec, text) beside its kind, so a

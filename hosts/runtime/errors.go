@@ -61,6 +61,7 @@ const (
 	codeUnsupportedMedia = "unsupported_media_type"
 	codeBodyTooLarge     = "body_too_large"
 	codeInvalidCursor    = "invalid_cursor"
+	codeMasterKeyMissing = "master_key_missing"
 	codeInternal         = "internal"
 )
 
@@ -105,6 +106,9 @@ func problemFor(ctx context.Context, log *slog.Logger, err error, f failure) *Pr
 			&ProblemDetail{Location: "query.cursor", Message: "not a cursor this listing issued"})
 	case errors.Is(err, engine.ErrInvalidOrg):
 		return newProblem(http.StatusBadRequest, codeInvalidOrg, "X-Org-Id is not a valid organization id")
+	case errors.Is(err, engine.ErrNoMasterKey):
+		return newProblem(http.StatusServiceUnavailable, codeMasterKeyMissing,
+			"org config is unavailable: the service has no master key (set SVC_MASTER_KEY)")
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		// The client went away; the answer will not be read, but there is nothing to alarm about.
@@ -192,6 +196,10 @@ func init() {
 	huma.NewError = humaError
 	huma.NewErrorWithContext = func(ctx huma.Context, status int, msg string, errs ...error) huma.StatusError {
 		p := humaError(status, msg, errs...)
+		secret := ctx != nil && carriesSecrets(ctx.Operation())
+		if secret {
+			withoutValues(p)
+		}
 		if status >= 500 {
 			log := slog.Default()
 			var c context.Context = context.Background()
@@ -199,9 +207,32 @@ func init() {
 				c = ctx.Context()
 				log = loggerFrom(c)
 			}
-			log.ErrorContext(c, "request failed", "status", status, "msg", msg, "errs", errs)
+			if secret {
+				// Huma's own errors may quote what it was decoding or encoding.
+				log.ErrorContext(c, "request failed", "status", status, "msg", msg, "errs", len(errs))
+			} else {
+				log.ErrorContext(c, "request failed", "status", status, "msg", msg, "errs", errs)
+			}
 		}
 		return p
+	}
+}
+
+// secretsMetadata marks an operation whose request carries secrets (Operation.Metadata):
+// Huma's errors for it never echo an offending value.
+const secretsMetadata = "svcflow-carries-secrets"
+
+func carriesSecrets(o *huma.Operation) bool {
+	return o != nil && o.Metadata[secretsMetadata] == true
+}
+
+// withoutValues drops every offending value from p: what Huma reports for a body field
+// that fails the schema is the field's value.
+func withoutValues(p huma.StatusError) {
+	if pr, ok := p.(*Problem); ok {
+		for _, d := range pr.Errors {
+			d.Value = nil
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
@@ -32,11 +33,21 @@ func setup(t testing.TB) *bundle {
 	t.Helper()
 	st := store.OpenTest(t, "sqlite")
 	quiet := slog.New(slog.DiscardHandler)
-	eng, err := engine.New(engine.Config{Store: st, Logger: quiet})
+	eng, err := engine.New(engine.Config{Store: st, Logger: quiet, Keyring: testKeyring(t)})
 	require.NoError(t, err)
 	logs := &bytes.Buffer{}
 	srv := runtime.New(eng, runtime.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Version: "test"})
 	return &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API(), logs: logs}
+}
+
+// testKeyring is a keyring of one new master key.
+func testKeyring(t testing.TB) *secrets.Keyring {
+	t.Helper()
+	key, err := secrets.GenerateKey()
+	require.NoError(t, err)
+	kr, err := secrets.NewKeyring(key)
+	require.NoError(t, err)
+	return kr
 }
 
 // do sends one request in memory. body: nil (none), string or []byte (sent as is), or any

@@ -86,6 +86,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerTables()
 	s.registerActions()
 	s.registerDocuments()
+	s.registerOrgConfig()
 	return s
 }
 

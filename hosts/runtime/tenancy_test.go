@@ -86,6 +86,12 @@ var tenancyCalls = map[string]tenancyCall{
 	"get-document-content":    {scope: byID},
 	"delete-document":         {scope: byID},
 	"create-document-version": {scope: byID, headers: []string{multipartHeader}, body: func(tenancyFixture) any { return tenancyUpload("") }},
+
+	"set-org-config": {scope: creation, body: func(fx tenancyFixture) any {
+		return map[string]string{"key": fx.orgConfigKey, "value": "b-own-value-0123456789"}
+	}},
+	"list-org-config":   {scope: listing},
+	"delete-org-config": {scope: byID},
 }
 
 // tenancyUpload is a multipart upload body (boundary as in multipartHeader).
@@ -109,7 +115,11 @@ type tenancyFixture struct {
 	table    string
 	document documentDoc
 	action   string
+	// orgConfigKey holds orgConfigValue in A's org config.
+	orgConfigKey string
 }
+
+const orgConfigValue = "a-plaintext-secret-7c41"
 
 func (fx tenancyFixture) pathValue(name string) (string, bool) {
 	switch name {
@@ -125,6 +135,8 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.document.ID, true
 	case "actionName":
 		return fx.action, true
+	case "configKey":
+		return fx.orgConfigKey, true
 	}
 	return "", false
 }
@@ -132,12 +144,12 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 // secrets are the strings of A that must never appear in an answer to B.
 func (fx tenancyFixture) secrets() []string {
 	return []string{fx.workflow.ID, fx.workflow.Name, fx.finished.ID, fx.running.ID, fx.table, "ada@example.com",
-		fx.document.ID, fx.document.Name, "a-secret", fx.action, "crm.a.example.com"}
+		fx.document.ID, fx.document.Name, "a-secret", fx.action, "crm.a.example.com", fx.orgConfigKey, orgConfigValue, "7c41"}
 }
 
 func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	t.Helper()
-	fx := tenancyFixture{table: "contacts", action: "a-notify-crm"}
+	fx := tenancyFixture{table: "contacts", action: "a-notify-crm", orgConfigKey: "api:a_private_key"}
 	fx.workflow = b.createWorkflow(t, orgA, "a-onboarding")
 	fx.finished = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada"})
 	b.work(t)
@@ -148,6 +160,9 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 			"action_name": name, "kind": "http", "url": "https://crm.a.example.com/contacts",
 			"headers": map[string]string{"Authorization": "orgconfig:api:crm"},
 		}), http.StatusCreated)
+	}
+	for _, k := range []string{fx.orgConfigKey, "api:a_second_key"} {
+		ok[map[string]any](t, b.do(t, http.MethodPost, "/org-config", orgA, map[string]string{"key": k, "value": orgConfigValue}), http.StatusCreated)
 	}
 
 	// B's own things.
@@ -160,6 +175,7 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	ok[map[string]any](t, b.do(t, http.MethodPost, "/actions", orgB, map[string]any{
 		"action_name": "b-summarise", "kind": "llm", "template": "Summarise {{input.text}}",
 	}), http.StatusCreated)
+	ok[map[string]any](t, b.do(t, http.MethodPost, "/org-config", orgB, map[string]string{"key": "api:b_key", "value": "b-value"}), http.StatusCreated)
 	return fx
 }
 
@@ -182,6 +198,7 @@ func snapshotA(t *testing.T, b *bundle, fx tenancyFixture) string {
 		"/documents/" + fx.document.ID + "/content",
 		"/actions?limit=500",
 		"/actions/" + fx.action,
+		"/org-config?limit=500",
 	} {
 		rec := b.do(t, http.MethodGet, path, orgA, nil)
 		require.Equal(t, http.StatusOK, rec.Code, "%s: %s", path, rec.Body.String())

@@ -1,5 +1,5 @@
 // Command svcflow is the one binary: serve (runtime + worker in one process, the zero-setup
-// default on embedded SQLite), runtime, worker, migrate and openapi.
+// default on embedded SQLite), runtime, worker, migrate, rotate-master-key and openapi.
 package main
 
 import (
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
 	"github.com/svcflow/svcflow/hosts/worker"
@@ -33,9 +34,15 @@ usage:
   svcflow runtime [--db DSN] [--runtime-addr ADDR]
   svcflow worker  [--db DSN] [--workers N]
   svcflow migrate [--db DSN]
+  svcflow rotate-master-key [--db DSN] [--grace 2s]
   svcflow openapi
 
 DSN: sqlite:PATH, sqlite::memory:, or postgres://... (default sqlite:./svcflow.db)
+
+Org config is sealed under a master key: SVC_MASTER_KEY (base64 of 32 bytes; "new,old"
+during a rotation), or the key file SVC_MASTER_KEY_FILE, or by default on a SQLite file
+the key file PATH.masterkey, generated on first start. rotate-master-key re-seals every
+value under a new key while the service runs.
 `
 
 func main() {
@@ -54,6 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	runtimeAddr := fs.String("runtime-addr", "127.0.0.1:8080", "runtime API listen address")
 	gatewayAddr := fs.String("gateway-addr", "127.0.0.1:8081", "gateway listen address (the gateway is not part of this build yet)")
 	workers := fs.Int("workers", 4, "jobs a worker runs at once")
+	grace := fs.Duration("grace", 2*time.Second, "rotate-master-key: how long to wait for writes under the old key before the confirming pass")
 	if err := fs.Parse(rest); err != nil {
 		return 2
 	}
@@ -78,7 +86,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 			log.Info("the gateway is not part of this build; --gateway-addr is reserved for it", "gateway_addr", *gatewayAddr)
 		}
 		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
-			return serve(ctx, st, log, cmd, *runtimeAddr, *workers)
+			keys, err := masterKeyring(ctx, *dsn, st, os.Getenv, log)
+			if err != nil {
+				return fmt.Errorf("master key: %w", err)
+			}
+			return serve(ctx, st, keys, log, cmd, *runtimeAddr, *workers)
+		})
+	case "rotate-master-key":
+		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
+			return rotateMasterKey(ctx, *dsn, st, os.Getenv, *grace, log)
 		})
 	default:
 		fmt.Fprintf(stderr, "svcflow: unknown command %q\n\n%s", cmd, usage)
@@ -106,8 +122,8 @@ func withStore(ctx context.Context, dsn string, log *slog.Logger, fn func(*store
 
 // serve runs the runtime API and/or a worker until ctx ends, then drains both: the API
 // finishes the requests in flight, the worker the steps in flight.
-func serve(ctx context.Context, st *store.Store, log *slog.Logger, cmd, addr string, workers int) error {
-	eng, err := engine.New(engine.Config{Store: st, Logger: log})
+func serve(ctx context.Context, st *store.Store, keys *secrets.Keyring, log *slog.Logger, cmd, addr string, workers int) error {
+	eng, err := engine.New(engine.Config{Store: st, Logger: log, Keyring: keys})
 	if err != nil {
 		return err
 	}

@@ -173,11 +173,18 @@ type process struct {
 // and stops it when the test ends if the test did not.
 func startProcess(t *testing.T, bin, dir string, args ...string) *process {
 	t.Helper()
+	return startProcessEnv(t, bin, dir, nil, args...)
+}
+
+// startProcessEnv is startProcess with the environment env (nil: this process's).
+func startProcessEnv(t *testing.T, bin, dir string, env []string, args ...string) *process {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	cmd.Env = env
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

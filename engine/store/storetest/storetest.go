@@ -65,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store, countJobs func(tb t
 		{"TxSurvivesConflict", testTxSurvivesConflict},
 		{"Documents", testDocuments},
 		{"Actions", testActions},
+		{"OrgConfig", testOrgConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

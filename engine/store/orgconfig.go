@@ -1,0 +1,172 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/svcflow/svcflow/engine/secrets"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// Org config (secrets.Store): one row per organization and key name holding the sealed
+// value and the id of the master key it is sealed under. The store never sees plaintext.
+
+type orgConfigModel struct {
+	bun.BaseModel `bun:"table:org_config,alias:oc"`
+
+	OrgID       string    `bun:"org_id,pk"`
+	KeyName     string    `bun:"key_name,pk"`
+	Sealed      []byte    `bun:"sealed"`
+	MasterKeyID string    `bun:"master_key_id"`
+	CreatedAt   time.Time `bun:"created_at"`
+	UpdatedAt   time.Time `bun:"updated_at"`
+}
+
+func (m *orgConfigModel) toRecord() secrets.Record {
+	return secrets.Record{
+		OrgID: m.OrgID, Key: m.KeyName, Sealed: m.Sealed, KeyID: m.MasterKeyID,
+		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(),
+	}
+}
+
+// PutOrgConfig inserts the record, or replaces the sealed value of an existing one. The
+// insert does nothing on a conflict (an error would abort the caller's PostgreSQL
+// transaction) and the update follows in the same transaction, so "created" is exact.
+func (q *querier) PutOrgConfig(ctx context.Context, r *secrets.Record) (bool, error) {
+	const op = "put org config"
+	r.UpdatedAt = orNow(r.UpdatedAt, now())
+	r.CreatedAt = r.UpdatedAt
+	m := &orgConfigModel{
+		OrgID: r.OrgID, KeyName: r.Key, Sealed: r.Sealed, MasterKeyID: r.KeyID,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+	created := false
+	err := q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
+		res, err := db.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
+		if err != nil {
+			return wrap(op, err)
+		}
+		n, err := affectedRows(op, res)
+		if err != nil || n > 0 {
+			created = n > 0
+			return err
+		}
+		var stored orgConfigModel
+		err = db.NewUpdate().Model(&stored).
+			Set("sealed = ?", r.Sealed).
+			Set("master_key_id = ?", r.KeyID).
+			Set("updated_at = ?", r.UpdatedAt).
+			Where("org_id = ? AND key_name = ?", r.OrgID, r.Key).
+			Returning("created_at").
+			Scan(ctx)
+		if err != nil {
+			return wrap(op, err) // none: deleted between the two statements
+		}
+		r.CreatedAt = stored.CreatedAt.UTC()
+		return nil
+	})
+	return created, err
+}
+
+// GetOrgConfig returns one record.
+func (q *querier) GetOrgConfig(ctx context.Context, orgID, key string) (*secrets.Record, error) {
+	var m orgConfigModel
+	err := q.r.NewSelect().Model(&m).Where("org_id = ? AND key_name = ?", orgID, key).Scan(ctx)
+	if err != nil {
+		return nil, wrap("get org config", err)
+	}
+	r := m.toRecord()
+	return &r, nil
+}
+
+// ListOrgConfig pages an organization's records by key name.
+func (q *querier) ListOrgConfig(ctx context.Context, orgID string, f secrets.ListFilter) (svctype.Page[secrets.Record], error) {
+	const op = "list org config"
+	var page svctype.Page[secrets.Record]
+	limit := pageLimit(f.ListOptions)
+	sel := q.r.NewSelect().Model((*orgConfigModel)(nil)).
+		Where("org_id = ?", orgID).
+		Order("key_name").
+		Limit(int64(limit + 1))
+	if f.NotKeyID != "" {
+		sel = sel.Where("master_key_id <> ?", f.NotKeyID)
+	}
+	if f.Cursor != "" {
+		parts, err := decodeCursor(f.Cursor, 1)
+		if err != nil {
+			return page, err
+		}
+		sel = sel.Where("key_name > ?", parts[0])
+	}
+	var ms []orgConfigModel
+	if err := sel.Scan(ctx, &ms); err != nil {
+		return page, wrap(op, err)
+	}
+	return pageOf(ms, limit, func(m *orgConfigModel) string { return encodeCursor(m.KeyName) }, func(m *orgConfigModel) (secrets.Record, error) {
+		return m.toRecord(), nil
+	})
+}
+
+// DeleteOrgConfig removes one record.
+func (q *querier) DeleteOrgConfig(ctx context.Context, orgID, key string) error {
+	const op = "delete org config"
+	res, err := q.w.NewDelete().Model((*orgConfigModel)(nil)).
+		Where("org_id = ? AND key_name = ?", orgID, key).
+		Exec(ctx)
+	if err != nil {
+		return wrap(op, err)
+	}
+	return checkAffected(op, res, notFound)
+}
+
+// ListOrgConfigOrgs pages the organizations that hold records, by id. It selects org_id
+// only: rotation goes organization by organization, and every read of values names one.
+func (q *querier) ListOrgConfigOrgs(ctx context.Context, f secrets.ListFilter) (svctype.Page[string], error) {
+	const op = "list org config organizations"
+	var page svctype.Page[string]
+	limit := pageLimit(f.ListOptions)
+	sel := q.r.NewSelect().Model((*orgConfigModel)(nil)).
+		ColumnExpr("DISTINCT org_id").
+		OrderExpr("org_id").
+		Limit(int64(limit + 1))
+	if f.NotKeyID != "" {
+		sel = sel.Where("master_key_id <> ?", f.NotKeyID)
+	}
+	if f.Cursor != "" {
+		parts, err := decodeCursor(f.Cursor, 1)
+		if err != nil {
+			return page, err
+		}
+		sel = sel.Where("org_id > ?", parts[0])
+	}
+	var orgs []string
+	if err := sel.Scan(ctx, &orgs); err != nil {
+		return page, wrap(op, err)
+	}
+	return pageOf(orgs, limit, func(org *string) string { return encodeCursor(*org) }, func(org *string) (string, error) {
+		return *org, nil
+	})
+}
+
+// ResealOrgConfig swaps the sealed value if it is still old's.
+func (q *querier) ResealOrgConfig(ctx context.Context, old *secrets.Record, sealed []byte, keyID string) error {
+	const op = "reseal org config"
+	res, err := q.w.NewUpdate().Model((*orgConfigModel)(nil)).
+		Set("sealed = ?", sealed).
+		Set("master_key_id = ?", keyID).
+		Where("org_id = ? AND key_name = ? AND sealed = ?", old.OrgID, old.Key, old.Sealed).
+		Exec(ctx)
+	if err != nil {
+		return wrap(op, err)
+	}
+	n, err := affectedRows(op, res)
+	if err != nil || n > 0 {
+		return err
+	}
+	if _, err := q.GetOrgConfig(ctx, old.OrgID, old.Key); err != nil {
+		return err // ErrNotFound: deleted since it was read
+	}
+	return conflict(op)
+}

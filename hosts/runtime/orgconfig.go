@@ -1,0 +1,97 @@
+package runtime
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/svcflow/svcflow/engine/secrets"
+)
+
+// OrgConfigBody is the body of POST /org-config. The value has no schema constraint on
+// purpose: the engine checks it, and its problems never quote it, where Huma's would.
+type OrgConfigBody struct {
+	Key   string `json:"key" doc:"Key name: 1-200 characters of letters, digits and : _ - . / (api:llm_api_key, db:warehouse, webhook_url)."`
+	Value string `json:"value" doc:"The secret, up to 64 KiB. Encrypted at rest; never returned."`
+}
+
+// OrgConfigEntry is an org config key as every answer shows it: the value masked.
+type OrgConfigEntry struct {
+	Key       string    `json:"key" example:"api:llm_api_key" doc:"Key name."`
+	Value     string    `json:"value" example:"••••••••abcd" doc:"The value masked: the last 4 characters of a value of 12 or more characters, else only bullets. Never the plaintext."`
+	UpdatedAt time.Time `json:"updated_at" doc:"When the value was last set."`
+}
+
+func orgConfigEntry(e secrets.Entry) OrgConfigEntry {
+	return OrgConfigEntry{Key: e.Key, Value: e.Masked, UpdatedAt: e.UpdatedAt}
+}
+
+type orgConfigOutput struct {
+	Status int
+	Body   OrgConfigEntry
+}
+
+var orgConfigNotFound = failure{notFound: "org config key not found"}
+
+func (s *Server) registerOrgConfig() {
+	o := op("set-org-config", http.MethodPost, "/org-config", "Store or update an encrypted org config value", "Org config")
+	o.Description = "Encrypts `value` (AES-256-GCM, bound to the organization and the key) and stores it under `key`, " +
+		"replacing any value the key had: 201 when the key is new, 200 when it is updated. " +
+		"The answer shows the value masked; no route ever returns it in plaintext. " +
+		"Executions read it through `orgconfig:<key>` references."
+	o.DefaultStatus = http.StatusCreated
+	o.Responses = map[string]*huma.Response{"200": {Description: "The key existed: its value was replaced."}}
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusServiceUnavailable}
+	o.Metadata = map[string]any{secretsMetadata: true}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		Body OrgConfigBody
+	}) (*orgConfigOutput, error) {
+		e, created, err := s.eng.SetOrgConfig(ctx, in.OrgID, in.Body.Key, in.Body.Value)
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{})
+		}
+		out := &orgConfigOutput{Status: http.StatusOK, Body: orgConfigEntry(*e)}
+		if created {
+			out.Status = http.StatusCreated
+		}
+		return out, nil
+	})
+	// The 200 of an update has the body of the 201.
+	if ops := s.api.OpenAPI().Paths["/org-config"]; ops != nil && ops.Post != nil {
+		if ok, created := ops.Post.Responses["200"], ops.Post.Responses["201"]; ok != nil && created != nil {
+			ok.Content = created.Content
+		}
+	}
+
+	o = op("list-org-config", http.MethodGet, "/org-config", "List the organization's org config keys, values masked", "Org config")
+	o.Description = "Every key by name, each value masked, a page at a time like every list."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusServiceUnavailable}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		Paging
+	}) (*struct{ Body List[OrgConfigEntry] }, error) {
+		page, err := s.eng.ListOrgConfig(ctx, in.OrgID, in.options())
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{in: "query"})
+		}
+		return &struct{ Body List[OrgConfigEntry] }{Body: listOf(page, orgConfigEntry)}, nil
+	})
+
+	o = op("delete-org-config", http.MethodDelete, "/org-config/{configKey}", "Delete an org config key and its value", "Org config")
+	o.Description = "The key goes in the path as it is (`/org-config/api:llm_api_key`); a key holding `/` is " +
+		"written with `%2F`. 404 when the organization has no such key."
+	o.DefaultStatus = http.StatusNoContent
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		ConfigKey string `path:"configKey" doc:"Key name, URL-escaped where needed."`
+	}) (*struct{}, error) {
+		if err := s.eng.DeleteOrgConfig(ctx, in.OrgID, in.ConfigKey); err != nil {
+			return nil, s.fail(ctx, err, orgConfigNotFound)
+		}
+		return &struct{}{}, nil
+	})
+}
