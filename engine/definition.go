@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -86,11 +87,13 @@ func dedupe(ps []Problem) []Problem {
 type checked struct {
 	def      *svctype.Definition
 	warnings []string
+	// registered reports whether the organization has an action of that name.
+	registered func(name string) bool
 }
 
 // checkWorkflow validates a create/update body. Pointers are relative to the body
 // ({name, definition}), so a step's missing properties is /definition/actions/2/properties.
-func (e *Engine) checkWorkflow(in WorkflowInput) (*checked, error) {
+func (e *Engine) checkWorkflow(ctx context.Context, orgID string, in WorkflowInput) (*checked, error) {
 	var problems []Problem
 	if strings.TrimSpace(in.Name) == "" {
 		problems = append(problems, Problem{"/name", "required: a non-empty name"})
@@ -115,7 +118,10 @@ func (e *Engine) checkWorkflow(in WorkflowInput) (*checked, error) {
 		problems = append(problems, Problem{"/definition", err.Error()})
 		return nil, &ValidationError{Problems: problems}
 	}
-	c := &checked{def: def}
+	c := &checked{def: def, registered: func(name string) bool {
+		_, err := e.LookupAction(ctx, orgID, name)
+		return err == nil
+	}}
 	if def.Condition != nil {
 		problems = append(problems, checkCondition(def.Condition, "/definition/condition")...)
 	}
@@ -182,6 +188,9 @@ func (e *Engine) checkStep(s *svctype.Step, at string, c *checked) []Problem {
 		return append(out, e.checkLoop(s, at, c)...)
 	}
 	kind, ok := e.env.Lookup(s.Type)
+	if !ok && c.registered(s.Type) {
+		return out
+	}
 	if !ok {
 		c.warnings = append(c.warnings, fmt.Sprintf("%s/type: step type %q is neither a built-in primitive nor a registered action; a run fails at this step", at, s.Type))
 		return out

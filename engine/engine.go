@@ -10,12 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"regexp"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/svcflow/svcflow/agent"
 
 	"github.com/svcflow/svcflow/engine/documents"
 	"github.com/svcflow/svcflow/engine/expr"
@@ -58,6 +61,14 @@ type Config struct {
 	// CallTimeout bounds one call of an IO half (default DefaultCallTimeout); kinds set
 	// their own shorter timeouts (an HTTP action's per-request timeout).
 	CallTimeout time.Duration
+	// AllowPrivateTargets lets actions reach loopback, private, link-local and metadata
+	// addresses (and local databases); off, such a call fails with target_not_allowed. For
+	// single-tenant deployments and tests only.
+	AllowPrivateTargets bool
+	// ModelFactory builds the model client the llm action calls, from the organization's
+	// api:llm_base_url and api:llm_api_key and the guarded HTTP client; nil means the
+	// OpenAI-compatible client of agent/llm.
+	ModelFactory func(baseURL, apiKey string, hc *http.Client) (agent.Model, error)
 	// WaitPoll is how often the status of runs that callers wait for is re-read, to catch a
 	// change that no notification reported (default 500ms).
 	WaitPoll time.Duration
@@ -88,6 +99,9 @@ type Engine struct {
 	io     *ioPool
 	// callTimeout bounds one call of an IO half.
 	callTimeout time.Duration
+	// allowPrivate and out: how actions reach other systems (actionrun.go).
+	allowPrivate bool
+	out          outside
 	// secrets returns an org config value in plaintext, for IO halves (StepCall.Secret).
 	secrets  func(ctx context.Context, orgID, key string) (string, error)
 	waits    waitHub
@@ -114,7 +128,8 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: cfg.Now, lease: cfg.Lease, obs: cfg.StepObserver, blobs: cfg.Blobs, keys: cfg.Keyring,
 		slice: cfg.Slice, waitPoll: cfg.WaitPoll, states: newRunCache(stateCacheSize),
-		io: newIOPool(cfg.IOConcurrency, cfg.IOPerOrg), callTimeout: cfg.CallTimeout}
+		io: newIOPool(cfg.IOConcurrency, cfg.IOPerOrg), callTimeout: cfg.CallTimeout, allowPrivate: cfg.AllowPrivateTargets}
+	e.out.model = cfg.ModelFactory
 	if e.callTimeout <= 0 {
 		e.callTimeout = DefaultCallTimeout
 	}
@@ -217,7 +232,7 @@ func (e *Engine) CreateWorkflow(ctx context.Context, orgID string, in WorkflowIn
 	if err := checkOrg(orgID); err != nil {
 		return nil, err
 	}
-	c, err := e.checkWorkflow(in)
+	c, err := e.checkWorkflow(ctx, orgID, in)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +260,7 @@ func (e *Engine) UpdateWorkflow(ctx context.Context, orgID, id string, in Workfl
 	if err := checkOrg(orgID); err != nil {
 		return nil, err
 	}
-	c, err := e.checkWorkflow(in)
+	c, err := e.checkWorkflow(ctx, orgID, in)
 	if err != nil {
 		return nil, err
 	}

@@ -334,6 +334,12 @@ func (e *Engine) execStep(ctx context.Context, tx Tx, st *runState, step *svctyp
 	}
 	kind, ok := e.env.Lookup(step.Type)
 	if !ok {
+		var err error
+		if kind, ok, err = e.actionKind(ctx, st.run.OrgID, step.Type); err != nil {
+			return nil, "", "", err
+		}
+	}
+	if !ok {
 		return nil, "", "", fmt.Errorf("step type %q is neither a built-in primitive nor a registered action", step.Type)
 	}
 	props, err := e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), step.Properties, vars)

@@ -211,7 +211,7 @@ func (e *Engine) makeCall(ctx context.Context, job *svctype.Job, st *runState, n
 			ErrOutcomeUnknown, intent.Tries-1)
 		return nil
 	}
-	call := n.call
+	call := n.call.Detached()
 	call.IdempotencyKey, call.Try, call.Tables = n.key, intent.Tries, nil
 	// The call is finished even when the worker drains (like any step in progress); it is
 	// bounded by CallTimeout, and the worker's heartbeat keeps the job's lease meanwhile.
@@ -267,10 +267,7 @@ func (e *Engine) unit(ctx context.Context, job *svctype.Job, st *runState, fn fu
 // secretFor returns the org config lookup that IO halves get as StepCall.Secret.
 func (e *Engine) secretFor(orgID string) func(ctx context.Context, key string) (string, error) {
 	return func(ctx context.Context, key string) (string, error) {
-		if e.secrets == nil {
-			return "", fmt.Errorf("org config key %q: this engine has no org config", key)
-		}
-		return e.secrets(ctx, orgID, key)
+		return e.OrgConfigValue(ctx, orgID, key)
 	}
 }
 

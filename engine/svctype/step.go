@@ -186,3 +186,12 @@ func (e *StepFailedError) Unwrap() error { return e.Err }
 func FailWithEvent(err error, event string, payload map[string]any) error {
 	return &StepFailedError{Err: err, Event: event, Payload: payload}
 }
+
+// Detached returns a copy of c whose Emit and AddEffect do nothing: an IO half runs after
+// its unit's transaction rolled back, so what it emitted would belong to no commit. It
+// hands what the commit should record to the kind's Run half through its result.
+func (c *StepCall) Detached() *StepCall {
+	d := *c
+	d.emit, d.effect = nil, nil
+	return &d
+}

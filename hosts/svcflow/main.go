@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/svcflow/svcflow/engine"
-	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
 	"github.com/svcflow/svcflow/hosts/worker"
@@ -30,14 +29,18 @@ var version = "dev"
 const usage = `svcflow: multi-tenant workflow automation
 
 usage:
-  svcflow serve   [--db DSN] [--runtime-addr ADDR] [--gateway-addr ADDR] [--workers N]
+  svcflow serve   [--db DSN] [--runtime-addr ADDR] [--gateway-addr ADDR] [--workers N] [call flags]
   svcflow runtime [--db DSN] [--runtime-addr ADDR]
-  svcflow worker  [--db DSN] [--workers N]
+  svcflow worker  [--db DSN] [--workers N] [call flags]
   svcflow migrate [--db DSN]
   svcflow rotate-master-key [--db DSN] [--grace 2s]
   svcflow openapi
 
 DSN: sqlite:PATH, sqlite::memory:, or postgres://... (default sqlite:./svcflow.db)
+
+call flags: --io-concurrency N (calls to other systems in flight, default 256),
+  --io-per-org N (default 64), --allow-private-targets (actions may reach loopback and
+  private addresses and local databases: single-tenant deployments and tests only)
 
 Org config is sealed under a master key: SVC_MASTER_KEY (base64 of 32 bytes; "new,old"
 during a rotation), or the key file SVC_MASTER_KEY_FILE, or by default on a SQLite file
@@ -60,7 +63,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	dsn := fs.String("db", "sqlite:./svcflow.db", "database: sqlite:PATH, sqlite::memory: or postgres://...")
 	runtimeAddr := fs.String("runtime-addr", "127.0.0.1:8080", "runtime API listen address")
 	gatewayAddr := fs.String("gateway-addr", "127.0.0.1:8081", "gateway listen address (the gateway is not part of this build yet)")
-	workers := fs.Int("workers", 4, "jobs a worker runs at once")
+	workers := fs.Int("workers", 4, "jobs a worker runs at once (step slots; calls in flight hold none)")
+	ioConcurrency := fs.Int("io-concurrency", engine.DefaultIOConcurrency, "calls to other systems (actions, models) in flight at once")
+	ioPerOrg := fs.Int("io-per-org", engine.DefaultIOPerOrg, "calls in flight at once for one organization")
+	allowPrivate := fs.Bool("allow-private-targets", false, "let actions reach loopback, private and link-local addresses and local databases (single-tenant deployments and tests only)")
 	grace := fs.Duration("grace", 2*time.Second, "rotate-master-key: how long to wait for writes under the old key before the confirming pass")
 	if err := fs.Parse(rest); err != nil {
 		return 2
@@ -90,7 +96,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if err != nil {
 				return fmt.Errorf("master key: %w", err)
 			}
-			return serve(ctx, st, keys, log, cmd, *runtimeAddr, *workers)
+			cfg := engine.Config{Store: st, Logger: log, Keyring: keys, AllowPrivateTargets: *allowPrivate,
+				IOConcurrency: *ioConcurrency, IOPerOrg: *ioPerOrg}
+			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, *workers)
 		})
 	case "rotate-master-key":
 		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
@@ -122,8 +130,8 @@ func withStore(ctx context.Context, dsn string, log *slog.Logger, fn func(*store
 
 // serve runs the runtime API and/or a worker until ctx ends, then drains both: the API
 // finishes the requests in flight, the worker the steps in flight.
-func serve(ctx context.Context, st *store.Store, keys *secrets.Keyring, log *slog.Logger, cmd, addr string, workers int) error {
-	eng, err := engine.New(engine.Config{Store: st, Logger: log, Keyring: keys})
+func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, cmd, addr string, workers int) error {
+	eng, err := engine.New(cfg)
 	if err != nil {
 		return err
 	}
