@@ -244,6 +244,11 @@ func (e *Engine) stepOnce(ctx context.Context, job *svctype.Job, st *runState) e
 	started := e.now().UTC()
 	rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepCompleted, StartedAt: &started}
 	c := &commit{}
+	if n := e.callAhead(ctx, st, step, i); n != nil {
+		if err := e.makeCall(ctx, job, st, n); err != nil {
+			return e.afterCommit(ctx, job, st, c, i, step, err)
+		}
+	}
 	err := e.unit(ctx, job, st, func(ctx context.Context, tx Tx) error {
 		*c = commit{rec: rec}
 		if err := e.keepLease(ctx, tx, job); err != nil {
@@ -332,12 +337,9 @@ func (e *Engine) execStep(ctx context.Context, tx Tx, st *runState, step *svctyp
 		out, err := e.inlineLoop(ctx, tx, st, step, index, vars, c)
 		return out, loopResultKey(step), svctype.StepCompleted, err
 	}
-	kind, ok := e.env.Lookup(step.Type)
-	if !ok {
-		var err error
-		if kind, ok, err = e.actionKind(ctx, st.run.OrgID, step.Type); err != nil {
-			return nil, "", "", err
-		}
+	kind, ok, err := e.lookupKind(ctx, st.run.OrgID, step.Type)
+	if err != nil {
+		return nil, "", "", err
 	}
 	if !ok {
 		return nil, "", "", fmt.Errorf("step type %q is neither a built-in primitive nor a registered action", step.Type)
@@ -361,28 +363,8 @@ func (e *Engine) execStep(ctx context.Context, tx Tx, st *runState, step *svctyp
 			"run_id": st.run.ID, "step_index": index, "step_type": step.Type,
 		}))
 	}
-	call := svctype.NewStepCall(
-		func(name string, payload map[string]any) {
-			if payload == nil {
-				payload = map[string]any{}
-			}
-			if _, ok := payload["run_id"]; !ok {
-				payload["run_id"] = st.run.ID
-			}
-			if _, ok := payload["step_index"]; !ok {
-				payload["step_index"] = index
-			}
-			c.events = append(c.events, e.event(st.run, name, payload))
-		},
-		func(eff svctype.Effect) { c.rec.Effects = append(c.rec.Effects, eff) },
-	)
-	call.OrgID, call.RunID, call.WorkflowID = st.run.OrgID, st.run.ID, st.run.WorkflowID
-	call.Index, call.Type, call.Properties, call.Raw, call.Vars = index, step.Type, pm, step.Properties, vars
+	call := e.stepCall(st, step, index, pm, vars, c)
 	call.Tables = cachedTables{TableStore: tx, cache: &e.tables}
-	call.Resolve = func(ctx context.Context, v any, vars map[string]any) (any, error) {
-		return e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), v, vars)
-	}
-	call.Logger = e.log.With("run_id", st.run.ID, "step_index", index, "step_type", step.Type)
 	var out any
 	if kind.IO != nil {
 		key := callKey(st.run.ID, c.position(index))
@@ -415,6 +397,38 @@ func (e *Engine) execStep(ctx context.Context, tx Tx, st *runState, step *svctyp
 		c.events = append(c.events, e.event(st.run, EventStepDone, map[string]any{"run_id": st.run.ID, "step_index": index}))
 	}
 	return out, step.OutputKey, svctype.StepCompleted, nil
+}
+
+// stepCall is what a step kind gets; its Emit and AddEffect write into c (nothing when c is
+// nil), and it has no Tables: the caller in a transaction sets them.
+func (e *Engine) stepCall(st *runState, step *svctype.Step, index int, pm map[string]any, vars expr.Vars, c *commit) *svctype.StepCall {
+	var call *svctype.StepCall
+	if c == nil {
+		call = svctype.NewStepCall(nil, nil)
+	} else {
+		call = svctype.NewStepCall(
+			func(name string, payload map[string]any) {
+				if payload == nil {
+					payload = map[string]any{}
+				}
+				if _, ok := payload["run_id"]; !ok {
+					payload["run_id"] = st.run.ID
+				}
+				if _, ok := payload["step_index"]; !ok {
+					payload["step_index"] = index
+				}
+				c.events = append(c.events, e.event(st.run, name, payload))
+			},
+			func(eff svctype.Effect) { c.rec.Effects = append(c.rec.Effects, eff) },
+		)
+	}
+	call.OrgID, call.RunID, call.WorkflowID = st.run.OrgID, st.run.ID, st.run.WorkflowID
+	call.Index, call.Type, call.Properties, call.Raw, call.Vars = index, step.Type, pm, step.Properties, vars
+	call.Resolve = func(ctx context.Context, v any, vars map[string]any) (any, error) {
+		return e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), v, vars)
+	}
+	call.Logger = e.log.With("run_id", st.run.ID, "step_index", index, "step_type", step.Type)
+	return call
 }
 
 // writeCommit writes a finished top-level step and moves the cursor to next, ending the run

@@ -279,3 +279,61 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// lookupKind returns the step kind of a step type: a kind of the Environment, or the
+// organization's registered action of that name.
+func (e *Engine) lookupKind(ctx context.Context, orgID, stepType string) (svctype.StepKind, bool, error) {
+	if kind, ok := e.env.Lookup(stepType); ok {
+		return kind, true, nil
+	}
+	return e.actionKind(ctx, orgID, stepType)
+}
+
+// callAhead returns the call a top-level step is about to make, when it can tell without a
+// transaction: the step (after its filter) is of a kind with an IO half whose call has not
+// been made, and its properties resolve. The unit then makes the call before its first
+// transaction instead of opening one only to roll it back. Anything unusual (the
+// workflow's gate, a filter that fails to evaluate, properties that do not resolve) returns
+// nil and is left to the transaction, which reports it as it always does.
+func (e *Engine) callAhead(ctx context.Context, st *runState, step *svctype.Step, index int) *needIO {
+	if index == 0 && st.ent.def.Condition != nil {
+		return nil
+	}
+	vars := e.scope(st, index)
+	for step.Filter != nil {
+		cond, err := st.ent.condition(step, step.Filter.Condition)
+		if err != nil {
+			return nil
+		}
+		ok, err := cond.Eval(ctx, vars)
+		if err != nil || (!ok && step.OnFalse == nil) {
+			return nil
+		}
+		if ok {
+			break
+		}
+		step = step.OnFalse
+	}
+	if step.Type == LoopStep {
+		return nil
+	}
+	kind, ok, err := e.lookupKind(ctx, st.run.OrgID, step.Type)
+	if err != nil || !ok || kind.IO == nil {
+		return nil
+	}
+	key := callKey(st.run.ID, strconv.Itoa(index))
+	if _, done := st.calls[key]; done {
+		return nil
+	}
+	props, err := e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), step.Properties, vars)
+	if err != nil {
+		return nil
+	}
+	pm, _ := props.(map[string]any)
+	if pm == nil {
+		pm = map[string]any{}
+	}
+	call := e.stepCall(st, step, index, pm, vars, nil)
+	call.Secret = e.secretFor(st.run.OrgID)
+	return &needIO{key: key, kind: kind, call: call}
+}
