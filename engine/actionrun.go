@@ -234,8 +234,14 @@ func (e *Engine) httpAction(a *svctype.Action) svctype.IOFunc {
 			evidence["host"] = u.Host
 		}
 		out := resp.Body
-		if _, isText := out.(string); isText || out == nil {
-			out = map[string]any{"status": resp.Status, "text": resp.Body}
+		if text, isText := out.(string); isText || out == nil {
+			// A JSON object or array sent without a JSON content type is still JSON.
+			var parsed any
+			if t := strings.TrimSpace(text); (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && json.Unmarshal([]byte(t), &parsed) == nil {
+				out = parsed
+			} else {
+				out = map[string]any{"status": resp.Status, "text": resp.Body}
+			}
 		}
 		return &requestDone{output: out, evidence: evidence}, nil
 	}
