@@ -1,6 +1,12 @@
 // Package engine is svcflow's runtime as a library: workflows, runs, the executor that
 // advances a run one committed step at a time, and the registry of step kinds. It declares
-// the storage it needs (Store) and never speaks HTTP; hosts/ wraps it.
+// the storage it needs (Store) and never speaks HTTP to its callers; hosts/ wraps it.
+//
+// A step commits its output, its table writes, its events and the run's next position in one
+// transaction. A step that calls another system (a registered http, db or llm action, a
+// kind with an IO half) makes the call outside any transaction and outside its worker's
+// step slot, with an idempotency key and a recorded intent, and commits only the result
+// (io.go). Organization secrets (org config) are resolved only into such calls.
 package engine
 
 import (
