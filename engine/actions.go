@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/svcflow/svcflow/engine/expr"
+	"github.com/svcflow/svcflow/engine/oauthtools"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -39,10 +40,11 @@ const (
 // HTTP methods an http action may use; POST when absent.
 var actionMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
 
-// reservedStepTypes are the spec's primitives: an action named like one would shadow it, or
-// be shadowed by it the day this build ships it (PbotApproval, PbotForm), so no action may
-// take these names whatever the engine's Environment holds.
-var reservedStepTypes = []string{"matcher", "nway_match", LoopStep, "PbotApproval", "PbotForm", "custom-table"}
+// reservedStepTypes are the spec's primitives and the built-in OAuth tools: an action named
+// like one would shadow it, or be shadowed by it the day this build ships it (PbotApproval,
+// PbotForm), so no action may take these names whatever the engine's Environment holds.
+var reservedStepTypes = append([]string{"matcher", "nway_match", LoopStep, "PbotApproval", "PbotForm", "custom-table"},
+	oauthtools.Names...)
 
 var actionNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 

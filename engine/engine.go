@@ -81,6 +81,9 @@ type Config struct {
 	// Keyring seals and opens org config values (secrets.NewKeyring, secrets.OpenKeyring);
 	// nil leaves org config unavailable: its calls fail with secrets.ErrNoMasterKey.
 	Keyring *secrets.Keyring
+	// OAuth configures OAuth connections and the built-in OAuth tools (oauth.go); the zero
+	// value uses the real providers.
+	OAuth OAuthOptions
 }
 
 // Engine runs workflows for many organizations against one Store.
@@ -94,6 +97,7 @@ type Engine struct {
 	obs   func(string, time.Duration)
 	blobs documents.BlobStore
 	keys  *secrets.Keyring
+	oauth *oauthService // OAuth connections and tools (oauth.go)
 
 	defs    *defCache
 	tables  tableCache
@@ -157,6 +161,8 @@ func New(cfg Config) (*Engine, error) {
 	if e.lease <= 0 {
 		e.lease = 15 * time.Second
 	}
+	e.oauth = newOAuthService(cfg.OAuth)
+	e.registerOAuthTools(cfg.OAuth.APIs)
 	e.eval = expr.New()
 	e.defs = newDefCache(1024)
 	e.jobHandlers = map[string]func(context.Context, *svctype.Job) error{}

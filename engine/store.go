@@ -128,4 +128,6 @@ type Querier interface {
 	documents.Store
 	// Org config, sealed (engine/secrets): the store never sees a plaintext value.
 	secrets.Store
+	// OAuth connections (tokens sealed) and authorization flows in progress (oauth.go).
+	OAuthStore
 }

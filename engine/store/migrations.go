@@ -828,3 +828,59 @@ type frozenAction struct {
 	CreatedAt time.Time `bun:"created_at,notnull"`
 	UpdatedAt time.Time `bun:"updated_at,notnull"`
 }
+
+// Schema 20261123000050, frozen: OAuth connections and authorization flows in progress.
+// A connection is one row per (org_id, id), unique by (org_id, provider, account), its
+// tokens one sealed value (engine/secrets, the org id and the connection id as additional
+// data) beside the id of the master key and a version that every token write increments.
+// A state row is keyed by (org_id, state_hash): the state names its organization, and the
+// hash alone is stored, so a read of the table cannot finish anyone's flow.
+
+func init() {
+	migrations.Add(migrate.Migration{
+		Name:    "20261123000050",
+		Comment: "oauth_connections",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				for _, model := range []any{(*frozenOAuthConnection)(nil), (*frozenOAuthState)(nil)} {
+					if _, err := tx.NewCreateTable().Model(model).IfNotExists().Exec(ctx); err != nil {
+						return err
+					}
+				}
+				_, err := tx.NewCreateIndex().Model((*frozenOAuthConnection)(nil)).Index("oauth_connections_org_provider_account").
+					Unique().Column("org_id", "provider", "account").IfNotExists().Exec(ctx)
+				return err
+			})
+		},
+	})
+}
+
+type frozenOAuthConnection struct {
+	bun.BaseModel `bun:"table:oauth_connections"`
+
+	OrgID       string     `bun:"org_id,pk"`
+	ID          string     `bun:"id,pk"`
+	Provider    string     `bun:"provider,notnull"`
+	Account     string     `bun:"account,notnull"`
+	Scopes      string     `bun:"scopes,type:text,notnull"`
+	ExpiresAt   *time.Time `bun:"expires_at"`
+	HasRefresh  bool       `bun:"has_refresh,notnull"`
+	Source      string     `bun:"source,notnull"`
+	Sealed      []byte     `bun:"sealed,notnull"`
+	MasterKeyID string     `bun:"master_key_id,notnull"`
+	Version     int64      `bun:"version,notnull"`
+	CreatedAt   time.Time  `bun:"created_at,notnull"`
+	UpdatedAt   time.Time  `bun:"updated_at,notnull"`
+}
+
+type frozenOAuthState struct {
+	bun.BaseModel `bun:"table:oauth_states"`
+
+	OrgID       string    `bun:"org_id,pk"`
+	StateHash   string    `bun:"state_hash,pk"`
+	Provider    string    `bun:"provider,notnull"`
+	Account     string    `bun:"account,notnull"`
+	RedirectURL string    `bun:"redirect_url,type:text,notnull"`
+	ExpiresAt   time.Time `bun:"expires_at,notnull"`
+	CreatedAt   time.Time `bun:"created_at,notnull"`
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/oauthtools/oauthtest"
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
@@ -27,17 +28,20 @@ type bundle struct {
 	h    http.Handler
 	api  huma.API
 	logs *bytes.Buffer
+	// oauth stands in for the OAuth providers and their APIs.
+	oauth *oauthtest.Provider
 }
 
 func setup(t testing.TB) *bundle {
 	t.Helper()
 	st := store.OpenTest(t, "sqlite")
 	quiet := slog.New(slog.DiscardHandler)
-	eng, err := engine.New(engine.Config{Store: st, Logger: quiet, Keyring: testKeyring(t)})
+	fake := oauthtest.New(t)
+	eng, err := engine.New(engine.Config{Store: st, Logger: quiet, Keyring: testKeyring(t), OAuth: testOAuth(fake)})
 	require.NoError(t, err)
 	logs := &bytes.Buffer{}
 	srv := runtime.New(eng, runtime.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Version: "test"})
-	return &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API(), logs: logs}
+	return &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API(), logs: logs, oauth: fake}
 }
 
 // testKeyring is a keyring of one new master key.

@@ -73,7 +73,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	// No $schema links in bodies: the wire shape is exactly the documented one.
 	cfg.CreateHooks = nil
 	cfg.Info.Description = "The tenant-scoped runtime of svcflow: workflows, runs, registered actions and custom tables. " +
-		"Every route but /health takes the organization in the X-Org-Id header. " +
+		"Every route but /health and /oauth/callback (whose state names the organization) takes the organization in the X-Org-Id header. " +
 		"Errors are RFC 9457 problem+json bodies with a snake_case `code`."
 	s.api = humachi.New(r, cfg)
 	s.api.UseMiddleware(s.requireOrg)
@@ -87,6 +87,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerActions()
 	s.registerDocuments()
 	s.registerOrgConfig()
+	s.registerOAuth()
 	return s
 }
 

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"testing"
@@ -36,6 +37,8 @@ type tenancyCall struct {
 	body func(fx tenancyFixture) any
 	// headers are sent with the request ("Name: value"), after the JSON Content-Type.
 	headers []string
+	// query builds the query string (without "?"; nil: none).
+	query func(fx tenancyFixture) string
 }
 
 var tenancyCalls = map[string]tenancyCall{
@@ -92,6 +95,18 @@ var tenancyCalls = map[string]tenancyCall{
 	}},
 	"list-org-config":   {scope: listing},
 	"delete-org-config": {scope: byID},
+
+	// B has no oauth:google app of its own: A's is not used for B's flow.
+	"authorize-oauth": {scope: byID, query: func(fx tenancyFixture) string { return "account=" + fx.oauthAccount }},
+	// The callback takes no org: it finishes the flow B started, for B, with B's app.
+	"oauth-callback": {scope: public, query: func(fx tenancyFixture) string {
+		return "state=" + url.QueryEscape(fx.oauthStateB) + "&code=" + url.QueryEscape(fx.oauthCodeB)
+	}},
+	"create-oauth-connection": {scope: creation, body: func(fx tenancyFixture) any {
+		return map[string]any{"provider": "google", "account": fx.oauthAccount, "access_token": "b-own-token-0123456789"}
+	}},
+	"list-oauth-connections":  {scope: listing},
+	"delete-oauth-connection": {scope: byID},
 }
 
 // tenancyUpload is a multipart upload body (boundary as in multipartHeader).
@@ -117,6 +132,10 @@ type tenancyFixture struct {
 	action   string
 	// orgConfigKey holds orgConfigValue in A's org config.
 	orgConfigKey string
+	// oauthAccount is A's google account (connection oauthConnection, access token
+	// oauthToken); oauthStateB and oauthCodeB are the callback of a flow B started.
+	oauthAccount, oauthConnection, oauthToken string
+	oauthStateB, oauthCodeB                   string
 }
 
 const orgConfigValue = "a-plaintext-secret-7c41"
@@ -137,6 +156,10 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.action, true
 	case "configKey":
 		return fx.orgConfigKey, true
+	case "provider":
+		return "google", true
+	case "connectionId":
+		return fx.oauthConnection, true
 	}
 	return "", false
 }
@@ -144,7 +167,8 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 // secrets are the strings of A that must never appear in an answer to B.
 func (fx tenancyFixture) secrets() []string {
 	return []string{fx.workflow.ID, fx.workflow.Name, fx.finished.ID, fx.running.ID, fx.table, "ada@example.com",
-		fx.document.ID, fx.document.Name, "a-secret", fx.action, "crm.a.example.com", fx.orgConfigKey, orgConfigValue, "7c41"}
+		fx.document.ID, fx.document.Name, "a-secret", fx.action, "crm.a.example.com", fx.orgConfigKey, orgConfigValue, "7c41",
+		fx.oauthAccount, fx.oauthConnection, fx.oauthToken, "a-support", "app-secret-org-a"}
 }
 
 func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
@@ -164,6 +188,13 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	for _, k := range []string{fx.orgConfigKey, "api:a_second_key"} {
 		ok[map[string]any](t, b.do(t, http.MethodPost, "/org-config", orgA, map[string]string{"key": k, "value": orgConfigValue}), http.StatusCreated)
 	}
+	fx.oauthAccount, fx.oauthToken = "a-sales", "a-access-token-5d2e"
+	b.oauthApp(t, orgA, "google")
+	fx.oauthConnection = ok[connectionDoc](t, b.do(t, http.MethodPost, "/oauth/connections", orgA, map[string]any{
+		"provider": "google", "account": fx.oauthAccount, "access_token": fx.oauthToken,
+	}), http.StatusCreated).ID
+	state, code := b.startOAuth(t, orgA, "google", "a-support")
+	ok[connectionDoc](t, b.do(t, http.MethodGet, callbackPath(state, code), "", nil), http.StatusOK)
 
 	// B's own things.
 	ok[map[string]any](t, b.do(t, http.MethodPost, "/custom-tables", orgB, map[string]any{
@@ -176,6 +207,11 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 		"action_name": "b-summarise", "kind": "llm", "template": "Summarise {{input.text}}",
 	}), http.StatusCreated)
 	ok[map[string]any](t, b.do(t, http.MethodPost, "/org-config", orgB, map[string]string{"key": "api:b_key", "value": "b-value"}), http.StatusCreated)
+	b.oauthApp(t, orgB, "slack")
+	ok[connectionDoc](t, b.do(t, http.MethodPost, "/oauth/connections", orgB, map[string]any{
+		"provider": "slack", "account": "b-workspace", "access_token": "xoxb-b-own",
+	}), http.StatusCreated)
+	fx.oauthStateB, fx.oauthCodeB = b.startOAuth(t, orgB, "slack", "b-other")
 	return fx
 }
 
@@ -199,6 +235,7 @@ func snapshotA(t *testing.T, b *bundle, fx tenancyFixture) string {
 		"/actions?limit=500",
 		"/actions/" + fx.action,
 		"/org-config?limit=500",
+		"/oauth/connections?limit=500",
 	} {
 		rec := b.do(t, http.MethodGet, path, orgA, nil)
 		require.Equal(t, http.StatusOK, rec.Code, "%s: %s", path, rec.Body.String())
@@ -284,6 +321,9 @@ func TestTenancyFromRouteList(t *testing.T) {
 				v, ok := fx.pathValue(name)
 				require.True(t, ok, "no fixture value for path parameter {%s} of %s", name, ro.path)
 				path = strings.ReplaceAll(path, "{"+name+"}", v)
+			}
+			if call.query != nil {
+				path += "?" + call.query(fx)
 			}
 			var body any
 			if call.body != nil {

@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store, countJobs func(tb t
 		{"Documents", testDocuments},
 		{"Actions", testActions},
 		{"OrgConfig", testOrgConfig},
+		{"OAuth", testOAuth},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,256 @@
+package storetest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// testOAuth is the OAuth part of the suite (engine.OAuthStore). Sealed bytes are opaque to
+// the store, so the suite writes arbitrary ones. Its parts share one store; each works in
+// organizations of its own.
+func testOAuth(t *testing.T, b *bundle) {
+	for _, tt := range []struct {
+		name string
+		fn   func(t *testing.T, b *bundle, org string)
+	}{
+		{"Connections", testOAuthConnections},
+		{"Replace", testOAuthReplace},
+		{"List", testOAuthList},
+		{"Tenancy", testOAuthTenancy},
+		{"States", testOAuthStates},
+		{"StateTakenOnce", testOAuthStateTakenOnce},
+	} {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, b, "oa_"+tt.name) })
+	}
+}
+
+func (b *bundle) connection(t *testing.T, org, provider, account string) *svctype.OAuthConnection {
+	t.Helper()
+	exp := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+	c := &svctype.OAuthConnection{
+		ID: newID(), OrgID: org, Provider: provider, Account: account, Scopes: []string{"s1", "s2"},
+		ExpiresAt: &exp, HasRefreshToken: true, Source: "oauth", Sealed: []byte{1, 0, 0xff, byte(len(account))}, MasterKeyID: "k1",
+	}
+	require.NoError(t, b.s.InsertOAuthConnection(b.ctx, c))
+	return c
+}
+
+func testOAuthConnections(t *testing.T, b *bundle, org string) {
+	_, err := b.s.GetOAuthConnection(b.ctx, org, newID())
+	require.ErrorIs(t, err, engine.ErrNotFound)
+	_, err = b.s.FindOAuthConnection(b.ctx, org, "google", "sales")
+	require.ErrorIs(t, err, engine.ErrNotFound)
+
+	c := b.connection(t, org, "google", "sales")
+	require.EqualValues(t, 1, c.Version)
+	require.False(t, c.CreatedAt.IsZero())
+
+	got, err := b.s.GetOAuthConnection(b.ctx, org, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, c.ID, got.ID)
+	require.Equal(t, org, got.OrgID)
+	require.Equal(t, "google", got.Provider)
+	require.Equal(t, "sales", got.Account)
+	require.Equal(t, []string{"s1", "s2"}, got.Scopes)
+	require.Equal(t, c.Sealed, got.Sealed, "bytes kept exactly, NUL and 0xff included")
+	require.Equal(t, "k1", got.MasterKeyID)
+	require.True(t, got.HasRefreshToken)
+	require.Equal(t, "oauth", got.Source)
+	require.NotNil(t, got.ExpiresAt)
+	require.WithinDuration(t, *c.ExpiresAt, *got.ExpiresAt, time.Microsecond)
+	require.EqualValues(t, 1, got.Version)
+
+	found, err := b.s.FindOAuthConnection(b.ctx, org, "google", "sales")
+	require.NoError(t, err)
+	require.Equal(t, c.ID, found.ID)
+
+	// The same account of the same provider is one connection; another provider's is not.
+	dup := &svctype.OAuthConnection{ID: newID(), OrgID: org, Provider: "google", Account: "sales", Sealed: []byte{1}, MasterKeyID: "k1", Source: "tokens"}
+	require.ErrorIs(t, b.s.InsertOAuthConnection(b.ctx, dup), engine.ErrConflict)
+	b.connection(t, org, "slack", "sales")
+
+	require.NoError(t, b.s.DeleteOAuthConnection(b.ctx, org, c.ID))
+	require.ErrorIs(t, b.s.DeleteOAuthConnection(b.ctx, org, c.ID), engine.ErrNotFound)
+	_, err = b.s.GetOAuthConnection(b.ctx, org, c.ID)
+	require.ErrorIs(t, err, engine.ErrNotFound)
+}
+
+func testOAuthReplace(t *testing.T, b *bundle, org string) {
+	c := b.connection(t, org, "microsoft", "ops")
+	created := c.CreatedAt
+
+	next := *c
+	next.Sealed, next.MasterKeyID, next.ExpiresAt, next.HasRefreshToken, next.Scopes = []byte{7}, "k2", nil, false, nil
+	next.CreatedAt, next.UpdatedAt = time.Time{}, time.Time{}
+	require.NoError(t, b.s.ReplaceOAuthConnection(b.ctx, &next, 1))
+	require.EqualValues(t, 2, next.Version)
+	require.WithinDuration(t, created, next.CreatedAt, time.Microsecond, "created_at kept")
+
+	// A writer that read version 1 comes second: refused, nothing changed.
+	stale := *c
+	stale.Sealed = []byte{8}
+	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &stale, 1), engine.ErrConflict)
+	got, err := b.s.GetOAuthConnection(b.ctx, org, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, []byte{7}, got.Sealed)
+	require.Equal(t, "k2", got.MasterKeyID)
+	require.Nil(t, got.ExpiresAt)
+	require.False(t, got.HasRefreshToken)
+	require.Equal(t, []string{}, got.Scopes)
+	require.EqualValues(t, 2, got.Version)
+
+	// Unconditional.
+	stale.Sealed = []byte{9}
+	require.NoError(t, b.s.ReplaceOAuthConnection(b.ctx, &stale, 0))
+	require.EqualValues(t, 3, stale.Version)
+
+	gone := *c
+	gone.ID = newID()
+	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &gone, 0), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &gone, 3), engine.ErrNotFound)
+
+	// Concurrent compare-and-swap writers over one version: exactly one wins.
+	var wg sync.WaitGroup
+	results := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := *c
+			w.Sealed = []byte{byte(i)}
+			results <- b.s.ReplaceOAuthConnection(b.ctx, &w, 3)
+		}()
+	}
+	wg.Wait()
+	close(results)
+	n := 0
+	for err := range results {
+		if err == nil {
+			n++
+		} else {
+			require.ErrorIs(t, err, engine.ErrConflict)
+		}
+	}
+	require.Equal(t, 1, n)
+}
+
+func testOAuthList(t *testing.T, b *bundle, org string) {
+	for _, pa := range [][2]string{{"slack", "b"}, {"google", "z"}, {"google", "a"}, {"microsoft", "m"}, {"slack", "a"}} {
+		b.connection(t, org, pa[0], pa[1])
+	}
+	b.connection(t, org+"_other", "google", "other")
+	key := func(c svctype.OAuthConnection) string { return c.Provider + "/" + c.Account }
+	names := func(cs []svctype.OAuthConnection) []string {
+		out := make([]string, len(cs))
+		for i, c := range cs {
+			out[i] = key(c)
+			require.Equal(t, org, c.OrgID)
+		}
+		return out
+	}
+	for _, limit := range []int{1, 2, 50} {
+		all := collect(t, limit, key, func(o svctype.ListOptions) (svctype.Page[svctype.OAuthConnection], error) {
+			return b.s.ListOAuthConnections(b.ctx, org, engine.OAuthConnectionFilter{ListOptions: o})
+		})
+		require.Equal(t, []string{"google/a", "google/z", "microsoft/m", "slack/a", "slack/b"}, names(all))
+	}
+	google := collect(t, 1, key, func(o svctype.ListOptions) (svctype.Page[svctype.OAuthConnection], error) {
+		return b.s.ListOAuthConnections(b.ctx, org, engine.OAuthConnectionFilter{Provider: "google", ListOptions: o})
+	})
+	require.Equal(t, []string{"google/a", "google/z"}, names(google))
+
+	empty, err := b.s.ListOAuthConnections(b.ctx, org+"_none", engine.OAuthConnectionFilter{})
+	require.NoError(t, err)
+	require.NotNil(t, empty.Items)
+	require.Empty(t, empty.Items)
+	_, err = b.s.ListOAuthConnections(b.ctx, org, engine.OAuthConnectionFilter{ListOptions: svctype.ListOptions{Cursor: "bogus"}})
+	require.ErrorIs(t, err, engine.ErrInvalidCursor)
+}
+
+func testOAuthTenancy(t *testing.T, b *bundle, org string) {
+	other := org + "_b"
+	c := b.connection(t, org, "google", "sales")
+
+	_, err := b.s.GetOAuthConnection(b.ctx, other, c.ID)
+	require.ErrorIs(t, err, engine.ErrNotFound)
+	_, err = b.s.FindOAuthConnection(b.ctx, other, "google", "sales")
+	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, b.s.DeleteOAuthConnection(b.ctx, other, c.ID), engine.ErrNotFound)
+	hijack := *c
+	hijack.OrgID, hijack.Sealed = other, []byte{6}
+	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &hijack, 0), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &hijack, 1), engine.ErrNotFound)
+	page, err := b.s.ListOAuthConnections(b.ctx, other, engine.OAuthConnectionFilter{})
+	require.NoError(t, err)
+	require.Empty(t, page.Items)
+
+	// Another org may have the same provider and account (and even the same id) of its own.
+	same := &svctype.OAuthConnection{ID: c.ID, OrgID: other, Provider: "google", Account: "sales", Sealed: []byte{5}, MasterKeyID: "k1", Source: "tokens"}
+	require.NoError(t, b.s.InsertOAuthConnection(b.ctx, same))
+
+	got, err := b.s.GetOAuthConnection(b.ctx, org, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, c.Sealed, got.Sealed, "org A's connection untouched")
+	require.EqualValues(t, 1, got.Version)
+}
+
+func testOAuthStates(t *testing.T, b *bundle, org string) {
+	now := time.Now().UTC()
+	s := &svctype.OAuthState{OrgID: org, Hash: "h1", Provider: "google", Account: "sales", RedirectURL: "https://svc.example.com/oauth/callback", ExpiresAt: now.Add(10 * time.Minute)}
+	require.NoError(t, b.s.CreateOAuthState(b.ctx, s))
+
+	// Another organization cannot take it.
+	_, err := b.s.TakeOAuthState(b.ctx, org+"_b", "h1", now)
+	require.ErrorIs(t, err, engine.ErrNotFound)
+
+	got, err := b.s.TakeOAuthState(b.ctx, org, "h1", now)
+	require.NoError(t, err)
+	require.Equal(t, org, got.OrgID)
+	require.Equal(t, "google", got.Provider)
+	require.Equal(t, "sales", got.Account)
+	require.Equal(t, s.RedirectURL, got.RedirectURL)
+	require.WithinDuration(t, s.ExpiresAt, got.ExpiresAt, time.Microsecond)
+
+	_, err = b.s.TakeOAuthState(b.ctx, org, "h1", now)
+	require.ErrorIs(t, err, engine.ErrNotFound, "single use")
+
+	// An expired state is not taken (and is gone).
+	require.NoError(t, b.s.CreateOAuthState(b.ctx, &svctype.OAuthState{OrgID: org, Hash: "h2", Provider: "slack", Account: "a", ExpiresAt: now.Add(time.Minute)}))
+	_, err = b.s.TakeOAuthState(b.ctx, org, "h2", now.Add(2*time.Minute))
+	require.ErrorIs(t, err, engine.ErrNotFound)
+	_, err = b.s.TakeOAuthState(b.ctx, org, "h2", now)
+	require.ErrorIs(t, err, engine.ErrNotFound)
+}
+
+func testOAuthStateTakenOnce(t *testing.T, b *bundle, org string) {
+	now := time.Now().UTC()
+	require.NoError(t, b.s.CreateOAuthState(b.ctx, &svctype.OAuthState{OrgID: org, Hash: "race", Provider: "google", Account: "a", ExpiresAt: now.Add(time.Minute)}))
+	var wg sync.WaitGroup
+	got := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := b.s.TakeOAuthState(context.Background(), org, "race", now)
+			got <- err
+		}()
+	}
+	wg.Wait()
+	close(got)
+	n := 0
+	for err := range got {
+		if err == nil {
+			n++
+		} else {
+			require.ErrorIs(t, err, engine.ErrNotFound)
+		}
+	}
+	require.Equal(t, 1, n, "one callback gets the state")
+}
