@@ -77,35 +77,15 @@ func (q *querier) GetAction(ctx context.Context, orgID, name string) (*svctype.A
 
 // ListActions pages an org's actions by name.
 func (q *querier) ListActions(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Action], error) {
-	const op = "list actions"
-	var page svctype.Page[svctype.Action]
-	limit := pageLimit(opts)
-	sel := q.r.NewSelect().Model((*actionModel)(nil)).
-		Where("org_id = ?", orgID).
-		Order("name").
-		Limit(int64(limit + 1))
-	if opts.Cursor != "" {
-		parts, err := decodeCursor(opts.Cursor, 1)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("name > ?", parts[0])
-	}
-	var ms []actionModel
-	if err := sel.Scan(ctx, &ms); err != nil {
-		return page, wrap(op, err)
-	}
-	page, err := pageOf(ms, limit, func(m *actionModel) string { return encodeCursor(m.Name) }, func(m *actionModel) (svctype.Action, error) {
-		a, err := m.toAction()
-		if err != nil {
-			return svctype.Action{}, err
-		}
-		return *a, nil
-	})
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	return page, nil
+	return listByName(ctx, q, "list actions", orgID, "name", opts,
+		func(m *actionModel) string { return m.Name },
+		func(m *actionModel) (svctype.Action, error) {
+			a, err := m.toAction()
+			if err != nil {
+				return svctype.Action{}, err
+			}
+			return *a, nil
+		})
 }
 
 // ReplaceAction overwrites the kind, spec and updated_at of an existing action and reads

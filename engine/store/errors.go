@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"encoding/base64"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/uptrace/bun"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -113,6 +115,34 @@ func pageLimit(opts svctype.ListOptions) int {
 		return maxPageLimit
 	}
 	return opts.Limit
+}
+
+// listByName pages an organization's rows of model M by a unique text column (a name),
+// ascending; the cursor is the last row's name. op names the operation in errors.
+func listByName[M, T any](ctx context.Context, q *querier, op, orgID, column string, opts svctype.ListOptions,
+	name func(*M) string, conv func(*M) (T, error)) (svctype.Page[T], error) {
+	var page svctype.Page[T]
+	limit := pageLimit(opts)
+	sel := q.r.NewSelect().Model((*M)(nil)).
+		Where("org_id = ?", orgID).
+		OrderExpr("? ASC", bun.Ident(column)).
+		Limit(int64(limit + 1))
+	if opts.Cursor != "" {
+		parts, err := decodeCursor(opts.Cursor, 1)
+		if err != nil {
+			return page, err
+		}
+		sel = sel.Where("? > ?", bun.Ident(column), parts[0])
+	}
+	var ms []M
+	if err := sel.Scan(ctx, &ms); err != nil {
+		return page, wrap(op, err)
+	}
+	page, err := pageOf(ms, limit, func(m *M) string { return encodeCursor(name(m)) }, conv)
+	if err != nil {
+		return page, wrap(op, err)
+	}
+	return page, nil
 }
 
 // pageOf turns the rows of a listing query (which asks for limit+1 rows) into a page:

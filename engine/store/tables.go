@@ -46,35 +46,15 @@ func (q *querier) GetTable(ctx context.Context, orgID, name string) (*svctype.Ta
 
 // ListTables pages an org's tables by name.
 func (q *querier) ListTables(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Table], error) {
-	const op = "list tables"
-	var page svctype.Page[svctype.Table]
-	limit := pageLimit(opts)
-	sel := q.r.NewSelect().Model((*tableModel)(nil)).
-		Where("org_id = ?", orgID).
-		Order("name").
-		Limit(int64(limit + 1))
-	if opts.Cursor != "" {
-		parts, err := decodeCursor(opts.Cursor, 1)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("name > ?", parts[0])
-	}
-	var ms []tableModel
-	if err := sel.Scan(ctx, &ms); err != nil {
-		return page, wrap(op, err)
-	}
-	page, err := pageOf(ms, limit, func(m *tableModel) string { return encodeCursor(m.Name) }, func(m *tableModel) (svctype.Table, error) {
-		t, err := m.toTable()
-		if err != nil {
-			return svctype.Table{}, err
-		}
-		return *t, nil
-	})
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	return page, nil
+	return listByName(ctx, q, "list tables", orgID, "name", opts,
+		func(m *tableModel) string { return m.Name },
+		func(m *tableModel) (svctype.Table, error) {
+			t, err := m.toTable()
+			if err != nil {
+				return svctype.Table{}, err
+			}
+			return *t, nil
+		})
 }
 
 // InsertRow appends a row; ErrNotFound when the org has no such table.
