@@ -24,23 +24,34 @@ import (
 // waits 1 s at the receiver, started together with 1,000 three-step runs (ledgerFlow), on
 // SQLite with a worker of concurrency 4 and the default I/O pool (256 calls, 64 per
 // organization). Targets: the slow runs finish in a few seconds (their calls overlap) and
-// the fast runs keep at least 80 % of the runs/s they reach alone, measured just before.
+// the fast runs keep at least 80 % of the runs/s they reach alone, measured just before
+// (three pairs; the median ratio is reported).
 // Run it with -benchtime 1x (make bench-io); b.N is not used.
 func BenchmarkSlowCallsBesideFastRuns(b *testing.B) {
-	const fast, slow, wait = 1000, 200, time.Second
+	const fast, slow, wait, pairs = 1000, 200, time.Second, 3
 	b.Run("sqlite", func(b *testing.B) {
-		alone := runMix(b, fast, 0, wait)
-		mixed := runMix(b, fast, slow, wait)
-		ratio := mixed.fastRPS / alone.fastRPS
-		b.ReportMetric(alone.fastRPS, "fast-alone-runs/s")
-		b.ReportMetric(mixed.fastRPS, "fast-mixed-runs/s")
-		b.ReportMetric(ratio*100, "fast-kept-%")
-		b.ReportMetric(mixed.slowLast.Seconds(), "slow-last-s")
-		b.Logf("fast runs alone: %d in %s = %.0f runs/s", fast, alone.fastLast.Round(time.Millisecond), alone.fastRPS)
-		b.Logf("with %d slow runs (%s each at the receiver): fast %.0f runs/s (%.0f%% of alone), fast p50 %s p99 %s; "+
-			"slow runs all ended after %s (p50 %s), at most %d calls at the receiver at once (targets: >= 80%%, a few seconds)",
-			slow, wait, mixed.fastRPS, ratio*100, mixed.fastP50, mixed.fastP99, mixed.slowLast.Round(time.Millisecond),
-			mixed.slowP50.Round(time.Millisecond), mixed.maxAtReceiver)
+		// Alone and mixed, pair after pair: the machine's noise moves both of a pair alike,
+		// and the median of the pairs' ratios is reported.
+		var ratios []float64
+		var last mixResult
+		for pair := range pairs {
+			alone := runMix(b, fast, 0, wait)
+			mixed := runMix(b, fast, slow, wait)
+			ratio := mixed.fastRPS / alone.fastRPS
+			ratios = append(ratios, ratio)
+			last = mixed
+			b.Logf("pair %d: fast alone %.0f runs/s; with %d slow runs (%s each at the receiver) %.0f runs/s = %.0f%%, "+
+				"fast p50 %s p99 %s; slow runs all ended after %s (p50 %s), at most %d calls at the receiver at once",
+				pair+1, alone.fastRPS, slow, wait, mixed.fastRPS, ratio*100, mixed.fastP50.Round(time.Millisecond),
+				mixed.fastP99.Round(time.Millisecond), mixed.slowLast.Round(time.Millisecond),
+				mixed.slowP50.Round(time.Millisecond), mixed.maxAtReceiver)
+		}
+		slices.Sort(ratios)
+		median := ratios[len(ratios)/2]
+		b.ReportMetric(median*100, "fast-kept-%")
+		b.ReportMetric(last.slowLast.Seconds(), "slow-last-s")
+		b.Logf("median of %d pairs: the fast runs keep %.0f%% of their runs/s alone (target >= 80%%); the slow runs end within a few seconds",
+			pairs, median*100)
 	})
 }
 
