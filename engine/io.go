@@ -42,8 +42,8 @@ const MaxCallTries = 3
 
 // Default I/O pool sizes (Config.IOConcurrency, Config.IOPerOrg).
 const (
-	DefaultIOConcurrency = 256
-	DefaultIOPerOrg      = 64
+	DefaultIOConcurrency = 512
+	DefaultIOPerOrg      = 256
 )
 
 // DefaultCallTimeout bounds one call of an IO half (Config.CallTimeout).

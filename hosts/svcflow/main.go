@@ -38,8 +38,8 @@ usage:
 
 DSN: sqlite:PATH, sqlite::memory:, or postgres://... (default sqlite:./svcflow.db)
 
-call flags: --io-concurrency N (calls to other systems in flight, default 256),
-  --io-per-org N (default 64), --allow-private-targets (actions may reach loopback and
+call flags: --io-concurrency N (calls to other systems in flight, default 512),
+  --io-per-org N (default 256), --allow-private-targets (actions may reach loopback and
   private addresses and local databases: single-tenant deployments and tests only)
 
 Org config is sealed under a master key: SVC_MASTER_KEY (base64 of 32 bytes; "new,old"
