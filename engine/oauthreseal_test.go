@@ -142,8 +142,8 @@ func TestOAuthTokensSurviveMasterKeyRotation(t *testing.T) {
 	})
 }
 
-// listHook runs after once after the collection's first List: between the reseal's read
-// and its write.
+// listHook calls after once, right after the collection's first List: between the
+// reseal's read of a connection and its write.
 type listHook struct {
 	secrets.SealedCollection
 	once  *sync.Once
