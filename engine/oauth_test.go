@@ -32,6 +32,8 @@ type oauthBundle struct {
 	offset atomic.Int64
 	// appSecrets are the client secrets configured, for leak checks.
 	appSecrets []string
+	// key is the engine's one master key.
+	key []byte
 }
 
 func oauthSetup(t *testing.T, dialect string) *oauthBundle {
@@ -42,24 +44,41 @@ func oauthSetup(t *testing.T, dialect string) *oauthBundle {
 	require.NoError(t, err)
 	kr, err := secrets.NewKeyring(key)
 	require.NoError(t, err)
-	ob := &oauthBundle{p: p, logs: &lockedBuffer{}}
-	providers := map[string]engine.OAuthProvider{}
-	for _, name := range []string{"google", "slack", "microsoft"} {
-		providers[name] = engine.OAuthProvider{AuthURL: p.AuthURL(name), TokenURL: p.TokenURL(name)}
-	}
+	ob := &oauthBundle{p: p, logs: &lockedBuffer{}, key: key}
 	eng, err := engine.New(engine.Config{
 		Store: st, Keyring: kr,
 		Logger: slog.New(slog.NewTextHandler(ob.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:    func() time.Time { return time.Now().Add(time.Duration(ob.offset.Load())) },
-		OAuth: engine.OAuthOptions{
-			Providers: providers, APIs: p.APIs(), RedirectURL: redirectURL,
-			// httptest listens on 127.0.0.1.
-			AllowPrivateTargets: true,
-		},
+		OAuth:  oauthOptions(p),
 	})
 	require.NoError(t, err)
 	ob.bundle = &bundle{eng: eng, st: st, ctx: t.Context()}
 	return ob
+}
+
+// oauthOptions point an engine's OAuth at the fake.
+func oauthOptions(p *oauthtest.Provider) engine.OAuthOptions {
+	providers := map[string]engine.OAuthProvider{}
+	for _, name := range []string{"google", "slack", "microsoft"} {
+		providers[name] = engine.OAuthProvider{AuthURL: p.AuthURL(name), TokenURL: p.TokenURL(name)}
+	}
+	return engine.OAuthOptions{
+		Providers: providers, APIs: p.APIs(), RedirectURL: redirectURL,
+		// httptest listens on 127.0.0.1.
+		AllowPrivateTargets: true,
+	}
+}
+
+// engineWith is another engine over b's store and fake with the master keys of kr: another
+// process, which may hold other keys.
+func (b *oauthBundle) engineWith(t *testing.T, kr *secrets.Keyring) *engine.Engine {
+	t.Helper()
+	eng, err := engine.New(engine.Config{
+		Store: b.st, Keyring: kr, OAuth: oauthOptions(b.p),
+		Logger: slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	require.NoError(t, err)
+	return eng
 }
 
 // expireAt moves the stored expiry of org's connection of provider and account to at,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -26,6 +27,16 @@ type OAuthStore interface {
 	// f.Provider, when set, keeps that provider's only.
 	ListOAuthConnections(ctx context.Context, orgID string, f OAuthConnectionFilter) (svctype.Page[svctype.OAuthConnection], error)
 	DeleteOAuthConnection(ctx context.Context, orgID, id string) error
+	// ListOAuthConnectionOrgs pages the ids of the organizations that hold connections (under
+	// another master key than f.NotKeyID, when set), in order. It reads no token: master-key
+	// rotation walks the organizations with it, then reads each one's connections by org id.
+	ListOAuthConnectionOrgs(ctx context.Context, f secrets.ListFilter) (svctype.Page[string], error)
+	// ResealOAuthConnection replaces old's sealed tokens with sealed (under keyID) if the
+	// stored connection is still at old.Version with old.Sealed. Neither the version nor
+	// updated_at changes: the tokens are the same, and a refresh that read this version
+	// must still win its compare-and-swap. ErrConflict when the connection changed since
+	// old was read, ErrNotFound when it is gone.
+	ResealOAuthConnection(ctx context.Context, old *svctype.OAuthConnection, sealed []byte, keyID string) error
 
 	// CreateOAuthState records a flow in progress (and removes the organization's expired
 	// ones). TakeOAuthState deletes and returns the organization's state of hash when it has
@@ -38,5 +49,8 @@ type OAuthStore interface {
 // OAuthConnectionFilter narrows ListOAuthConnections.
 type OAuthConnectionFilter struct {
 	Provider string
+	// NotKeyID, when set, keeps the connections whose tokens are sealed under another
+	// master key than this one: what rotation still has to move.
+	NotKeyID string
 	svctype.ListOptions
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -154,6 +155,9 @@ func (q *querier) ListOAuthConnections(ctx context.Context, orgID string, f engi
 	if f.Provider != "" {
 		sel = sel.Where("provider = ?", f.Provider)
 	}
+	if f.NotKeyID != "" {
+		sel = sel.Where("master_key_id <> ?", f.NotKeyID)
+	}
 	if f.Cursor != "" {
 		parts, err := decodeCursor(f.Cursor, 2)
 		if err != nil {
@@ -188,6 +192,58 @@ func (q *querier) DeleteOAuthConnection(ctx context.Context, orgID, id string) e
 		return wrap(op, err)
 	}
 	return checkAffected(op, res, notFound)
+}
+
+// ListOAuthConnectionOrgs pages the organizations that hold connections, by id. It selects
+// org_id only: rotation goes organization by organization, and every read of tokens names
+// one.
+func (q *querier) ListOAuthConnectionOrgs(ctx context.Context, f secrets.ListFilter) (svctype.Page[string], error) {
+	const op = "list oauth connection organizations"
+	var page svctype.Page[string]
+	limit := pageLimit(f.ListOptions)
+	sel := q.r.NewSelect().Model((*oauthConnectionModel)(nil)).
+		ColumnExpr("DISTINCT org_id").
+		OrderExpr("org_id").
+		Limit(int64(limit + 1))
+	if f.NotKeyID != "" {
+		sel = sel.Where("master_key_id <> ?", f.NotKeyID)
+	}
+	if f.Cursor != "" {
+		parts, err := decodeCursor(f.Cursor, 1)
+		if err != nil {
+			return page, err
+		}
+		sel = sel.Where("org_id > ?", parts[0])
+	}
+	var orgs []string
+	if err := sel.Scan(ctx, &orgs); err != nil {
+		return page, wrap(op, err)
+	}
+	return pageOf(orgs, limit, func(org *string) string { return encodeCursor(*org) }, func(org *string) (string, error) {
+		return *org, nil
+	})
+}
+
+// ResealOAuthConnection swaps the sealed tokens if the row is still at old's version with
+// old's bytes, leaving version and updated_at alone.
+func (q *querier) ResealOAuthConnection(ctx context.Context, old *svctype.OAuthConnection, sealed []byte, keyID string) error {
+	const op = "reseal oauth connection"
+	res, err := q.w.NewUpdate().Model((*oauthConnectionModel)(nil)).
+		Set("sealed = ?", sealed).
+		Set("master_key_id = ?", keyID).
+		Where("org_id = ? AND id = ? AND version = ? AND sealed = ?", old.OrgID, old.ID, old.Version, old.Sealed).
+		Exec(ctx)
+	if err != nil {
+		return wrap(op, err)
+	}
+	n, err := affectedRows(op, res)
+	if err != nil || n > 0 {
+		return err
+	}
+	if _, err := q.GetOAuthConnection(ctx, old.OrgID, old.ID); err != nil {
+		return err // ErrNotFound: deleted since it was read
+	}
+	return conflict(op)
 }
 
 type oauthStateModel struct {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,13 +40,17 @@ usage:
 DSN: sqlite:PATH, sqlite::memory:, or postgres://... (default sqlite:./svcflow.db)
 
 call flags: --io-concurrency N (calls to other systems in flight, default 512),
-  --io-per-org N (default 256), --allow-private-targets (actions may reach loopback and
-  private addresses and local databases: single-tenant deployments and tests only)
+  --io-per-org N (default 256), --allow-private-targets (actions, OAuth tools and token
+  calls may reach loopback and private addresses and local databases: single-tenant
+  deployments and tests only), --oauth-redirect-url URL (the OAuth callback address)
 
-Org config is sealed under a master key: SVC_MASTER_KEY (base64 of 32 bytes; "new,old"
-during a rotation), or the key file SVC_MASTER_KEY_FILE, or by default on a SQLite file
-the key file PATH.masterkey, generated on first start. rotate-master-key re-seals every
-value under a new key while the service runs.
+Org config and OAuth tokens are sealed under a master key: SVC_MASTER_KEY (base64 of 32
+bytes; "new,old" during a rotation), or the key file SVC_MASTER_KEY_FILE, or by default on
+a SQLite file the key file PATH.masterkey, generated on first start. rotate-master-key
+re-seals every value and token under a new key while the service runs.
+
+SVC_OAUTH_API_URLS=slack=URL,gmail=URL,sheets=URL,graph=URL (any of them) points the
+OAuth tools at other API base URLs (a test double or a proxy).
 `
 
 func main() {
@@ -66,6 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	workers := fs.Int("workers", 4, "jobs a worker runs at once (step slots; calls in flight hold none)")
 	ioConcurrency := fs.Int("io-concurrency", engine.DefaultIOConcurrency, "calls to other systems (actions, models) in flight at once")
 	ioPerOrg := fs.Int("io-per-org", engine.DefaultIOPerOrg, "calls in flight at once for one organization")
+	oauthRedirect := fs.String("oauth-redirect-url", "", "the OAuth callback address sent to providers (https://<host>/oauth/callback), unless an organization's oauth:<provider> app sets redirect_url")
 	allowPrivate := fs.Bool("allow-private-targets", false, "let actions reach loopback, private and link-local addresses and local databases (single-tenant deployments and tests only)")
 	grace := fs.Duration("grace", 2*time.Second, "rotate-master-key: how long to wait for writes under the old key before the confirming pass")
 	if err := fs.Parse(rest); err != nil {
@@ -96,8 +102,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if err != nil {
 				return fmt.Errorf("master key: %w", err)
 			}
+			apis, named, err := oauthAPIs(os.Getenv(envOAuthAPIURLs))
+			if err != nil {
+				return err
+			}
+			if len(named) > 0 {
+				log.Info("OAuth tool APIs from "+envOAuthAPIURLs, "apis", strings.Join(named, ","))
+			}
 			cfg := engine.Config{Store: st, Logger: log, Keyring: keys, AllowPrivateTargets: *allowPrivate,
-				IOConcurrency: *ioConcurrency, IOPerOrg: *ioPerOrg}
+				IOConcurrency: *ioConcurrency, IOPerOrg: *ioPerOrg,
+				OAuth: engine.OAuthOptions{APIs: apis, AllowPrivateTargets: *allowPrivate, RedirectURL: *oauthRedirect}}
 			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, *workers)
 		})
 	case "rotate-master-key":

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -95,13 +96,15 @@ func keyFileKeyring(ctx context.Context, path string, st *store.Store, log *slog
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		// A missing key file over a database that holds values is a lost or misplaced file,
 		// not a first start: a new key would make every value unreadable.
-		orgs, err := st.ListOrgConfigOrgs(ctx, secrets.ListFilter{ListOptions: svctype.ListOptions{Limit: 1}})
-		if err != nil {
-			return nil, err
-		}
-		if len(orgs.Items) > 0 {
-			return nil, fmt.Errorf("the database holds org config sealed under a master key, but the key file %s is missing: "+
-				"restore it, or set %s", path, envMasterKey)
+		for _, c := range sealedCollections(st) {
+			orgs, err := c.Orgs(ctx, secrets.ListFilter{ListOptions: svctype.ListOptions{Limit: 1}})
+			if err != nil {
+				return nil, err
+			}
+			if len(orgs.Items) > 0 {
+				return nil, fmt.Errorf("the database holds %s sealed under a master key, but the key file %s is missing: "+
+					"restore it, or set %s", c.Kind(), path, envMasterKey)
+			}
 		}
 	}
 	_, created, err := secrets.CreateKeyFile(path)
@@ -128,11 +131,18 @@ func keyFileKeyring(ctx context.Context, path string, st *store.Store, log *slog
 	return kr, nil
 }
 
-// rotateMasterKey re-seals every org config value under a new master key while the
-// service runs. With a key file it writes the new key first and the old ones after it
-// (serving processes follow the file), re-seals, and then leaves the new key alone in the
-// file; should anything fail, the old keys stay. With SVC_MASTER_KEY it re-seals under the
-// first key of the list, which every serving process must already hold ("new,old").
+// sealedCollections are the values sealed with the master keys: org config and the tokens
+// of OAuth connections. Rotation re-seals them all in the same passes.
+func sealedCollections(st *store.Store) []secrets.SealedCollection {
+	return []secrets.SealedCollection{secrets.OrgConfig(st), engine.OAuthSealedTokens(st)}
+}
+
+// rotateMasterKey re-seals every sealed value (sealedCollections: org config and the tokens
+// of OAuth connections) under a new master key while the service runs. With a key file it
+// writes the new key first and the old ones after it (serving processes follow the file),
+// re-seals, and then leaves the new key alone in the file; should anything fail, the old
+// keys stay. With SVC_MASTER_KEY it re-seals under the first key of the list, which every
+// serving process must already hold ("new,old").
 func rotateMasterKey(ctx context.Context, dsn string, st *store.Store, getenv func(string) string, grace time.Duration, log *slog.Logger) error {
 	src, err := keySourceFor(dsn, getenv)
 	if err != nil {
@@ -149,7 +159,7 @@ func rotateMasterKey(ctx context.Context, dsn string, st *store.Store, getenv fu
 		if err != nil {
 			return err
 		}
-		stats, err := secrets.Reseal(ctx, st, kr, opts)
+		stats, err := secrets.ResealCollections(ctx, kr, opts, sealedCollections(st)...)
 		logReseal(log, stats)
 		if err != nil {
 			return err
@@ -178,7 +188,7 @@ func rotateMasterKey(ctx context.Context, dsn string, st *store.Store, getenv fu
 	if err != nil {
 		return err
 	}
-	stats, err := secrets.Reseal(ctx, st, kr, opts)
+	stats, err := secrets.ResealCollections(ctx, kr, opts, sealedCollections(st)...)
 	logReseal(log, stats)
 	if err != nil {
 		return fmt.Errorf("%w (the key file keeps the old keys after the new one)", err)
@@ -194,11 +204,16 @@ func rotateMasterKey(ctx context.Context, dsn string, st *store.Store, getenv fu
 	return nil
 }
 
+// logReseal says what the rotation did, one line per collection, and names each value left
+// as it was by organization and the name it is sealed under (an org config key name,
+// oauth_connection:<id>), never its content.
 func logReseal(log *slog.Logger, s secrets.ResealStats) {
-	log.Info("re-sealed org config", "key_id", s.KeyID, "resealed", s.Resealed, "organizations", s.Orgs,
-		"raced", s.Raced, "passes", s.Passes, "unreadable", len(s.Unreadable))
-	for _, u := range s.Unreadable {
-		org, key, _ := strings.Cut(u, " ")
-		log.Warn("org config value opens under no key held: left as it is", "org_id", org, "key", key)
+	for _, c := range s.Collections {
+		log.Info("re-sealed "+c.Kind, "key_id", s.KeyID, "resealed", c.Resealed, "organizations", c.Orgs,
+			"raced", c.Raced, "passes", s.Passes, "unreadable", len(c.Unreadable))
+		for _, u := range c.Unreadable {
+			org, name, _ := strings.Cut(u, " ")
+			log.Warn(c.Kind+" value opens under no key held: left as it is", "org_id", org, "name", name)
+		}
 	}
 }

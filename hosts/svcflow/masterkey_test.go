@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,8 +17,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcflow/svcflow/engine/oauthtools/oauthtest"
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/engine/svctype"
 )
 
 // envWithout is this process's environment without the master key variables, plus extra.
@@ -85,10 +88,13 @@ func requireNoSecretIn(t *testing.T, text string, secretsToHide ...string) {
 
 // TestRotateMasterKeyWhileServing starts the real service on a SQLite file without
 // SVC_MASTER_KEY: it generates the key file beside the database (0600) and says so once.
-// A value is stored, `svcflow rotate-master-key` runs while the service keeps answering,
-// and then: the key file holds only the new key, the running service still reads the value
-// and seals new ones under the new key, the old key alone no longer opens it, and a
-// restart reuses the file. No log and no answer shows a value or a key.
+// A value and an OAuth connection (a Slack token given directly) are stored, a
+// slack_post_message step uses the connection (the tools' Slack API is a test double, named
+// by SVC_OAUTH_API_URLS), `svcflow rotate-master-key` runs while the service keeps
+// answering, and then: the key file holds only the new key, the running service still reads
+// the value and seals new ones under the new key, the connection still lists and the step
+// posts with the same token, the old key alone opens neither the value nor the token, and a
+// restart reuses the file. No log and no answer shows a value, a token or a key.
 func TestRotateMasterKeyWhileServing(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
@@ -96,10 +102,16 @@ func TestRotateMasterKeyWhileServing(t *testing.T) {
 	dbPath := filepath.Join(dir, "svcflow.db")
 	dsn := "sqlite:" + dbPath
 	keyFile := dbPath + keyFileSuffix
-	env := envWithout()
-	const value = "sk-live-rotate-me-8c2f19d4"
+	const (
+		value      = "sk-live-rotate-me-8c2f19d4"
+		slackToken = "xoxb-rotate-me-5e6f7a8b9c0d"
+	)
+	api := oauthtest.New(t)
+	api.AddTokens("acme-slack-app", slackToken, "")
+	env := envWithout(envOAuthAPIURLs + "=slack=" + api.APIs().Slack)
 
-	p := startProcessEnv(t, bin, dir, env, "serve", "--db", dsn, "--runtime-addr", "127.0.0.1:0", "--workers", "1")
+	p := startProcessEnv(t, bin, dir, env, "serve", "--db", dsn, "--runtime-addr", "127.0.0.1:0", "--workers", "1",
+		"--allow-private-targets") // the test double listens on 127.0.0.1
 	c := orgConfigClient{t: t, base: p.base}
 	info, err := os.Stat(keyFile)
 	require.NoError(t, err, "the key file is generated beside the database")
@@ -113,6 +125,25 @@ func TestRotateMasterKeyWhileServing(t *testing.T) {
 	code, body := c.call("POST", "/org-config", `{"key": "api:llm_api_key", "value": "`+value+`"}`)
 	require.Equal(t, 201, code, body)
 	require.Contains(t, body, `"value":"••••••••19d4"`)
+	code, body = c.call("POST", "/oauth/connections", `{"provider": "slack", "account": "acme-workspace", "access_token": "`+slackToken+`"}`)
+	require.Equal(t, 201, code, body)
+	var conn struct{ ID string }
+	require.NoError(t, json.Unmarshal([]byte(body), &conn))
+	code, body = c.call("POST", "/workflows", `{"name": "post", "definition": {"actions": [
+		{"type": "slack_post_message", "outputKey": "slack", "properties": {"channel": "C0123", "text": "hello"}}]}}`)
+	require.Equal(t, 201, code, body)
+	var wf struct{ ID string }
+	require.NoError(t, json.Unmarshal([]byte(body), &wf))
+	post := func() {
+		t.Helper()
+		code, body := c.call("POST", "/workflows/"+wf.ID+"/execute?wait=30s", `{"input": {}}`)
+		require.Equal(t, 200, code, body)
+		require.Contains(t, body, `"status":"completed"`)
+		reqs := api.Requests()
+		require.Equal(t, "/slack/api/chat.postMessage", reqs[len(reqs)-1].Path)
+		require.Equal(t, slackToken, reqs[len(reqs)-1].Token, "the step posts with the connection's token")
+	}
+	post()
 
 	// The service keeps answering during the rotation.
 	var (
@@ -153,7 +184,8 @@ func TestRotateMasterKeyWhileServing(t *testing.T) {
 	wg.Wait()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "master key rotated")
-	require.Contains(t, string(out), "resealed=1")
+	require.Regexp(t, `re-sealed org config.* resealed=1 `, string(out))
+	require.Regexp(t, `re-sealed oauth connections.* resealed=1 `, string(out))
 	require.Positive(t, polls.Load())
 	require.Zero(t, failures.Load(), "every answer during the rotation was a 200 with the value masked")
 
@@ -170,6 +202,12 @@ func TestRotateMasterKeyWhileServing(t *testing.T) {
 	require.Equal(t, "••••••••19d4", c.masked()["api:llm_api_key"])
 	code, body = c.call("POST", "/org-config", `{"key": "api:after", "value": "written-after-rotation-77"}`)
 	require.Equal(t, 201, code, body)
+	// The connection still lists, and its token still opens: the step posts with it.
+	code, body = c.call("GET", "/oauth/connections", "")
+	require.Equal(t, 200, code, body)
+	require.Contains(t, body, `"id":"`+conn.ID+`"`)
+	require.Contains(t, body, `"account":"acme-workspace"`)
+	post()
 
 	st, err := store.Open(context.Background(), dsn)
 	require.NoError(t, err)
@@ -188,6 +226,18 @@ func TestRotateMasterKeyWhileServing(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, string(got))
 	}
+	sealedConn, err := st.GetOAuthConnection(context.Background(), "acme", conn.ID)
+	require.NoError(t, err)
+	require.Equal(t, secrets.KeyID(newKeys[0]), sealedConn.MasterKeyID)
+	oldOnly, err := secrets.NewKeyring(oldKeys[0])
+	require.NoError(t, err)
+	_, err = oldOnly.Open("acme", "oauth_connection:"+conn.ID, sealedConn.Sealed)
+	require.ErrorIs(t, err, secrets.ErrUnknownKey, "the old key alone no longer opens the tokens")
+	newOnly, err := secrets.NewKeyring(newKeys[0])
+	require.NoError(t, err)
+	tokens, err := newOnly.Open("acme", "oauth_connection:"+conn.ID, sealedConn.Sealed)
+	require.NoError(t, err)
+	require.Contains(t, string(tokens), slackToken)
 
 	require.NoError(t, p.stop(), p.logs.String())
 	again := startProcessEnv(t, bin, dir, env, "runtime", "--db", dsn, "--runtime-addr", "127.0.0.1:0")
@@ -206,7 +256,7 @@ func TestRotateMasterKeyWhileServing(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist, "no new key was generated")
 
 	all := p.logs.String() + again.logs.String() + string(out) + string(lostOut)
-	requireNoSecretIn(t, all, value, "written-after-rotation-77", secrets.EncodeKey(oldKeys[0]), secrets.EncodeKey(newKeys[0]))
+	requireNoSecretIn(t, all, value, "written-after-rotation-77", slackToken, secrets.EncodeKey(oldKeys[0]), secrets.EncodeKey(newKeys[0]))
 }
 
 // TestMasterKeyFromEnvOnPostgres: without SVC_MASTER_KEY a PostgreSQL service runs with
@@ -257,6 +307,20 @@ func TestMasterKeyFromEnvOnPostgres(t *testing.T) {
 		requireNoSecretIn(t, p.logs.String(), value, oldB64, newB64)
 	}
 	requireNoSecretIn(t, string(out), value, oldB64, newB64)
+}
+
+// A database that holds OAuth connections (and no org config) with its key file gone is
+// refused: a new key would leave every token sealed under one nobody has.
+func TestMissingKeyFileWithOAuthConnections(t *testing.T) {
+	t.Parallel()
+	st := store.OpenTest(t, "sqlite")
+	ctx := context.Background()
+	require.NoError(t, st.InsertOAuthConnection(ctx, &svctype.OAuthConnection{
+		ID: "conn_1", OrgID: "acme", Provider: "slack", Account: "ws", Sealed: []byte{1}, MasterKeyID: "k1", Source: "tokens"}))
+	path := filepath.Join(t.TempDir(), "svcflow.db.masterkey")
+	_, err := keyFileKeyring(ctx, path, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.ErrorContains(t, err, "holds oauth connections sealed under a master key")
+	require.NoFileExists(t, path, "no new key was generated")
 }
 
 func TestKeySourceFor(t *testing.T) {

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -24,6 +27,8 @@ func testOAuth(t *testing.T, b *bundle) {
 		{"Replace", testOAuthReplace},
 		{"List", testOAuthList},
 		{"Tenancy", testOAuthTenancy},
+		{"Orgs", testOAuthOrgs},
+		{"Reseal", testOAuthReseal},
 		{"States", testOAuthStates},
 		{"StateTakenOnce", testOAuthStateTakenOnce},
 	} {
@@ -172,6 +177,107 @@ func testOAuthList(t *testing.T, b *bundle, org string) {
 	require.Empty(t, empty.Items)
 	_, err = b.s.ListOAuthConnections(b.ctx, org, engine.OAuthConnectionFilter{ListOptions: svctype.ListOptions{Cursor: "bogus"}})
 	require.ErrorIs(t, err, engine.ErrInvalidCursor)
+
+	// Under another master key than k2: what rotation still has to move.
+	moved, err := b.s.FindOAuthConnection(b.ctx, org, "google", "z")
+	require.NoError(t, err)
+	moved.MasterKeyID, moved.UpdatedAt = "k2", time.Time{}
+	require.NoError(t, b.s.ReplaceOAuthConnection(b.ctx, moved, 0))
+	for _, limit := range []int{1, 50} {
+		notK2 := collect(t, limit, key, func(o svctype.ListOptions) (svctype.Page[svctype.OAuthConnection], error) {
+			return b.s.ListOAuthConnections(b.ctx, org, engine.OAuthConnectionFilter{NotKeyID: "k2", ListOptions: o})
+		})
+		require.Equal(t, []string{"google/a", "microsoft/m", "slack/a", "slack/b"}, names(notK2))
+	}
+	notK1, err := b.s.ListOAuthConnections(b.ctx, org, engine.OAuthConnectionFilter{NotKeyID: "k1", Provider: "google"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"google/z"}, names(notK1.Items))
+}
+
+func testOAuthOrgs(t *testing.T, b *bundle, org string) {
+	// The store is shared with the other parts: look at this part's organizations only.
+	var mine []string
+	for i := range 5 {
+		o := fmt.Sprintf("%s_%d", org, i)
+		mine = append(mine, o)
+		b.connection(t, o, "google", "a")
+		b.connection(t, o, "slack", "a") // two connections, one organization
+		if i%2 == 0 {
+			c := b.connection(t, o, "microsoft", "a")
+			c.MasterKeyID, c.UpdatedAt = "k2", time.Time{}
+			require.NoError(t, b.s.ReplaceOAuthConnection(b.ctx, c, 0))
+		}
+	}
+	orgs := func(f secrets.ListFilter) []string {
+		got := collect(t, 2, func(s string) string { return s }, func(o svctype.ListOptions) (svctype.Page[string], error) {
+			f.ListOptions = o
+			return b.s.ListOAuthConnectionOrgs(b.ctx, f)
+		})
+		var out []string
+		for _, o := range got {
+			if slices.Contains(mine, o) {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	require.Equal(t, mine, orgs(secrets.ListFilter{}), "each organization once, in order")
+	require.Equal(t, []string{mine[0], mine[2], mine[4]}, orgs(secrets.ListFilter{NotKeyID: "k1"}))
+	require.Equal(t, mine, orgs(secrets.ListFilter{NotKeyID: "k2"}))
+	_, err := b.s.ListOAuthConnectionOrgs(b.ctx, secrets.ListFilter{ListOptions: svctype.ListOptions{Cursor: "not a cursor!"}})
+	require.ErrorIs(t, err, engine.ErrInvalidCursor)
+}
+
+// testOAuthReseal: a reseal swaps the sealed tokens and their key id over the version and
+// bytes it read, and nothing else: not the version (a refresh that read it still wins), not
+// updated_at, not what describes the tokens. From a stale read it is refused.
+func testOAuthReseal(t *testing.T, b *bundle, org string) {
+	c := b.connection(t, org, "google", "sales")
+	read, err := b.s.GetOAuthConnection(b.ctx, org, c.ID)
+	require.NoError(t, err)
+
+	require.NoError(t, b.s.ResealOAuthConnection(b.ctx, read, []byte("new"), "k2"))
+	got, err := b.s.GetOAuthConnection(b.ctx, org, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, []byte("new"), got.Sealed)
+	require.Equal(t, "k2", got.MasterKeyID)
+	require.Equal(t, read.Version, got.Version, "a reseal keeps the version")
+	require.WithinDuration(t, read.UpdatedAt, got.UpdatedAt, time.Microsecond, "a reseal is not an update")
+	require.WithinDuration(t, read.CreatedAt, got.CreatedAt, time.Microsecond)
+	require.WithinDuration(t, *read.ExpiresAt, *got.ExpiresAt, time.Microsecond)
+	require.Equal(t, read.Scopes, got.Scopes)
+	require.Equal(t, read.HasRefreshToken, got.HasRefreshToken)
+	require.Equal(t, read.Source, got.Source)
+
+	// The same read again: the bytes are no longer the ones it read.
+	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, read, []byte("again"), "k2"), engine.ErrConflict)
+
+	// A refresh that read the version before the reseal still writes over it.
+	refreshed := *read
+	refreshed.Sealed, refreshed.MasterKeyID, refreshed.UpdatedAt = []byte("refreshed"), "k1", time.Time{}
+	require.NoError(t, b.s.ReplaceOAuthConnection(b.ctx, &refreshed, read.Version))
+
+	// A reseal from a read made before that write never undoes it.
+	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, got, []byte("stale"), "k2"), engine.ErrConflict)
+	now, err := b.s.GetOAuthConnection(b.ctx, org, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, []byte("refreshed"), now.Sealed)
+	require.Equal(t, "k1", now.MasterKeyID)
+	require.Equal(t, read.Version+1, now.Version)
+
+	// Same bytes, another version (written back unchanged by someone else): refused too.
+	same := *now
+	same.Version = read.Version
+	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, &same, []byte("stale"), "k2"), engine.ErrConflict)
+
+	// Tenancy: another organization's id names nothing there.
+	stolen := *now
+	stolen.OrgID = org + "_b"
+	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, &stolen, []byte("b"), "k2"), engine.ErrNotFound)
+	require.NoError(t, b.s.ResealOAuthConnection(b.ctx, now, []byte("moved"), "k2"))
+
+	require.NoError(t, b.s.DeleteOAuthConnection(b.ctx, org, c.ID))
+	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, now, []byte("x"), "k2"), engine.ErrNotFound)
 }
 
 func testOAuthTenancy(t *testing.T, b *bundle, org string) {
