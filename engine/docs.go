@@ -302,7 +302,7 @@ func (e *Engine) appendDocumentEvent(ctx context.Context, tx Tx, doc *documents.
 		DeliveryID: "dlv_" + uuid.NewString(), OrgID: doc.OrgID, Event: name,
 		Timestamp: e.now().UTC(), Payload: b,
 	}
-	if err := tx.AppendEvents(ctx, []svctype.Event{ev}); err != nil {
+	if err := e.appendEvents(ctx, tx, []svctype.Event{ev}, doc); err != nil {
 		return err
 	}
 	return tx.PutEventSubjects(ctx, doc.OrgID, []documents.EventSubject{{

@@ -109,6 +109,8 @@ type Engine struct {
 	io     *ioPool
 	// callTimeout bounds one call of an IO half.
 	callTimeout time.Duration
+	// catchAlls caches each organization's catch-all webhook address (deliveries.go).
+	catchAlls catchAllCache
 	// allowPrivate and out: how actions reach other systems (actionrun.go).
 	allowPrivate bool
 	out          outside
@@ -451,7 +453,7 @@ func (e *Engine) startRunTx(ctx context.Context, tx Tx, w *svctype.Workflow, inp
 	ev := e.event(run, EventRunStarted, map[string]any{
 		"run_id": run.ID, "workflow_id": w.ID, "input_payload": json.RawMessage(input),
 	})
-	if err := tx.AppendEvents(ctx, []svctype.Event{ev}); err != nil {
+	if err := e.appendEvents(ctx, tx, []svctype.Event{ev}, nil); err != nil {
 		return nil, err
 	}
 	return run, nil
@@ -627,9 +629,9 @@ func (e *Engine) CancelRun(ctx context.Context, orgID, runID, reason string, act
 		if err := tx.UpdateRun(ctx, run); err != nil {
 			return err
 		}
-		return tx.AppendEvents(ctx, []svctype.Event{e.event(run, EventRunCancelled, map[string]any{
+		return e.appendEvents(ctx, tx, []svctype.Event{e.event(run, EventRunCancelled, map[string]any{
 			"run_id": run.ID, "workflow_id": run.WorkflowID, "reason": reason, "actor": actor,
-		})})
+		})}, nil)
 	})
 	if err != nil {
 		return nil, err

@@ -302,10 +302,10 @@ func (e *Engine) gate(ctx context.Context, tx Tx, job *svctype.Job, st *runState
 	if err := tx.UpdateRun(ctx, st.run); err != nil {
 		return false, err
 	}
-	if err := tx.AppendEvents(ctx, []svctype.Event{e.event(st.run, EventRunCompleted, map[string]any{
+	if err := e.appendEvents(ctx, tx, []svctype.Event{e.event(st.run, EventRunCompleted, map[string]any{
 		"run_id": st.run.ID, "workflow_id": st.run.WorkflowID,
 		"result": map[string]any{"status": svctype.RunConditionNotMet},
-	})}); err != nil {
+	})}, nil); err != nil {
 		return false, err
 	}
 	return false, tx.CompleteJob(ctx, job)
@@ -465,7 +465,7 @@ func (e *Engine) writeCommit(ctx context.Context, tx Tx, job *svctype.Job, st *r
 		return err
 	}
 	if len(c.events) > 0 {
-		if err := tx.AppendEvents(ctx, c.events); err != nil {
+		if err := e.appendEvents(ctx, tx, c.events, nil); err != nil {
 			return err
 		}
 	}
@@ -656,7 +656,7 @@ func (e *Engine) failRun(ctx context.Context, job *svctype.Job, st *runState, i 
 			e.event(st.run, EventRunFailed, map[string]any{
 				"run_id": st.run.ID, "workflow_id": st.run.WorkflowID, "reason": reason, "context": e.outputs(st, &commit{}),
 			}))
-		if err := tx.AppendEvents(ctx, events); err != nil {
+		if err := e.appendEvents(ctx, tx, events, nil); err != nil {
 			return err
 		}
 		return tx.CompleteJob(ctx, job)

