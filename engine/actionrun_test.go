@@ -295,6 +295,7 @@ func TestLLMAction(t *testing.T) {
 		}
 	}
 	require.NotNil(t, missing, "llm_key_missing emitted")
+	require.Len(t, missing, 3, "the spec's run_id, event, message and nothing else: %v", missing)
 	require.Equal(t, doc.ID, missing["run_id"])
 	require.Equal(t, "summarise", missing["event"])
 	require.Contains(t, missing["message"], engine.LLMAPIKey)

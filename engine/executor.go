@@ -411,12 +411,7 @@ func (e *Engine) stepCall(st *runState, step *svctype.Step, index int, pm map[st
 				if payload == nil {
 					payload = map[string]any{}
 				}
-				if _, ok := payload["run_id"]; !ok {
-					payload["run_id"] = st.run.ID
-				}
-				if _, ok := payload["step_index"]; !ok {
-					payload["step_index"] = index
-				}
+				fillStepFields(name, payload, map[string]any{"run_id": st.run.ID, "step_index": index})
 				c.events = append(c.events, e.event(st.run, name, payload))
 			},
 			func(eff svctype.Effect) { c.rec.Effects = append(c.rec.Effects, eff) },
@@ -636,11 +631,7 @@ func (e *Engine) failRun(ctx context.Context, job *svctype.Job, st *runState, i 
 			if payload == nil {
 				payload = map[string]any{}
 			}
-			for k, v := range map[string]any{"run_id": st.run.ID, "step_index": i, "error": cause.Error()} {
-				if _, ok := payload[k]; !ok {
-					payload[k] = v
-				}
-			}
+			fillStepFields(withEvent.Event, payload, map[string]any{"run_id": st.run.ID, "step_index": i, "error": cause.Error()})
 			events = append(events, e.event(st.run, withEvent.Event, payload))
 		}
 		if step.Type == LoopStep {

@@ -114,7 +114,8 @@ func NewStepCall(emit func(string, map[string]any), effect func(Effect)) *StepCa
 }
 
 // Emit writes an event to the outbox in the step's transaction. run_id and step_index are
-// added to the payload when absent.
+// added to the payload when absent and the event's catalogue entry (engine/events) lists
+// them; an event outside the catalogue gets both.
 func (c *StepCall) Emit(event string, payload map[string]any) {
 	if c.emit != nil {
 		c.emit(event, payload)
@@ -181,8 +182,10 @@ type StepFailedError struct {
 func (e *StepFailedError) Error() string { return e.Err.Error() }
 func (e *StepFailedError) Unwrap() error { return e.Err }
 
-// FailWithEvent fails the step with err and has the engine emit event (run_id and
-// step_index are added to payload, and `error` when absent) with the failure.
+// FailWithEvent fails the step with err and has the engine emit event with the failure:
+// run_id, step_index and `error` (the failure's message) are added to payload when absent
+// and the event's catalogue entry (engine/events) lists them; an event outside the
+// catalogue gets all three.
 func FailWithEvent(err error, event string, payload map[string]any) error {
 	return &StepFailedError{Err: err, Event: event, Payload: payload}
 }
