@@ -49,6 +49,7 @@ type outside struct {
 	once  sync.Once
 	http  *outbound.Client
 	hc    *http.Client // guarded, for SDKs that take an *http.Client (the model client)
+	hooks *http.Client // guarded, for webhook deliveries: one attempt per request, no redirects
 	db    *dbquery.Pool
 	model func(baseURL, apiKey string, hc *http.Client) (agent.Model, error)
 }
@@ -61,6 +62,11 @@ func (e *Engine) outside() *outside {
 		o.hc = &http.Client{
 			Transport: &http.Transport{DialContext: dialer.DialContext, Proxy: nil, ForceAttemptHTTP2: true,
 				MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+		o.hooks = &http.Client{
+			Transport: &http.Transport{DialContext: dialer.DialContext, Proxy: nil, ForceAttemptHTTP2: true,
+				MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 		o.db = dbquery.NewPool(dbquery.PoolOptions{AllowPrivateTargets: e.allowPrivate})

@@ -155,7 +155,7 @@ func (e *Engine) fanOut(ctx context.Context, tx Tx, evs []svctype.Event, doc *do
 		return err
 	}
 	for i := range ds {
-		payload, _ := json.Marshal(map[string]string{"delivery_id": ds[i].ID})
+		payload, _ := json.Marshal(deliveryPayload{DeliveryID: ds[i].ID})
 		if err := tx.EnqueueJob(ctx, &svctype.Job{OrgID: ds[i].OrgID, Kind: JobDeliver, RunID: ds[i].RunID,
 			RunAt: ds[i].CreatedAt, Payload: payload}); err != nil {
 			return err
@@ -198,7 +198,7 @@ func (e *Engine) delivery(ev *svctype.Event, id, target string, h *hookTarget) (
 			}
 		}
 	}
-	body, err := deliveryBody(id, ev.Event, ev.Timestamp, json.RawMessage(payload))
+	body, err := events.Body(id, ev.Event, ev.Timestamp, json.RawMessage(payload))
 	if err != nil {
 		return svctype.Delivery{}, fmt.Errorf("delivery of %s: %w", ev.Event, err)
 	}
@@ -211,17 +211,102 @@ func (e *Engine) delivery(ev *svctype.Event, id, target string, h *hookTarget) (
 	return d, nil
 }
 
-// deliveryBody is the exact JSON a delivery sends: {delivery_id, event, timestamp, payload}.
-func deliveryBody(id, event string, at time.Time, payload json.RawMessage) ([]byte, error) {
-	return json.Marshal(struct {
-		DeliveryID string          `json:"delivery_id"`
-		Event      string          `json:"event"`
-		Timestamp  string          `json:"timestamp"`
-		Payload    json.RawMessage `json:"payload"`
-	}{id, event, at.UTC().Format("2006-01-02T15:04:05.000Z07:00"), payload})
+// deliveryPayload is a JobDeliver job's payload.
+type deliveryPayload struct {
+	DeliveryID string `json:"delivery_id"`
+}
+
+// webhookSecret is a registered target as the sender sees it.
+type webhookSecret struct {
+	url    string
+	secret []byte
+}
+
+// webhookTarget returns one of the organization's webhooks, to send to it.
+func (e *Engine) webhookTarget(ctx context.Context, orgID, id string) (*webhookSecret, error) {
+	return nil, fmt.Errorf("%w: webhook %s", ErrNotFound, id)
 }
 
 // registeredTargets returns the organization's webhooks registered for event.
 func (e *Engine) registeredTargets(ctx context.Context, orgID, event string) ([]hookTarget, error) {
 	return nil, nil
+}
+
+// DeliveryDoc is a delivery with every attempt, as GET /deliveries/{id} shows it.
+type DeliveryDoc struct {
+	svctype.Delivery
+	AttemptList []svctype.DeliveryAttempt `json:"attempt_list"`
+}
+
+// GetDelivery returns one of the organization's deliveries with its attempts.
+func (e *Engine) GetDelivery(ctx context.Context, orgID, id string) (*DeliveryDoc, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	d, err := e.store.GetDelivery(ctx, orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	attempts, err := e.store.ListDeliveryAttempts(ctx, orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	return &DeliveryDoc{Delivery: *d, AttemptList: attempts}, nil
+}
+
+// ListDeliveries pages the organization's deliveries newest first; those of one registered
+// webhook when webhookID is set (ErrNotFound when the organization has no such webhook).
+func (e *Engine) ListDeliveries(ctx context.Context, orgID, webhookID string, opts svctype.ListOptions) (svctype.Page[svctype.Delivery], error) {
+	if err := checkOrg(orgID); err != nil {
+		return svctype.Page[svctype.Delivery]{}, err
+	}
+	if webhookID != "" {
+		if _, err := e.webhookTarget(ctx, orgID, webhookID); err != nil {
+			return svctype.Page[svctype.Delivery]{}, err
+		}
+	}
+	return e.store.ListDeliveries(ctx, orgID, webhookID, opts)
+}
+
+// Redeliver sends a delivery that has ended (succeeded or failed) once more: the same
+// delivery_id and the same bytes, with a new round of retries. A delivery still pending is
+// ErrConflict: it is already going to be sent.
+func (e *Engine) Redeliver(ctx context.Context, orgID, id string) (*svctype.Delivery, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	var out *svctype.Delivery
+	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		d, err := tx.GetDelivery(ctx, orgID, id)
+		if err != nil {
+			return err
+		}
+		if d.Status == svctype.DeliveryPending {
+			return fmt.Errorf("%w: delivery %s is pending: it is sent again by itself", ErrConflict, id)
+		}
+		now := e.now().UTC()
+		d.Status, d.Attempts, d.NextAttemptAt, d.UpdatedAt, d.CompletedAt = svctype.DeliveryPending, 0, &now, now, nil
+		if err := tx.UpdateDelivery(ctx, d); err != nil {
+			return err
+		}
+		payload, _ := json.Marshal(deliveryPayload{DeliveryID: d.ID})
+		if err := tx.EnqueueJob(ctx, &svctype.Job{OrgID: orgID, Kind: JobDeliver, RunID: d.RunID, Payload: payload}); err != nil {
+			return err
+		}
+		out = d
+		return nil
+	})
+	if err == nil {
+		e.notify()
+	}
+	return out, err
+}
+
+// recordWebhookHealth records an answer on a registered target (disabled after many
+// failures in a row, enabled again by a success).
+func (e *Engine) recordWebhookHealth(ctx context.Context, d *svctype.Delivery, ok bool) error {
+	if d.Target != TargetWebhook {
+		return nil
+	}
+	return nil
 }

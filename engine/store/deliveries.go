@@ -30,6 +30,7 @@ type deliveryModel struct {
 	Body           []byte     `bun:"body,notnull"`
 	Status         string     `bun:"status,notnull"`
 	Attempts       int        `bun:"attempts,notnull"`
+	Recorded       int        `bun:"recorded,notnull"`
 	NextAttemptAt  *time.Time `bun:"next_attempt_at"`
 	LastStatusCode int        `bun:"last_status_code,notnull"`
 	LastError      string     `bun:"last_error,notnull"`
@@ -41,7 +42,7 @@ type deliveryModel struct {
 func deliveryToModel(d *svctype.Delivery) deliveryModel {
 	return deliveryModel{
 		OrgID: d.OrgID, ID: d.ID, Event: d.Event, RunID: d.RunID, WebhookID: d.WebhookID, Target: d.Target,
-		Signed: d.Signed, Body: d.Body, Status: string(d.Status), Attempts: d.Attempts,
+		Signed: d.Signed, Body: d.Body, Status: string(d.Status), Attempts: d.Attempts, Recorded: d.Recorded,
 		NextAttemptAt: dbTimePtr(d.NextAttemptAt), LastStatusCode: d.LastStatusCode, LastError: d.LastError,
 		CreatedAt: dbTime(d.CreatedAt), UpdatedAt: dbTime(d.UpdatedAt), CompletedAt: dbTimePtr(d.CompletedAt),
 	}
@@ -50,7 +51,7 @@ func deliveryToModel(d *svctype.Delivery) deliveryModel {
 func (m *deliveryModel) toDelivery() (svctype.Delivery, error) {
 	return svctype.Delivery{
 		OrgID: m.OrgID, ID: m.ID, Event: m.Event, RunID: m.RunID, WebhookID: m.WebhookID, Target: m.Target,
-		Signed: m.Signed, Body: m.Body, Status: svctype.DeliveryStatus(m.Status), Attempts: m.Attempts,
+		Signed: m.Signed, Body: m.Body, Status: svctype.DeliveryStatus(m.Status), Attempts: m.Attempts, Recorded: m.Recorded,
 		NextAttemptAt: utcPtr(m.NextAttemptAt), LastStatusCode: m.LastStatusCode, LastError: m.LastError,
 		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(), CompletedAt: utcPtr(m.CompletedAt),
 	}, nil
@@ -106,7 +107,7 @@ func (q *querier) UpdateDelivery(ctx context.Context, d *svctype.Delivery) error
 	const op = "update delivery"
 	m := deliveryToModel(d)
 	res, err := q.w.NewUpdate().Model(&m).
-		Column("status", "attempts", "next_attempt_at", "last_status_code", "last_error", "updated_at", "completed_at").
+		Column("status", "attempts", "recorded", "next_attempt_at", "last_status_code", "last_error", "updated_at", "completed_at").
 		Where("org_id = ? AND id = ?", d.OrgID, d.ID).Exec(ctx)
 	if err != nil {
 		return wrap(op, err)
@@ -213,6 +214,7 @@ type v7Delivery struct {
 	Body           []byte     `bun:"body,notnull"`
 	Status         string     `bun:"status,notnull"`
 	Attempts       int        `bun:"attempts,notnull"`
+	Recorded       int        `bun:"recorded,notnull"`
 	NextAttemptAt  *time.Time `bun:"next_attempt_at"`
 	LastStatusCode int        `bun:"last_status_code,notnull"`
 	LastError      string     `bun:"last_error,notnull"`

@@ -32,7 +32,9 @@ type Delivery struct {
 	Body   json.RawMessage `json:"-"`
 	Status DeliveryStatus  `json:"status"`
 	// Attempts counts the requests sent (skips while a circuit is open are not attempts).
-	Attempts       int        `json:"attempts"`
+	Attempts int `json:"attempts"`
+	// Recorded counts the delivery's attempt records (sends and skips, every round).
+	Recorded       int        `json:"-"`
 	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"`
 	LastStatusCode int        `json:"last_status_code,omitempty"`
 	LastError      string     `json:"last_error,omitempty"`

@@ -1,0 +1,298 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/secrets"
+	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/worker"
+)
+
+// received is one request a test receiver got.
+type received struct {
+	at      time.Time
+	header  http.Header
+	body    []byte
+	decoded struct {
+		DeliveryID string          `json:"delivery_id"`
+		Event      string          `json:"event"`
+		Timestamp  string          `json:"timestamp"`
+		Payload    json.RawMessage `json:"payload"`
+	}
+}
+
+// receiver is a real HTTP target whose answers a test scripts: answer(n, r) gives the status
+// (and may set headers) for the n-th request (from 1).
+type receiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	got    []received
+	answer func(n int, w http.ResponseWriter, r *received) int
+}
+
+func newReceiver(t testing.TB, answer func(n int, w http.ResponseWriter, r *received) int) *receiver {
+	t.Helper()
+	rc := &receiver{answer: answer}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got := received{at: time.Now(), header: r.Header.Clone(), body: body}
+		_ = json.Unmarshal(body, &got.decoded)
+		rc.mu.Lock()
+		rc.got = append(rc.got, got)
+		n := len(rc.got)
+		rc.mu.Unlock()
+		status := http.StatusOK
+		if rc.answer != nil {
+			status = rc.answer(n, w, &got)
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func (rc *receiver) requests() []received {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]received(nil), rc.got...)
+}
+
+func (rc *receiver) events() []string {
+	var out []string
+	for _, r := range rc.requests() {
+		out = append(out, r.decoded.Event)
+	}
+	return out
+}
+
+// deliveryEngine is an engine with a keyring (org config holds webhook_url) allowed to reach
+// receivers on 127.0.0.1.
+func deliveryEngine(t testing.TB, d string, cfg engine.Config) *engine.Engine {
+	t.Helper()
+	key, err := secrets.GenerateKey()
+	require.NoError(t, err)
+	kr, err := secrets.NewKeyring(key)
+	require.NoError(t, err)
+	if cfg.Store == nil {
+		cfg.Store = openStore(t, sharedDSN(t, d))
+	}
+	cfg.Keyring, cfg.AllowPrivateTargets = kr, true
+	return newEngine(t, cfg)
+}
+
+func setCatchAll(t testing.TB, eng *engine.Engine, orgID, url string) {
+	t.Helper()
+	_, _, err := eng.SetOrgConfig(context.Background(), orgID, engine.CatchAllKey, url)
+	require.NoError(t, err)
+}
+
+func deliveriesOf(t testing.TB, eng *engine.Engine, orgID string) []svctype.Delivery {
+	t.Helper()
+	page, err := eng.ListDeliveries(context.Background(), orgID, "", svctype.ListOptions{Limit: 500})
+	require.NoError(t, err)
+	return page.Items
+}
+
+func TestCatchAllReceivesEveryEventUnsigned(t *testing.T) {
+	t.Parallel()
+	for _, d := range dialects {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			eng := deliveryEngine(t, d, engine.Config{})
+			rc := newReceiver(t, nil)
+			setCatchAll(t, eng, org, rc.URL+"/all?token=abc")
+			wf := ledgerSetup(t, eng)
+			run := execute(t, eng, wf, ledgerInput(11)) // amount 11: all three steps run
+			startWorker(t, eng, worker.Options{Concurrency: 2, Poll: 10 * time.Millisecond})
+			// started, 3 x (step.started, step.completed), completed
+			waitFor(t, 10*time.Second, 10*time.Millisecond, "8 deliveries", func() bool {
+				if len(rc.requests()) == 8 {
+					return true
+				}
+				if testing.Verbose() {
+					for _, d := range deliveriesOf(t, eng, org) {
+						doc, _ := eng.GetDelivery(context.Background(), org, d.ID)
+						t.Logf("%s %s %s attempts %+v", d.ID, d.Event, d.Status, doc.AttemptList)
+					}
+					t.Logf("received %v", rc.events())
+				}
+				return false
+			})
+
+			evs := rc.events()
+			require.Equal(t, "workflow_run_started", evs[0])
+			require.ElementsMatch(t, []string{"workflow_run_started", "step.started", "step.completed", "step.started",
+				"step.completed", "step.started", "step.completed", "workflow_run_completed"}, evs)
+			seen := map[string]bool{}
+			for _, r := range rc.requests() {
+				require.Equal(t, "application/json", r.header.Get("Content-Type"))
+				require.Equal(t, r.decoded.DeliveryID, r.header.Get("X-Svc-Delivery-Id"))
+				require.Empty(t, r.header.Get("X-Svc-Signature"), "the catch-all is unsigned")
+				require.False(t, seen[r.decoded.DeliveryID], "one delivery id per delivery")
+				seen[r.decoded.DeliveryID] = true
+				_, err := time.Parse(time.RFC3339, r.decoded.Timestamp)
+				require.NoError(t, err)
+				var p map[string]any
+				require.NoError(t, json.Unmarshal(r.decoded.Payload, &p))
+				if _, isRunEvent := p["run_id"]; isRunEvent {
+					require.Equal(t, run, p["run_id"])
+				}
+			}
+			waitFor(t, 5*time.Second, 10*time.Millisecond, "every delivery recorded as succeeded", func() bool {
+				for _, dl := range deliveriesOf(t, eng, org) {
+					if dl.Status != svctype.DeliverySucceeded {
+						return false
+					}
+				}
+				return true
+			})
+			dl := deliveriesOf(t, eng, org)
+			require.Len(t, dl, 8)
+			doc, err := eng.GetDelivery(context.Background(), org, dl[0].ID)
+			require.NoError(t, err)
+			require.Len(t, doc.AttemptList, 1)
+			require.Equal(t, 200, doc.AttemptList[0].StatusCode)
+			require.Equal(t, "succeeded", doc.AttemptList[0].Outcome)
+		})
+	}
+}
+
+// A 500 then a 429 with Retry-After, then 200: the same delivery id and the same bytes
+// every time, each attempt recorded; a 410 and a 302 are failures not retried (and a 302 is
+// not followed).
+func TestDeliveryRetriesAndFailures(t *testing.T) {
+	t.Parallel()
+	eng := deliveryEngine(t, "sqlite", engine.Config{})
+	redirected := newReceiver(t, nil)
+	// Org acme's target fails twice, then takes the delivery; org refusing's answers 410 to
+	// the run's start and 302 to its end. Two targets, so that neither opens its circuit.
+	var startedTries int
+	flaky := newReceiver(t, func(n int, w http.ResponseWriter, r *received) int {
+		if r.decoded.Event != "workflow_run_started" {
+			return http.StatusOK
+		}
+		startedTries++ // the receiver's handler runs one request at a time per delivery
+		switch startedTries {
+		case 1:
+			return http.StatusInternalServerError
+		case 2:
+			w.Header().Set("Retry-After", "1")
+			return http.StatusTooManyRequests
+		}
+		return http.StatusOK
+	})
+	refusing := newReceiver(t, func(n int, w http.ResponseWriter, r *received) int {
+		if r.decoded.Event == "workflow_run_started" {
+			return http.StatusGone
+		}
+		w.Header().Set("Location", redirected.URL)
+		return http.StatusFound
+	})
+	const refusingOrg = "refusing"
+	setCatchAll(t, eng, org, flaky.URL)
+	setCatchAll(t, eng, refusingOrg, refusing.URL)
+	// An empty workflow's run emits workflow_run_started and workflow_run_completed.
+	ctx := context.Background()
+	for _, o := range []string{org, refusingOrg} {
+		w, err := eng.CreateWorkflow(ctx, o, engine.WorkflowInput{Name: "empty", Definition: json.RawMessage(`{"actions": []}`)})
+		require.NoError(t, err)
+		_, err = eng.Execute(ctx, o, w.ID, json.RawMessage(`{}`), engine.ExecuteOptions{})
+		require.NoError(t, err)
+	}
+	startWorker(t, eng, worker.Options{Concurrency: 2, Poll: 10 * time.Millisecond})
+	ended := func(o string, n int) func() bool {
+		return func() bool {
+			ds := deliveriesOf(t, eng, o)
+			for _, d := range ds {
+				if d.Status == svctype.DeliveryPending {
+					return false
+				}
+			}
+			return len(ds) == n
+		}
+	}
+	waitFor(t, 15*time.Second, 20*time.Millisecond, "acme's deliveries end", ended(org, 2))
+	waitFor(t, 5*time.Second, 20*time.Millisecond, "refusing's deliveries end", ended(refusingOrg, 2))
+
+	byID := map[string][]received{}
+	for _, r := range flaky.requests() {
+		byID[r.decoded.DeliveryID] = append(byID[r.decoded.DeliveryID], r)
+	}
+	var retried []received
+	for _, rs := range byID {
+		if len(rs) > 1 {
+			retried = rs
+		}
+	}
+	require.Len(t, retried, 3, "one delivery tried three times")
+	for _, r := range retried[1:] {
+		require.Equal(t, string(retried[0].body), string(r.body), "a retry resends the same bytes")
+		require.Equal(t, retried[0].decoded.DeliveryID, r.header.Get("X-Svc-Delivery-Id"))
+	}
+	require.GreaterOrEqual(t, retried[1].at.Sub(retried[0].at), 900*time.Millisecond, "backoff from 1 s")
+	require.GreaterOrEqual(t, retried[2].at.Sub(retried[1].at), 900*time.Millisecond, "Retry-After: 1 honoured")
+	require.Empty(t, redirected.requests(), "a 302 is not followed")
+	require.Len(t, refusing.requests(), 2, "a 410 and a 302 are not retried")
+
+	outcomes := func(o, id string) []string {
+		doc, err := eng.GetDelivery(ctx, o, id)
+		require.NoError(t, err)
+		var out []string
+		for _, a := range doc.AttemptList {
+			out = append(out, fmt.Sprintf("%d %s", a.StatusCode, a.Outcome))
+		}
+		return out
+	}
+	require.Equal(t, []string{"500 retry", "429 retry", "200 succeeded"}, outcomes(org, retried[0].decoded.DeliveryID))
+	for _, d := range deliveriesOf(t, eng, refusingOrg) {
+		require.Equal(t, svctype.DeliveryFailed, d.Status)
+		want := "302 failed"
+		if d.Event == "workflow_run_started" {
+			want = "410 failed"
+		}
+		require.Equal(t, []string{want}, outcomes(refusingOrg, d.ID))
+	}
+}
+
+// A target that hangs does not hold back deliveries to a healthy one.
+func TestHangingTargetDoesNotStallOthers(t *testing.T) {
+	t.Parallel()
+	eng := deliveryEngine(t, "sqlite", engine.Config{})
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	hang := newReceiver(t, func(int, http.ResponseWriter, *received) int { <-release; return http.StatusOK })
+	healthy := newReceiver(t, nil)
+	const other = "other-org"
+	setCatchAll(t, eng, org, hang.URL)
+	setCatchAll(t, eng, other, healthy.URL)
+	wf := createWorkflow(t, eng, "empty", `{"actions": []}`)
+	w2, err := eng.CreateWorkflow(context.Background(), other, engine.WorkflowInput{Name: "empty", Definition: json.RawMessage(`{"actions": []}`)})
+	require.NoError(t, err)
+	for range 5 {
+		execute(t, eng, wf, json.RawMessage(`{}`))
+	}
+	startWorker(t, eng, worker.Options{Concurrency: 2, Poll: 10 * time.Millisecond})
+	waitFor(t, 5*time.Second, 10*time.Millisecond, "the hanging target holds requests", func() bool { return len(hang.requests()) >= 2 })
+	began := time.Now()
+	for range 10 {
+		_, err := eng.Execute(context.Background(), other, w2.ID, json.RawMessage(`{}`), engine.ExecuteOptions{})
+		require.NoError(t, err)
+	}
+	waitFor(t, 5*time.Second, 10*time.Millisecond, "the healthy target gets its 20 deliveries", func() bool { return len(healthy.requests()) == 20 })
+	require.Less(t, time.Since(began), 3*time.Second)
+	require.True(t, strings.HasPrefix(healthy.requests()[0].decoded.DeliveryID, "dlv_"))
+	once.Do(func() { close(release) })
+}
