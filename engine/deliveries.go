@@ -156,8 +156,9 @@ func (e *Engine) fanOut(ctx context.Context, tx Tx, evs []svctype.Event, doc *do
 	}
 	for i := range ds {
 		payload, _ := json.Marshal(deliveryPayload{DeliveryID: ds[i].ID})
+		// run_at zero: due now on the store's clock (which leases and claims use).
 		if err := tx.EnqueueJob(ctx, &svctype.Job{OrgID: ds[i].OrgID, Kind: JobDeliver, RunID: ds[i].RunID,
-			RunAt: ds[i].CreatedAt, Payload: payload}); err != nil {
+			Payload: payload}); err != nil {
 			return err
 		}
 	}

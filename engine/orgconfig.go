@@ -185,3 +185,7 @@ func shortKey(key string) string {
 	}
 	return key[:MaxOrgConfigKeyLen] + "…"
 }
+
+// Keyring returns the master keys the engine seals org config, tokens and webhook secrets
+// with (nil without one): another engine over the same store needs the same.
+func (e *Engine) Keyring() *secrets.Keyring { return e.keys }

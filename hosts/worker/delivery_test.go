@@ -16,6 +16,7 @@ import (
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/secrets"
+	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/worker"
 )
@@ -57,7 +58,9 @@ func newReceiver(t testing.TB, answer func(n int, w http.ResponseWriter, r *rece
 		if rc.answer != nil {
 			status = rc.answer(n, w, &got)
 		}
-		w.WriteHeader(status)
+		if status != 0 { // 0: the answer wrote its own
+			w.WriteHeader(status)
+		}
 	}))
 	t.Cleanup(rc.Close)
 	return rc
@@ -295,4 +298,201 @@ func TestHangingTargetDoesNotStallOthers(t *testing.T) {
 	require.Less(t, time.Since(began), 3*time.Second)
 	require.True(t, strings.HasPrefix(healthy.requests()[0].decoded.DeliveryID, "dlv_"))
 	once.Do(func() { close(release) })
+}
+
+// deliveryOutcomes lists a delivery's attempts as "status outcome".
+func deliveryOutcomes(t testing.TB, eng *engine.Engine, orgID, id string) []string {
+	t.Helper()
+	doc, err := eng.GetDelivery(context.Background(), orgID, id)
+	require.NoError(t, err)
+	var out []string
+	for _, a := range doc.AttemptList {
+		out = append(out, fmt.Sprintf("%d %s", a.StatusCode, a.Outcome))
+	}
+	return out
+}
+
+// The circuit of a target address opens after 3 consecutive failures: deliveries to it are
+// skipped (recorded, rescheduled, not lost) for 5 minutes, then one goes through; its
+// success closes the circuit and the held deliveries follow. The engine's clock is a fake
+// one; store.MakeJobsDue stands for the real minutes.
+func TestCircuitOpensForFiveMinutes(t *testing.T) {
+	t.Parallel()
+	// In the past: runs are enqueued at the engine's now, and the store claims what is due.
+	t0 := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	clock := &testClock{t: t0}
+	st := openStore(t, sharedDSN(t, "sqlite"))
+	eng := deliveryEngine(t, "", engine.Config{Store: st, Now: clock.Now})
+	var mu sync.Mutex
+	healthy := false
+	rc := newReceiver(t, func(int, http.ResponseWriter, *received) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if healthy {
+			return http.StatusOK
+		}
+		return http.StatusServiceUnavailable
+	})
+	setCatchAll(t, eng, org, rc.URL)
+	startWorker(t, eng, worker.Options{Concurrency: 1, Poll: 10 * time.Millisecond})
+	// One event at a time (a document upload emits document.uploaded), each delivery failing
+	// before the next event: deliveries in flight together are all sent; the circuit judges
+	// the ones that start after the third failure.
+	upload := func(i int) {
+		_, err := eng.UploadDocument(context.Background(), org, engine.DocumentUpload{Name: fmt.Sprintf("d%d.csv", i), Content: []byte("a\n1\n")})
+		require.NoError(t, err)
+	}
+	// (The fake clock stands still: every delivery has the same created_at.)
+	allTried := func(n int) func() bool {
+		return func() bool {
+			ds := deliveriesOf(t, eng, org)
+			if len(ds) != n {
+				return false
+			}
+			for _, d := range ds {
+				if len(deliveryOutcomes(t, eng, org, d.ID)) == 0 {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	for i := range 3 {
+		upload(i)
+		waitFor(t, 10*time.Second, 5*time.Millisecond, "the delivery failed", allTried(i+1))
+	}
+	upload(3)
+	waitFor(t, 10*time.Second, 5*time.Millisecond, "the 4th delivery met the open circuit", allTried(4))
+	require.Len(t, rc.requests(), 3, "the 4th delivery was not sent")
+	var skipped *svctype.DeliveryAttempt
+	for _, d := range deliveriesOf(t, eng, org) {
+		doc, err := eng.GetDelivery(context.Background(), org, d.ID)
+		require.NoError(t, err)
+		for i, a := range doc.AttemptList {
+			if a.Outcome == "skipped" {
+				skipped = &doc.AttemptList[i]
+			}
+		}
+	}
+	require.NotNil(t, skipped)
+	require.Equal(t, t0.Add(5*time.Minute), *skipped.NextAttemptAt, "skipped until the circuit may let one through")
+
+	// 4 minutes later: still open, nothing is sent.
+	clock.Set(t0.Add(4 * time.Minute))
+	store.MakeJobsDue(t, st)
+	time.Sleep(300 * time.Millisecond)
+	require.Len(t, rc.requests(), 3)
+
+	// 5 minutes: one probe; it succeeds and the circuit closes, the held deliveries follow.
+	mu.Lock()
+	healthy = true
+	mu.Unlock()
+	clock.Set(t0.Add(5*time.Minute + time.Second))
+	waitFor(t, 10*time.Second, 20*time.Millisecond, "every delivery succeeds", func() bool {
+		store.MakeJobsDue(t, st)
+		for _, d := range deliveriesOf(t, eng, org) {
+			if d.Status != svctype.DeliverySucceeded {
+				return false
+			}
+		}
+		return true
+	})
+	require.Len(t, rc.requests(), 3+4, "each delivery sent once more; no skipped one lost")
+}
+
+// Deliveries are jobs: a worker stopped in the middle of retries leaves them to the next
+// one, which sends the same delivery ids and bytes.
+func TestDeliveriesSurviveAWorkerRestart(t *testing.T) {
+	t.Parallel()
+	for _, d := range dialects {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			dsn := sharedDSN(t, d)
+			first := deliveryEngine(t, "", engine.Config{Store: openStore(t, dsn)})
+			var mu sync.Mutex
+			up := false
+			rc := newReceiver(t, func(int, http.ResponseWriter, *received) int {
+				mu.Lock()
+				defer mu.Unlock()
+				if up {
+					return http.StatusOK
+				}
+				return http.StatusBadGateway
+			})
+			// Each org its own target address, so no circuit opens in this test.
+			wfs := map[string]string{}
+			for i := range 2 {
+				o := fmt.Sprintf("org-%d", i)
+				setCatchAll(t, first, o, fmt.Sprintf("%s/%s", rc.URL, o))
+				w, err := first.CreateWorkflow(context.Background(), o, engine.WorkflowInput{Name: "empty", Definition: json.RawMessage(`{"actions": []}`)})
+				require.NoError(t, err)
+				wfs[o] = w.ID
+				_, err = first.Execute(context.Background(), o, w.ID, json.RawMessage(`{}`), engine.ExecuteOptions{})
+				require.NoError(t, err)
+			}
+			stop := startWorker(t, first, worker.Options{Concurrency: 2, Poll: 10 * time.Millisecond})
+			waitFor(t, 10*time.Second, 10*time.Millisecond, "every delivery failed once", func() bool { return len(rc.requests()) >= 4 })
+			require.NoError(t, stop())
+
+			mu.Lock()
+			up = true
+			mu.Unlock()
+			// Another engine (the keyring of the first: the catch-all is org config).
+			second := newEngine(t, engine.Config{Store: openStore(t, dsn), Keyring: first.Keyring(), AllowPrivateTargets: true})
+			startWorker(t, second, worker.Options{Concurrency: 2, Poll: 10 * time.Millisecond})
+			waitFor(t, 15*time.Second, 20*time.Millisecond, "every delivery succeeds after the restart", func() bool {
+				for o := range wfs {
+					ds := deliveriesOf(t, second, o)
+					if len(ds) != 2 {
+						return false
+					}
+					for _, dl := range ds {
+						if dl.Status != svctype.DeliverySucceeded {
+							return false
+						}
+					}
+				}
+				return true
+			})
+			perID := map[string][]string{}
+			for _, r := range rc.requests() {
+				perID[r.decoded.DeliveryID] = append(perID[r.decoded.DeliveryID], string(r.body))
+			}
+			require.Len(t, perID, 4)
+			for id, bodies := range perID {
+				require.GreaterOrEqual(t, len(bodies), 2, id)
+				for _, b := range bodies[1:] {
+					require.Equal(t, bodies[0], b, "the same bytes after the restart")
+				}
+			}
+		})
+	}
+}
+
+// A receiver that answers 200 with a huge or garbage body: read up to 64 KiB and dropped,
+// the attempt recorded as succeeded.
+func TestHugeAnswerIsReadUpTo64KiB(t *testing.T) {
+	t.Parallel()
+	eng := deliveryEngine(t, "sqlite", engine.Config{})
+	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *received) int {
+		w.WriteHeader(http.StatusOK)
+		chunk := strings.Repeat("\x00garbage{", 1<<10)
+		for range 1024 { // ~9 MiB, more than any reader should take
+			if _, err := io.WriteString(w, chunk); err != nil {
+				break
+			}
+		}
+		return 0
+	})
+	setCatchAll(t, eng, org, rc.URL)
+	wf := createWorkflow(t, eng, "empty", `{"actions": []}`)
+	execute(t, eng, wf, json.RawMessage(`{}`))
+	startWorker(t, eng, worker.Options{Concurrency: 2, Poll: 10 * time.Millisecond})
+	waitFor(t, 10*time.Second, 20*time.Millisecond, "both deliveries end", func() bool {
+		ds := deliveriesOf(t, eng, org)
+		return len(ds) == 2 && ds[0].Status != svctype.DeliveryPending && ds[1].Status != svctype.DeliveryPending
+	})
+	for _, d := range deliveriesOf(t, eng, org) {
+		require.Equal(t, []string{"200 succeeded"}, deliveryOutcomes(t, eng, org, d.ID))
+	}
 }
