@@ -139,8 +139,8 @@ func (s *Server) registerWebhooks() {
 
 	o = op("update-webhook", http.MethodPatch, "/webhooks/{webhookId}", "Change a webhook registration", "Webhooks")
 	o.Description = "Only the fields given change: `\"secret\": \"\"` removes the secret, `\"filter\": {}` the filter, " +
-		"`\"auto_payload\": {}` the auto_payload; `\"disabled\": false` re-enables a disabled target. The result is checked " +
-		"whole, as on registration (a new URL's address too)."
+		"`\"auto_payload\": {}` the auto_payload (a `null` changes nothing, like a field left out); `\"disabled\": false` " +
+		"re-enables a disabled target. The result is checked whole, as on registration (a new URL's address too)."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusServiceUnavailable}
 	o.Metadata = map[string]any{secretsMetadata: true}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
