@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"slices"
 	"sync"
@@ -102,6 +103,10 @@ type Engine struct {
 	defs    *defCache
 	tables  tableCache
 	actions actionCache // registered actions runs looked up (actions.go)
+	// webhooks caches each organization's webhook targets (webhooks.go); resolve, when
+	// set, replaces the name lookup of a target's host (tests).
+	webhooks webhookCache
+	resolve  func(ctx context.Context, host string) ([]netip.Addr, error)
 	// states holds the state of runs this process started or handed back, until it
 	// claims their job again.
 	states *runCache

@@ -47,6 +47,9 @@ type Problem struct {
 // where (a JSON pointer into the request body) and what.
 type ValidationError struct {
 	Problems []Problem
+	// Code, when set, names the problem for programs more precisely than
+	// validation_failed (target_not_allowed); hosts answer it as the problem's code.
+	Code string
 }
 
 func (e *ValidationError) Error() string {

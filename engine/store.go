@@ -145,4 +145,6 @@ type Querier interface {
 	secrets.Store
 	// OAuth connections (tokens sealed) and authorization flows in progress (oauth.go).
 	OAuthStore
+	// Webhook registrations (secrets sealed) and their health (webhooks.go).
+	WebhookStore
 }

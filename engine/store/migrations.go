@@ -884,3 +884,46 @@ type frozenOAuthState struct {
 	ExpiresAt   time.Time `bun:"expires_at,notnull"`
 	CreatedAt   time.Time `bun:"created_at,notnull"`
 }
+
+// Schema 20261123000060, frozen: webhook registrations. One row per (org_id, id); the
+// listing's order (created_at, id) has an index of its own after the org id. The secret
+// is one sealed value (engine/secrets, the org id and webhook:<id> as additional data)
+// beside the id of its master key, both empty for a registration without one; filter and
+// auto_payload are JSON text, empty when absent. Health (disabled, disabled_at,
+// consecutive_failures) is written by its own statements, never with the registration.
+
+func init() {
+	migrations.Add(migrate.Migration{
+		Name:    "20261123000060",
+		Comment: "webhooks",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				if _, err := tx.NewCreateTable().Model((*frozenWebhook)(nil)).IfNotExists().Exec(ctx); err != nil {
+					return err
+				}
+				_, err := tx.NewCreateIndex().Model((*frozenWebhook)(nil)).Index("webhooks_org_created").
+					Column("org_id", "created_at", "id").IfNotExists().Exec(ctx)
+				return err
+			})
+		},
+	})
+}
+
+type frozenWebhook struct {
+	bun.BaseModel `bun:"table:webhooks"`
+
+	OrgID               string     `bun:"org_id,pk"`
+	ID                  string     `bun:"id,pk"`
+	Event               string     `bun:"event,notnull"`
+	EventAlias          string     `bun:"event_alias,notnull"`
+	URL                 string     `bun:"url,type:text,notnull"`
+	Filter              string     `bun:"filter,type:text,notnull"`
+	AutoPayload         string     `bun:"auto_payload,type:text,notnull"`
+	SecretSealed        []byte     `bun:"secret_sealed"`
+	MasterKeyID         string     `bun:"master_key_id,notnull"`
+	Disabled            bool       `bun:"disabled,notnull"`
+	DisabledAt          *time.Time `bun:"disabled_at"`
+	ConsecutiveFailures int        `bun:"consecutive_failures,notnull"`
+	CreatedAt           time.Time  `bun:"created_at,notnull"`
+	UpdatedAt           time.Time  `bun:"updated_at,notnull"`
+}

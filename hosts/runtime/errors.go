@@ -20,7 +20,7 @@ type Problem struct {
 	Type     string           `json:"type,omitempty" format:"uri" default:"about:blank" doc:"A URI reference to documentation for the problem type."`
 	Title    string           `json:"title" example:"Not Found" doc:"Short summary of the problem type (the status text)."`
 	Status   int              `json:"status" example:"404" doc:"HTTP status code."`
-	Code     string           `json:"code" example:"not_found" doc:"Machine-readable problem code: not_found, conflict, validation_failed, malformed_json, missing_org, invalid_org, invalid_cursor, method_not_allowed, unsupported_media_type, body_too_large, internal, ..."`
+	Code     string           `json:"code" example:"not_found" doc:"Machine-readable problem code: not_found, conflict, validation_failed, target_not_allowed, malformed_json, missing_org, invalid_org, invalid_cursor, method_not_allowed, unsupported_media_type, body_too_large, internal, ..."`
 	Detail   string           `json:"detail,omitempty" example:"workflow not found" doc:"Explanation specific to this occurrence."`
 	Instance string           `json:"instance,omitempty" format:"uri" doc:"A URI reference identifying this occurrence."`
 	Errors   []*ProblemDetail `json:"errors,omitempty" nullable:"false" doc:"Individual problems, each located in the request."`
@@ -94,6 +94,10 @@ func problemFor(ctx context.Context, log *slog.Logger, err error, f failure) *Pr
 		details := make([]*ProblemDetail, 0, len(ve.Problems))
 		for _, pr := range ve.Problems {
 			details = append(details, locate(f.in, pr.Pointer, pr.Message))
+		}
+		if ve.Code != "" {
+			// A problem with a name of its own (target_not_allowed): the same 422, its code.
+			return newProblem(http.StatusUnprocessableEntity, ve.Code, strings.ReplaceAll(ve.Code, "_", " "), details...)
 		}
 		return newProblem(http.StatusUnprocessableEntity, codeValidation, "validation failed", details...)
 	case errors.Is(err, engine.ErrNotFound):

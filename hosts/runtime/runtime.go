@@ -72,7 +72,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	cfg := huma.DefaultConfig("svcflow runtime", opts.Version)
 	// No $schema links in bodies: the wire shape is exactly the documented one.
 	cfg.CreateHooks = nil
-	cfg.Info.Description = "The tenant-scoped runtime of svcflow: workflows, runs, registered actions and custom tables. " +
+	cfg.Info.Description = "The tenant-scoped runtime of svcflow: workflows, runs, registered actions, custom tables and webhook registrations. " +
 		"Every route but /health and /oauth/callback (whose state names the organization) takes the organization in the X-Org-Id header. " +
 		"Errors are RFC 9457 problem+json bodies with a snake_case `code`."
 	s.api = humachi.New(r, cfg)
@@ -88,6 +88,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerDocuments()
 	s.registerOrgConfig()
 	s.registerOAuth()
+	s.registerWebhooks()
 	return s
 }
 

@@ -107,6 +107,16 @@ var tenancyCalls = map[string]tenancyCall{
 	}},
 	"list-oauth-connections":  {scope: listing},
 	"delete-oauth-connection": {scope: byID},
+
+	"create-webhook": {scope: creation, body: func(tenancyFixture) any {
+		return map[string]any{"event": "document.uploaded", "url": "https://93.184.215.14/b-own-hook", "secret": "b-own-secret-0123"}
+	}},
+	"list-webhooks":  {scope: listing},
+	"get-webhook":    {scope: byID},
+	"delete-webhook": {scope: byID},
+	"update-webhook": {scope: byID, body: func(tenancyFixture) any {
+		return map[string]any{"url": "https://93.184.215.14/mallory", "secret": "mallory-secret-0123", "disabled": true}
+	}},
 }
 
 // tenancyUpload is a multipart upload body (boundary as in multipartHeader).
@@ -136,7 +146,14 @@ type tenancyFixture struct {
 	// oauthToken); oauthStateB and oauthCodeB are the callback of a flow B started.
 	oauthAccount, oauthConnection, oauthToken string
 	oauthStateB, oauthCodeB                   string
+	// webhook is A's registration (target webhookURL, secret webhookSecret).
+	webhook string
 }
+
+const (
+	webhookURL    = "https://93.184.215.14/a-hooks-7f3e"
+	webhookSecret = "a-webhook-secret-2b6d"
+)
 
 const orgConfigValue = "a-plaintext-secret-7c41"
 
@@ -160,6 +177,8 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return "google", true
 	case "connectionId":
 		return fx.oauthConnection, true
+	case "webhookId":
+		return fx.webhook, true
 	}
 	return "", false
 }
@@ -168,7 +187,8 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 func (fx tenancyFixture) secrets() []string {
 	return []string{fx.workflow.ID, fx.workflow.Name, fx.finished.ID, fx.running.ID, fx.table, "ada@example.com",
 		fx.document.ID, fx.document.Name, "a-secret", fx.action, "crm.a.example.com", fx.orgConfigKey, orgConfigValue, "7c41",
-		fx.oauthAccount, fx.oauthConnection, fx.oauthToken, "a-support", "app-secret-org-a"}
+		fx.oauthAccount, fx.oauthConnection, fx.oauthToken, "a-support", "app-secret-org-a",
+		fx.webhook, "a-hooks-7f3e", webhookSecret, "a-auto-payload"}
 }
 
 func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
@@ -195,6 +215,14 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	}), http.StatusCreated).ID
 	state, code := b.startOAuth(t, orgA, "google", "a-support")
 	ok[connectionDoc](t, b.do(t, http.MethodGet, callbackPath(state, code), "", nil), http.StatusOK)
+	for i, event := range []string{"document.uploaded", "workflow.completed"} {
+		w := ok[webhookDoc](t, b.do(t, http.MethodPost, "/webhooks", orgA, map[string]any{
+			"event": event, "url": webhookURL, "secret": webhookSecret, "auto_payload": map[string]any{"tag": "a-auto-payload"},
+		}), http.StatusCreated)
+		if i == 0 {
+			fx.webhook = w.ID
+		}
+	}
 
 	// B's own things.
 	ok[map[string]any](t, b.do(t, http.MethodPost, "/custom-tables", orgB, map[string]any{
@@ -212,6 +240,9 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 		"provider": "slack", "account": "b-workspace", "access_token": "xoxb-b-own",
 	}), http.StatusCreated)
 	fx.oauthStateB, fx.oauthCodeB = b.startOAuth(t, orgB, "slack", "b-other")
+	ok[webhookDoc](t, b.do(t, http.MethodPost, "/webhooks", orgB, map[string]any{
+		"event": "workflow.failed", "url": "https://93.184.215.14/b-hook",
+	}), http.StatusCreated)
 	return fx
 }
 
@@ -236,6 +267,8 @@ func snapshotA(t *testing.T, b *bundle, fx tenancyFixture) string {
 		"/actions/" + fx.action,
 		"/org-config?limit=500",
 		"/oauth/connections?limit=500",
+		"/webhooks?limit=500",
+		"/webhooks/" + fx.webhook,
 	} {
 		rec := b.do(t, http.MethodGet, path, orgA, nil)
 		require.Equal(t, http.StatusOK, rec.Code, "%s: %s", path, rec.Body.String())

@@ -131,18 +131,19 @@ func keyFileKeyring(ctx context.Context, path string, st *store.Store, log *slog
 	return kr, nil
 }
 
-// sealedCollections are the values sealed with the master keys: org config and the tokens
-// of OAuth connections. Rotation re-seals them all in the same passes.
+// sealedCollections are the values sealed with the master keys: org config, the tokens
+// of OAuth connections and the secrets of webhook registrations. Rotation re-seals them all
+// in the same passes.
 func sealedCollections(st *store.Store) []secrets.SealedCollection {
-	return []secrets.SealedCollection{secrets.OrgConfig(st), engine.OAuthSealedTokens(st)}
+	return []secrets.SealedCollection{secrets.OrgConfig(st), engine.OAuthSealedTokens(st), engine.WebhookSealedSecrets(st)}
 }
 
-// rotateMasterKey re-seals every sealed value (sealedCollections: org config and the tokens
-// of OAuth connections) under a new master key while the service runs. With a key file it
-// writes the new key first and the old ones after it (serving processes follow the file),
-// re-seals, and then leaves the new key alone in the file; should anything fail, the old
-// keys stay. With SVC_MASTER_KEY it re-seals under the first key of the list, which every
-// serving process must already hold ("new,old").
+// rotateMasterKey re-seals every sealed value (sealedCollections: org config, the tokens
+// of OAuth connections, webhook secrets) under a new master key while the service runs.
+// With a key file it writes the new key first and the old ones after it (serving processes
+// follow the file), re-seals, and then leaves the new key alone in the file; should
+// anything fail, the old keys stay. With SVC_MASTER_KEY it re-seals under the first key of
+// the list, which every serving process must already hold ("new,old").
 func rotateMasterKey(ctx context.Context, dsn string, st *store.Store, getenv func(string) string, grace time.Duration, log *slog.Logger) error {
 	src, err := keySourceFor(dsn, getenv)
 	if err != nil {

@@ -129,6 +129,10 @@ func TestRotateMasterKeyWhileServing(t *testing.T) {
 	require.Equal(t, 201, code, body)
 	var conn struct{ ID string }
 	require.NoError(t, json.Unmarshal([]byte(body), &conn))
+	code, body = c.call("POST", "/webhooks", `{"event": "workflow.completed", "url": "https://hooks.example.com/in", "secret": "whsec-rotated-4e4e"}`)
+	require.Equal(t, 201, code, body)
+	var hook struct{ ID string }
+	require.NoError(t, json.Unmarshal([]byte(body), &hook))
 	code, body = c.call("POST", "/workflows", `{"name": "post", "definition": {"actions": [
 		{"type": "slack_post_message", "outputKey": "slack", "properties": {"channel": "C0123", "text": "hello"}}]}}`)
 	require.Equal(t, 201, code, body)
@@ -186,6 +190,7 @@ func TestRotateMasterKeyWhileServing(t *testing.T) {
 	require.Contains(t, string(out), "master key rotated")
 	require.Regexp(t, `re-sealed org config.* resealed=1 `, string(out))
 	require.Regexp(t, `re-sealed oauth connections.* resealed=1 `, string(out))
+	require.Regexp(t, `re-sealed webhook secrets.* resealed=1 `, string(out))
 	require.Positive(t, polls.Load())
 	require.Zero(t, failures.Load(), "every answer during the rotation was a 200 with the value masked")
 
@@ -238,6 +243,12 @@ func TestRotateMasterKeyWhileServing(t *testing.T) {
 	tokens, err := newOnly.Open("acme", "oauth_connection:"+conn.ID, sealedConn.Sealed)
 	require.NoError(t, err)
 	require.Contains(t, string(tokens), slackToken)
+	sealedHook, err := st.GetWebhook(context.Background(), "acme", hook.ID)
+	require.NoError(t, err)
+	require.Equal(t, secrets.KeyID(newKeys[0]), sealedHook.MasterKeyID)
+	hookSecret, err := newOnly.Open("acme", "webhook:"+hook.ID, sealedHook.Sealed)
+	require.NoError(t, err)
+	require.Equal(t, "whsec-rotated-4e4e", string(hookSecret))
 
 	require.NoError(t, p.stop(), p.logs.String())
 	again := startProcessEnv(t, bin, dir, env, "runtime", "--db", dsn, "--runtime-addr", "127.0.0.1:0")

@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store, countJobs func(tb t
 		{"Actions", testActions},
 		{"OrgConfig", testOrgConfig},
 		{"OAuth", testOAuth},
+		{"Webhooks", testWebhooks},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
