@@ -81,8 +81,8 @@ func (e *Engine) outside() *outside {
 
 // actionKind returns the step kind that runs the organization's action name; false when
 // the organization has no such action.
-func (e *Engine) actionKind(ctx context.Context, orgID, name string) (svctype.StepKind, bool, error) {
-	a, err := e.LookupAction(ctx, orgID, name)
+func (e *Engine) actionKind(ctx context.Context, q Querier, orgID, name string) (svctype.StepKind, bool, error) {
+	a, err := e.lookupActionIn(ctx, q, orgID, name)
 	if errors.Is(err, ErrNotFound) {
 		return svctype.StepKind{}, false, nil
 	}

@@ -391,6 +391,12 @@ func (e *Engine) DeleteAction(ctx context.Context, orgID, name string) error {
 // through this engine is seen at once; a write by another process within ActionCacheTTL. The
 // value is shared with other callers: read it, never modify it.
 func (e *Engine) LookupAction(ctx context.Context, orgID, name string) (*svctype.Action, error) {
+	return e.lookupActionIn(ctx, e.store, orgID, name)
+}
+
+// lookupActionIn is LookupAction read through q on a cache miss: a step inside its
+// transaction must not ask the pool for a second connection.
+func (e *Engine) lookupActionIn(ctx context.Context, q Querier, orgID, name string) (*svctype.Action, error) {
 	if err := checkOrg(orgID); err != nil {
 		return nil, err
 	}
@@ -398,7 +404,7 @@ func (e *Engine) LookupAction(ctx context.Context, orgID, name string) (*svctype
 		return a, nil
 	}
 	gen := e.actions.generation()
-	a, err := e.store.GetAction(ctx, orgID, name)
+	a, err := q.GetAction(ctx, orgID, name)
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -62,6 +60,13 @@ func (c *catchAllCache) forget(orgID string) {
 // catchAll returns the organization's catch-all address, "" when it has none (or the
 // engine has no master key, so no org config).
 func (e *Engine) catchAll(ctx context.Context, orgID string) (string, error) {
+	return e.catchAllIn(ctx, e.store, orgID)
+}
+
+// catchAllIn is catchAll read through q on a cache miss: the fan-out reads inside the
+// event's transaction, where asking the pool for a second connection could wait forever
+// (every connection held by a transaction doing the same).
+func (e *Engine) catchAllIn(ctx context.Context, q Querier, orgID string) (string, error) {
 	c := &e.catchAlls
 	now := time.Now()
 	c.mu.Lock()
@@ -70,7 +75,7 @@ func (e *Engine) catchAll(ctx context.Context, orgID string) (string, error) {
 		return ent.url, nil
 	}
 	c.mu.Unlock()
-	url, err := e.OrgConfigValue(ctx, orgID, CatchAllKey)
+	url, err := e.orgConfigValueIn(ctx, q, orgID, CatchAllKey)
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoMasterKey) {
 		url, err = "", nil
 	}
@@ -90,8 +95,7 @@ func (e *Engine) catchAll(ctx context.Context, orgID string) (string, error) {
 type hookTarget struct {
 	id          string
 	signed      bool
-	tags        []string
-	contentType string
+	filter      *svctype.WebhookFilter
 	autoPayload map[string]any
 }
 
@@ -116,7 +120,7 @@ func (e *Engine) fanOut(ctx context.Context, tx Tx, evs []svctype.Event, doc *do
 		url, ok := catchAlls[ev.OrgID]
 		if !ok {
 			var err error
-			if url, err = e.catchAll(ctx, ev.OrgID); err != nil {
+			if url, err = e.catchAllIn(ctx, tx, ev.OrgID); err != nil {
 				return err
 			}
 			catchAlls[ev.OrgID] = url
@@ -132,7 +136,7 @@ func (e *Engine) fanOut(ctx context.Context, tx Tx, evs []svctype.Event, doc *do
 		if !registrable {
 			continue
 		}
-		hooks, err := e.registeredTargets(ctx, ev.OrgID, name)
+		hooks, err := e.registeredTargets(ctx, tx, ev.OrgID, name)
 		if err != nil {
 			return err
 		}
@@ -165,23 +169,13 @@ func (e *Engine) fanOut(ctx context.Context, tx Tx, evs []svctype.Event, doc *do
 	return nil
 }
 
-// matches reports whether a document event about doc passes the registration's filter: the
-// content type, when set, is the document's, and of the tags, when set, the document has at
-// least one.
+// matches reports whether a document event about doc passes the registration's filter
+// (svctype.WebhookFilter.Matches: the content type, and at least one of the tags).
 func (h *hookTarget) matches(doc *documents.Document) bool {
-	if h.contentType == "" && len(h.tags) == 0 {
+	if h.filter.IsZero() {
 		return true
 	}
-	if doc == nil {
-		return false
-	}
-	if h.contentType != "" && h.contentType != doc.ContentType {
-		return false
-	}
-	if len(h.tags) > 0 && !slices.ContainsFunc(h.tags, func(t string) bool { return slices.Contains(doc.Tags, t) }) {
-		return false
-	}
-	return true
+	return doc != nil && h.filter.Matches(doc.Tags, doc.ContentType)
 }
 
 // delivery builds the delivery of ev to one target, its body encoded once: every attempt
@@ -192,9 +186,7 @@ func (e *Engine) delivery(ev *svctype.Event, id, target string, h *hookTarget) (
 	if h != nil && len(h.autoPayload) > 0 {
 		var m map[string]any
 		if err := json.Unmarshal(ev.Payload, &m); err == nil && m != nil {
-			merged := maps.Clone(h.autoPayload)
-			maps.Copy(merged, m)
-			if b, err := json.Marshal(merged); err == nil {
+			if b, err := json.Marshal(svctype.MergeAutoPayload(m, h.autoPayload)); err == nil {
 				payload = b
 			}
 		}
@@ -223,14 +215,35 @@ type webhookSecret struct {
 	secret []byte
 }
 
-// webhookTarget returns one of the organization's webhooks, to send to it.
-func (e *Engine) webhookTarget(ctx context.Context, orgID, id string) (*webhookSecret, error) {
+// webhookTarget returns where the organization's webhook id, registered for event, sends
+// and its secret: from the cache of WebhookTargets. ErrNotFound when it was deleted (or
+// moved to another event).
+func (e *Engine) webhookTarget(ctx context.Context, orgID, event, id string) (*webhookSecret, error) {
+	ts, err := e.WebhookTargets(ctx, orgID, event)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range ts {
+		if t.ID == id {
+			return &webhookSecret{url: t.URL, secret: t.Secret}, nil
+		}
+	}
 	return nil, fmt.Errorf("%w: webhook %s", ErrNotFound, id)
 }
 
-// registeredTargets returns the organization's webhooks registered for event.
-func (e *Engine) registeredTargets(ctx context.Context, orgID, event string) ([]hookTarget, error) {
-	return nil, nil
+// registeredTargets returns the organization's webhooks registered for event. A disabled
+// one is still a target: its deliveries go through its circuit (one probe every few
+// minutes), and a success enables it again.
+func (e *Engine) registeredTargets(ctx context.Context, q Querier, orgID, event string) ([]hookTarget, error) {
+	ts, err := e.webhookTargetsIn(ctx, q, orgID, event)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]hookTarget, len(ts))
+	for i, t := range ts {
+		out[i] = hookTarget{id: t.ID, signed: t.Secret != nil, filter: t.Filter, autoPayload: t.AutoPayload}
+	}
+	return out, nil
 }
 
 // DeliveryDoc is a delivery with every attempt, as GET /deliveries/{id} shows it.
@@ -262,7 +275,7 @@ func (e *Engine) ListDeliveries(ctx context.Context, orgID, webhookID string, op
 		return svctype.Page[svctype.Delivery]{}, err
 	}
 	if webhookID != "" {
-		if _, err := e.webhookTarget(ctx, orgID, webhookID); err != nil {
+		if _, err := e.GetWebhook(ctx, orgID, webhookID); err != nil {
 			return svctype.Page[svctype.Delivery]{}, err
 		}
 	}
@@ -309,5 +322,9 @@ func (e *Engine) recordWebhookHealth(ctx context.Context, d *svctype.Delivery, o
 	if d.Target != TargetWebhook {
 		return nil
 	}
-	return nil
+	err := e.RecordWebhookHealth(ctx, d.OrgID, d.WebhookID, ok, e.now())
+	if errors.Is(err, ErrNotFound) { // deleted meanwhile
+		return nil
+	}
+	return err
 }

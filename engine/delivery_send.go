@@ -131,7 +131,7 @@ func (e *Engine) deliveryTarget(ctx context.Context, d *svctype.Delivery) (url s
 		}
 		return url, nil, gone, err
 	}
-	t, err := e.webhookTarget(ctx, d.OrgID, d.WebhookID)
+	t, err := e.webhookTarget(ctx, d.OrgID, d.Event, d.WebhookID)
 	if errors.Is(err, ErrNotFound) {
 		return "", nil, "the webhook registration was deleted", nil
 	}

@@ -337,7 +337,7 @@ func (e *Engine) execStep(ctx context.Context, tx Tx, st *runState, step *svctyp
 		out, err := e.inlineLoop(ctx, tx, st, step, index, vars, c)
 		return out, loopResultKey(step), svctype.StepCompleted, err
 	}
-	kind, ok, err := e.lookupKind(ctx, st.run.OrgID, step.Type)
+	kind, ok, err := e.lookupKind(ctx, tx, st.run.OrgID, step.Type)
 	if err != nil {
 		return nil, "", "", err
 	}

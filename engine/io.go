@@ -281,12 +281,12 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // lookupKind returns the step kind of a step type: a kind of the Environment, or the
-// organization's registered action of that name.
-func (e *Engine) lookupKind(ctx context.Context, orgID, stepType string) (svctype.StepKind, bool, error) {
+// organization's registered action of that name (read through q).
+func (e *Engine) lookupKind(ctx context.Context, q Querier, orgID, stepType string) (svctype.StepKind, bool, error) {
 	if kind, ok := e.env.Lookup(stepType); ok {
 		return kind, true, nil
 	}
-	return e.actionKind(ctx, orgID, stepType)
+	return e.actionKind(ctx, q, orgID, stepType)
 }
 
 // callAhead returns the call a top-level step is about to make, when it can tell without a
@@ -317,7 +317,7 @@ func (e *Engine) callAhead(ctx context.Context, st *runState, step *svctype.Step
 	if step.Type == LoopStep {
 		return nil
 	}
-	kind, ok, err := e.lookupKind(ctx, st.run.OrgID, step.Type)
+	kind, ok, err := e.lookupKind(ctx, e.store, st.run.OrgID, step.Type)
 	if err != nil || !ok || kind.IO == nil {
 		return nil
 	}

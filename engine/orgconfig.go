@@ -153,7 +153,16 @@ func (e *Engine) OrgConfigValue(ctx context.Context, orgID, key string) (string,
 	if checkOrgConfigKey(key) != nil {
 		return "", fmt.Errorf("%w: %q", ErrNoOrgConfigKey, shortKey(key))
 	}
-	r, err := e.store.GetOrgConfig(ctx, orgID, key)
+	return e.orgConfigValueIn(ctx, e.store, orgID, key)
+}
+
+// orgConfigValueIn is OrgConfigValue read through q: inside a transaction, the lookup must
+// not wait for a second connection of the pool that the transaction may have drained.
+func (e *Engine) orgConfigValueIn(ctx context.Context, q Querier, orgID, key string) (string, error) {
+	if e.keys == nil {
+		return "", fmt.Errorf("org config key %q: %w", shortKey(key), ErrNoMasterKey)
+	}
+	r, err := q.GetOrgConfig(ctx, orgID, key)
 	if errors.Is(err, ErrNotFound) {
 		return "", fmt.Errorf("%w: %q", ErrNoOrgConfigKey, key)
 	}

@@ -494,7 +494,7 @@ func (e *Engine) WebhookTargets(ctx context.Context, orgID, event string) ([]Web
 	}
 	v, err, _ := e.webhooks.loads.Do(orgID, func() (any, error) {
 		gen := e.webhooks.generation()
-		byEvent, err := e.loadWebhookTargets(ctx, orgID)
+		byEvent, err := e.loadWebhookTargets(ctx, e.store, orgID)
 		if err != nil {
 			return nil, err
 		}
@@ -507,12 +507,31 @@ func (e *Engine) WebhookTargets(ctx context.Context, orgID, event string) ([]Web
 	return slices.Clone(v.(map[string][]WebhookTarget)[canonical]), nil
 }
 
+// webhookTargetsIn is WebhookTargets read through q on a cache miss (the fan-out reads
+// inside the event's transaction: a second connection could be one the pool does not have).
+func (e *Engine) webhookTargetsIn(ctx context.Context, q Querier, orgID, event string) ([]WebhookTarget, error) {
+	canonical, ok := events.Canonical(event)
+	if !ok {
+		return nil, nil
+	}
+	if byEvent, ok := e.webhooks.get(orgID); ok {
+		return byEvent[canonical], nil
+	}
+	gen := e.webhooks.generation()
+	byEvent, err := e.loadWebhookTargets(ctx, q, orgID)
+	if err != nil {
+		return nil, err
+	}
+	e.webhooks.put(gen, orgID, byEvent)
+	return byEvent[canonical], nil
+}
+
 // loadWebhookTargets reads every registration of the organization, by event.
-func (e *Engine) loadWebhookTargets(ctx context.Context, orgID string) (map[string][]WebhookTarget, error) {
+func (e *Engine) loadWebhookTargets(ctx context.Context, q Querier, orgID string) (map[string][]WebhookTarget, error) {
 	byEvent := map[string][]WebhookTarget{}
 	opts := svctype.ListOptions{Limit: 500}
 	for {
-		page, err := e.store.ListWebhooks(ctx, orgID, WebhookListFilter{ListOptions: opts})
+		page, err := q.ListWebhooks(ctx, orgID, WebhookListFilter{ListOptions: opts})
 		if err != nil {
 			return nil, err
 		}

@@ -74,7 +74,7 @@ func TestListRoutesPage(t *testing.T) {
 		found[ro.op.OperationID] = true
 	}
 	// The detector itself must see the lists that exist today.
-	for _, id := range []string{"list-workflows", "list-runs", "list-custom-tables", "read-custom-table-rows", "list-actions", "list-oauth-connections", "list-webhooks"} {
+	for _, id := range []string{"list-workflows", "list-runs", "list-custom-tables", "read-custom-table-rows", "list-actions", "list-oauth-connections", "list-webhooks", "list-webhook-deliveries"} {
 		require.True(t, found[id], "%s is a list route but the schema detector missed it", id)
 	}
 

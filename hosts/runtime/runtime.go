@@ -89,6 +89,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerOrgConfig()
 	s.registerOAuth()
 	s.registerWebhooks()
+	s.registerDeliveries()
 	return s
 }
 

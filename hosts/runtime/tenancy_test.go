@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
 
@@ -117,6 +119,9 @@ var tenancyCalls = map[string]tenancyCall{
 	"update-webhook": {scope: byID, body: func(tenancyFixture) any {
 		return map[string]any{"url": "https://93.184.215.14/mallory", "secret": "mallory-secret-0123", "disabled": true}
 	}},
+	"list-webhook-deliveries": {scope: byID},
+	"get-delivery":            {scope: byID},
+	"redeliver":               {scope: byID},
 }
 
 // tenancyUpload is a multipart upload body (boundary as in multipartHeader).
@@ -146,8 +151,10 @@ type tenancyFixture struct {
 	// oauthToken); oauthStateB and oauthCodeB are the callback of a flow B started.
 	oauthAccount, oauthConnection, oauthToken string
 	oauthStateB, oauthCodeB                   string
-	// webhook is A's registration (target webhookURL, secret webhookSecret).
-	webhook string
+	// webhook is A's registration (target webhookURL, secret webhookSecret); delivery one of
+	// its deliveries (of A's documents uploaded after it).
+	webhook  string
+	delivery string
 }
 
 const (
@@ -179,6 +186,8 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.oauthConnection, true
 	case "webhookId":
 		return fx.webhook, true
+	case "deliveryId":
+		return fx.delivery, true
 	}
 	return "", false
 }
@@ -188,7 +197,7 @@ func (fx tenancyFixture) secrets() []string {
 	return []string{fx.workflow.ID, fx.workflow.Name, fx.finished.ID, fx.running.ID, fx.table, "ada@example.com",
 		fx.document.ID, fx.document.Name, "a-secret", fx.action, "crm.a.example.com", fx.orgConfigKey, orgConfigValue, "7c41",
 		fx.oauthAccount, fx.oauthConnection, fx.oauthToken, "a-support", "app-secret-org-a",
-		fx.webhook, "a-hooks-7f3e", webhookSecret, "a-auto-payload"}
+		fx.webhook, "a-hooks-7f3e", webhookSecret, "a-auto-payload", fx.delivery}
 }
 
 func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
@@ -223,6 +232,13 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 			fx.webhook = w.ID
 		}
 	}
+	for _, name := range []string{"a-later-1.csv", "a-later-2.csv"} {
+		b.uploadDocument(t, orgA, filePart(name, "text/csv", "email\nada@example.com\n"))
+	}
+	deliveries, err := b.eng.ListDeliveries(context.Background(), orgA, fx.webhook, svctype.ListOptions{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, deliveries.Items, 2, "A's webhook has its deliveries")
+	fx.delivery = deliveries.Items[0].ID
 
 	// B's own things.
 	ok[map[string]any](t, b.do(t, http.MethodPost, "/custom-tables", orgB, map[string]any{
@@ -269,6 +285,8 @@ func snapshotA(t *testing.T, b *bundle, fx tenancyFixture) string {
 		"/oauth/connections?limit=500",
 		"/webhooks?limit=500",
 		"/webhooks/" + fx.webhook,
+		"/webhooks/" + fx.webhook + "/deliveries?limit=500",
+		"/deliveries/" + fx.delivery,
 	} {
 		rec := b.do(t, http.MethodGet, path, orgA, nil)
 		require.Equal(t, http.StatusOK, rec.Code, "%s: %s", path, rec.Body.String())
