@@ -577,3 +577,48 @@ func TestDeliveryToAPrivateAddressIsRefused(t *testing.T) {
 	}
 	require.Empty(t, rc.requests())
 }
+
+// POST /deliveries/{id}/redeliver (Engine.Redeliver) sends an ended delivery again: the same
+// id and bytes, a new round of retries; a pending one is a conflict.
+func TestRedeliver(t *testing.T) {
+	t.Parallel()
+	eng := deliveryEngine(t, "sqlite", engine.Config{})
+	var mu sync.Mutex
+	status := http.StatusGone
+	rc := newReceiver(t, func(int, http.ResponseWriter, *received) int { mu.Lock(); defer mu.Unlock(); return status })
+	ctx := context.Background()
+	_, err := eng.CreateWebhook(ctx, org, engine.WebhookInput{Event: "workflow.completed", URL: rc.URL})
+	require.NoError(t, err)
+	wf := createWorkflow(t, eng, "empty", `{"actions": []}`)
+	execute(t, eng, wf, json.RawMessage(`{}`))
+	startWorker(t, eng, worker.Options{Concurrency: 2, Poll: 10 * time.Millisecond})
+	var d svctype.Delivery
+	waitFor(t, 10*time.Second, 10*time.Millisecond, "the delivery fails", func() bool {
+		ds := deliveriesOf(t, eng, org)
+		if len(ds) == 1 {
+			d = ds[0]
+		}
+		return len(ds) == 1 && ds[0].Status == svctype.DeliveryFailed
+	})
+	mu.Lock()
+	status = http.StatusOK
+	mu.Unlock()
+	again, err := eng.Redeliver(ctx, org, d.ID)
+	require.NoError(t, err)
+	require.Equal(t, svctype.DeliveryPending, again.Status)
+	_, err = eng.Redeliver(ctx, org, d.ID)
+	if err != nil { // it may have been sent already
+		require.ErrorIs(t, err, engine.ErrConflict)
+	}
+	waitFor(t, 10*time.Second, 10*time.Millisecond, "the redelivery succeeds", func() bool {
+		doc, err := eng.GetDelivery(ctx, org, d.ID)
+		require.NoError(t, err)
+		return doc.Status == svctype.DeliverySucceeded
+	})
+	require.Equal(t, []string{"410 failed", "200 succeeded"}, deliveryOutcomes(t, eng, org, d.ID))
+	got := rc.requests()
+	require.Len(t, got, 2)
+	require.Equal(t, string(got[0].body), string(got[1].body))
+	_, err = eng.Redeliver(ctx, "another-org", d.ID)
+	require.ErrorIs(t, err, engine.ErrNotFound)
+}
