@@ -95,10 +95,12 @@ func (e *Engine) sendDelivery(ctx context.Context, job *svctype.Job) error {
 	}
 	outcome := events.Classify(ans.status, ans.err)
 	ok := outcome == events.OutcomeSuccess
-	if err := e.recordWebhookHealth(ctx, d, ok); err != nil {
-		return err
-	}
 	if ok {
+		// A registration's health counts deliveries, not attempts: a success re-enables it,
+		// a delivery that fails after its retries counts one failure (below).
+		if err := e.recordWebhookHealth(ctx, d, true); err != nil {
+			return err
+		}
 		attempt.Outcome = attemptSucceeded
 		return e.finishDelivery(ctx, job, d, url, &ok, attempt, svctype.DeliverySucceeded)
 	}
@@ -108,6 +110,9 @@ func (e *Engine) sendDelivery(ctx context.Context, job *svctype.Job) error {
 			attempt.Outcome, attempt.NextAttemptAt = attemptRetry, &at
 			return e.scheduleDelivery(ctx, job, d, url, &ok, attempt, true)
 		}
+	}
+	if err := e.recordWebhookHealth(ctx, d, false); err != nil {
+		return err
 	}
 	attempt.Outcome = attemptFailed
 	return e.finishDelivery(ctx, job, d, url, &ok, attempt, svctype.DeliveryFailed)
