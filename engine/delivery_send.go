@@ -150,7 +150,7 @@ func (e *Engine) deliveryTarget(ctx context.Context, d *svctype.Delivery) (url s
 // transaction, with the worker's slot given back meanwhile. The answer's body is read up to
 // events.MaxResponseBody and dropped.
 func (e *Engine) post(ctx context.Context, d *svctype.Delivery, url string, secret []byte) sentAnswer {
-	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), events.ResponseTimeout)
+	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.deliveryTimeout)
 	defer cancel()
 	slot := slotFrom(ctx)
 	if slot != nil {
@@ -170,7 +170,7 @@ func (e *Engine) post(ctx context.Context, d *svctype.Delivery, url string, secr
 	began := time.Now()
 	resp, err := e.outside().hooks.Do(req)
 	if err != nil {
-		return sentAnswer{latency: time.Since(began), err: deliveryError(err)}
+		return sentAnswer{latency: time.Since(began), err: deliveryError(err, e.deliveryTimeout)}
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, events.MaxResponseBody))
 	_ = resp.Body.Close()
@@ -179,12 +179,12 @@ func (e *Engine) post(ctx context.Context, d *svctype.Delivery, url string, secr
 
 // deliveryError says why a request got no answer without the address's path or query
 // (they may carry a token): the guard's refusal, a timeout, or a connection failure.
-func deliveryError(err error) error {
+func deliveryError(err error, timeout time.Duration) error {
 	switch {
 	case errors.Is(err, outbound.ErrTargetNotAllowed):
 		return events.Permanent(fmt.Errorf("%s: %w", outbound.CodeTargetNotAllowed, outbound.ErrTargetNotAllowed))
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("no answer within %s", events.ResponseTimeout)
+		return fmt.Errorf("no answer within %s", timeout)
 	}
 	var ue interface{ Unwrap() error }
 	if errors.As(err, &ue) && ue.Unwrap() != nil {

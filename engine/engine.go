@@ -28,6 +28,7 @@ import (
 	"github.com/svcflow/svcflow/agent"
 
 	"github.com/svcflow/svcflow/engine/documents"
+	"github.com/svcflow/svcflow/engine/events"
 	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -68,6 +69,9 @@ type Config struct {
 	// CallTimeout bounds one call of an IO half (default DefaultCallTimeout); kinds set
 	// their own shorter timeouts (an HTTP action's per-request timeout).
 	CallTimeout time.Duration
+	// DeliveryTimeout bounds one webhook delivery attempt (default events.ResponseTimeout,
+	// the spec's 10 s): a 2xx must arrive within it. Tests shorten it.
+	DeliveryTimeout time.Duration
 	// AllowPrivateTargets lets actions reach loopback, private, link-local and metadata
 	// addresses (and local databases); off, such a call fails with target_not_allowed. For
 	// single-tenant deployments and tests only.
@@ -116,6 +120,8 @@ type Engine struct {
 	callTimeout time.Duration
 	// catchAlls caches each organization's catch-all webhook address (deliveries.go).
 	catchAlls catchAllCache
+	// deliveryTimeout bounds one delivery attempt (delivery_send.go).
+	deliveryTimeout time.Duration
 	// allowPrivate and out: how actions reach other systems (actionrun.go).
 	allowPrivate bool
 	out          outside
@@ -147,6 +153,10 @@ func New(cfg Config) (*Engine, error) {
 		slice: cfg.Slice, waitPoll: cfg.WaitPoll, states: newRunCache(stateCacheSize),
 		io: newIOPool(cfg.IOConcurrency, cfg.IOPerOrg), callTimeout: cfg.CallTimeout, allowPrivate: cfg.AllowPrivateTargets}
 	e.out.model = cfg.ModelFactory
+	e.deliveryTimeout = cfg.DeliveryTimeout
+	if e.deliveryTimeout <= 0 {
+		e.deliveryTimeout = events.ResponseTimeout
+	}
 	if e.callTimeout <= 0 {
 		e.callTimeout = DefaultCallTimeout
 	}

@@ -622,3 +622,41 @@ func TestRedeliver(t *testing.T) {
 	_, err = eng.Redeliver(ctx, "another-org", d.ID)
 	require.ErrorIs(t, err, engine.ErrNotFound)
 }
+
+// A target that does not answer within the delivery timeout (10 s; shortened here) is a
+// failed attempt that is retried.
+func TestHangingTargetTimesOutAndIsRetried(t *testing.T) {
+	t.Parallel()
+	eng := deliveryEngine(t, "sqlite", engine.Config{DeliveryTimeout: 300 * time.Millisecond})
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	rc := newReceiver(t, func(n int, _ http.ResponseWriter, _ *received) int {
+		if n == 1 {
+			select { // hang past the timeout
+			case <-release:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		return http.StatusOK
+	})
+	ctx := context.Background()
+	_, err := eng.CreateWebhook(ctx, org, engine.WebhookInput{Event: "workflow.started", URL: rc.URL})
+	require.NoError(t, err)
+	wf := createWorkflow(t, eng, "empty", `{"actions": []}`)
+	execute(t, eng, wf, json.RawMessage(`{}`))
+	startWorker(t, eng, worker.Options{Concurrency: 2, Poll: 10 * time.Millisecond})
+	waitFor(t, 10*time.Second, 20*time.Millisecond, "the retry succeeds", func() bool {
+		ds := deliveriesOf(t, eng, org)
+		return len(ds) == 1 && ds[0].Status == svctype.DeliverySucceeded
+	})
+	d := deliveriesOf(t, eng, org)[0]
+	doc, err := eng.GetDelivery(ctx, org, d.ID)
+	require.NoError(t, err)
+	require.Len(t, doc.AttemptList, 2)
+	require.Equal(t, "retry", doc.AttemptList[0].Outcome)
+	require.Equal(t, 0, doc.AttemptList[0].StatusCode)
+	require.Contains(t, doc.AttemptList[0].Error, "no answer within 300ms")
+	require.GreaterOrEqual(t, doc.AttemptList[0].LatencyMS, int64(300))
+	once.Do(func() { close(release) })
+}
