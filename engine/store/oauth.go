@@ -198,30 +198,7 @@ func (q *querier) DeleteOAuthConnection(ctx context.Context, orgID, id string) e
 // org_id only: rotation goes organization by organization, and every read of tokens names
 // one.
 func (q *querier) ListOAuthConnectionOrgs(ctx context.Context, f secrets.ListFilter) (svctype.Page[string], error) {
-	const op = "list oauth connection organizations"
-	var page svctype.Page[string]
-	limit := pageLimit(f.ListOptions)
-	sel := q.r.NewSelect().Model((*oauthConnectionModel)(nil)).
-		ColumnExpr("DISTINCT org_id").
-		OrderExpr("org_id").
-		Limit(int64(limit + 1))
-	if f.NotKeyID != "" {
-		sel = sel.Where("master_key_id <> ?", f.NotKeyID)
-	}
-	if f.Cursor != "" {
-		parts, err := decodeCursor(f.Cursor, 1)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("org_id > ?", parts[0])
-	}
-	var orgs []string
-	if err := sel.Scan(ctx, &orgs); err != nil {
-		return page, wrap(op, err)
-	}
-	return pageOf(orgs, limit, func(org *string) string { return encodeCursor(*org) }, func(org *string) (string, error) {
-		return *org, nil
-	})
+	return sealedOrgs[oauthConnectionModel](ctx, q, "list oauth connection organizations", "", f)
 }
 
 // ResealOAuthConnection swaps the sealed tokens if the row is still at old's version with

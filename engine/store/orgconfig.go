@@ -124,30 +124,7 @@ func (q *querier) DeleteOrgConfig(ctx context.Context, orgID, key string) error 
 // ListOrgConfigOrgs pages the organizations that hold records, by id. It selects org_id
 // only: rotation goes organization by organization, and every read of values names one.
 func (q *querier) ListOrgConfigOrgs(ctx context.Context, f secrets.ListFilter) (svctype.Page[string], error) {
-	const op = "list org config organizations"
-	var page svctype.Page[string]
-	limit := pageLimit(f.ListOptions)
-	sel := q.r.NewSelect().Model((*orgConfigModel)(nil)).
-		ColumnExpr("DISTINCT org_id").
-		OrderExpr("org_id").
-		Limit(int64(limit + 1))
-	if f.NotKeyID != "" {
-		sel = sel.Where("master_key_id <> ?", f.NotKeyID)
-	}
-	if f.Cursor != "" {
-		parts, err := decodeCursor(f.Cursor, 1)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("org_id > ?", parts[0])
-	}
-	var orgs []string
-	if err := sel.Scan(ctx, &orgs); err != nil {
-		return page, wrap(op, err)
-	}
-	return pageOf(orgs, limit, func(org *string) string { return encodeCursor(*org) }, func(org *string) (string, error) {
-		return *org, nil
-	})
+	return sealedOrgs[orgConfigModel](ctx, q, "list org config organizations", "", f)
 }
 
 // ResealOrgConfig swaps the sealed value if it is still old's.
@@ -169,4 +146,37 @@ func (q *querier) ResealOrgConfig(ctx context.Context, old *secrets.Record, seal
 		return err // ErrNotFound: deleted since it was read
 	}
 	return conflict(op)
+}
+
+// sealedOrgs pages the organizations with rows of model M that hold a sealed value (under
+// another master key than f.NotKeyID, when set), by id, selecting org_id only: rotation
+// goes organization by organization, and every read of a sealed value names one. where, when
+// not empty, narrows the rows (a registration without a secret has nothing sealed).
+func sealedOrgs[M any](ctx context.Context, q *querier, op, where string, f secrets.ListFilter) (svctype.Page[string], error) {
+	var page svctype.Page[string]
+	limit := pageLimit(f.ListOptions)
+	sel := q.r.NewSelect().Model((*M)(nil)).
+		ColumnExpr("DISTINCT org_id").
+		OrderExpr("org_id").
+		Limit(int64(limit + 1))
+	if where != "" {
+		sel = sel.Where(where)
+	}
+	if f.NotKeyID != "" {
+		sel = sel.Where("master_key_id <> ?", f.NotKeyID)
+	}
+	if f.Cursor != "" {
+		parts, err := decodeCursor(f.Cursor, 1)
+		if err != nil {
+			return page, err
+		}
+		sel = sel.Where("org_id > ?", parts[0])
+	}
+	var orgs []string
+	if err := sel.Scan(ctx, &orgs); err != nil {
+		return page, wrap(op, err)
+	}
+	return pageOf(orgs, limit, func(org *string) string { return encodeCursor(*org) }, func(org *string) (string, error) {
+		return *org, nil
+	})
 }

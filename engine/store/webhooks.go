@@ -240,31 +240,7 @@ func (q *querier) RecordWebhookFailure(ctx context.Context, orgID, id string, th
 // ListWebhookSecretOrgs pages the organizations with webhook secrets, by id. It selects
 // org_id only.
 func (q *querier) ListWebhookSecretOrgs(ctx context.Context, f secrets.ListFilter) (svctype.Page[string], error) {
-	const op = "list webhook secret organizations"
-	var page svctype.Page[string]
-	limit := pageLimit(f.ListOptions)
-	sel := q.r.NewSelect().Model((*webhookModel)(nil)).
-		ColumnExpr("DISTINCT org_id").
-		Where("master_key_id <> ''").
-		OrderExpr("org_id").
-		Limit(int64(limit + 1))
-	if f.NotKeyID != "" {
-		sel = sel.Where("master_key_id <> ?", f.NotKeyID)
-	}
-	if f.Cursor != "" {
-		parts, err := decodeCursor(f.Cursor, 1)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("org_id > ?", parts[0])
-	}
-	var orgs []string
-	if err := sel.Scan(ctx, &orgs); err != nil {
-		return page, wrap(op, err)
-	}
-	return pageOf(orgs, limit, func(org *string) string { return encodeCursor(*org) }, func(org *string) (string, error) {
-		return *org, nil
-	})
+	return sealedOrgs[webhookModel](ctx, q, "list webhook secret organizations", "master_key_id <> ''", f)
 }
 
 // ResealWebhookSecret swaps the sealed secret if it is still old's.
