@@ -24,10 +24,7 @@ type ExecuteOptions struct {
 const IdempotencyWindow = 24 * time.Hour
 
 // Actor is who did something: {type: api|user|system, id}.
-type Actor struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-}
+type Actor = svctype.Actor
 
 // StepSummary is one entry of a run status document's steps.
 type StepSummary struct {

@@ -187,6 +187,9 @@ func (e *Engine) checkStep(s *svctype.Step, at string, c *checked) []Problem {
 	if s.Type == LoopStep {
 		return append(out, e.checkLoop(s, at, c)...)
 	}
+	if s.Type == ApprovalStep {
+		return append(out, approvalProblems(s.Properties, at+"/properties")...)
+	}
 	kind, ok := e.env.Lookup(s.Type)
 	if !ok && c.registered(s.Type) {
 		return out

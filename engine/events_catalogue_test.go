@@ -22,8 +22,6 @@ import (
 // the feature it waits for. TestEventCatalogue fails when one of them is emitted after all,
 // so an event leaves this list in the change that starts emitting it.
 var pendingEvents = map[string]string{
-	"pbot_approval_requested":         "approvals (PbotApproval) do not exist yet",
-	"pbot_approval_decided":           "approvals (PbotApproval) do not exist yet",
 	"external_form_created":           "external forms do not exist yet",
 	"external_form_updated":           "external forms do not exist yet",
 	"external_form_deleted":           "external forms do not exist yet",
@@ -115,7 +113,11 @@ type catalogueScenario struct {
 	status     svctype.RunStatus
 	// inTx starts the run with ExecuteTx; cancel cancels it before a worker takes it.
 	inTx, cancel bool
-	want         []string
+	// approve decides the approval the run paused at (status is then paused), after which
+	// the run must end as approved.
+	approve  int
+	approved svctype.RunStatus
+	want     []string
 }
 
 func catalogueScenarios() []catalogueScenario {
@@ -129,6 +131,13 @@ func catalogueScenarios() []catalogueScenario {
 	}
 	large := `{"l": [` + strings.Join(left, ",") + `], "r": [` + strings.Join(right, ",") + `]}`
 	return []catalogueScenario{
+		{
+			name: "approval",
+			definition: `{"actions": [{"type": "PbotApproval", "properties": {"comment": "pay {{input.x}}?", "request_payload": {"x": "@input.x"}}},
+			  {"type": "PbotApproval", "properties": {"approver_role": "finance"}}]}`,
+			input: `{"x": 5}`, status: svctype.RunPaused, approve: 2, approved: svctype.RunCompleted,
+			want: []string{"pbot_approval_requested", "pbot_approval_decided"},
+		},
 		{
 			name: "completes",
 			definition: `{"actions": [
@@ -264,6 +273,17 @@ func TestEventCatalogue(t *testing.T) {
 				doc, err := b.eng.RunStatus(b.ctx, org, run.ID)
 				require.NoError(t, err)
 				require.Equal(t, sc.status, doc.Status, "%s: %s", sc.name, doc.Reason)
+				for i := range sc.approve {
+					_, err = b.eng.DecideApproval(b.ctx, org, run.ID, i, engine.ApprovalDecision{Approved: true, Comment: "fine"})
+					require.NoError(t, err, sc.name)
+					_, err = b.eng.Work(b.ctx)
+					require.NoError(t, err)
+				}
+				if sc.approve > 0 {
+					doc, err = b.eng.RunStatus(b.ctx, org, run.ID)
+					require.NoError(t, err)
+					require.Equal(t, sc.approved, doc.Status, "%s: %s", sc.name, doc.Reason)
+				}
 				runs[run.ID] = sc
 			}
 

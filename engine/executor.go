@@ -262,6 +262,10 @@ func (e *Engine) stepOnce(ctx context.Context, job *svctype.Job, st *runState) e
 		}
 		vars := e.scope(st, i)
 		out, key, status, err := e.execStep(ctx, tx, st, step, i, vars, c)
+		var pause *pauseSignal
+		if errors.As(err, &pause) {
+			return e.pauseRun(ctx, tx, job, st, c)
+		}
 		if err != nil {
 			return &stepFailure{err}
 		}
@@ -331,6 +335,9 @@ func (e *Engine) execStep(ctx context.Context, tx Tx, st *runState, step *svctyp
 			c.rec.Decisions = append(c.rec.Decisions, svctype.Decision{Kind: "on_false", Result: step.OnFalse.Type})
 			return e.execStep(ctx, tx, st, step.OnFalse, index, vars, c)
 		}
+	}
+	if step.Type == ApprovalStep {
+		return nil, "", "", e.requestApproval(ctx, tx, st, step, index, vars, c)
 	}
 	if step.Type == LoopStep {
 		// A loop nested in a foreach element runs inline, checkpointed with its element.

@@ -36,6 +36,13 @@ type Tx interface {
 	Querier
 }
 
+// ApprovalFilter narrows ListApprovals.
+type ApprovalFilter struct {
+	Status svctype.ApprovalStatus
+	Role   string
+	svctype.ListOptions
+}
+
 // RunFilter narrows ListRuns.
 type RunFilter struct {
 	WorkflowID string
@@ -137,6 +144,15 @@ type Querier interface {
 	ListDeliveryAttempts(ctx context.Context, orgID, deliveryID string) ([]svctype.DeliveryAttempt, error)
 	GetCircuit(ctx context.Context, orgID, url string) (json.RawMessage, error)
 	PutCircuit(ctx context.Context, orgID, url string, state json.RawMessage) error
+
+	// Approvals (svctype.Approval): CreateApproval inserts one; PendingApproval returns a
+	// run's pending one (ErrNotFound); DecideApproval writes the decision of one still
+	// pending (ErrConflict when it was decided meanwhile); ListApprovals pages newest first.
+	CreateApproval(ctx context.Context, a *svctype.Approval) error
+	PendingApproval(ctx context.Context, orgID, runID string) (*svctype.Approval, error)
+	GetApproval(ctx context.Context, orgID, id string) (*svctype.Approval, error)
+	DecideApproval(ctx context.Context, a *svctype.Approval) error
+	ListApprovals(ctx context.Context, orgID string, f ApprovalFilter) (svctype.Page[svctype.Approval], error)
 
 	// Custom tables (the methods steps use are declared in svctype.TableStore).
 	svctype.TableStore

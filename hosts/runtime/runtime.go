@@ -90,6 +90,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerOAuth()
 	s.registerWebhooks()
 	s.registerDeliveries()
+	s.registerApprovals()
 	return s
 }
 

@@ -119,6 +119,11 @@ var tenancyCalls = map[string]tenancyCall{
 	"update-webhook": {scope: byID, body: func(tenancyFixture) any {
 		return map[string]any{"url": "https://93.184.215.14/mallory", "secret": "mallory-secret-0123", "disabled": true}
 	}},
+	"get-pending-approval": {scope: byID},
+	"list-approvals":       {scope: listing},
+	"decide-approval": {scope: byID, body: func(tenancyFixture) any {
+		return map[string]any{"approved": true, "comment": "org B approves"}
+	}},
 	"list-webhook-deliveries": {scope: byID},
 	"get-delivery":            {scope: byID},
 	"redeliver":               {scope: byID},
@@ -170,6 +175,8 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.workflow.ID, true
 	case "runId":
 		return fx.running.ID, true
+	case "stepId":
+		return "0", true
 	case "key":
 		return "input", true // every run has it
 	case "name":
@@ -205,6 +212,13 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	fx := tenancyFixture{table: "contacts", action: "a-notify-crm", orgConfigKey: "api:a_private_key"}
 	fx.workflow = b.createWorkflow(t, orgA, "a-onboarding")
 	fx.finished = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada"})
+	// A run of each organization paused at an approval (worked before any webhook exists:
+	// b.work sends nothing anywhere).
+	for _, o := range []string{orgA, orgB} {
+		aw := ok[workflowDoc](t, b.do(t, http.MethodPost, "/workflows", o, workflowBody(o+"-sign-off",
+			`{"actions":[{"type":"PbotApproval","properties":{"approver_role":"`+o+`-role","comment":"`+o+`-approval"}}]}`)), http.StatusCreated)
+		b.execute(t, o, aw.ID, nil)
+	}
 	b.work(t)
 	fx.running = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada L."})
 	fx.document = b.uploadDocument(t, orgA, filePart("a-ledger.csv", "text/csv", "email\nada@example.com\n"), field("tags", "a-secret"))
@@ -284,6 +298,7 @@ func snapshotA(t *testing.T, b *bundle, fx tenancyFixture) string {
 		"/org-config?limit=500",
 		"/oauth/connections?limit=500",
 		"/webhooks?limit=500",
+		"/approvals?limit=500",
 		"/webhooks/" + fx.webhook,
 		"/webhooks/" + fx.webhook + "/deliveries?limit=500",
 		"/deliveries/" + fx.delivery,

@@ -1,0 +1,68 @@
+package runtime
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// ApprovalDecisionBody is the body of POST /approvals/{runId}/{stepId}.
+type ApprovalDecisionBody struct {
+	Approved bool   `json:"approved" doc:"true resumes the run; false ends it as rejected (rows already written stay)."`
+	Comment  string `json:"comment,omitempty" maxLength:"4000" doc:"Set in the run's context as __comment."`
+}
+
+var approvalNotFound = failure{notFound: "run not found",
+	conflict: "the run is not waiting for a decision at this step (or it was decided already)"}
+
+func (s *Server) registerApprovals() {
+	o := op("get-pending-approval", http.MethodGet, "/approvals/{runId}", "The approval a run is paused at", "Approvals")
+	o.Description = "The pending approval of a paused run: approval_id, approver_role, comment, request_payload, " +
+		"expires_at. 404 when the run has none pending (or is another organization's)."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *RunPath) (*struct{ Body *svctype.Approval }, error) {
+		a, err := s.eng.PendingApproval(ctx, in.OrgID, in.RunID)
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{notFound: "no pending approval for this run"})
+		}
+		return &struct{ Body *svctype.Approval }{Body: a}, nil
+	})
+
+	o = op("list-approvals", http.MethodGet, "/approvals", "The organization's approvals, newest first", "Approvals")
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		Status string `query:"status" enum:"pending,approved,rejected" doc:"Only approvals in this status."`
+		Role   string `query:"role" maxLength:"100" doc:"Only approvals for this approver_role."`
+		Paging
+	}) (*struct{ Body List[svctype.Approval] }, error) {
+		page, err := s.eng.ListApprovals(ctx, in.OrgID, engine.ApprovalFilter{Status: svctype.ApprovalStatus(in.Status), Role: in.Role, ListOptions: in.options()})
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{in: "query"})
+		}
+		return &struct{ Body List[svctype.Approval] }{Body: listOf(page, same[svctype.Approval])}, nil
+	})
+
+	o = op("decide-approval", http.MethodPost, "/approvals/{runId}/{stepId}", "Decide the approval a run is paused at", "Approvals")
+	o.Description = "Records the decision (the caller is the decider: actor api), sets __approved, __comment and " +
+		"__approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: " +
+		"approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the " +
+		"run is not paused at that step or the approval was decided."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		RunPath
+		StepID int `path:"stepId" minimum:"0" doc:"The zero-based index of the approval step."`
+		Body   ApprovalDecisionBody
+	}) (*struct{ Body *svctype.Approval }, error) {
+		a, err := s.eng.DecideApproval(ctx, in.OrgID, in.RunID, in.StepID, engine.ApprovalDecision{
+			Approved: in.Body.Approved, Comment: in.Body.Comment, By: engine.Actor{Type: "api"}})
+		if err != nil {
+			return nil, s.fail(ctx, err, approvalNotFound)
+		}
+		return &struct{ Body *svctype.Approval }{Body: a}, nil
+	})
+}
