@@ -190,6 +190,9 @@ func (e *Engine) checkStep(s *svctype.Step, at string, c *checked) []Problem {
 	if s.Type == ApprovalStep {
 		return append(out, approvalProblems(s.Properties, at+"/properties")...)
 	}
+	if s.Type == FormStep {
+		return append(out, formProblems(s.Properties, at+"/properties")...)
+	}
 	kind, ok := e.env.Lookup(s.Type)
 	if !ok && c.registered(s.Type) {
 		return out

@@ -31,10 +31,6 @@ var pendingEvents = map[string]string{
 	"agent.paused":                    "agents do not exist yet",
 	"agent.cancelled":                 "agents do not exist yet",
 	"agent.failed":                    "agents do not exist yet",
-	"form_pause_created":              "forms (PbotForm pauses) do not exist yet",
-	"form_submitted":                  "forms (PbotForm pauses) do not exist yet",
-	"form_expired":                    "forms (PbotForm pauses) do not exist yet",
-	"form_reminder":                   "forms (PbotForm reminder_intervals) do not exist yet",
 	"playbook_request.listed":         "playbooks do not exist yet",
 	"playbook_request.awaiting_admin": "playbooks do not exist yet",
 	"playbook_request.returned":       "playbooks do not exist yet",
@@ -117,7 +113,10 @@ type catalogueScenario struct {
 	// the run must end as approved.
 	approve  int
 	approved svctype.RunStatus
-	want     []string
+	// after, when set, moves the paused run on (a form submitted, a timer waited for) and
+	// returns the status it must end in.
+	after func(t *testing.T, b *actionBundle, org, runID string) svctype.RunStatus
+	want  []string
 }
 
 func catalogueScenarios() []catalogueScenario {
@@ -131,6 +130,27 @@ func catalogueScenarios() []catalogueScenario {
 	}
 	large := `{"l": [` + strings.Join(left, ",") + `], "r": [` + strings.Join(right, ",") + `]}`
 	return []catalogueScenario{
+		{
+			name:       "form submitted",
+			definition: `{"actions": [{"type": "PbotForm", "properties": {"expected_keys": ["answer"]}}]}`,
+			input:      `{}`, status: svctype.RunPaused,
+			after: func(t *testing.T, b *actionBundle, org, runID string) svctype.RunStatus {
+				_, err := b.eng.SubmitForm(b.ctx, org, runID, 0, engine.FormSubmission{Data: map[string]any{"answer": "42"}, ClaimedBy: "ada@example.com"})
+				require.NoError(t, err)
+				return svctype.RunCompleted
+			},
+			want: []string{"form_pause_created", "form_submitted"},
+		},
+		{
+			name:       "form expired",
+			definition: `{"actions": [{"type": "PbotForm", "properties": {"expected_keys": ["answer"], "ttl_seconds": 0.3, "reminder_intervals": [0.05]}}]}`,
+			input:      `{}`, status: svctype.RunPaused,
+			after: func(t *testing.T, b *actionBundle, org, runID string) svctype.RunStatus {
+				time.Sleep(400 * time.Millisecond)
+				return svctype.RunCompleted
+			},
+			want: []string{"form_pause_created", "form_reminder", "form_expired"},
+		},
 		{
 			name: "approval",
 			definition: `{"actions": [{"type": "PbotApproval", "properties": {"comment": "pay {{input.x}}?", "request_payload": {"x": "@input.x"}}},
@@ -278,6 +298,14 @@ func TestEventCatalogue(t *testing.T) {
 					require.NoError(t, err, sc.name)
 					_, err = b.eng.Work(b.ctx)
 					require.NoError(t, err)
+				}
+				if sc.after != nil {
+					want := sc.after(t, b, org, run.ID)
+					_, err = b.eng.Work(b.ctx)
+					require.NoError(t, err)
+					doc, err = b.eng.RunStatus(b.ctx, org, run.ID)
+					require.NoError(t, err)
+					require.Equal(t, want, doc.Status, "%s: %s", sc.name, doc.Reason)
 				}
 				if sc.approve > 0 {
 					doc, err = b.eng.RunStatus(b.ctx, org, run.ID)

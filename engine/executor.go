@@ -339,6 +339,9 @@ func (e *Engine) execStep(ctx context.Context, tx Tx, st *runState, step *svctyp
 	if step.Type == ApprovalStep {
 		return nil, "", "", e.requestApproval(ctx, tx, st, step, index, vars, c)
 	}
+	if step.Type == FormStep {
+		return nil, "", "", e.requestForm(ctx, tx, st, step, index, vars, c)
+	}
 	if step.Type == LoopStep {
 		// A loop nested in a foreach element runs inline, checkpointed with its element.
 		out, err := e.inlineLoop(ctx, tx, st, step, index, vars, c)

@@ -314,7 +314,7 @@ func (e *Engine) callAhead(ctx context.Context, st *runState, step *svctype.Step
 		}
 		step = step.OnFalse
 	}
-	if step.Type == LoopStep || step.Type == ApprovalStep {
+	if step.Type == LoopStep || step.Type == ApprovalStep || step.Type == FormStep {
 		return nil
 	}
 	kind, ok, err := e.lookupKind(ctx, e.store, st.run.OrgID, step.Type)

@@ -154,6 +154,15 @@ type Querier interface {
 	DecideApproval(ctx context.Context, a *svctype.Approval) error
 	ListApprovals(ctx context.Context, orgID string, f ApprovalFilter) (svctype.Page[svctype.Approval], error)
 
+	// Form pauses (svctype.FormPause): FormPauseAt returns a run's latest pause at a step;
+	// CloseFormPause writes the submission or expiry of one still open (ErrConflict when it
+	// was closed meanwhile); ListFormPauses pages newest first.
+	CreateFormPause(ctx context.Context, p *svctype.FormPause) error
+	GetFormPause(ctx context.Context, orgID, id string) (*svctype.FormPause, error)
+	FormPauseAt(ctx context.Context, orgID, runID string, step int) (*svctype.FormPause, error)
+	CloseFormPause(ctx context.Context, p *svctype.FormPause) error
+	ListFormPauses(ctx context.Context, orgID string, status svctype.FormPauseStatus, opts svctype.ListOptions) (svctype.Page[svctype.FormPause], error)
+
 	// Custom tables (the methods steps use are declared in svctype.TableStore).
 	svctype.TableStore
 	documents.Store

@@ -91,6 +91,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerWebhooks()
 	s.registerDeliveries()
 	s.registerApprovals()
+	s.registerForms()
 	return s
 }
 

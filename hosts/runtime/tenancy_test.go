@@ -124,6 +124,11 @@ var tenancyCalls = map[string]tenancyCall{
 	"decide-approval": {scope: byID, body: func(tenancyFixture) any {
 		return map[string]any{"approved": true, "comment": "org B approves"}
 	}},
+	"list-pending-forms": {scope: listing},
+	"get-form-pause":     {scope: byID},
+	"submit-form": {scope: byID, body: func(tenancyFixture) any {
+		return map[string]any{"data": map[string]any{"answer": "org B's"}}
+	}},
 	"list-webhook-deliveries": {scope: byID},
 	"get-delivery":            {scope: byID},
 	"redeliver":               {scope: byID},
@@ -218,6 +223,9 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 		aw := ok[workflowDoc](t, b.do(t, http.MethodPost, "/workflows", o, workflowBody(o+"-sign-off",
 			`{"actions":[{"type":"PbotApproval","properties":{"approver_role":"`+o+`-role","comment":"`+o+`-approval"}}]}`)), http.StatusCreated)
 		b.execute(t, o, aw.ID, nil)
+		fw := ok[workflowDoc](t, b.do(t, http.MethodPost, "/workflows", o, workflowBody(o+"-questions",
+			`{"actions":[{"type":"PbotForm","properties":{"expected_keys":["answer"]}}]}`)), http.StatusCreated)
+		b.execute(t, o, fw.ID, nil)
 	}
 	b.work(t)
 	fx.running = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada L."})
@@ -299,6 +307,7 @@ func snapshotA(t *testing.T, b *bundle, fx tenancyFixture) string {
 		"/oauth/connections?limit=500",
 		"/webhooks?limit=500",
 		"/approvals?limit=500",
+		"/forms/pending?limit=500",
 		"/webhooks/" + fx.webhook,
 		"/webhooks/" + fx.webhook + "/deliveries?limit=500",
 		"/deliveries/" + fx.delivery,

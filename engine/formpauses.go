@@ -1,0 +1,370 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/svcflow/svcflow/engine/expr"
+	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/forms"
+)
+
+// Form pauses. A PbotForm step pauses its run the way an approval does (pauseRun): in the
+// step's transaction it writes the pause (expected keys, the resolved form_schema_v1,
+// expiry, reminders), emits form_pause_created and enqueues the pause's timers (its expiry
+// and one job per reminder) as jobs. The first valid submit adds each submitted key to the
+// run's context, emits form_submitted and resumes the run, in one transaction; any later
+// submit is 409. An expiry closes the pause, emits form_expired, and the run goes on without
+// submission data. A reminder emits form_reminder unless the form was submitted first.
+
+// FormStep is the step type that waits for a person's submission.
+const FormStep = "PbotForm"
+
+// Form pause job kinds (payload {form_pause_id, reminder_index?}).
+const (
+	JobFormExpire   = "form_expire"
+	JobFormReminder = "form_reminder"
+)
+
+// Form pause events (spec section 6; form_reminder as DESIGN.md names it).
+const (
+	EventFormPauseCreated = "form_pause_created"
+	EventFormSubmitted    = "form_submitted"
+	EventFormExpired      = "form_expired"
+	EventFormReminder     = "form_reminder"
+)
+
+func init() {
+	features = append(features, func(e *Engine) {
+		e.jobHandlers[JobFormExpire] = e.formTimer
+		e.jobHandlers[JobFormReminder] = e.formTimer
+	})
+}
+
+type formTimerPayload struct {
+	FormPauseID   string `json:"form_pause_id"`
+	ReminderIndex int    `json:"reminder_index,omitempty"`
+}
+
+// formSchema resolves the schema of a pause: the schema authored for the step (any shape
+// forms.Normalize reads), else one text field per expected key; every expected key is a
+// field (forms.EnsureKeys).
+func formSchema(props map[string]any, expected []string) (*forms.Schema, error) {
+	s := &forms.Schema{Version: forms.Version, Pages: []forms.Page{{ID: "main"}}}
+	if raw, ok := props["schema"]; ok && raw != nil {
+		b, err := json.Marshal(raw)
+		if err != nil {
+			return nil, err
+		}
+		if s, err = forms.Normalize(b); err != nil {
+			return nil, fmt.Errorf("schema: %w", err)
+		}
+	}
+	s = forms.EnsureKeys(s, expected)
+	if problems := forms.Validate(s); len(problems) > 0 {
+		return nil, fmt.Errorf("schema%s: %s", problems[0].Pointer, problems[0].Message)
+	}
+	return s, nil
+}
+
+func stringList(v any) []string {
+	arr, _ := v.([]any)
+	out := make([]string, 0, len(arr))
+	for _, el := range arr {
+		if s, ok := el.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// requestForm runs a PbotForm step at index in tx: it records the pause, its timers and its
+// event and returns a pauseSignal.
+func (e *Engine) requestForm(ctx context.Context, tx Tx, st *runState, step *svctype.Step, index int, vars expr.Vars, c *commit) error {
+	if c.inner {
+		return errors.New("a PbotForm step cannot run inside a foreach element: put it at the top level")
+	}
+	resolved, err := e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), step.Properties, vars)
+	if err != nil {
+		return err
+	}
+	props, _ := resolved.(map[string]any)
+	expected := stringList(props["expected_keys"])
+	schema, err := formSchema(props, expected)
+	if err != nil {
+		return err
+	}
+	now := e.now().UTC()
+	p := svctype.FormPause{ID: "fp_" + uuid.NewString(), OrgID: st.run.OrgID, RunID: st.run.ID, WorkflowID: st.run.WorkflowID,
+		StepIndex: index, Status: svctype.FormPauseOpen, ExpectedKeys: expected, CreatedAt: now, UpdatedAt: now}
+	if p.Schema, err = json.Marshal(schema); err != nil {
+		return err
+	}
+	if ttl, ok := props["ttl_seconds"].(float64); ok && ttl > 0 {
+		at := now.Add(time.Duration(ttl * float64(time.Second)))
+		p.ExpiresAt = &at
+		if err := e.formJob(ctx, tx, &p, JobFormExpire, formTimerPayload{FormPauseID: p.ID}, at.Sub(now)); err != nil {
+			return err
+		}
+	}
+	reminders, _ := props["reminder_intervals"].([]any)
+	for i, v := range reminders {
+		secs, _ := v.(float64)
+		p.ReminderIntervals = append(p.ReminderIntervals, secs)
+		if err := e.formJob(ctx, tx, &p, JobFormReminder, formTimerPayload{FormPauseID: p.ID, ReminderIndex: i},
+			time.Duration(secs*float64(time.Second))); err != nil {
+			return err
+		}
+	}
+	if err := tx.CreateFormPause(ctx, &p); err != nil {
+		return err
+	}
+	c.events = append(c.events,
+		e.event(st.run, EventStepStarted, map[string]any{"run_id": st.run.ID, "step_index": index, "step_type": step.Type}),
+		e.event(st.run, EventFormPauseCreated, map[string]any{
+			"form_pause_id": p.ID, "run_id": st.run.ID, "step_id": strconv.Itoa(index), "expected_keys": expected, "expires_at": p.ExpiresAt,
+		}))
+	c.rec.InputSummary = summarize(map[string]any{"expected_keys": expected, "ttl_seconds": props["ttl_seconds"]})
+	c.rec.Effects = append(c.rec.Effects, svctype.Effect{Kind: "form_pause_created", Target: p.ID,
+		Detail: map[string]any{"expected_keys": expected, "expires_at": p.ExpiresAt}})
+	return &pauseSignal{reason: "form " + p.ID}
+}
+
+// formJob enqueues a timer of pause p due after wait (run_at on the store's clock).
+func (e *Engine) formJob(ctx context.Context, tx Tx, p *svctype.FormPause, kind string, payload formTimerPayload, wait time.Duration) error {
+	b, _ := json.Marshal(payload)
+	return tx.EnqueueJob(ctx, &svctype.Job{OrgID: p.OrgID, Kind: kind, RunID: p.RunID, RunAt: time.Now().Add(wait), Payload: b})
+}
+
+// FormPauseDoc is a pause with its resolved schema and, once submitted, its submission.
+type FormPauseDoc = svctype.FormPause
+
+// FormPause returns the run's pause at stepIndex (its latest).
+func (e *Engine) FormPause(ctx context.Context, orgID, runID string, stepIndex int) (*svctype.FormPause, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	if _, err := e.store.GetRun(ctx, orgID, runID); err != nil {
+		return nil, err
+	}
+	return e.store.FormPauseAt(ctx, orgID, runID, stepIndex)
+}
+
+// PendingForms pages the organization's open pauses, newest first.
+func (e *Engine) PendingForms(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.FormPause], error) {
+	if err := checkOrg(orgID); err != nil {
+		return svctype.Page[svctype.FormPause]{}, err
+	}
+	return e.store.ListFormPauses(ctx, orgID, svctype.FormPauseOpen, opts)
+}
+
+// FormSubmission is a submit of a form pause.
+type FormSubmission struct {
+	Data map[string]any
+	// ClaimedBy is the signed-in person who submitted (from the gateway), if any.
+	ClaimedBy string
+}
+
+// SubmitForm submits the pause a run waits at, at stepIndex: a submit missing an expected
+// key (or failing the schema) is a ValidationError naming each problem and changes nothing;
+// the first valid submit adds each key to the run's context and resumes the run; any later
+// one is ErrConflict, also when two race. Another organization's run is ErrNotFound.
+func (e *Engine) SubmitForm(ctx context.Context, orgID, runID string, stepIndex int, sub FormSubmission) (*svctype.FormPause, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	var out *svctype.FormPause
+	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		run, err := tx.GetRun(ctx, orgID, runID)
+		if err != nil {
+			return err
+		}
+		p, err := tx.FormPauseAt(ctx, orgID, runID, stepIndex)
+		if errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("%w: run %s has no form at step %d", ErrConflict, runID, stepIndex)
+		}
+		if err != nil {
+			return err
+		}
+		if p.Status != svctype.FormPauseOpen || run.Status != svctype.RunPaused {
+			return fmt.Errorf("%w: the form of run %s at step %d is %s", ErrConflict, runID, stepIndex, p.Status)
+		}
+		if err := checkSubmission(p, sub.Data); err != nil {
+			return err
+		}
+		now := e.now().UTC()
+		p.Status, p.SubmissionID, p.SubmittedAt, p.ClaimedBy, p.UpdatedAt = svctype.FormPauseSubmitted, "sub_"+uuid.NewString(), &now, sub.ClaimedBy, now
+		if p.Submission, err = json.Marshal(sub.Data); err != nil {
+			return err
+		}
+		if err := tx.CloseFormPause(ctx, p); err != nil {
+			return err
+		}
+		for k, v := range sub.Data {
+			b, _ := json.Marshal(v)
+			if err := tx.PutContext(ctx, orgID, runID, k, b); err != nil {
+				return err
+			}
+		}
+		payload := map[string]any{"form_pause_id": p.ID, "submission_id": p.SubmissionID, "run_id": runID, "step_id": strconv.Itoa(stepIndex)}
+		if sub.ClaimedBy != "" {
+			payload["claimed_by"] = sub.ClaimedBy
+		}
+		if err := e.resumeAfterForm(ctx, tx, run, p, EventFormSubmitted, payload, now); err != nil {
+			return err
+		}
+		out = p
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.runChanged(orgID, runID)
+	e.notify()
+	return out, nil
+}
+
+// checkSubmission: every expected key present, and the data valid against the schema.
+func checkSubmission(p *svctype.FormPause, data map[string]any) error {
+	var problems []Problem
+	var missing []string
+	for _, k := range p.ExpectedKeys {
+		if v, ok := data[k]; !ok || v == nil {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		problems = append(problems, Problem{"/data", "missing expected keys: " + strings.Join(missing, ", ")})
+	}
+	var schema forms.Schema
+	if err := json.Unmarshal(p.Schema, &schema); err == nil {
+		for _, pr := range forms.ValidateSubmission(&schema, data) {
+			problems = append(problems, Problem{pr.Pointer, pr.Message})
+		}
+	}
+	if len(problems) > 0 {
+		return &ValidationError{Problems: problems}
+	}
+	return nil
+}
+
+// resumeAfterForm closes the step of pause p and resumes the run past it, in tx: the step
+// record, the pause's remaining timers removed, the event, and the run's next job.
+func (e *Engine) resumeAfterForm(ctx context.Context, tx Tx, run *svctype.Run, p *svctype.FormPause, event string, payload map[string]any, now time.Time) error {
+	rec := svctype.StepRecord{RunID: run.ID, Index: p.StepIndex, Type: FormStep, Status: svctype.StepCompleted, FinishedAt: &now,
+		Output:  mustJSON(map[string]any{"form_pause_id": p.ID, "status": p.Status, "submission_id": p.SubmissionID}),
+		Effects: []svctype.Effect{{Kind: "form_" + string(p.Status), Target: p.ID}}}
+	if err := tx.PutStep(ctx, run.OrgID, &rec); err != nil {
+		return err
+	}
+	for _, kind := range []string{JobFormExpire, JobFormReminder} {
+		if err := tx.DeleteJobs(ctx, run.OrgID, kind, run.ID, ""); err != nil {
+			return err
+		}
+	}
+	run.Status, run.Cursor, run.UpdatedAt = svctype.RunRunning, svctype.Cursor{Step: p.StepIndex + 1}, now
+	if err := tx.UpdateRun(ctx, run); err != nil {
+		return err
+	}
+	if err := tx.EnqueueJob(ctx, &svctype.Job{OrgID: run.OrgID, Kind: svctype.JobRunStep, RunID: run.ID}); err != nil {
+		return err
+	}
+	return e.appendEvents(ctx, tx, []svctype.Event{
+		e.event(run, event, payload),
+		e.event(run, EventStepDone, map[string]any{"run_id": run.ID, "step_index": p.StepIndex}),
+	}, nil)
+}
+
+// formTimer runs a form pause's expiry or reminder job: only while the pause is open.
+func (e *Engine) formTimer(ctx context.Context, job *svctype.Job) error {
+	var pl formTimerPayload
+	_ = json.Unmarshal(job.Payload, &pl)
+	var changed *svctype.Run
+	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		if err := tx.RenewJob(ctx, job, e.lease); err != nil {
+			return err
+		}
+		if err := tx.CompleteJob(ctx, job); err != nil {
+			return err
+		}
+		p, err := tx.GetFormPause(ctx, job.OrgID, pl.FormPauseID)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		run, err := tx.GetRun(ctx, job.OrgID, p.RunID)
+		if err != nil {
+			return err
+		}
+		if p.Status != svctype.FormPauseOpen || run.Status != svctype.RunPaused {
+			return nil
+		}
+		if job.Kind == JobFormReminder {
+			return e.appendEvents(ctx, tx, []svctype.Event{e.event(run, EventFormReminder, map[string]any{
+				"run_id": run.ID, "step_id": strconv.Itoa(p.StepIndex), "form_pause_id": p.ID,
+				"reminder_index": pl.ReminderIndex, "expires_at": p.ExpiresAt,
+			})}, nil)
+		}
+		now := e.now().UTC()
+		p.Status, p.UpdatedAt = svctype.FormPauseExpired, now
+		if err := tx.CloseFormPause(ctx, p); err != nil {
+			return err
+		}
+		changed = run
+		return e.resumeAfterForm(ctx, tx, run, p, EventFormExpired, map[string]any{"run_id": run.ID, "step_id": strconv.Itoa(p.StepIndex)}, now)
+	})
+	if err == nil && changed != nil {
+		e.runChanged(changed.OrgID, changed.ID)
+		e.notify()
+	}
+	return err
+}
+
+// formProblems checks a PbotForm step's properties at create time.
+func formProblems(props map[string]any, at string) []Problem {
+	var out []Problem
+	keys, ok := props["expected_keys"].([]any)
+	if !ok || len(keys) == 0 {
+		out = append(out, Problem{at + "/expected_keys", "required: an array of the keys a submission must carry"})
+	}
+	var expected []string
+	for i, k := range keys {
+		s, isString := k.(string)
+		if !isString || !forms.ValidKey(s) {
+			out = append(out, Problem{fmt.Sprintf("%s/expected_keys/%d", at, i), "a snake_case key (letters, digits, _; starting with a letter)"})
+			continue
+		}
+		expected = append(expected, s)
+	}
+	if v, ok := props["ttl_seconds"]; ok {
+		if n, isNumber := v.(float64); !isNumber || n < 0 {
+			out = append(out, Problem{at + "/ttl_seconds", "a number of seconds, 0 or more (0: never expires)"})
+		}
+	}
+	if v, ok := props["reminder_intervals"]; ok {
+		arr, isArray := v.([]any)
+		if !isArray {
+			out = append(out, Problem{at + "/reminder_intervals", "an array of seconds after the pause opens"})
+		}
+		for i, el := range arr {
+			if n, isNumber := el.(float64); !isNumber || n <= 0 {
+				out = append(out, Problem{fmt.Sprintf("%s/reminder_intervals/%d", at, i), "a number of seconds greater than 0"})
+			}
+		}
+	}
+	if _, ok := props["schema"]; ok && len(out) == 0 {
+		if _, err := formSchema(props, expected); err != nil {
+			out = append(out, Problem{at + "/schema", err.Error()})
+		}
+	}
+	return out
+}

@@ -1,0 +1,36 @@
+package svctype
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// FormPauseStatus is where a form pause stands.
+type FormPauseStatus string
+
+// Form pause statuses: open until submitted or expired.
+const (
+	FormPauseOpen      FormPauseStatus = "open"
+	FormPauseSubmitted FormPauseStatus = "submitted"
+	FormPauseExpired   FormPauseStatus = "expired"
+)
+
+// FormPause is a PbotForm step waiting for a person's submission.
+type FormPause struct {
+	ID                string          `json:"form_pause_id"`
+	OrgID             string          `json:"-"`
+	RunID             string          `json:"run_id"`
+	WorkflowID        string          `json:"workflow_id"`
+	StepIndex         int             `json:"step_id"`
+	Status            FormPauseStatus `json:"status"`
+	ExpectedKeys      []string        `json:"expected_keys"`
+	Schema            json.RawMessage `json:"schema"`
+	ReminderIntervals []float64       `json:"reminder_intervals,omitempty"`
+	ExpiresAt         *time.Time      `json:"expires_at"`
+	SubmissionID      string          `json:"submission_id,omitempty"`
+	Submission        json.RawMessage `json:"submission,omitempty"`
+	SubmittedAt       *time.Time      `json:"submitted_at,omitempty"`
+	ClaimedBy         string          `json:"claimed_by,omitempty"`
+	CreatedAt         time.Time       `json:"created_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+}
