@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries
+.PHONY: help run test test-short vet openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -27,7 +27,7 @@ openapi: ## regenerate openapi/openapi.yaml from the code
 build: ## build ./bin/svcflow
 	$(GO) build -o bin/svcflow ./hosts/svcflow
 
-bench: bench-runs bench-http bench-io bench-deliveries bench-runs-pg bench-queue bench-match ## every benchmark of docs/performance.md
+bench: bench-runs bench-http bench-io bench-deliveries bench-pauses bench-runs-pg bench-queue bench-match ## every benchmark of docs/performance.md
 
 bench-runs: ## runs/s and per-step overhead through the real worker on SQLite
 	$(GO) test -run '^$$' -bench 'BenchmarkRuns/sqlite' -benchtime 3000x ./hosts/worker/
@@ -37,6 +37,9 @@ bench-io: ## 200 runs whose http action waits 1 s beside 1,000 fast runs: fast r
 
 bench-deliveries: ## webhook deliveries/s to a local receiver and event-to-first-attempt p50/p99 (paced 1,000/s and burst)
 	$(GO) test -run '^$$' -bench 'BenchmarkDeliveries' -benchtime 1x ./hosts/worker/
+
+bench-pauses: ## 10,000 runs paused at a form: goroutines held, and all their expiries due at once
+	$(GO) test -run '^$$' -bench 'BenchmarkPauseExpiry' -benchtime 1x ./hosts/worker/
 
 bench-runs-pg: ## runs/s on PostgreSQL with 2 worker processes
 	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkRunsPostgresTwoProcesses' -benchtime 3000x ./hosts/worker/
