@@ -145,8 +145,10 @@ func (e *Engine) ListApprovals(ctx context.Context, orgID string, f ApprovalFilt
 	if err := checkOrg(orgID); err != nil {
 		return svctype.Page[svctype.Approval]{}, err
 	}
-	if f.Status != "" && f.Status != svctype.ApprovalPending && f.Status != svctype.ApprovalApproved && f.Status != svctype.ApprovalRejected {
-		return svctype.Page[svctype.Approval]{}, &ValidationError{Problems: []Problem{{"/status", "one of pending, approved, rejected"}}}
+	switch f.Status {
+	case "", svctype.ApprovalPending, svctype.ApprovalApproved, svctype.ApprovalRejected, svctype.ApprovalCancelled:
+	default:
+		return svctype.Page[svctype.Approval]{}, &ValidationError{Problems: []Problem{{"/status", "one of pending, approved, rejected, cancelled"}}}
 	}
 	return e.store.ListApprovals(ctx, orgID, f)
 }
@@ -309,4 +311,36 @@ func approvalProblems(props map[string]any, at string) []Problem {
 		}
 	}
 	return out
+}
+
+// closePause closes what a paused run being cancelled waits for (its pending approval, its
+// open form pause) as cancelled, and removes their timers, in tx.
+func (e *Engine) closePause(ctx context.Context, tx Tx, run *svctype.Run, actor Actor) error {
+	now := e.now().UTC()
+	a, err := tx.PendingApproval(ctx, run.OrgID, run.ID)
+	switch {
+	case err == nil:
+		a.Status, a.DecidedBy, a.DecidedAt = svctype.ApprovalCancelled, &actor, &now
+		if err := tx.DecideApproval(ctx, a); err != nil {
+			return err
+		}
+	case !errors.Is(err, ErrNotFound):
+		return err
+	}
+	p, err := tx.FormPauseAt(ctx, run.OrgID, run.ID, run.Cursor.Step)
+	switch {
+	case err == nil && p.Status == svctype.FormPauseOpen:
+		p.Status, p.UpdatedAt = svctype.FormPauseCancelled, now
+		if err := tx.CloseFormPause(ctx, p); err != nil {
+			return err
+		}
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return err
+	}
+	for _, kind := range []string{JobApprovalExpire, JobFormExpire, JobFormReminder} {
+		if err := tx.DeleteJobs(ctx, run.OrgID, kind, run.ID, ""); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -640,6 +640,11 @@ func (e *Engine) CancelRun(ctx context.Context, orgID, runID, reason string, act
 		if err := tx.DeleteJobs(ctx, orgID, svctype.JobRunStep, run.ID, ""); err != nil {
 			return err
 		}
+		if run.Status == svctype.RunPaused {
+			if err := e.closePause(ctx, tx, run, actor); err != nil {
+				return err
+			}
+		}
 		e.finish(run, svctype.RunCancelled, reason)
 		if err := tx.UpdateRun(ctx, run); err != nil {
 			return err

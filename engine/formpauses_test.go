@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/forms"
 )
@@ -160,4 +161,28 @@ func TestFormPausePropertiesAreChecked(t *testing.T) {
 	_, err = b.eng.CreateWorkflow(b.ctx, "o", engine.WorkflowInput{Name: "none", Definition: json.RawMessage(
 		`{"actions": [{"type": "PbotForm", "properties": {}}]}`)})
 	require.ErrorAs(t, err, &ve)
+}
+
+// Cancelling a paused run closes what it waits for: the approval or the form is cancelled
+// (a decision or a submit is then 409) and its timers go.
+func TestCancelClosesThePause(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "sqlite")
+	fw := b.workflow(t, "o", "form", `{"actions": [{"type": "PbotForm", "properties": {"expected_keys": ["x"], "ttl_seconds": 3600, "reminder_intervals": [60]}}]}`)
+	aw := b.workflow(t, "o", "approval", `{"actions": [{"type": "PbotApproval", "properties": {"expires_in_seconds": 3600}}]}`)
+	form := b.execute(t, "o", fw.ID, `{}`)
+	approval := b.execute(t, "o", aw.ID, `{}`)
+	for _, id := range []string{form.ID, approval.ID} {
+		_, err := b.eng.CancelRun(b.ctx, "o", id, "not needed", engine.Actor{Type: "user", ID: "ada"})
+		require.NoError(t, err)
+	}
+	p, err := b.eng.FormPause(b.ctx, "o", form.ID, 0)
+	require.NoError(t, err)
+	require.Equal(t, svctype.FormPauseCancelled, p.Status)
+	_, err = b.eng.SubmitForm(b.ctx, "o", form.ID, 0, engine.FormSubmission{Data: map[string]any{"x": "1"}})
+	require.ErrorIs(t, err, engine.ErrConflict)
+	pending, err := b.eng.ListApprovals(b.ctx, "o", engine.ApprovalFilter{Status: svctype.ApprovalPending})
+	require.NoError(t, err)
+	require.Empty(t, pending.Items)
+	require.Zero(t, store.CountAllJobs(t, b.st), "no timer left")
 }

@@ -13,6 +13,8 @@ const (
 	ApprovalPending  ApprovalStatus = "pending"
 	ApprovalApproved ApprovalStatus = "approved"
 	ApprovalRejected ApprovalStatus = "rejected"
+	// ApprovalCancelled: the run was cancelled while it waited.
+	ApprovalCancelled ApprovalStatus = "cancelled"
 )
 
 // Actor is who did something: {type: api|user|system, id}.

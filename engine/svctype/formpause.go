@@ -13,6 +13,8 @@ const (
 	FormPauseOpen      FormPauseStatus = "open"
 	FormPauseSubmitted FormPauseStatus = "submitted"
 	FormPauseExpired   FormPauseStatus = "expired"
+	// FormPauseCancelled: the run was cancelled while it waited.
+	FormPauseCancelled FormPauseStatus = "cancelled"
 )
 
 // FormPause is a PbotForm step waiting for a person's submission.

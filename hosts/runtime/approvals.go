@@ -36,7 +36,7 @@ func (s *Server) registerApprovals() {
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgParam
-		Status string `query:"status" enum:"pending,approved,rejected" doc:"Only approvals in this status."`
+		Status string `query:"status" enum:"pending,approved,rejected,cancelled" doc:"Only approvals in this status."`
 		Role   string `query:"role" maxLength:"100" doc:"Only approvals for this approver_role."`
 		Paging
 	}) (*struct{ Body List[svctype.Approval] }, error) {
