@@ -35,6 +35,8 @@ var (
 	// or another listing's). Cursors are opaque, so there is nothing in one to correct: the
 	// caller starts again from the first page.
 	ErrInvalidCursor = errors.New("invalid cursor")
+	// ErrAgentFormsDisabled: the organization does not have the agent_forms feature (403).
+	ErrAgentFormsDisabled = errors.New("agent_forms_disabled")
 )
 
 // Problem is one thing wrong with an input, located by a JSON pointer.

@@ -163,6 +163,10 @@ type Querier interface {
 	CloseFormPause(ctx context.Context, p *svctype.FormPause) error
 	ListFormPauses(ctx context.Context, orgID string, status svctype.FormPauseStatus, opts svctype.ListOptions) (svctype.Page[svctype.FormPause], error)
 
+	// Organization features: all off for an organization that set none.
+	GetOrgFeatures(ctx context.Context, orgID string) (svctype.OrgFeatures, error)
+	PutOrgFeatures(ctx context.Context, orgID string, f svctype.OrgFeatures) error
+
 	// Custom tables (the methods steps use are declared in svctype.TableStore).
 	svctype.TableStore
 	documents.Store

@@ -36,3 +36,10 @@ type FormPause struct {
 	CreatedAt         time.Time       `json:"created_at"`
 	UpdatedAt         time.Time       `json:"updated_at"`
 }
+
+// OrgFeatures are an organization's switches (GET/PUT /org-features).
+type OrgFeatures struct {
+	// AgentForms allows form generation with a model (POST /forms/generate, generated pause
+	// schemas).
+	AgentForms bool `json:"agent_forms"`
+}

@@ -110,6 +110,9 @@ func problemFor(ctx context.Context, log *slog.Logger, err error, f failure) *Pr
 			&ProblemDetail{Location: "query.cursor", Message: "not a cursor this listing issued"})
 	case errors.Is(err, engine.ErrInvalidOrg):
 		return newProblem(http.StatusBadRequest, codeInvalidOrg, "X-Org-Id is not a valid organization id")
+	case errors.Is(err, engine.ErrAgentFormsDisabled):
+		return newProblem(http.StatusForbidden, "agent_forms_disabled",
+			"the organization does not have the agent_forms feature (PUT /org-features {\"agent_forms\": true})")
 	case errors.Is(err, engine.ErrNoMasterKey):
 		return newProblem(http.StatusServiceUnavailable, codeMasterKeyMissing,
 			"org config is unavailable: the service has no master key (set SVC_MASTER_KEY)")

@@ -60,3 +60,21 @@ func TestFormRoutes(t *testing.T) {
 	require.Equal(t, svctype.FormPauseSubmitted, done.Status)
 	require.JSONEq(t, `{"email": "ada@example.com", "company": "ACME"}`, string(done.Submission))
 }
+
+func TestGenerateFormRoute(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := map[string]any{"intent": "collect a supplier's details", "expected_keys": []string{"company", "email"}}
+	problem(t, b.do(t, http.MethodPost, "/forms/generate", orgA, body), http.StatusForbidden, "agent_forms_disabled")
+	f := ok[map[string]any](t, b.do(t, http.MethodPut, "/org-features", orgA, map[string]any{"agent_forms": true}), http.StatusOK)
+	require.Equal(t, true, f["agent_forms"])
+	require.Equal(t, false, ok[map[string]any](t, b.do(t, http.MethodGet, "/org-features", orgB, nil), http.StatusOK)["agent_forms"])
+	// No api:llm_api_key: one text field per expected key.
+	g := ok[map[string]any](t, b.do(t, http.MethodPost, "/forms/generate", orgA, body), http.StatusOK)
+	require.Equal(t, "fallback", g["source"])
+	require.Contains(t, g, "schema")
+	problem(t, b.do(t, http.MethodPost, "/forms/generate", orgA, map[string]any{"intent": "x", "expected_keys": []string{"Bad Key"}}),
+		http.StatusUnprocessableEntity, "validation_failed")
+	problem(t, b.do(t, http.MethodPost, "/forms/generate", orgA, map[string]any{"intent": "x", "expected_keys": []string{"a"}, "create": map[string]any{"name": "f"}}),
+		http.StatusUnprocessableEntity, "validation_failed")
+}

@@ -92,6 +92,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerDeliveries()
 	s.registerApprovals()
 	s.registerForms()
+	s.registerFeatures()
 	return s
 }
 

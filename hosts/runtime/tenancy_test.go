@@ -28,6 +28,9 @@ const (
 	creation
 	// public: no X-Org-Id at all.
 	public
+	// own: a route about the caller's organization itself (no resource id): B gets 2xx
+	// about B, nothing of A.
+	own
 )
 
 // tenancyCall says how to call one operation as org B against org A's fixture. Every
@@ -123,6 +126,12 @@ var tenancyCalls = map[string]tenancyCall{
 	"list-approvals":       {scope: listing},
 	"decide-approval": {scope: byID, body: func(tenancyFixture) any {
 		return map[string]any{"approved": true, "comment": "org B approves"}
+	}},
+	"get-org-features": {scope: own},
+	"set-org-features": {scope: own, body: func(tenancyFixture) any { return map[string]any{"agent_forms": false} }},
+	// B has the feature and no model key: the fallback form, B's own.
+	"generate-form": {scope: own, body: func(tenancyFixture) any {
+		return map[string]any{"intent": "org B's survey", "expected_keys": []string{"answer"}}
 	}},
 	"list-pending-forms": {scope: listing},
 	"get-form-pause":     {scope: byID},
@@ -273,6 +282,9 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 		"action_name": "b-summarise", "kind": "llm", "template": "Summarise {{input.text}}",
 	}), http.StatusCreated)
 	ok[map[string]any](t, b.do(t, http.MethodPost, "/org-config", orgB, map[string]string{"key": "api:b_key", "value": "b-value"}), http.StatusCreated)
+	for _, o := range []string{orgA, orgB} {
+		ok[map[string]any](t, b.do(t, http.MethodPut, "/org-features", o, map[string]any{"agent_forms": true}), http.StatusOK)
+	}
 	b.oauthApp(t, orgB, "slack")
 	ok[connectionDoc](t, b.do(t, http.MethodPost, "/oauth/connections", orgB, map[string]any{
 		"provider": "slack", "account": "b-workspace", "access_token": "xoxb-b-own",
@@ -307,6 +319,7 @@ func snapshotA(t *testing.T, b *bundle, fx tenancyFixture) string {
 		"/oauth/connections?limit=500",
 		"/webhooks?limit=500",
 		"/approvals?limit=500",
+		"/org-features",
 		"/forms/pending?limit=500",
 		"/webhooks/" + fx.webhook,
 		"/webhooks/" + fx.webhook + "/deliveries?limit=500",
@@ -379,6 +392,10 @@ func TestTenancyFromRouteList(t *testing.T) {
 			switch {
 			case !hasOrg:
 				require.Equal(t, public, call.scope, "%s takes no X-Org-Id: only public routes may", ro.op.OperationID)
+			case call.scope == own:
+				// Declared: the route is about the caller's organization itself (its
+				// features, a draft computed for it); checked below like any other.
+				require.Empty(t, pathParams, "%s names a resource: it cannot be the caller's own", ro.op.OperationID)
 			case len(pathParams) > 0:
 				require.Equal(t, byID, call.scope, "%s names a resource", ro.op.OperationID)
 			case ro.method == http.MethodGet:
@@ -420,6 +437,8 @@ func TestTenancyFromRouteList(t *testing.T) {
 				require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
 			case public:
 				require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			case own:
+				require.Less(t, rec.Code, 300, rec.Body.String())
 			}
 			if call.scope != creation {
 				// A creation echoes the name B chose, which happens to be A's too.

@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/svcflow/svcflow/agent"
+	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/forms"
+)
+
+// Form generation (POST /forms/generate): a model drafts a form_schema_v1 for an intent and
+// its expected keys. The reply is checked (forms.Validate, only the ten generatable types,
+// every expected key a field, no password, card or government id number unless an expected
+// key asks for one); a reply that fails is sent back once with the problems; a second
+// failure, or no model key, falls back to one text field per expected key. The organization
+// needs the agent_forms feature.
+
+// FormGeneration is the input of GenerateForm.
+type FormGeneration struct {
+	Intent       string
+	ExpectedKeys []string
+	Hints        map[string]any
+}
+
+// GeneratedForm is what GenerateForm answers.
+type GeneratedForm struct {
+	Schema *forms.Schema `json:"schema"`
+	// Source is "llm" (the model's form) or "fallback" (one text field per expected key).
+	Source string `json:"source"`
+	// Attempts is how many model calls were made (0 when the organization has no key).
+	Attempts int `json:"attempts"`
+}
+
+// OrgFeatures returns the organization's features.
+func (e *Engine) OrgFeatures(ctx context.Context, orgID string) (svctype.OrgFeatures, error) {
+	if err := checkOrg(orgID); err != nil {
+		return svctype.OrgFeatures{}, err
+	}
+	return e.store.GetOrgFeatures(ctx, orgID)
+}
+
+// SetOrgFeatures stores the organization's features.
+func (e *Engine) SetOrgFeatures(ctx context.Context, orgID string, f svctype.OrgFeatures) (svctype.OrgFeatures, error) {
+	if err := checkOrg(orgID); err != nil {
+		return f, err
+	}
+	return f, e.store.PutOrgFeatures(ctx, orgID, f)
+}
+
+// sensitive matches the fields a generated form may not ask for unless an expected key does.
+var sensitive = regexp.MustCompile(`(?i)pass(word|code|phrase)|pin\b|card.?(number|no)|credit.?card|\bcvv\b|\bcvc\b|` +
+	`\bssn\b|social.?security|passport|national.?id|government.?id|tax.?id|driver.?s?.?licen`)
+
+// GenerateForm asks the organization's model for a form (see the comment at the top).
+func (e *Engine) GenerateForm(ctx context.Context, orgID string, in FormGeneration) (*GeneratedForm, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	var problems []Problem
+	if strings.TrimSpace(in.Intent) == "" || len(in.Intent) > 4000 {
+		problems = append(problems, Problem{"/intent", "required: what the form is for, at most 4,000 characters"})
+	}
+	if len(in.ExpectedKeys) == 0 {
+		problems = append(problems, Problem{"/expected_keys", "required: the keys the form must collect"})
+	}
+	for i, k := range in.ExpectedKeys {
+		if !forms.ValidKey(k) {
+			problems = append(problems, Problem{fmt.Sprintf("/expected_keys/%d", i), "a snake_case key"})
+		}
+	}
+	if len(problems) > 0 {
+		return nil, &ValidationError{Problems: problems}
+	}
+	features, err := e.store.GetOrgFeatures(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	if !features.AgentForms {
+		return nil, fmt.Errorf("%w: the organization does not have the agent_forms feature (PUT /org-features)", ErrAgentFormsDisabled)
+	}
+	fallback := &GeneratedForm{Schema: forms.EnsureKeys(&forms.Schema{Version: forms.Version, Pages: []forms.Page{{ID: "main"}}}, in.ExpectedKeys),
+		Source: "fallback"}
+	key, err := e.OrgConfigValue(ctx, orgID, LLMAPIKey)
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoMasterKey) {
+		return fallback, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	baseURL, err := e.OrgConfigValue(ctx, orgID, LLMBaseURL)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	o := e.outside()
+	model, err := o.model(baseURL, key, o.hc)
+	if err != nil {
+		return nil, err
+	}
+	hints, _ := json.Marshal(in.Hints)
+	msgs := []agent.Message{
+		{Role: agent.RoleSystem, Content: formPrompt},
+		{Role: agent.RoleUser, Content: fmt.Sprintf("Intent: %s\nExpected keys (each must be a field key): %s\nHints: %s",
+			in.Intent, strings.Join(in.ExpectedKeys, ", "), hints)},
+	}
+	for attempt := 1; attempt <= 2; attempt++ {
+		fallback.Attempts = attempt
+		resp, err := model.Chat(ctx, agent.Request{Model: DefaultLLMModel, Messages: msgs, MaxTokens: 4000, JSON: true})
+		if err != nil {
+			e.log.WarnContext(ctx, "form generation: the model failed; falling back", "org", orgID, "err", err)
+			return fallback, nil
+		}
+		s, why := checkGenerated(resp.Message.Content, in.ExpectedKeys)
+		if why == "" {
+			return &GeneratedForm{Schema: s, Source: "llm", Attempts: attempt}, nil
+		}
+		msgs = append(msgs, resp.Message, agent.Message{Role: agent.RoleUser,
+			Content: "That form is not valid: " + why + ". Answer the corrected form_schema_v1 JSON only."})
+	}
+	return fallback, nil
+}
+
+// checkGenerated parses and checks a model's form; why says what is wrong ("" when fine).
+func checkGenerated(reply string, expected []string) (*forms.Schema, string) {
+	s, err := forms.Normalize(json.RawMessage(strings.TrimSpace(reply)))
+	if err != nil {
+		return nil, "it is not a form_schema_v1 JSON document (" + err.Error() + ")"
+	}
+	var why []string
+	for _, p := range forms.Validate(s) {
+		why = append(why, p.Pointer+": "+p.Message)
+	}
+	allowed := forms.GeneratableTypes()
+	for pi, page := range s.Pages {
+		for fi, f := range page.Fields {
+			at := fmt.Sprintf("/pages/%d/fields/%d", pi, fi)
+			if !slices.Contains(allowed, f.Type) {
+				why = append(why, fmt.Sprintf("%s: type %q is not one of the ten permitted types", at, f.Type))
+			}
+			if !slices.Contains(expected, f.Key) && (sensitive.MatchString(f.Key) || sensitive.MatchString(f.Label)) {
+				why = append(why, fmt.Sprintf("%s: %q asks for a secret or an identity number that no expected key demands", at, f.Key))
+			}
+		}
+	}
+	for _, k := range expected {
+		if _, ok := s.Field(k); !ok {
+			why = append(why, fmt.Sprintf("expected key %q is not a field", k))
+		}
+	}
+	return s, strings.Join(why, "; ")
+}
+
+const formPrompt = `You design web forms. Answer with one JSON object, a form_schema_v1 document and nothing else:
+{"version": "form_schema_v1", "title": "...", "description": "...", "pages": [{"id": "main", "title": "...", "fields": [Field, ...]}]}
+Field: {"key": snake_case (unique), "type": one of text, multiline, number, money, range, email, date, select, checklist, content,
+"label": "...", optional "help", "placeholder", "required", "options": [{"label", "value"}] (required for select and checklist),
+"min", "max", "step", "unit" (money and range)}.
+Every expected key must be the key of one field. Do not ask for passwords, card numbers or government id numbers
+unless an expected key is one.`
