@@ -112,33 +112,15 @@ func (q *querier) DecideApproval(ctx context.Context, a *svctype.Approval) error
 
 // ListApprovals pages an organization's approvals newest first, narrowed by status and role.
 func (q *querier) ListApprovals(ctx context.Context, orgID string, f engine.ApprovalFilter) (svctype.Page[svctype.Approval], error) {
-	const op = "list approvals"
-	var page svctype.Page[svctype.Approval]
-	limit := pageLimit(f.ListOptions)
-	sel := q.r.NewSelect().Model((*approvalModel)(nil)).Where("org_id = ?", orgID).
-		OrderExpr("created_at DESC, id DESC").Limit(int64(limit + 1))
+	sel := q.r.NewSelect().Model((*approvalModel)(nil)).Where("org_id = ?", orgID)
 	if f.Status != "" {
 		sel = sel.Where("status = ?", string(f.Status))
 	}
 	if f.Role != "" {
 		sel = sel.Where("approver_role = ?", f.Role)
 	}
-	if f.Cursor != "" {
-		at, id, err := decodeTimeCursor(f.Cursor)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("(created_at < ? OR (created_at = ? AND id < ?))", at, at, id)
-	}
-	var ms []approvalModel
-	if err := sel.Scan(ctx, &ms); err != nil {
-		return page, wrap(op, err)
-	}
-	page, err := pageOf(ms, limit, func(m *approvalModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) }, (*approvalModel).toApproval)
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	return page, nil
+	return pageByCreated(ctx, "list approvals", sel, true, f.ListOptions,
+		func(m *approvalModel) (time.Time, string) { return m.CreatedAt, m.ID }, (*approvalModel).toApproval)
 }
 
 // Schema 20261123000080, frozen: approvals.

@@ -118,32 +118,12 @@ func (q *querier) UpdateDelivery(ctx context.Context, d *svctype.Delivery) error
 // ListDeliveries pages an organization's deliveries newest first, those of one registered
 // webhook when webhookID is set.
 func (q *querier) ListDeliveries(ctx context.Context, orgID, webhookID string, opts svctype.ListOptions) (svctype.Page[svctype.Delivery], error) {
-	const op = "list deliveries"
-	var page svctype.Page[svctype.Delivery]
-	limit := pageLimit(opts)
-	sel := q.r.NewSelect().Model((*deliveryModel)(nil)).ExcludeColumn("body").
-		Where("org_id = ?", orgID).
-		OrderExpr("created_at DESC, id DESC").
-		Limit(int64(limit + 1))
+	sel := q.r.NewSelect().Model((*deliveryModel)(nil)).ExcludeColumn("body").Where("org_id = ?", orgID)
 	if webhookID != "" {
 		sel = sel.Where("webhook_id = ?", webhookID)
 	}
-	if opts.Cursor != "" {
-		at, id, err := decodeTimeCursor(opts.Cursor)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("(created_at < ? OR (created_at = ? AND id < ?))", at, at, id)
-	}
-	var ms []deliveryModel
-	if err := sel.Scan(ctx, &ms); err != nil {
-		return page, wrap(op, err)
-	}
-	page, err := pageOf(ms, limit, func(m *deliveryModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) }, (*deliveryModel).toDelivery)
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	return page, nil
+	return pageByCreated(ctx, "list deliveries", sel, true, opts,
+		func(m *deliveryModel) (time.Time, string) { return m.CreatedAt, m.ID }, (*deliveryModel).toDelivery)
 }
 
 func (q *querier) AddDeliveryAttempt(ctx context.Context, orgID string, a *svctype.DeliveryAttempt) error {

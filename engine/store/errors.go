@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
@@ -139,6 +140,36 @@ func listByName[M, T any](ctx context.Context, q *querier, op, orgID, column str
 		return page, wrap(op, err)
 	}
 	page, err := pageOf(ms, limit, func(m *M) string { return encodeCursor(name(m)) }, conv)
+	if err != nil {
+		return page, wrap(op, err)
+	}
+	return page, nil
+}
+
+// pageByCreated finishes a listing of model M by (created_at, id), newest first when desc:
+// sel has the organization and the filters; this adds the order, the limit, the cursor
+// (an encodeTimeCursor of the last row) and scans the page. op names the operation.
+func pageByCreated[M, T any](ctx context.Context, op string, sel *bun.SelectQuery, desc bool, opts svctype.ListOptions,
+	key func(*M) (time.Time, string), conv func(*M) (T, error)) (svctype.Page[T], error) {
+	var page svctype.Page[T]
+	limit := pageLimit(opts)
+	order, after := "created_at ASC, id ASC", ">"
+	if desc {
+		order, after = "created_at DESC, id DESC", "<"
+	}
+	sel = sel.OrderExpr(order).Limit(int64(limit + 1))
+	if opts.Cursor != "" {
+		at, id, err := decodeTimeCursor(opts.Cursor)
+		if err != nil {
+			return page, err
+		}
+		sel = sel.Where("(created_at "+after+" ? OR (created_at = ? AND id "+after+" ?))", at, at, id)
+	}
+	var ms []M
+	if err := sel.Scan(ctx, &ms); err != nil {
+		return page, wrap(op, err)
+	}
+	page, err := pageOf(ms, limit, func(m *M) string { return encodeTimeCursor(key(m)) }, conv)
 	if err != nil {
 		return page, wrap(op, err)
 	}

@@ -118,30 +118,12 @@ func (q *querier) CloseFormPause(ctx context.Context, p *svctype.FormPause) erro
 
 // ListFormPauses pages an organization's pauses newest first (those in status, when set).
 func (q *querier) ListFormPauses(ctx context.Context, orgID string, status svctype.FormPauseStatus, opts svctype.ListOptions) (svctype.Page[svctype.FormPause], error) {
-	const op = "list form pauses"
-	var page svctype.Page[svctype.FormPause]
-	limit := pageLimit(opts)
-	sel := q.r.NewSelect().Model((*formPauseModel)(nil)).Where("org_id = ?", orgID).
-		OrderExpr("created_at DESC, id DESC").Limit(int64(limit + 1))
+	sel := q.r.NewSelect().Model((*formPauseModel)(nil)).Where("org_id = ?", orgID)
 	if status != "" {
 		sel = sel.Where("status = ?", string(status))
 	}
-	if opts.Cursor != "" {
-		at, id, err := decodeTimeCursor(opts.Cursor)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("(created_at < ? OR (created_at = ? AND id < ?))", at, at, id)
-	}
-	var ms []formPauseModel
-	if err := sel.Scan(ctx, &ms); err != nil {
-		return page, wrap(op, err)
-	}
-	page, err := pageOf(ms, limit, func(m *formPauseModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) }, (*formPauseModel).toFormPause)
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	return page, nil
+	return pageByCreated(ctx, "list form pauses", sel, true, opts,
+		func(m *formPauseModel) (time.Time, string) { return m.CreatedAt, m.ID }, (*formPauseModel).toFormPause)
 }
 
 // Schema 20261123000090, frozen: form pauses.

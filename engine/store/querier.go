@@ -383,34 +383,13 @@ func (q *querier) RunStatuses(ctx context.Context, orgID string, ids []string) (
 // ListRuns pages runs newest first. Items carry no Definition: a listing does not need the
 // snapshot, and it is the largest column; GetRun returns it.
 func (q *querier) ListRuns(ctx context.Context, orgID string, f engine.RunFilter) (svctype.Page[svctype.Run], error) {
-	const op = "list runs"
-	var page svctype.Page[svctype.Run]
-	limit := pageLimit(f.ListOptions)
-	sel := q.r.NewSelect().Model((*runModel)(nil)).
-		ExcludeColumn("definition").
-		Where("org_id = ?", orgID).
-		OrderExpr("created_at DESC, id DESC").
-		Limit(int64(limit + 1))
+	sel := q.r.NewSelect().Model((*runModel)(nil)).ExcludeColumn("definition").Where("org_id = ?", orgID)
 	if f.WorkflowID != "" {
 		sel = sel.Where("workflow_id = ?", f.WorkflowID)
 	}
 	if f.Status != "" {
 		sel = sel.Where("status = ?", string(f.Status))
 	}
-	if f.Cursor != "" {
-		at, id, err := decodeTimeCursor(f.Cursor)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("(created_at < ? OR (created_at = ? AND id < ?))", at, at, id)
-	}
-	var ms []runModel
-	if err := sel.Scan(ctx, &ms); err != nil {
-		return page, wrap(op, err)
-	}
-	page, err := pageOf(ms, limit, func(m *runModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) }, (*runModel).toRun)
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	return page, nil
+	return pageByCreated(ctx, "list runs", sel, true, f.ListOptions,
+		func(m *runModel) (time.Time, string) { return m.CreatedAt, m.ID }, (*runModel).toRun)
 }

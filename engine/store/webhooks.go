@@ -114,31 +114,15 @@ func (q *querier) GetWebhook(ctx context.Context, orgID, id string) (*svctype.We
 
 // ListWebhooks pages by (created_at, id), oldest first.
 func (q *querier) ListWebhooks(ctx context.Context, orgID string, f engine.WebhookListFilter) (svctype.Page[svctype.Webhook], error) {
-	const op = "list webhooks"
-	var page svctype.Page[svctype.Webhook]
-	limit := pageLimit(f.ListOptions)
-	sel := q.r.NewSelect().Model((*webhookModel)(nil)).
-		Where("org_id = ?", orgID).
-		OrderExpr("created_at ASC, id ASC").
-		Limit(int64(limit + 1))
+	sel := q.r.NewSelect().Model((*webhookModel)(nil)).Where("org_id = ?", orgID)
 	if f.Event != "" {
 		sel = sel.Where("event = ?", f.Event)
 	}
 	if f.NotKeyID != "" {
 		sel = sel.Where("master_key_id <> '' AND master_key_id <> ?", f.NotKeyID)
 	}
-	if f.Cursor != "" {
-		at, id, err := decodeTimeCursor(f.Cursor)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("(created_at > ? OR (created_at = ? AND id > ?))", at, at, id)
-	}
-	var ms []webhookModel
-	if err := sel.Scan(ctx, &ms); err != nil {
-		return page, wrap(op, err)
-	}
-	page, err := pageOf(ms, limit, func(m *webhookModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) },
+	return pageByCreated(ctx, "list webhooks", sel, false, f.ListOptions,
+		func(m *webhookModel) (time.Time, string) { return m.CreatedAt, m.ID },
 		func(m *webhookModel) (svctype.Webhook, error) {
 			w, err := m.toWebhook()
 			if err != nil {
@@ -146,10 +130,6 @@ func (q *querier) ListWebhooks(ctx context.Context, orgID string, f engine.Webho
 			}
 			return *w, nil
 		})
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	return page, nil
 }
 
 // UpdateWebhook overwrites the registration columns and reads back created_at.
