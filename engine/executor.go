@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -619,7 +620,7 @@ func (e *Engine) failRun(ctx context.Context, job *svctype.Job, st *runState, i 
 		}
 		now := e.now().UTC()
 		rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepFailed, Error: cause.Error(), FinishedAt: &now}
-		for _, key := range sortedKeys(calls) {
+		for _, key := range slices.Sorted(maps.Keys(calls)) {
 			rec.Effects = append(rec.Effects, calls[key].effect())
 		}
 		if err := tx.PutStep(ctx, st.run.OrgID, &rec); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -269,15 +268,6 @@ func (e *Engine) secretFor(orgID string) func(ctx context.Context, key string) (
 	return func(ctx context.Context, key string) (string, error) {
 		return e.OrgConfigValue(ctx, orgID, key)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // lookupKind returns the step kind of a step type: a kind of the Environment, or the

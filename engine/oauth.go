@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -184,7 +186,7 @@ func (e *Engine) registerOAuthTools(apis oauthtools.APIs) {
 }
 
 // OAuthProviders lists the providers connections can be made to, sorted.
-func (e *Engine) OAuthProviders() []string { return sortedKeys(e.oauth.providers) }
+func (e *Engine) OAuthProviders() []string { return slices.Sorted(maps.Keys(e.oauth.providers)) }
 
 func (e *Engine) oauthProvider(name string) (OAuthProvider, error) {
 	p, ok := e.oauth.providers[name]
@@ -289,7 +291,7 @@ func (e *Engine) StartOAuth(ctx context.Context, orgID, provider, account string
 		sep = " "
 	}
 	opts := []oauth2.AuthCodeOption{oauth2.SetAuthURLParam("scope", strings.Join(scopes, sep))}
-	for _, k := range sortedKeys(p.AuthParams) {
+	for _, k := range slices.Sorted(maps.Keys(p.AuthParams)) {
 		opts = append(opts, oauth2.SetAuthURLParam(k, p.AuthParams[k]))
 	}
 	u := e.oauthConfig(provider, p, app, redirect).AuthCodeURL(state, opts...)
