@@ -150,19 +150,16 @@ func (e *Engine) deliveryTarget(ctx context.Context, d *svctype.Delivery) (url s
 // transaction, with the worker's slot given back meanwhile. The answer's body is read up to
 // events.MaxResponseBody and dropped.
 func (e *Engine) post(ctx context.Context, d *svctype.Delivery, url string, secret []byte) sentAnswer {
-	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.deliveryTimeout)
-	defer cancel()
-	slot := slotFrom(ctx)
-	if slot != nil {
-		slot.Release()
-		defer slot.Reacquire()
+	var ans sentAnswer
+	if err := e.outsideCall(ctx, d.OrgID, e.deliveryTimeout, func(ctx context.Context) { ans = e.send(ctx, d, url, secret) }); err != nil {
+		return sentAnswer{err: err}
 	}
-	release, err := e.io.acquire(callCtx, d.OrgID)
-	if err != nil {
-		return sentAnswer{err: fmt.Errorf("waiting for a place in the I/O pool: %w", err)}
-	}
-	defer release()
-	req, err := http.NewRequestWithContext(callCtx, http.MethodPost, url, bytes.NewReader(d.Body))
+	return ans
+}
+
+// send makes one delivery request and reads the answer (its body up to MaxResponseBody).
+func (e *Engine) send(ctx context.Context, d *svctype.Delivery, url string, secret []byte) sentAnswer {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(d.Body))
 	if err != nil {
 		return sentAnswer{err: events.Permanent(fmt.Errorf("the target address is not usable: %w", outbound.ErrInvalidRequest))}
 	}

@@ -212,24 +212,32 @@ func (e *Engine) makeCall(ctx context.Context, job *svctype.Job, st *runState, n
 	}
 	call := n.call.Detached()
 	call.IdempotencyKey, call.Try, call.Tables = n.key, intent.Tries, nil
-	// The call is finished even when the worker drains (like any step in progress); it is
-	// bounded by CallTimeout, and the worker's heartbeat keeps the job's lease meanwhile.
-	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.callTimeout)
+	if err := e.outsideCall(ctx, st.run.OrgID, e.callTimeout, func(ctx context.Context) {
+		res.out, res.err = n.kind.IO(ctx, call)
+	}); err != nil {
+		res.err = err
+	}
+	return nil
+}
+
+// outsideCall runs call, a call to another system, the way every such call runs: with the
+// worker's step slot given back meanwhile (taken again, in turn, before returning), in a
+// place of orgID in the I/O pool, bounded by timeout. It is finished even when the worker
+// drains (like any step in progress); the worker's heartbeat keeps the job's lease. The
+// error is the I/O pool's only (no place within the timeout); the call reports its own.
+func (e *Engine) outsideCall(ctx context.Context, orgID string, timeout time.Duration, call func(ctx context.Context)) error {
+	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	slot := slotFrom(ctx)
-	if slot != nil {
+	if slot := slotFrom(ctx); slot != nil {
 		slot.Release()
+		defer slot.Reacquire()
 	}
-	release, err := e.io.acquire(callCtx, st.run.OrgID)
-	if err == nil {
-		res.out, res.err = n.kind.IO(callCtx, call)
-		release()
-	} else {
-		res.err = fmt.Errorf("waiting for a place in the I/O pool: %w", err)
+	release, err := e.io.acquire(callCtx, orgID)
+	if err != nil {
+		return fmt.Errorf("waiting for a place in the I/O pool: %w", err)
 	}
-	if slot != nil {
-		slot.Reacquire()
-	}
+	defer release()
+	call(callCtx)
 	return nil
 }
 
