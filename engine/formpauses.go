@@ -143,9 +143,6 @@ func (e *Engine) formJob(ctx context.Context, tx Tx, p *svctype.FormPause, kind 
 	return tx.EnqueueJob(ctx, &svctype.Job{OrgID: p.OrgID, Kind: kind, RunID: p.RunID, RunAt: time.Now().Add(wait), Payload: b})
 }
 
-// FormPauseDoc is a pause with its resolved schema and, once submitted, its submission.
-type FormPauseDoc = svctype.FormPause
-
 // FormPause returns the run's pause at stepIndex (its latest).
 func (e *Engine) FormPause(ctx context.Context, orgID, runID string, stepIndex int) (*svctype.FormPause, error) {
 	if err := checkOrg(orgID); err != nil {
