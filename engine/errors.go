@@ -37,6 +37,14 @@ var (
 	ErrInvalidCursor = errors.New("invalid cursor")
 	// ErrAgentFormsDisabled: the organization does not have the agent_forms feature (403).
 	ErrAgentFormsDisabled = errors.New("agent_forms_disabled")
+	// ErrFormExpired: a submission to an external form after its expires_at (410).
+	ErrFormExpired = errors.New("the form no longer accepts submissions: it expired")
+	// ErrFormSigninRequired: a submission to an external form with settings.requireAuth and
+	// no signed-in person (401 form_signin_required).
+	ErrFormSigninRequired = errors.New("the form requires signing in before submitting")
+	// ErrFormTriggerMissing: an external form's trigger workflow no longer exists, so a
+	// submission would start nothing (409); nothing is stored.
+	ErrFormTriggerMissing = fmt.Errorf("%w: the form's trigger workflow no longer exists", ErrConflict)
 )
 
 // Problem is one thing wrong with an input, located by a JSON pointer.

@@ -26,6 +26,15 @@ type FormGeneration struct {
 	Intent       string
 	ExpectedKeys []string
 	Hints        map[string]any
+	// Create, when set, also stores the generated schema as an external form.
+	Create *FormCreation
+}
+
+// FormCreation is the external form GenerateForm creates with the schema it drafts.
+type FormCreation struct {
+	Name              string
+	IsPublic          bool
+	TriggerWorkflowID string
 }
 
 // GeneratedForm is what GenerateForm answers.
@@ -35,6 +44,8 @@ type GeneratedForm struct {
 	Source string `json:"source"`
 	// Attempts is how many model calls were made (0 when the organization has no key).
 	Attempts int `json:"attempts"`
+	// Form is the external form created with the schema (only with FormGeneration.Create).
+	Form *svctype.ExternalForm `json:"form,omitempty"`
 }
 
 // OrgFeatures returns the organization's features.
@@ -84,8 +95,57 @@ func (e *Engine) GenerateForm(ctx context.Context, orgID string, in FormGenerati
 	if !features.AgentForms {
 		return nil, fmt.Errorf("%w: the organization does not have the agent_forms feature (PUT /org-features)", ErrAgentFormsDisabled)
 	}
-	fallback := &GeneratedForm{Schema: forms.EnsureKeys(&forms.Schema{Version: forms.Version, Pages: []forms.Page{{ID: "main"}}}, in.ExpectedKeys),
-		Source: "fallback"}
+	if in.Create == nil {
+		return e.generateForm(ctx, orgID, in)
+	}
+	// The form's own fields are checked before the model is paid for (with a stand-in schema),
+	// and again, with the real one, when the form is stored.
+	form := func(schema *forms.Schema) (ExternalFormInput, error) {
+		raw, err := json.Marshal(schema)
+		return ExternalFormInput{Name: in.Create.Name, IsPublic: in.Create.IsPublic,
+			TriggerWorkflowID: in.Create.TriggerWorkflowID, Schema: raw}, err
+	}
+	standIn, err := form(fallbackForm(in.ExpectedKeys))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkExternalForm(ctx, e.store, orgID, standIn); err != nil {
+		return nil, underCreate(err)
+	}
+	g, err := e.generateForm(ctx, orgID, in)
+	if err != nil {
+		return nil, err
+	}
+	fin, err := form(g.Schema)
+	if err != nil {
+		return nil, err
+	}
+	if g.Form, err = e.CreateExternalForm(ctx, orgID, fin); err != nil {
+		return nil, underCreate(err)
+	}
+	return g, nil
+}
+
+// underCreate moves the pointers of a form's validation problems under /create.
+func underCreate(err error) error {
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	out := &ValidationError{Code: ve.Code}
+	for _, p := range ve.Problems {
+		out.Problems = append(out.Problems, Problem{"/create" + p.Pointer, p.Message})
+	}
+	return out
+}
+
+func fallbackForm(expected []string) *forms.Schema {
+	return forms.EnsureKeys(&forms.Schema{Version: forms.Version, Pages: []forms.Page{{ID: "main"}}}, expected)
+}
+
+// generateForm asks the model (the organization has agent_forms and in is valid).
+func (e *Engine) generateForm(ctx context.Context, orgID string, in FormGeneration) (*GeneratedForm, error) {
+	fallback := &GeneratedForm{Schema: fallbackForm(in.ExpectedKeys), Source: "fallback"}
 	key, err := e.OrgConfigValue(ctx, orgID, LLMAPIKey)
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoMasterKey) {
 		return fallback, nil

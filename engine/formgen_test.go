@@ -109,3 +109,33 @@ func TestGenerateFormNeedsTheFeature(t *testing.T) {
 	require.ErrorAs(t, err, &ve)
 	require.Len(t, ve.Problems, 2)
 }
+
+func TestGenerateFormCreatesAnExternalForm(t *testing.T) {
+	t.Parallel()
+	b, model := genSetup(t, reply(goodForm))
+	w := b.workflow(t, "o", "onboard", `{"actions": []}`)
+
+	// The form's own fields are checked before the model is asked.
+	in := genInput
+	in.Create = &engine.FormCreation{Name: " ", TriggerWorkflowID: "wfl-missing"}
+	_, err := b.eng.GenerateForm(b.ctx, "o", in)
+	var ve *engine.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, []engine.Problem{{Pointer: "/create/name", Message: "required"},
+		{Pointer: "/create/trigger_workflow_id", Message: "no workflow with this id in the organization"}}, ve.Problems)
+	require.Empty(t, model.Requests(), "no model call for a form that cannot be stored")
+
+	in.Create = &engine.FormCreation{Name: "Supplier onboarding", IsPublic: true, TriggerWorkflowID: w.ID}
+	g, err := b.eng.GenerateForm(b.ctx, "o", in)
+	require.NoError(t, err)
+	require.Equal(t, "llm", g.Source)
+	require.NotNil(t, g.Form)
+	stored, err := b.eng.GetExternalForm(b.ctx, "o", g.Form.ID)
+	require.NoError(t, err)
+	require.Equal(t, w.ID, stored.TriggerWorkflowID)
+	require.True(t, stored.IsPublic)
+	require.Contains(t, string(stored.Schema), `"size"`, "the model's form, not the fallback")
+	pub, _, err := b.eng.PublicForm(b.ctx, g.Form.ID)
+	require.NoError(t, err)
+	require.Equal(t, "Supplier onboarding", pub.Name)
+}

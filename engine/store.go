@@ -176,4 +176,6 @@ type Querier interface {
 	OAuthStore
 	// Webhook registrations (secrets sealed) and their health (webhooks.go).
 	WebhookStore
+	// External forms and their submissions (externalforms.go).
+	ExternalFormStore
 }

@@ -102,6 +102,9 @@ func problemFor(ctx context.Context, log *slog.Logger, err error, f failure) *Pr
 		return newProblem(http.StatusUnprocessableEntity, codeValidation, "validation failed", details...)
 	case errors.Is(err, engine.ErrNotFound):
 		return newProblem(http.StatusNotFound, codeNotFound, orDefault(f.notFound, "resource not found"))
+	case errors.Is(err, engine.ErrFormTriggerMissing):
+		return newProblem(http.StatusConflict, "form_trigger_missing",
+			"the form cannot take submissions: the workflow it starts no longer exists")
 	case errors.Is(err, engine.ErrConflict):
 		return newProblem(http.StatusConflict, codeConflict, orDefault(f.conflict, "the request conflicts with the resource's current state"))
 	case errors.Is(err, engine.ErrInvalidCursor):
@@ -110,6 +113,10 @@ func problemFor(ctx context.Context, log *slog.Logger, err error, f failure) *Pr
 			&ProblemDetail{Location: "query.cursor", Message: "not a cursor this listing issued"})
 	case errors.Is(err, engine.ErrInvalidOrg):
 		return newProblem(http.StatusBadRequest, codeInvalidOrg, "X-Org-Id is not a valid organization id")
+	case errors.Is(err, engine.ErrFormExpired):
+		return newProblem(http.StatusGone, "form_expired", "the form no longer accepts submissions: it expired")
+	case errors.Is(err, engine.ErrFormSigninRequired):
+		return newProblem(http.StatusUnauthorized, "form_signin_required", "sign in before submitting this form")
 	case errors.Is(err, engine.ErrAgentFormsDisabled):
 		return newProblem(http.StatusForbidden, "agent_forms_disabled",
 			"the organization does not have the agent_forms feature (PUT /org-features {\"agent_forms\": true})")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/forms"
 )
 
 // FormGenerateBody is the body of POST /forms/generate.
@@ -15,7 +16,22 @@ type FormGenerateBody struct {
 	Intent       string         `json:"intent" maxLength:"4000" doc:"What the form is for."`
 	ExpectedKeys []string       `json:"expected_keys" maxItems:"200" doc:"The keys the form must collect: each becomes a field key (snake_case)."`
 	Hints        map[string]any `json:"hints,omitempty" doc:"Anything that helps the model (audience, language, tone)."`
-	Create       map[string]any `json:"create,omitempty" doc:"Create an external form with the schema: not in this build (422)."`
+	Create       *FormCreate    `json:"create,omitempty" doc:"Also create an external form with the generated schema; the answer's form is that form."`
+}
+
+// FormCreate is the external form POST /forms/generate creates with the schema it drafts.
+type FormCreate struct {
+	Name              string `json:"name" doc:"The form's name, 1-200 characters."`
+	IsPublic          bool   `json:"is_public,omitempty" doc:"Serve it on the public routes."`
+	TriggerWorkflowID string `json:"trigger_workflow_id,omitempty" doc:"The workflow each submission starts."`
+}
+
+// GeneratedForm is the answer of POST /forms/generate.
+type GeneratedForm struct {
+	Schema   *forms.Schema `json:"schema" doc:"The form_schema_v1 document."`
+	Source   string        `json:"source" enum:"llm,fallback" doc:"llm: the model's form; fallback: one text field per expected key."`
+	Attempts int           `json:"attempts" doc:"Model calls made: 1 or 2 (0 when the organization has no model key)."`
+	Form     *ExternalForm `json:"form,omitempty" doc:"The external form created, only with create."`
 }
 
 func (s *Server) registerFeatures() {
@@ -46,20 +62,26 @@ func (s *Server) registerFeatures() {
 	o = op("generate-form", http.MethodPost, "/forms/generate", "Draft a form_schema_v1 with the organization's model", "Forms")
 	o.Description = "The model may use the ten permitted types; its form is validated and sent back once with the " +
 		"problems, then replaced by one text field per expected key (source fallback, also when the organization " +
-		"has no api:llm_api_key). 403 agent_forms_disabled without the agent_forms feature."
+		"has no api:llm_api_key). With `create`, the schema is also stored as an external form (its name and trigger " +
+		"checked before the model is asked: 422 under /create). 403 agent_forms_disabled without the agent_forms feature."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgParam
 		Body FormGenerateBody
-	}) (*struct{ Body *engine.GeneratedForm }, error) {
-		if in.Body.Create != nil {
-			return nil, s.fail(ctx, &engine.ValidationError{Problems: []engine.Problem{{Pointer: "/create",
-				Message: "external forms are not in this build yet: generate without create"}}}, failure{})
+	}) (*struct{ Body GeneratedForm }, error) {
+		gen := engine.FormGeneration{Intent: in.Body.Intent, ExpectedKeys: in.Body.ExpectedKeys, Hints: in.Body.Hints}
+		if c := in.Body.Create; c != nil {
+			gen.Create = &engine.FormCreation{Name: c.Name, IsPublic: c.IsPublic, TriggerWorkflowID: c.TriggerWorkflowID}
 		}
-		g, err := s.eng.GenerateForm(ctx, in.OrgID, engine.FormGeneration{Intent: in.Body.Intent, ExpectedKeys: in.Body.ExpectedKeys, Hints: in.Body.Hints})
+		g, err := s.eng.GenerateForm(ctx, in.OrgID, gen)
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{})
 		}
-		return &struct{ Body *engine.GeneratedForm }{Body: g}, nil
+		out := GeneratedForm{Schema: g.Schema, Source: g.Source, Attempts: g.Attempts}
+		if g.Form != nil {
+			f := externalFormOf(*g.Form)
+			out.Form = &f
+		}
+		return &struct{ Body GeneratedForm }{Body: out}, nil
 	})
 }

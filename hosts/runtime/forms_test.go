@@ -75,6 +75,16 @@ func TestGenerateFormRoute(t *testing.T) {
 	require.Contains(t, g, "schema")
 	problem(t, b.do(t, http.MethodPost, "/forms/generate", orgA, map[string]any{"intent": "x", "expected_keys": []string{"Bad Key"}}),
 		http.StatusUnprocessableEntity, "validation_failed")
-	problem(t, b.do(t, http.MethodPost, "/forms/generate", orgA, map[string]any{"intent": "x", "expected_keys": []string{"a"}, "create": map[string]any{"name": "f"}}),
-		http.StatusUnprocessableEntity, "validation_failed")
+	// create stores the schema as an external form; its fields are checked first.
+	p := problem(t, b.do(t, http.MethodPost, "/forms/generate", orgA, map[string]any{"intent": "x", "expected_keys": []string{"a"},
+		"create": map[string]any{"name": "f", "trigger_workflow_id": "wfl-nope"}}), http.StatusUnprocessableEntity, "validation_failed")
+	require.Equal(t, []string{"/create/trigger_workflow_id"}, pointers(p))
+	require.Empty(t, ok[list[externalFormDoc]](t, b.do(t, http.MethodGet, "/external-forms", orgA, nil), http.StatusOK).Items)
+	g = ok[map[string]any](t, b.do(t, http.MethodPost, "/forms/generate", orgA, map[string]any{"intent": "x", "expected_keys": []string{"a"},
+		"create": map[string]any{"name": "f", "is_public": true}}), http.StatusOK)
+	form, _ := g["form"].(map[string]any)
+	require.NotNil(t, form, "%v", g)
+	id, _ := form["id"].(string)
+	pub := ok[map[string]any](t, b.do(t, http.MethodGet, "/forms/public/"+id, "", nil), http.StatusOK)
+	require.Equal(t, g["schema"], pub["schema"])
 }

@@ -40,9 +40,12 @@ func setup(t testing.TB) *bundle {
 	eng, err := engine.New(engine.Config{Store: st, Logger: quiet, Keyring: testKeyring(t), OAuth: testOAuth(fake)})
 	require.NoError(t, err)
 	logs := &bytes.Buffer{}
-	srv := runtime.New(eng, runtime.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Version: "test"})
+	srv := runtime.New(eng, runtime.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Version: "test", IdentityKey: testIdentityKey})
 	return &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API(), logs: logs, oauth: fake}
 }
+
+// testIdentityKey is the key the test gateway signs identities with.
+var testIdentityKey = []byte("test-gateway-identity-key-0123456789")
 
 // testKeyring is a keyring of one new master key.
 func testKeyring(t testing.TB) *secrets.Keyring {

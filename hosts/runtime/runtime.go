@@ -34,6 +34,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is the OpenAPI info.version: the release. Default "dev".
 	Version string
+	// IdentityKey is the key the gateway signs a signed-in person's identity token with
+	// (hosts/identity, header X-Svc-Identity), at least 32 bytes. Without it no identity
+	// is believed, so a form that requires sign-in takes no submission through this runtime.
+	IdentityKey []byte
 }
 
 // Server is the runtime HTTP API over one engine.
@@ -42,6 +46,8 @@ type Server struct {
 	log    *slog.Logger
 	router chi.Router
 	api    huma.API
+	// identityKey verifies identity tokens from the gateway (Options.IdentityKey).
+	identityKey []byte
 }
 
 // New builds the runtime API over eng. Registration never touches eng, so New(nil, ...)
@@ -53,7 +59,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{eng: eng, log: opts.Logger}
+	s := &Server{eng: eng, log: opts.Logger, identityKey: opts.IdentityKey}
 
 	r := chi.NewRouter()
 	r.Use(s.withLogger, s.recoverer)
@@ -73,7 +79,8 @@ func New(eng *engine.Engine, opts Options) *Server {
 	// No $schema links in bodies: the wire shape is exactly the documented one.
 	cfg.CreateHooks = nil
 	cfg.Info.Description = "The tenant-scoped runtime of svcflow: workflows, runs, registered actions, custom tables and webhook registrations. " +
-		"Every route but /health and /oauth/callback (whose state names the organization) takes the organization in the X-Org-Id header. " +
+		"Every route but /health, /oauth/callback (whose state names the organization) and the public form routes under /forms/public/ " +
+		"(whose form id names it) takes the organization in the X-Org-Id header. " +
 		"Errors are RFC 9457 problem+json bodies with a snake_case `code`."
 	s.api = humachi.New(r, cfg)
 	s.api.UseMiddleware(s.requireOrg)
@@ -93,6 +100,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerApprovals()
 	s.registerForms()
 	s.registerFeatures()
+	s.registerExternalForms()
 	return s
 }
 

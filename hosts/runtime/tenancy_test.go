@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -44,6 +45,10 @@ type tenancyCall struct {
 	headers []string
 	// query builds the query string (without "?"; nil: none).
 	query func(fx tenancyFixture) string
+	// param overrides fx.pathValue for this operation's path parameters.
+	param func(fx tenancyFixture, name string) (string, bool)
+	// status is what a public route answers (default 200).
+	status int
 }
 
 var tenancyCalls = map[string]tenancyCall{
@@ -138,6 +143,22 @@ var tenancyCalls = map[string]tenancyCall{
 	"submit-form": {scope: byID, body: func(tenancyFixture) any {
 		return map[string]any{"data": map[string]any{"answer": "org B's"}}
 	}},
+	"create-external-form": {scope: creation, body: func(tenancyFixture) any {
+		return map[string]any{"name": "b-intake", "schema": json.RawMessage(contactSchema)}
+	}},
+	"list-external-forms":   {scope: listing},
+	"get-external-form":     {scope: byID},
+	"delete-external-form":  {scope: byID},
+	"list-form-submissions": {scope: byID},
+	"replace-external-form": {scope: byID, body: func(tenancyFixture) any {
+		return map[string]any{"name": "taken-over", "is_public": true, "schema": json.RawMessage(contactSchema)}
+	}},
+	// Public by design: A's public form is served to anyone, without its trigger.
+	"get-public-form": {scope: public},
+	// A submission to A's form that is not public is refused and starts nothing.
+	"submit-public-form": {scope: public, status: http.StatusNotFound,
+		param: func(fx tenancyFixture, name string) (string, bool) { return fx.privateForm, name == "formId" },
+		body:  func(tenancyFixture) any { return map[string]any{"email": "mallory@example.com"} }},
 	"list-webhook-deliveries": {scope: byID},
 	"get-delivery":            {scope: byID},
 	"redeliver":               {scope: byID},
@@ -174,6 +195,9 @@ type tenancyFixture struct {
 	// its deliveries (of A's documents uploaded after it).
 	webhook  string
 	delivery string
+	// publicForm is A's public external form (two submissions), privateForm one that is not
+	// public.
+	publicForm, privateForm string
 }
 
 const (
@@ -209,6 +233,8 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.webhook, true
 	case "deliveryId":
 		return fx.delivery, true
+	case "formId":
+		return fx.publicForm, true
 	}
 	return "", false
 }
@@ -218,7 +244,7 @@ func (fx tenancyFixture) secrets() []string {
 	return []string{fx.workflow.ID, fx.workflow.Name, fx.finished.ID, fx.running.ID, fx.table, "ada@example.com",
 		fx.document.ID, fx.document.Name, "a-secret", fx.action, "crm.a.example.com", fx.orgConfigKey, orgConfigValue, "7c41",
 		fx.oauthAccount, fx.oauthConnection, fx.oauthToken, "a-support", "app-secret-org-a",
-		fx.webhook, "a-hooks-7f3e", webhookSecret, "a-auto-payload", fx.delivery}
+		fx.webhook, "a-hooks-7f3e", webhookSecret, "a-auto-payload", fx.delivery, fx.privateForm, "a-private-intake"}
 }
 
 func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
@@ -271,6 +297,15 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	require.Len(t, deliveries.Items, 2, "A's webhook has its deliveries")
 	fx.delivery = deliveries.Items[0].ID
 
+	fx.publicForm = b.createForm(t, orgA, formBody(fx.workflow.ID, true)).ID
+	private := formBody(fx.workflow.ID, false)
+	private["name"] = "a-private-intake"
+	fx.privateForm = b.createForm(t, orgA, private).ID
+	for _, name := range []string{"Ada", "Ada L."} {
+		ok[map[string]any](t, b.do(t, http.MethodPost, "/forms/public/"+fx.publicForm+"/submit", "",
+			map[string]any{"email": "ada@example.com", "name": name}), http.StatusCreated)
+	}
+
 	// B's own things.
 	ok[map[string]any](t, b.do(t, http.MethodPost, "/custom-tables", orgB, map[string]any{
 		"name": "b_table", "fields": map[string]string{"x": "text"},
@@ -293,6 +328,7 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	ok[webhookDoc](t, b.do(t, http.MethodPost, "/webhooks", orgB, map[string]any{
 		"event": "workflow.failed", "url": "https://93.184.215.14/b-hook",
 	}), http.StatusCreated)
+	b.createForm(t, orgB, formBody("", true))
 	return fx
 }
 
@@ -324,6 +360,10 @@ func snapshotA(t *testing.T, b *bundle, fx tenancyFixture) string {
 		"/webhooks/" + fx.webhook,
 		"/webhooks/" + fx.webhook + "/deliveries?limit=500",
 		"/deliveries/" + fx.delivery,
+		"/external-forms?limit=500",
+		"/external-forms/" + fx.publicForm,
+		"/external-forms/" + fx.privateForm,
+		"/external-forms/" + fx.publicForm + "/submissions?limit=500",
 	} {
 		rec := b.do(t, http.MethodGet, path, orgA, nil)
 		require.Equal(t, http.StatusOK, rec.Code, "%s: %s", path, rec.Body.String())
@@ -411,6 +451,9 @@ func TestTenancyFromRouteList(t *testing.T) {
 			path := ro.path
 			for _, name := range pathParams {
 				v, ok := fx.pathValue(name)
+				if call.param != nil {
+					v, ok = call.param(fx, name)
+				}
 				require.True(t, ok, "no fixture value for path parameter {%s} of %s", name, ro.path)
 				path = strings.ReplaceAll(path, "{"+name+"}", v)
 			}
@@ -436,7 +479,7 @@ func TestTenancyFromRouteList(t *testing.T) {
 			case creation:
 				require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
 			case public:
-				require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+				require.Equal(t, cmp.Or(call.status, http.StatusOK), rec.Code, rec.Body.String())
 			case own:
 				require.Less(t, rec.Code, 300, rec.Body.String())
 			}

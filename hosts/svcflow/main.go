@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/hosts/identity"
 	"github.com/svcflow/svcflow/hosts/runtime"
 	"github.com/svcflow/svcflow/hosts/worker"
 )
@@ -48,6 +50,10 @@ Org config and OAuth tokens are sealed under a master key: SVC_MASTER_KEY (base6
 bytes; "new,old" during a rotation), or the key file SVC_MASTER_KEY_FILE, or by default on
 a SQLite file the key file PATH.masterkey, generated on first start. rotate-master-key
 re-seals every value and token under a new key while the service runs.
+
+SVC_IDENTITY_KEY (base64 of at least 32 bytes) is the key the gateway signs a signed-in
+person's identity with (header X-Svc-Identity); without it no identity is believed and a
+form with settings.requireAuth takes no submission.
 
 SVC_OAUTH_API_URLS=slack=URL,gmail=URL,sheets=URL,graph=URL (any of them) points the
 OAuth tools at other API base URLs (a test double or a proxy).
@@ -112,7 +118,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			cfg := engine.Config{Store: st, Logger: log, Keyring: keys, AllowPrivateTargets: *allowPrivate,
 				IOConcurrency: *ioConcurrency, IOPerOrg: *ioPerOrg,
 				OAuth: engine.OAuthOptions{APIs: apis, AllowPrivateTargets: *allowPrivate, RedirectURL: *oauthRedirect}}
-			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, *workers)
+			idKey, err := identityKey(os.Getenv(envIdentityKey))
+			if err != nil {
+				return err
+			}
+			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, *workers, idKey)
 		})
 	case "rotate-master-key":
 		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
@@ -144,7 +154,7 @@ func withStore(ctx context.Context, dsn string, log *slog.Logger, fn func(*store
 
 // serve runs the runtime API and/or a worker until ctx ends, then drains both: the API
 // finishes the requests in flight, the worker the steps in flight.
-func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, cmd, addr string, workers int) error {
+func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, cmd, addr string, workers int, idKey []byte) error {
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return err
@@ -166,7 +176,7 @@ func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Lo
 			return err
 		}
 		srv := &http.Server{
-			Handler:           runtime.New(eng, runtime.Options{Logger: log, Version: version}).Handler(),
+			Handler:           runtime.New(eng, runtime.Options{Logger: log, Version: version, IdentityKey: idKey}).Handler(),
 			ReadHeaderTimeout: 10 * time.Second,
 		}
 		wg.Add(1)
@@ -194,4 +204,19 @@ func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Lo
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// envIdentityKey names the gateway's identity key (hosts/identity).
+const envIdentityKey = "SVC_IDENTITY_KEY"
+
+// identityKey decodes SVC_IDENTITY_KEY: nil when unset. The error never quotes the value.
+func identityKey(v string) ([]byte, error) {
+	if v == "" {
+		return nil, nil
+	}
+	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+	if err != nil || len(k) < identity.MinKeyBytes {
+		return nil, fmt.Errorf("%s: want base64 of at least %d bytes", envIdentityKey, identity.MinKeyBytes)
+	}
+	return k, nil
 }

@@ -1,0 +1,552 @@
+package engine
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/forms"
+)
+
+// External forms (spec section 2, "External form"; routes /external-forms and the public
+// /forms/public/{formId}): an intake form whose every valid submission is stored and starts
+// the form's trigger workflow with the flat payload as input, in one transaction.
+//
+// The public routes carry no X-Org-Id: the form id names its organization. An id is
+// "frm-" + base64url(org id) + "." + 32 random hex digits, the way an OAuth state names its
+// organization, so the store is still only ever asked for (org, id) and no query runs
+// across organizations.
+
+// ExternalFormStore keeps external forms and their submissions (engine/store implements it).
+// ReplaceExternalForm writes every field but CreatedAt (ErrNotFound when there is none);
+// DeleteExternalForm removes the form and its submissions. Listings page newest first.
+type ExternalFormStore interface {
+	CreateExternalForm(ctx context.Context, f *svctype.ExternalForm) error
+	GetExternalForm(ctx context.Context, orgID, id string) (*svctype.ExternalForm, error)
+	ListExternalForms(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.ExternalForm], error)
+	ReplaceExternalForm(ctx context.Context, f *svctype.ExternalForm) error
+	DeleteExternalForm(ctx context.Context, orgID, id string) error
+	CreateFormSubmission(ctx context.Context, s *svctype.FormSubmission) error
+	ListFormSubmissions(ctx context.Context, orgID, formID string, opts svctype.ListOptions) (svctype.Page[svctype.FormSubmission], error)
+}
+
+// External form events (spec section 6).
+const (
+	EventExternalFormCreated   = "external_form_created"
+	EventExternalFormUpdated   = "external_form_updated"
+	EventExternalFormDeleted   = "external_form_deleted"
+	EventExternalFormSubmitted = "external_form_submitted"
+)
+
+// SubmittedByKey is the run context key that records who submitted the external form that
+// started the run, when the form requires sign-in.
+const SubmittedByKey = "__submitted_by"
+
+// Bounds of an external form's fields.
+const (
+	maxFormName        = 200
+	maxFormDescription = 4000
+	maxFormMessage     = 2000
+	maxFormURL         = 2048
+	maxFormFooter      = 1000
+)
+
+const externalFormPrefix = "frm-"
+
+var (
+	hexColour  = regexp.MustCompile(`^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
+	formSuffix = regexp.MustCompile(`^[0-9a-f]{32}$`)
+)
+
+// ExternalFormInput is a form as POST and PUT /external-forms take it: PUT replaces every
+// field.
+type ExternalFormInput struct {
+	Name              string
+	Description       string
+	IsPublic          bool
+	ExpiresAt         *time.Time
+	TriggerWorkflowID string
+	TriggerProcessID  string
+	// Schema is a form_schema_v1 document, or one of the older shapes forms.Normalize reads;
+	// it is stored normalised.
+	Schema   json.RawMessage
+	Settings svctype.ExternalFormSettings
+}
+
+// PublicSubmission is a submission through the public route.
+type PublicSubmission struct {
+	// Payload is the flat {key: value} the person submitted.
+	Payload map[string]any
+	// SubmittedBy is the signed-in person the gateway vouched for ("" when none).
+	SubmittedBy string
+}
+
+func newExternalFormID(orgID string) string {
+	return externalFormPrefix + base64.RawURLEncoding.EncodeToString([]byte(orgID)) + "." +
+		strings.ReplaceAll(uuid.NewString(), "-", "")
+}
+
+// ExternalFormOrg returns the organization an external form id names, and whether the id
+// has the shape of one. It reads nothing: the id may name no form.
+func ExternalFormOrg(formID string) (string, bool) {
+	rest, ok := strings.CutPrefix(formID, externalFormPrefix)
+	if !ok || len(formID) > 256 {
+		return "", false
+	}
+	enc, suffix, ok := strings.Cut(rest, ".")
+	if !ok || !formSuffix.MatchString(suffix) {
+		return "", false
+	}
+	org, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil || !ValidOrgID(string(org)) {
+		return "", false
+	}
+	return string(org), true
+}
+
+// checkExternalForm validates in for orgID (the trigger workflow read through q) and
+// returns the form it describes, schema normalised.
+func checkExternalForm(ctx context.Context, q Querier, orgID string, in ExternalFormInput) (*svctype.ExternalForm, error) {
+	f := &svctype.ExternalForm{OrgID: orgID, Name: strings.TrimSpace(in.Name), Description: in.Description,
+		IsPublic: in.IsPublic, TriggerWorkflowID: in.TriggerWorkflowID, TriggerProcessID: in.TriggerProcessID}
+	var ps []Problem
+	switch {
+	case f.Name == "":
+		ps = append(ps, Problem{"/name", "required"})
+	case utf8.RuneCountInString(f.Name) > maxFormName || hasControl(f.Name):
+		ps = append(ps, Problem{"/name", fmt.Sprintf("at most %d characters, no control characters", maxFormName)})
+	}
+	if utf8.RuneCountInString(in.Description) > maxFormDescription {
+		ps = append(ps, Problem{"/description", fmt.Sprintf("at most %d characters", maxFormDescription)})
+	}
+	if in.ExpiresAt != nil {
+		at := in.ExpiresAt.UTC().Truncate(time.Microsecond)
+		f.ExpiresAt = &at
+	}
+	switch {
+	case in.TriggerWorkflowID != "" && in.TriggerProcessID != "":
+		const both = "set at most one trigger: trigger_workflow_id or trigger_process_id"
+		ps = append(ps, Problem{"/trigger_workflow_id", both}, Problem{"/trigger_process_id", both})
+	case in.TriggerProcessID != "":
+		// No process can exist in this build: the id names nothing, as an unknown workflow would.
+		ps = append(ps, Problem{"/trigger_process_id", "no published process has this id (processes are not part of this build)"})
+	case in.TriggerWorkflowID != "":
+		if _, err := q.GetWorkflow(ctx, orgID, in.TriggerWorkflowID); errors.Is(err, ErrNotFound) {
+			ps = append(ps, Problem{"/trigger_workflow_id", "no workflow with this id in the organization"})
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	if schema, more := checkFormSchema(in.Schema); len(more) > 0 {
+		ps = append(ps, more...)
+	} else if f.Schema, _ = json.Marshal(schema); len(f.Schema) == 0 {
+		return nil, errors.New("external form: schema not encodable")
+	}
+	var more []Problem
+	f.Settings, more = checkFormSettings(in.Settings)
+	ps = append(ps, more...)
+	if len(ps) > 0 {
+		return nil, &ValidationError{Problems: ps}
+	}
+	return f, nil
+}
+
+// checkFormSchema normalises and validates an external form's schema.
+func checkFormSchema(raw json.RawMessage) (*forms.Schema, []Problem) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, []Problem{{"/schema", "required: a form_schema_v1 document"}}
+	}
+	s, err := forms.Normalize(raw)
+	if err != nil {
+		return nil, []Problem{{"/schema", err.Error()}}
+	}
+	var ps []Problem
+	for _, p := range forms.Validate(s) {
+		ps = append(ps, Problem{"/schema" + p.Pointer, p.Message})
+	}
+	if len(ps) == 0 && !hasSubmittableField(s) {
+		ps = append(ps, Problem{"/schema/pages", "the form has no field a person can fill in"})
+	}
+	return s, ps
+}
+
+func hasSubmittableField(s *forms.Schema) bool {
+	for _, p := range s.Pages {
+		for _, f := range p.Fields {
+			if !f.Type.DisplayOnly() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkFormSettings validates the page settings: URLs absolute (the logo https), the accent
+// a hex colour, texts bounded.
+func checkFormSettings(s svctype.ExternalFormSettings) (svctype.ExternalFormSettings, []Problem) {
+	var ps []Problem
+	if utf8.RuneCountInString(s.SuccessMessage) > maxFormMessage {
+		ps = append(ps, Problem{"/settings/successMessage", fmt.Sprintf("at most %d characters", maxFormMessage)})
+	}
+	if s.RedirectURL != "" {
+		if msg := checkPageURL(s.RedirectURL, false); msg != "" {
+			ps = append(ps, Problem{"/settings/redirectUrl", msg})
+		}
+	}
+	if b := s.Branding; b != nil {
+		if utf8.RuneCountInString(b.Name) > maxFormName || hasControl(b.Name) {
+			ps = append(ps, Problem{"/settings/branding/name", fmt.Sprintf("at most %d characters, no control characters", maxFormName)})
+		}
+		if b.LogoURL != "" {
+			if msg := checkPageURL(b.LogoURL, true); msg != "" {
+				ps = append(ps, Problem{"/settings/branding/logoUrl", msg})
+			}
+		}
+		if b.Accent != "" && !hexColour.MatchString(b.Accent) {
+			ps = append(ps, Problem{"/settings/branding/accent", "a hex colour: #rgb or #rrggbb"})
+		}
+		if utf8.RuneCountInString(b.Footer) > maxFormFooter {
+			ps = append(ps, Problem{"/settings/branding/footer", fmt.Sprintf("at most %d characters", maxFormFooter)})
+		}
+		if *b == (svctype.ExternalFormBrand{}) {
+			s.Branding = nil
+		}
+	}
+	return s, ps
+}
+
+// checkPageURL says what is wrong with an absolute URL a page links to ("" when fine).
+func checkPageURL(raw string, httpsOnly bool) string {
+	want := "an absolute http or https URL"
+	if httpsOnly {
+		want = "an absolute https URL"
+	}
+	u, err := url.Parse(raw)
+	if err != nil || len(raw) > maxFormURL || u.Host == "" || hasControl(raw) {
+		return want + fmt.Sprintf(" of at most %d characters", maxFormURL)
+	}
+	if u.Scheme != "https" && (httpsOnly || u.Scheme != "http") {
+		return want
+	}
+	return ""
+}
+
+// CreateExternalForm validates and stores a new form and emits external_form_created.
+func (e *Engine) CreateExternalForm(ctx context.Context, orgID string, in ExternalFormInput) (*svctype.ExternalForm, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	var f *svctype.ExternalForm
+	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		f, err = e.createExternalFormTx(ctx, tx, orgID, in)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (e *Engine) createExternalFormTx(ctx context.Context, tx Tx, orgID string, in ExternalFormInput) (*svctype.ExternalForm, error) {
+	f, err := checkExternalForm(ctx, tx, orgID, in)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now().UTC().Truncate(time.Microsecond) // as stored, so the answer equals a later read
+	f.ID, f.CreatedAt, f.UpdatedAt = newExternalFormID(orgID), now, now
+	if err := tx.CreateExternalForm(ctx, f); err != nil {
+		return nil, err
+	}
+	return f, e.formEvent(ctx, tx, orgID, EventExternalFormCreated, map[string]any{
+		"form_id": f.ID, "form_name": f.Name, "is_public": f.IsPublic, "created_at": now,
+	})
+}
+
+// GetExternalForm returns one of the organization's forms.
+func (e *Engine) GetExternalForm(ctx context.Context, orgID, id string) (*svctype.ExternalForm, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	return e.store.GetExternalForm(ctx, orgID, id)
+}
+
+// ListExternalForms pages the organization's forms newest first.
+func (e *Engine) ListExternalForms(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.ExternalForm], error) {
+	if err := checkOrg(orgID); err != nil {
+		return svctype.Page[svctype.ExternalForm]{}, err
+	}
+	return e.store.ListExternalForms(ctx, orgID, opts)
+}
+
+// ReplaceExternalForm replaces every field of a form (PUT) and emits external_form_updated
+// with the parts that changed, when any did.
+func (e *Engine) ReplaceExternalForm(ctx context.Context, orgID, id string, in ExternalFormInput) (*svctype.ExternalForm, error) {
+	if err := checkOrg(orgID); err != nil {
+		return nil, err
+	}
+	var f *svctype.ExternalForm
+	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		old, err := tx.GetExternalForm(ctx, orgID, id)
+		if err != nil {
+			return err
+		}
+		if f, err = checkExternalForm(ctx, tx, orgID, in); err != nil {
+			return err
+		}
+		f.ID, f.CreatedAt, f.UpdatedAt = old.ID, old.CreatedAt, e.now().UTC().Truncate(time.Microsecond)
+		changes := externalFormChanges(old, f)
+		if len(changes) == 0 {
+			f.UpdatedAt = old.UpdatedAt
+			return nil
+		}
+		if err := tx.ReplaceExternalForm(ctx, f); err != nil {
+			return err
+		}
+		return e.formEvent(ctx, tx, orgID, EventExternalFormUpdated, map[string]any{
+			"form_id": f.ID, "form_name": f.Name, "changes": changes,
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// externalFormChanges names the parts of a form that differ: top-level fields by their
+// wire names, settings by theirs (settings.branding as one part).
+func externalFormChanges(old, f *svctype.ExternalForm) []string {
+	var out []string
+	add := func(changed bool, name string) {
+		if changed {
+			out = append(out, name)
+		}
+	}
+	add(old.Name != f.Name, "name")
+	add(old.Description != f.Description, "description")
+	add(old.IsPublic != f.IsPublic, "is_public")
+	add(!sameTime(old.ExpiresAt, f.ExpiresAt), "expires_at")
+	add(old.TriggerWorkflowID != f.TriggerWorkflowID, "trigger_workflow_id")
+	add(old.TriggerProcessID != f.TriggerProcessID, "trigger_process_id")
+	add(!jsonEqual(old.Schema, f.Schema), "schema")
+	os, ns := old.Settings, f.Settings
+	add(os.RequireAuth != ns.RequireAuth, "settings.requireAuth")
+	add(os.SuccessMessage != ns.SuccessMessage, "settings.successMessage")
+	add(os.RedirectURL != ns.RedirectURL, "settings.redirectUrl")
+	add(!sameBrand(os.Branding, ns.Branding), "settings.branding")
+	return out
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
+func sameBrand(a, b *svctype.ExternalFormBrand) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return string(a) == string(b)
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return string(xb) == string(yb)
+}
+
+// DeleteExternalForm removes a form and its submissions (the runs they started stay) and
+// emits external_form_deleted.
+func (e *Engine) DeleteExternalForm(ctx context.Context, orgID, id string) error {
+	if err := checkOrg(orgID); err != nil {
+		return err
+	}
+	return e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		f, err := tx.GetExternalForm(ctx, orgID, id)
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteExternalForm(ctx, orgID, id); err != nil {
+			return err
+		}
+		return e.formEvent(ctx, tx, orgID, EventExternalFormDeleted, map[string]any{
+			"form_id": f.ID, "form_name": f.Name, "deleted_at": e.now().UTC(),
+		})
+	})
+}
+
+// ListFormSubmissions pages a form's submissions newest first (ErrNotFound when the
+// organization has no such form).
+func (e *Engine) ListFormSubmissions(ctx context.Context, orgID, formID string, opts svctype.ListOptions) (svctype.Page[svctype.FormSubmission], error) {
+	if err := checkOrg(orgID); err != nil {
+		return svctype.Page[svctype.FormSubmission]{}, err
+	}
+	if _, err := e.store.GetExternalForm(ctx, orgID, formID); err != nil {
+		return svctype.Page[svctype.FormSubmission]{}, err
+	}
+	return e.store.ListFormSubmissions(ctx, orgID, formID, opts)
+}
+
+// PublicForm returns a public form by its id alone (the id names the organization) and
+// whether it takes submissions now: ErrNotFound when there is none or it is not public.
+func (e *Engine) PublicForm(ctx context.Context, formID string) (*svctype.ExternalForm, bool, error) {
+	f, err := e.publicForm(ctx, formID)
+	if err != nil {
+		return nil, false, err
+	}
+	return f, f.ExpiresAt == nil || e.now().Before(*f.ExpiresAt), nil
+}
+
+func (e *Engine) publicForm(ctx context.Context, formID string) (*svctype.ExternalForm, error) {
+	orgID, ok := ExternalFormOrg(formID)
+	if !ok {
+		return nil, fmt.Errorf("external form: %w", ErrNotFound)
+	}
+	f, err := e.store.GetExternalForm(ctx, orgID, formID)
+	if err != nil {
+		return nil, err
+	}
+	if !f.IsPublic {
+		return nil, fmt.Errorf("external form: %w", ErrNotFound)
+	}
+	return f, nil
+}
+
+// SubmitPublicForm takes a submission to a public form: ErrNotFound for a form that is
+// missing or not public, ErrFormExpired after its expires_at, ErrFormSigninRequired when it
+// requires sign-in and sub names nobody, a *ValidationError naming each problem of the
+// payload (pointers into the flat payload), ErrFormTriggerMissing when its workflow was
+// deleted. On success the submission, the triggered run (with SubmittedByKey in its context
+// when sign-in was required) and external_form_submitted commit together; on any error
+// nothing is written.
+func (e *Engine) SubmitPublicForm(ctx context.Context, formID string, sub PublicSubmission) (*SubmittedForm, error) {
+	orgID, ok := ExternalFormOrg(formID)
+	if !ok {
+		return nil, fmt.Errorf("external form: %w", ErrNotFound)
+	}
+	var s *svctype.FormSubmission
+	var settings svctype.ExternalFormSettings
+	started := false
+	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		f, err := tx.GetExternalForm(ctx, orgID, formID)
+		if err != nil {
+			return err
+		}
+		if !f.IsPublic {
+			return fmt.Errorf("external form: %w", ErrNotFound)
+		}
+		settings = f.Settings
+		now := e.now().UTC().Truncate(time.Microsecond)
+		if f.ExpiresAt != nil && !now.Before(*f.ExpiresAt) {
+			return ErrFormExpired
+		}
+		by := strings.TrimSpace(sub.SubmittedBy)
+		if !f.Settings.RequireAuth {
+			by = "" // recorded only when sign-in was required
+		} else if by == "" {
+			return ErrFormSigninRequired
+		}
+		payload, err := checkPublicPayload(f, sub.Payload)
+		if err != nil {
+			return err
+		}
+		s = &svctype.FormSubmission{ID: "sub_" + uuid.NewString(), OrgID: orgID, FormID: f.ID,
+			Payload: payload, SubmittedBy: by, SubmittedAt: now}
+		if f.TriggerWorkflowID != "" {
+			run, _, err := e.executeTx(ctx, tx, orgID, f.TriggerWorkflowID, payload, ExecuteOptions{})
+			if errors.Is(err, ErrNotFound) {
+				return ErrFormTriggerMissing
+			}
+			if err != nil {
+				return err
+			}
+			if by != "" {
+				who, _ := json.Marshal(by)
+				if err := tx.PutContext(ctx, orgID, run.ID, SubmittedByKey, who); err != nil {
+					return err
+				}
+			}
+			s.TriggeredRunID, s.TriggeredExecutionType, started = run.ID, svctype.ExecutionWorkflowRun, true
+		}
+		if err := tx.CreateFormSubmission(ctx, s); err != nil {
+			return err
+		}
+		payloadEvent := map[string]any{
+			"form_id": f.ID, "form_name": f.Name, "submission_id": s.ID, "submitted_at": now,
+			"triggered_run_id": nilIfEmpty(s.TriggeredRunID), "triggered_execution_type": nilIfEmpty(s.TriggeredExecutionType),
+			"has_triggered_workflow": s.TriggeredRunID != "",
+		}
+		if by != "" {
+			payloadEvent["submitted_by"] = by
+		}
+		return e.formEvent(ctx, tx, orgID, EventExternalFormSubmitted, payloadEvent)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if started {
+		e.notify()
+	}
+	return &SubmittedForm{Submission: *s, Settings: settings}, nil
+}
+
+// SubmittedForm is a stored submission and the settings of its form (the page shows the
+// success message or follows the redirect).
+type SubmittedForm struct {
+	Submission svctype.FormSubmission
+	Settings   svctype.ExternalFormSettings
+}
+
+// checkPublicPayload validates a flat payload against the form's schema; problems point
+// into the payload (/email).
+func checkPublicPayload(f *svctype.ExternalForm, payload map[string]any) (json.RawMessage, error) {
+	schema, err := forms.Normalize(f.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("external form %s: stored schema: %w", f.ID, err)
+	}
+	if payload == nil {
+		payload = map[string]any{}
+	}
+	var ps []Problem
+	for _, p := range forms.ValidateSubmission(schema, payload) {
+		ps = append(ps, Problem{strings.TrimPrefix(p.Pointer, "/data"), p.Message})
+	}
+	if len(ps) > 0 {
+		return nil, &ValidationError{Problems: ps}
+	}
+	return json.Marshal(payload)
+}
+
+// formEvent appends an external form event (no run) in tx.
+func (e *Engine) formEvent(ctx context.Context, tx Tx, orgID, name string, payload map[string]any) error {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("%s payload: %w", name, err)
+	}
+	return e.appendEvents(ctx, tx, []svctype.Event{{
+		DeliveryID: "dlv_" + uuid.NewString(), OrgID: orgID, Event: name, Timestamp: e.now().UTC(), Payload: b,
+	}}, nil)
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
