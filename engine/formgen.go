@@ -37,6 +37,16 @@ type GeneratedForm struct {
 	Attempts int `json:"attempts"`
 }
 
+// FormSchemaStore keeps the schemas generated for PbotForm steps, one per step of a workflow
+// version (svctype.GeneratedFormSchema), read and written in the step's transaction.
+type FormSchemaStore interface {
+	// GeneratedFormSchema returns the schema kept for the step at k (ErrNotFound when none).
+	GeneratedFormSchema(ctx context.Context, k svctype.FormSchemaKey) (*svctype.GeneratedFormSchema, error)
+	// KeepGeneratedFormSchema stores s unless a schema is kept for its step already and
+	// returns the one kept (the first to commit wins).
+	KeepGeneratedFormSchema(ctx context.Context, s *svctype.GeneratedFormSchema) (*svctype.GeneratedFormSchema, error)
+}
+
 // OrgFeatures returns the organization's features.
 func (e *Engine) OrgFeatures(ctx context.Context, orgID string) (svctype.OrgFeatures, error) {
 	if err := checkOrg(orgID); err != nil {
