@@ -94,16 +94,23 @@ func (e *Engine) GenerateForm(ctx context.Context, orgID string, in FormGenerati
 	if !features.AgentForms {
 		return nil, fmt.Errorf("%w: the organization does not have the agent_forms feature (PUT /org-features)", ErrAgentFormsDisabled)
 	}
+	return e.draftForm(ctx, orgID, in, e.secretFor(orgID))
+}
+
+// draftForm is the model's part of GenerateForm, for input already checked: the
+// organization's key and base URL are read through secret (org config), and nothing is
+// written. A PbotForm step calls it as its IO half (formDraftKind), outside any transaction.
+func (e *Engine) draftForm(ctx context.Context, orgID string, in FormGeneration, secret func(ctx context.Context, key string) (string, error)) (*GeneratedForm, error) {
 	fallback := &GeneratedForm{Schema: forms.EnsureKeys(&forms.Schema{Version: forms.Version, Pages: []forms.Page{{ID: "main"}}}, in.ExpectedKeys),
 		Source: "fallback"}
-	key, err := e.OrgConfigValue(ctx, orgID, LLMAPIKey)
+	key, err := secret(ctx, LLMAPIKey)
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoMasterKey) {
 		return fallback, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	baseURL, err := e.OrgConfigValue(ctx, orgID, LLMBaseURL)
+	baseURL, err := secret(ctx, LLMBaseURL)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
@@ -133,6 +140,14 @@ func (e *Engine) GenerateForm(ctx context.Context, orgID string, in FormGenerati
 			Content: "That form is not valid: " + why + ". Answer the corrected form_schema_v1 JSON only."})
 	}
 	return fallback, nil
+}
+
+// formDraftKind is the step kind of a PbotForm step's model call (pauseSchema): its IO half
+// drafts the form that in describes.
+func (e *Engine) formDraftKind(in FormGeneration) svctype.StepKind {
+	return svctype.StepKind{IO: func(ctx context.Context, call *svctype.StepCall) (any, error) {
+		return e.draftForm(ctx, call.OrgID, in, call.Secret)
+	}}
 }
 
 // checkGenerated parses and checks a model's form; why says what is wrong ("" when fine).
