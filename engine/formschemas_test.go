@@ -346,7 +346,7 @@ func TestFormPauseOnFalseHasItsOwnGeneratedSchema(t *testing.T) {
 	b := actionSetup(t, "sqlite", true)
 	m := newModelServer(t, nil)
 	m.answer = func(string) (int, string) {
-		reqs := m.requests // the handler holds m.mu
+		reqs := m.seen() // this request is recorded before it is answered
 		if strings.Contains(reqs[len(reqs)-1].Messages[1].Content, "refund") {
 			return http.StatusOK, regionForm
 		}
