@@ -48,6 +48,16 @@ type GeneratedForm struct {
 	Form *svctype.ExternalForm `json:"form,omitempty"`
 }
 
+// FormSchemaStore keeps the schemas generated for PbotForm steps, one per step of a workflow
+// version (svctype.GeneratedFormSchema), read and written in the step's transaction.
+type FormSchemaStore interface {
+	// GeneratedFormSchema returns the schema kept for the step at k (ErrNotFound when none).
+	GeneratedFormSchema(ctx context.Context, k svctype.FormSchemaKey) (*svctype.GeneratedFormSchema, error)
+	// KeepGeneratedFormSchema stores s unless a schema is kept for its step already and
+	// returns the one kept (the first to commit wins).
+	KeepGeneratedFormSchema(ctx context.Context, s *svctype.GeneratedFormSchema) (*svctype.GeneratedFormSchema, error)
+}
+
 // OrgFeatures returns the organization's features.
 func (e *Engine) OrgFeatures(ctx context.Context, orgID string) (svctype.OrgFeatures, error) {
 	if err := checkOrg(orgID); err != nil {
@@ -96,7 +106,7 @@ func (e *Engine) GenerateForm(ctx context.Context, orgID string, in FormGenerati
 		return nil, fmt.Errorf("%w: the organization does not have the agent_forms feature (PUT /org-features)", ErrAgentFormsDisabled)
 	}
 	if in.Create == nil {
-		return e.generateForm(ctx, orgID, in)
+		return e.draftForm(ctx, orgID, in, e.secretFor(orgID))
 	}
 	// The form's own fields are checked before the model is paid for (with a stand-in schema),
 	// and again, with the real one, when the form is stored.
@@ -112,7 +122,7 @@ func (e *Engine) GenerateForm(ctx context.Context, orgID string, in FormGenerati
 	if _, err := checkExternalForm(ctx, e.store, orgID, standIn); err != nil {
 		return nil, underCreate(err)
 	}
-	g, err := e.generateForm(ctx, orgID, in)
+	g, err := e.draftForm(ctx, orgID, in, e.secretFor(orgID))
 	if err != nil {
 		return nil, err
 	}
@@ -143,17 +153,19 @@ func fallbackForm(expected []string) *forms.Schema {
 	return forms.EnsureKeys(&forms.Schema{Version: forms.Version, Pages: []forms.Page{{ID: "main"}}}, expected)
 }
 
-// generateForm asks the model (the organization has agent_forms and in is valid).
-func (e *Engine) generateForm(ctx context.Context, orgID string, in FormGeneration) (*GeneratedForm, error) {
+// draftForm is the model's part of GenerateForm, for input already checked: the
+// organization's key and base URL are read through secret (org config), and nothing is
+// written. A PbotForm step calls it as its IO half (formDraftKind), outside any transaction.
+func (e *Engine) draftForm(ctx context.Context, orgID string, in FormGeneration, secret func(ctx context.Context, key string) (string, error)) (*GeneratedForm, error) {
 	fallback := &GeneratedForm{Schema: fallbackForm(in.ExpectedKeys), Source: "fallback"}
-	key, err := e.OrgConfigValue(ctx, orgID, LLMAPIKey)
+	key, err := secret(ctx, LLMAPIKey)
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoMasterKey) {
 		return fallback, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	baseURL, err := e.OrgConfigValue(ctx, orgID, LLMBaseURL)
+	baseURL, err := secret(ctx, LLMBaseURL)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
@@ -183,6 +195,14 @@ func (e *Engine) generateForm(ctx context.Context, orgID string, in FormGenerati
 			Content: "That form is not valid: " + why + ". Answer the corrected form_schema_v1 JSON only."})
 	}
 	return fallback, nil
+}
+
+// formDraftKind is the step kind of a PbotForm step's model call (pauseSchema): its IO half
+// drafts the form that in describes.
+func (e *Engine) formDraftKind(in FormGeneration) svctype.StepKind {
+	return svctype.StepKind{IO: func(ctx context.Context, call *svctype.StepCall) (any, error) {
+		return e.draftForm(ctx, call.OrgID, in, call.Secret)
+	}}
 }
 
 // checkGenerated parses and checks a model's form; why says what is wrong ("" when fine).

@@ -53,9 +53,8 @@ type formTimerPayload struct {
 	ReminderIndex int    `json:"reminder_index,omitempty"`
 }
 
-// formSchema resolves the schema of a pause: the schema authored for the step (any shape
-// forms.Normalize reads), else one text field per expected key; every expected key is a
-// field (forms.EnsureKeys).
+// formSchema resolves the schema of a pause that no model drafts: the schema authored for
+// the step (any shape forms.Normalize reads), else one text field per expected key.
 func formSchema(props map[string]any, expected []string) (*forms.Schema, error) {
 	s := &forms.Schema{Version: forms.Version, Pages: []forms.Page{{ID: "main"}}}
 	if raw, ok := props["schema"]; ok && raw != nil {
@@ -67,11 +66,131 @@ func formSchema(props map[string]any, expected []string) (*forms.Schema, error) 
 			return nil, fmt.Errorf("schema: %w", err)
 		}
 	}
+	return withKeys(s, expected)
+}
+
+// withKeys makes every expected key a field of s (forms.EnsureKeys) and checks the result.
+func withKeys(s *forms.Schema, expected []string) (*forms.Schema, error) {
 	s = forms.EnsureKeys(s, expected)
 	if problems := forms.Validate(s); len(problems) > 0 {
 		return nil, fmt.Errorf("schema%s: %s", problems[0].Pointer, problems[0].Message)
 	}
 	return s, nil
+}
+
+// Where a pause's schema came from: the result of the step's form_schema decision.
+const (
+	FormSchemaAuthored   = "authored"
+	FormSchemaTextFields = "text_fields"
+	FormSchemaGenerated  = "generated"
+	FormSchemaCached     = "generated_cached"
+	FormSchemaFallback   = "generated_fallback"
+)
+
+// pauseSchema resolves the schema of the pause of step (at index) in the spec's order. The
+// first place, a schema attribute on the SDK's element, is the browser's business; then
+//
+//  1. the schema authored for the step (its schema property);
+//  2. with the agent_forms feature, the schema generated for the step: the one kept for
+//     this step of this workflow version, else one the organization's model drafts. The
+//     draft is the step's IO call (io.go): pauseSchema stops the unit with needIO, its
+//     transaction rolls back, the call is made holding no transaction and no step slot,
+//     and the unit runs again, finding the call's result here. Only the model's own form is
+//     kept (with the pause, in the step's transaction); a fallback serves this pause only,
+//     so a later run asks the model again;
+//  3. one text field per expected key.
+//
+// Every expected key is a field. The source is recorded as the step's form_schema decision.
+func (e *Engine) pauseSchema(ctx context.Context, tx Tx, st *runState, step *svctype.Step, index int, props map[string]any,
+	expected []string, vars expr.Vars, c *commit) (*forms.Schema, error) {
+	decide := func(source, reason string) {
+		c.rec.Decisions = append(c.rec.Decisions, svctype.Decision{Kind: "form_schema", Result: source, Reason: reason})
+	}
+	if raw, ok := props["schema"]; ok && raw != nil {
+		decide(FormSchemaAuthored, "")
+		return formSchema(props, expected)
+	}
+	features, err := tx.GetOrgFeatures(ctx, st.run.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	if !features.AgentForms {
+		decide(FormSchemaTextFields, "")
+		return formSchema(props, expected)
+	}
+	at := svctype.FormSchemaKey{OrgID: st.run.OrgID, WorkflowID: st.run.WorkflowID, WorkflowVersion: st.run.WorkflowVersion,
+		StepIndex: index, OnFalse: onFalseDepth(&st.ent.def.Actions[index], step)}
+	kept, err := tx.GeneratedFormSchema(ctx, at)
+	if err == nil {
+		decide(FormSchemaCached, "")
+		return keptSchema(kept, expected)
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	key := callKey(st.run.ID, c.position(index))
+	r, made := st.calls[key]
+	if !made {
+		call := e.stepCall(st, step, index, props, vars, nil)
+		call.Secret = e.secretFor(st.run.OrgID)
+		return nil, &needIO{key: key, kind: e.formDraftKind(formGeneration(props, expected)), call: call}
+	}
+	c.rec.Effects = append(c.rec.Effects, r.effect())
+	g, _ := r.out.(*GeneratedForm)
+	switch {
+	case r.err != nil:
+		e.log.WarnContext(ctx, "drafting a form pause's schema failed; one text field per expected key",
+			"run_id", st.run.ID, "step_index", index, "err", r.err)
+		decide(FormSchemaFallback, "the model call failed: "+r.err.Error())
+		return formSchema(props, expected)
+	case g == nil || g.Source != "llm":
+		reason := "the organization has no " + LLMAPIKey
+		if g != nil && g.Attempts > 0 {
+			reason = fmt.Sprintf("no valid form from the model in %d attempts", g.Attempts)
+		}
+		decide(FormSchemaFallback, reason)
+		return formSchema(props, expected)
+	}
+	raw, err := json.Marshal(g.Schema)
+	if err != nil {
+		return nil, err
+	}
+	if kept, err = tx.KeepGeneratedFormSchema(ctx, &svctype.GeneratedFormSchema{FormSchemaKey: at, Schema: raw,
+		Attempts: g.Attempts, CreatedAt: e.now().UTC()}); err != nil {
+		return nil, err
+	}
+	decide(FormSchemaGenerated, "")
+	return keptSchema(kept, expected)
+}
+
+// keptSchema is a generated schema as a pause shows it: every expected key a field.
+func keptSchema(kept *svctype.GeneratedFormSchema, expected []string) (*forms.Schema, error) {
+	s, err := forms.Normalize(kept.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("the schema generated for step %d of workflow %s version %d: %w",
+			kept.StepIndex, kept.WorkflowID, kept.WorkflowVersion, err)
+	}
+	return withKeys(s, expected)
+}
+
+// formGeneration is what the model is asked to draft for a PbotForm step: the form for its
+// intent property (else "Collect: <expected keys>"), with its expected keys and hints.
+func formGeneration(props map[string]any, expected []string) FormGeneration {
+	intent, _ := props["intent"].(string)
+	if strings.TrimSpace(intent) == "" {
+		intent = "Collect: " + strings.Join(expected, ", ")
+	}
+	hints, _ := props["hints"].(map[string]any)
+	return FormGeneration{Intent: intent, ExpectedKeys: expected, Hints: hints}
+}
+
+// onFalseDepth is where step sits in the onFalse chain under top: 0 when it is top.
+func onFalseDepth(top, step *svctype.Step) int {
+	n := 0
+	for s := top; s != nil && s != step; s = s.OnFalse {
+		n++
+	}
+	return n
 }
 
 func stringList(v any) []string {
@@ -97,7 +216,7 @@ func (e *Engine) requestForm(ctx context.Context, tx Tx, st *runState, step *svc
 	}
 	props, _ := resolved.(map[string]any)
 	expected := stringList(props["expected_keys"])
-	schema, err := formSchema(props, expected)
+	schema, err := e.pauseSchema(ctx, tx, st, step, index, props, expected, vars, c)
 	if err != nil {
 		return err
 	}
@@ -356,6 +475,16 @@ func formProblems(props map[string]any, at string) []Problem {
 			if n, isNumber := el.(float64); !isNumber || n <= 0 {
 				out = append(out, Problem{fmt.Sprintf("%s/reminder_intervals/%d", at, i), "a number of seconds greater than 0"})
 			}
+		}
+	}
+	if v, ok := props["intent"]; ok {
+		if s, isString := v.(string); !isString || len(s) > 4000 {
+			out = append(out, Problem{at + "/intent", "a string of at most 4,000 characters: what the form is for, for a generated schema"})
+		}
+	}
+	if v, ok := props["hints"]; ok {
+		if _, isObject := v.(map[string]any); !isObject {
+			out = append(out, Problem{at + "/hints", "an object of hints for a generated schema"})
 		}
 	}
 	if _, ok := props["schema"]; ok && len(out) == 0 {

@@ -161,6 +161,11 @@ func TestFormPausePropertiesAreChecked(t *testing.T) {
 	_, err = b.eng.CreateWorkflow(b.ctx, "o", engine.WorkflowInput{Name: "none", Definition: json.RawMessage(
 		`{"actions": [{"type": "PbotForm", "properties": {}}]}`)})
 	require.ErrorAs(t, err, &ve)
+	_, err = b.eng.CreateWorkflow(b.ctx, "o", engine.WorkflowInput{Name: "generated", Definition: json.RawMessage(
+		`{"actions": [{"type": "PbotForm", "properties": {"expected_keys": ["x"], "intent": 7, "hints": "formal"}}]}`)})
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, []string{"/definition/actions/0/properties/intent", "/definition/actions/0/properties/hints"},
+		[]string{ve.Problems[0].Pointer, ve.Problems[1].Pointer})
 }
 
 // Cancelling a paused run closes what it waits for: the approval or the form is cancelled

@@ -56,7 +56,8 @@ type Querier interface {
 	// org); UpdateWorkflow stores w as a new version w.Version (the caller increments it) and
 	// makes it current (ErrNotFound, ErrConflict on a taken name). Get returns the current
 	// version; GetWorkflowVersion a given one (kept after updates so runs can name theirs).
-	// DeleteWorkflow removes the workflow and its versions; runs stay.
+	// DeleteWorkflow removes the workflow, its versions and the form schemas generated for
+	// them; runs stay.
 	CreateWorkflow(ctx context.Context, w *svctype.Workflow) error
 	UpdateWorkflow(ctx context.Context, w *svctype.Workflow) error
 	GetWorkflow(ctx context.Context, orgID, id string) (*svctype.Workflow, error)
@@ -178,4 +179,6 @@ type Querier interface {
 	WebhookStore
 	// External forms and their submissions (externalforms.go).
 	ExternalFormStore
+	// Form schemas generated for PbotForm steps (formgen.go).
+	FormSchemaStore
 }

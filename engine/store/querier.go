@@ -209,6 +209,11 @@ func (q *querier) DeleteWorkflow(ctx context.Context, orgID, id string) error {
 		}
 		_, err = db.NewDelete().Model((*workflowVersionModel)(nil)).
 			Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
+		if err != nil {
+			return wrap(op, err)
+		}
+		_, err = db.NewDelete().Model((*generatedFormSchemaModel)(nil)).
+			Where("org_id = ? AND workflow_id = ?", orgID, id).Exec(ctx)
 		return wrap(op, err)
 	})
 }

@@ -43,3 +43,27 @@ type OrgFeatures struct {
 	// schemas).
 	AgentForms bool `json:"agent_forms"`
 }
+
+// FormSchemaKey names a PbotForm step of one workflow version: where the schema generated
+// for it is kept.
+type FormSchemaKey struct {
+	OrgID           string
+	WorkflowID      string
+	WorkflowVersion int
+	StepIndex       int
+	// OnFalse is 0 for the step at StepIndex itself and n for the n-th onFalse under it
+	// (a filtered PbotForm and its onFalse PbotForm are two forms).
+	OnFalse int
+}
+
+// GeneratedFormSchema is a form_schema_v1 the organization's model drafted for a PbotForm
+// step without an authored schema, kept so that every later pause of the step (in the same
+// workflow version) shows it without asking the model again. Only a model's valid form is
+// kept, never the fallback.
+type GeneratedFormSchema struct {
+	FormSchemaKey
+	Schema json.RawMessage
+	// Attempts is how many model calls the draft took (1 or 2).
+	Attempts  int
+	CreatedAt time.Time
+}

@@ -46,7 +46,8 @@ func (s *Server) registerFeatures() {
 	})
 
 	o = op("set-org-features", http.MethodPut, "/org-features", "Set the organization's features", "Forms")
-	o.Description = "agent_forms: form generation with the organization's model (POST /forms/generate)."
+	o.Description = "agent_forms: form generation with the organization's model (POST /forms/generate, and the schema of a " +
+		"PbotForm pause whose step authors none, drafted once per workflow version and step)."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgParam
