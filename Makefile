@@ -48,7 +48,7 @@ bench-queue: ## 10,000 queued runs: goroutines and heap held while they wait
 	$(GO) test -run '^$$' -bench 'BenchmarkQueuedRuns' -benchtime 1x ./hosts/worker/
 
 # bench-runs first: the in-process figure the HTTP one is compared with, taken the same minute.
-bench-http: bench-runs ## runs/s and run latency p50-p99 over HTTP: the real binary, 100 clients (wait, poll, fair modes)
+bench-http: bench-runs ## runs/s and run latency p50-p99 over HTTP: the real binary, 100 clients (wait, poll, form, fair modes)
 	$(GO) run ./hosts/benchhttp
 
 bench-match: ## match quality and speed: precision, recall, records/s and peak memory on a seeded noisy set

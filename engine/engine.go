@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/netip"
 	"regexp"
@@ -373,13 +374,7 @@ func (e *Engine) Execute(ctx context.Context, orgID, workflowID string, input js
 			return nil, err
 		}
 		if job != nil {
-			if ent, perr := e.entry(run); perr == nil {
-				var in any
-				_ = json.Unmarshal(run.Input, &in)
-				own := *run // the worker changes its copy; the caller keeps this one
-				e.states.put(job.ID, job.Claims, &runState{run: &own, ent: ent, vars: expr.Vars{"input": in}})
-			}
-			e.notify()
+			e.started(run, job, nil)
 		}
 		return run, nil
 	}
@@ -387,6 +382,21 @@ func (e *Engine) Execute(ctx context.Context, orgID, workflowID string, input js
 }
 
 var errKeyRace = errors.New("idempotency key race")
+
+// started hands a run committed with its first job to this process's worker: its state
+// (the run, its definition, its context: the input and extra) is kept for the job's first
+// claim, which then reads nothing back, and the worker is woken.
+func (e *Engine) started(run *svctype.Run, job *svctype.Job, extra expr.Vars) {
+	if ent, err := e.entry(run); err == nil {
+		var in any
+		_ = json.Unmarshal(run.Input, &in)
+		vars := expr.Vars{"input": in}
+		maps.Copy(vars, extra)
+		own := *run // the worker changes its copy; the caller keeps this one
+		e.states.put(job.ID, job.Claims, &runState{run: &own, ent: ent, vars: vars})
+	}
+	e.notify()
+}
 
 // ExecuteTx is Execute inside the caller's transaction: the run exists only if tx commits.
 // An in-process worker learns of it at its next poll.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/forms"
 )
@@ -442,7 +443,9 @@ func (e *Engine) SubmitPublicForm(ctx context.Context, formID string, sub Public
 	}
 	var s *svctype.FormSubmission
 	var settings svctype.ExternalFormSettings
-	started := false
+	var run *svctype.Run
+	var job *svctype.Job
+	var extra expr.Vars
 	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		f, err := tx.GetExternalForm(ctx, orgID, formID)
 		if err != nil {
@@ -469,7 +472,8 @@ func (e *Engine) SubmitPublicForm(ctx context.Context, formID string, sub Public
 		s = &svctype.FormSubmission{ID: "sub_" + uuid.NewString(), OrgID: orgID, FormID: f.ID,
 			Payload: payload, SubmittedBy: by, SubmittedAt: now}
 		if f.TriggerWorkflowID != "" {
-			run, _, err := e.executeTx(ctx, tx, orgID, f.TriggerWorkflowID, payload, ExecuteOptions{})
+			run, job, extra = nil, nil, nil // a retried transaction starts afresh
+			r, j, err := e.executeTx(ctx, tx, orgID, f.TriggerWorkflowID, payload, ExecuteOptions{})
 			if errors.Is(err, ErrNotFound) {
 				return ErrFormTriggerMissing
 			}
@@ -478,11 +482,13 @@ func (e *Engine) SubmitPublicForm(ctx context.Context, formID string, sub Public
 			}
 			if by != "" {
 				who, _ := json.Marshal(by)
-				if err := tx.PutContext(ctx, orgID, run.ID, SubmittedByKey, who); err != nil {
+				if err := tx.PutContext(ctx, orgID, r.ID, SubmittedByKey, who); err != nil {
 					return err
 				}
+				extra = expr.Vars{SubmittedByKey: by}
 			}
-			s.TriggeredRunID, s.TriggeredExecutionType, started = run.ID, svctype.ExecutionWorkflowRun, true
+			run, job = r, j
+			s.TriggeredRunID, s.TriggeredExecutionType = run.ID, svctype.ExecutionWorkflowRun
 		}
 		if err := tx.CreateFormSubmission(ctx, s); err != nil {
 			return err
@@ -500,8 +506,8 @@ func (e *Engine) SubmitPublicForm(ctx context.Context, formID string, sub Public
 	if err != nil {
 		return nil, err
 	}
-	if started {
-		e.notify()
+	if job != nil {
+		e.started(run, job, extra)
 	}
 	return &SubmittedForm{Submission: *s, Settings: settings}, nil
 }

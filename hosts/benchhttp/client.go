@@ -103,7 +103,9 @@ func (c *client) do(ctx context.Context, op, method, path, org string, body []by
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("X-Org-Id", org)
+	if org != "" { // "" for the public form routes
+		req.Header.Set("X-Org-Id", org)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -153,6 +155,33 @@ func (c *client) setupLedger(ctx context.Context, org string) (string, error) {
 		return "", err
 	}
 	return w.ID, nil
+}
+
+// setupForm creates a public external form whose submissions start workflow wfID with the
+// ledger input {id, amount}, and returns its id.
+func (c *client) setupForm(ctx context.Context, org, wfID string) (string, error) {
+	body := fmt.Appendf(nil, `{"name": "ledger intake", "is_public": true, "trigger_workflow_id": %q,
+		"schema": {"version": "form_schema_v1", "pages": [{"id": "p", "fields": [
+			{"key": "id", "type": "text", "label": "Account", "required": true},
+			{"key": "amount", "type": "number", "label": "Amount", "required": true}]}]}}`, wfID)
+	var f struct {
+		ID string `json:"id"`
+	}
+	_, err := c.do(ctx, "create form", http.MethodPost, "/external-forms", org, body, &f)
+	return f.ID, err
+}
+
+// submit sends submission i to public form formID (no X-Org-Id) and returns the run it
+// started, as running.
+func (c *client) submit(ctx context.Context, formID string, i int) (runDoc, error) {
+	var res struct {
+		RunID string `json:"triggered_run_id"`
+	}
+	body := fmt.Appendf(nil, `{"id": "acct-%d", "amount": %d}`, i%50, i%20)
+	if _, err := c.do(ctx, "submit", http.MethodPost, "/forms/public/"+url.PathEscape(formID)+"/submit", "", body, &res); err != nil {
+		return runDoc{}, err
+	}
+	return runDoc{ID: res.RunID, Status: svctype.RunRunning}, nil
 }
 
 // execute starts run i of workflow wfID; wait is the ?wait= parameter, "" for none.

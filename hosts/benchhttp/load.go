@@ -30,12 +30,18 @@ const (
 	drainTimeout = 30 * time.Minute
 )
 
-// closedLoop is the wait and poll modes: opts.clients clients, each sending its next run
+// closedLoop is the wait, poll and form modes: opts.clients clients, each sending its next run
 // once its previous one has ended, execute opts.runs runs of the ledger workflow as bench-a.
 func closedLoop(ctx context.Context, c *client, mode string, opts options) (result, error) {
 	wfID, err := c.setupLedger(ctx, orgA)
 	if err != nil {
 		return result{}, fmt.Errorf("setup: %w", err)
+	}
+	var formID string
+	if mode == "form" {
+		if formID, err = c.setupForm(ctx, orgA, wfID); err != nil {
+			return result{}, fmt.Errorf("setup: %w", err)
+		}
 	}
 	n := opts.runs
 	lat := make([]time.Duration, n)
@@ -57,7 +63,14 @@ func closedLoop(ctx context.Context, c *client, mode string, opts options) (resu
 				began := time.Now()
 				var d runDoc
 				var err error
-				if mode == "wait" {
+				switch mode {
+				case "form":
+					d, err = c.submit(ctx, formID, i)
+					reqs++
+					if err == nil {
+						d, err = c.awaitEnd(ctx, orgA, d, &reqs)
+					}
+				case "wait":
 					d, err = c.execute(ctx, orgA, wfID, i, waitParam)
 					reqs++
 					if err == nil && d.Status != svctype.RunRunning {
@@ -66,7 +79,7 @@ func closedLoop(ctx context.Context, c *client, mode string, opts options) (resu
 					if err == nil {
 						d, err = c.awaitEnd(ctx, orgA, d, &reqs)
 					}
-				} else {
+				default:
 					d, err = c.execute(ctx, orgA, wfID, i, "")
 					reqs++
 					if err == nil {
@@ -101,11 +114,14 @@ func closedLoop(ctx context.Context, c *client, mode string, opts options) (resu
 		failures:  fails,
 	}
 	slices.Sort(r.lat)
-	if mode == "wait" {
+	switch mode {
+	case "form":
+		r.notes = append(r.notes, fmt.Sprintf("each run started by POST /forms/public/{formId}/submit (no X-Org-Id; the form's trigger is the ledger workflow), followed with GET /runs/{id}/status?wait=%s", waitParam))
+	case "wait":
 		r.notes = append(r.notes, fmt.Sprintf("execute?wait=%s answered an ended run for %d of %d runs; the others were followed with GET /runs/{id}/status?wait=%s",
 			waitParam, endedInExecute.Load(), r.runs, waitParam),
 			"targets (with ?wait= on the server): runs/s at least 70 % of make bench-runs', p99 under 1 s")
-	} else {
+	default:
 		r.notes = append(r.notes, fmt.Sprintf("execute answered at once; GET /runs/{id}/status every %s", pollEvery))
 	}
 	printMode(mode, r)

@@ -14,6 +14,9 @@
 //     GET /runs/{id}/status?wait=30s until it is not.
 //   - poll: the same, but execute answers at once and the client asks for the status every
 //     20 ms.
+//   - form: the wait mode, but each run is started by a visitor's submission to a public
+//     external form (POST /forms/public/{formId}/submit, no X-Org-Id) whose trigger is the
+//     ledger workflow.
 //   - fair: organization bench-a floods -backlog fire-and-forget runs from 50 clients while
 //     organization bench-b executes one run at a time (one every 250 ms at most) with
 //     ?wait=30s; it prints bench-b's latencies, how many bench-a runs were still running
@@ -34,11 +37,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"syscall"
 )
 
 // modes are the benchmarks -mode all runs, in this order.
-var modes = []string{"wait", "poll", "fair"}
+var modes = []string{"wait", "poll", "form", "fair"}
 
 // options are the command line's settings.
 type options struct {
@@ -50,7 +54,7 @@ func main() {
 }
 
 func run() int {
-	mode := flag.String("mode", "all", "wait, poll, fair or all")
+	mode := flag.String("mode", "all", "wait, poll, form, fair or all")
 	clients := flag.Int("clients", 100, "concurrent clients of the wait and poll modes")
 	runs := flag.Int("runs", 3000, "runs executed in all by the wait and poll modes")
 	backlog := flag.Int("backlog", 10_000, "runs bench-a floods the server with in the fair mode")
@@ -64,8 +68,8 @@ func run() int {
 		selected = []string{*mode}
 	}
 	for _, m := range selected {
-		if m != "wait" && m != "poll" && m != "fair" {
-			fmt.Fprintf(os.Stderr, "benchhttp: unknown -mode %q (wait, poll, fair or all)\n", *mode)
+		if !slices.Contains(modes, m) {
+			fmt.Fprintf(os.Stderr, "benchhttp: unknown -mode %q (wait, poll, form, fair or all)\n", *mode)
 			return 2
 		}
 	}
@@ -157,7 +161,7 @@ func runMode(ctx context.Context, mode, bin, dir string, opts options) (rs []res
 	defer c.close()
 
 	switch mode {
-	case "wait", "poll":
+	case "wait", "poll", "form":
 		var r result
 		r, err = closedLoop(ctx, c, mode, opts)
 		rs = []result{r}
