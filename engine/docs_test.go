@@ -313,7 +313,18 @@ func TestDocumentReferenceErrors(t *testing.T) {
 			t.Parallel()
 			w := b.workflow(t, "acme", tc.name, `{"actions": [{"type": "loop", "properties": {"mode": "foreach",
 			  "items": "`+tc.items+`", "steps": [{"type": "custom-table", "properties": {"table": "none", "operation": "read"}}]}}]}`)
-			doc := b.execute(t, "acme", w.ID, `{}`)
+			// The subtests share one engine: another subtest's Work may be the one that takes
+			// this run, so work until it has ended rather than once.
+			run, err := b.eng.Execute(b.ctx, "acme", w.ID, json.RawMessage(`{}`), engine.ExecuteOptions{})
+			require.NoError(t, err)
+			var doc *engine.RunStatusDoc
+			require.Eventually(t, func() bool {
+				_, err := b.eng.Work(b.ctx)
+				require.NoError(t, err)
+				doc, err = b.eng.RunStatus(b.ctx, "acme", run.ID)
+				require.NoError(t, err)
+				return doc.Status != svctype.RunRunning
+			}, 30*time.Second, 10*time.Millisecond)
 			require.Equal(t, svctype.RunFailed, doc.Status)
 			require.Contains(t, doc.Reason, tc.reason)
 			require.Contains(t, doc.Reason, tc.items, "the reason names the reference")
