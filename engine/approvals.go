@@ -301,8 +301,8 @@ func approvalProblems(props map[string]any, at string) []Problem {
 		}
 	}
 	if v, ok := props["expires_in_seconds"]; ok {
-		if n, isNumber := v.(float64); !isNumber || n <= 0 {
-			out = append(out, Problem{at + "/expires_in_seconds", "a number of seconds greater than 0"})
+		if n, isNumber := v.(float64); !isNumber || n <= 0 || n > maxPauseSeconds {
+			out = append(out, Problem{at + "/expires_in_seconds", "a number of seconds greater than 0, at most 315,360,000 (ten years)"})
 		}
 	}
 	if v, ok := props["request_payload"]; ok {
@@ -344,3 +344,7 @@ func (e *Engine) closePause(ctx context.Context, tx Tx, run *svctype.Run, actor 
 	}
 	return nil
 }
+
+// maxPauseSeconds bounds the timers of a pause (an approval's expiry, a form's TTL and
+// reminders): ten years, far past any process, and far inside what a time.Duration holds.
+const maxPauseSeconds = 10 * 365 * 24 * 3600

@@ -177,4 +177,8 @@ func TestApprovalPropertiesAreChecked(t *testing.T) {
 	var ve *engine.ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Len(t, ve.Problems, 3)
+	_, err = b.eng.CreateWorkflow(b.ctx, "o", engine.WorkflowInput{Name: "forever", Definition: json.RawMessage(
+		`{"actions": [{"type": "PbotApproval", "properties": {"expires_in_seconds": 1e12}}]}`)})
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, "/definition/actions/0/properties/expires_in_seconds", ve.Problems[0].Pointer)
 }

@@ -331,8 +331,12 @@ func checkUpload(in DocumentUpload, now time.Time) (string, string, []string, er
 	if err := checkContent(in.Content); err != nil {
 		ve.Problems = append(ve.Problems, err.(*ValidationError).Problems...)
 	}
-	if in.ExpiresAt != nil && !in.ExpiresAt.After(now) {
+	switch {
+	case in.ExpiresAt == nil:
+	case !in.ExpiresAt.After(now):
 		ve.Problems = append(ve.Problems, Problem{"/expires_at", "must be in the future"})
+	case !storableTime(*in.ExpiresAt):
+		ve.Problems = append(ve.Problems, Problem{"/expires_at", "a time before the year 10000"})
 	}
 	if len(ve.Problems) > 0 {
 		return "", "", nil, ve

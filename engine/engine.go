@@ -383,6 +383,14 @@ func (e *Engine) Execute(ctx context.Context, orgID, workflowID string, input js
 
 var errKeyRace = errors.New("idempotency key race")
 
+// storableTime reports whether a time given by a caller can be stored and answered back:
+// between 1970 and 9999 (a year past 9999 has no RFC 3339 form, and PostgreSQL refuses
+// year 0).
+func storableTime(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 1970 && y <= 9999
+}
+
 // started hands a run committed with its first job to this process's worker: its state
 // (the run, its definition, its context: the input and extra) is kept for the job's first
 // claim, which then reads nothing back, and the worker is woken.

@@ -34,6 +34,9 @@ import (
 type ExternalFormStore interface {
 	CreateExternalForm(ctx context.Context, f *svctype.ExternalForm) error
 	GetExternalForm(ctx context.Context, orgID, id string) (*svctype.ExternalForm, error)
+	// LockExternalForm is GetExternalForm inside a transaction, holding the form's row until
+	// it ends: shared (a submission) or exclusive (a change), so the two never interleave.
+	LockExternalForm(ctx context.Context, orgID, id string, exclusive bool) (*svctype.ExternalForm, error)
 	ListExternalForms(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.ExternalForm], error)
 	ReplaceExternalForm(ctx context.Context, f *svctype.ExternalForm) error
 	DeleteExternalForm(ctx context.Context, orgID, id string) error
@@ -132,6 +135,9 @@ func checkExternalForm(ctx context.Context, q Querier, orgID string, in External
 	}
 	if in.ExpiresAt != nil {
 		at := in.ExpiresAt.UTC().Truncate(time.Microsecond)
+		if !storableTime(at) {
+			ps = append(ps, Problem{"/expires_at", "a time between 1970 and 9999"})
+		}
 		f.ExpiresAt = &at
 	}
 	switch {
@@ -298,7 +304,7 @@ func (e *Engine) ReplaceExternalForm(ctx context.Context, orgID, id string, in E
 	}
 	var f *svctype.ExternalForm
 	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		old, err := tx.GetExternalForm(ctx, orgID, id)
+		old, err := tx.LockExternalForm(ctx, orgID, id, true)
 		if err != nil {
 			return err
 		}
@@ -379,7 +385,7 @@ func (e *Engine) DeleteExternalForm(ctx context.Context, orgID, id string) error
 		return err
 	}
 	return e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		f, err := tx.GetExternalForm(ctx, orgID, id)
+		f, err := tx.LockExternalForm(ctx, orgID, id, true)
 		if err != nil {
 			return err
 		}
@@ -447,7 +453,7 @@ func (e *Engine) SubmitPublicForm(ctx context.Context, formID string, sub Public
 	var job *svctype.Job
 	var extra expr.Vars
 	err := e.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		f, err := tx.GetExternalForm(ctx, orgID, formID)
+		f, err := tx.LockExternalForm(ctx, orgID, formID, false)
 		if err != nil {
 			return err
 		}
@@ -472,7 +478,6 @@ func (e *Engine) SubmitPublicForm(ctx context.Context, formID string, sub Public
 		s = &svctype.FormSubmission{ID: "sub_" + uuid.NewString(), OrgID: orgID, FormID: f.ID,
 			Payload: payload, SubmittedBy: by, SubmittedAt: now}
 		if f.TriggerWorkflowID != "" {
-			run, job, extra = nil, nil, nil // a retried transaction starts afresh
 			r, j, err := e.executeTx(ctx, tx, orgID, f.TriggerWorkflowID, payload, ExecuteOptions{})
 			if errors.Is(err, ErrNotFound) {
 				return ErrFormTriggerMissing

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -339,5 +340,63 @@ func TestFormWithoutTriggerOnlyStores(t *testing.T) {
 		require.Equal(t, false, ev["has_triggered_workflow"])
 		require.Contains(t, ev, "triggered_run_id")
 		require.Nil(t, ev["triggered_run_id"])
+	})
+}
+
+// TestSubmissionAndDeleteDoNotInterleave: a DELETE of a form waits for a submission in
+// flight (which holds the form's row), and then removes that submission too: none outlives
+// its form. On PostgreSQL this is the row lock; on SQLite the one writer.
+func TestSubmissionAndDeleteDoNotInterleave(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, b *bundle) {
+		f, err := b.eng.CreateExternalForm(b.ctx, "o", intakeForm(""))
+		require.NoError(t, err)
+		locked, release := make(chan struct{}), make(chan struct{})
+		submitted := make(chan error, 1)
+		go func() {
+			submitted <- b.st.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+				if _, err := tx.LockExternalForm(ctx, "o", f.ID, false); err != nil {
+					return err
+				}
+				close(locked)
+				<-release
+				return tx.CreateFormSubmission(ctx, &svctype.FormSubmission{ID: "sub_in-flight", OrgID: "o", FormID: f.ID,
+					Payload: json.RawMessage(`{}`), SubmittedAt: time.Now()})
+			})
+		}()
+		<-locked
+		deleted := make(chan error, 1)
+		go func() { deleted <- b.eng.DeleteExternalForm(b.ctx, "o", f.ID) }()
+		var early error
+		wentThrough := false
+		select {
+		case early = <-deleted:
+			wentThrough = true
+		case <-time.After(300 * time.Millisecond):
+		}
+		close(release)
+		require.NoError(t, <-submitted)
+		require.False(t, wentThrough, "the delete went through while a submission held the form (err %v)", early)
+		require.NoError(t, <-deleted)
+		left, err := b.st.ListFormSubmissions(b.ctx, "o", f.ID, svctype.ListOptions{})
+		require.NoError(t, err)
+		require.Empty(t, left.Items, "a submission outlived its form")
+	})
+}
+
+func TestExternalFormTimesAreBounded(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, b *bundle) {
+		for _, at := range []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)} {
+			in := intakeForm("")
+			in.ExpiresAt = &at
+			_, err := b.eng.CreateExternalForm(b.ctx, "o", in)
+			var ve *engine.ValidationError
+			require.ErrorAs(t, err, &ve, at)
+			require.Equal(t, "/expires_at", ve.Problems[0].Pointer)
+		}
+		page, err := b.eng.ListExternalForms(b.ctx, "o", svctype.ListOptions{})
+		require.NoError(t, err)
+		require.Empty(t, page.Items)
 	})
 }

@@ -462,8 +462,8 @@ func formProblems(props map[string]any, at string) []Problem {
 		expected = append(expected, s)
 	}
 	if v, ok := props["ttl_seconds"]; ok {
-		if n, isNumber := v.(float64); !isNumber || n < 0 {
-			out = append(out, Problem{at + "/ttl_seconds", "a number of seconds, 0 or more (0: never expires)"})
+		if n, isNumber := v.(float64); !isNumber || n < 0 || n > maxPauseSeconds {
+			out = append(out, Problem{at + "/ttl_seconds", "a number of seconds, 0 or more (0: never expires), at most 315,360,000 (ten years)"})
 		}
 	}
 	if v, ok := props["reminder_intervals"]; ok {
@@ -472,8 +472,8 @@ func formProblems(props map[string]any, at string) []Problem {
 			out = append(out, Problem{at + "/reminder_intervals", "an array of seconds after the pause opens"})
 		}
 		for i, el := range arr {
-			if n, isNumber := el.(float64); !isNumber || n <= 0 {
-				out = append(out, Problem{fmt.Sprintf("%s/reminder_intervals/%d", at, i), "a number of seconds greater than 0"})
+			if n, isNumber := el.(float64); !isNumber || n <= 0 || n > maxPauseSeconds {
+				out = append(out, Problem{fmt.Sprintf("%s/reminder_intervals/%d", at, i), "a number of seconds greater than 0, at most 315,360,000 (ten years)"})
 			}
 		}
 	}

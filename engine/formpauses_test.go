@@ -166,6 +166,12 @@ func TestFormPausePropertiesAreChecked(t *testing.T) {
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, []string{"/definition/actions/0/properties/intent", "/definition/actions/0/properties/hints"},
 		[]string{ve.Problems[0].Pointer, ve.Problems[1].Pointer})
+	// Timers past ten years would overflow a duration into the past.
+	_, err = b.eng.CreateWorkflow(b.ctx, "o", engine.WorkflowInput{Name: "forever", Definition: json.RawMessage(
+		`{"actions": [{"type": "PbotForm", "properties": {"expected_keys": ["x"], "ttl_seconds": 1e12, "reminder_intervals": [60, 1e12]}}]}`)})
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, []string{"/definition/actions/0/properties/ttl_seconds", "/definition/actions/0/properties/reminder_intervals/1"},
+		[]string{ve.Problems[0].Pointer, ve.Problems[1].Pointer})
 }
 
 // Cancelling a paused run closes what it waits for: the approval or the form is cancelled

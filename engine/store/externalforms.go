@@ -90,6 +90,23 @@ func (q *querier) GetExternalForm(ctx context.Context, orgID, id string) (*svcty
 	return &f, wrap("get external form", err)
 }
 
+// LockExternalForm reads a form in the current transaction and, on PostgreSQL, locks its
+// row until the transaction ends: shared for a submission, exclusive for a change, so a
+// submission and a DELETE or PUT of its form never interleave (a submission stored after
+// its form's deletion would outlive it). SQLite's one writer serialises them already.
+func (q *querier) LockExternalForm(ctx context.Context, orgID, id string, exclusive bool) (*svctype.ExternalForm, error) {
+	var m externalFormModel
+	sel := q.w.NewSelect().Model(&m).Where("org_id = ? AND id = ?", orgID, id)
+	if q.dialect == dialectPostgres {
+		sel = sel.For(map[bool]string{false: "SHARE", true: "UPDATE"}[exclusive])
+	}
+	if err := sel.Scan(ctx); err != nil {
+		return nil, wrap("lock external form", err)
+	}
+	f, err := m.toExternalForm()
+	return &f, wrap("lock external form", err)
+}
+
 // ListExternalForms pages an organization's forms newest first.
 func (q *querier) ListExternalForms(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.ExternalForm], error) {
 	sel := q.r.NewSelect().Model((*externalFormModel)(nil)).Where("org_id = ?", orgID)

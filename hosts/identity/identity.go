@@ -25,6 +25,11 @@ const Header = "X-Svc-Identity"
 // MinKeyBytes is the shortest key Sign and Verify accept.
 const MinKeyBytes = 32
 
+// MaxLifetime is the longest a token may have left to live when it is verified: the gateway
+// mints one per forwarded request, so a token that claims to last longer was not made for
+// one and is refused (a leaked token is worthless within minutes).
+const MaxLifetime = 5 * time.Minute
+
 // label separates these MACs from any other use of the key.
 const label = "svcflow identity v1\x00"
 
@@ -49,6 +54,7 @@ var (
 	ErrMalformed = errors.New("identity: malformed token")
 	ErrSignature = errors.New("identity: the token's signature does not verify")
 	ErrExpired   = errors.New("identity: the token expired")
+	ErrLifetime  = fmt.Errorf("identity: the token lives longer than %s", MaxLifetime)
 	ErrShortKey  = fmt.Errorf("identity: the key must be at least %d bytes", MinKeyBytes)
 )
 
@@ -95,6 +101,9 @@ func Verify(key []byte, token string, now time.Time) (Identity, error) {
 	id := Identity{Subject: c.Sub, OrgID: c.Org, Expires: time.Unix(c.Exp, 0).UTC()}
 	if !now.Before(id.Expires) {
 		return Identity{}, ErrExpired
+	}
+	if id.Expires.Sub(now) > MaxLifetime {
+		return Identity{}, ErrLifetime
 	}
 	return id, nil
 }

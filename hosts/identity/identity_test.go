@@ -30,6 +30,10 @@ func TestSignVerify(t *testing.T) {
 	require.ErrorIs(t, err, identity.ErrSignature, "another key")
 	_, err = identity.Verify(key, tok, now.Add(time.Minute))
 	require.ErrorIs(t, err, identity.ErrExpired)
+	long, err := identity.Sign(key, identity.Identity{Subject: "ada@example.com", OrgID: "acme", Expires: now.Add(identity.MaxLifetime + time.Second)})
+	require.NoError(t, err)
+	_, err = identity.Verify(key, long, now)
+	require.ErrorIs(t, err, identity.ErrLifetime, "a token minted to last")
 
 	// A token whose claims were swapped for another person's keeps its old signature.
 	forged, err := identity.Sign(other, identity.Identity{Subject: "mallory@example.com", OrgID: "acme", Expires: now.Add(time.Hour)})
