@@ -45,8 +45,16 @@ func (s FormSettings) settings() svctype.ExternalFormSettings {
 	return out
 }
 
-func formSettingsOf(s svctype.ExternalFormSettings) FormSettings {
-	out := FormSettings{RequireAuth: s.RequireAuth, SuccessMessage: s.SuccessMessage, RedirectURL: s.RedirectURL}
+// FormSettingsDoc is FormSettings as answers show them: requireAuth always present.
+type FormSettingsDoc struct {
+	RequireAuth    bool          `json:"requireAuth" doc:"Whether a submission needs a signed-in person."`
+	SuccessMessage string        `json:"successMessage,omitempty"`
+	RedirectURL    string        `json:"redirectUrl,omitempty"`
+	Branding       *FormBranding `json:"branding,omitempty"`
+}
+
+func formSettingsOf(s svctype.ExternalFormSettings) FormSettingsDoc {
+	out := FormSettingsDoc{RequireAuth: s.RequireAuth, SuccessMessage: s.SuccessMessage, RedirectURL: s.RedirectURL}
 	if b := s.Branding; b != nil {
 		out.Branding = &FormBranding{Name: b.Name, LogoURL: b.LogoURL, Accent: b.Accent, Footer: b.Footer, HidePoweredBy: b.HidePoweredBy}
 	}
@@ -82,7 +90,7 @@ type ExternalForm struct {
 	TriggerWorkflowID string          `json:"trigger_workflow_id,omitempty"`
 	TriggerProcessID  string          `json:"trigger_process_id,omitempty"`
 	Schema            json.RawMessage `json:"schema" doc:"The form_schema_v1 document."`
-	Settings          FormSettings    `json:"settings"`
+	Settings          FormSettingsDoc `json:"settings"`
 	CreatedAt         time.Time       `json:"created_at"`
 	UpdatedAt         time.Time       `json:"updated_at"`
 }
@@ -99,7 +107,7 @@ type PublicForm struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Schema      json.RawMessage `json:"schema" doc:"The form_schema_v1 document to render."`
-	Settings    FormSettings    `json:"settings"`
+	Settings    FormSettingsDoc `json:"settings"`
 	ExpiresAt   *time.Time      `json:"expires_at,omitempty"`
 	Open        bool            `json:"open" doc:"Whether the form takes submissions now (false after expires_at)."`
 }

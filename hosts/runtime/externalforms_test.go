@@ -69,6 +69,7 @@ func TestExternalFormRoutes(t *testing.T) {
 	require.True(t, strings.HasPrefix(f.ID, "frm-"), f.ID)
 	require.Equal(t, wf.ID, f.TriggerWorkflowID)
 	require.Equal(t, "Thanks!", f.Settings["successMessage"])
+	require.Equal(t, false, f.Settings["requireAuth"], "shown when false too")
 
 	got := ok[externalFormDoc](t, b.do(t, http.MethodGet, "/external-forms/"+f.ID, orgA, nil), http.StatusOK)
 	require.Equal(t, f, got)
