@@ -68,6 +68,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store, countJobs func(tb t
 		{"OrgConfig", testOrgConfig},
 		{"OAuth", testOAuth},
 		{"Webhooks", testWebhooks},
+		{"ExternalForms", testExternalForms},
 		{"FormSchemas", testFormSchemas},
 	}
 	for _, tt := range tests {
