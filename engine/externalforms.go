@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -345,7 +346,8 @@ func externalFormChanges(old, f *svctype.ExternalForm) []string {
 	add(!sameTime(old.ExpiresAt, f.ExpiresAt), "expires_at")
 	add(old.TriggerWorkflowID != f.TriggerWorkflowID, "trigger_workflow_id")
 	add(old.TriggerProcessID != f.TriggerProcessID, "trigger_process_id")
-	add(!jsonEqual(old.Schema, f.Schema), "schema")
+	// Both schemas are json.Marshal of a normalised forms.Schema: equal forms, equal bytes.
+	add(!bytes.Equal(old.Schema, f.Schema), "schema")
 	os, ns := old.Settings, f.Settings
 	add(os.RequireAuth != ns.RequireAuth, "settings.requireAuth")
 	add(os.SuccessMessage != ns.SuccessMessage, "settings.successMessage")
@@ -366,16 +368,6 @@ func sameBrand(a, b *svctype.ExternalFormBrand) bool {
 		return a == b
 	}
 	return *a == *b
-}
-
-func jsonEqual(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return string(a) == string(b)
-	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return string(xb) == string(yb)
 }
 
 // DeleteExternalForm removes a form and its submissions (the runs they started stay) and

@@ -149,8 +149,14 @@ func underCreate(err error) error {
 	return out
 }
 
+// fallbackForm is one text field per expected key.
 func fallbackForm(expected []string) *forms.Schema {
-	return forms.EnsureKeys(&forms.Schema{Version: forms.Version, Pages: []forms.Page{{ID: "main"}}}, expected)
+	return forms.EnsureKeys(blankForm(), expected)
+}
+
+// blankForm is a form_schema_v1 of one empty page.
+func blankForm() *forms.Schema {
+	return &forms.Schema{Version: forms.Version, Pages: []forms.Page{{ID: "main"}}}
 }
 
 // draftForm is the model's part of GenerateForm, for input already checked: the

@@ -56,7 +56,7 @@ type formTimerPayload struct {
 // formSchema resolves the schema of a pause that no model drafts: the schema authored for
 // the step (any shape forms.Normalize reads), else one text field per expected key.
 func formSchema(props map[string]any, expected []string) (*forms.Schema, error) {
-	s := &forms.Schema{Version: forms.Version, Pages: []forms.Page{{ID: "main"}}}
+	s := blankForm()
 	if raw, ok := props["schema"]; ok && raw != nil {
 		b, err := json.Marshal(raw)
 		if err != nil {

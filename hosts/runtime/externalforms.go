@@ -29,9 +29,10 @@ type FormBranding struct {
 	HidePoweredBy bool   `json:"hidePoweredBy,omitempty" doc:"Hide the \"powered by\" line."`
 }
 
-// FormSettings are a form's page settings.
+// FormSettings are a form's page settings (requireAuth is optional in a body and always
+// shown in an answer).
 type FormSettings struct {
-	RequireAuth    bool          `json:"requireAuth,omitempty" doc:"Require a signed-in person (email and one-time code, at the gateway) before a submission: without one, 401 form_signin_required. The person is recorded as submitted_by."`
+	RequireAuth    bool          `json:"requireAuth" required:"false" doc:"Require a signed-in person (email and one-time code, at the gateway) before a submission: without one, 401 form_signin_required. The person is recorded as submitted_by."`
 	SuccessMessage string        `json:"successMessage,omitempty" maxLength:"2000" doc:"Shown after a submission."`
 	RedirectURL    string        `json:"redirectUrl,omitempty" doc:"An absolute http(s) URL to send the person to instead of the message."`
 	Branding       *FormBranding `json:"branding,omitempty"`
@@ -45,16 +46,8 @@ func (s FormSettings) settings() svctype.ExternalFormSettings {
 	return out
 }
 
-// FormSettingsDoc is FormSettings as answers show them: requireAuth always present.
-type FormSettingsDoc struct {
-	RequireAuth    bool          `json:"requireAuth" doc:"Whether a submission needs a signed-in person."`
-	SuccessMessage string        `json:"successMessage,omitempty"`
-	RedirectURL    string        `json:"redirectUrl,omitempty"`
-	Branding       *FormBranding `json:"branding,omitempty"`
-}
-
-func formSettingsOf(s svctype.ExternalFormSettings) FormSettingsDoc {
-	out := FormSettingsDoc{RequireAuth: s.RequireAuth, SuccessMessage: s.SuccessMessage, RedirectURL: s.RedirectURL}
+func formSettingsOf(s svctype.ExternalFormSettings) FormSettings {
+	out := FormSettings{RequireAuth: s.RequireAuth, SuccessMessage: s.SuccessMessage, RedirectURL: s.RedirectURL}
 	if b := s.Branding; b != nil {
 		out.Branding = &FormBranding{Name: b.Name, LogoURL: b.LogoURL, Accent: b.Accent, Footer: b.Footer, HidePoweredBy: b.HidePoweredBy}
 	}
@@ -90,7 +83,7 @@ type ExternalForm struct {
 	TriggerWorkflowID string          `json:"trigger_workflow_id,omitempty"`
 	TriggerProcessID  string          `json:"trigger_process_id,omitempty"`
 	Schema            json.RawMessage `json:"schema" doc:"The form_schema_v1 document."`
-	Settings          FormSettingsDoc `json:"settings"`
+	Settings          FormSettings    `json:"settings"`
 	CreatedAt         time.Time       `json:"created_at"`
 	UpdatedAt         time.Time       `json:"updated_at"`
 }
@@ -107,7 +100,7 @@ type PublicForm struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Schema      json.RawMessage `json:"schema" doc:"The form_schema_v1 document to render."`
-	Settings    FormSettingsDoc `json:"settings"`
+	Settings    FormSettings    `json:"settings"`
 	ExpiresAt   *time.Time      `json:"expires_at,omitempty"`
 	Open        bool            `json:"open" doc:"Whether the form takes submissions now (false after expires_at)."`
 }
