@@ -101,6 +101,23 @@ func checkAffected(op string, res sql.Result, none func(op string) error) error 
 	return nil
 }
 
+// resealOutcome is the end of a compare-and-swap reseal (an UPDATE of the sealed bytes
+// where they are still the ones read): a statement that touched no row found the row
+// deleted since it was read (exists answers ErrNotFound) or changed (ErrConflict).
+func resealOutcome(op string, res sql.Result, err error, exists func() error) error {
+	if err != nil {
+		return wrap(op, err)
+	}
+	n, err := affectedRows(op, res)
+	if err != nil || n > 0 {
+		return err
+	}
+	if err := exists(); err != nil {
+		return err
+	}
+	return conflict(op)
+}
+
 // Listing pages.
 
 const (

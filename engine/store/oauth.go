@@ -210,17 +210,7 @@ func (q *querier) ResealOAuthConnection(ctx context.Context, old *svctype.OAuthC
 		Set("master_key_id = ?", keyID).
 		Where("org_id = ? AND id = ? AND version = ? AND sealed = ?", old.OrgID, old.ID, old.Version, old.Sealed).
 		Exec(ctx)
-	if err != nil {
-		return wrap(op, err)
-	}
-	n, err := affectedRows(op, res)
-	if err != nil || n > 0 {
-		return err
-	}
-	if _, err := q.GetOAuthConnection(ctx, old.OrgID, old.ID); err != nil {
-		return err // ErrNotFound: deleted since it was read
-	}
-	return conflict(op)
+	return resealOutcome(op, res, err, func() error { _, err := q.GetOAuthConnection(ctx, old.OrgID, old.ID); return err })
 }
 
 type oauthStateModel struct {

@@ -135,17 +135,7 @@ func (q *querier) ResealOrgConfig(ctx context.Context, old *secrets.Record, seal
 		Set("master_key_id = ?", keyID).
 		Where("org_id = ? AND key_name = ? AND sealed = ?", old.OrgID, old.Key, old.Sealed).
 		Exec(ctx)
-	if err != nil {
-		return wrap(op, err)
-	}
-	n, err := affectedRows(op, res)
-	if err != nil || n > 0 {
-		return err
-	}
-	if _, err := q.GetOrgConfig(ctx, old.OrgID, old.Key); err != nil {
-		return err // ErrNotFound: deleted since it was read
-	}
-	return conflict(op)
+	return resealOutcome(op, res, err, func() error { _, err := q.GetOrgConfig(ctx, old.OrgID, old.Key); return err })
 }
 
 // sealedOrgs pages the organizations with rows of model M that hold a sealed value (under

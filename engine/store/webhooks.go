@@ -231,15 +231,5 @@ func (q *querier) ResealWebhookSecret(ctx context.Context, old *svctype.Webhook,
 		Set("master_key_id = ?", keyID).
 		Where("org_id = ? AND id = ? AND secret_sealed = ?", old.OrgID, old.ID, old.Sealed).
 		Exec(ctx)
-	if err != nil {
-		return wrap(op, err)
-	}
-	n, err := affectedRows(op, res)
-	if err != nil || n > 0 {
-		return err
-	}
-	if _, err := q.GetWebhook(ctx, old.OrgID, old.ID); err != nil {
-		return err // ErrNotFound: deleted since it was read
-	}
-	return conflict(op)
+	return resealOutcome(op, res, err, func() error { _, err := q.GetWebhook(ctx, old.OrgID, old.ID); return err })
 }
