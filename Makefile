@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses
+.PHONY: help run test test-short vet openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -27,7 +27,7 @@ openapi: ## regenerate openapi/openapi.yaml from the code
 build: ## build ./bin/svcflow
 	$(GO) build -o bin/svcflow ./hosts/svcflow
 
-bench: bench-runs bench-http bench-io bench-deliveries bench-pauses bench-runs-pg bench-queue bench-match ## every benchmark of docs/performance.md
+bench: bench-runs bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-runs-pg bench-queue bench-match ## every benchmark of docs/performance.md
 
 bench-runs: ## runs/s and per-step overhead through the real worker on SQLite
 	$(GO) test -run '^$$' -bench 'BenchmarkRuns/sqlite' -benchtime 3000x ./hosts/worker/
@@ -40,6 +40,14 @@ bench-deliveries: ## webhook deliveries/s to a local receiver and event-to-first
 
 bench-pauses: ## 10,000 runs paused at a form: goroutines held, and all their expiries due at once
 	$(GO) test -run '^$$' -bench 'BenchmarkPauseExpiry' -benchtime 1x ./hosts/worker/
+
+bench-agents: ## an agent iteration's own cost on SQLite (the model answering at once), and 1,000 paused agents' goroutines
+	$(GO) test -run '^$$' -bench 'BenchmarkLoopIteration' -benchtime 200x ./agent/
+	$(GO) test -run '^$$' -bench 'BenchmarkAgentIteration|BenchmarkPausedAgents' -benchtime 10x ./engine/agents/
+
+bench-gateway: ## the gateway's own cost of a runtime call (in process), and requests/s over loopback with 64 clients
+	$(GO) test -run '^$$' -bench 'BenchmarkGatewayOverhead' -benchtime 20000x ./hosts/gateway/
+	$(GO) test -run '^$$' -bench 'BenchmarkGatewayLoopback' -benchtime 64000x ./hosts/gateway/
 
 bench-runs-pg: ## runs/s on PostgreSQL with 2 worker processes
 	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkRunsPostgresTwoProcesses' -benchtime 3000x ./hosts/worker/

@@ -1,80 +1,57 @@
 package engine
 
 import (
-	"errors"
-	"fmt"
-	"strings"
-
-	"github.com/svcflow/svcflow/engine/secrets"
-	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/engine/core"
+	"github.com/svcflow/svcflow/engine/extforms"
+	"github.com/svcflow/svcflow/engine/hitl"
+	"github.com/svcflow/svcflow/engine/orgconfig"
 )
 
-// Sentinel errors. Stores and the engine wrap them; hosts map them to status codes in one
-// place (hosts/runtime). Check with errors.Is.
+// Sentinel errors of the engine and its features. Stores and the engine wrap them; hosts
+// map them to status codes in one place (hosts/runtime). Check with errors.Is.
 var (
 	// ErrNotFound: the resource does not exist in this organization (another org's resource
 	// is not found too: existence is never revealed).
-	ErrNotFound = svctype.ErrNotFound
+	ErrNotFound = core.ErrNotFound
 	// ErrConflict: a unique name is taken, or the resource is in a state that forbids the call.
-	ErrConflict = svctype.ErrConflict
+	ErrConflict = core.ErrConflict
 	// ErrLeaseLost: the job's lease expired or the job was removed (a cancelled run) before
 	// the worker committed; its transaction is rolled back and nothing it did lands.
-	ErrLeaseLost = svctype.ErrLeaseLost
+	ErrLeaseLost = core.ErrLeaseLost
 	// ErrInvalidOrg: the organization id is empty or malformed.
-	ErrInvalidOrg = errors.New("invalid organization id")
-	// ErrNoContextKey: the run exists but its context has no such key. It is an
-	// ErrNotFound, so errors.Is(err, ErrNotFound) holds too.
-	ErrNoContextKey = fmt.Errorf("%w: no such context key", ErrNotFound)
+	ErrInvalidOrg = core.ErrInvalidOrg
+	// ErrNoContextKey: the run exists but its context has no such key (an ErrNotFound).
+	ErrNoContextKey = core.ErrNoContextKey
+	// ErrInvalidCursor: a paging cursor that the listing did not issue.
+	ErrInvalidCursor = core.ErrInvalidCursor
+	// ErrOutcomeUnknown fails a step whose call was made by MaxCallTries claims and never
+	// committed: whether the other side acted on it is not known.
+	ErrOutcomeUnknown = core.ErrOutcomeUnknown
 	// ErrNoOrgConfigKey: the organization has no org config value under the key. It is an
 	// ErrNotFound; OrgConfigValue's error names the key (never a value).
-	ErrNoOrgConfigKey = fmt.Errorf("%w: no such org config key", ErrNotFound)
+	ErrNoOrgConfigKey = orgconfig.ErrNoKey
 	// ErrNoMasterKey: the engine has no keyring (Config.Keyring), so org config can be
 	// neither written nor read.
-	ErrNoMasterKey = secrets.ErrNoMasterKey
-	// ErrInvalidCursor: a paging cursor that the listing did not issue (garbled, truncated,
-	// or another listing's). Cursors are opaque, so there is nothing in one to correct: the
-	// caller starts again from the first page.
-	ErrInvalidCursor = errors.New("invalid cursor")
+	ErrNoMasterKey = orgconfig.ErrNoMasterKey
 	// ErrAgentFormsDisabled: the organization does not have the agent_forms feature (403).
-	ErrAgentFormsDisabled = errors.New("agent_forms_disabled")
+	ErrAgentFormsDisabled = hitl.ErrAgentFormsDisabled
 	// ErrFormExpired: a submission to an external form after its expires_at (410).
-	ErrFormExpired = errors.New("the form no longer accepts submissions: it expired")
+	ErrFormExpired = extforms.ErrFormExpired
 	// ErrFormSigninRequired: a submission to an external form with settings.requireAuth and
 	// no signed-in person (401 form_signin_required).
-	ErrFormSigninRequired = errors.New("the form requires signing in before submitting")
+	ErrFormSigninRequired = extforms.ErrFormSigninRequired
 	// ErrFormTriggerMissing: an external form's trigger workflow no longer exists, so a
 	// submission would start nothing (409); nothing is stored.
-	ErrFormTriggerMissing = fmt.Errorf("%w: the form's trigger workflow no longer exists", ErrConflict)
+	ErrFormTriggerMissing = extforms.ErrFormTriggerMissing
 )
 
-// Problem is one thing wrong with an input, located by a JSON pointer.
-type Problem struct {
-	Pointer string `json:"pointer"`
-	Message string `json:"message"`
-}
-
-// ValidationError is a request that is well formed but not acceptable: each problem names
-// where (a JSON pointer into the request body) and what.
-type ValidationError struct {
-	Problems []Problem
-	// Code, when set, names the problem for programs more precisely than
-	// validation_failed (target_not_allowed); hosts answer it as the problem's code.
-	Code string
-}
-
-func (e *ValidationError) Error() string {
-	parts := make([]string, 0, len(e.Problems))
-	for _, p := range e.Problems {
-		if p.Pointer == "" {
-			parts = append(parts, p.Message)
-			continue
-		}
-		parts = append(parts, p.Pointer+": "+p.Message)
-	}
-	return "validation failed: " + strings.Join(parts, "; ")
-}
+// Validation errors (core.ValidationError): each problem names where and what.
+type (
+	Problem         = core.Problem
+	ValidationError = core.ValidationError
+)
 
 // Invalid builds a ValidationError with one problem.
 func Invalid(pointer, format string, args ...any) *ValidationError {
-	return &ValidationError{Problems: []Problem{{Pointer: pointer, Message: fmt.Sprintf(format, args...)}}}
+	return core.Invalid(pointer, format, args...)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/events"
+	"github.com/svcflow/svcflow/engine/internal/enginetest"
 	"github.com/svcflow/svcflow/engine/steps"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -111,7 +112,7 @@ type catalogueScenario struct {
 	approved svctype.RunStatus
 	// after, when set, moves the paused run on (a form submitted, a timer waited for) and
 	// returns the status it must end in.
-	after func(t *testing.T, b *actionBundle, org, runID string) svctype.RunStatus
+	after func(t *testing.T, b *enginetest.Logged, org, runID string) svctype.RunStatus
 	want  []string
 }
 
@@ -130,8 +131,8 @@ func catalogueScenarios() []catalogueScenario {
 			name:       "form submitted",
 			definition: `{"actions": [{"type": "PbotForm", "properties": {"expected_keys": ["answer"]}}]}`,
 			input:      `{}`, status: svctype.RunPaused,
-			after: func(t *testing.T, b *actionBundle, org, runID string) svctype.RunStatus {
-				_, err := b.eng.SubmitForm(b.ctx, org, runID, 0, engine.FormSubmission{Data: map[string]any{"answer": "42"}, ClaimedBy: "ada@example.com"})
+			after: func(t *testing.T, b *enginetest.Logged, org, runID string) svctype.RunStatus {
+				_, err := b.Eng.SubmitForm(b.Ctx, org, runID, 0, engine.FormSubmission{Data: map[string]any{"answer": "42"}, ClaimedBy: "ada@example.com"})
 				require.NoError(t, err)
 				return svctype.RunCompleted
 			},
@@ -141,7 +142,7 @@ func catalogueScenarios() []catalogueScenario {
 			name:       "form expired",
 			definition: `{"actions": [{"type": "PbotForm", "properties": {"expected_keys": ["answer"], "ttl_seconds": 0.3, "reminder_intervals": [0.05]}}]}`,
 			input:      `{}`, status: svctype.RunPaused,
-			after: func(t *testing.T, b *actionBundle, org, runID string) svctype.RunStatus {
+			after: func(t *testing.T, b *enginetest.Logged, org, runID string) svctype.RunStatus {
 				time.Sleep(400 * time.Millisecond)
 				return svctype.RunCompleted
 			},
@@ -250,61 +251,61 @@ func TestEventCatalogue(t *testing.T) {
 		require.True(t, ok, "pending event %q is not in the catalogue", name)
 		require.NotEmpty(t, why)
 	}
-	for _, dialect := range dialects {
+	for _, dialect := range enginetest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			b := actionSetup(t, dialect, false)
+			b := enginetest.SetupLogged(t, dialect, false)
 			const org = "evc"
-			b.tables(t, org)
-			exceptionTable(t, b.bundle, org)
-			b.action(t, org, svctype.Action{Name: "log_note", Kind: svctype.ActionCustomTable, Properties: map[string]any{
+			b.Bundle.CustomerTables(t, org)
+			b.Bundle.ExceptionTable(t, org)
+			b.Action(t, org, svctype.Action{Name: "log_note", Kind: svctype.ActionCustomTable, Properties: map[string]any{
 				"table": "notes", "operation": "write"}})
-			b.action(t, org, svctype.Action{Name: "recon", Kind: svctype.ActionNWayMatch, Properties: map[string]any{
+			b.Action(t, org, svctype.Action{Name: "recon", Kind: svctype.ActionNWayMatch, Properties: map[string]any{
 				"sets":    []any{map[string]any{"key": "bank", "records": "@input.bank"}, map[string]any{"key": "erp", "records": "@input.erp"}},
 				"matchOn": []any{"inv"},
 			}})
-			b.action(t, org, svctype.Action{Name: "summarise", Kind: svctype.ActionLLM, Template: "Summarise {{text}}"})
+			b.Action(t, org, svctype.Action{Name: "summarise", Kind: svctype.ActionLLM, Template: "Summarise {{text}}"})
 
 			runs := map[string]catalogueScenario{}
 			for _, sc := range catalogueScenarios() {
-				w := b.workflow(t, org, sc.name, sc.definition)
+				w := b.Workflow(t, org, sc.name, sc.definition)
 				var run *svctype.Run
 				var err error
 				if sc.inTx {
-					err = b.st.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+					err = b.St.InTx(b.Ctx, func(ctx context.Context, tx engine.Tx) error {
 						var txErr error
-						run, txErr = b.eng.ExecuteTx(ctx, tx, org, w.ID, json.RawMessage(sc.input), engine.ExecuteOptions{})
+						run, txErr = b.Eng.ExecuteTx(ctx, tx, org, w.ID, json.RawMessage(sc.input), engine.ExecuteOptions{})
 						return txErr
 					})
 				} else {
-					run, err = b.eng.Execute(b.ctx, org, w.ID, json.RawMessage(sc.input), engine.ExecuteOptions{})
+					run, err = b.Eng.Execute(b.Ctx, org, w.ID, json.RawMessage(sc.input), engine.ExecuteOptions{})
 				}
 				require.NoError(t, err, sc.name)
 				if sc.cancel {
-					_, err = b.eng.CancelRun(b.ctx, org, run.ID, "not needed", engine.Actor{Type: "user", ID: "u1"})
+					_, err = b.Eng.CancelRun(b.Ctx, org, run.ID, "not needed", engine.Actor{Type: "user", ID: "u1"})
 					require.NoError(t, err)
 				}
-				_, err = b.eng.Work(b.ctx)
+				_, err = b.Eng.Work(b.Ctx)
 				require.NoError(t, err)
-				doc, err := b.eng.RunStatus(b.ctx, org, run.ID)
+				doc, err := b.Eng.RunStatus(b.Ctx, org, run.ID)
 				require.NoError(t, err)
 				require.Equal(t, sc.status, doc.Status, "%s: %s", sc.name, doc.Reason)
 				for i := range sc.approve {
-					_, err = b.eng.DecideApproval(b.ctx, org, run.ID, i, engine.ApprovalDecision{Approved: true, Comment: "fine"})
+					_, err = b.Eng.DecideApproval(b.Ctx, org, run.ID, i, engine.ApprovalDecision{Approved: true, Comment: "fine"})
 					require.NoError(t, err, sc.name)
-					_, err = b.eng.Work(b.ctx)
+					_, err = b.Eng.Work(b.Ctx)
 					require.NoError(t, err)
 				}
 				if sc.after != nil {
 					want := sc.after(t, b, org, run.ID)
-					_, err = b.eng.Work(b.ctx)
+					_, err = b.Eng.Work(b.Ctx)
 					require.NoError(t, err)
-					doc, err = b.eng.RunStatus(b.ctx, org, run.ID)
+					doc, err = b.Eng.RunStatus(b.Ctx, org, run.ID)
 					require.NoError(t, err)
 					require.Equal(t, want, doc.Status, "%s: %s", sc.name, doc.Reason)
 				}
 				if sc.approve > 0 {
-					doc, err = b.eng.RunStatus(b.ctx, org, run.ID)
+					doc, err = b.Eng.RunStatus(b.Ctx, org, run.ID)
 					require.NoError(t, err)
 					require.Equal(t, sc.approved, doc.Status, "%s: %s", sc.name, doc.Reason)
 				}
@@ -313,7 +314,7 @@ func TestEventCatalogue(t *testing.T) {
 
 			// The document events belong to no run. An engine whose clock runs an hour behind
 			// the store's makes a document due for expiry at once.
-			docs := documentEvents(t, b.bundle, org)
+			docs := documentEvents(t, b.Bundle, org)
 
 			emitted := map[string]int{}
 			check := func(where string, e svctype.Event) map[string]any {
@@ -330,13 +331,13 @@ func TestEventCatalogue(t *testing.T) {
 				return p
 			}
 
-			page, err := b.eng.ListRuns(b.ctx, org, engine.RunFilter{ListOptions: svctype.ListOptions{Limit: 500}})
+			page, err := b.Eng.ListRuns(b.Ctx, org, engine.RunFilter{ListOptions: svctype.ListOptions{Limit: 500}})
 			require.NoError(t, err)
 			require.Len(t, page.Items, len(runs))
 			for _, run := range page.Items {
 				sc, ok := runs[run.ID]
 				require.True(t, ok, "a run no scenario started: %s", run.ID)
-				evs, err := b.eng.RunEvents(b.ctx, org, run.ID, svctype.ListOptions{Limit: 500})
+				evs, err := b.Eng.RunEvents(b.Ctx, org, run.ID, svctype.ListOptions{Limit: 500})
 				require.NoError(t, err)
 				require.Empty(t, evs.NextCursor)
 				var names []string
@@ -359,7 +360,7 @@ func TestEventCatalogue(t *testing.T) {
 				require.Empty(t, e.RunID, e.Event)
 				check("documents", e)
 			}
-			for _, e := range externalFormEvents(t, b.bundle, org) {
+			for _, e := range externalFormEvents(t, b.Bundle, org) {
 				require.Empty(t, e.RunID, e.Event)
 				check("external forms", e)
 			}
@@ -396,23 +397,23 @@ func count(names []string, name string) int {
 
 // documentEvents makes each document event happen once in org and returns the events that
 // belong to no run.
-func documentEvents(t *testing.T, b *bundle, org string) []svctype.Event {
+func documentEvents(t *testing.T, b *enginetest.Bundle, org string) []svctype.Event {
 	t.Helper()
-	clk := &clock{t: time.Now().Add(-time.Hour).UTC().Truncate(time.Second)}
-	eng, err := engine.New(engine.Config{Store: b.st, Now: clk.now})
+	clk := enginetest.NewClock(time.Now().Add(-time.Hour).UTC().Truncate(time.Second))
+	eng, err := engine.New(engine.Config{Store: b.St, Now: clk.Now})
 	require.NoError(t, err)
-	at := clk.now().Add(30 * time.Minute)
-	soon, err := eng.UploadDocument(b.ctx, org, engine.DocumentUpload{Name: "soon.csv", Content: []byte("n\n1\n"), Tags: []string{"tmp"}, ExpiresAt: &at})
+	at := clk.Now().Add(30 * time.Minute)
+	soon, err := eng.UploadDocument(b.Ctx, org, engine.DocumentUpload{Name: "soon.csv", Content: []byte("n\n1\n"), Tags: []string{"tmp"}, ExpiresAt: &at})
 	require.NoError(t, err)
-	_, err = eng.AddDocumentVersion(b.ctx, org, soon.ID, []byte("n\n2\n"), "text/csv")
+	_, err = eng.AddDocumentVersion(b.Ctx, org, soon.ID, []byte("n\n2\n"), "text/csv")
 	require.NoError(t, err)
-	gone, err := eng.UploadDocument(b.ctx, org, engine.DocumentUpload{Name: "gone.json", Content: []byte(`[{"n": 1}]`)})
+	gone, err := eng.UploadDocument(b.Ctx, org, engine.DocumentUpload{Name: "gone.json", Content: []byte(`[{"n": 1}]`)})
 	require.NoError(t, err)
-	require.NoError(t, eng.DeleteDocument(b.ctx, org, gone.ID))
-	ran, err := eng.Work(b.ctx)
+	require.NoError(t, eng.DeleteDocument(b.Ctx, org, gone.ID))
+	ran, err := eng.Work(b.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, ran, "the expiry job")
-	page, err := b.st.ListRunEvents(b.ctx, org, "", svctype.ListOptions{Limit: 500})
+	page, err := b.St.ListRunEvents(b.Ctx, org, "", svctype.ListOptions{Limit: 500})
 	require.NoError(t, err)
 	var names []string
 	for _, e := range page.Items {
@@ -424,20 +425,20 @@ func documentEvents(t *testing.T, b *bundle, org string) []svctype.Event {
 
 // externalFormEvents makes each external form event happen once in org (after the
 // document events) and returns them.
-func externalFormEvents(t *testing.T, b *bundle, org string) []svctype.Event {
+func externalFormEvents(t *testing.T, b *enginetest.Bundle, org string) []svctype.Event {
 	t.Helper()
-	w := b.workflow(t, org, "intake-trigger", `{"actions": []}`)
+	w := b.Workflow(t, org, "intake-trigger", `{"actions": []}`)
 	in := engine.ExternalFormInput{Name: "Intake", IsPublic: true, TriggerWorkflowID: w.ID,
 		Schema: json.RawMessage(`{"version": "form_schema_v1", "pages": [{"id": "p", "fields": [{"key": "email", "type": "email", "label": "Email"}]}]}`)}
-	f, err := b.eng.CreateExternalForm(b.ctx, org, in)
+	f, err := b.Eng.CreateExternalForm(b.Ctx, org, in)
 	require.NoError(t, err)
 	in.Settings.RequireAuth = true
-	_, err = b.eng.ReplaceExternalForm(b.ctx, org, f.ID, in)
+	_, err = b.Eng.ReplaceExternalForm(b.Ctx, org, f.ID, in)
 	require.NoError(t, err)
-	_, err = b.eng.SubmitPublicForm(b.ctx, f.ID, engine.PublicSubmission{Payload: map[string]any{"email": "ada@example.com"}, SubmittedBy: "ada@example.com"})
+	_, err = b.Eng.SubmitPublicForm(b.Ctx, f.ID, engine.PublicSubmission{Payload: map[string]any{"email": "ada@example.com"}, SubmittedBy: "ada@example.com"})
 	require.NoError(t, err)
-	require.NoError(t, b.eng.DeleteExternalForm(b.ctx, org, f.ID))
-	page, err := b.st.ListRunEvents(b.ctx, org, "", svctype.ListOptions{Limit: 500})
+	require.NoError(t, b.Eng.DeleteExternalForm(b.Ctx, org, f.ID))
+	page, err := b.St.ListRunEvents(b.Ctx, org, "", svctype.ListOptions{Limit: 500})
 	require.NoError(t, err)
 	var out []svctype.Event
 	var names []string

@@ -8,7 +8,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/migrate"
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -111,7 +111,7 @@ func (q *querier) DecideApproval(ctx context.Context, a *svctype.Approval) error
 }
 
 // ListApprovals pages an organization's approvals newest first, narrowed by status and role.
-func (q *querier) ListApprovals(ctx context.Context, orgID string, f engine.ApprovalFilter) (svctype.Page[svctype.Approval], error) {
+func (q *querier) ListApprovals(ctx context.Context, orgID string, f storage.ApprovalFilter) (svctype.Page[svctype.Approval], error) {
 	sel := q.r.NewSelect().Model((*approvalModel)(nil)).Where("org_id = ?", orgID)
 	if f.Status != "" {
 		sel = sel.Where("status = ?", string(f.Status))

@@ -14,13 +14,13 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
-// wrap turns a database error into the store's: sql.ErrNoRows is engine.ErrNotFound, a
-// unique violation engine.ErrConflict, a foreign-key violation (a row for a table that does
-// not exist) engine.ErrNotFound. Driver messages are kept for other errors: neither pgx
+// wrap turns a database error into the store's: sql.ErrNoRows is storage.ErrNotFound, a
+// unique violation storage.ErrConflict, a foreign-key violation (a row for a table that does
+// not exist) storage.ErrNotFound. Driver messages are kept for other errors: neither pgx
 // nor SQLite puts the statement or its values in them.
 func wrap(op string, err error) error {
 	if err == nil {
@@ -28,19 +28,19 @@ func wrap(op string, err error) error {
 	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("store: %s: %w", op, engine.ErrNotFound)
+		return fmt.Errorf("store: %s: %w", op, storage.ErrNotFound)
 	case isUniqueViolation(err):
-		return fmt.Errorf("store: %s: %w", op, engine.ErrConflict)
+		return fmt.Errorf("store: %s: %w", op, storage.ErrConflict)
 	case isForeignKeyViolation(err):
-		return fmt.Errorf("store: %s: %w", op, engine.ErrNotFound)
+		return fmt.Errorf("store: %s: %w", op, storage.ErrNotFound)
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
 }
 
-func notFound(op string) error { return fmt.Errorf("store: %s: %w", op, engine.ErrNotFound) }
-func conflict(op string) error { return fmt.Errorf("store: %s: %w", op, engine.ErrConflict) }
+func notFound(op string) error { return fmt.Errorf("store: %s: %w", op, storage.ErrNotFound) }
+func conflict(op string) error { return fmt.Errorf("store: %s: %w", op, storage.ErrConflict) }
 func leaseLost(op string) error {
-	return fmt.Errorf("store: %s: %w", op, engine.ErrLeaseLost)
+	return fmt.Errorf("store: %s: %w", op, storage.ErrLeaseLost)
 }
 
 func isUniqueViolation(err error) bool {
@@ -235,4 +235,4 @@ func decodeCursor(cursor string, n int) ([]string, error) {
 }
 
 // malformedCursor: the caller sent a cursor that no listing issued.
-func malformedCursor() error { return fmt.Errorf("store: %w", engine.ErrInvalidCursor) }
+func malformedCursor() error { return fmt.Errorf("store: %w", storage.ErrInvalidCursor) }

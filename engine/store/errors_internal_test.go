@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 )
 
 // result is a sql.Result whose RowsAffected answers n or fails with err.
@@ -29,9 +29,9 @@ func TestAffectedRows(t *testing.T) {
 		none     func(op string) error
 		sentinel error
 	}{
-		{"conflict", conflict, engine.ErrConflict},
-		{"not found", notFound, engine.ErrNotFound},
-		{"lease lost", leaseLost, engine.ErrLeaseLost},
+		{"conflict", conflict, storage.ErrConflict},
+		{"not found", notFound, storage.ErrNotFound},
+		{"lease lost", leaseLost, storage.ErrLeaseLost},
 	}
 
 	n, err := affectedRows("op", result{n: 3})
@@ -50,7 +50,7 @@ func TestAffectedRows(t *testing.T) {
 
 			err := checkAffected("complete job", result{err: driverErr}, tt.none)
 			require.ErrorIs(t, err, driverErr)
-			for _, s := range []error{engine.ErrConflict, engine.ErrNotFound, engine.ErrLeaseLost} {
+			for _, s := range []error{storage.ErrConflict, storage.ErrNotFound, storage.ErrLeaseLost} {
 				require.NotErrorIs(t, err, s, "a failure to count is not %v", s)
 			}
 		})

@@ -8,7 +8,7 @@ import (
 	"log"
 	"time"
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -36,7 +36,7 @@ func Example() {
 
 	// Another organization does not see it.
 	_, err = s.GetWorkflow(ctx, "globex", w.ID)
-	fmt.Println(errors.Is(err, engine.ErrNotFound))
+	fmt.Println(errors.Is(err, storage.ErrNotFound))
 	// Output:
 	// sqlite invoices 1
 	// true
@@ -67,7 +67,7 @@ func ExampleStore_InTx() {
 	}
 	job := jobs[0]
 
-	err = s.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
+	err = s.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.PutContext(ctx, "acme", run.ID, "step_0", json.RawMessage(`{"matched":3}`)); err != nil {
 			return err
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 )
 
 // PostgreSQL notification channels. UpdateRun announces a run that left running on
@@ -26,8 +26,8 @@ const (
 )
 
 var (
-	_ engine.RunStatusWatcher = (*Store)(nil)
-	_ engine.JobWatcher       = (*Store)(nil)
+	_ storage.RunStatusWatcher = (*Store)(nil)
+	_ storage.JobWatcher       = (*Store)(nil)
 )
 
 // listener is the one LISTEN connection of a PostgreSQL Store, shared by every watcher

@@ -9,12 +9,12 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/secrets"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
-// OAuth connections (engine.OAuthStore): one row per connection, tokens sealed; and the
+// OAuth connections (storage.OAuth): one row per connection, tokens sealed; and the
 // authorization flows in progress, by the hash of their state. Every query names the org.
 
 type oauthConnectionModel struct {
@@ -114,7 +114,7 @@ func (q *querier) ReplaceOAuthConnection(ctx context.Context, c *svctype.OAuthCo
 		return nil
 	}
 	err = wrap(op, err)
-	if ifVersion != 0 && errors.Is(err, engine.ErrNotFound) {
+	if ifVersion != 0 && errors.Is(err, storage.ErrNotFound) {
 		// No row at that version: gone, or written by someone else first.
 		if _, gerr := q.GetOAuthConnection(ctx, c.OrgID, c.ID); gerr != nil {
 			return gerr
@@ -144,7 +144,7 @@ func (q *querier) FindOAuthConnection(ctx context.Context, orgID, provider, acco
 }
 
 // ListOAuthConnections pages by (provider, account), which is unique in an org.
-func (q *querier) ListOAuthConnections(ctx context.Context, orgID string, f engine.OAuthConnectionFilter) (svctype.Page[svctype.OAuthConnection], error) {
+func (q *querier) ListOAuthConnections(ctx context.Context, orgID string, f storage.OAuthConnectionFilter) (svctype.Page[svctype.OAuthConnection], error) {
 	const op = "list oauth connections"
 	var page svctype.Page[svctype.OAuthConnection]
 	limit := pageLimit(f.ListOptions)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/secrets"
+	"github.com/svcflow/svcflow/engine/storage"
 )
 
 var touchesOrgConfig = regexp.MustCompile(`"org_config"|org_config AS`)
@@ -41,7 +41,7 @@ func TestOrgConfigStatementsCarryOrgID(t *testing.T) {
 			_, err = q.ListOrgConfig(ctx, "o", secrets.ListFilter{NotKeyID: "k2"})
 			require.NoError(t, err)
 			require.NoError(t, q.ResealOrgConfig(ctx, got, []byte("t"), "k2"))
-			require.ErrorIs(t, q.ResealOrgConfig(ctx, got, []byte("u"), "k2"), engine.ErrConflict)
+			require.ErrorIs(t, q.ResealOrgConfig(ctx, got, []byte("u"), "k2"), storage.ErrConflict)
 			require.NoError(t, q.DeleteOrgConfig(ctx, "o", "api:k"))
 			orgsAt := len(log.stmts)
 			_, err = q.ListOrgConfigOrgs(ctx, secrets.ListFilter{NotKeyID: "k2"})

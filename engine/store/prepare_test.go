@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/store"
 )
 
@@ -37,7 +37,7 @@ func migratedSQLite(t *testing.T) string {
 	return dsn
 }
 
-func noop(context.Context, engine.Tx) error { return nil }
+func noop(context.Context, storage.Tx) error { return nil }
 
 // TestPrepareFailureSurfaces: on SQLite the step-commit statements are prepared once the
 // schema is current; if that fails with the schema current, the failure is an error (of

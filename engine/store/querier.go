@@ -12,11 +12,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/uptrace/bun"
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
-// querier implements engine.Querier for both the Store (w is the writer, r the read pool)
+// querier implements storage.Full for both the Store (w is the writer, r the read pool)
 // and a transaction (both are the bun.Tx).
 type querier struct {
 	w       bun.IDB
@@ -28,7 +28,7 @@ type querier struct {
 	sqlTx    *sql.Tx         // the transaction under w, for prepared statements
 }
 
-var _ engine.Querier = (*querier)(nil)
+var _ storage.All = (*querier)(nil)
 
 // atomic runs fn in the current transaction, or in a new one on the writer: for the
 // methods that write more than one statement.
@@ -387,7 +387,7 @@ func (q *querier) RunStatuses(ctx context.Context, orgID string, ids []string) (
 
 // ListRuns pages runs newest first. Items carry no Definition: a listing does not need the
 // snapshot, and it is the largest column; GetRun returns it.
-func (q *querier) ListRuns(ctx context.Context, orgID string, f engine.RunFilter) (svctype.Page[svctype.Run], error) {
+func (q *querier) ListRuns(ctx context.Context, orgID string, f storage.RunFilter) (svctype.Page[svctype.Run], error) {
 	sel := q.r.NewSelect().Model((*runModel)(nil)).ExcludeColumn("definition").Where("org_id = ?", orgID)
 	if f.WorkflowID != "" {
 		sel = sel.Where("workflow_id = ?", f.WorkflowID)

@@ -1,6 +1,6 @@
 // Package store is the bun implementation of every engine store, for SQLite and
 // PostgreSQL, and the migrations that create their schema. It is the only place in the
-// project that holds SQL: the engine declares what it needs (engine.Store, engine.Tx) and
+// project that holds SQL: the engine declares what it needs (storage.Full, storage.Tx) and
 // sees engine types only, never a bun model.
 //
 // Open takes one connection-string form everywhere: sqlite:PATH, sqlite::memory: (a private
@@ -10,7 +10,7 @@
 // and ClaimJobs uses FOR UPDATE SKIP LOCKED so many workers can share the jobs table.
 //
 // Every tenant query carries the org id: another organization's resource is not found.
-// Errors wrap engine.ErrNotFound, engine.ErrConflict and engine.ErrLeaseLost, and never
+// Errors wrap storage.ErrNotFound, storage.ErrConflict and storage.ErrLeaseLost, and never
 // carry SQL text.
 package store
 
@@ -34,7 +34,7 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -50,7 +50,7 @@ const (
 	sqliteBusyTimeout = 10 * time.Second
 )
 
-// Store is an engine.Store over a bun database.
+// Store is an storage.Full over a bun database.
 type Store struct {
 	querier
 	write    *bun.DB
@@ -70,8 +70,9 @@ type Store struct {
 }
 
 var (
-	_ engine.Store = (*Store)(nil)
-	_ engine.Tx    = (*storeTx)(nil)
+	_ storage.Full = (*Store)(nil)
+	_ storage.All  = (*storeTx)(nil)
+	_ storage.Tx   = (*storeTx)(nil)
 )
 
 // Open connects to the database named by dsn: sqlite:PATH, sqlite::memory: or
@@ -233,7 +234,7 @@ func (s *Store) Close() error {
 // on SQLite the transaction holds the one writer connection, so a write through the Store
 // would wait for it forever (and so would a read of a table the transaction has written,
 // on sqlite::memory:).
-func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
 	defer s.lockWriter()()
 	// Outside the transaction, which would hold the one writer connection that preparing
 	// needs; once prepared this is one atomic load.
@@ -260,7 +261,7 @@ func (s *Store) lockWriter() func() {
 	return s.writer.Unlock
 }
 
-// storeTx is the engine.Tx handed to InTx's fn.
+// storeTx is the storage.Tx handed to InTx's fn.
 type storeTx struct {
 	querier
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/store/storetest"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -22,7 +22,7 @@ var dialects = []string{"sqlite", "postgres"}
 func TestConformance(t *testing.T) {
 	t.Run("sqlite-bun-only", func(t *testing.T) {
 		t.Parallel()
-		storetest.Run(t, func(t *testing.T) engine.Store { return store.OpenTestBunOnly(t) }, store.CountAllJobs)
+		storetest.Run(t, func(t *testing.T) storage.Full { return store.OpenTestBunOnly(t) }, store.CountAllJobs)
 	})
 	for _, dialect := range dialects {
 		t.Run(dialect, func(t *testing.T) {
@@ -30,7 +30,7 @@ func TestConformance(t *testing.T) {
 			if dialect == "postgres" && os.Getenv(store.PostgresDSNEnv) == "" {
 				t.Skip(store.PostgresDSNEnv + " is unset: skipping the PostgreSQL suite")
 			}
-			storetest.Run(t, func(t *testing.T) engine.Store { return store.OpenTest(t, dialect) }, store.CountAllJobs)
+			storetest.Run(t, func(t *testing.T) storage.Full { return store.OpenTest(t, dialect) }, store.CountAllJobs)
 		})
 	}
 }
@@ -122,7 +122,7 @@ func TestMemoryDatabasesArePrivate(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, a.CreateTable(ctx, &svctype.Table{OrgID: "o", Name: "t"}))
 	_, err := b.GetTable(ctx, "o", "t")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 }
 
 // TestSQLiteFile runs the suite's core path on a database file (WAL, separate read pool)
@@ -150,7 +150,7 @@ func TestSQLiteFile(t *testing.T) {
 
 func TestSQLiteFileConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) engine.Store {
+	storetest.Run(t, func(t *testing.T) storage.Full {
 		ctx := context.Background()
 		s, err := store.Open(ctx, store.NewTestDSN(t, "sqlite"))
 		require.NoError(t, err)
@@ -192,7 +192,7 @@ func BenchmarkStepCommit(b *testing.B) {
 			b.ResetTimer()
 			i := 0
 			for b.Loop() {
-				err := s.InTx(ctx, func(ctx context.Context, tx engine.Tx) error {
+				err := s.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
 					job.Payload = json.RawMessage(`{"step":1}`)
 					if err := tx.RenewJob(ctx, &job, time.Hour); err != nil {
 						return err

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 )
 
 // PostgresDSNEnv names the environment variable holding the PostgreSQL server the tests
@@ -44,7 +44,7 @@ func OpenTest(t testing.TB, dialect string) *Store {
 // CountAllJobs counts the jobs of every organization in s, which must be a *Store: tests use
 // it to see a queue drain. It is a test helper on purpose, not a Store method: no engine
 // interface reads tenant rows without an org id (DESIGN.md).
-func CountAllJobs(tb testing.TB, s engine.Store) int {
+func CountAllJobs(tb testing.TB, s storage.Full) int {
 	tb.Helper()
 	st, ok := s.(*Store)
 	if !ok {
@@ -103,7 +103,7 @@ func NewTestDSN(t testing.TB, dialect string) string {
 // test that advanced an engine's clock past a wait (a retry's backoff, an open circuit) uses
 // it so the worker claims those jobs without waiting the same time for real. A test
 // helper, like CountAllJobs: no engine interface touches jobs across organizations.
-func MakeJobsDue(tb testing.TB, s engine.Store) {
+func MakeJobsDue(tb testing.TB, s storage.Full) {
 	tb.Helper()
 	st, ok := s.(*Store)
 	if !ok {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -432,7 +432,7 @@ func (q *querier) rekeyRows(ctx context.Context, db bun.IDB, orgID, table string
 }
 
 func conflictingKeys() error {
-	return fmt.Errorf("the patch would give two rows the same key: %w", engine.ErrConflict)
+	return fmt.Errorf("the patch would give two rows the same key: %w", storage.ErrConflict)
 }
 
 // setKeyHashes writes the new key hashes: cleared first, then set, so that no statement

@@ -8,12 +8,12 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/secrets"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
-// Webhook registrations (engine.WebhookStore): one row per registration, its secret
+// Webhook registrations (storage.Webhooks): one row per registration, its secret
 // sealed. Every query names the org. The registration and the health columns are written
 // by different statements, so a PATCH and a delivery's outcome never undo each other.
 
@@ -113,7 +113,7 @@ func (q *querier) GetWebhook(ctx context.Context, orgID, id string) (*svctype.We
 }
 
 // ListWebhooks pages by (created_at, id), oldest first.
-func (q *querier) ListWebhooks(ctx context.Context, orgID string, f engine.WebhookListFilter) (svctype.Page[svctype.Webhook], error) {
+func (q *querier) ListWebhooks(ctx context.Context, orgID string, f storage.WebhookListFilter) (svctype.Page[svctype.Webhook], error) {
 	sel := q.r.NewSelect().Model((*webhookModel)(nil)).Where("org_id = ?", orgID)
 	if f.Event != "" {
 		sel = sel.Where("event = ?", f.Event)

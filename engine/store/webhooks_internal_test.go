@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/secrets"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -35,7 +35,7 @@ func TestWebhookStatementsCarryOrgID(t *testing.T) {
 			require.NoError(t, q.InsertWebhook(ctx, w))
 			_, err := q.GetWebhook(ctx, "o", "whk_1")
 			require.NoError(t, err)
-			_, err = q.ListWebhooks(ctx, "o", engine.WebhookListFilter{Event: "document.uploaded", NotKeyID: "k2", ListOptions: svctype.ListOptions{Limit: 1}})
+			_, err = q.ListWebhooks(ctx, "o", storage.WebhookListFilter{Event: "document.uploaded", NotKeyID: "k2", ListOptions: svctype.ListOptions{Limit: 1}})
 			require.NoError(t, err)
 			require.NoError(t, q.UpdateWebhook(ctx, w))
 			_, err = q.RecordWebhookFailure(ctx, "o", "whk_1", 1, time.Now())

@@ -101,7 +101,7 @@ func (s *Server) registerActions() {
 		OrgParam
 		Body ActionBody
 	}) (*actionOutput, error) {
-		a, err := s.eng.CreateAction(ctx, in.OrgID, in.Body.action())
+		a, err := s.eng.Actions.CreateAction(ctx, in.OrgID, in.Body.action())
 		if err != nil {
 			return nil, s.fail(ctx, err, actionWrite)
 		}
@@ -115,7 +115,7 @@ func (s *Server) registerActions() {
 		OrgParam
 		Paging
 	}) (*struct{ Body List[Action] }, error) {
-		page, err := s.eng.ListActions(ctx, in.OrgID, in.options())
+		page, err := s.eng.Actions.ListActions(ctx, in.OrgID, in.options())
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{in: "query"})
 		}
@@ -125,7 +125,7 @@ func (s *Server) registerActions() {
 	o = op("get-action", http.MethodGet, "/actions/{actionName}", "Get an action", "Actions")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	huma.Register(s.api, o, func(ctx context.Context, in *ActionPath) (*actionOutput, error) {
-		a, err := s.eng.GetAction(ctx, in.OrgID, in.ActionName)
+		a, err := s.eng.Actions.GetAction(ctx, in.OrgID, in.ActionName)
 		if err != nil {
 			return nil, s.fail(ctx, err, actionNotFound)
 		}
@@ -141,7 +141,7 @@ func (s *Server) registerActions() {
 		ActionPath
 		Body ActionBody
 	}) (*actionOutput, error) {
-		a, err := s.eng.ReplaceAction(ctx, in.OrgID, in.ActionName, in.Body.action())
+		a, err := s.eng.Actions.ReplaceAction(ctx, in.OrgID, in.ActionName, in.Body.action())
 		if err != nil {
 			return nil, s.fail(ctx, err, actionNotFound)
 		}
@@ -153,7 +153,7 @@ func (s *Server) registerActions() {
 	o.DefaultStatus = http.StatusNoContent
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	huma.Register(s.api, o, func(ctx context.Context, in *ActionPath) (*struct{}, error) {
-		if err := s.eng.DeleteAction(ctx, in.OrgID, in.ActionName); err != nil {
+		if err := s.eng.Actions.DeleteAction(ctx, in.OrgID, in.ActionName); err != nil {
 			return nil, s.fail(ctx, err, actionNotFound)
 		}
 		return &struct{}{}, nil

@@ -25,7 +25,7 @@ func (s *Server) registerApprovals() {
 		"expires_at. 404 when the run has none pending (or is another organization's)."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	huma.Register(s.api, o, func(ctx context.Context, in *RunPath) (*struct{ Body *svctype.Approval }, error) {
-		a, err := s.eng.PendingApproval(ctx, in.OrgID, in.RunID)
+		a, err := s.eng.HITL.PendingApproval(ctx, in.OrgID, in.RunID)
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{notFound: "no pending approval for this run"})
 		}
@@ -40,7 +40,7 @@ func (s *Server) registerApprovals() {
 		Role   string `query:"role" maxLength:"100" doc:"Only approvals for this approver_role."`
 		Paging
 	}) (*struct{ Body List[svctype.Approval] }, error) {
-		page, err := s.eng.ListApprovals(ctx, in.OrgID, engine.ApprovalFilter{Status: svctype.ApprovalStatus(in.Status), Role: in.Role, ListOptions: in.options()})
+		page, err := s.eng.HITL.ListApprovals(ctx, in.OrgID, engine.ApprovalFilter{Status: svctype.ApprovalStatus(in.Status), Role: in.Role, ListOptions: in.options()})
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{in: "query"})
 		}
@@ -58,7 +58,7 @@ func (s *Server) registerApprovals() {
 		StepID int `path:"stepId" minimum:"0" doc:"The zero-based index of the approval step."`
 		Body   ApprovalDecisionBody
 	}) (*struct{ Body *svctype.Approval }, error) {
-		a, err := s.eng.DecideApproval(ctx, in.OrgID, in.RunID, in.StepID, engine.ApprovalDecision{
+		a, err := s.eng.HITL.DecideApproval(ctx, in.OrgID, in.RunID, in.StepID, engine.ApprovalDecision{
 			Approved: in.Body.Approved, Comment: in.Body.Comment, By: engine.Actor{Type: "api"}})
 		if err != nil {
 			return nil, s.fail(ctx, err, approvalNotFound)

@@ -30,7 +30,7 @@ func (s *Server) registerDeliveries() {
 		WebhookID string `path:"webhookId" doc:"The webhook's id."`
 		Paging
 	}) (*struct{ Body List[svctype.Delivery] }, error) {
-		page, err := s.eng.ListDeliveries(ctx, in.OrgID, in.WebhookID, in.options())
+		page, err := s.eng.Webhooks.ListDeliveries(ctx, in.OrgID, in.WebhookID, in.options())
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{notFound: "webhook not found", in: "query"})
 		}
@@ -42,7 +42,7 @@ func (s *Server) registerDeliveries() {
 		"target's circuit was open), the status code, the latency, the error and the next attempt."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	huma.Register(s.api, o, func(ctx context.Context, in *DeliveryPath) (*struct{ Body *engine.DeliveryDoc }, error) {
-		d, err := s.eng.GetDelivery(ctx, in.OrgID, in.DeliveryID)
+		d, err := s.eng.Webhooks.GetDelivery(ctx, in.OrgID, in.DeliveryID)
 		if err != nil {
 			return nil, s.fail(ctx, err, deliveryNotFound)
 		}
@@ -55,7 +55,7 @@ func (s *Server) registerDeliveries() {
 	o.DefaultStatus = http.StatusAccepted
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
 	huma.Register(s.api, o, func(ctx context.Context, in *DeliveryPath) (*struct{ Body *svctype.Delivery }, error) {
-		d, err := s.eng.Redeliver(ctx, in.OrgID, in.DeliveryID)
+		d, err := s.eng.Webhooks.Redeliver(ctx, in.OrgID, in.DeliveryID)
 		if err != nil {
 			return nil, s.fail(ctx, err, deliveryNotFound)
 		}

@@ -149,7 +149,7 @@ func (s *Server) registerDocuments() {
 			}
 			up.ExpiresAt = &t
 		}
-		doc, err := s.eng.UploadDocument(ctx, in.OrgID, up)
+		doc, err := s.eng.Documents.UploadDocument(ctx, in.OrgID, up)
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{})
 		}
@@ -163,7 +163,7 @@ func (s *Server) registerDocuments() {
 		Paging
 		Tag string `query:"tag" maxLength:"100" doc:"Only documents carrying this tag."`
 	}) (*struct{ Body List[Document] }, error) {
-		page, err := s.eng.ListDocuments(ctx, in.OrgID, documents.ListFilter{Tag: in.Tag, ListOptions: in.options()})
+		page, err := s.eng.Documents.ListDocuments(ctx, in.OrgID, documents.ListFilter{Tag: in.Tag, ListOptions: in.options()})
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{in: "query"})
 		}
@@ -173,7 +173,7 @@ func (s *Server) registerDocuments() {
 	o = op("get-document", http.MethodGet, "/documents/{documentId}", "A document with its versions", "Documents")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	huma.Register(s.api, o, func(ctx context.Context, in *DocumentPath) (*struct{ Body Document }, error) {
-		doc, err := s.eng.GetDocument(ctx, in.OrgID, in.DocumentID)
+		doc, err := s.eng.Documents.GetDocument(ctx, in.OrgID, in.DocumentID)
 		if err != nil {
 			return nil, s.fail(ctx, err, documentNotFound)
 		}
@@ -201,7 +201,7 @@ func (s *Server) registerDocuments() {
 		if strings.TrimSpace(ct) == "" {
 			ct = documents.ContentTypeFor(partType, filename)
 		}
-		doc, err := s.eng.AddDocumentVersion(ctx, in.OrgID, in.DocumentID, content, ct)
+		doc, err := s.eng.Documents.AddDocumentVersion(ctx, in.OrgID, in.DocumentID, content, ct)
 		if err != nil {
 			return nil, s.fail(ctx, err, documentNotFound)
 		}
@@ -219,7 +219,7 @@ func (s *Server) registerDocuments() {
 		DocumentPath
 		Version int `query:"version" minimum:"1" doc:"Version number (default the latest)."`
 	}) (*DocumentContent, error) {
-		doc, v, data, err := s.eng.DocumentContent(ctx, in.OrgID, in.DocumentID, in.Version)
+		doc, v, data, err := s.eng.Documents.DocumentContent(ctx, in.OrgID, in.DocumentID, in.Version)
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{notFound: "document or version not found", in: "query"})
 		}
@@ -237,7 +237,7 @@ func (s *Server) registerDocuments() {
 	o.DefaultStatus = http.StatusNoContent
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	huma.Register(s.api, o, func(ctx context.Context, in *DocumentPath) (*struct{}, error) {
-		if err := s.eng.DeleteDocument(ctx, in.OrgID, in.DocumentID); err != nil {
+		if err := s.eng.Documents.DeleteDocument(ctx, in.OrgID, in.DocumentID); err != nil {
 			return nil, s.fail(ctx, err, documentNotFound)
 		}
 		return &struct{}{}, nil

@@ -169,7 +169,7 @@ func (s *Server) registerExternalForms() {
 		OrgParam
 		Body ExternalFormBody
 	}) (*externalFormOutput, error) {
-		f, err := s.eng.CreateExternalForm(ctx, in.OrgID, in.Body.input())
+		f, err := s.eng.Forms.CreateExternalForm(ctx, in.OrgID, in.Body.input())
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{})
 		}
@@ -183,7 +183,7 @@ func (s *Server) registerExternalForms() {
 		OrgParam
 		Paging
 	}) (*struct{ Body List[ExternalForm] }, error) {
-		page, err := s.eng.ListExternalForms(ctx, in.OrgID, in.options())
+		page, err := s.eng.Forms.ListExternalForms(ctx, in.OrgID, in.options())
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{in: "query"})
 		}
@@ -193,7 +193,7 @@ func (s *Server) registerExternalForms() {
 	o = op("get-external-form", http.MethodGet, "/external-forms/{formId}", "Get an external form", "External forms")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	huma.Register(s.api, o, func(ctx context.Context, in *ExternalFormPath) (*externalFormOutput, error) {
-		f, err := s.eng.GetExternalForm(ctx, in.OrgID, in.FormID)
+		f, err := s.eng.Forms.GetExternalForm(ctx, in.OrgID, in.FormID)
 		if err != nil {
 			return nil, s.fail(ctx, err, externalFormNotFound)
 		}
@@ -208,7 +208,7 @@ func (s *Server) registerExternalForms() {
 		ExternalFormPath
 		Body ExternalFormBody
 	}) (*externalFormOutput, error) {
-		f, err := s.eng.ReplaceExternalForm(ctx, in.OrgID, in.FormID, in.Body.input())
+		f, err := s.eng.Forms.ReplaceExternalForm(ctx, in.OrgID, in.FormID, in.Body.input())
 		if err != nil {
 			return nil, s.fail(ctx, err, externalFormNotFound)
 		}
@@ -220,7 +220,7 @@ func (s *Server) registerExternalForms() {
 	o.DefaultStatus = http.StatusNoContent
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	huma.Register(s.api, o, func(ctx context.Context, in *ExternalFormPath) (*struct{}, error) {
-		if err := s.eng.DeleteExternalForm(ctx, in.OrgID, in.FormID); err != nil {
+		if err := s.eng.Forms.DeleteExternalForm(ctx, in.OrgID, in.FormID); err != nil {
 			return nil, s.fail(ctx, err, externalFormNotFound)
 		}
 		return &struct{}{}, nil
@@ -234,7 +234,7 @@ func (s *Server) registerExternalForms() {
 		ExternalFormPath
 		Paging
 	}) (*struct{ Body List[FormSubmission] }, error) {
-		page, err := s.eng.ListFormSubmissions(ctx, in.OrgID, in.FormID, in.options())
+		page, err := s.eng.Forms.ListFormSubmissions(ctx, in.OrgID, in.FormID, in.options())
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{in: "query", notFound: externalFormNotFound.notFound})
 		}
@@ -246,7 +246,7 @@ func (s *Server) registerExternalForms() {
 		"submissions. A form that is missing or not public is 404."
 	o.Errors = []int{http.StatusNotFound}
 	huma.Register(s.api, o, func(ctx context.Context, in *PublicFormPath) (*struct{ Body PublicForm }, error) {
-		f, open, err := s.eng.PublicForm(ctx, in.FormID)
+		f, open, err := s.eng.Forms.PublicForm(ctx, in.FormID)
 		if err != nil {
 			return nil, s.fail(ctx, err, externalFormNotFound)
 		}
@@ -268,7 +268,7 @@ func (s *Server) registerExternalForms() {
 		Identity string         `header:"X-Svc-Identity" doc:"Set by the gateway for a signed-in person: a token signed with the key the gateway and the runtime share. Anything else is ignored."`
 		Body     map[string]any `nullable:"false"`
 	}) (*struct{ Body PublicSubmitResult }, error) {
-		done, err := s.eng.SubmitPublicForm(ctx, in.FormID, engine.PublicSubmission{
+		done, err := s.eng.Forms.SubmitPublicForm(ctx, in.FormID, engine.PublicSubmission{
 			Payload: in.Body, SubmittedBy: s.signedIn(in.FormID, in.Identity),
 		})
 		if err != nil {

@@ -38,7 +38,7 @@ func (s *Server) registerFeatures() {
 	o := op("get-org-features", http.MethodGet, "/org-features", "The organization's features", "Forms")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
 	huma.Register(s.api, o, func(ctx context.Context, in *OrgParam) (*struct{ Body svctype.OrgFeatures }, error) {
-		f, err := s.eng.OrgFeatures(ctx, in.OrgID)
+		f, err := s.eng.OrgConfig.OrgFeatures(ctx, in.OrgID)
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{})
 		}
@@ -53,7 +53,7 @@ func (s *Server) registerFeatures() {
 		OrgParam
 		Body svctype.OrgFeatures
 	}) (*struct{ Body svctype.OrgFeatures }, error) {
-		f, err := s.eng.SetOrgFeatures(ctx, in.OrgID, in.Body)
+		f, err := s.eng.OrgConfig.SetOrgFeatures(ctx, in.OrgID, in.Body)
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{})
 		}

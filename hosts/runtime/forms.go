@@ -31,7 +31,7 @@ func (s *Server) registerForms() {
 		OrgParam
 		Paging
 	}) (*struct{ Body List[svctype.FormPause] }, error) {
-		page, err := s.eng.PendingForms(ctx, in.OrgID, in.options())
+		page, err := s.eng.HITL.PendingForms(ctx, in.OrgID, in.options())
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{in: "query"})
 		}
@@ -43,7 +43,7 @@ func (s *Server) registerForms() {
 		"form_schema_v1, and once submitted the submission (submission_id, submitted_at, the data)."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	huma.Register(s.api, o, func(ctx context.Context, in *FormPath) (*struct{ Body *svctype.FormPause }, error) {
-		p, err := s.eng.FormPause(ctx, in.OrgID, in.RunID, in.StepID)
+		p, err := s.eng.HITL.FormPause(ctx, in.OrgID, in.RunID, in.StepID)
 		if err != nil {
 			return nil, s.fail(ctx, err, formNotFound)
 		}
@@ -59,7 +59,7 @@ func (s *Server) registerForms() {
 		FormPath
 		Body FormSubmitBody
 	}) (*struct{ Body *svctype.FormPause }, error) {
-		p, err := s.eng.SubmitForm(ctx, in.OrgID, in.RunID, in.StepID, engine.FormSubmission{Data: in.Body.Data})
+		p, err := s.eng.HITL.SubmitForm(ctx, in.OrgID, in.RunID, in.StepID, engine.FormSubmission{Data: in.Body.Data})
 		if err != nil {
 			return nil, s.fail(ctx, err, formNotFound)
 		}

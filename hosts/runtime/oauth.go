@@ -100,7 +100,7 @@ func (s *Server) registerOAuth() {
 		Provider string `path:"provider" doc:"google, slack or microsoft."`
 		Account  string `query:"account" required:"true" doc:"The label the organization gives the account (1-200 letters, digits and @ . _ + : -), what __oauth_account__ will name."`
 	}) (*struct{ Body OAuthAuthorization }, error) {
-		a, err := s.eng.StartOAuth(ctx, in.OrgID, in.Provider, in.Account)
+		a, err := s.eng.Connections.StartOAuth(ctx, in.OrgID, in.Provider, in.Account)
 		if err != nil {
 			return nil, s.oauthProblem(ctx, err, failure{in: "query", notFound: "OAuth provider not found"})
 		}
@@ -122,7 +122,7 @@ func (s *Server) registerOAuth() {
 		Error            string `query:"error" doc:"The provider's error, when access was not granted."`
 		ErrorDescription string `query:"error_description" doc:"The provider's explanation of error."`
 	}) (*struct{ Body OAuthConnection }, error) {
-		c, err := s.eng.FinishOAuth(ctx, engine.OAuthCallback{State: in.State, Code: in.Code, Error: in.Error, ErrorDescription: in.ErrorDescription})
+		c, err := s.eng.Connections.FinishOAuth(ctx, engine.OAuthCallback{State: in.State, Code: in.Code, Error: in.Error, ErrorDescription: in.ErrorDescription})
 		if err != nil {
 			return nil, s.oauthProblem(ctx, err, failure{in: "query"})
 		}
@@ -144,7 +144,7 @@ func (s *Server) registerOAuth() {
 		Status int
 		Body   OAuthConnection
 	}, error) {
-		c, created, err := s.eng.CreateOAuthConnection(ctx, in.OrgID, engine.OAuthConnectionInput{
+		c, created, err := s.eng.Connections.CreateOAuthConnection(ctx, in.OrgID, engine.OAuthConnectionInput{
 			Provider: in.Body.Provider, Account: in.Body.Account, AccessToken: in.Body.AccessToken,
 			RefreshToken: in.Body.RefreshToken, ExpiresAt: in.Body.ExpiresAt, Scopes: in.Body.Scopes,
 		})
@@ -173,7 +173,7 @@ func (s *Server) registerOAuth() {
 		OrgParam
 		Paging
 	}) (*struct{ Body List[OAuthConnection] }, error) {
-		page, err := s.eng.ListOAuthConnections(ctx, in.OrgID, in.options())
+		page, err := s.eng.Connections.ListOAuthConnections(ctx, in.OrgID, in.options())
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{in: "query"})
 		}
@@ -188,7 +188,7 @@ func (s *Server) registerOAuth() {
 		OrgParam
 		ConnectionID string `path:"connectionId" doc:"Connection id."`
 	}) (*struct{}, error) {
-		if err := s.eng.DeleteOAuthConnection(ctx, in.OrgID, in.ConnectionID); err != nil {
+		if err := s.eng.Connections.DeleteOAuthConnection(ctx, in.OrgID, in.ConnectionID); err != nil {
 			return nil, s.fail(ctx, err, failure{notFound: "OAuth connection not found"})
 		}
 		return &struct{}{}, nil

@@ -49,7 +49,7 @@ func (s *Server) registerOrgConfig() {
 		OrgParam
 		Body OrgConfigBody
 	}) (*orgConfigOutput, error) {
-		e, created, err := s.eng.SetOrgConfig(ctx, in.OrgID, in.Body.Key, in.Body.Value)
+		e, created, err := s.eng.OrgConfig.SetOrgConfig(ctx, in.OrgID, in.Body.Key, in.Body.Value)
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{})
 		}
@@ -73,7 +73,7 @@ func (s *Server) registerOrgConfig() {
 		OrgParam
 		Paging
 	}) (*struct{ Body List[OrgConfigEntry] }, error) {
-		page, err := s.eng.ListOrgConfig(ctx, in.OrgID, in.options())
+		page, err := s.eng.OrgConfig.ListOrgConfig(ctx, in.OrgID, in.options())
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{in: "query"})
 		}
@@ -89,7 +89,7 @@ func (s *Server) registerOrgConfig() {
 		OrgParam
 		ConfigKey string `path:"configKey" doc:"Key name, URL-escaped where needed."`
 	}) (*struct{}, error) {
-		if err := s.eng.DeleteOrgConfig(ctx, in.OrgID, in.ConfigKey); err != nil {
+		if err := s.eng.OrgConfig.DeleteOrgConfig(ctx, in.OrgID, in.ConfigKey); err != nil {
 			return nil, s.fail(ctx, err, orgConfigNotFound)
 		}
 		return &struct{}{}, nil

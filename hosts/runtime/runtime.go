@@ -101,6 +101,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerForms()
 	s.registerFeatures()
 	s.registerExternalForms()
+	s.registerAgents()
 	return s
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
@@ -162,6 +163,15 @@ var tenancyCalls = map[string]tenancyCall{
 	"list-webhook-deliveries": {scope: byID},
 	"get-delivery":            {scope: byID},
 	"redeliver":               {scope: byID},
+
+	"execute-agent": {scope: creation, status: http.StatusAccepted, query: func(tenancyFixture) string { return "async=true" },
+		body: func(tenancyFixture) any { return map[string]any{"objective": "org B's own objective"} }},
+	"list-agents":      {scope: listing},
+	"get-agent-status": {scope: byID},
+	"get-agent-trace":  {scope: byID},
+	"resume-agent": {scope: byID, body: func(tenancyFixture) any {
+		return map[string]any{"human_input": "org B answers", "approved": true}
+	}},
 }
 
 // tenancyUpload is a multipart upload body (boundary as in multipartHeader).
@@ -198,7 +208,11 @@ type tenancyFixture struct {
 	// publicForm is A's public external form (two submissions), privateForm one that is not
 	// public.
 	publicForm, privateForm string
+	// agentRun is A's agent run (its objective holds agentObjective).
+	agentRun string
 }
+
+const agentObjective = "a-private-objective-5e19"
 
 const (
 	webhookURL    = "https://93.184.215.14/a-hooks-7f3e"
@@ -235,6 +249,8 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.delivery, true
 	case "formId":
 		return fx.publicForm, true
+	case "agentId":
+		return fx.agentRun, true
 	}
 	return "", false
 }
@@ -244,7 +260,8 @@ func (fx tenancyFixture) secrets() []string {
 	return []string{fx.workflow.ID, fx.workflow.Name, fx.finished.ID, fx.running.ID, fx.table, "ada@example.com",
 		fx.document.ID, fx.document.Name, "a-secret", fx.action, "crm.a.example.com", fx.orgConfigKey, orgConfigValue, "7c41",
 		fx.oauthAccount, fx.oauthConnection, fx.oauthToken, "a-support", "app-secret-org-a",
-		fx.webhook, "a-hooks-7f3e", webhookSecret, "a-auto-payload", fx.delivery, fx.privateForm, "a-private-intake"}
+		fx.webhook, "a-hooks-7f3e", webhookSecret, "a-auto-payload", fx.delivery, fx.privateForm, "a-private-intake",
+		fx.agentRun, agentObjective}
 }
 
 func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
@@ -298,6 +315,11 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	fx.delivery = deliveries.Items[0].ID
 
 	fx.publicForm = b.createForm(t, orgA, formBody(fx.workflow.ID, true)).ID
+	ar, err := b.eng.ExecuteAgent(t.Context(), orgA, engine.AgentInput{Objective: agentObjective})
+	require.NoError(t, err)
+	fx.agentRun = ar.ID
+	_, err = b.eng.ExecuteAgent(t.Context(), orgB, engine.AgentInput{Objective: "org B's agent"})
+	require.NoError(t, err)
 	private := formBody(fx.workflow.ID, false)
 	private["name"] = "a-private-intake"
 	fx.privateForm = b.createForm(t, orgA, private).ID
@@ -364,6 +386,8 @@ func snapshotA(t *testing.T, b *bundle, fx tenancyFixture) string {
 		"/external-forms/" + fx.publicForm,
 		"/external-forms/" + fx.privateForm,
 		"/external-forms/" + fx.publicForm + "/submissions?limit=500",
+		"/agents?limit=500",
+		"/agents/" + fx.agentRun + "/status?include_trace=true",
 	} {
 		rec := b.do(t, http.MethodGet, path, orgA, nil)
 		require.Equal(t, http.StatusOK, rec.Code, "%s: %s", path, rec.Body.String())
@@ -477,7 +501,7 @@ func TestTenancyFromRouteList(t *testing.T) {
 				l := ok[list[json.RawMessage]](t, rec, http.StatusOK)
 				require.NotEmpty(t, l.Items, "org B's own resources should be listed")
 			case creation:
-				require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+				require.Equal(t, cmp.Or(call.status, http.StatusCreated), rec.Code, rec.Body.String())
 			case public:
 				require.Equal(t, cmp.Or(call.status, http.StatusOK), rec.Code, rec.Body.String())
 			case own:

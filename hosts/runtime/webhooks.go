@@ -103,7 +103,7 @@ func (s *Server) registerWebhooks() {
 		OrgParam
 		Body WebhookBody
 	}) (*webhookOutput, error) {
-		w, err := s.eng.CreateWebhook(ctx, in.OrgID, engine.WebhookInput{
+		w, err := s.eng.Webhooks.CreateWebhook(ctx, in.OrgID, engine.WebhookInput{
 			Event: in.Body.Event, URL: in.Body.URL, Secret: in.Body.Secret,
 			Filter: in.Body.Filter.filter(), AutoPayload: in.Body.AutoPayload,
 		})
@@ -120,7 +120,7 @@ func (s *Server) registerWebhooks() {
 		OrgParam
 		Paging
 	}) (*struct{ Body List[Webhook] }, error) {
-		page, err := s.eng.ListWebhooks(ctx, in.OrgID, in.options())
+		page, err := s.eng.Webhooks.ListWebhooks(ctx, in.OrgID, in.options())
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{in: "query"})
 		}
@@ -130,7 +130,7 @@ func (s *Server) registerWebhooks() {
 	o = op("get-webhook", http.MethodGet, "/webhooks/{webhookId}", "Get a webhook registration", "Webhooks")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	huma.Register(s.api, o, func(ctx context.Context, in *WebhookPath) (*webhookOutput, error) {
-		w, err := s.eng.GetWebhook(ctx, in.OrgID, in.WebhookID)
+		w, err := s.eng.Webhooks.GetWebhook(ctx, in.OrgID, in.WebhookID)
 		if err != nil {
 			return nil, s.fail(ctx, err, webhookNotFound)
 		}
@@ -147,7 +147,7 @@ func (s *Server) registerWebhooks() {
 		WebhookPath
 		Body WebhookPatchBody
 	}) (*webhookOutput, error) {
-		w, err := s.eng.UpdateWebhook(ctx, in.OrgID, in.WebhookID, engine.WebhookPatch{
+		w, err := s.eng.Webhooks.UpdateWebhook(ctx, in.OrgID, in.WebhookID, engine.WebhookPatch{
 			Event: in.Body.Event, URL: in.Body.URL, Secret: in.Body.Secret, Filter: in.Body.Filter.filter(),
 			AutoPayload: in.Body.AutoPayload, Disabled: in.Body.Disabled,
 		})
@@ -162,7 +162,7 @@ func (s *Server) registerWebhooks() {
 	o.DefaultStatus = http.StatusNoContent
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	huma.Register(s.api, o, func(ctx context.Context, in *WebhookPath) (*struct{}, error) {
-		if err := s.eng.DeleteWebhook(ctx, in.OrgID, in.WebhookID); err != nil {
+		if err := s.eng.Webhooks.DeleteWebhook(ctx, in.OrgID, in.WebhookID); err != nil {
 			return nil, s.fail(ctx, err, webhookNotFound)
 		}
 		return &struct{}{}, nil

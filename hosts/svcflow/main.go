@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/hosts/gateway"
 	"github.com/svcflow/svcflow/hosts/identity"
 	"github.com/svcflow/svcflow/hosts/runtime"
 	"github.com/svcflow/svcflow/hosts/worker"
@@ -34,10 +36,14 @@ const usage = `svcflow: multi-tenant workflow automation
 usage:
   svcflow serve   [--db DSN] [--runtime-addr ADDR] [--gateway-addr ADDR] [--workers N] [call flags]
   svcflow runtime [--db DSN] [--runtime-addr ADDR]
+  svcflow gateway [--db DSN] [--gateway-addr ADDR] --runtime-url URL
   svcflow worker  [--db DSN] [--workers N] [call flags]
   svcflow migrate [--db DSN]
   svcflow rotate-master-key [--db DSN] [--grace 2s]
   svcflow openapi
+  svcflow license keygen                          # a new Ed25519 license key pair (JSON)
+  svcflow license issue --licensee NAME --seats N [--features a,b] [--days 365] [--not-before RFC3339]
+                                                  # SVC_LICENSE_KEY: the signing key (base64 seed)
 
 DSN: sqlite:PATH, sqlite::memory:, or postgres://... (default sqlite:./svcflow.db)
 
@@ -55,6 +61,9 @@ SVC_IDENTITY_KEY (base64 of at least 32 bytes) is the key the gateway signs a si
 person's identity with (header X-Svc-Identity); without it no identity is believed and a
 form with settings.requireAuth takes no submission.
 
+SVC_LICENSE_PUBLIC_KEY (base64) is the key the gateway verifies licenses with
+(/licensing/validate); without it licensing is off.
+
 SVC_OAUTH_API_URLS=slack=URL,gmail=URL,sheets=URL,graph=URL (any of them) points the
 OAuth tools at other API base URLs (a test double or a proxy).
 `
@@ -69,16 +78,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	cmd, rest := args[0], args[1:]
+	if cmd == "license" {
+		return licenseCommand(rest, stdout, stderr)
+	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dsn := fs.String("db", "sqlite:./svcflow.db", "database: sqlite:PATH, sqlite::memory: or postgres://...")
 	runtimeAddr := fs.String("runtime-addr", "127.0.0.1:8080", "runtime API listen address")
-	gatewayAddr := fs.String("gateway-addr", "127.0.0.1:8081", "gateway listen address (the gateway is not part of this build yet)")
+	gatewayAddr := fs.String("gateway-addr", "127.0.0.1:8081", "gateway listen address (serve, gateway); empty: no gateway")
+	runtimeURL := fs.String("runtime-url", "", "gateway: the runtime's base URL (http://host:port) it forwards runtime routes to")
+	gwRate := fs.Float64("rate", gateway.DefaultRate, "gateway: requests a second each key may make (token bucket refill)")
+	gwBurst := fs.Int("burst", gateway.DefaultBurst, "gateway: requests a key may make at once (token bucket size)")
 	workers := fs.Int("workers", 4, "jobs a worker runs at once (step slots; calls in flight hold none)")
 	ioConcurrency := fs.Int("io-concurrency", engine.DefaultIOConcurrency, "calls to other systems (actions, models) in flight at once")
 	ioPerOrg := fs.Int("io-per-org", engine.DefaultIOPerOrg, "calls in flight at once for one organization")
 	oauthRedirect := fs.String("oauth-redirect-url", "", "the OAuth callback address sent to providers (https://<host>/oauth/callback), unless an organization's oauth:<provider> app sets redirect_url")
 	allowPrivate := fs.Bool("allow-private-targets", false, "let actions reach loopback, private and link-local addresses and local databases (single-tenant deployments and tests only)")
+	lease := fs.Duration("lease", 15*time.Second, "how long a claimed job stays with its worker without a heartbeat: a worker that dies leaves its jobs to the others after at most this")
 	grace := fs.Duration("grace", 2*time.Second, "rotate-master-key: how long to wait for writes under the old key before the confirming pass")
 	if err := fs.Parse(rest); err != nil {
 		return 2
@@ -99,10 +115,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 			log.Info("migrated", "dialect", st.Dialect())
 			return nil
 		})
-	case "serve", "runtime", "worker":
-		if cmd == "serve" && *gatewayAddr != "" {
-			log.Info("the gateway is not part of this build; --gateway-addr is reserved for it", "gateway_addr", *gatewayAddr)
+	case "gateway":
+		u, perr := url.Parse(*runtimeURL)
+		if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			err = fmt.Errorf("--runtime-url %q: the runtime's http(s) base URL is required", *runtimeURL)
+			break
 		}
+		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
+			lk, err := licensePublicKey(os.Getenv(envLicensePublicKey))
+			if err != nil {
+				return err
+			}
+			gw := gateway.New(gateway.Options{Store: st, RuntimeURL: u, Logger: log, Rate: *gwRate, Burst: *gwBurst, Version: version, LicenseKey: lk,
+				Shared: st.Dialect() == "postgres"})
+			flushed := make(chan struct{})
+			go func() { defer close(flushed); gw.RunFlusher(ctx, usageFlush) }()
+			err = serveHTTP(ctx, log, "gateway", *gatewayAddr, gw.Handler())
+			<-flushed
+			return err
+		})
+	case "serve", "runtime", "worker":
 		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
 			keys, err := masterKeyring(ctx, *dsn, st, os.Getenv, log)
 			if err != nil {
@@ -115,14 +147,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if len(named) > 0 {
 				log.Info("OAuth tool APIs from "+envOAuthAPIURLs, "apis", strings.Join(named, ","))
 			}
-			cfg := engine.Config{Store: st, Logger: log, Keyring: keys, AllowPrivateTargets: *allowPrivate,
+			if *lease < time.Second {
+				return fmt.Errorf("--lease %s: at least 1s", *lease)
+			}
+			cfg := engine.Config{Store: st, Logger: log, Keyring: keys, AllowPrivateTargets: *allowPrivate, Lease: *lease,
 				IOConcurrency: *ioConcurrency, IOPerOrg: *ioPerOrg,
 				OAuth: engine.OAuthOptions{APIs: apis, AllowPrivateTargets: *allowPrivate, RedirectURL: *oauthRedirect}}
 			idKey, err := identityKey(os.Getenv(envIdentityKey))
 			if err != nil {
 				return err
 			}
-			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, *workers, idKey)
+			gw := ""
+			if cmd == "serve" {
+				gw = *gatewayAddr
+			}
+			lk, err := licensePublicKey(os.Getenv(envLicensePublicKey))
+			if err != nil {
+				return err
+			}
+			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, gw, *workers, idKey, gateway.Options{Rate: *gwRate, Burst: *gwBurst, LicenseKey: lk})
 		})
 	case "rotate-master-key":
 		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
@@ -154,7 +197,7 @@ func withStore(ctx context.Context, dsn string, log *slog.Logger, fn func(*store
 
 // serve runs the runtime API and/or a worker until ctx ends, then drains both: the API
 // finishes the requests in flight, the worker the steps in flight.
-func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, cmd, addr string, workers int, idKey []byte) error {
+func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, cmd, addr, gatewayAddr string, workers int, idKey []byte, gwOpts gateway.Options) error {
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return err
@@ -163,7 +206,7 @@ func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Lo
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
+	errs := make(chan error, 3)
 	if cmd == "serve" || cmd == "worker" {
 		w := worker.New(eng, worker.Options{Concurrency: workers, Logger: log})
 		wg.Add(1)
@@ -171,29 +214,39 @@ func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Lo
 		log.Info("worker started", "concurrency", workers, "dialect", st.Dialect())
 	}
 	if cmd == "serve" || cmd == "runtime" {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return err
+		rt := runtime.New(eng, runtime.Options{Logger: log, Version: version, IdentityKey: idKey}).Handler()
+		servers := []struct {
+			name, addr string
+			h          http.Handler
+		}{{"runtime", addr, rt}}
+		if gatewayAddr != "" {
+			gwOpts.Store, gwOpts.Runtime, gwOpts.Logger, gwOpts.Version = st, rt, log, version
+			gwOpts.Shared = st.Dialect() == "postgres" // several gateways share one database's limits
+			gw := gateway.New(gwOpts)
+			wg.Add(1)
+			go func() { defer wg.Done(); gw.RunFlusher(ctx, usageFlush) }()
+			servers = append(servers, struct {
+				name, addr string
+				h          http.Handler
+			}{"gateway", gatewayAddr, gw.Handler()})
 		}
-		srv := &http.Server{
-			Handler:           runtime.New(eng, runtime.Options{Logger: log, Version: version, IdentityKey: idKey}).Handler(),
-			ReadHeaderTimeout: 10 * time.Second,
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errs <- err
+		for _, s := range servers {
+			ln, err := net.Listen("tcp", s.addr)
+			if err != nil {
 				cancel()
+				wg.Wait()
+				return err
 			}
-		}()
-		go func() {
-			<-ctx.Done()
-			shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(shutdown)
-		}()
-		log.Info("runtime listening", "addr", ln.Addr().String(), "dialect", st.Dialect())
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := serveListener(ctx, ln, s.h); err != nil {
+					errs <- err
+					cancel()
+				}
+			}()
+			log.Info(s.name+" listening", "addr", ln.Addr().String(), "dialect", st.Dialect())
+		}
 	}
 	wg.Wait()
 	close(errs)
@@ -219,4 +272,36 @@ func identityKey(v string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: want base64 of at least %d bytes", envIdentityKey, identity.MinKeyBytes)
 	}
 	return k, nil
+}
+
+// usageFlush is how often a gateway saves the usage it counted.
+const usageFlush = 5 * time.Second
+
+// serveHTTP serves h on addr until ctx is done, then drains it (30 s at most).
+func serveHTTP(ctx context.Context, log *slog.Logger, name, addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	log.Info(name+" listening", "addr", ln.Addr().String())
+	if err := serveListener(ctx, ln, h); err != nil {
+		return err
+	}
+	log.Info("stopped cleanly")
+	return nil
+}
+
+// serveListener serves h on ln until ctx is done, then shuts the server down gracefully.
+func serveListener(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -164,9 +165,11 @@ func TestWaitAcrossProcesses(t *testing.T) {
 
 // process is the real binary running in a test.
 type process struct {
-	base string // the runtime's base URL, when it serves one
-	logs *syncLog
-	stop func() error // SIGTERM, then the exit status (killed after 30 s); once
+	base    string // the runtime's base URL, when it serves one
+	gateway string // the gateway's base URL, when it serves one (read once it logged it)
+	logs    *syncLog
+	stop    func() error // SIGTERM, then the exit status (killed after 30 s); once
+	kill    func()       // SIGKILL: the process dies at once, as on a crash
 }
 
 // startProcess starts the binary in dir (a new temporary directory when empty) with args,
@@ -182,6 +185,10 @@ func startProcessEnv(t *testing.T, bin, dir string, env []string, args ...string
 	if dir == "" {
 		dir = t.TempDir()
 	}
+	if args[0] == "serve" && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--gateway-addr") }) {
+		// Tests run many servers at once: each gateway on a port of its own.
+		args = append(args, "--gateway-addr", "127.0.0.1:0")
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = env
@@ -189,16 +196,20 @@ func startProcessEnv(t *testing.T, bin, dir string, env []string, args ...string
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	p := &process{logs: &syncLog{}}
-	addrCh := make(chan string, 1)
+	addrCh, gwCh := make(chan string, 1), make(chan string, 1)
 	logsDone := make(chan struct{})
 	go func() {
 		defer close(logsDone)
 		listening := regexp.MustCompile(`runtime listening"? addr=(\S+)`)
+		gatewayListening := regexp.MustCompile(`gateway listening"? addr=(\S+)`)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			p.logs.add(sc.Text())
 			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
 				addrCh <- m[1]
+			}
+			if m := gatewayListening.FindStringSubmatch(sc.Text()); m != nil {
+				gwCh <- m[1]
 			}
 		}
 	}()
@@ -220,6 +231,10 @@ func startProcessEnv(t *testing.T, bin, dir string, env []string, args ...string
 		})
 		return exitErr
 	}
+	p.kill = func() {
+		_ = cmd.Process.Kill()
+		_ = p.stop() // reaps it
+	}
 	t.Cleanup(func() {
 		_ = p.stop()
 		if t.Failed() {
@@ -229,11 +244,28 @@ func startProcessEnv(t *testing.T, bin, dir string, env []string, args ...string
 	if args[0] == "worker" {
 		return p
 	}
+	if args[0] == "gateway" {
+		select {
+		case addr := <-gwCh:
+			p.gateway = "http://" + addr
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the gateway did not start listening; logs:\n%s", p.logs.String())
+		}
+		return p
+	}
 	select {
 	case addr := <-addrCh:
 		p.base = "http://" + addr
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s did not start listening; logs:\n%s", args[0], p.logs.String())
+	}
+	if args[0] == "serve" {
+		select {
+		case addr := <-gwCh:
+			p.gateway = "http://" + addr
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the gateway did not start listening; logs:\n%s", p.logs.String())
+		}
 	}
 	return p
 }

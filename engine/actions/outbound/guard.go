@@ -2,6 +2,7 @@ package outbound
 
 import (
 	"net"
+	"net/http"
 	"net/netip"
 	"syscall"
 	"time"
@@ -112,4 +113,18 @@ func NewDialer(allowPrivate bool) *net.Dialer {
 		d.Control = Control
 	}
 	return d
+}
+
+// NewHTTPClient returns an *http.Client whose connections go through the address guard
+// (NewDialer) and that follows no redirect: for code that takes an *http.Client (a model
+// SDK) or makes one attempt per request itself (webhook deliveries). maxIdlePerHost bounds
+// the idle connections kept to one host (maxIdle all together; 0: the transport's default).
+func NewHTTPClient(allowPrivate bool, maxIdle, maxIdlePerHost int) *http.Client {
+	dialer := NewDialer(allowPrivate)
+	return &http.Client{
+		Transport: &http.Transport{DialContext: dialer.DialContext, Proxy: nil, ForceAttemptHTTP2: true,
+			MaxIdleConns: maxIdle, MaxIdleConnsPerHost: maxIdlePerHost, IdleConnTimeout: 90 * time.Second,
+			TLSHandshakeTimeout: 10 * time.Second},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }

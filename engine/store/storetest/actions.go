@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -93,16 +93,16 @@ func testActionCreateGet(t *testing.T, b *bundle) {
 	// A taken name is a conflict, in the org only; nothing is overwritten.
 	dup := httpAction(org, "notify")
 	dup.URL = "https://evil.example.com/"
-	require.ErrorIs(t, b.s.CreateAction(b.ctx, dup), engine.ErrConflict)
+	require.ErrorIs(t, b.s.CreateAction(b.ctx, dup), storage.ErrConflict)
 	got, err = b.s.GetAction(b.ctx, org, "notify")
 	require.NoError(t, err)
 	require.Equal(t, a.URL, got.URL)
 	b.action(t, httpAction(org+"_other", "notify"))
 
 	_, err = b.s.GetAction(b.ctx, org, "missing")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = b.s.GetAction(b.ctx, org, "Notify")
-	require.ErrorIs(t, err, engine.ErrNotFound, "names are case-sensitive, like step types")
+	require.ErrorIs(t, err, storage.ErrNotFound, "names are case-sensitive, like step types")
 }
 
 func testActionList(t *testing.T, b *bundle) {
@@ -134,7 +134,7 @@ func testActionList(t *testing.T, b *bundle) {
 	require.Empty(t, page.NextCursor)
 
 	_, err = b.s.ListActions(b.ctx, org, svctype.ListOptions{Cursor: "not a cursor!"})
-	require.ErrorIs(t, err, engine.ErrInvalidCursor)
+	require.ErrorIs(t, err, storage.ErrInvalidCursor)
 }
 
 func testActionReplace(t *testing.T, b *bundle) {
@@ -159,9 +159,9 @@ func testActionReplace(t *testing.T, b *bundle) {
 	require.True(t, got.UpdatedAt.Equal(repl.UpdatedAt), "updated_at %v, want %v", got.UpdatedAt, repl.UpdatedAt)
 
 	missing := httpAction(org, "missing")
-	require.ErrorIs(t, b.s.ReplaceAction(b.ctx, missing), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.ReplaceAction(b.ctx, missing), storage.ErrNotFound)
 	_, err = b.s.GetAction(b.ctx, org, "missing")
-	require.ErrorIs(t, err, engine.ErrNotFound, "a replace creates nothing")
+	require.ErrorIs(t, err, storage.ErrNotFound, "a replace creates nothing")
 }
 
 func testActionDelete(t *testing.T, b *bundle) {
@@ -170,8 +170,8 @@ func testActionDelete(t *testing.T, b *bundle) {
 	b.action(t, httpAction(org, "keep"))
 	require.NoError(t, b.s.DeleteAction(b.ctx, org, "notify"))
 	_, err := b.s.GetAction(b.ctx, org, "notify")
-	require.ErrorIs(t, err, engine.ErrNotFound)
-	require.ErrorIs(t, b.s.DeleteAction(b.ctx, org, "notify"), engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, b.s.DeleteAction(b.ctx, org, "notify"), storage.ErrNotFound)
 	_, err = b.s.GetAction(b.ctx, org, "keep")
 	require.NoError(t, err)
 	// The name is free again.
@@ -183,11 +183,11 @@ func testActionTenancy(t *testing.T, b *bundle) {
 	a := b.action(t, httpAction(org, "notify"))
 
 	_, err := b.s.GetAction(b.ctx, other, "notify")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	evil := httpAction(other, "notify")
 	evil.URL = "https://evil.example.com/"
-	require.ErrorIs(t, b.s.ReplaceAction(b.ctx, evil), engine.ErrNotFound)
-	require.ErrorIs(t, b.s.DeleteAction(b.ctx, other, "notify"), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.ReplaceAction(b.ctx, evil), storage.ErrNotFound)
+	require.ErrorIs(t, b.s.DeleteAction(b.ctx, other, "notify"), storage.ErrNotFound)
 	page, err := b.s.ListActions(b.ctx, other, svctype.ListOptions{})
 	require.NoError(t, err)
 	require.Empty(t, page.Items)
@@ -202,12 +202,13 @@ func testActionTx(t *testing.T, b *bundle) {
 	org := actionOrg()
 	b.action(t, httpAction(org, "taken"))
 	errRollback := errors.New("roll back")
-	err := b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+	err := b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := storage.In[storage.All](stx)
 		if err := tx.CreateAction(ctx, httpAction(org, "rolled-back")); err != nil {
 			return err
 		}
 		// A conflict leaves the transaction usable (PostgreSQL aborts on a unique violation).
-		if err := tx.CreateAction(ctx, httpAction(org, "taken")); !errors.Is(err, engine.ErrConflict) {
+		if err := tx.CreateAction(ctx, httpAction(org, "taken")); !errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("CreateAction: want a conflict, got %v", err)
 		}
 		if _, err := tx.GetAction(ctx, org, "rolled-back"); err != nil {
@@ -217,9 +218,10 @@ func testActionTx(t *testing.T, b *bundle) {
 	})
 	require.ErrorIs(t, err, errRollback)
 	_, err = b.s.GetAction(b.ctx, org, "rolled-back")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 
-	require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+	require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := storage.In[storage.All](stx)
 		if err := tx.CreateAction(ctx, httpAction(org, "committed")); err != nil {
 			return err
 		}
@@ -228,5 +230,5 @@ func testActionTx(t *testing.T, b *bundle) {
 	_, err = b.s.GetAction(b.ctx, org, "committed")
 	require.NoError(t, err)
 	_, err = b.s.GetAction(b.ctx, org, "taken")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 }

@@ -13,12 +13,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/documents"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
-// testDocuments is the documents part of the suite (documents.Store, which engine.Querier
+// testDocuments is the documents part of the suite (documents.Store, which storage.Full
 // embeds). Its parts share one store; each works in organizations of its own.
 func testDocuments(t *testing.T, b *bundle) {
 	for _, tt := range []struct {
@@ -96,12 +96,12 @@ func testDocumentCreateGet(t *testing.T, b *bundle, org string) {
 	// An id is unique in its organization only.
 	again := newDocument(org, "again.csv", []byte("x"))
 	again.ID = d.ID
-	require.ErrorIs(t, b.s.CreateDocument(b.ctx, again), engine.ErrConflict)
+	require.ErrorIs(t, b.s.CreateDocument(b.ctx, again), storage.ErrConflict)
 	again.OrgID = org + "_other"
 	require.NoError(t, b.s.CreateDocument(b.ctx, again))
 
 	_, err = b.s.GetDocument(b.ctx, org, "doc_missing")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	require.Error(t, b.s.CreateDocument(b.ctx, &documents.Document{OrgID: org, Name: "no versions"}))
 }
 
@@ -139,11 +139,11 @@ func testDocumentVersions(t *testing.T, b *bundle, org string) {
 		require.Equal(t, 3, doc.Version)
 	}
 	_, _, err = b.s.GetDocumentVersion(b.ctx, org, d.ID, 4)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, _, err = b.s.GetDocumentVersion(b.ctx, org, "doc_missing", 0)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = b.s.AddDocumentVersion(b.ctx, org, "doc_missing", &documents.Version{ContentType: "text/csv"})
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 }
 
 // testDocumentVersionsConcurrent: versions uploaded at once get distinct, gapless numbers.
@@ -155,7 +155,8 @@ func testDocumentVersionsConcurrent(t *testing.T, b *bundle, org string) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			errs[i] = b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+			errs[i] = b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+				tx := storage.In[storage.All](stx)
 				v := &documents.Version{ContentType: "text/csv", SizeBytes: int64(i), SHA256: sum([]byte{byte(i)})}
 				if _, err := tx.AddDocumentVersion(ctx, org, d.ID, v); err != nil {
 					return err
@@ -226,7 +227,7 @@ func testDocumentList(t *testing.T, b *bundle, org string) {
 	require.Empty(t, collect(t, 2, key, list("none")))
 
 	_, err := b.s.ListDocuments(b.ctx, org, documents.ListFilter{ListOptions: svctype.ListOptions{Cursor: "%%%"}})
-	require.ErrorIs(t, err, engine.ErrInvalidCursor)
+	require.ErrorIs(t, err, storage.ErrInvalidCursor)
 }
 
 func testDocumentDelete(t *testing.T, b *bundle, org string) {
@@ -245,17 +246,17 @@ func testDocumentDelete(t *testing.T, b *bundle, org string) {
 	require.Len(t, gone.Versions, 2, "the deleted document comes back with its versions")
 
 	_, err = b.s.GetDocument(b.ctx, org, d.ID)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	for v := 1; v <= 2; v++ {
 		_, err := b.s.GetDocumentBlob(b.ctx, documents.BlobKey{OrgID: org, DocumentID: d.ID, Version: v})
-		require.ErrorIs(t, err, engine.ErrNotFound, "version %d's blob", v)
+		require.ErrorIs(t, err, storage.ErrNotFound, "version %d's blob", v)
 	}
 	page, err := b.s.ListDocuments(b.ctx, org, documents.ListFilter{Tag: "x"})
 	require.NoError(t, err)
 	require.Len(t, page.Items, 1)
 	require.Equal(t, kept.ID, page.Items[0].ID)
 	_, err = b.s.DeleteDocument(b.ctx, org, d.ID)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	// Nothing of it is left to collide with: the id can be used again.
 	again := newDocument(org, "again.csv", []byte("y"), "x")
@@ -267,16 +268,16 @@ func testDocumentDBBlobs(t *testing.T, b *bundle, org string) {
 	d := b.document(t, org, "blob.csv")
 	key := documents.BlobKey{OrgID: org, DocumentID: d.ID, Version: 1}
 	require.ErrorIs(t, b.s.PutDocumentBlob(b.ctx, documents.BlobKey{OrgID: org, DocumentID: d.ID, Version: 2}, []byte("x")),
-		engine.ErrNotFound, "a blob needs its version row")
+		storage.ErrNotFound, "a blob needs its version row")
 	require.ErrorIs(t, b.s.PutDocumentBlob(b.ctx, documents.BlobKey{OrgID: org, DocumentID: "doc_missing", Version: 1}, []byte("x")),
-		engine.ErrNotFound)
+		storage.ErrNotFound)
 	require.NoError(t, b.s.PutDocumentBlob(b.ctx, key, []byte("first")))
 	require.NoError(t, b.s.PutDocumentBlob(b.ctx, key, []byte("second")), "put replaces")
 	got, err := b.s.GetDocumentBlob(b.ctx, key)
 	require.NoError(t, err)
 	require.Equal(t, "second", string(got))
 	require.NoError(t, b.s.DeleteDocumentBlob(b.ctx, key))
-	require.ErrorIs(t, b.s.DeleteDocumentBlob(b.ctx, key), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.DeleteDocumentBlob(b.ctx, key), storage.ErrNotFound)
 }
 
 func testDocumentEventSubjects(t *testing.T, b *bundle, org string) {
@@ -292,7 +293,7 @@ func testDocumentEventSubjects(t *testing.T, b *bundle, org string) {
 	require.NoError(t, err)
 	require.Equal(t, []string{}, got.Tags)
 	_, err = b.s.GetEventSubject(b.ctx, org+"_other", "dlv_1")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 }
 
 func testDocumentTenancy(t *testing.T, b *bundle, org string) {
@@ -317,7 +318,7 @@ func testDocumentTenancy(t *testing.T, b *bundle, org string) {
 		"PutDocumentBlob":    func() error { return b.s.PutDocumentBlob(b.ctx, theirs, []byte("evil")) },
 		"DeleteDocumentBlob": func() error { return b.s.DeleteDocumentBlob(b.ctx, theirs) },
 	} {
-		require.ErrorIs(t, call(), engine.ErrNotFound, name)
+		require.ErrorIs(t, call(), storage.ErrNotFound, name)
 	}
 	page, err := b.s.ListDocuments(b.ctx, other, documents.ListFilter{})
 	require.NoError(t, err)
@@ -337,7 +338,8 @@ func testDocumentTenancy(t *testing.T, b *bundle, org string) {
 
 func testDocumentTx(t *testing.T, b *bundle, org string) {
 	var id string
-	err := b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+	err := b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := storage.In[storage.All](stx)
 		d := newDocument(org, "tx.csv", []byte("x"), "t")
 		if err := tx.CreateDocument(ctx, d); err != nil {
 			return err
@@ -357,17 +359,17 @@ func testDocumentTx(t *testing.T, b *bundle, org string) {
 	})
 	require.ErrorIs(t, err, errRollback)
 	_, err = b.s.GetDocument(b.ctx, org, id)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = b.s.GetDocumentBlob(b.ctx, documents.BlobKey{OrgID: org, DocumentID: id, Version: 1})
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = b.s.GetEventSubject(b.ctx, org, "dlv_tx")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	page, err := b.s.ListDocuments(b.ctx, org, documents.ListFilter{Tag: "t"})
 	require.NoError(t, err)
 	require.Empty(t, page.Items)
 }
 
-// BlobStoreSuite tests a documents.BlobStore: DBBlobs over every engine.Store and DirBlobs
+// BlobStoreSuite tests a documents.BlobStore: DBBlobs over every storage.Full and DirBlobs
 // pass it. open returns an empty blob store for one subtest and a function that makes a key
 // storable (the database needs the version row a blob belongs to; a directory needs
 // nothing).
@@ -452,12 +454,12 @@ func BlobStoreSuite(t *testing.T, open func(t *testing.T) (documents.BlobStore, 
 
 // DocumentVersionFor returns a BlobStoreSuite prepare function over s: it creates the
 // document a key names (in the key's org) and versions up to the key's.
-func DocumentVersionFor(s engine.Store) func(t *testing.T, key documents.BlobKey) {
+func DocumentVersionFor(s storage.Full) func(t *testing.T, key documents.BlobKey) {
 	return func(t *testing.T, key documents.BlobKey) {
 		t.Helper()
 		ctx := context.Background()
 		doc, err := s.GetDocument(ctx, key.OrgID, key.DocumentID)
-		if errors.Is(err, engine.ErrNotFound) {
+		if errors.Is(err, storage.ErrNotFound) {
 			d := newDocument(key.OrgID, key.DocumentID+".bin", nil)
 			d.ID = key.DocumentID
 			require.NoError(t, s.CreateDocument(ctx, d))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -38,9 +38,9 @@ func testExternalForms(t *testing.T, b *bundle) {
 	require.True(t, got.CreatedAt.Equal(at))
 	requireJSON(t, `{"version":"form_schema_v1","pages":[]}`, got.Schema)
 	_, err = b.s.GetExternalForm(b.ctx, orgB, "frm-a0")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = b.s.LockExternalForm(b.ctx, orgB, "frm-a0", false)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	page, err := b.s.ListExternalForms(b.ctx, orgA, svctype.ListOptions{Limit: 2})
 	require.NoError(t, err)
@@ -62,7 +62,7 @@ func testExternalForms(t *testing.T, b *bundle) {
 	require.Nil(t, got.Settings.Branding)
 	require.True(t, got.CreatedAt.Equal(at), "the creation time stays")
 	changed.OrgID = orgB
-	require.ErrorIs(t, b.s.ReplaceExternalForm(b.ctx, changed), engine.ErrNotFound, "another organization's form")
+	require.ErrorIs(t, b.s.ReplaceExternalForm(b.ctx, changed), storage.ErrNotFound, "another organization's form")
 
 	sub := func(org, form, id string, n int) *svctype.FormSubmission {
 		return &svctype.FormSubmission{OrgID: org, ID: id, FormID: form, Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)),
@@ -84,7 +84,7 @@ func testExternalForms(t *testing.T, b *bundle) {
 	require.True(t, subs.Items[0].SubmittedAt.Equal(at.Add(2*time.Minute)))
 
 	require.NoError(t, b.s.DeleteExternalForm(b.ctx, orgA, "frm-a0"))
-	require.ErrorIs(t, b.s.DeleteExternalForm(b.ctx, orgA, "frm-a0"), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.DeleteExternalForm(b.ctx, orgA, "frm-a0"), storage.ErrNotFound)
 	subs, err = b.s.ListFormSubmissions(b.ctx, orgA, "frm-a0", svctype.ListOptions{})
 	require.NoError(t, err)
 	require.Empty(t, subs.Items, "the form's submissions went with it")

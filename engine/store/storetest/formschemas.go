@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -19,7 +19,7 @@ func testFormSchemas(t *testing.T, b *bundle) {
 	w := b.workflow(t, orgA, "generated_forms")
 	at := svctype.FormSchemaKey{OrgID: orgA, WorkflowID: w.ID, WorkflowVersion: 1, StepIndex: 2}
 	_, err := b.s.GeneratedFormSchema(b.ctx, at)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	first := json.RawMessage(`{"version":"form_schema_v1","pages":[{"id":"main","fields":[{"key":"a","type":"text","label":"A"}]}]}`)
 	created := time.Date(2026, 11, 23, 1, 2, 3, 456789123, time.UTC)
@@ -31,7 +31,8 @@ func testFormSchemas(t *testing.T, b *bundle) {
 	require.True(t, kept.CreatedAt.Equal(created.Truncate(time.Microsecond)))
 
 	// A second draft of the same step, in a transaction: the first stays and is answered.
-	err = b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+	err = b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := storage.In[storage.All](stx)
 		again, err := tx.KeepGeneratedFormSchema(ctx, &svctype.GeneratedFormSchema{FormSchemaKey: at, Schema: json.RawMessage(`{"other":true}`), Attempts: 1})
 		if err == nil {
 			requireJSON(t, string(first), again.Schema)
@@ -53,7 +54,7 @@ func testFormSchemas(t *testing.T, b *bundle) {
 		{OrgID: orgA, WorkflowID: w.ID, WorkflowVersion: 1, StepIndex: 2, OnFalse: 1},
 	} {
 		_, err := b.s.GeneratedFormSchema(b.ctx, other)
-		require.ErrorIs(t, err, engine.ErrNotFound, "%+v", other)
+		require.ErrorIs(t, err, storage.ErrNotFound, "%+v", other)
 	}
 	// Org B's schema for the same ids is its own.
 	inB := at
@@ -67,12 +68,12 @@ func testFormSchemas(t *testing.T, b *bundle) {
 
 	// Deleting org B's workflow of that id (it has none) leaves org A's schemas; deleting
 	// org A's removes them.
-	require.ErrorIs(t, b.s.DeleteWorkflow(b.ctx, orgB, w.ID), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.DeleteWorkflow(b.ctx, orgB, w.ID), storage.ErrNotFound)
 	_, err = b.s.GeneratedFormSchema(b.ctx, at)
 	require.NoError(t, err)
 	require.NoError(t, b.s.DeleteWorkflow(b.ctx, orgA, w.ID))
 	_, err = b.s.GeneratedFormSchema(b.ctx, at)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = b.s.GeneratedFormSchema(b.ctx, inB)
 	require.NoError(t, err, "org B's schema is not org A's workflow's")
 }

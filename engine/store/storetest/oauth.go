@@ -10,12 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/secrets"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
-// testOAuth is the OAuth part of the suite (engine.OAuthStore). Sealed bytes are opaque to
+// testOAuth is the OAuth part of the suite (storage.OAuth). Sealed bytes are opaque to
 // the store, so the suite writes arbitrary ones. Its parts share one store; each works in
 // organizations of its own.
 func testOAuth(t *testing.T, b *bundle) {
@@ -49,9 +49,9 @@ func (b *bundle) connection(t *testing.T, org, provider, account string) *svctyp
 
 func testOAuthConnections(t *testing.T, b *bundle, org string) {
 	_, err := b.s.GetOAuthConnection(b.ctx, org, newID())
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = b.s.FindOAuthConnection(b.ctx, org, "google", "sales")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	c := b.connection(t, org, "google", "sales")
 	require.EqualValues(t, 1, c.Version)
@@ -78,13 +78,13 @@ func testOAuthConnections(t *testing.T, b *bundle, org string) {
 
 	// The same account of the same provider is one connection; another provider's is not.
 	dup := &svctype.OAuthConnection{ID: newID(), OrgID: org, Provider: "google", Account: "sales", Sealed: []byte{1}, MasterKeyID: "k1", Source: "tokens"}
-	require.ErrorIs(t, b.s.InsertOAuthConnection(b.ctx, dup), engine.ErrConflict)
+	require.ErrorIs(t, b.s.InsertOAuthConnection(b.ctx, dup), storage.ErrConflict)
 	b.connection(t, org, "slack", "sales")
 
 	require.NoError(t, b.s.DeleteOAuthConnection(b.ctx, org, c.ID))
-	require.ErrorIs(t, b.s.DeleteOAuthConnection(b.ctx, org, c.ID), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.DeleteOAuthConnection(b.ctx, org, c.ID), storage.ErrNotFound)
 	_, err = b.s.GetOAuthConnection(b.ctx, org, c.ID)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 }
 
 func testOAuthReplace(t *testing.T, b *bundle, org string) {
@@ -101,7 +101,7 @@ func testOAuthReplace(t *testing.T, b *bundle, org string) {
 	// A writer that read version 1 comes second: refused, nothing changed.
 	stale := *c
 	stale.Sealed = []byte{8}
-	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &stale, 1), engine.ErrConflict)
+	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &stale, 1), storage.ErrConflict)
 	got, err := b.s.GetOAuthConnection(b.ctx, org, c.ID)
 	require.NoError(t, err)
 	require.Equal(t, []byte{7}, got.Sealed)
@@ -118,8 +118,8 @@ func testOAuthReplace(t *testing.T, b *bundle, org string) {
 
 	gone := *c
 	gone.ID = newID()
-	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &gone, 0), engine.ErrNotFound)
-	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &gone, 3), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &gone, 0), storage.ErrNotFound)
+	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &gone, 3), storage.ErrNotFound)
 
 	// Concurrent compare-and-swap writers over one version: exactly one wins.
 	var wg sync.WaitGroup
@@ -140,7 +140,7 @@ func testOAuthReplace(t *testing.T, b *bundle, org string) {
 		if err == nil {
 			n++
 		} else {
-			require.ErrorIs(t, err, engine.ErrConflict)
+			require.ErrorIs(t, err, storage.ErrConflict)
 		}
 	}
 	require.Equal(t, 1, n)
@@ -162,21 +162,21 @@ func testOAuthList(t *testing.T, b *bundle, org string) {
 	}
 	for _, limit := range []int{1, 2, 50} {
 		all := collect(t, limit, key, func(o svctype.ListOptions) (svctype.Page[svctype.OAuthConnection], error) {
-			return b.s.ListOAuthConnections(b.ctx, org, engine.OAuthConnectionFilter{ListOptions: o})
+			return b.s.ListOAuthConnections(b.ctx, org, storage.OAuthConnectionFilter{ListOptions: o})
 		})
 		require.Equal(t, []string{"google/a", "google/z", "microsoft/m", "slack/a", "slack/b"}, names(all))
 	}
 	google := collect(t, 1, key, func(o svctype.ListOptions) (svctype.Page[svctype.OAuthConnection], error) {
-		return b.s.ListOAuthConnections(b.ctx, org, engine.OAuthConnectionFilter{Provider: "google", ListOptions: o})
+		return b.s.ListOAuthConnections(b.ctx, org, storage.OAuthConnectionFilter{Provider: "google", ListOptions: o})
 	})
 	require.Equal(t, []string{"google/a", "google/z"}, names(google))
 
-	empty, err := b.s.ListOAuthConnections(b.ctx, org+"_none", engine.OAuthConnectionFilter{})
+	empty, err := b.s.ListOAuthConnections(b.ctx, org+"_none", storage.OAuthConnectionFilter{})
 	require.NoError(t, err)
 	require.NotNil(t, empty.Items)
 	require.Empty(t, empty.Items)
-	_, err = b.s.ListOAuthConnections(b.ctx, org, engine.OAuthConnectionFilter{ListOptions: svctype.ListOptions{Cursor: "bogus"}})
-	require.ErrorIs(t, err, engine.ErrInvalidCursor)
+	_, err = b.s.ListOAuthConnections(b.ctx, org, storage.OAuthConnectionFilter{ListOptions: svctype.ListOptions{Cursor: "bogus"}})
+	require.ErrorIs(t, err, storage.ErrInvalidCursor)
 
 	// Under another master key than k2: what rotation still has to move.
 	moved, err := b.s.FindOAuthConnection(b.ctx, org, "google", "z")
@@ -185,11 +185,11 @@ func testOAuthList(t *testing.T, b *bundle, org string) {
 	require.NoError(t, b.s.ReplaceOAuthConnection(b.ctx, moved, 0))
 	for _, limit := range []int{1, 50} {
 		notK2 := collect(t, limit, key, func(o svctype.ListOptions) (svctype.Page[svctype.OAuthConnection], error) {
-			return b.s.ListOAuthConnections(b.ctx, org, engine.OAuthConnectionFilter{NotKeyID: "k2", ListOptions: o})
+			return b.s.ListOAuthConnections(b.ctx, org, storage.OAuthConnectionFilter{NotKeyID: "k2", ListOptions: o})
 		})
 		require.Equal(t, []string{"google/a", "microsoft/m", "slack/a", "slack/b"}, names(notK2))
 	}
-	notK1, err := b.s.ListOAuthConnections(b.ctx, org, engine.OAuthConnectionFilter{NotKeyID: "k1", Provider: "google"})
+	notK1, err := b.s.ListOAuthConnections(b.ctx, org, storage.OAuthConnectionFilter{NotKeyID: "k1", Provider: "google"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"google/z"}, names(notK1.Items))
 }
@@ -225,7 +225,7 @@ func testOAuthOrgs(t *testing.T, b *bundle, org string) {
 	require.Equal(t, []string{mine[0], mine[2], mine[4]}, orgs(secrets.ListFilter{NotKeyID: "k1"}))
 	require.Equal(t, mine, orgs(secrets.ListFilter{NotKeyID: "k2"}))
 	_, err := b.s.ListOAuthConnectionOrgs(b.ctx, secrets.ListFilter{ListOptions: svctype.ListOptions{Cursor: "not a cursor!"}})
-	require.ErrorIs(t, err, engine.ErrInvalidCursor)
+	require.ErrorIs(t, err, storage.ErrInvalidCursor)
 }
 
 // testOAuthReseal: a reseal swaps the sealed tokens and their key id over the version and
@@ -250,7 +250,7 @@ func testOAuthReseal(t *testing.T, b *bundle, org string) {
 	require.Equal(t, read.Source, got.Source)
 
 	// The same read again: the bytes are no longer the ones it read.
-	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, read, []byte("again"), "k2"), engine.ErrConflict)
+	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, read, []byte("again"), "k2"), storage.ErrConflict)
 
 	// A refresh that read the version before the reseal still writes over it.
 	refreshed := *read
@@ -258,7 +258,7 @@ func testOAuthReseal(t *testing.T, b *bundle, org string) {
 	require.NoError(t, b.s.ReplaceOAuthConnection(b.ctx, &refreshed, read.Version))
 
 	// A reseal from a read made before that write never undoes it.
-	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, got, []byte("stale"), "k2"), engine.ErrConflict)
+	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, got, []byte("stale"), "k2"), storage.ErrConflict)
 	now, err := b.s.GetOAuthConnection(b.ctx, org, c.ID)
 	require.NoError(t, err)
 	require.Equal(t, []byte("refreshed"), now.Sealed)
@@ -268,16 +268,16 @@ func testOAuthReseal(t *testing.T, b *bundle, org string) {
 	// Same bytes, another version (written back unchanged by someone else): refused too.
 	same := *now
 	same.Version = read.Version
-	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, &same, []byte("stale"), "k2"), engine.ErrConflict)
+	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, &same, []byte("stale"), "k2"), storage.ErrConflict)
 
 	// Tenancy: another organization's id names nothing there.
 	stolen := *now
 	stolen.OrgID = org + "_b"
-	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, &stolen, []byte("b"), "k2"), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, &stolen, []byte("b"), "k2"), storage.ErrNotFound)
 	require.NoError(t, b.s.ResealOAuthConnection(b.ctx, now, []byte("moved"), "k2"))
 
 	require.NoError(t, b.s.DeleteOAuthConnection(b.ctx, org, c.ID))
-	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, now, []byte("x"), "k2"), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.ResealOAuthConnection(b.ctx, now, []byte("x"), "k2"), storage.ErrNotFound)
 }
 
 func testOAuthTenancy(t *testing.T, b *bundle, org string) {
@@ -285,15 +285,15 @@ func testOAuthTenancy(t *testing.T, b *bundle, org string) {
 	c := b.connection(t, org, "google", "sales")
 
 	_, err := b.s.GetOAuthConnection(b.ctx, other, c.ID)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = b.s.FindOAuthConnection(b.ctx, other, "google", "sales")
-	require.ErrorIs(t, err, engine.ErrNotFound)
-	require.ErrorIs(t, b.s.DeleteOAuthConnection(b.ctx, other, c.ID), engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, b.s.DeleteOAuthConnection(b.ctx, other, c.ID), storage.ErrNotFound)
 	hijack := *c
 	hijack.OrgID, hijack.Sealed = other, []byte{6}
-	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &hijack, 0), engine.ErrNotFound)
-	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &hijack, 1), engine.ErrNotFound)
-	page, err := b.s.ListOAuthConnections(b.ctx, other, engine.OAuthConnectionFilter{})
+	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &hijack, 0), storage.ErrNotFound)
+	require.ErrorIs(t, b.s.ReplaceOAuthConnection(b.ctx, &hijack, 1), storage.ErrNotFound)
+	page, err := b.s.ListOAuthConnections(b.ctx, other, storage.OAuthConnectionFilter{})
 	require.NoError(t, err)
 	require.Empty(t, page.Items)
 
@@ -314,7 +314,7 @@ func testOAuthStates(t *testing.T, b *bundle, org string) {
 
 	// Another organization cannot take it.
 	_, err := b.s.TakeOAuthState(b.ctx, org+"_b", "h1", now)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	got, err := b.s.TakeOAuthState(b.ctx, org, "h1", now)
 	require.NoError(t, err)
@@ -325,14 +325,14 @@ func testOAuthStates(t *testing.T, b *bundle, org string) {
 	require.WithinDuration(t, s.ExpiresAt, got.ExpiresAt, time.Microsecond)
 
 	_, err = b.s.TakeOAuthState(b.ctx, org, "h1", now)
-	require.ErrorIs(t, err, engine.ErrNotFound, "single use")
+	require.ErrorIs(t, err, storage.ErrNotFound, "single use")
 
 	// An expired state is not taken (and is gone).
 	require.NoError(t, b.s.CreateOAuthState(b.ctx, &svctype.OAuthState{OrgID: org, Hash: "h2", Provider: "slack", Account: "a", ExpiresAt: now.Add(time.Minute)}))
 	_, err = b.s.TakeOAuthState(b.ctx, org, "h2", now.Add(2*time.Minute))
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = b.s.TakeOAuthState(b.ctx, org, "h2", now)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 }
 
 func testOAuthStateTakenOnce(t *testing.T, b *bundle, org string) {
@@ -355,7 +355,7 @@ func testOAuthStateTakenOnce(t *testing.T, b *bundle, org string) {
 		if err == nil {
 			n++
 		} else {
-			require.ErrorIs(t, err, engine.ErrNotFound)
+			require.ErrorIs(t, err, storage.ErrNotFound)
 		}
 	}
 	require.Equal(t, 1, n, "one callback gets the state")

@@ -8,12 +8,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/secrets"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
-// testOrgConfig is the org config part of the suite (secrets.Store, which engine.Querier
+// testOrgConfig is the org config part of the suite (secrets.Store, which storage.Full
 // embeds). The store holds sealed bytes it never interprets, so the suite writes arbitrary
 // ones. Its parts share one store; each works in organizations of its own.
 func testOrgConfig(t *testing.T, b *bundle) {
@@ -43,7 +43,7 @@ func (b *bundle) putConfig(t *testing.T, org, key string, sealed []byte, keyID s
 
 func testOrgConfigPutGet(t *testing.T, b *bundle, org string) {
 	_, err := b.s.GetOrgConfig(b.ctx, org, "api:llm_api_key")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	first, created := b.putConfig(t, org, "api:llm_api_key", []byte{1, 0, 0xff, 2}, "k1")
 	require.True(t, created)
@@ -119,9 +119,9 @@ func testOrgConfigList(t *testing.T, b *bundle, org string) {
 	require.Empty(t, empty.NextCursor)
 
 	_, err = b.s.ListOrgConfig(b.ctx, org, secrets.ListFilter{ListOptions: svctype.ListOptions{Cursor: "not a cursor!"}})
-	require.ErrorIs(t, err, engine.ErrInvalidCursor)
+	require.ErrorIs(t, err, storage.ErrInvalidCursor)
 	_, err = b.s.ListOrgConfigOrgs(b.ctx, secrets.ListFilter{ListOptions: svctype.ListOptions{Cursor: "not a cursor!"}})
-	require.ErrorIs(t, err, engine.ErrInvalidCursor)
+	require.ErrorIs(t, err, storage.ErrInvalidCursor)
 }
 
 func testOrgConfigDelete(t *testing.T, b *bundle, org string) {
@@ -129,9 +129,9 @@ func testOrgConfigDelete(t *testing.T, b *bundle, org string) {
 	b.putConfig(t, org, "api:kept", []byte("y"), "k1")
 	require.NoError(t, b.s.DeleteOrgConfig(b.ctx, org, "api:gone"))
 	_, err := b.s.GetOrgConfig(b.ctx, org, "api:gone")
-	require.ErrorIs(t, err, engine.ErrNotFound)
-	require.ErrorIs(t, b.s.DeleteOrgConfig(b.ctx, org, "api:gone"), engine.ErrNotFound, "twice")
-	require.ErrorIs(t, b.s.DeleteOrgConfig(b.ctx, org, "api:never"), engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, b.s.DeleteOrgConfig(b.ctx, org, "api:gone"), storage.ErrNotFound, "twice")
+	require.ErrorIs(t, b.s.DeleteOrgConfig(b.ctx, org, "api:never"), storage.ErrNotFound)
 	_, err = b.s.GetOrgConfig(b.ctx, org, "api:kept")
 	require.NoError(t, err)
 
@@ -185,15 +185,15 @@ func testOrgConfigReseal(t *testing.T, b *bundle, org string) {
 	require.WithinDuration(t, r.UpdatedAt, got.UpdatedAt, time.Microsecond, "a reseal is not an update")
 
 	// A reseal from a stale read never undoes a write made since.
-	require.ErrorIs(t, b.s.ResealOrgConfig(b.ctx, read, []byte("stale"), "k2"), engine.ErrConflict)
+	require.ErrorIs(t, b.s.ResealOrgConfig(b.ctx, read, []byte("stale"), "k2"), storage.ErrConflict)
 	b.putConfig(t, org, "api:k", []byte("written"), "k1")
-	require.ErrorIs(t, b.s.ResealOrgConfig(b.ctx, got, []byte("stale"), "k2"), engine.ErrConflict)
+	require.ErrorIs(t, b.s.ResealOrgConfig(b.ctx, got, []byte("stale"), "k2"), storage.ErrConflict)
 	got, err = b.s.GetOrgConfig(b.ctx, org, "api:k")
 	require.NoError(t, err)
 	require.Equal(t, []byte("written"), got.Sealed)
 
 	require.NoError(t, b.s.DeleteOrgConfig(b.ctx, org, "api:k"))
-	require.ErrorIs(t, b.s.ResealOrgConfig(b.ctx, got, []byte("x"), "k2"), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.ResealOrgConfig(b.ctx, got, []byte("x"), "k2"), storage.ErrNotFound)
 }
 
 func testOrgConfigTenancy(t *testing.T, b *bundle, org string) {
@@ -201,11 +201,11 @@ func testOrgConfigTenancy(t *testing.T, b *bundle, org string) {
 	r, _ := b.putConfig(t, a, "api:shared", []byte("a-sealed"), "k1")
 
 	_, err := b.s.GetOrgConfig(b.ctx, other, "api:shared")
-	require.ErrorIs(t, err, engine.ErrNotFound)
-	require.ErrorIs(t, b.s.DeleteOrgConfig(b.ctx, other, "api:shared"), engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, b.s.DeleteOrgConfig(b.ctx, other, "api:shared"), storage.ErrNotFound)
 	stolen := *r
 	stolen.OrgID = other
-	require.ErrorIs(t, b.s.ResealOrgConfig(b.ctx, &stolen, []byte("b"), "k2"), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.ResealOrgConfig(b.ctx, &stolen, []byte("b"), "k2"), storage.ErrNotFound)
 	page, err := b.s.ListOrgConfig(b.ctx, other, secrets.ListFilter{})
 	require.NoError(t, err)
 	require.Empty(t, page.Items)
@@ -222,7 +222,8 @@ func testOrgConfigTenancy(t *testing.T, b *bundle, org string) {
 }
 
 func testOrgConfigTx(t *testing.T, b *bundle, org string) {
-	err := b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+	err := b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := storage.In[storage.All](stx)
 		created, err := tx.PutOrgConfig(ctx, &secrets.Record{OrgID: org, Key: "api:rolled_back", Sealed: []byte("x"), KeyID: "k1"})
 		require.NoError(t, err)
 		require.True(t, created)
@@ -233,5 +234,5 @@ func testOrgConfigTx(t *testing.T, b *bundle, org string) {
 	})
 	require.ErrorIs(t, err, errRollback)
 	_, err = b.s.GetOrgConfig(b.ctx, org, "api:rolled_back")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 }

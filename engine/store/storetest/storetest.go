@@ -1,4 +1,4 @@
-// Package storetest is the conformance suite for engine.Store: every implementation (here,
+// Package storetest is the conformance suite for storage.Full: every implementation (here,
 // engine/store on SQLite and on PostgreSQL) must pass Run. It tests the contract written in
 // engine/store.go through the interface only, and owns no fixtures beyond what it creates.
 package storetest
@@ -17,7 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -25,7 +25,7 @@ import (
 // when the subtest ends); subtests run in parallel, each on its own store. countJobs counts
 // the jobs of every organization in a store that open returned: the suite checks what is
 // left in the queue, and no engine interface reads tenant rows without an org id.
-func Run(t *testing.T, open func(t *testing.T) engine.Store, countJobs func(tb testing.TB, s engine.Store) int) {
+func Run(t *testing.T, open func(t *testing.T) storage.Full, countJobs func(tb testing.TB, s storage.Full) int) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, b *bundle)
@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store, countJobs func(tb t
 		{"TxRollback", testTxRollback},
 		{"TxCommit", testTxCommit},
 		{"TxSurvivesConflict", testTxSurvivesConflict},
+		{"TxImplementsEveryPart", testTxImplementsEveryPart},
 		{"Documents", testDocuments},
 		{"Actions", testActions},
 		{"OrgConfig", testOrgConfig},
@@ -70,6 +71,9 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store, countJobs func(tb t
 		{"Webhooks", testWebhooks},
 		{"ExternalForms", testExternalForms},
 		{"FormSchemas", testFormSchemas},
+		{"Agents", testAgents},
+		{"Gateway", testGateway},
+		{"GatewayBuckets", testGatewayBuckets},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,7 +85,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store, countJobs func(tb t
 }
 
 type bundle struct {
-	s         engine.Store
+	s         storage.Full
 	ctx       context.Context
 	countJobs func(t *testing.T) int // every organization's jobs
 }
@@ -178,20 +182,20 @@ func testWorkflows(t *testing.T, b *bundle) {
 
 	// A taken name is a conflict in the same org only.
 	err = b.s.CreateWorkflow(b.ctx, &svctype.Workflow{OrgID: orgA, Name: "invoices", Definition: json.RawMessage(`{}`)})
-	require.ErrorIs(t, err, engine.ErrConflict)
+	require.ErrorIs(t, err, storage.ErrConflict)
 	b.workflow(t, orgB, "invoices")
 
 	_, err = b.s.GetWorkflow(b.ctx, orgA, "missing")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	// Delete removes the workflow and its versions; runs stay.
 	run := b.run(t, orgA, w.ID, time.Time{})
 	require.NoError(t, b.s.DeleteWorkflow(b.ctx, orgA, w.ID))
 	_, err = b.s.GetWorkflow(b.ctx, orgA, w.ID)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = b.s.GetWorkflowVersion(b.ctx, orgA, w.ID, 1)
-	require.ErrorIs(t, err, engine.ErrNotFound)
-	require.ErrorIs(t, b.s.DeleteWorkflow(b.ctx, orgA, w.ID), engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, b.s.DeleteWorkflow(b.ctx, orgA, w.ID), storage.ErrNotFound)
 	gotRun, err := b.s.GetRun(b.ctx, orgA, run.ID)
 	require.NoError(t, err)
 	requireJSON(t, `{"steps":[]}`, gotRun.Definition)
@@ -227,17 +231,17 @@ func testWorkflowVersions(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	requireJSON(t, `{"version":2}`, got2.Definition)
 	_, err = b.s.GetWorkflowVersion(b.ctx, orgA, w.ID, 3)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	tests := []struct {
 		name   string
 		mutate func(w *svctype.Workflow)
 		want   error
 	}{
-		{"missing workflow", func(w *svctype.Workflow) { w.ID = "missing"; w.Version = 2 }, engine.ErrNotFound},
-		{"taken name", func(w *svctype.Workflow) { w.Name = other.Name; w.Version = 3 }, engine.ErrConflict},
-		{"existing version", func(w *svctype.Workflow) { w.Version = 2 }, engine.ErrConflict},
-		{"other org", func(w *svctype.Workflow) { w.OrgID = orgB; w.Version = 3 }, engine.ErrNotFound},
+		{"missing workflow", func(w *svctype.Workflow) { w.ID = "missing"; w.Version = 2 }, storage.ErrNotFound},
+		{"taken name", func(w *svctype.Workflow) { w.Name = other.Name; w.Version = 3 }, storage.ErrConflict},
+		{"existing version", func(w *svctype.Workflow) { w.Version = 2 }, storage.ErrConflict},
+		{"other org", func(w *svctype.Workflow) { w.OrgID = orgB; w.Version = 3 }, storage.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -309,7 +313,7 @@ func testRuns(t *testing.T, b *bundle) {
 
 	dup := *r
 	dup.IdempotencyKey = ""
-	require.ErrorIs(t, b.s.CreateRun(b.ctx, &dup, time.Time{}), engine.ErrConflict)
+	require.ErrorIs(t, b.s.CreateRun(b.ctx, &dup, time.Time{}), storage.ErrConflict)
 
 	finished := time.Now()
 	r.Status = svctype.RunCompleted
@@ -331,9 +335,9 @@ func testRuns(t *testing.T, b *bundle) {
 
 	missing := *r
 	missing.ID = "missing"
-	require.ErrorIs(t, b.s.UpdateRun(b.ctx, &missing), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.UpdateRun(b.ctx, &missing), storage.ErrNotFound)
 	_, err = b.s.GetRun(b.ctx, orgA, "missing")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 }
 
 func testRunList(t *testing.T, b *bundle) {
@@ -357,13 +361,13 @@ func testRunList(t *testing.T, b *bundle) {
 	})
 	tests := []struct {
 		name   string
-		filter engine.RunFilter
+		filter storage.RunFilter
 		keep   func(r *svctype.Run) bool
 	}{
-		{"all", engine.RunFilter{}, func(*svctype.Run) bool { return true }},
-		{"workflow", engine.RunFilter{WorkflowID: "wf1"}, func(r *svctype.Run) bool { return r.WorkflowID == "wf1" }},
-		{"status", engine.RunFilter{Status: svctype.RunPaused}, func(r *svctype.Run) bool { return r.Status == svctype.RunPaused }},
-		{"both", engine.RunFilter{WorkflowID: "wf0", Status: svctype.RunRunning}, func(r *svctype.Run) bool {
+		{"all", storage.RunFilter{}, func(*svctype.Run) bool { return true }},
+		{"workflow", storage.RunFilter{WorkflowID: "wf1"}, func(r *svctype.Run) bool { return r.WorkflowID == "wf1" }},
+		{"status", storage.RunFilter{Status: svctype.RunPaused}, func(r *svctype.Run) bool { return r.Status == svctype.RunPaused }},
+		{"both", storage.RunFilter{WorkflowID: "wf0", Status: svctype.RunRunning}, func(r *svctype.Run) bool {
 			return r.WorkflowID == "wf0" && r.Status == svctype.RunRunning
 		}},
 	}
@@ -402,25 +406,25 @@ func testIdempotency(t *testing.T, b *bundle) {
 	require.Equal(t, first.ID, id)
 
 	second := &svctype.Run{ID: newID(), OrgID: orgA, WorkflowID: "wf", Status: svctype.RunRunning, IdempotencyKey: "key"}
-	require.ErrorIs(t, b.s.CreateRun(b.ctx, second, expires), engine.ErrConflict)
+	require.ErrorIs(t, b.s.CreateRun(b.ctx, second, expires), storage.ErrConflict)
 	_, err = b.s.GetRun(b.ctx, orgA, second.ID)
-	require.ErrorIs(t, err, engine.ErrNotFound, "a conflicting CreateRun inserts nothing")
+	require.ErrorIs(t, err, storage.ErrNotFound, "a conflicting CreateRun inserts nothing")
 
 	// Keys are per org.
 	inB := &svctype.Run{OrgID: orgB, WorkflowID: "wf", Status: svctype.RunRunning, IdempotencyKey: "key"}
 	require.NoError(t, b.s.CreateRun(b.ctx, inB, expires))
 
 	_, err = b.s.RunIDForIdempotencyKey(b.ctx, orgA, "key", expires.Add(time.Second))
-	require.ErrorIs(t, err, engine.ErrNotFound, "an expired key names no run")
+	require.ErrorIs(t, err, storage.ErrNotFound, "an expired key names no run")
 	_, err = b.s.RunIDForIdempotencyKey(b.ctx, orgA, "other", time.Now())
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 }
 
 func testIdempotencyExpiry(t *testing.T, b *bundle) {
 	first := &svctype.Run{OrgID: orgA, WorkflowID: "wf", Status: svctype.RunRunning, IdempotencyKey: "key"}
 	require.NoError(t, b.s.CreateRun(b.ctx, first, time.Now().Add(300*time.Millisecond)))
 	again := &svctype.Run{OrgID: orgA, WorkflowID: "wf", Status: svctype.RunRunning, IdempotencyKey: "key"}
-	require.ErrorIs(t, b.s.CreateRun(b.ctx, again, time.Now().Add(time.Hour)), engine.ErrConflict)
+	require.ErrorIs(t, b.s.CreateRun(b.ctx, again, time.Now().Add(time.Hour)), storage.ErrConflict)
 
 	time.Sleep(400 * time.Millisecond)
 	require.NoError(t, b.s.CreateRun(b.ctx, again, time.Now().Add(time.Hour)), "an expired key may be used again")
@@ -623,13 +627,13 @@ func testMalformedCursor(t *testing.T, b *bundle) {
 	bad := svctype.ListOptions{Cursor: "not a cursor!"}
 	calls := map[string]func() error{
 		"workflows": func() error { _, err := b.s.ListWorkflows(b.ctx, orgA, bad); return err },
-		"runs":      func() error { _, err := b.s.ListRuns(b.ctx, orgA, engine.RunFilter{ListOptions: bad}); return err },
+		"runs":      func() error { _, err := b.s.ListRuns(b.ctx, orgA, storage.RunFilter{ListOptions: bad}); return err },
 		"events":    func() error { _, err := b.s.ListRunEvents(b.ctx, orgA, "r", bad); return err },
 		"tables":    func() error { _, err := b.s.ListTables(b.ctx, orgA, bad); return err },
 		"rows":      func() error { _, err := b.s.ListRows(b.ctx, orgA, "t", nil, bad); return err },
 	}
 	for name, call := range calls {
-		require.ErrorIs(t, call(), engine.ErrInvalidCursor, name)
+		require.ErrorIs(t, call(), storage.ErrInvalidCursor, name)
 	}
 }
 
@@ -667,7 +671,7 @@ func testJobClaim(t *testing.T, b *bundle) {
 	require.Empty(t, none)
 
 	require.NoError(t, b.s.CompleteJob(b.ctx, &claimed[0]))
-	require.ErrorIs(t, b.s.CompleteJob(b.ctx, &claimed[0]), engine.ErrLeaseLost, "completed jobs are gone")
+	require.ErrorIs(t, b.s.CompleteJob(b.ctx, &claimed[0]), storage.ErrLeaseLost, "completed jobs are gone")
 	n = b.countJobs(t)
 	require.Equal(t, 2, n)
 
@@ -764,16 +768,17 @@ func testJobTenancy(t *testing.T, b *bundle) {
 		j.Attempts = 99
 		return &j
 	}
-	require.ErrorIs(t, b.s.RenewJob(b.ctx, forge(), time.Hour), engine.ErrLeaseLost, "renew keeping the lease")
-	require.ErrorIs(t, b.s.RenewJob(b.ctx, forge(), 0), engine.ErrLeaseLost, "renew freeing the lease")
-	require.ErrorIs(t, b.s.CompleteJob(b.ctx, forge()), engine.ErrLeaseLost, "complete")
-	err = b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
-		if err := tx.RenewJob(ctx, forge(), time.Hour); !errors.Is(err, engine.ErrLeaseLost) {
+	require.ErrorIs(t, b.s.RenewJob(b.ctx, forge(), time.Hour), storage.ErrLeaseLost, "renew keeping the lease")
+	require.ErrorIs(t, b.s.RenewJob(b.ctx, forge(), 0), storage.ErrLeaseLost, "renew freeing the lease")
+	require.ErrorIs(t, b.s.CompleteJob(b.ctx, forge()), storage.ErrLeaseLost, "complete")
+	err = b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := storage.In[storage.All](stx)
+		if err := tx.RenewJob(ctx, forge(), time.Hour); !errors.Is(err, storage.ErrLeaseLost) {
 			return fmt.Errorf("renew in a transaction: want ErrLeaseLost, got %v", err)
 		}
 		return tx.CompleteJob(ctx, forge())
 	})
-	require.ErrorIs(t, err, engine.ErrLeaseLost, "complete in a transaction")
+	require.ErrorIs(t, err, storage.ErrLeaseLost, "complete in a transaction")
 	extend := []svctype.Job{*forge()}
 	require.NoError(t, b.s.ExtendLeases(b.ctx, extend, time.Hour))
 	require.Equal(t, held.LeaseUntil, extend[0].LeaseUntil, "another organization's job is not extended")
@@ -810,8 +815,8 @@ func testJobLeaseExpiry(t *testing.T, b *bundle) {
 	require.Equal(t, 2, second[0].Attempts)
 
 	stale := first[0]
-	require.ErrorIs(t, b.s.RenewJob(b.ctx, &stale, time.Minute), engine.ErrLeaseLost)
-	require.ErrorIs(t, b.s.CompleteJob(b.ctx, &stale), engine.ErrLeaseLost)
+	require.ErrorIs(t, b.s.RenewJob(b.ctx, &stale, time.Minute), storage.ErrLeaseLost)
+	require.ErrorIs(t, b.s.CompleteJob(b.ctx, &stale), storage.ErrLeaseLost)
 	require.NoError(t, b.s.ExtendLeases(b.ctx, []svctype.Job{stale}, time.Hour))
 	require.NoError(t, b.s.CompleteJob(b.ctx, &second[0]))
 	n := b.countJobs(t)
@@ -844,7 +849,7 @@ func testJobRenew(t *testing.T, b *bundle) {
 	require.Len(t, got, 1)
 	requireJSON(t, `{"step":2}`, got[0].Payload)
 	require.NotEqual(t, claimed[0].LeaseToken, got[0].LeaseToken)
-	require.ErrorIs(t, b.s.RenewJob(b.ctx, &claimed[0], 0), engine.ErrLeaseLost, "the freed token is void")
+	require.ErrorIs(t, b.s.RenewJob(b.ctx, &claimed[0], 0), storage.ErrLeaseLost, "the freed token is void")
 
 	// Renew into the future: not due until run_at.
 	next := got[0]
@@ -855,10 +860,10 @@ func testJobRenew(t *testing.T, b *bundle) {
 	require.Empty(t, got)
 
 	missing := svctype.Job{ID: 999999, LeaseToken: "x"}
-	require.ErrorIs(t, b.s.RenewJob(b.ctx, &missing, time.Minute), engine.ErrLeaseLost)
-	require.ErrorIs(t, b.s.CompleteJob(b.ctx, &missing), engine.ErrLeaseLost)
+	require.ErrorIs(t, b.s.RenewJob(b.ctx, &missing, time.Minute), storage.ErrLeaseLost)
+	require.ErrorIs(t, b.s.CompleteJob(b.ctx, &missing), storage.ErrLeaseLost)
 	unleased := svctype.Job{ID: next.ID}
-	require.ErrorIs(t, b.s.CompleteJob(b.ctx, &unleased), engine.ErrLeaseLost, "an empty token holds nothing")
+	require.ErrorIs(t, b.s.CompleteJob(b.ctx, &unleased), storage.ErrLeaseLost, "an empty token holds nothing")
 }
 
 func testJobExtendLeases(t *testing.T, b *bundle) {
@@ -916,7 +921,8 @@ func testJobDelete(t *testing.T, b *bundle) {
 
 func testJobClaimConcurrent(t *testing.T, b *bundle) {
 	const jobs, workers = 200, 8
-	require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+	require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := storage.In[storage.All](stx)
 		for range jobs {
 			j := &svctype.Job{OrgID: orgA, Kind: svctype.JobRunStep, RunAt: time.Now().Add(-time.Second)}
 			if err := tx.EnqueueJob(ctx, j); err != nil {
@@ -971,10 +977,10 @@ func testTables(t *testing.T, b *bundle) {
 	require.False(t, got.CreatedAt.IsZero())
 
 	err = b.s.CreateTable(b.ctx, &svctype.Table{OrgID: orgA, Name: "contacts", Fields: map[string]string{}})
-	require.ErrorIs(t, err, engine.ErrConflict)
+	require.ErrorIs(t, err, storage.ErrConflict)
 	b.table(t, orgB, "contacts")
 	_, err = b.s.GetTable(b.ctx, orgA, "missing")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	names := []string{"contacts"}
 	for _, n := range []string{"zeta", "alpha", "mid", "beta"} {
@@ -997,9 +1003,9 @@ func testTables(t *testing.T, b *bundle) {
 
 func testRows(t *testing.T, b *bundle) {
 	_, err := b.s.InsertRow(b.ctx, orgA, "missing", map[string]any{"a": 1})
-	require.ErrorIs(t, err, engine.ErrNotFound, "no such table")
+	require.ErrorIs(t, err, storage.ErrNotFound, "no such table")
 	_, _, err = b.s.UpsertRow(b.ctx, orgA, "missing", []string{"a"}, map[string]any{"a": 1})
-	require.ErrorIs(t, err, engine.ErrNotFound, "no such table")
+	require.ErrorIs(t, err, storage.ErrNotFound, "no such table")
 
 	b.table(t, orgA, "t")
 	r1, err := b.s.InsertRow(b.ctx, orgA, "t", map[string]any{"email": "a@x", "n": 1})
@@ -1130,7 +1136,8 @@ func testListRows(t *testing.T, b *bundle) {
 	b.table(t, orgB, "t")
 	const n = 2000
 	var want, even []string
-	err := b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+	err := b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := storage.In[storage.All](stx)
 		for i := range n {
 			var (
 				r   svctype.Row
@@ -1292,7 +1299,7 @@ func testUpdateRowsKeys(t *testing.T, b *bundle) {
 			before = snapshot()
 		}
 		_, err := b.s.UpdateRows(b.ctx, orgA, "t", tt.where, tt.set)
-		require.ErrorIs(t, err, engine.ErrConflict, tt.name)
+		require.ErrorIs(t, err, storage.ErrConflict, tt.name)
 		require.Equal(t, before, snapshot(), "%s: nothing changed", tt.name)
 	}
 
@@ -1370,7 +1377,7 @@ func testTenancy(t *testing.T, b *bundle) {
 		}},
 	}
 	for _, tt := range notFound {
-		require.ErrorIs(t, tt.call(), engine.ErrNotFound, tt.name)
+		require.ErrorIs(t, tt.call(), storage.ErrNotFound, tt.name)
 	}
 
 	empty := []struct {
@@ -1382,7 +1389,7 @@ func testTenancy(t *testing.T, b *bundle) {
 			return len(p.Items), err
 		}},
 		{"ListRuns", func() (int, error) {
-			p, err := b.s.ListRuns(b.ctx, orgB, engine.RunFilter{WorkflowID: w.ID})
+			p, err := b.s.ListRuns(b.ctx, orgB, storage.RunFilter{WorkflowID: w.ID})
 			return len(p.Items), err
 		}},
 		{"GetContext", func() (int, error) { c, err := b.s.GetContext(b.ctx, orgB, run.ID); return len(c), err }},
@@ -1451,7 +1458,8 @@ var errRollback = errors.New("roll back")
 
 func testTxRollback(t *testing.T, b *bundle) {
 	var runID, wfID string
-	err := b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+	err := b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := storage.In[storage.All](stx)
 		w := &svctype.Workflow{OrgID: orgA, Name: "wf", Definition: json.RawMessage(`{}`)}
 		if err := tx.CreateWorkflow(ctx, w); err != nil {
 			return err
@@ -1490,11 +1498,11 @@ func testTxRollback(t *testing.T, b *bundle) {
 	require.ErrorIs(t, err, errRollback, "fn's error comes back")
 
 	_, err = b.s.GetWorkflow(b.ctx, orgA, wfID)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = b.s.GetRun(b.ctx, orgA, runID)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = b.s.RunIDForIdempotencyKey(b.ctx, orgA, "k", time.Now())
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	c, err := b.s.GetContext(b.ctx, orgA, runID)
 	require.NoError(t, err)
 	require.Empty(t, c)
@@ -1504,7 +1512,7 @@ func testTxRollback(t *testing.T, b *bundle) {
 	n := b.countJobs(t)
 	require.Zero(t, n)
 	_, err = b.s.GetTable(b.ctx, orgA, "t")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	// A lost lease inside a step commit rolls back what the step wrote.
 	b.job(t, orgA, time.Now().Add(-time.Second))
@@ -1512,20 +1520,22 @@ func testTxRollback(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	stale := claimed[0]
 	stale.LeaseToken = "stale"
-	err = b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+	err = b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := storage.In[storage.All](stx)
 		if err := tx.PutContext(ctx, orgA, "run", "k", json.RawMessage(`1`)); err != nil {
 			return err
 		}
 		return tx.RenewJob(ctx, &stale, time.Minute)
 	})
-	require.ErrorIs(t, err, engine.ErrLeaseLost)
+	require.ErrorIs(t, err, storage.ErrLeaseLost)
 	c, err = b.s.GetContext(b.ctx, orgA, "run")
 	require.NoError(t, err)
 	require.Empty(t, c)
 
 	// A panic rolls back too.
 	require.Panics(t, func() {
-		_ = b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+		_ = b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+			tx := storage.In[storage.All](stx)
 			if err := tx.PutContext(ctx, orgA, "run", "k", json.RawMessage(`1`)); err != nil {
 				return err
 			}
@@ -1544,7 +1554,8 @@ func testTxCommit(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	job := claimed[0]
 	var events []svctype.Event
-	err = b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+	err = b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := storage.In[storage.All](stx)
 		job.Payload = json.RawMessage(`{"step":1}`)
 		if err := tx.RenewJob(ctx, &job, time.Minute); err != nil {
 			return err
@@ -1588,9 +1599,10 @@ func testTxSurvivesConflict(t *testing.T, b *bundle) {
 	require.NoError(t, b.s.CreateRun(b.ctx, first, time.Now().Add(time.Hour)))
 	b.workflow(t, orgA, "taken")
 	b.table(t, orgA, "t")
-	err := b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+	err := b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := storage.In[storage.All](stx)
 		again := &svctype.Run{OrgID: orgA, WorkflowID: "wf", Status: svctype.RunRunning, IdempotencyKey: "k"}
-		if err := tx.CreateRun(ctx, again, time.Now().Add(time.Hour)); !errors.Is(err, engine.ErrConflict) {
+		if err := tx.CreateRun(ctx, again, time.Now().Add(time.Hour)); !errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("CreateRun: want a conflict, got %v", err)
 		}
 		id, err := tx.RunIDForIdempotencyKey(ctx, orgA, "k", time.Now())
@@ -1601,10 +1613,10 @@ func testTxSurvivesConflict(t *testing.T, b *bundle) {
 			return fmt.Errorf("idempotency key names %s, want %s", id, first.ID)
 		}
 		err = tx.CreateWorkflow(ctx, &svctype.Workflow{OrgID: orgA, Name: "taken", Definition: json.RawMessage(`{}`)})
-		if !errors.Is(err, engine.ErrConflict) {
+		if !errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("CreateWorkflow: want a conflict, got %v", err)
 		}
-		if err := tx.CreateTable(ctx, &svctype.Table{OrgID: orgA, Name: "t"}); !errors.Is(err, engine.ErrConflict) {
+		if err := tx.CreateTable(ctx, &svctype.Table{OrgID: orgA, Name: "t"}); !errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("CreateTable: want a conflict, got %v", err)
 		}
 		for _, k := range []string{"a", "b"} {
@@ -1613,7 +1625,7 @@ func testTxSurvivesConflict(t *testing.T, b *bundle) {
 			}
 		}
 		_, err = tx.UpdateRows(ctx, orgA, "t", map[string]any{"email": "a"}, map[string]any{"email": "b"})
-		if !errors.Is(err, engine.ErrConflict) {
+		if !errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("UpdateRows: want a conflict, got %v", err)
 		}
 		return tx.PutContext(ctx, orgA, first.ID, "after", json.RawMessage(`true`))
@@ -1622,4 +1634,21 @@ func testTxSurvivesConflict(t *testing.T, b *bundle) {
 	c, err := b.s.GetContext(b.ctx, orgA, first.ID)
 	require.NoError(t, err)
 	require.Equal(t, `true`, string(c["after"]))
+}
+
+// testTxImplementsEveryPart: the Tx InTx hands out is every part of the store, as the Store
+// is, so a feature that reaches its part with storage.In inside the run core's transaction
+// finds it; and a write through that part commits with the transaction.
+func testTxImplementsEveryPart(t *testing.T, b *bundle) {
+	require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
+		all, ok := tx.(storage.All)
+		require.True(t, ok, "%T is not a storage.All", tx)
+		return all.PutOrgFeatures(ctx, orgA, svctype.OrgFeatures{AgentForms: true})
+	}))
+	f, err := b.s.GetOrgFeatures(b.ctx, orgA)
+	require.NoError(t, err)
+	require.True(t, f.AgentForms)
+	f, err = b.s.GetOrgFeatures(b.ctx, orgB)
+	require.NoError(t, err)
+	require.False(t, f.AgentForms, "another organization's features")
 }

@@ -10,12 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/secrets"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
-// testWebhooks is the webhook part of the suite (engine.WebhookStore): registrations
+// testWebhooks is the webhook part of the suite (storage.Webhooks): registrations
 // created, read, paged, updated, deleted; their health; the re-sealing of their secrets.
 // Sealed bytes are opaque to the store, so the suite writes arbitrary ones. Its parts share
 // one store; each works in organizations of its own.
@@ -51,7 +51,7 @@ func (b *bundle) webhook(t *testing.T, org, event string, created time.Time) *sv
 
 func testWebhookCreateGet(t *testing.T, b *bundle, org string) {
 	_, err := b.s.GetWebhook(b.ctx, org, "whk_missing")
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	created := time.Date(2026, 1, 2, 3, 4, 5, 678901234, time.FixedZone("x", 3600))
 	w := &svctype.Webhook{
@@ -88,7 +88,7 @@ func testWebhookCreateGet(t *testing.T, b *bundle, org string) {
 	require.False(t, got.CreatedAt.IsZero(), "created_at set by the store when zero")
 
 	// An id is unique in its organization.
-	require.ErrorIs(t, b.s.InsertWebhook(b.ctx, &svctype.Webhook{ID: w.ID, OrgID: org, Event: "document.deleted", URL: "https://x.example.com/"}), engine.ErrConflict)
+	require.ErrorIs(t, b.s.InsertWebhook(b.ctx, &svctype.Webhook{ID: w.ID, OrgID: org, Event: "document.deleted", URL: "https://x.example.com/"}), storage.ErrConflict)
 	got, err = b.s.GetWebhook(b.ctx, org, w.ID)
 	require.NoError(t, err)
 	require.Equal(t, "workflow_run_started", got.Event, "nothing overwritten")
@@ -118,7 +118,7 @@ func testWebhookList(t *testing.T, b *bundle, org string) {
 	for _, limit := range []int{1, 2, 7, 50} {
 		all := collect(t, limit, func(w svctype.Webhook) string { return w.ID },
 			func(o svctype.ListOptions) (svctype.Page[svctype.Webhook], error) {
-				return b.s.ListWebhooks(b.ctx, org, engine.WebhookListFilter{ListOptions: o})
+				return b.s.ListWebhooks(b.ctx, org, storage.WebhookListFilter{ListOptions: o})
 			})
 		got := make([]string, len(all))
 		for i, w := range all {
@@ -129,21 +129,21 @@ func testWebhookList(t *testing.T, b *bundle, org string) {
 		require.Equal(t, want, got, "limit %d", limit)
 	}
 
-	page, err := b.s.ListWebhooks(b.ctx, org, engine.WebhookListFilter{Event: "workflow_run_failed"})
+	page, err := b.s.ListWebhooks(b.ctx, org, storage.WebhookListFilter{Event: "workflow_run_failed"})
 	require.NoError(t, err)
 	require.Len(t, page.Items, 3)
 	for _, w := range page.Items {
 		require.Equal(t, "workflow_run_failed", w.Event)
 	}
 
-	page, err = b.s.ListWebhooks(b.ctx, org+"_none", engine.WebhookListFilter{})
+	page, err = b.s.ListWebhooks(b.ctx, org+"_none", storage.WebhookListFilter{})
 	require.NoError(t, err)
 	require.NotNil(t, page.Items)
 	require.Empty(t, page.Items)
 	require.Empty(t, page.NextCursor)
 
-	_, err = b.s.ListWebhooks(b.ctx, org, engine.WebhookListFilter{ListOptions: svctype.ListOptions{Cursor: "not a cursor!"}})
-	require.ErrorIs(t, err, engine.ErrInvalidCursor)
+	_, err = b.s.ListWebhooks(b.ctx, org, storage.WebhookListFilter{ListOptions: svctype.ListOptions{Cursor: "not a cursor!"}})
+	require.ErrorIs(t, err, storage.ErrInvalidCursor)
 }
 
 func testWebhookUpdate(t *testing.T, b *bundle, org string) {
@@ -189,9 +189,9 @@ func testWebhookUpdate(t *testing.T, b *bundle, org string) {
 
 	missing := upd
 	missing.ID = "whk_missing"
-	require.ErrorIs(t, b.s.UpdateWebhook(b.ctx, &missing), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.UpdateWebhook(b.ctx, &missing), storage.ErrNotFound)
 	_, err = b.s.GetWebhook(b.ctx, org, "whk_missing")
-	require.ErrorIs(t, err, engine.ErrNotFound, "an update creates nothing")
+	require.ErrorIs(t, err, storage.ErrNotFound, "an update creates nothing")
 }
 
 func testWebhookHealth(t *testing.T, b *bundle, org string) {
@@ -249,7 +249,7 @@ func testWebhookHealth(t *testing.T, b *bundle, org string) {
 	require.True(t, got.DisabledAt.Equal(t0.Truncate(time.Microsecond)))
 
 	_, err = b.s.RecordWebhookFailure(b.ctx, org, "whk_missing", 3, t0)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	changed, err = b.s.EnableWebhook(b.ctx, org, "whk_missing")
 	require.NoError(t, err)
 	require.False(t, changed)
@@ -260,8 +260,8 @@ func testWebhookDelete(t *testing.T, b *bundle, org string) {
 	keep := b.webhook(t, org, "document.uploaded", time.Time{})
 	require.NoError(t, b.s.DeleteWebhook(b.ctx, org, w.ID))
 	_, err := b.s.GetWebhook(b.ctx, org, w.ID)
-	require.ErrorIs(t, err, engine.ErrNotFound)
-	require.ErrorIs(t, b.s.DeleteWebhook(b.ctx, org, w.ID), engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, b.s.DeleteWebhook(b.ctx, org, w.ID), storage.ErrNotFound)
 	_, err = b.s.GetWebhook(b.ctx, org, keep.ID)
 	require.NoError(t, err)
 }
@@ -271,16 +271,16 @@ func testWebhookTenancy(t *testing.T, b *bundle, org string) {
 	w := b.webhook(t, org, "document.uploaded", time.Time{})
 
 	_, err := b.s.GetWebhook(b.ctx, other, w.ID)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	evil := *w
 	evil.OrgID, evil.URL = other, "https://evil.example.com/"
-	require.ErrorIs(t, b.s.UpdateWebhook(b.ctx, &evil), engine.ErrNotFound)
-	require.ErrorIs(t, b.s.DeleteWebhook(b.ctx, other, w.ID), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.UpdateWebhook(b.ctx, &evil), storage.ErrNotFound)
+	require.ErrorIs(t, b.s.DeleteWebhook(b.ctx, other, w.ID), storage.ErrNotFound)
 	_, err = b.s.RecordWebhookFailure(b.ctx, other, w.ID, 1, time.Now())
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	require.NoError(t, b.s.DisableWebhook(b.ctx, other, w.ID, time.Now()))
-	require.ErrorIs(t, b.s.ResealWebhookSecret(b.ctx, &evil, []byte("x"), "k9"), engine.ErrNotFound)
-	page, err := b.s.ListWebhooks(b.ctx, other, engine.WebhookListFilter{})
+	require.ErrorIs(t, b.s.ResealWebhookSecret(b.ctx, &evil, []byte("x"), "k9"), storage.ErrNotFound)
+	page, err := b.s.ListWebhooks(b.ctx, other, storage.WebhookListFilter{})
 	require.NoError(t, err)
 	require.Empty(t, page.Items)
 
@@ -325,16 +325,16 @@ func testWebhookOrgs(t *testing.T, b *bundle, org string) {
 	require.Equal(t, []string{mine[0], mine[2], mine[4]}, orgs(secrets.ListFilter{NotKeyID: "k1"}))
 	require.Equal(t, mine, orgs(secrets.ListFilter{NotKeyID: "k2"}))
 
-	page, err := b.s.ListWebhooks(b.ctx, mine[0], engine.WebhookListFilter{NotKeyID: "k1"})
+	page, err := b.s.ListWebhooks(b.ctx, mine[0], storage.WebhookListFilter{NotKeyID: "k1"})
 	require.NoError(t, err)
 	require.Len(t, page.Items, 1)
 	require.Equal(t, "document.expired", page.Items[0].Event)
-	page, err = b.s.ListWebhooks(b.ctx, org+"_nosecret", engine.WebhookListFilter{NotKeyID: "k1"})
+	page, err = b.s.ListWebhooks(b.ctx, org+"_nosecret", storage.WebhookListFilter{NotKeyID: "k1"})
 	require.NoError(t, err)
 	require.Empty(t, page.Items, "a registration without a secret is not under another key")
 
 	_, err = b.s.ListWebhookSecretOrgs(b.ctx, secrets.ListFilter{ListOptions: svctype.ListOptions{Cursor: "not a cursor!"}})
-	require.ErrorIs(t, err, engine.ErrInvalidCursor)
+	require.ErrorIs(t, err, storage.ErrInvalidCursor)
 }
 
 // testWebhookReseal: a reseal swaps the sealed secret and its key id over the bytes it read,
@@ -351,26 +351,27 @@ func testWebhookReseal(t *testing.T, b *bundle, org string) {
 	require.True(t, got.UpdatedAt.Equal(read.UpdatedAt), "a reseal is not an update")
 	require.Equal(t, read.URL, got.URL)
 
-	require.ErrorIs(t, b.s.ResealWebhookSecret(b.ctx, read, []byte("again"), "k2"), engine.ErrConflict)
+	require.ErrorIs(t, b.s.ResealWebhookSecret(b.ctx, read, []byte("again"), "k2"), storage.ErrConflict)
 
 	// A PATCH of the secret after the read wins.
 	upd := *got
 	upd.Sealed, upd.MasterKeyID, upd.UpdatedAt = []byte("patched"), "k1", time.Time{}
 	require.NoError(t, b.s.UpdateWebhook(b.ctx, &upd))
-	require.ErrorIs(t, b.s.ResealWebhookSecret(b.ctx, got, []byte("stale"), "k2"), engine.ErrConflict)
+	require.ErrorIs(t, b.s.ResealWebhookSecret(b.ctx, got, []byte("stale"), "k2"), storage.ErrConflict)
 	now, err := b.s.GetWebhook(b.ctx, org, w.ID)
 	require.NoError(t, err)
 	require.Equal(t, []byte("patched"), now.Sealed)
 
 	require.NoError(t, b.s.DeleteWebhook(b.ctx, org, w.ID))
-	require.ErrorIs(t, b.s.ResealWebhookSecret(b.ctx, now, []byte("gone"), "k2"), engine.ErrNotFound)
+	require.ErrorIs(t, b.s.ResealWebhookSecret(b.ctx, now, []byte("gone"), "k2"), storage.ErrNotFound)
 }
 
 func testWebhookTx(t *testing.T, b *bundle, org string) {
 	taken := b.webhook(t, org, "document.uploaded", time.Time{})
 	errRollback := errors.New("roll back")
 	var rolled string
-	err := b.s.InTx(b.ctx, func(ctx context.Context, tx engine.Tx) error {
+	err := b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := storage.In[storage.All](stx)
 		w := &svctype.Webhook{ID: "whk_" + newID(), OrgID: org, Event: "document.uploaded", URL: "https://x.example.com/"}
 		rolled = w.ID
 		if err := tx.InsertWebhook(ctx, w); err != nil {
@@ -378,7 +379,7 @@ func testWebhookTx(t *testing.T, b *bundle, org string) {
 		}
 		// A conflict leaves the transaction usable (PostgreSQL aborts on a unique violation).
 		dup := *taken
-		if err := tx.InsertWebhook(ctx, &dup); !errors.Is(err, engine.ErrConflict) {
+		if err := tx.InsertWebhook(ctx, &dup); !errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("InsertWebhook: want a conflict, got %v", err)
 		}
 		if _, err := tx.RecordWebhookFailure(ctx, org, taken.ID, 1, time.Now()); err != nil {
@@ -391,7 +392,7 @@ func testWebhookTx(t *testing.T, b *bundle, org string) {
 	})
 	require.ErrorIs(t, err, errRollback)
 	_, err = b.s.GetWebhook(b.ctx, org, rolled)
-	require.ErrorIs(t, err, engine.ErrNotFound)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 	got, err := b.s.GetWebhook(b.ctx, org, taken.ID)
 	require.NoError(t, err)
 	require.False(t, got.Disabled, "the failure was rolled back")

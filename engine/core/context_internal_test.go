@@ -1,0 +1,193 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/svcflow/svcflow/engine/internal/fixtures"
+)
+
+func TestPageArray(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name          string
+		raw           string
+		offset, limit int
+		page          string // "" when not an array
+		total         int
+	}{
+		{"object", `{"a": [1, 2]}`, 0, 10, "", 0},
+		{"string", `"[not an array]"`, 0, 10, "", 0},
+		{"number", `12`, 0, 10, "", 0},
+		{"null", `null`, 0, 10, "", 0},
+		{"empty", `[]`, 0, 10, `[]`, 0},
+		{"first page", `[1,2,3,4,5]`, 0, 2, `[1,2]`, 5},
+		{"middle page", `[1,2,3,4,5]`, 2, 2, `[3,4]`, 5},
+		{"last short page", `[1,2,3,4,5]`, 4, 2, `[5]`, 5},
+		{"at the end", `[1,2,3,4,5]`, 5, 2, `[]`, 5},
+		{"past the end", `[1,2,3,4,5]`, 500, 2, `[]`, 5},
+		{"whole", `[1,2,3]`, 0, 1000, `[1,2,3]`, 3},
+		// PostgreSQL's jsonb text has spaces; an array may hold anything that looks like
+		// a delimiter inside strings.
+		{"spaced, nested", " \n[ {\"a\": [1, 2]} , \"],[\" ,\t[[]], \"\\\"]\" ]", 1, 2, `["],[",[[]]]`, 4},
+		{"offset near max int", `[1]`, int(^uint(0) >> 1), 1000, `[]`, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			page, total, isArray, err := pageArray(json.RawMessage(tc.raw), tc.offset, tc.limit)
+			require.NoError(t, err)
+			require.Equal(t, tc.page != "", isArray)
+			if !isArray {
+				require.Nil(t, page)
+				return
+			}
+			require.Equal(t, tc.total, total)
+			require.JSONEq(t, tc.page, string(page))
+		})
+	}
+
+	for _, bad := range []string{`[1, 2`, `[1 2]`, `[}`} {
+		_, _, _, err := pageArray(json.RawMessage(bad), 0, 10)
+		require.Error(t, err, bad)
+	}
+}
+
+// TestPageArrayAgreesWithSlicing pages real group rows and compares every page with
+// slicing the decoded array.
+func TestPageArrayAgreesWithSlicing(t *testing.T) {
+	t.Parallel()
+	const n = 600
+	raw := fixtures.MatchGroups(t, n)
+	for _, at := range []struct{ offset, limit int }{{0, 100}, {100, 1000}, {550, 1000}, {n - 1, 1}, {n, 10}} {
+		want, _, _, err := pageArrayRawSlice(raw, at.offset, at.limit)
+		require.NoError(t, err)
+		var got []json.RawMessage
+		require.NoError(t, json.Unmarshal(want, &got))
+		require.Len(t, got, min(at.limit, max(0, n-at.offset)))
+		ways := map[string]func(json.RawMessage, int, int) (json.RawMessage, int, bool, error){"decoder": pageArray, "split": pageArraySplit}
+		for name, way := range ways {
+			page, total, isArray, err := way(raw, at.offset, at.limit)
+			require.NoError(t, err, name)
+			require.True(t, isArray, name)
+			require.Equal(t, n, total, name)
+			require.Equal(t, string(want), string(page), "%s: offset %d limit %d", name, at.offset, at.limit)
+		}
+	}
+}
+
+// pageArrayRawSlice is the other way to cut a page, measured against pageArray: decode
+// the whole array into []json.RawMessage and slice it.
+func pageArrayRawSlice(raw json.RawMessage, offset, limit int) (json.RawMessage, int, bool, error) {
+	if !bytes.HasPrefix(bytes.TrimLeft(raw, " \t\r\n"), []byte("[")) {
+		return nil, 0, false, nil
+	}
+	var all []json.RawMessage
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return nil, 0, true, err
+	}
+	from := min(offset, len(all))
+	to := from + min(limit, len(all)-from)
+	page, err := json.Marshal(all[from:to])
+	return page, len(all), true, err
+}
+
+// BenchmarkPageArray cuts pages of 100 out of 50,000 group rows (37 MB of JSON) three ways:
+// the decoder walk RunContext uses, []json.RawMessage, and the hand-written splitter.
+func BenchmarkPageArray(b *testing.B) {
+	raw := fixtures.MatchGroups(b, 50_000)
+	b.Logf("50,000 groups: %.1f MB", float64(len(raw))/1e6)
+	ways := []struct {
+		name string
+		fn   func(json.RawMessage, int, int) (json.RawMessage, int, bool, error)
+	}{{"decoder", pageArray}, {"rawslice", pageArrayRawSlice}, {"split", pageArraySplit}}
+	for _, way := range ways {
+		for _, offset := range []int{0, 25_000, 50_000} {
+			b.Run(fmt.Sprintf("%s/offset=%d", way.name, offset), func(b *testing.B) {
+				b.SetBytes(int64(len(raw)))
+				b.ReportAllocs()
+				for b.Loop() {
+					_, total, _, err := way.fn(raw, offset, 100)
+					if err != nil || total != 50_000 {
+						b.Fatalf("total %d, err %v", total, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// pageArraySplit is a third way, measured only (docs/decisions.md, "Run context by key"):
+// find the elements' bounds by hand (strings skipped with IndexByte, depth counted) and
+// check the page's elements with json.Valid. It trusts the array to be valid JSON outside
+// the page, which the engine's own writes are.
+func pageArraySplit(raw json.RawMessage, offset, limit int) (json.RawMessage, int, bool, error) {
+	b := bytes.TrimLeft(raw, " \t\r\n")
+	if len(b) == 0 || b[0] != '[' {
+		return nil, 0, false, nil
+	}
+	out := []byte{'['}
+	i, total := 1, 0
+	for {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+			i++
+		}
+		if i < len(b) && b[i] == ']' && total == 0 {
+			break
+		}
+		start, depth := i, 0
+	el:
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				for {
+					j := bytes.IndexByte(b[i+1:], '"')
+					if j < 0 {
+						return nil, 0, true, fmt.Errorf("unterminated string")
+					}
+					i += 1 + j
+					k := i - 1
+					for k > start && b[k] == '\\' {
+						k--
+					}
+					if (i-1-k)%2 == 0 {
+						break
+					}
+				}
+			case '[', '{':
+				depth++
+			case ']', '}':
+				if depth == 0 {
+					break el
+				}
+				depth--
+			case ',':
+				if depth == 0 {
+					break el
+				}
+			}
+		}
+		if i >= len(b) {
+			return nil, 0, true, fmt.Errorf("unterminated array")
+		}
+		if total >= offset && total-offset < limit {
+			e := bytes.TrimRight(b[start:i], " \t\r\n")
+			if !json.Valid(e) {
+				return nil, 0, true, fmt.Errorf("element %d is not valid JSON", total)
+			}
+			if total > offset {
+				out = append(out, ',')
+			}
+			out = append(out, e...)
+		}
+		total++
+		if b[i] == ']' {
+			break
+		}
+		i++
+	}
+	return append(out, ']'), total, true, nil
+}

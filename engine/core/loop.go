@@ -1,0 +1,287 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+
+	"github.com/svcflow/svcflow/engine/expr"
+	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// loopItem is what a committed foreach element leaves behind: its last step's output and
+// the effects its steps made.
+type loopItem struct {
+	Output  any              `json:"output"`
+	Effects []svctype.Effect `json:"effects,omitempty"`
+}
+
+func loopResultKey(step *svctype.Step) string {
+	if k, _ := step.Properties["result_key"].(string); k != "" {
+		return k
+	}
+	return step.OutputKey
+}
+
+// loopPlan is a foreach resolved against the run's context.
+type loopPlan struct {
+	items []any
+	steps []svctype.Step
+}
+
+func (e *Core) planLoop(ctx context.Context, st *runState, step *svctype.Step, vars expr.Vars) (*loopPlan, error) {
+	if mode, _ := step.Properties["mode"].(string); mode != loopForeach {
+		return nil, fmt.Errorf("loop mode %q is not available in this build (foreach is)", mode)
+	}
+	resolved, err := e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), step.Properties["items"], vars)
+	if err != nil {
+		return nil, fmt.Errorf("loop items: %w", err)
+	}
+	items, ok := resolved.([]any)
+	if !ok {
+		return nil, fmt.Errorf("loop items %v did not resolve to an array (got %s)", step.Properties["items"], TypeName(resolved))
+	}
+	max := DefaultMaxIterations
+	if m, ok := step.Properties["max_iterations"].(float64); ok && m >= 1 {
+		// A definition stored before MaxIterations existed may say more.
+		max = int(min(m, MaxIterations))
+	}
+	if len(items) > max {
+		return nil, fmt.Errorf("loop items has %d elements; max_iterations is %d", len(items), max)
+	}
+	subs, err := st.ent.loopSteps(step)
+	if err != nil {
+		return nil, err
+	}
+	return &loopPlan{items: items, steps: subs}, nil
+}
+
+// loopSteps decodes a loop's nested steps once per cached definition, so their compiled
+// conditions are cached too.
+func (ent *defEntry) loopSteps(step *svctype.Step) ([]svctype.Step, error) {
+	if v, ok := ent.conds.Load(&step.Properties); ok {
+		return v.([]svctype.Step), nil
+	}
+	subs, err := loopSteps(step.Properties)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := ent.conds.LoadOrStore(&step.Properties, subs)
+	return v.([]svctype.Step), nil
+}
+
+// TypeName names the JSON type of v for messages (object, string, number, ...).
+func TypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "object"
+	case string:
+		return "string"
+	case float64, int:
+		return "number"
+	case bool:
+		return "boolean"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// runElement runs a foreach element's steps in tx with @item and @index set; each step's
+// outputKey is visible to the element's later steps only. It returns the last output.
+func (e *Core) runElement(ctx context.Context, tx storage.Tx, st *runState, plan *loopPlan, index, k int, vars expr.Vars, c *commit) (any, error) {
+	ev := make(expr.Vars, len(vars)+2)
+	maps.Copy(ev, vars)
+	ev["item"], ev["index"] = plan.items[k], k
+	outer := c.position(index)
+	defer func() { c.at = outer }()
+	var last any
+	for j := range plan.steps {
+		c.at = outer + "/" + strconv.Itoa(k) + "/" + strconv.Itoa(j)
+		out, key, status, err := e.execStep(ctx, tx, st, &plan.steps[j], index, ev, c)
+		if err != nil {
+			return nil, fmt.Errorf("element %d, step %d (%s): %w", k, j, plan.steps[j].Type, err)
+		}
+		if status == svctype.StepCompleted {
+			last = out
+			applyOutput(func(k string, v any) {
+				if k != "" {
+					ev[k] = v
+				}
+			}, key, out)
+		}
+	}
+	return last, nil
+}
+
+// inlineLoop runs a loop nested in a foreach element, whole, in the element's transaction.
+func (e *Core) inlineLoop(ctx context.Context, tx storage.Tx, st *runState, step *svctype.Step, index int, vars expr.Vars, c *commit) (any, error) {
+	plan, err := e.planLoop(ctx, st, step, vars)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]any, len(plan.items))
+	for k := range plan.items {
+		if results[k], err = e.runElement(ctx, tx, st, plan, index, k, vars, c); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+// loopOnce commits the next part of a top-level foreach: its start, one element, or its end.
+// Elements before the cursor are committed, so a crash re-runs at most one element.
+func (e *Core) loopOnce(ctx context.Context, job *svctype.Job, st *runState, i int, step *svctype.Step) error {
+	vars := e.scope(st, i)
+	mode, _ := step.Properties["mode"].(string)
+	stepID := strconv.Itoa(i)
+	rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepProcessing}
+	plan, planErr := e.planLoop(ctx, st, step, vars)
+
+	if st.run.Cursor.Loop == nil {
+		c := &commit{}
+		err := e.unit(ctx, job, st, func(ctx context.Context, tx storage.Tx) error {
+			*c = commit{rec: rec}
+			if err := e.keepLease(ctx, tx, job); err != nil {
+				return err
+			}
+			if i == 0 && st.ent.def.Condition != nil {
+				if ok, err := e.gate(ctx, tx, job, st, c); err != nil || !ok {
+					return err
+				}
+			}
+			if step.Filter != nil {
+				cond, err := st.ent.condition(step, step.Filter.Condition)
+				if err != nil {
+					return &stepFailure{fmt.Errorf("filter.condition: %w", err)}
+				}
+				ok, err := cond.Eval(ctx, vars)
+				if err != nil {
+					return &stepFailure{fmt.Errorf("filter.condition: %w", err)}
+				}
+				c.rec.Decisions = append(c.rec.Decisions, svctype.Decision{Kind: "filter", Result: ok})
+				if !ok {
+					return e.skipLoop(ctx, tx, job, st, step, i, vars, c)
+				}
+			}
+			if planErr != nil {
+				return &stepFailure{planErr}
+			}
+			now := e.now().UTC()
+			c.rec.StartedAt = &now
+			c.rec.InputSummary = summarize(map[string]any{"items": len(plan.items), "mode": mode})
+			if err := tx.PutStep(ctx, st.run.OrgID, &c.rec); err != nil {
+				return err
+			}
+			st.run.Cursor.Loop = &svctype.LoopCursor{Next: 0, Total: len(plan.items)}
+			st.run.UpdatedAt = now
+			if err := tx.UpdateRun(ctx, st.run); err != nil {
+				return err
+			}
+			return e.Emit(ctx, tx, []svctype.Event{
+				e.Event(st.run, EventStepStarted, map[string]any{"run_id": st.run.ID, "step_index": i, "step_type": step.Type}),
+				e.Event(st.run, EventLoopStarted, map[string]any{
+					"run_id": st.run.ID, "step_id": stepID, "step_index": i, "mode": mode, "total_items": len(plan.items),
+				}),
+			}, nil)
+		})
+		if err != nil {
+			st.run.Cursor.Loop = nil
+		}
+		return e.afterCommit(ctx, job, st, c, i, step, err)
+	}
+	if planErr != nil {
+		return e.failRun(ctx, job, st, i, step, planErr)
+	}
+	lc := st.run.Cursor.Loop
+	if lc.Next < len(plan.items) {
+		k := lc.Next
+		c := &commit{}
+		err := e.unit(ctx, job, st, func(ctx context.Context, tx storage.Tx) error {
+			*c = commit{rec: rec, inner: true}
+			if err := e.keepLease(ctx, tx, job); err != nil {
+				return err
+			}
+			out, err := e.runElement(ctx, tx, st, plan, i, k, vars, c)
+			if err != nil {
+				return &stepFailure{err}
+			}
+			item, err := json.Marshal(loopItem{Output: out, Effects: c.rec.Effects})
+			if err != nil {
+				return &stepFailure{fmt.Errorf("element %d output is not JSON: %w", k, err)}
+			}
+			if err := tx.PutLoopItem(ctx, st.run.OrgID, st.run.ID, i, k, item); err != nil {
+				return err
+			}
+			st.run.Cursor.Loop = &svctype.LoopCursor{Next: k + 1, Total: len(plan.items)}
+			st.run.UpdatedAt = e.now().UTC()
+			if err := tx.UpdateRun(ctx, st.run); err != nil {
+				return err
+			}
+			if len(c.events) == 0 {
+				return nil
+			}
+			return e.Emit(ctx, tx, c.events, nil)
+		})
+		if err != nil {
+			st.run.Cursor.Loop = lc
+		}
+		return e.afterCommit(ctx, job, st, &commit{}, i, step, err)
+	}
+	return e.endLoop(ctx, job, st, i, step, rec)
+}
+
+// endLoop gathers the committed elements into result_key and completes the step.
+func (e *Core) endLoop(ctx context.Context, job *svctype.Job, st *runState, i int, step *svctype.Step, rec svctype.StepRecord) error {
+	c := &commit{rec: rec}
+	snapshot := *st.run
+	err := e.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+		if err := e.keepLease(ctx, tx, job); err != nil {
+			return err
+		}
+		raw, err := tx.ListLoopItems(ctx, st.run.OrgID, st.run.ID, i)
+		if err != nil {
+			return err
+		}
+		results := make([]any, 0, len(raw))
+		for _, r := range raw {
+			var it loopItem
+			if err := json.Unmarshal(r, &it); err != nil {
+				return fmt.Errorf("loop item: %w", err)
+			}
+			results = append(results, it.Output)
+			c.rec.Effects = append(c.rec.Effects, it.Effects...)
+		}
+		c.rec.Status = svctype.StepCompleted
+		c.rec.Output = summarize(results)
+		c.setOutput(loopResultKey(step), results)
+		c.setOutput(step.OutputKey, results)
+		c.events = append(c.events, e.Event(st.run, EventStepDone, map[string]any{"run_id": st.run.ID, "step_index": i}))
+		return e.writeCommit(ctx, tx, job, st, c, i+1)
+	})
+	if err != nil {
+		*st.run = snapshot
+	}
+	return e.afterCommit(ctx, job, st, c, i, step, err)
+}
+
+// skipLoop finishes a top-level loop whose filter is false: skipped, or its onFalse step.
+func (e *Core) skipLoop(ctx context.Context, tx storage.Tx, job *svctype.Job, st *runState, step *svctype.Step, i int, vars expr.Vars, c *commit) error {
+	c.rec.Status = svctype.StepSkipped
+	if step.OnFalse != nil {
+		c.rec.Decisions = append(c.rec.Decisions, svctype.Decision{Kind: "on_false", Result: step.OnFalse.Type})
+		out, key, status, err := e.execStep(ctx, tx, st, step.OnFalse, i, vars, c)
+		if err != nil {
+			return &stepFailure{err}
+		}
+		c.rec.Status = status
+		if status == svctype.StepCompleted {
+			applyOutput(c.setOutput, key, out)
+			c.rec.Output = summarize(out)
+		}
+	}
+	return e.writeCommit(ctx, tx, job, st, c, i+1)
+}

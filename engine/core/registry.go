@@ -1,0 +1,190 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// The seam. A feature plugs into the run core by registering on a Core, before the Core
+// does any work (engine.New registers every built-in feature):
+//
+//   - step kinds: Environment().RegisterStepKind (a kind with an IO half is an outside call);
+//   - step sources: RegisterStepSource, for step types an organization defines (its
+//     registered actions);
+//   - pause kinds: RegisterPause, for steps that stop their run until something happens
+//     (approvals, forms; agents that ask a person);
+//   - job handlers: RegisterJob, for every job kind but run steps and schedules;
+//   - event sinks: RegisterSink, told of every event in the transaction that emits it
+//     (webhook fan-out);
+//   - cancel hooks: OnCancel, run in the transaction that cancels a run;
+//   - the secret source: SetSecrets, what StepCall.Secret reads (org config);
+//   - prefix resolvers: Evaluator().RegisterPrefix (doc:).
+//
+// What the core offers features in return is exported beside it: Emit, StartTx and
+// Started, ResumeTx and Resumed, OutsideCall, PauseCall.Outside.
+
+// JobHandler runs one claimed job of a registered kind. Its ctx carries the job's
+// organization (svctype.OrgFrom) and is not cancelled when the worker drains.
+type JobHandler func(ctx context.Context, job *svctype.Job) error
+
+// EventSubject is what an event is about when sinks filter on it: a document's content
+// type and tags (document.* events). Run events have none.
+type EventSubject struct {
+	ContentType string
+	Tags        []string
+}
+
+// EventSink is told of events in the transaction that appends them to the outbox; an error
+// rolls the transaction back (the events and their cause with it).
+type EventSink func(ctx context.Context, tx storage.Tx, evs []svctype.Event, subject *EventSubject) error
+
+// StepSource supplies the step kinds of step types an organization defines itself.
+type StepSource interface {
+	// StepKind returns the kind that runs stepType for orgID, reading through q on a miss
+	// of its cache (inside a step's transaction q is the transaction); false when the
+	// organization has nothing of that name.
+	StepKind(ctx context.Context, q storage.Runs, orgID, stepType string) (svctype.StepKind, bool, error)
+	// Defines reports whether the organization has something of that name now (a
+	// definition naming it is valid without a warning).
+	Defines(ctx context.Context, orgID, stepType string) bool
+}
+
+// CancelHook runs in the transaction that cancels run (its status still the one it had:
+// running or paused), to close what the run waits for and remove its timers.
+type CancelHook func(ctx context.Context, tx storage.Tx, run *svctype.Run, actor svctype.Actor) error
+
+// SecretSource returns the plaintext of one of an organization's secrets (org config) for
+// an outside call; a missing key is an error wrapping svctype.ErrNotFound.
+type SecretSource func(ctx context.Context, orgID, key string) (string, error)
+
+type registry struct {
+	mu      sync.RWMutex
+	jobs    map[string]JobHandler
+	pauses  map[string]PauseKind
+	sinks   []EventSink
+	sources []StepSource
+	cancels []CancelHook
+	secrets SecretSource
+}
+
+func newRegistry() registry {
+	return registry{jobs: map[string]JobHandler{}, pauses: map[string]PauseKind{}}
+}
+
+// RegisterJob makes h run the jobs of kind. The run core's own kinds may not be taken.
+func (e *Core) RegisterJob(kind string, h JobHandler) {
+	if kind == svctype.JobRunStep || kind == svctype.JobSchedule {
+		panic(fmt.Sprintf("core: job kind %q is the run core's", kind))
+	}
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	e.reg.jobs[kind] = h
+}
+
+// RegisterPause makes steps of stepType pause their run with k. A loop mode other than
+// foreach is served by the pause kind registered as LoopMode(mode) (loop:react, agents).
+func (e *Core) RegisterPause(stepType string, k PauseKind) {
+	if stepType == LoopStep || stepType == LoopMode(loopForeach) {
+		panic("core: loop and its foreach are the run core's")
+	}
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	e.reg.pauses[stepType] = k
+}
+
+// RegisterSink adds a sink every emitted event goes through, in registration order.
+func (e *Core) RegisterSink(s EventSink) {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	e.reg.sinks = append(e.reg.sinks, s)
+}
+
+// RegisterStepSource adds a source of organization-defined step types, asked in
+// registration order after the Environment.
+func (e *Core) RegisterStepSource(s StepSource) {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	e.reg.sources = append(e.reg.sources, s)
+}
+
+// OnCancel adds a hook run in the transaction of every cancellation.
+func (e *Core) OnCancel(h CancelHook) {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	e.reg.cancels = append(e.reg.cancels, h)
+}
+
+// SetSecrets sets where StepCall.Secret reads secrets from.
+func (e *Core) SetSecrets(s SecretSource) {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	e.reg.secrets = s
+}
+
+func (e *Core) jobHandler(kind string) (JobHandler, bool) {
+	e.reg.mu.RLock()
+	defer e.reg.mu.RUnlock()
+	h, ok := e.reg.jobs[kind]
+	return h, ok
+}
+
+func (e *Core) pauseKind(stepType string) (PauseKind, bool) {
+	e.reg.mu.RLock()
+	defer e.reg.mu.RUnlock()
+	k, ok := e.reg.pauses[stepType]
+	return k, ok
+}
+
+// LoopMode is the registry name of the pause kind that runs loops of mode.
+func LoopMode(mode string) string { return LoopStep + ":" + mode }
+
+// stepPause returns the pause kind a step runs as: its type's, or for a loop its mode's.
+func (e *Core) stepPause(step *svctype.Step) (PauseKind, bool) {
+	if step.Type == LoopStep {
+		mode, _ := step.Properties["mode"].(string)
+		if mode == loopForeach {
+			return PauseKind{}, false
+		}
+		return e.pauseKind(LoopMode(mode))
+	}
+	return e.pauseKind(step.Type)
+}
+
+func (e *Core) sinks() []EventSink {
+	e.reg.mu.RLock()
+	defer e.reg.mu.RUnlock()
+	return e.reg.sinks
+}
+
+func (e *Core) sources() []StepSource {
+	e.reg.mu.RLock()
+	defer e.reg.mu.RUnlock()
+	return e.reg.sources
+}
+
+func (e *Core) cancelHooks() []CancelHook {
+	e.reg.mu.RLock()
+	defer e.reg.mu.RUnlock()
+	return e.reg.cancels
+}
+
+// Secret returns the plaintext of one of the organization's secrets through the registered
+// secret source: ErrNoSecrets when none is registered.
+func (e *Core) Secret(ctx context.Context, orgID, key string) (string, error) {
+	e.reg.mu.RLock()
+	src := e.reg.secrets
+	e.reg.mu.RUnlock()
+	if src == nil {
+		return "", fmt.Errorf("secret %q: %w", key, ErrNoSecrets)
+	}
+	return src(ctx, orgID, key)
+}
+
+// secretFor returns the secret lookup that IO halves get as StepCall.Secret.
+func (e *Core) secretFor(orgID string) func(ctx context.Context, key string) (string, error) {
+	return func(ctx context.Context, key string) (string, error) { return e.Secret(ctx, orgID, key) }
+}

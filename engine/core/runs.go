@@ -1,0 +1,331 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/svcflow/svcflow/engine/expr"
+	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// Execute starts a run of the workflow's current version and returns it in status running;
+// a worker executes it. With opts.IdempotencyKey, a call repeating a key seen in the last
+// IdempotencyWindow returns the run that key started.
+//
+// The run's job goes into the jobs table like every other job, and workers claim it in
+// turn (fairly across organizations, in order of acceptance within one): a run started
+// here gets no shortcut past runs queued earlier or by other processes. What this process
+// does keep is the run's state, so that when its own worker claims the job it need not
+// read the run back.
+func (e *Core) Execute(ctx context.Context, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions) (*svctype.Run, error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		var run *svctype.Run
+		var job *svctype.Job
+		err := e.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+			var err error
+			run, job, err = e.StartTx(ctx, tx, orgID, workflowID, input, opts)
+			return err
+		})
+		// Two first calls with one key raced: the loser's insert conflicted, so the key's run
+		// now exists; look again.
+		if errors.Is(err, errKeyRace) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if job != nil {
+			e.Started(run, job, nil)
+		}
+		return run, nil
+	}
+	return nil, fmt.Errorf("execute: idempotency key %q kept conflicting", opts.IdempotencyKey)
+}
+
+var errKeyRace = errors.New("idempotency key race")
+
+// Started hands a run committed with its first job (StartTx) to this process's worker: its
+// state (the run, its definition, its context: the input and extra) is kept for the job's
+// first claim, which then reads nothing back, and the worker is woken.
+func (e *Core) Started(run *svctype.Run, job *svctype.Job, extra expr.Vars) {
+	if ent, err := e.entry(run); err == nil {
+		var in any
+		_ = json.Unmarshal(run.Input, &in)
+		vars := expr.Vars{"input": in}
+		maps.Copy(vars, extra)
+		own := *run // the worker changes its copy; the caller keeps this one
+		e.states.put(job.ID, job.Claims, &runState{run: &own, ent: ent, vars: vars})
+	}
+	e.Notify()
+}
+
+// ExecuteTx is Execute inside the caller's transaction: the run exists only if tx commits.
+// An in-process worker learns of it at its next poll.
+func (e *Core) ExecuteTx(ctx context.Context, tx storage.Tx, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions) (*svctype.Run, error) {
+	run, _, err := e.StartTx(ctx, tx, orgID, workflowID, input, opts)
+	return run, err
+}
+
+// StartTx starts a run in tx and returns it with its job (nil when an idempotency key
+// named an existing run). After the commit, hand a run with a job to Started.
+func (e *Core) StartTx(ctx context.Context, tx storage.Tx, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions) (*svctype.Run, *svctype.Job, error) {
+	if err := CheckOrg(orgID); err != nil {
+		return nil, nil, err
+	}
+	input, err := normalizeInput(input)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := e.now().UTC()
+	if opts.IdempotencyKey != "" {
+		if len(opts.IdempotencyKey) > 255 {
+			return nil, nil, Invalid("/Idempotency-Key", "at most 255 characters")
+		}
+		id, err := tx.RunIDForIdempotencyKey(ctx, orgID, opts.IdempotencyKey, now)
+		if err == nil {
+			run, err := tx.GetRun(ctx, orgID, id)
+			return run, nil, err
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, nil, err
+		}
+	}
+	w, err := tx.GetWorkflow(ctx, orgID, workflowID)
+	if err != nil {
+		return nil, nil, err
+	}
+	job := &svctype.Job{OrgID: w.OrgID, Kind: svctype.JobRunStep, RunAt: now}
+	run, err := e.startRunTx(ctx, tx, w, input, opts.IdempotencyKey, now, job)
+	if errors.Is(err, ErrConflict) && opts.IdempotencyKey != "" {
+		return nil, nil, errKeyRace
+	}
+	return run, job, err
+}
+
+func normalizeInput(input json.RawMessage) (json.RawMessage, error) {
+	if len(input) == 0 || string(input) == "null" {
+		return json.RawMessage(`{}`), nil
+	}
+	var v any
+	if err := json.Unmarshal(input, &v); err != nil {
+		return nil, Invalid("/input", "is not valid JSON")
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, Invalid("/input", "must be an object")
+	}
+	return compact(input), nil
+}
+
+// startRunTx inserts the run, its input, its first job and workflow_run_started.
+func (e *Core) startRunTx(ctx context.Context, tx storage.Tx, w *svctype.Workflow, input json.RawMessage, key string, now time.Time, job *svctype.Job) (*svctype.Run, error) {
+	run := &svctype.Run{
+		ID: "run-" + uuid.NewString(), OrgID: w.OrgID, WorkflowID: w.ID, WorkflowVersion: w.Version,
+		Status: svctype.RunRunning, Input: input, Definition: w.Definition,
+		IdempotencyKey: key, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := tx.CreateRun(ctx, run, now.Add(IdempotencyWindow)); err != nil {
+		return nil, err
+	}
+	if err := tx.PutContext(ctx, w.OrgID, run.ID, "input", input); err != nil {
+		return nil, err
+	}
+	if job == nil {
+		job = &svctype.Job{OrgID: w.OrgID, Kind: svctype.JobRunStep, RunAt: now}
+	}
+	job.RunID = run.ID
+	if err := tx.EnqueueJob(ctx, job); err != nil {
+		return nil, err
+	}
+	ev := e.Event(run, EventRunStarted, map[string]any{
+		"run_id": run.ID, "workflow_id": w.ID, "input_payload": json.RawMessage(input),
+	})
+	if err := e.Emit(ctx, tx, []svctype.Event{ev}, nil); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// GetRun returns a run.
+func (e *Core) GetRun(ctx context.Context, orgID, runID string) (*svctype.Run, error) {
+	if err := CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	return e.store.GetRun(ctx, orgID, runID)
+}
+
+// RunStatus returns the status document of a run: its status, context and steps.
+func (e *Core) RunStatus(ctx context.Context, orgID, runID string) (*RunStatusDoc, error) {
+	return e.RunStatusWith(ctx, orgID, runID, StatusOptions{})
+}
+
+// RunStatusWith is RunStatus tuned by opts.
+func (e *Core) RunStatusWith(ctx context.Context, orgID, runID string, opts StatusOptions) (*RunStatusDoc, error) {
+	run, err := e.GetRun(ctx, orgID, runID)
+	if err != nil {
+		return nil, err
+	}
+	def, err := e.definition(run)
+	if err != nil {
+		return nil, err
+	}
+	var runCtx map[string]any
+	if !opts.OmitContext {
+		rawCtx, err := e.store.GetContext(ctx, orgID, runID)
+		if err != nil {
+			return nil, err
+		}
+		runCtx = decodeContext(rawCtx)
+		runCtx[runIDKey] = run.ID
+	}
+	statuses, err := e.store.StepStatuses(ctx, orgID, runID)
+	if err != nil {
+		return nil, err
+	}
+	return &RunStatusDoc{
+		ID: run.ID, Status: run.Status, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
+		Reason: run.Reason, Context: runCtx, Steps: stepSummaries(def, statuses),
+		CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt, FinishedAt: run.FinishedAt,
+	}, nil
+}
+
+func stepSummaries(def *svctype.Definition, statuses map[int]svctype.StepStatus) []StepSummary {
+	out := make([]StepSummary, len(def.Actions))
+	for i, a := range def.Actions {
+		out[i] = StepSummary{Index: i, Type: a.Type, Status: svctype.StepPending}
+		if st, ok := statuses[i]; ok {
+			out[i].Status = st
+		}
+	}
+	return out
+}
+
+func decodeContext(raw map[string]json.RawMessage) map[string]any {
+	out := make(map[string]any, len(raw)+1)
+	for k, v := range raw {
+		var x any
+		if err := json.Unmarshal(v, &x); err == nil {
+			out[k] = x
+		}
+	}
+	return out
+}
+
+// Evidence returns the run record: each step's input summary, output, effects and
+// decisions, and every effect in order.
+func (e *Core) Evidence(ctx context.Context, orgID, runID string) (*Evidence, error) {
+	run, err := e.GetRun(ctx, orgID, runID)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := e.store.ListSteps(ctx, orgID, runID)
+	if err != nil {
+		return nil, err
+	}
+	ev := &Evidence{
+		RunID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
+		Status: run.Status, Reason: run.Reason, Input: run.Input, Steps: recs,
+		Effects: []EvidenceEffect{}, Decisions: []svctype.Decision{}, Counts: map[string]int{},
+	}
+	for _, r := range recs {
+		ev.Counts["steps_"+string(r.Status)]++
+		for _, eff := range r.Effects {
+			ev.Effects = append(ev.Effects, EvidenceEffect{StepIndex: r.Index, Effect: eff})
+		}
+		ev.Decisions = append(ev.Decisions, r.Decisions...)
+	}
+	ev.Counts["effects"] = len(ev.Effects)
+	// What a reconciliation found, read from the two context keys that say it (not the
+	// whole context, which may hold every group).
+	found, err := e.store.GetContext(ctx, orgID, runID, "matchGroupCounts", "matchGroupExceptions")
+	if err != nil {
+		return nil, err
+	}
+	var groups map[string]int
+	if json.Unmarshal(found["matchGroupCounts"], &groups) == nil {
+		for k, n := range groups {
+			ev.Counts["match_"+k] = n
+		}
+	}
+	var exceptions []json.RawMessage
+	if json.Unmarshal(found["matchGroupExceptions"], &exceptions) == nil {
+		ev.Counts["exceptions"] = len(exceptions)
+		ev.Exceptions = exceptions[:min(len(exceptions), EvidenceExceptions)]
+	}
+	if ev.Exceptions == nil {
+		ev.Exceptions = []json.RawMessage{}
+	}
+	return ev, nil
+}
+
+// ListRuns pages an organization's runs, newest first.
+func (e *Core) ListRuns(ctx context.Context, orgID string, f storage.RunFilter) (svctype.Page[svctype.Run], error) {
+	if err := CheckOrg(orgID); err != nil {
+		return svctype.Page[svctype.Run]{}, err
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		return svctype.Page[svctype.Run]{}, Invalid("/status", "unknown run status %q", f.Status)
+	}
+	return e.store.ListRuns(ctx, orgID, f)
+}
+
+// RunEvents pages a run's outbox events, oldest first.
+func (e *Core) RunEvents(ctx context.Context, orgID, runID string, opts svctype.ListOptions) (svctype.Page[svctype.Event], error) {
+	if _, err := e.GetRun(ctx, orgID, runID); err != nil {
+		return svctype.Page[svctype.Event]{}, err
+	}
+	return e.store.ListRunEvents(ctx, orgID, runID, opts)
+}
+
+// CancelRun ends a running or paused run as cancelled; a run that already ended is
+// ErrConflict. A worker in the middle of one of its steps loses its lease and that step's
+// uncommitted work is discarded.
+func (e *Core) CancelRun(ctx context.Context, orgID, runID, reason string, actor Actor) (*svctype.Run, error) {
+	if err := CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	if actor.Type == "" {
+		actor.Type = "api"
+	}
+	var run *svctype.Run
+	err := e.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+		var err error
+		run, err = tx.GetRun(ctx, orgID, runID)
+		if err != nil {
+			return err
+		}
+		if run.Status.Terminal() {
+			return fmt.Errorf("%w: run %s already ended as %s", ErrConflict, run.ID, run.Status)
+		}
+		if err := tx.DeleteJobs(ctx, orgID, svctype.JobRunStep, run.ID, ""); err != nil {
+			return err
+		}
+		for _, hook := range e.cancelHooks() {
+			if err := hook(ctx, tx, run, actor); err != nil {
+				return err
+			}
+		}
+		e.finish(run, svctype.RunCancelled, reason)
+		if err := tx.UpdateRun(ctx, run); err != nil {
+			return err
+		}
+		return e.Emit(ctx, tx, []svctype.Event{e.Event(run, EventRunCancelled, map[string]any{
+			"run_id": run.ID, "workflow_id": run.WorkflowID, "reason": reason, "actor": actor,
+		})}, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.RunChanged(orgID, runID)
+	return run, nil
+}
+
+func (e *Core) finish(run *svctype.Run, status svctype.RunStatus, reason string) {
+	now := e.now().UTC()
+	run.Status, run.Reason, run.UpdatedAt, run.FinishedAt = status, reason, now, &now
+}

@@ -1,0 +1,56 @@
+package core
+
+import (
+	"context"
+	"sync"
+
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// tableCache keeps custom-table declarations a step has read, so a custom-table step does
+// not query the declaration on every run. Declarations are immutable once created (there is
+// no route that alters or drops a table); whatever adds one must clear the cache. Bounded:
+// it is dropped whole past maxTables entries.
+type tableCache struct {
+	mu sync.RWMutex
+	m  map[string]*svctype.Table
+}
+
+const maxTables = 4096
+
+func (c *tableCache) get(orgID, name string) (*svctype.Table, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	t, ok := c.m[orgID+"\x00"+name]
+	return t, ok
+}
+
+func (c *tableCache) put(t *svctype.Table) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxTables {
+		c.m = map[string]*svctype.Table{}
+	}
+	c.m[t.OrgID+"\x00"+t.Name] = t
+}
+
+// cachedTables is the TableStore a step gets: its transaction, with declarations cached.
+type cachedTables struct {
+	svctype.TableStore
+	cache *tableCache
+}
+
+func (t cachedTables) GetTable(ctx context.Context, orgID, name string) (*svctype.Table, error) {
+	if tbl, ok := t.cache.get(orgID, name); ok {
+		return tbl, nil
+	}
+	tbl, err := t.TableStore.GetTable(ctx, orgID, name)
+	if err != nil {
+		return nil, err
+	}
+	if tbl.OrgID == "" {
+		tbl.OrgID = orgID
+	}
+	t.cache.put(tbl)
+	return tbl, nil
+}

@@ -1,0 +1,99 @@
+package core
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// CreateWorkflow validates and stores a new workflow (version 1).
+func (e *Core) CreateWorkflow(ctx context.Context, orgID string, in WorkflowInput) (*svctype.Workflow, error) {
+	if err := CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	c, err := e.checkWorkflow(ctx, orgID, in)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now().UTC()
+	w := &svctype.Workflow{
+		ID: "wfl-" + uuid.NewString(), OrgID: orgID, Name: in.Name, Version: 1,
+		Definition: compact(in.Definition), Warnings: c.warnings, CreatedAt: now, UpdatedAt: now,
+	}
+	err = e.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+		if err := tx.CreateWorkflow(ctx, w); err != nil {
+			return err
+		}
+		return e.scheduleTx(ctx, tx, w, c.def)
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.Notify()
+	return w, nil
+}
+
+// UpdateWorkflow validates and stores a new version of a workflow; runs already started
+// keep the version they started with.
+func (e *Core) UpdateWorkflow(ctx context.Context, orgID, id string, in WorkflowInput) (*svctype.Workflow, error) {
+	if err := CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	c, err := e.checkWorkflow(ctx, orgID, in)
+	if err != nil {
+		return nil, err
+	}
+	var w *svctype.Workflow
+	err = e.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+		cur, err := tx.GetWorkflow(ctx, orgID, id)
+		if err != nil {
+			return err
+		}
+		w = &svctype.Workflow{
+			ID: id, OrgID: orgID, Name: in.Name, Version: cur.Version + 1,
+			Definition: compact(in.Definition), Warnings: c.warnings,
+			CreatedAt: cur.CreatedAt, UpdatedAt: e.now().UTC(),
+		}
+		if err := tx.UpdateWorkflow(ctx, w); err != nil {
+			return err
+		}
+		return e.scheduleTx(ctx, tx, w, c.def)
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.Notify()
+	return w, nil
+}
+
+// GetWorkflow returns the current version of a workflow.
+func (e *Core) GetWorkflow(ctx context.Context, orgID, id string) (*svctype.Workflow, error) {
+	if err := CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	return e.store.GetWorkflow(ctx, orgID, id)
+}
+
+// ListWorkflows pages an organization's workflows.
+func (e *Core) ListWorkflows(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Workflow], error) {
+	if err := CheckOrg(orgID); err != nil {
+		return svctype.Page[svctype.Workflow]{}, err
+	}
+	return e.store.ListWorkflows(ctx, orgID, opts)
+}
+
+// DeleteWorkflow removes a workflow, its versions and its schedule. Its runs stay readable;
+// runs still in progress finish on the version they started with.
+func (e *Core) DeleteWorkflow(ctx context.Context, orgID, id string) error {
+	if err := CheckOrg(orgID); err != nil {
+		return err
+	}
+	return e.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+		if err := tx.DeleteWorkflow(ctx, orgID, id); err != nil {
+			return err
+		}
+		return tx.DeleteJobs(ctx, orgID, svctype.JobSchedule, "", id)
+	})
+}

@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/svcflow/svcflow/engine/core"
+)
+
+// The run core's types and limits, by their engine names (engine/core documents each).
+type (
+	WorkflowInput  = core.WorkflowInput
+	ExecuteOptions = core.ExecuteOptions
+	Actor          = core.Actor
+	StepSummary    = core.StepSummary
+	StatusOptions  = core.StatusOptions
+	RunStatusDoc   = core.RunStatusDoc
+	Evidence       = core.Evidence
+	EvidenceEffect = core.EvidenceEffect
+	ContextValue   = core.ContextValue
+	Environment    = core.Environment
+	Slot           = core.Slot
+)
+
+const (
+	IdempotencyWindow    = core.IdempotencyWindow
+	EvidenceExceptions   = core.EvidenceExceptions
+	ClaimBatch           = core.ClaimBatch
+	MaxAttempts          = core.MaxAttempts
+	MaxCallTries         = core.MaxCallTries
+	DefaultIOConcurrency = core.DefaultIOConcurrency
+	DefaultIOPerOrg      = core.DefaultIOPerOrg
+	DefaultCallTimeout   = core.DefaultCallTimeout
+	MaxWait              = core.MaxWait
+	DefaultContextLimit  = core.DefaultContextLimit
+	MaxContextLimit      = core.MaxContextLimit
+	EventValueNodes      = core.EventValueNodes
+	DefaultMaxIterations = core.DefaultMaxIterations
+	MaxIterations        = core.MaxIterations
+	LoopStep             = core.LoopStep
+	EventRunStarted      = core.EventRunStarted
+	EventRunCompleted    = core.EventRunCompleted
+	EventRunFailed       = core.EventRunFailed
+	EventRunCancelled    = core.EventRunCancelled
+	EventStepStarted     = core.EventStepStarted
+	EventStepDone        = core.EventStepDone
+	EventStepFailed      = core.EventStepFailed
+	EventLoopStarted     = core.EventLoopStarted
+	EventLoopFailed      = core.EventLoopFailed
+)
+
+// NewEnvironment returns an environment with every built-in step kind registered.
+func NewEnvironment() *Environment { return core.NewEnvironment() }
+
+// NewEmptyEnvironment returns an environment with no step kinds at all.
+func NewEmptyEnvironment() *Environment { return core.NewEmptyEnvironment() }
+
+// WithSlot returns ctx carrying the slot a worker runs a job in.
+func WithSlot(ctx context.Context, s Slot) context.Context { return core.WithSlot(ctx, s) }
+
+// DefinitionSchema returns the JSON Schema that workflow definitions are validated with.
+func DefinitionSchema() json.RawMessage { return core.DefinitionSchema() }

@@ -1,0 +1,69 @@
+package enginetest
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine/secrets"
+)
+
+// NewKeyring returns a keyring of keys (the first seals).
+func NewKeyring(t testing.TB, keys ...[]byte) *secrets.Keyring {
+	t.Helper()
+	kr, err := secrets.NewKeyring(keys...)
+	require.NoError(t, err)
+	return kr
+}
+
+// GenerateKey returns a new master key.
+func GenerateKey(t testing.TB) []byte {
+	t.Helper()
+	k, err := secrets.GenerateKey()
+	require.NoError(t, err)
+	return k
+}
+
+// LockedBuffer is a log destination safe for concurrent writes.
+type LockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Clock is a settable engine clock (engine.Config.Now: Clock.Now).
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock at t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}

@@ -1,0 +1,206 @@
+// Package storage declares what svcflow needs from a database, one small interface per
+// feature, plus the run core's own. It is a leaf: it imports only the shared types, so the
+// run core (engine/core), every feature package and the bun implementation (engine/store)
+// depend on it and never on each other.
+//
+// The run core needs Store and Tx. Each feature declares the part it reads and writes
+// (Actions, Approvals, Webhooks, ...) and reaches it through In, from the store or from the
+// transaction the core hands it: a store's Tx implements every feature interface its Store
+// does (engine/store/storetest checks that). Full is every interface at once: what
+// engine/store implements and what engine.New takes, so a store that lacks a feature's
+// part does not compile against the composition root.
+//
+// Every method that touches a tenant resource takes the org id and puts it in its query.
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// Sentinel errors of every store. Check with errors.Is.
+var (
+	// ErrNotFound: the resource does not exist in this organization.
+	ErrNotFound = svctype.ErrNotFound
+	// ErrConflict: a unique name is taken, or the row changed under a compare-and-swap.
+	ErrConflict = svctype.ErrConflict
+	// ErrLeaseLost: the job's lease expired or the job was removed.
+	ErrLeaseLost = svctype.ErrLeaseLost
+	// ErrInvalidCursor: a paging cursor that the listing did not issue.
+	ErrInvalidCursor = errors.New("invalid cursor")
+)
+
+// Store is what the run core needs from a database.
+type Store interface {
+	Runs
+	// InTx runs fn in one transaction: committed when fn returns nil, rolled back otherwise.
+	// The Tx passed to fn must not be used after fn returns.
+	InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// ClaimJobs leases up to n jobs whose run_at has come and whose lease is free or expired,
+	// oldest run_at first, for lease. Each claimed job gets a fresh LeaseToken and Attempts+1.
+	// PostgreSQL claims with FOR UPDATE SKIP LOCKED so many workers share the table.
+	ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]svctype.Job, error)
+	// ExtendLeases pushes lease_until to now+lease for the given jobs that still hold token;
+	// a job is named by its OrgID, ID and LeaseToken together.
+	ExtendLeases(ctx context.Context, jobs []svctype.Job, lease time.Duration) error
+	// Migrate brings the schema up to date; it is safe to call on every start and from
+	// several processes at once.
+	Migrate(ctx context.Context) error
+	Close() error
+}
+
+// Tx is the run core's part of a store bound to one transaction. The value also implements
+// the feature interfaces its store does: a feature reaches them with In.
+type Tx interface {
+	Runs
+}
+
+// Full is every part at once: the store the composition root (engine.New) runs with.
+type Full interface {
+	Store
+	All
+}
+
+// All is every data operation: what a Full store offers directly and its Tx through In.
+type All interface {
+	Runs
+	Actions
+	ActionsByName
+	WorkflowsByID
+	Agents
+	Deliveries
+	Approvals
+	FormPauses
+	OrgFeatures
+	FormSchemas
+	OAuth
+	Webhooks
+	ExternalForms
+	OrgConfig
+	Documents
+	Gateway
+}
+
+// In returns q as the feature interface T: q is a Store or a Tx whose store was checked to
+// implement T when the engine was assembled, so a miss is a bug in the assembly and panics
+// with what is missing.
+func In[T any](q any) T {
+	t, ok := q.(T)
+	if !ok {
+		var zero *T
+		panic(fmt.Sprintf("storage: %T does not implement %T", q, zero))
+	}
+	return t
+}
+
+// Implements reports an error naming T when s does not implement it: what a composition
+// root checks once, at start, for each feature it enables.
+func Implements[T any](s any, feature string) error {
+	if _, ok := s.(T); !ok {
+		var zero *T
+		return fmt.Errorf("the store (%T) does not implement %T, which the %s feature needs", s, zero, feature)
+	}
+	return nil
+}
+
+// RunFilter narrows ListRuns.
+type RunFilter struct {
+	WorkflowID string
+	Status     svctype.RunStatus
+	svctype.ListOptions
+}
+
+// Runs is the run core's data: workflows, runs, their context, step records, foreach
+// progress, the outbox, the jobs table, outbound call intents and custom tables.
+type Runs interface {
+	// Workflows. CreateWorkflow inserts version 1 (ErrConflict when the name is taken in the
+	// org); UpdateWorkflow stores w as a new version w.Version (the caller increments it) and
+	// makes it current (ErrNotFound, ErrConflict on a taken name). Get returns the current
+	// version; GetWorkflowVersion a given one (kept after updates so runs can name theirs).
+	// DeleteWorkflow removes the workflow, its versions and the form schemas generated for
+	// them; runs stay.
+	CreateWorkflow(ctx context.Context, w *svctype.Workflow) error
+	UpdateWorkflow(ctx context.Context, w *svctype.Workflow) error
+	GetWorkflow(ctx context.Context, orgID, id string) (*svctype.Workflow, error)
+	GetWorkflowVersion(ctx context.Context, orgID, id string, version int) (*svctype.Workflow, error)
+	ListWorkflows(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Workflow], error)
+	DeleteWorkflow(ctx context.Context, orgID, id string) error
+
+	// Runs. CreateRun inserts a run (Definition included). When run.IdempotencyKey is set,
+	// the key is recorded until keyExpires; if an unexpired record of that key already exists
+	// in the org, CreateRun inserts nothing and returns ErrConflict.
+	// RunIDForIdempotencyKey returns the run id recorded for an unexpired key, or ErrNotFound.
+	CreateRun(ctx context.Context, run *svctype.Run, keyExpires time.Time) error
+	RunIDForIdempotencyKey(ctx context.Context, orgID, key string, now time.Time) (string, error)
+	GetRun(ctx context.Context, orgID, id string) (*svctype.Run, error)
+	// UpdateRun writes Status, Cursor, Reason, UpdatedAt and FinishedAt of an existing run.
+	// A store that implements RunStatusWatcher announces, at commit, a status other than
+	// running to the watchers of every process.
+	UpdateRun(ctx context.Context, run *svctype.Run) error
+	// RunStatuses returns the status of each of the org's runs in ids that exists.
+	RunStatuses(ctx context.Context, orgID string, ids []string) (map[string]svctype.RunStatus, error)
+	// ListRuns pages runs newest first; the cursor is opaque to callers.
+	ListRuns(ctx context.Context, orgID string, f RunFilter) (svctype.Page[svctype.Run], error)
+
+	// Run context, stored one row per key: PutContext inserts or replaces one key.
+	// GetContext returns every key, or only the given keys (those that exist).
+	PutContext(ctx context.Context, orgID, runID, key string, value json.RawMessage) error
+	GetContext(ctx context.Context, orgID, runID string, keys ...string) (map[string]json.RawMessage, error)
+
+	// Step records, one per top-level step index: PutStep inserts or replaces.
+	PutStep(ctx context.Context, orgID string, rec *svctype.StepRecord) error
+	ListSteps(ctx context.Context, orgID, runID string) ([]svctype.StepRecord, error)
+	// StepStatuses returns each recorded step's status by index: what a status poll needs,
+	// without the records' JSON columns.
+	StepStatuses(ctx context.Context, orgID, runID string) (map[int]svctype.StepStatus, error)
+
+	// Foreach progress: one output per element, inserted or replaced by (run, step, item).
+	PutLoopItem(ctx context.Context, orgID, runID string, step, item int, output json.RawMessage) error
+	ListLoopItems(ctx context.Context, orgID, runID string, step int) ([]json.RawMessage, error)
+
+	// Outbox. AppendEvents assigns Seq in order. ListRunEvents pages a run's events oldest first.
+	AppendEvents(ctx context.Context, events []svctype.Event) error
+	ListRunEvents(ctx context.Context, orgID, runID string, opts svctype.ListOptions) (svctype.Page[svctype.Event], error)
+
+	// Jobs. Leases are set and compared on the store's clock only (ClaimJobs, RenewJob,
+	// ExtendLeases all take a duration), so an engine with an injected clock cannot hold a
+	// lease that the store already considers expired. A job is named by its OrgID and ID
+	// together: another organization's job is never touched. EnqueueJob inserts a job (ID
+	// assigned). RenewJob verifies that the job still holds job.LeaseToken (else
+	// ErrLeaseLost), and sets its run_at (the store's now when zero), payload and attempts,
+	// and keeps the lease for lease more, or frees it when lease is 0.
+	// CompleteJob deletes a job that still holds its token (else ErrLeaseLost).
+	// DeleteJobs removes an org's jobs of a kind for a run or a workflow (whichever id is set).
+	EnqueueJob(ctx context.Context, job *svctype.Job) error
+	RenewJob(ctx context.Context, job *svctype.Job, lease time.Duration) error
+	CompleteJob(ctx context.Context, job *svctype.Job) error
+	DeleteJobs(ctx context.Context, orgID, kind, runID, workflowID string) error
+
+	// Outbound call intents (svctype.CallIntent). OpenCall records a try of call key made
+	// under claim (a job's lease token) and returns the intent before this try (nil when it
+	// was not open) and after it; CloseCalls removes every open intent of a run.
+	OpenCall(ctx context.Context, orgID, runID, key, claim string, at time.Time) (before, now *svctype.CallIntent, err error)
+	CloseCalls(ctx context.Context, orgID, runID string) error
+
+	// Custom tables (the methods steps use, declared in svctype so step kinds need not
+	// import this package).
+	svctype.TableStore
+}
+
+// RunStatusWatcher is implemented by stores that can report status changes committed by
+// other processes. WatchRunStatus calls fn (from one goroutine) for every run whose status
+// left running (ended or paused) in any process, until stop is called or the store closes.
+type RunStatusWatcher interface {
+	WatchRunStatus(fn func(orgID, runID string)) (stop func())
+}
+
+// JobWatcher is implemented by stores that can report jobs made claimable by other
+// processes: WatchJobs calls fn for each, until stop is called or the store closes.
+type JobWatcher interface {
+	WatchJobs(fn func()) (stop func())
+}

@@ -1,0 +1,393 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/mail"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/runtime"
+)
+
+// AuthHeader carries a management token.
+type AuthHeader struct {
+	Authorization string `header:"Authorization" doc:"Bearer <management token> (svc_mgmt_...)."`
+}
+
+// account authenticates a management token.
+func (s *Server) account(ctx context.Context, h AuthHeader) (*svctype.Account, error) {
+	v := h.Authorization
+	secret := ""
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		secret = strings.TrimSpace(v[7:])
+	}
+	switch {
+	case secret == "":
+		return nil, errNoCredential
+	case strings.HasPrefix(secret, PrefixRuntime), strings.HasPrefix(secret, PrefixPublishable):
+		return nil, errKeyOnMgmtRoute
+	}
+	a, err := s.store.AccountByToken(ctx, hashOf(secret))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, errUnknownToken
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a.Status != svctype.AccountActive {
+		return nil, errSuspended
+	}
+	return a, nil
+}
+
+// fail turns an error into the route's answer.
+func (s *Server) fail(ctx context.Context, err error, notFound string) error {
+	var p *problem
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.Is(err, storage.ErrNotFound):
+		return newProblem(http.StatusNotFound, "not_found", notFound)
+	case errors.Is(err, storage.ErrConflict):
+		return newProblem(http.StatusConflict, "conflict", "it exists already")
+	case errors.Is(err, storage.ErrInvalidCursor):
+		return newProblem(http.StatusBadRequest, "invalid_cursor", "the cursor was not issued by this listing")
+	}
+	s.log.ErrorContext(ctx, "gateway request failed", "err", err)
+	return newProblem(http.StatusInternalServerError, "internal", "the gateway failed; the error is logged")
+}
+
+func invalid(pointer, msg string) error {
+	p := newProblem(http.StatusUnprocessableEntity, "validation_failed", "validation failed").(*problem)
+	p.Errors = []*runtime.ProblemDetail{{Location: "body" + strings.ReplaceAll(pointer, "/", "."), Pointer: pointer, Message: msg}}
+	return p
+}
+
+var orgIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+
+// Account is an account as the management routes show it (never its token).
+type Account struct {
+	ID          string    `json:"id"`
+	Email       string    `json:"email"`
+	Name        string    `json:"name"`
+	Status      string    `json:"status"`
+	TokenPrefix string    `json:"token_prefix" doc:"The management token's beginning, to tell tokens apart."`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+func accountOf(a *svctype.Account) Account {
+	return Account{ID: a.ID, Email: a.Email, Name: a.Name, Status: a.Status, TokenPrefix: a.TokenPrefix, CreatedAt: a.CreatedAt}
+}
+
+// Key is a key as the management routes show it; Secret only in the answer that made it.
+type Key struct {
+	svctype.APIKey
+	Secret string `json:"secret,omitempty" doc:"The key itself: shown once, in this answer only."`
+}
+
+func (s *Server) registerAccounts() {
+	o := huma.Operation{OperationID: "signup", Method: http.MethodPost, Path: "/gateway/signup", Summary: "Create an account",
+		Tags: []string{"Accounts"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
+		Description: "Self-serve signup: the account and its management token (svc_mgmt_...), shown once."}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		Body struct {
+			Email string `json:"email" maxLength:"254"`
+			Name  string `json:"name" maxLength:"200"`
+		}
+	}) (*struct {
+		Body struct {
+			Account         Account `json:"account"`
+			ManagementToken string  `json:"management_token" doc:"Shown once."`
+		}
+	}, error) {
+		addr, err := mail.ParseAddress(in.Body.Email)
+		if err != nil || addr.Address != strings.TrimSpace(in.Body.Email) {
+			return nil, invalid("/email", "an email address")
+		}
+		if strings.TrimSpace(in.Body.Name) == "" {
+			return nil, invalid("/name", "required")
+		}
+		secret, shown, hash, err := newSecret(PrefixManagement)
+		if err != nil {
+			return nil, err
+		}
+		now := s.now().UTC()
+		a := &svctype.Account{ID: "acct_" + uuid.NewString(), Email: strings.ToLower(addr.Address), Name: strings.TrimSpace(in.Body.Name),
+			Status: svctype.AccountActive, TokenPrefix: shown, TokenHash: hash, CreatedAt: now, UpdatedAt: now}
+		if err := s.store.CreateAccount(ctx, a); err != nil {
+			if errors.Is(err, storage.ErrConflict) {
+				return nil, newProblem(http.StatusConflict, "conflict", "an account with this email exists")
+			}
+			return nil, s.fail(ctx, err, "")
+		}
+		out := &struct {
+			Body struct {
+				Account         Account `json:"account"`
+				ManagementToken string  `json:"management_token" doc:"Shown once."`
+			}
+		}{}
+		out.Body.Account, out.Body.ManagementToken = accountOf(a), secret
+		return out, nil
+	})
+
+	o = huma.Operation{OperationID: "get-account", Method: http.MethodGet, Path: "/gateway/account", Summary: "The account", Tags: []string{"Accounts"}}
+	huma.Register(s.api, o, func(ctx context.Context, in *AuthHeader) (*struct{ Body Account }, error) {
+		a, err := s.account(ctx, *in)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		return &struct{ Body Account }{Body: accountOf(a)}, nil
+	})
+
+	o = huma.Operation{OperationID: "regenerate-token", Method: http.MethodPost, Path: "/gateway/account/regenerate-token",
+		Summary: "Replace the management token", Tags: []string{"Accounts"},
+		Description: "The new token is shown once; the old one stops working at once."}
+	huma.Register(s.api, o, func(ctx context.Context, in *AuthHeader) (*struct {
+		Body struct {
+			ManagementToken string `json:"management_token"`
+		}
+	}, error) {
+		a, err := s.account(ctx, *in)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		secret, shown, hash, err := newSecret(PrefixManagement)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.store.SetAccountToken(ctx, a.ID, shown, hash, s.now().UTC()); err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		out := &struct {
+			Body struct {
+				ManagementToken string `json:"management_token"`
+			}
+		}{}
+		out.Body.ManagementToken = secret
+		return out, nil
+	})
+
+	s.registerOrgs()
+	s.registerKeys()
+}
+
+type orgBody struct {
+	ID   string `json:"id,omitempty" maxLength:"128" doc:"The organization id (X-Org-Id upstream); generated when absent."`
+	Name string `json:"name" maxLength:"200"`
+}
+
+func (s *Server) registerOrgs() {
+	o := huma.Operation{OperationID: "list-gateway-orgs", Method: http.MethodGet, Path: "/gateway/orgs", Summary: "The account's organizations", Tags: []string{"Organizations"}}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		AuthHeader
+		Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"500"`
+		Cursor string `query:"cursor"`
+	}) (*struct {
+		Body runtime.List[svctype.GatewayOrg]
+	}, error) {
+		a, err := s.account(ctx, in.AuthHeader)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		page, err := s.store.ListGatewayOrgs(ctx, a.ID, svctype.ListOptions{Limit: in.Limit, Cursor: in.Cursor})
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		items := page.Items
+		if items == nil {
+			items = []svctype.GatewayOrg{}
+		}
+		return &struct {
+			Body runtime.List[svctype.GatewayOrg]
+		}{Body: runtime.List[svctype.GatewayOrg]{Items: items, NextCursor: page.NextCursor}}, nil
+	})
+
+	o = huma.Operation{OperationID: "create-gateway-org", Method: http.MethodPost, Path: "/gateway/orgs", Summary: "Create an organization",
+		Tags: []string{"Organizations"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
+		Description: "Each customer of an embedding platform is one organization. Its id is global: 409 when any account has it."}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		AuthHeader
+		Body orgBody
+	}) (*struct{ Body *svctype.GatewayOrg }, error) {
+		a, err := s.account(ctx, in.AuthHeader)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		id := in.Body.ID
+		if id == "" {
+			id = "org_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+		}
+		if !orgIDPattern.MatchString(id) {
+			return nil, invalid("/id", "1-128 letters, digits and _ . : -")
+		}
+		if strings.TrimSpace(in.Body.Name) == "" {
+			return nil, invalid("/name", "required")
+		}
+		org := &svctype.GatewayOrg{ID: id, AccountID: a.ID, Name: strings.TrimSpace(in.Body.Name), CreatedAt: s.now().UTC()}
+		if err := s.store.CreateGatewayOrg(ctx, org); err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		return &struct{ Body *svctype.GatewayOrg }{Body: org}, nil
+	})
+
+	o = huma.Operation{OperationID: "update-gateway-org", Method: http.MethodPut, Path: "/gateway/orgs/{orgId}", Summary: "Rename an organization",
+		Tags: []string{"Organizations"}, MaxBodyBytes: 1 << 16}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		AuthHeader
+		OrgID string `path:"orgId"`
+		Body  struct {
+			Name string `json:"name" maxLength:"200"`
+		}
+	}) (*struct{ Body *svctype.GatewayOrg }, error) {
+		a, err := s.account(ctx, in.AuthHeader)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		if strings.TrimSpace(in.Body.Name) == "" {
+			return nil, invalid("/name", "required")
+		}
+		org := &svctype.GatewayOrg{ID: in.OrgID, AccountID: a.ID, Name: strings.TrimSpace(in.Body.Name), UpdatedAt: s.now().UTC()}
+		if err := s.store.UpdateGatewayOrg(ctx, org); err != nil {
+			return nil, s.fail(ctx, err, "organization not found")
+		}
+		got, err := s.store.GetGatewayOrg(ctx, a.ID, in.OrgID)
+		if err != nil {
+			return nil, s.fail(ctx, err, "organization not found")
+		}
+		return &struct{ Body *svctype.GatewayOrg }{Body: got}, nil
+	})
+}
+
+// OrgPath names one of the account's organizations.
+type OrgPath struct {
+	AuthHeader
+	OrgID string `path:"orgId"`
+}
+
+func (s *Server) registerKeys() {
+	own := func(ctx context.Context, in OrgPath) (*svctype.Account, error) {
+		a, err := s.account(ctx, in.AuthHeader)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.store.GetGatewayOrg(ctx, a.ID, in.OrgID); err != nil {
+			return nil, err
+		}
+		return a, nil
+	}
+	mint := func(ctx context.Context, a *svctype.Account, orgID, kind string) (*Key, error) {
+		prefix := PrefixRuntime
+		if kind == svctype.KeyPublishable {
+			prefix = PrefixPublishable
+		}
+		secret, shown, hash, err := newSecret(prefix)
+		if err != nil {
+			return nil, err
+		}
+		k := &svctype.APIKey{ID: "key_" + strings.ReplaceAll(uuid.NewString(), "-", ""), AccountID: a.ID, OrgID: orgID, Kind: kind,
+			Prefix: shown, Hash: hash, CreatedAt: s.now().UTC()}
+		if err := s.store.CreateAPIKey(ctx, k); err != nil {
+			return nil, err
+		}
+		return &Key{APIKey: *k, Secret: secret}, nil
+	}
+
+	o := huma.Operation{OperationID: "list-keys", Method: http.MethodGet, Path: "/gateway/orgs/{orgId}/keys", Summary: "An organization's keys", Tags: []string{"Keys"}}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgPath
+		Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"500"`
+		Cursor string `query:"cursor"`
+	}) (*struct{ Body runtime.List[Key] }, error) {
+		a, err := own(ctx, in.OrgPath)
+		if err != nil {
+			return nil, s.fail(ctx, err, "organization not found")
+		}
+		page, err := s.store.ListAPIKeys(ctx, a.ID, in.OrgID, svctype.ListOptions{Limit: in.Limit, Cursor: in.Cursor})
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		items := make([]Key, 0, len(page.Items))
+		for _, k := range page.Items {
+			items = append(items, Key{APIKey: k})
+		}
+		return &struct{ Body runtime.List[Key] }{Body: runtime.List[Key]{Items: items, NextCursor: page.NextCursor}}, nil
+	})
+
+	o = huma.Operation{OperationID: "create-key", Method: http.MethodPost, Path: "/gateway/orgs/{orgId}/keys", Summary: "Create a key",
+		Tags: []string{"Keys"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
+		Description: "kind runtime (svc_live_..., server-side calls to the runtime) or publishable (svc_pk_..., the browser SDK). The key is shown once."}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgPath
+		Body struct {
+			Kind string `json:"kind" enum:"runtime,publishable"`
+		}
+	}) (*struct{ Body *Key }, error) {
+		a, err := own(ctx, in.OrgPath)
+		if err != nil {
+			return nil, s.fail(ctx, err, "organization not found")
+		}
+		k, err := mint(ctx, a, in.OrgID, in.Body.Kind)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		return &struct{ Body *Key }{Body: k}, nil
+	})
+
+	o = huma.Operation{OperationID: "delete-key", Method: http.MethodDelete, Path: "/gateway/orgs/{orgId}/keys/{keyId}", Summary: "Revoke a key",
+		Tags: []string{"Keys"}, DefaultStatus: http.StatusNoContent, Description: "The key stops working at once (401 key_revoked)."}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgPath
+		KeyID string `path:"keyId"`
+	}) (*struct{}, error) {
+		a, err := own(ctx, in.OrgPath)
+		if err != nil {
+			return nil, s.fail(ctx, err, "organization not found")
+		}
+		if err := s.store.EndAPIKey(ctx, a.ID, in.OrgID, in.KeyID, s.now().UTC(), true); err != nil {
+			return nil, s.fail(ctx, err, "key not found")
+		}
+		s.forgetKeys(in.OrgID)
+		return nil, nil
+	})
+
+	o = huma.Operation{OperationID: "rotate-key", Method: http.MethodPost, Path: "/gateway/orgs/{orgId}/keys/{keyId}/rotate", Summary: "Rotate a key",
+		Tags: []string{"Keys"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
+		Description: "A new key of the same kind, shown once; the old one keeps working for grace_seconds (default 0: it stops at once)."}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgPath
+		KeyID string `path:"keyId"`
+		Body  struct {
+			GraceSeconds int `json:"grace_seconds,omitempty" minimum:"0" maximum:"2592000" doc:"How long the old key keeps working (at most 30 days)."`
+		}
+	}) (*struct{ Body *Key }, error) {
+		a, err := own(ctx, in.OrgPath)
+		if err != nil {
+			return nil, s.fail(ctx, err, "organization not found")
+		}
+		old, err := s.store.GetAPIKey(ctx, a.ID, in.OrgID, in.KeyID)
+		if err != nil {
+			return nil, s.fail(ctx, err, "key not found")
+		}
+		if old.RevokedAt != nil || (old.ExpiresAt != nil && !s.now().Before(*old.ExpiresAt)) {
+			return nil, newProblem(http.StatusConflict, "conflict", "the key no longer works: create a new one")
+		}
+		k, err := mint(ctx, a, in.OrgID, old.Kind)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		until := s.now().UTC().Add(time.Duration(in.Body.GraceSeconds) * time.Second)
+		if err := s.store.EndAPIKey(ctx, a.ID, in.OrgID, old.ID, until, false); err != nil {
+			return nil, s.fail(ctx, err, "key not found")
+		}
+		s.forgetKeys(in.OrgID)
+		return &struct{ Body *Key }{Body: k}, nil
+	})
+}

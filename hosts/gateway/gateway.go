@@ -1,0 +1,458 @@
+// Package gateway is svcflow's public face: integrators' accounts, the organizations they
+// own and the keys to them (management routes under /gateway/), and the proxy that forwards
+// any runtime route called with a runtime key to the runtime, with X-Org-Id set from the key
+// (a client's own X-Org-Id is always removed first) and a rate limit per key. Keys and
+// tokens are shown once and stored as a prefix and a SHA-256 hash; nothing in a log or an
+// error carries one.
+package gateway
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/go-chi/chi/v5"
+	"golang.org/x/time/rate"
+
+	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/runtime"
+)
+
+// Credential prefixes (DESIGN.md, "keys").
+const (
+	PrefixRuntime     = "svc_live_"
+	PrefixPublishable = "svc_pk_"
+	PrefixManagement  = "svc_mgmt_"
+)
+
+// Default rate limit of a key: a token bucket refilled at DefaultRate requests a second,
+// holding DefaultBurst.
+const (
+	DefaultRate  = 50
+	DefaultBurst = 100
+	// keyCacheTTL is how long a process uses a key it read: a key revoked or rotated through
+	// this process stops at once, through another within this.
+	keyCacheTTL = 5 * time.Second
+)
+
+// Options configure a gateway.
+type Options struct {
+	Store storage.Gateway
+	// Runtime is where runtime routes go: the runtime's base URL (another process) ...
+	RuntimeURL *url.URL
+	// ... or its handler, in the same process (svcflow serve).
+	Runtime http.Handler
+	Logger  *slog.Logger
+	// Rate and Burst are each key's token bucket (DefaultRate, DefaultBurst when 0).
+	Rate  float64
+	Burst int
+	// Shared keeps each key's bucket in the store, so that the limit holds across every
+	// gateway process on one database (PostgreSQL); each process leases tokens from it a
+	// few at a time. Off: each process has its own bucket.
+	Shared bool
+	// Now is the clock (time.Now when nil).
+	Now     func() time.Time
+	Version string
+	// LicenseKey verifies on-premises licenses (/licensing/); nil: licensing is off.
+	LicenseKey ed25519.PublicKey
+}
+
+// Server is the gateway's HTTP server.
+type Server struct {
+	store  storage.Gateway
+	log    *slog.Logger
+	now    func() time.Time
+	proxy  http.Handler
+	router chi.Router
+	api    huma.API
+	rate   rate.Limit
+	burst  int
+	shared bool
+	leased map[string]float64 // Shared: tokens taken from the store, not spent yet, by key
+
+	mu       sync.Mutex
+	keys     map[string]cachedKey // by hash
+	limiters map[string]*rate.Limiter
+
+	umu   sync.Mutex
+	usage map[usageKey]*svctype.Usage
+}
+
+type cachedKey struct {
+	key  *svctype.APIKey
+	read time.Time
+}
+
+// New builds the gateway.
+func New(o Options) *Server {
+	s := &Server{store: o.Store, log: o.Logger, now: o.Now, rate: rate.Limit(o.Rate), burst: o.Burst, shared: o.Shared, leased: map[string]float64{},
+		keys: map[string]cachedKey{}, limiters: map[string]*rate.Limiter{}, usage: map[usageKey]*svctype.Usage{}}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.rate <= 0 {
+		s.rate = DefaultRate
+	}
+	if s.burst <= 0 {
+		s.burst = DefaultBurst
+	}
+	switch {
+	case o.Runtime != nil:
+		s.proxy = o.Runtime
+	case o.RuntimeURL != nil:
+		rp := httputil.NewSingleHostReverseProxy(o.RuntimeURL)
+		rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+			s.log.WarnContext(r.Context(), "runtime unreachable", "err", err)
+			writeProblem(w, http.StatusBadGateway, "runtime_unreachable", "the runtime did not answer")
+		}
+		s.proxy = rp
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	r := chi.NewRouter()
+	cfg := huma.DefaultConfig("svcflow gateway", o.Version)
+	cfg.CreateHooks = nil
+	cfg.Info.Description = "Accounts, organizations and keys (management token), and the proxy of every runtime route (runtime key)."
+	s.api = humachi.New(r, cfg)
+	s.router = r
+	s.registerAccounts()
+	s.registerUsage()
+	s.registerLicensing(o.LicenseKey)
+	s.registerHealth(o)
+	r.NotFound(s.forward)
+	r.MethodNotAllowed(s.forward)
+	return s
+}
+
+// Handler is the gateway's http.Handler.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// API is the Huma API of the management routes.
+func (s *Server) API() huma.API { return s.api }
+
+// newSecret returns a new credential of prefix, the prefix it is shown by, and its hash.
+func newSecret(prefix string) (secret, shown, hash string, err error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", "", err
+	}
+	secret = prefix + hex.EncodeToString(b)
+	return secret, secret[:len(prefix)+6], hashOf(secret), nil
+}
+
+func hashOf(secret string) string {
+	sum := sha256.Sum256([]byte("svcflow credential\x00" + secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// bearer returns the request's bearer credential ("" without one).
+func bearer(r *http.Request) string {
+	v := r.Header.Get("Authorization")
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		return strings.TrimSpace(v[7:])
+	}
+	return ""
+}
+
+// problem is a gateway error answer (RFC 9457, with a code), as the runtime's.
+type problem = runtime.Problem
+
+func writeProblem(w http.ResponseWriter, status int, code, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="svcflow"`)
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(&problem{Title: http.StatusText(status), Status: status, Code: code, Detail: detail})
+}
+
+func newProblem(status int, code, detail string) error {
+	return &problem{Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
+}
+
+// Errors of credentials, each its own code.
+var (
+	errNoCredential = newProblem(http.StatusUnauthorized, "unauthorized",
+		"send Authorization: Bearer <runtime key> (runtime routes) or <management token> (/gateway/ routes)")
+	errUnknownKey     = newProblem(http.StatusUnauthorized, "unknown_key", "the key is not known")
+	errRevokedKey     = newProblem(http.StatusUnauthorized, "key_revoked", "the key was revoked")
+	errExpiredKey     = newProblem(http.StatusUnauthorized, "key_expired", "the key was rotated and its grace period is over: use its successor")
+	errUnknownToken   = newProblem(http.StatusUnauthorized, "unknown_token", "the management token is not known (it may have been regenerated)")
+	errSuspended      = newProblem(http.StatusForbidden, "account_suspended", "the account is suspended")
+	errPublishable    = newProblem(http.StatusForbidden, "publishable_key", "a publishable key opens the SDK and public routes only: use a runtime key on runtime routes")
+	errMgmtOnRuntime  = newProblem(http.StatusForbidden, "management_token_on_runtime_route", "a management token manages the account: use a runtime key on runtime routes")
+	errKeyOnMgmtRoute = newProblem(http.StatusForbidden, "key_on_management_route", "an organization's key cannot manage the account: use the management token")
+)
+
+// runtimeKey authenticates a runtime key: the organization it opens.
+func (s *Server) runtimeKey(ctx context.Context, secret string) (*svctype.APIKey, error) {
+	switch {
+	case secret == "":
+		return nil, errNoCredential
+	case strings.HasPrefix(secret, PrefixManagement):
+		return nil, errMgmtOnRuntime
+	case strings.HasPrefix(secret, PrefixPublishable):
+		if _, err := s.lookupKey(ctx, secret); err != nil {
+			return nil, err
+		}
+		return nil, errPublishable
+	}
+	return s.lookupKey(ctx, secret)
+}
+
+// lookupKey finds a key by its secret (cached for keyCacheTTL) and checks it is current.
+func (s *Server) lookupKey(ctx context.Context, secret string) (*svctype.APIKey, error) {
+	h := hashOf(secret)
+	now := s.now()
+	s.mu.Lock()
+	c, ok := s.keys[h]
+	s.mu.Unlock()
+	if !ok || now.Sub(c.read) >= keyCacheTTL {
+		k, err := s.store.APIKeyByHash(ctx, h)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, errUnknownKey
+		}
+		if err != nil {
+			return nil, err
+		}
+		c = cachedKey{key: k, read: now}
+		s.mu.Lock()
+		if len(s.keys) > 10_000 {
+			s.keys = map[string]cachedKey{}
+		}
+		s.keys[h] = c
+		s.mu.Unlock()
+	}
+	switch k := c.key; {
+	case k.RevokedAt != nil && !now.Before(*k.RevokedAt):
+		return nil, errRevokedKey
+	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
+		return nil, errExpiredKey
+	}
+	return c.key, nil
+}
+
+// forgetKeys drops the cached keys of an organization (after a revocation or rotation here).
+func (s *Server) forgetKeys(orgID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for h, c := range s.keys {
+		if c.key.OrgID == orgID {
+			delete(s.keys, h)
+		}
+	}
+}
+
+// allow takes a token from the key's bucket, or says how long until there is one.
+func (s *Server) allow(ctx context.Context, keyID string) (bool, time.Duration, error) {
+	if s.shared {
+		return s.allowShared(ctx, keyID)
+	}
+	ok, wait := s.allowLocal(keyID)
+	return ok, wait, nil
+}
+
+// allowShared spends a token leased from the key's bucket in the store, leasing a tenth of
+// the burst (at least one) when none is left: the store hands out no more than the bucket
+// holds, so the limit holds across processes; a process's leftover lease is at most a
+// tenth of the burst.
+func (s *Server) allowShared(ctx context.Context, keyID string) (bool, time.Duration, error) {
+	s.mu.Lock()
+	if s.leased[keyID] >= 1 {
+		s.leased[keyID]--
+		s.mu.Unlock()
+		return true, 0, nil
+	}
+	s.mu.Unlock()
+	// The lease is a transaction: no lock of this process is held meanwhile.
+	chunk := max(1, float64(s.burst)/10)
+	got, err := s.store.TakeTokens(ctx, keyID, chunk, float64(s.rate), float64(s.burst), s.now())
+	if err != nil {
+		return false, 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.leased) > 100_000 {
+		s.leased = map[string]float64{}
+	}
+	s.leased[keyID] += got
+	if s.leased[keyID] >= 1 {
+		s.leased[keyID]--
+		return true, 0, nil
+	}
+	return false, time.Duration((1 - s.leased[keyID]) / float64(s.rate) * float64(time.Second)), nil
+}
+
+func (s *Server) allowLocal(keyID string) (bool, time.Duration) {
+	return s.allowLocalKey(keyID, s.rate, s.burst)
+}
+
+// allowLocalKey takes a token from the in-memory bucket of key (made with r and burst).
+func (s *Server) allowLocalKey(keyID string, limit rate.Limit, burst int) (bool, time.Duration) {
+	s.mu.Lock()
+	l := s.limiters[keyID]
+	if l == nil {
+		if len(s.limiters) > 100_000 {
+			s.limiters = map[string]*rate.Limiter{}
+		}
+		l = rate.NewLimiter(limit, burst)
+		s.limiters[keyID] = l
+	}
+	s.mu.Unlock()
+	r := l.ReserveN(s.now(), 1)
+	if d := r.DelayFrom(s.now()); d > 0 {
+		r.CancelAt(s.now())
+		return false, d
+	}
+	return true, 0
+}
+
+// Limits of the public form routes, per visitor address and form (spec section 8).
+const (
+	PublicReads   = 60
+	PublicSubmits = 10
+)
+
+// allowVisitor takes a token from the visitor's bucket for the form: reads and submits
+// counted apart, a minute's worth each.
+func (s *Server) allowVisitor(r *http.Request) (bool, time.Duration) {
+	ip, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		ip = r.RemoteAddr
+	}
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/forms/public/"), "/")
+	n, kind := PublicReads, "read"
+	if r.Method == http.MethodPost {
+		n, kind = PublicSubmits, "submit"
+	}
+	return s.allowLocalKey("visitor\x00"+ip+"\x00"+parts[0]+"\x00"+kind, rate.Limit(float64(n)/60), n)
+}
+
+// forward proxies a runtime route: the key's organization as X-Org-Id, the client's own
+// removed first, always.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
+	r.Header.Del("X-Org-Id")
+	if strings.HasPrefix(r.URL.Path, "/gateway/") {
+		writeProblem(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+		return
+	}
+	if s.proxy == nil {
+		writeProblem(w, http.StatusBadGateway, "runtime_unreachable", "this gateway has no runtime")
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/forms/public/") {
+		// Public forms need no key: the form id names its organization. Each visitor may
+		// read a form PublicReads times and submit it PublicSubmits times a minute.
+		if ok, wait := s.allowVisitor(r); !ok {
+			secs := max(1, int(math.Ceil(wait.Seconds())))
+			w.Header().Set("Retry-After", fmt.Sprint(secs))
+			writeProblem(w, http.StatusTooManyRequests, "rate_limited", fmt.Sprintf("too many requests for this form from this address: retry in %d s", secs))
+			return
+		}
+		r.Header.Del("Authorization")
+		s.proxy.ServeHTTP(w, r)
+		return
+	}
+	k, err := s.runtimeKey(r.Context(), bearer(r))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	class := routeClass(r.Method, r.URL.Path)
+	ok, wait, err := s.allow(r.Context(), k.ID)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	if !ok {
+		s.count(k.OrgID, class, 0, 1, 0)
+		secs := max(1, int(math.Ceil(wait.Seconds())))
+		w.Header().Set("Retry-After", fmt.Sprint(secs))
+		writeProblem(w, http.StatusTooManyRequests, "rate_limited", fmt.Sprintf("the key's rate limit is spent: retry in %d s", secs))
+		return
+	}
+	r.Header.Del("Authorization")
+	r.Header.Set("X-Org-Id", k.OrgID)
+	rec := &statusRecorder{ResponseWriter: w}
+	s.proxy.ServeHTTP(rec, r)
+	runs := int64(0)
+	if class == "execute" && rec.status >= 200 && rec.status < 300 {
+		runs = 1
+	}
+	s.count(k.OrgID, class, 1, 0, runs)
+}
+
+func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	var p *problem
+	if errors.As(err, &p) {
+		writeProblem(w, p.Status, p.Code, p.Detail)
+		return
+	}
+	s.log.ErrorContext(r.Context(), "gateway request failed", "err", err)
+	writeProblem(w, http.StatusInternalServerError, "internal", "the gateway failed; the error is logged")
+}
+
+// registerHealth serves GET /health: the gateway, the runtime's reachability and the store.
+func (s *Server) registerHealth(o Options) {
+	op := huma.Operation{OperationID: "gateway-health", Method: http.MethodGet, Path: "/health", Summary: "Health", Tags: []string{"Health"},
+		Description: "status ok when the runtime answers and the store reads; degraded (503) otherwise, saying which."}
+	client := &http.Client{Timeout: 2 * time.Second}
+	huma.Register(s.api, op, func(ctx context.Context, _ *struct{}) (*struct {
+		Status int
+		Body   struct {
+			Status  string `json:"status"`
+			Runtime string `json:"runtime"`
+			Store   string `json:"store"`
+		}
+	}, error) {
+		out := &struct {
+			Status int
+			Body   struct {
+				Status  string `json:"status"`
+				Runtime string `json:"runtime"`
+				Store   string `json:"store"`
+			}
+		}{Status: http.StatusOK}
+		out.Body.Status, out.Body.Runtime, out.Body.Store = "ok", "ok", "ok"
+		if o.Runtime == nil {
+			out.Body.Runtime = "unreachable"
+			if o.RuntimeURL != nil {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, o.RuntimeURL.JoinPath("health").String(), nil)
+				if resp, err := client.Do(req); err == nil {
+					_ = resp.Body.Close()
+					if resp.StatusCode == http.StatusOK {
+						out.Body.Runtime = "ok"
+					}
+				}
+			}
+		}
+		if _, err := s.store.AccountByToken(ctx, hashOf("health")); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			out.Body.Store = "unreachable"
+		}
+		if out.Body.Runtime != "ok" || out.Body.Store != "ok" {
+			out.Status, out.Body.Status = http.StatusServiceUnavailable, "degraded"
+		}
+		return out, nil
+	})
+}

@@ -1,0 +1,209 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/svcflow/svcflow/agent"
+	"github.com/svcflow/svcflow/engine/agents"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// JSONValue is any JSON value carried as its raw bytes (a tool declaration: a string or
+// an object); the engine's validation reports what is wrong in it.
+type JSONValue json.RawMessage
+
+// MarshalJSON writes the bytes as they are (null when empty).
+func (v JSONValue) MarshalJSON() ([]byte, error) {
+	if len(v) == 0 {
+		return []byte("null"), nil
+	}
+	return v, nil
+}
+
+// UnmarshalJSON keeps a copy of the bytes.
+func (v *JSONValue) UnmarshalJSON(b []byte) error {
+	*v = append((*v)[:0], b...)
+	return nil
+}
+
+// Schema accepts any value.
+func (JSONValue) Schema(huma.Registry) *huma.Schema { return &huma.Schema{} }
+
+// AgentBody is the body of POST /agents/execute.
+type AgentBody struct {
+	Objective string      `json:"objective" doc:"The agent's goal, in words; at most 20,000 characters."`
+	Tools     []JSONValue `json:"tools,omitempty" doc:"Tool declarations, mixed freely: \"<action_name>\", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones."`
+	Model     string      `json:"model,omitempty" doc:"The provider's model name (default gpt-4o-mini)."`
+	Config    struct {
+		MaxIterations int            `json:"max_iterations,omitempty" doc:"Iteration cap, 1 to 1,000 (default 25)."`
+		OnStuck       *agent.OnStuck `json:"on_stuck,omitempty" doc:"{iterations, action: escalate}: the same call, or nothing new learned, that many iterations in a row pauses the agent for a person (default 3)."`
+		LLMBudget     map[string]any `json:"llm_budget,omitempty" doc:"Raises or lowers input_tokens (100,000), output_tokens (50,000), total_tokens (150,000), model_calls (100), wall_seconds (300)."`
+	} `json:"config,omitzero"`
+}
+
+func (b AgentBody) input() agents.Input {
+	in := agents.Input{Objective: b.Objective, Model: b.Model, Config: agents.InputConfig{
+		MaxIterations: b.Config.MaxIterations, OnStuck: b.Config.OnStuck, LLMBudget: b.Config.LLMBudget}}
+	for _, t := range b.Tools {
+		in.Tools = append(in.Tools, json.RawMessage(t))
+	}
+	return in
+}
+
+// AgentStatus is GET /agents/{id}/status.
+type AgentStatus struct {
+	AgentRunID string              `json:"agent_run_id" example:"agent-0b4e6c1a-3f5d-4e2a-9c8b-7a6d5e4f3c2b"`
+	Status     svctype.AgentStatus `json:"status" doc:"running, paused, completed, failed, budget_exceeded or cancelled."`
+	Iterations int                 `json:"iterations"`
+	Answer     string              `json:"final_answer,omitempty"`
+	Confidence float64             `json:"confidence,omitempty"`
+	Reason     string              `json:"reason,omitempty" doc:"Why the agent ended or paused."`
+	Pause      *agent.PauseRequest `json:"pause,omitempty" doc:"What a paused agent asks a person."`
+	Usage      *agent.Usage        `json:"usage,omitempty"`
+	Trace      []agent.TraceEntry  `json:"reasoning_trace,omitempty" doc:"With include_trace=true: every iteration."`
+	CreatedAt  time.Time           `json:"created_at"`
+	UpdatedAt  time.Time           `json:"updated_at"`
+}
+
+func agentStatusOf(r *svctype.AgentRun, st *agent.State, trace bool) *AgentStatus {
+	out := &AgentStatus{AgentRunID: r.ID, Status: r.Status, Iterations: r.Iterations, Reason: r.Reason,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	if st != nil {
+		out.Answer, out.Confidence, out.Pause = st.Answer, st.Confidence, st.Pause
+		u := st.Usage
+		out.Usage = &u
+		if trace {
+			out.Trace = st.Trace
+			if out.Trace == nil {
+				out.Trace = []agent.TraceEntry{}
+			}
+		}
+	}
+	return out
+}
+
+// AgentPath names an agent run.
+type AgentPath struct {
+	OrgParam
+	AgentID string `path:"agentId" maxLength:"128" doc:"Agent run id (agent-<uuid>)."`
+}
+
+var agentNotFound = failure{notFound: "agent run not found", conflict: "the agent run is not paused"}
+
+func (s *Server) registerAgents() {
+	o := op("execute-agent", http.MethodPost, "/agents/execute", "Run a standalone agent", "Agents")
+	o.Description = "Starts an agent run (agent-<uuid>) with the objective, the declared tools and the limits. " +
+		"Without async it waits for the agent to end or pause, at most 60 s, and answers its status (202 with status " +
+		"running at the deadline: poll GET /agents/{agentId}/status); with async=true it answers 202 at once. " +
+		"A tool declaration of no known form, a budget below 1, or max_iterations above 1,000 is 422 naming the field."
+	o.DefaultStatus = http.StatusAccepted
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusUnprocessableEntity}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		Async bool `query:"async" doc:"Answer at once (202) instead of waiting for the result."`
+		Body  AgentBody
+	}) (*struct {
+		Status int
+		Body   *AgentStatus
+	}, error) {
+		r, err := s.eng.Agents.ExecuteAgent(ctx, in.OrgID, in.Body.input())
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{})
+		}
+		if !in.Async {
+			if r, err = s.eng.Agents.WaitAgent(ctx, in.OrgID, r.ID, agents.MaxWait); err != nil {
+				return nil, s.fail(ctx, err, agentNotFound)
+			}
+		}
+		_, st, err := s.eng.Agents.AgentRun(ctx, in.OrgID, r.ID)
+		if err != nil {
+			return nil, s.fail(ctx, err, agentNotFound)
+		}
+		status := http.StatusOK
+		if r.Status == svctype.AgentStatus(agent.StatusRunning) {
+			status = http.StatusAccepted
+		}
+		return &struct {
+			Status int
+			Body   *AgentStatus
+		}{Status: status, Body: agentStatusOf(r, st, false)}, nil
+	})
+
+	o = op("get-agent-status", http.MethodGet, "/agents/{agentId}/status", "An agent run's status", "Agents")
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		AgentPath
+		IncludeTrace bool `query:"include_trace" doc:"Add reasoning_trace: every iteration."`
+	}) (*struct{ Body *AgentStatus }, error) {
+		r, st, err := s.eng.Agents.AgentRun(ctx, in.OrgID, in.AgentID)
+		if err != nil {
+			return nil, s.fail(ctx, err, agentNotFound)
+		}
+		return &struct{ Body *AgentStatus }{Body: agentStatusOf(r, st, in.IncludeTrace)}, nil
+	})
+
+	o = op("get-agent-trace", http.MethodGet, "/agents/{agentId}/trace", "An agent run's whole trace", "Agents")
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *AgentPath) (*struct {
+		Body struct {
+			AgentRunID string             `json:"agent_run_id"`
+			Trace      []agent.TraceEntry `json:"trace" nullable:"false"`
+		}
+	}, error) {
+		r, st, err := s.eng.Agents.AgentRun(ctx, in.OrgID, in.AgentID)
+		if err != nil {
+			return nil, s.fail(ctx, err, agentNotFound)
+		}
+		out := &struct {
+			Body struct {
+				AgentRunID string             `json:"agent_run_id"`
+				Trace      []agent.TraceEntry `json:"trace" nullable:"false"`
+			}
+		}{}
+		out.Body.AgentRunID, out.Body.Trace = r.ID, st.Trace
+		if out.Body.Trace == nil {
+			out.Body.Trace = []agent.TraceEntry{}
+		}
+		return out, nil
+	})
+
+	o = op("resume-agent", http.MethodPost, "/agents/{agentId}/resume", "Answer a paused agent", "Agents")
+	o.Description = "The person's answer becomes the observation of the agent's __pause_for_human__ call (or, after " +
+		"stuck detection, a message to it); the run is queued again and goes on from its checkpoint. 409 when it is not paused."
+	o.DefaultStatus = http.StatusAccepted
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		AgentPath
+		Body struct {
+			HumanInput string `json:"human_input" doc:"The person's answer."`
+			Approved   bool   `json:"approved" doc:"Whether the person approves what the agent asked."`
+		}
+	}) (*struct{ Body *AgentStatus }, error) {
+		r, err := s.eng.Agents.ResumeAgent(ctx, in.OrgID, in.AgentID, in.Body.HumanInput, in.Body.Approved)
+		if err != nil {
+			return nil, s.fail(ctx, err, agentNotFound)
+		}
+		return &struct{ Body *AgentStatus }{Body: agentStatusOf(r, nil, false)}, nil
+	})
+
+	o = op("list-agents", http.MethodGet, "/agents", "The organization's agent runs, newest first", "Agents")
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusUnprocessableEntity}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		Status string `query:"status" enum:"running,paused,completed,failed,budget_exceeded,cancelled" doc:"Only agent runs in this status."`
+		Paging
+	}) (*struct{ Body List[*AgentStatus] }, error) {
+		page, err := s.eng.Agents.ListAgents(ctx, in.OrgID, svctype.AgentStatus(in.Status), in.options())
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{in: "query"})
+		}
+		return &struct{ Body List[*AgentStatus] }{Body: listOf(page, func(r svctype.AgentRun) *AgentStatus {
+			return agentStatusOf(&r, nil, false)
+		})}, nil
+	})
+}
