@@ -264,4 +264,44 @@ type Gateway interface {
 	// ListUsage returns an organization's usage rows of days from..to (YYYY-MM-DD,
 	// inclusive), by day then class.
 	ListUsage(ctx context.Context, orgID, from, to string) ([]svctype.Usage, error)
+
+	// PutSignInCode stores c as the one code of its (organization, email), replacing any
+	// earlier one.
+	PutSignInCode(ctx context.Context, c *svctype.SignInCode) error
+	// TrySignInCode counts one attempt at the (organization, email) code and returns it, when
+	// it is unused, unexpired at now and has had fewer than maxAttempts; ErrNotFound otherwise.
+	TrySignInCode(ctx context.Context, orgID, email string, maxAttempts int, now time.Time) (*svctype.SignInCode, error)
+	// UseSignInCode marks the code used; ErrConflict when it was used meanwhile.
+	UseSignInCode(ctx context.Context, orgID, id string, now time.Time) error
+	CreateSession(ctx context.Context, s *svctype.Session) error
+	// SessionByHash finds the session whose token hashes to hash, with its key's end.
+	SessionByHash(ctx context.Context, hash string) (*svctype.Session, error)
+	// EndSession removes an organization's session.
+	EndSession(ctx context.Context, orgID, hash string) error
+	// PutOrgUser sets a person's approver roles in an organization.
+	PutOrgUser(ctx context.Context, u *svctype.OrgUser) error
+	GetOrgUser(ctx context.Context, orgID, email string) (*svctype.OrgUser, error)
+	// ListOrgUsers pages an organization's people by email.
+	ListOrgUsers(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.OrgUser], error)
+	DeleteOrgUser(ctx context.Context, orgID, email string) error
+
+	// Operator administration: above accounts, so these reads name no account.
+	// ListAccounts pages every account, oldest first.
+	ListAccounts(ctx context.Context, opts svctype.ListOptions) (svctype.Page[svctype.Account], error)
+	// SetAccountStatus suspends or resumes an account; SetAccountTier puts it on a tier.
+	SetAccountStatus(ctx context.Context, id, status string, at time.Time) error
+	SetAccountTier(ctx context.Context, id, tier string, at time.Time) error
+	PutTier(ctx context.Context, t *svctype.Tier) error
+	GetTier(ctx context.Context, name string) (*svctype.Tier, error)
+	ListTiers(ctx context.Context) ([]svctype.Tier, error)
+	CreateLicense(ctx context.Context, l *svctype.IssuedLicense) error
+	// GetLicense finds a license by id (any account's: validation and the operator).
+	GetLicense(ctx context.Context, id string) (*svctype.IssuedLicense, error)
+	// ListLicenses lists an account's licenses, newest first ("" : every account's).
+	ListLicenses(ctx context.Context, accountID string) ([]svctype.IssuedLicense, error)
+	RevokeLicense(ctx context.Context, id string, at time.Time) error
+	// UsageByAccount sums the usage of days from..to of each account's organizations.
+	UsageByAccount(ctx context.Context, from, to string) ([]svctype.AccountUsage, error)
+	// RunsStartedOn is an organization's runs started on day, as flushed so far.
+	RunsStartedOn(ctx context.Context, orgID, day string) (int64, error)
 }

@@ -19,6 +19,7 @@ type accountModel struct {
 	Email       string    `bun:"email,notnull,unique"`
 	Name        string    `bun:"name,notnull"`
 	Status      string    `bun:"status,notnull"`
+	Tier        string    `bun:"tier,notnull"`
 	TokenPrefix string    `bun:"token_prefix,notnull"`
 	TokenHash   string    `bun:"token_hash,notnull,unique"`
 	CreatedAt   time.Time `bun:"created_at,notnull"`
@@ -26,7 +27,7 @@ type accountModel struct {
 }
 
 func (m *accountModel) toAccount() *svctype.Account {
-	return &svctype.Account{ID: m.ID, Email: m.Email, Name: m.Name, Status: m.Status, TokenPrefix: m.TokenPrefix,
+	return &svctype.Account{ID: m.ID, Email: m.Email, Name: m.Name, Status: m.Status, Tier: m.Tier, TokenPrefix: m.TokenPrefix,
 		TokenHash: m.TokenHash, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 }
 
@@ -69,7 +70,7 @@ func (q *querier) CreateAccount(ctx context.Context, a *svctype.Account) error {
 	t := now()
 	a.CreatedAt = orNow(a.CreatedAt, t)
 	a.UpdatedAt = orNow(a.UpdatedAt, a.CreatedAt)
-	m := &accountModel{ID: a.ID, Email: a.Email, Name: a.Name, Status: a.Status, TokenPrefix: a.TokenPrefix, TokenHash: a.TokenHash,
+	m := &accountModel{ID: a.ID, Email: a.Email, Name: a.Name, Status: a.Status, Tier: a.Tier, TokenPrefix: a.TokenPrefix, TokenHash: a.TokenHash,
 		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
 	_, err := q.w.NewInsert().Model(m).Exec(ctx)
 	return wrap("create account", err)
@@ -169,11 +170,18 @@ func (q *querier) GetAPIKey(ctx context.Context, accountID, orgID, id string) (*
 
 // APIKeyByHash finds the key whose secret hashes to hash.
 func (q *querier) APIKeyByHash(ctx context.Context, hash string) (*svctype.APIKey, error) {
-	var m apiKeyModel
-	if err := q.r.NewSelect().Model(&m).Where("hash = ?", hash).Scan(ctx); err != nil {
+	var m struct {
+		apiKeyModel   `bun:",extend"`
+		AccountStatus string `bun:"account_status"`
+		Tier          string `bun:"tier"`
+	}
+	err := q.r.NewSelect().Model(&m).ColumnExpr("gk.*").ColumnExpr("ga.status AS account_status, ga.tier AS tier").
+		Join("JOIN gateway_accounts AS ga ON ga.id = gk.account_id").Where("gk.hash = ?", hash).Scan(ctx)
+	if err != nil {
 		return nil, wrap("api key by hash", err)
 	}
 	k, _ := m.toKey()
+	k.AccountStatus, k.Tier = m.AccountStatus, m.Tier
 	return &k, nil
 }
 

@@ -5,10 +5,12 @@ import "time"
 // Account is an integrator's gateway account: it owns organizations and their keys, and is
 // reached with its management token (stored as a prefix and a SHA-256 hash only).
 type Account struct {
-	ID          string    `json:"id"`
-	Email       string    `json:"email"`
-	Name        string    `json:"name"`
-	Status      string    `json:"status"`
+	ID     string `json:"id"`
+	Email  string `json:"email"`
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	// Tier names the account's plan ("" : the deployment's defaults).
+	Tier        string    `json:"tier,omitempty"`
 	TokenPrefix string    `json:"token_prefix"`
 	TokenHash   string    `json:"-"`
 	CreatedAt   time.Time `json:"created_at"`
@@ -43,6 +45,10 @@ type APIKey struct {
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	// AccountStatus and Tier are the owning account's (filled by APIKeyByHash), so that a
+	// suspension or a change of tier reaches every key.
+	AccountStatus string `json:"-"`
+	Tier          string `json:"-"`
 }
 
 // Key kinds.
@@ -58,6 +64,79 @@ type Usage struct {
 	OrgID       string `json:"-"`
 	Day         string `json:"day"`
 	Class       string `json:"route_class"`
+	Requests    int64  `json:"requests"`
+	RateLimited int64  `json:"rate_limited"`
+	RunsStarted int64  `json:"runs_started"`
+}
+
+// SignInCode is a one-time code sent to a person signing in to an organization's SDK with
+// its publishable key: stored as a salted SHA-256 hash, single use, a few tries, short-lived.
+type SignInCode struct {
+	ID        string
+	OrgID     string
+	KeyID     string
+	Email     string
+	Salt      string
+	Hash      string
+	Attempts  int
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+	CreatedAt time.Time
+}
+
+// Session is a person signed in to an organization's SDK: its token stored as a prefix and
+// a hash. KeyEnded is when the publishable key it was opened with was revoked or expired
+// (filled by SessionByHash): a session ends with its key.
+type Session struct {
+	Hash      string
+	Prefix    string
+	OrgID     string
+	KeyID     string
+	Email     string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	KeyEnded  *time.Time
+}
+
+// OrgUser is what an organization's backend says about one of its people: the approver
+// roles they hold (spec section 5, rule 5). A person signed in with no row holds none.
+type OrgUser struct {
+	OrgID         string    `json:"-"`
+	Email         string    `json:"email"`
+	ApproverRoles []string  `json:"approver_roles"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+// Tier is a plan the platform operator puts accounts on: each key's rate limit, a daily
+// quota of runs per organization (0: none), and the features it opens.
+type Tier struct {
+	Name        string    `json:"name"`
+	Rate        float64   `json:"rate" doc:"Requests a second each key may make (token bucket refill)."`
+	Burst       int       `json:"burst" doc:"Requests a key may make at once (token bucket size)."`
+	RunsPerDay  int64     `json:"runs_per_day" doc:"Workflow executions an organization may start a day (UTC); 0: no quota."`
+	Features    []string  `json:"features" doc:"Features the tier opens, such as agent_forms and agents."`
+	UpdatedAt   time.Time `json:"updated_at"`
+	Description string    `json:"description,omitempty"`
+}
+
+// IssuedLicense is an on-premises license issued to an account, as the gateway keeps it.
+type IssuedLicense struct {
+	ID        string     `json:"id"`
+	AccountID string     `json:"account_id"`
+	Licensee  string     `json:"licensee"`
+	Seats     int        `json:"seats"`
+	Features  []string   `json:"features"`
+	NotBefore time.Time  `json:"not_before"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	License   string     `json:"license" doc:"The signed license, as POST /licensing/validate takes it."`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+// AccountUsage is one account's use of the gateway over some days, summed over its
+// organizations (operator administration).
+type AccountUsage struct {
+	AccountID   string `json:"account_id"`
 	Requests    int64  `json:"requests"`
 	RateLimited int64  `json:"rate_limited"`
 	RunsStarted int64  `json:"runs_started"`

@@ -74,6 +74,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Full, countJobs func(tb t
 		{"Agents", testAgents},
 		{"Gateway", testGateway},
 		{"GatewayBuckets", testGatewayBuckets},
+		{"GatewayPeople", testGatewayPeople},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
