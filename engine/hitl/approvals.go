@@ -154,6 +154,14 @@ func (e *HITL) PendingApproval(ctx context.Context, orgID, runID string) (*svcty
 	return e.store.PendingApproval(ctx, orgID, runID)
 }
 
+// Approval returns one of the organization's approvals by its id (core.ErrNotFound).
+func (e *HITL) Approval(ctx context.Context, orgID, id string) (*svctype.Approval, error) {
+	if err := core.CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	return e.store.GetApproval(ctx, orgID, id)
+}
+
 // ListApprovals pages the organization's approvals, newest first.
 func (e *HITL) ListApprovals(ctx context.Context, orgID string, f storage.ApprovalFilter) (svctype.Page[svctype.Approval], error) {
 	if err := core.CheckOrg(orgID); err != nil {

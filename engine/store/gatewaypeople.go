@@ -98,17 +98,20 @@ func (q *querier) CreateSession(ctx context.Context, s *svctype.Session) error {
 // SessionByHash finds a session and when its publishable key ended.
 func (q *querier) SessionByHash(ctx context.Context, hash string) (*svctype.Session, error) {
 	var m struct {
-		sessionModel `bun:",extend"`
-		KeyRevoked   *time.Time `bun:"key_revoked"`
-		KeyExpires   *time.Time `bun:"key_expires"`
+		sessionModel  `bun:",extend"`
+		KeyRevoked    *time.Time `bun:"key_revoked"`
+		KeyExpires    *time.Time `bun:"key_expires"`
+		AccountStatus string     `bun:"account_status"`
 	}
-	err := q.r.NewSelect().Model(&m).ColumnExpr("gs.*").ColumnExpr("gk.revoked_at AS key_revoked, gk.expires_at AS key_expires").
-		Join("JOIN gateway_keys AS gk ON gk.id = gs.key_id AND gk.org_id = gs.org_id").Where("gs.hash = ?", hash).Scan(ctx)
+	err := q.r.NewSelect().Model(&m).ColumnExpr("gs.*").
+		ColumnExpr("gk.revoked_at AS key_revoked, gk.expires_at AS key_expires, ga.status AS account_status").
+		Join("JOIN gateway_keys AS gk ON gk.id = gs.key_id AND gk.org_id = gs.org_id").
+		Join("JOIN gateway_accounts AS ga ON ga.id = gk.account_id").Where("gs.hash = ?", hash).Scan(ctx)
 	if err != nil {
 		return nil, wrap("session by hash", err)
 	}
 	s := &svctype.Session{Hash: m.Hash, Prefix: m.Prefix, OrgID: m.OrgID, KeyID: m.KeyID, Email: m.Email,
-		CreatedAt: m.CreatedAt.UTC(), ExpiresAt: m.ExpiresAt.UTC()}
+		CreatedAt: m.CreatedAt.UTC(), ExpiresAt: m.ExpiresAt.UTC(), AccountStatus: m.AccountStatus}
 	for _, t := range []*time.Time{m.KeyRevoked, m.KeyExpires} {
 		if t != nil && (s.KeyEnded == nil || t.Before(*s.KeyEnded)) {
 			s.KeyEnded = utcPtr(t)

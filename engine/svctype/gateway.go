@@ -96,6 +96,8 @@ type Session struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	KeyEnded  *time.Time
+	// AccountStatus is the owning account's (a suspension ends its sessions too).
+	AccountStatus string
 }
 
 // OrgUser is what an organization's backend says about one of its people: the approver

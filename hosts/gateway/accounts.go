@@ -51,7 +51,10 @@ func (s *Server) account(ctx context.Context, h AuthHeader) (*svctype.Account, e
 // fail turns an error into the route's answer.
 func (s *Server) fail(ctx context.Context, err error, notFound string) error {
 	var p *problem
+	var he huma.HeadersError
 	switch {
+	case errors.As(err, &he):
+		return err
 	case errors.As(err, &p):
 		return p
 	case errors.Is(err, storage.ErrNotFound):
@@ -79,12 +82,13 @@ type Account struct {
 	Email       string    `json:"email"`
 	Name        string    `json:"name"`
 	Status      string    `json:"status"`
+	Tier        string    `json:"tier,omitempty" doc:"The account's tier (operator administration); empty: the deployment's defaults."`
 	TokenPrefix string    `json:"token_prefix" doc:"The management token's beginning, to tell tokens apart."`
 	CreatedAt   time.Time `json:"created_at"`
 }
 
 func accountOf(a *svctype.Account) Account {
-	return Account{ID: a.ID, Email: a.Email, Name: a.Name, Status: a.Status, TokenPrefix: a.TokenPrefix, CreatedAt: a.CreatedAt}
+	return Account{ID: a.ID, Email: a.Email, Name: a.Name, Status: a.Status, Tier: a.Tier, TokenPrefix: a.TokenPrefix, CreatedAt: a.CreatedAt}
 }
 
 // Key is a key as the management routes show it; Secret only in the answer that made it.
@@ -272,17 +276,20 @@ type OrgPath struct {
 	OrgID string `path:"orgId"`
 }
 
-func (s *Server) registerKeys() {
-	own := func(ctx context.Context, in OrgPath) (*svctype.Account, error) {
-		a, err := s.account(ctx, in.AuthHeader)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := s.store.GetGatewayOrg(ctx, a.ID, in.OrgID); err != nil {
-			return nil, err
-		}
-		return a, nil
+// ownOrg authenticates the management token and checks the organization is the account's.
+func (s *Server) ownOrg(ctx context.Context, in OrgPath) (*svctype.Account, error) {
+	a, err := s.account(ctx, in.AuthHeader)
+	if err != nil {
+		return nil, err
 	}
+	if _, err := s.store.GetGatewayOrg(ctx, a.ID, in.OrgID); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func (s *Server) registerKeys() {
+	own := s.ownOrg
 	mint := func(ctx context.Context, a *svctype.Account, orgID, kind string) (*Key, error) {
 		prefix := PrefixRuntime
 		if kind == svctype.KeyPublishable {

@@ -32,6 +32,7 @@ import (
 
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/identity"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
 
@@ -72,6 +73,17 @@ type Options struct {
 	Version string
 	// LicenseKey verifies on-premises licenses (/licensing/); nil: licensing is off.
 	LicenseKey ed25519.PublicKey
+	// LicenseSigningKey issues licenses (POST /admin/licenses); nil: the operator cannot issue.
+	LicenseSigningKey ed25519.PrivateKey
+	// IdentityKey signs the identity of a signed-in person for the runtime (hosts/identity);
+	// the runtime must have the same key. Without it no signed-in person reaches the runtime.
+	IdentityKey []byte
+	// Mailer sends sign-in codes (a LogMailer that never shows a code when nil).
+	Mailer Mailer
+	// SessionTTL is how long an SDK session lasts (DefaultSessionTTL when 0).
+	SessionTTL time.Duration
+	// OperatorToken opens /admin/ (the platform operator); empty: no operator routes.
+	OperatorToken string
 }
 
 // Server is the gateway's HTTP server.
@@ -93,6 +105,13 @@ type Server struct {
 
 	umu   sync.Mutex
 	usage map[usageKey]*svctype.Usage
+
+	identityKey  []byte
+	mailer       Mailer
+	sessionTTL   time.Duration
+	operatorHash string
+	signingKey   ed25519.PrivateKey
+	tiers        tierCache
 }
 
 type cachedKey struct {
@@ -106,6 +125,16 @@ func New(o Options) *Server {
 		keys: map[string]cachedKey{}, limiters: map[string]*rate.Limiter{}, usage: map[usageKey]*svctype.Usage{}}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	s.identityKey, s.mailer, s.sessionTTL, s.signingKey = o.IdentityKey, o.Mailer, o.SessionTTL, o.LicenseSigningKey
+	if s.mailer == nil {
+		s.mailer = LogMailer{Log: s.log}
+	}
+	if s.sessionTTL <= 0 {
+		s.sessionTTL = DefaultSessionTTL
+	}
+	if o.OperatorToken != "" {
+		s.operatorHash = hashOf(o.OperatorToken)
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -140,6 +169,10 @@ func New(o Options) *Server {
 	s.registerUsage()
 	s.registerLicensing(o.LicenseKey)
 	s.registerHealth(o)
+	s.registerSDKAuth()
+	s.registerSDKTasks()
+	s.registerPeople()
+	s.registerAdmin()
 	r.NotFound(s.forward)
 	r.MethodNotAllowed(s.forward)
 	return s
@@ -249,6 +282,8 @@ func (s *Server) lookupKey(ctx context.Context, secret string) (*svctype.APIKey,
 		return nil, errRevokedKey
 	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
 		return nil, errExpiredKey
+	case k.AccountStatus == svctype.AccountSuspended:
+		return nil, errSuspended
 	}
 	return c.key, nil
 }
@@ -264,12 +299,13 @@ func (s *Server) forgetKeys(orgID string) {
 	}
 }
 
-// allow takes a token from the key's bucket, or says how long until there is one.
-func (s *Server) allow(ctx context.Context, keyID string) (bool, time.Duration, error) {
+// allow takes a token from the key's bucket (refilled at limit a second, holding burst), or
+// says how long until there is one.
+func (s *Server) allow(ctx context.Context, keyID string, limit rate.Limit, burst int) (bool, time.Duration, error) {
 	if s.shared {
-		return s.allowShared(ctx, keyID)
+		return s.allowShared(ctx, keyID, limit, burst)
 	}
-	ok, wait := s.allowLocal(keyID)
+	ok, wait := s.allowLocalKey(keyID, limit, burst)
 	return ok, wait, nil
 }
 
@@ -277,7 +313,7 @@ func (s *Server) allow(ctx context.Context, keyID string) (bool, time.Duration, 
 // the burst (at least one) when none is left: the store hands out no more than the bucket
 // holds, so the limit holds across processes; a process's leftover lease is at most a
 // tenth of the burst.
-func (s *Server) allowShared(ctx context.Context, keyID string) (bool, time.Duration, error) {
+func (s *Server) allowShared(ctx context.Context, keyID string, limit rate.Limit, burst int) (bool, time.Duration, error) {
 	s.mu.Lock()
 	if s.leased[keyID] >= 1 {
 		s.leased[keyID]--
@@ -286,8 +322,8 @@ func (s *Server) allowShared(ctx context.Context, keyID string) (bool, time.Dura
 	}
 	s.mu.Unlock()
 	// The lease is a transaction: no lock of this process is held meanwhile.
-	chunk := max(1, float64(s.burst)/10)
-	got, err := s.store.TakeTokens(ctx, keyID, chunk, float64(s.rate), float64(s.burst), s.now())
+	chunk := max(1, float64(burst)/10)
+	got, err := s.store.TakeTokens(ctx, keyID, chunk, float64(limit), float64(burst), s.now())
 	if err != nil {
 		return false, 0, err
 	}
@@ -301,11 +337,7 @@ func (s *Server) allowShared(ctx context.Context, keyID string) (bool, time.Dura
 		s.leased[keyID]--
 		return true, 0, nil
 	}
-	return false, time.Duration((1 - s.leased[keyID]) / float64(s.rate) * float64(time.Second)), nil
-}
-
-func (s *Server) allowLocal(keyID string) (bool, time.Duration) {
-	return s.allowLocalKey(keyID, s.rate, s.burst)
+	return false, time.Duration((1 - s.leased[keyID]) / float64(limit) * float64(time.Second)), nil
 }
 
 // allowLocalKey takes a token from the in-memory bucket of key (made with r and burst).
@@ -318,6 +350,10 @@ func (s *Server) allowLocalKey(keyID string, limit rate.Limit, burst int) (bool,
 		}
 		l = rate.NewLimiter(limit, burst)
 		s.limiters[keyID] = l
+	} else if l.Limit() != limit || l.Burst() != burst {
+		// The key's tier changed.
+		l.SetLimitAt(s.now(), limit)
+		l.SetBurstAt(s.now(), burst)
 	}
 	s.mu.Unlock()
 	r := l.ReserveN(s.now(), 1)
@@ -353,6 +389,7 @@ func (s *Server) allowVisitor(r *http.Request) (bool, time.Duration) {
 // removed first, always.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del("X-Org-Id")
+	r.Header.Del(identity.Header) // only this gateway vouches for a person
 	if strings.HasPrefix(r.URL.Path, "/gateway/") {
 		writeProblem(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 		return
@@ -370,6 +407,23 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, http.StatusTooManyRequests, "rate_limited", fmt.Sprintf("too many requests for this form from this address: retry in %d s", secs))
 			return
 		}
+		// A signed-in person (a session token) is vouched for: a form with requireAuth
+		// takes the submission and records who submitted.
+		if secret := bearer(r); strings.HasPrefix(secret, PrefixSession) {
+			c, err := s.session(r.Context(), secret)
+			if err != nil {
+				s.writeErr(w, r, err)
+				return
+			}
+			tok, err := s.mint(c.OrgID, c.Email)
+			if err != nil {
+				s.writeErr(w, r, err)
+				return
+			}
+			if tok != "" {
+				r.Header.Set(identity.Header, tok)
+			}
+		}
 		r.Header.Del("Authorization")
 		s.proxy.ServeHTTP(w, r)
 		return
@@ -380,7 +434,22 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	class := routeClass(r.Method, r.URL.Path)
-	ok, wait, err := s.allow(r.Context(), k.ID)
+	limit, burst := s.rate, s.burst
+	if k.Tier != "" {
+		t, err := s.tier(r.Context(), k.Tier)
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		if t != nil {
+			if err := s.tierAllows(r.Context(), t, k.OrgID, r.Method, r.URL.Path, class); err != nil {
+				s.writeErr(w, r, err)
+				return
+			}
+			limit, burst = rate.Limit(t.Rate), t.Burst
+		}
+	}
+	ok, wait, err := s.allow(r.Context(), k.ID, limit, burst)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -405,6 +474,12 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var p *problem
+	var he huma.HeadersError
+	if errors.As(err, &he) {
+		for k, v := range he.GetHeaders() {
+			w.Header()[k] = v
+		}
+	}
 	if errors.As(err, &p) {
 		writeProblem(w, p.Status, p.Code, p.Detail)
 		return

@@ -8,8 +8,11 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/hosts/license"
 )
+
+var errRevoked = errors.New("the license was revoked")
 
 var errNoLicensing = newProblem(http.StatusNotFound, "licensing_not_configured",
 	"this gateway has no license public key (--license-public-key or SVC_LICENSE_PUBLIC_KEY)")
@@ -39,7 +42,7 @@ func (s *Server) registerLicensing(pub ed25519.PublicKey) {
 	o = huma.Operation{OperationID: "validate-license", Method: http.MethodPost, Path: "/licensing/validate",
 		Summary: "Check an on-premises license", Tags: []string{"Licensing"}, MaxBodyBytes: 1 << 16,
 		Description: "valid is true when the signature verifies with this gateway's public key and now is within not_before..expires_at; " +
-			"otherwise reason says why (bad_signature, malformed, not_yet_valid, expired). The payload is returned when the signature verifies."}
+			"otherwise reason says why (bad_signature, malformed, not_yet_valid, expired, revoked). The payload is returned when the signature verifies."}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		Body struct {
 			License string `json:"license" maxLength:"8192"`
@@ -63,9 +66,21 @@ func (s *Server) registerLicensing(pub ed25519.PublicKey) {
 		}{}
 		l, err := license.Verify(in.Body.License, pub, s.now())
 		out.Body.License = l
+		if err == nil && l.ID != "" {
+			// A license this deployment issued and the operator revoked.
+			il, gerr := s.store.GetLicense(ctx, l.ID)
+			switch {
+			case gerr == nil && il.RevokedAt != nil && !s.now().Before(*il.RevokedAt):
+				err = errRevoked
+			case gerr != nil && !errors.Is(gerr, storage.ErrNotFound):
+				return nil, s.fail(ctx, gerr, "")
+			}
+		}
 		switch {
 		case err == nil:
 			out.Body.Valid = true
+		case errors.Is(err, errRevoked):
+			out.Body.Reason = "revoked"
 		case errors.Is(err, license.ErrBadSignature):
 			out.Body.Reason = "bad_signature"
 		case errors.Is(err, license.ErrNotYetValid):

@@ -32,6 +32,20 @@ func (s *Server) registerApprovals() {
 		return &struct{ Body *svctype.Approval }{Body: a}, nil
 	})
 
+	o = op("get-approval", http.MethodGet, "/approvals/by-id/{approvalId}", "One approval by its id", "Approvals")
+	o.Description = "Any approval of the organization (pending or decided) by approval_id; 404 for another organization's."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		ApprovalID string `path:"approvalId" maxLength:"100"`
+	}) (*struct{ Body *svctype.Approval }, error) {
+		a, err := s.eng.HITL.Approval(ctx, in.OrgID, in.ApprovalID)
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{notFound: "approval not found"})
+		}
+		return &struct{ Body *svctype.Approval }{Body: a}, nil
+	})
+
 	o = op("list-approvals", http.MethodGet, "/approvals", "The organization's approvals, newest first", "Approvals")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
@@ -48,7 +62,8 @@ func (s *Server) registerApprovals() {
 	})
 
 	o = op("decide-approval", http.MethodPost, "/approvals/{runId}/{stepId}", "Decide the approval a run is paused at", "Approvals")
-	o.Description = "Records the decision (the caller is the decider: actor api), sets __approved, __comment and " +
+	o.Description = "Records the decision (the decider is actor api, or actor user with the person's email when the " +
+		"gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and " +
 		"__approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: " +
 		"approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the " +
 		"run is not paused at that step or the approval was decided."
@@ -56,10 +71,15 @@ func (s *Server) registerApprovals() {
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		RunPath
 		StepID int `path:"stepId" minimum:"0" doc:"The zero-based index of the approval step."`
-		Body   ApprovalDecisionBody
+		IdentityHeader
+		Body ApprovalDecisionBody
 	}) (*struct{ Body *svctype.Approval }, error) {
+		by := engine.Actor{Type: "api"}
+		if who := s.person(in.OrgID, in.Identity); who != "" {
+			by = engine.Actor{Type: "user", ID: who}
+		}
 		a, err := s.eng.HITL.DecideApproval(ctx, in.OrgID, in.RunID, in.StepID, engine.ApprovalDecision{
-			Approved: in.Body.Approved, Comment: in.Body.Comment, By: engine.Actor{Type: "api"}})
+			Approved: in.Body.Approved, Comment: in.Body.Comment, By: by})
 		if err != nil {
 			return nil, s.fail(ctx, err, approvalNotFound)
 		}

@@ -282,20 +282,31 @@ func (s *Server) registerExternalForms() {
 	})
 }
 
+// IdentityHeader carries the gateway's word for a signed-in person (hosts/identity).
+type IdentityHeader struct {
+	Identity string `header:"X-Svc-Identity" doc:"Set by the gateway for a signed-in person: a token signed with the key the gateway and the runtime share. Anything else is ignored."`
+}
+
+// person returns the person an identity token names when it verifies under the gateway's
+// key and was minted for orgID; "" otherwise.
+func (s *Server) person(orgID, token string) string {
+	if token == "" || len(s.identityKey) == 0 {
+		return ""
+	}
+	id, err := identity.Verify(s.identityKey, token, time.Now())
+	if err != nil || id.OrgID != orgID {
+		return ""
+	}
+	return id.Subject
+}
+
 // signedIn returns the person an identity token names, when the token verifies under the
 // gateway's key and was minted for the form's organization; "" otherwise (no key, no token,
 // a forged, expired or other organization's token).
 func (s *Server) signedIn(formID, token string) string {
-	if token == "" || len(s.identityKey) == 0 {
-		return ""
-	}
 	org, ok := engine.ExternalFormOrg(formID)
 	if !ok {
 		return ""
 	}
-	id, err := identity.Verify(s.identityKey, token, time.Now())
-	if err != nil || id.OrgID != org {
-		return ""
-	}
-	return id.Subject
+	return s.person(org, token)
 }

@@ -53,13 +53,16 @@ func (s *Server) registerForms() {
 	o = op("submit-form", http.MethodPost, "/forms/{runId}/{stepId}/submit", "Submit a run's form pause", "Forms")
 	o.Description = "The first valid submit adds each key to the run's context (@<key>), emits form_submitted and " +
 		"resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem " +
-		"and changes nothing; any later submit (two racing included) is 409."
+		"and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, " +
+		"the pause records claimed_by (the signed-in person's email)."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		FormPath
+		IdentityHeader
 		Body FormSubmitBody
 	}) (*struct{ Body *svctype.FormPause }, error) {
-		p, err := s.eng.HITL.SubmitForm(ctx, in.OrgID, in.RunID, in.StepID, engine.FormSubmission{Data: in.Body.Data})
+		p, err := s.eng.HITL.SubmitForm(ctx, in.OrgID, in.RunID, in.StepID, engine.FormSubmission{Data: in.Body.Data,
+			ClaimedBy: s.person(in.OrgID, in.Identity)})
 		if err != nil {
 			return nil, s.fail(ctx, err, formNotFound)
 		}

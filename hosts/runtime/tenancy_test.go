@@ -130,6 +130,7 @@ var tenancyCalls = map[string]tenancyCall{
 	}},
 	"get-pending-approval": {scope: byID},
 	"list-approvals":       {scope: listing},
+	"get-approval":         {scope: byID},
 	"decide-approval": {scope: byID, body: func(tenancyFixture) any {
 		return map[string]any{"approved": true, "comment": "org B approves"}
 	}},
@@ -210,6 +211,8 @@ type tenancyFixture struct {
 	publicForm, privateForm string
 	// agentRun is A's agent run (its objective holds agentObjective).
 	agentRun string
+	// approval is A's pending approval.
+	approval string
 }
 
 const agentObjective = "a-private-objective-5e19"
@@ -251,6 +254,8 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.publicForm, true
 	case "agentId":
 		return fx.agentRun, true
+	case "approvalId":
+		return fx.approval, true
 	}
 	return "", false
 }
@@ -280,6 +285,9 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 		b.execute(t, o, fw.ID, nil)
 	}
 	b.work(t)
+	pending := ok[struct{ Items []svctype.Approval }](t, b.do(t, http.MethodGet, "/approvals?status=pending", orgA, nil), http.StatusOK)
+	require.Len(t, pending.Items, 1)
+	fx.approval = pending.Items[0].ID
 	fx.running = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada L."})
 	fx.document = b.uploadDocument(t, orgA, filePart("a-ledger.csv", "text/csv", "email\nada@example.com\n"), field("tags", "a-secret"))
 	for _, name := range []string{fx.action, "a-lookup"} {

@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"flag"
@@ -24,6 +26,7 @@ import (
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/gateway"
 	"github.com/svcflow/svcflow/hosts/identity"
+	"github.com/svcflow/svcflow/hosts/license"
 	"github.com/svcflow/svcflow/hosts/runtime"
 	"github.com/svcflow/svcflow/hosts/worker"
 )
@@ -58,11 +61,20 @@ a SQLite file the key file PATH.masterkey, generated on first start. rotate-mast
 re-seals every value and token under a new key while the service runs.
 
 SVC_IDENTITY_KEY (base64 of at least 32 bytes) is the key the gateway signs a signed-in
-person's identity with (header X-Svc-Identity); without it no identity is believed and a
-form with settings.requireAuth takes no submission.
+person's identity with (header X-Svc-Identity); the runtime and the gateway must share it.
+serve, which runs both, makes one for the process when it is unset; a separate runtime
+without it believes no identity, and a form with settings.requireAuth takes no submission.
 
 SVC_LICENSE_PUBLIC_KEY (base64) is the key the gateway verifies licenses with
-(/licensing/validate); without it licensing is off.
+(/licensing/validate); without it licensing is off. SVC_LICENSE_KEY (the signing key) lets
+the platform operator issue licenses (POST /admin/licenses).
+
+SVC_OPERATOR_TOKEN (at least 24 characters) opens the platform operator's routes under
+/admin/ (tiers, accounts, licenses, usage); without it they answer 404.
+
+Gateway sign-in codes go through --smtp-addr host:port (--smtp-from, --smtp-user and
+SVC_SMTP_PASSWORD; STARTTLS whenever offered); without it a development mailer logs that a
+code was sent (the code too only with --dev-show-codes).
 
 SVC_OAUTH_API_URLS=slack=URL,gmail=URL,sheets=URL,graph=URL (any of them) points the
 OAuth tools at other API base URLs (a test double or a proxy).
@@ -89,6 +101,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	runtimeURL := fs.String("runtime-url", "", "gateway: the runtime's base URL (http://host:port) it forwards runtime routes to")
 	gwRate := fs.Float64("rate", gateway.DefaultRate, "gateway: requests a second each key may make (token bucket refill)")
 	gwBurst := fs.Int("burst", gateway.DefaultBurst, "gateway: requests a key may make at once (token bucket size)")
+	smtpAddr := fs.String("smtp-addr", "", "gateway: the SMTP server (host:port) sign-in codes are sent through; empty: a development mailer that only logs")
+	smtpFrom := fs.String("smtp-from", "", "gateway: the From address of sign-in code mail (required with --smtp-addr)")
+	smtpUser := fs.String("smtp-user", "", "gateway: SMTP AUTH user (password in SVC_SMTP_PASSWORD)")
+	showCodes := fs.Bool("dev-show-codes", false, "gateway without --smtp-addr: log the sign-in codes themselves (local development only)")
 	workers := fs.Int("workers", 4, "jobs a worker runs at once (step slots; calls in flight hold none)")
 	ioConcurrency := fs.Int("io-concurrency", engine.DefaultIOConcurrency, "calls to other systems (actions, models) in flight at once")
 	ioPerOrg := fs.Int("io-per-org", engine.DefaultIOPerOrg, "calls in flight at once for one organization")
@@ -122,12 +138,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 			break
 		}
 		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
-			lk, err := licensePublicKey(os.Getenv(envLicensePublicKey))
+			opts, err := gatewayOptions(os.Getenv, log, *gwRate, *gwBurst, *smtpAddr, *smtpFrom, *smtpUser, *showCodes)
 			if err != nil {
 				return err
 			}
-			gw := gateway.New(gateway.Options{Store: st, RuntimeURL: u, Logger: log, Rate: *gwRate, Burst: *gwBurst, Version: version, LicenseKey: lk,
-				Shared: st.Dialect() == "postgres"})
+			if opts.IdentityKey == nil {
+				log.Warn(envIdentityKey + " is unset: signed-in people are not vouched for to the runtime (requireAuth forms and SDK submits fail)")
+			}
+			opts.Store, opts.RuntimeURL, opts.Version, opts.Shared = st, u, version, st.Dialect() == "postgres"
+			gw := gateway.New(opts)
 			flushed := make(chan struct{})
 			go func() { defer close(flushed); gw.RunFlusher(ctx, usageFlush) }()
 			err = serveHTTP(ctx, log, "gateway", *gatewayAddr, gw.Handler())
@@ -161,11 +180,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if cmd == "serve" {
 				gw = *gatewayAddr
 			}
-			lk, err := licensePublicKey(os.Getenv(envLicensePublicKey))
+			gwOpts, err := gatewayOptions(os.Getenv, log, *gwRate, *gwBurst, *smtpAddr, *smtpFrom, *smtpUser, *showCodes)
 			if err != nil {
 				return err
 			}
-			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, gw, *workers, idKey, gateway.Options{Rate: *gwRate, Burst: *gwBurst, LicenseKey: lk})
+			if idKey == nil && gw != "" {
+				// serve runs the runtime and the gateway in one process: they share a key
+				// made for the process when none is configured.
+				idKey = make([]byte, identity.MinKeyBytes)
+				if _, err := rand.Read(idKey); err != nil {
+					return err
+				}
+			}
+			gwOpts.IdentityKey = idKey
+			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, gw, *workers, idKey, gwOpts)
 		})
 	case "rotate-master-key":
 		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
@@ -272,6 +300,41 @@ func identityKey(v string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: want base64 of at least %d bytes", envIdentityKey, identity.MinKeyBytes)
 	}
 	return k, nil
+}
+
+// Environment of the gateway.
+const (
+	envSMTPPassword  = "SVC_SMTP_PASSWORD"
+	envOperatorToken = "SVC_OPERATOR_TOKEN"
+)
+
+// gatewayOptions reads the gateway's configuration from flags and the environment.
+func gatewayOptions(getenv func(string) string, log *slog.Logger, rate float64, burst int, smtpAddr, smtpFrom, smtpUser string, showCodes bool) (gateway.Options, error) {
+	o := gateway.Options{Rate: rate, Burst: burst, Logger: log, OperatorToken: strings.TrimSpace(getenv(envOperatorToken))}
+	var err error
+	if o.LicenseKey, err = licensePublicKey(getenv(envLicensePublicKey)); err != nil {
+		return o, err
+	}
+	if v := strings.TrimSpace(getenv(envLicenseKey)); v != "" {
+		if o.LicenseSigningKey, err = license.DecodeKey(v); err != nil {
+			return o, fmt.Errorf("%s: %w", envLicenseKey, err)
+		}
+		if o.LicenseKey == nil {
+			o.LicenseKey = o.LicenseSigningKey.Public().(ed25519.PublicKey)
+		}
+	}
+	if o.IdentityKey, err = identityKey(getenv(envIdentityKey)); err != nil {
+		return o, err
+	}
+	if o.OperatorToken != "" && len(o.OperatorToken) < 24 {
+		return o, fmt.Errorf("%s: at least 24 characters", envOperatorToken)
+	}
+	if smtpAddr == "" {
+		o.Mailer = gateway.LogMailer{Log: log, ShowCodes: showCodes}
+		return o, nil
+	}
+	o.Mailer, err = gateway.NewSMTPMailer(gateway.SMTPOptions{Addr: smtpAddr, From: smtpFrom, User: smtpUser, Password: getenv(envSMTPPassword)})
+	return o, err
 }
 
 // usageFlush is how often a gateway saves the usage it counted.

@@ -1,0 +1,602 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"net/mail"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+	"golang.org/x/time/rate"
+
+	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/identity"
+)
+
+// SDK sign-in (spec section 5, rule 4): a person signs in to an organization with an email
+// and a one-time code issued against the organization's publishable key, and gets a
+// session; SDK and public routes take the session token as Authorization: Bearer.
+const (
+	PrefixSession = "svc_sess_"
+	// CodeTTL is how long a one-time code works; CodeAttempts how many tries it takes.
+	CodeTTL      = 10 * time.Minute
+	CodeAttempts = 5
+	// DefaultSessionTTL is how long a session lasts.
+	DefaultSessionTTL = 12 * time.Hour
+	// codeSends is how many codes one person may ask for in ten minutes.
+	codeSends = 5
+	// identityTTL is the life of the identity token minted per forwarded request.
+	identityTTL = time.Minute
+)
+
+var (
+	errSignInRequired = newProblem(http.StatusForbidden, "signin_required",
+		"an anonymous (publishable-key) session may read but not act: sign in with POST /sdk/auth/start {email} and "+
+			"POST /sdk/auth/verify {email, code}, then send the session token as Authorization: Bearer")
+	errRuntimeKeyOnSDK = newProblem(http.StatusForbidden, "runtime_key_on_sdk_route",
+		"a runtime key is for server-side calls: the SDK takes the publishable key (svc_pk_...) or a session token (svc_sess_...)")
+	errMgmtOnSDK = newProblem(http.StatusForbidden, "management_token_on_sdk_route",
+		"a management token manages the account: the SDK takes the publishable key or a session token")
+	errNoSDKCredential = newProblem(http.StatusUnauthorized, "unauthorized",
+		"send Authorization: Bearer <publishable key> or <session token>")
+	errUnknownSession = newProblem(http.StatusUnauthorized, "unknown_session", "the session is not known (it may have been signed out)")
+	errSessionExpired = newProblem(http.StatusUnauthorized, "session_expired", "the session has expired: sign in again")
+	errCodeInvalid    = newProblem(http.StatusUnauthorized, "code_invalid",
+		"the code is wrong, expired, used or out of tries: ask for a new one with POST /sdk/auth/start")
+	errNotApprover = newProblem(http.StatusForbidden, "not_an_approver", "your approver_roles do not include this approval's role")
+	errMailFailed  = newProblem(http.StatusBadGateway, "mail_failed", "the code could not be sent; try again")
+)
+
+// sdkCaller is who calls an SDK route: an organization through its publishable key, and,
+// signed in, the person.
+type sdkCaller struct {
+	OrgID, KeyID string
+	// Email is the signed-in person ("" for an anonymous publishable-key session).
+	Email   string
+	Session *svctype.Session
+}
+
+// sdkAuth authenticates an SDK credential and takes a token from its key's bucket.
+func (s *Server) sdkAuth(ctx context.Context, header string) (*sdkCaller, error) {
+	c, err := s.sdkCredential(ctx, bearerOf(header))
+	if err != nil {
+		return nil, err
+	}
+	ok, wait, err := s.allow(ctx, c.KeyID, s.rate, s.burst)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		s.count(c.OrgID, "sdk", 0, 1, 0)
+		return nil, rateLimited(wait, "the key's rate limit is spent")
+	}
+	s.count(c.OrgID, "sdk", 1, 0, 0)
+	return c, nil
+}
+
+func (s *Server) sdkCredential(ctx context.Context, secret string) (*sdkCaller, error) {
+	switch {
+	case secret == "":
+		return nil, errNoSDKCredential
+	case strings.HasPrefix(secret, PrefixManagement):
+		return nil, errMgmtOnSDK
+	case strings.HasPrefix(secret, PrefixRuntime):
+		return nil, errRuntimeKeyOnSDK
+	case strings.HasPrefix(secret, PrefixSession):
+		return s.session(ctx, secret)
+	case strings.HasPrefix(secret, PrefixPublishable):
+		k, err := s.lookupKey(ctx, secret)
+		if err != nil {
+			return nil, err
+		}
+		return &sdkCaller{OrgID: k.OrgID, KeyID: k.ID}, nil
+	}
+	return nil, errUnknownKey
+}
+
+// session authenticates a session token.
+func (s *Server) session(ctx context.Context, secret string) (*sdkCaller, error) {
+	ss, err := s.store.SessionByHash(ctx, hashOf(secret))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, errUnknownSession
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	switch {
+	case !now.Before(ss.ExpiresAt):
+		return nil, errSessionExpired
+	case ss.KeyEnded != nil && !now.Before(*ss.KeyEnded):
+		return nil, errRevokedKey
+	case ss.AccountStatus == svctype.AccountSuspended:
+		return nil, errSuspended
+	}
+	return &sdkCaller{OrgID: ss.OrgID, KeyID: ss.KeyID, Email: ss.Email, Session: ss}, nil
+}
+
+func bearerOf(v string) string {
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		return strings.TrimSpace(v[7:])
+	}
+	return ""
+}
+
+// rateLimited is a 429 with Retry-After.
+func rateLimited(wait time.Duration, what string) error {
+	secs := max(1, int((wait+time.Second-1)/time.Second))
+	return huma.ErrorWithHeaders(newProblem(http.StatusTooManyRequests, "rate_limited", fmt.Sprintf("%s: retry in %d s", what, secs)),
+		http.Header{"Retry-After": []string{fmt.Sprint(secs)}})
+}
+
+// SDKAuthHeader carries an SDK credential.
+type SDKAuthHeader struct {
+	Authorization string `header:"Authorization" doc:"Bearer <publishable key> (svc_pk_...) or <session token> (svc_sess_...)."`
+}
+
+// Permissions are what a signed-in person may do.
+type Permissions struct {
+	ApproverRoles []string `json:"approver_roles" doc:"The approval roles the person may decide (set by the organization's backend: PUT /gateway/orgs/{orgId}/users/{email})."`
+}
+
+// SessionInfo is a session as the SDK sees it.
+type SessionInfo struct {
+	OrgID       string      `json:"org_id"`
+	Email       string      `json:"email,omitempty"`
+	Anonymous   bool        `json:"anonymous"`
+	ExpiresAt   *time.Time  `json:"expires_at,omitempty"`
+	Permissions Permissions `json:"permissions"`
+}
+
+// permissions reads a person's roles in an organization (none when the backend set none).
+func (s *Server) permissions(ctx context.Context, orgID, email string) (Permissions, error) {
+	u, err := s.store.GetOrgUser(ctx, orgID, email)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Permissions{ApproverRoles: []string{}}, nil
+	}
+	if err != nil {
+		return Permissions{}, err
+	}
+	return Permissions{ApproverRoles: u.ApproverRoles}, nil
+}
+
+func normalEmail(v string) (string, bool) {
+	a, err := mail.ParseAddress(v)
+	if err != nil || a.Address != strings.TrimSpace(v) || len(v) > 254 {
+		return "", false
+	}
+	return strings.ToLower(a.Address), true
+}
+
+// newCode is six digits, uniform, from crypto/rand.
+func newCode() (string, error) {
+	n, err := rand.Int(rand.Reader, big.NewInt(1_000_000))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%06d", n.Int64()), nil
+}
+
+func codeHash(salt, orgID, email, code string) string {
+	sum := sha256.Sum256([]byte("svcflow sign-in code\x00" + salt + "\x00" + orgID + "\x00" + email + "\x00" + code))
+	return hex.EncodeToString(sum[:])
+}
+
+func (s *Server) registerSDKAuth() {
+	o := huma.Operation{OperationID: "sdk-auth-start", Method: http.MethodPost, Path: "/sdk/auth/start", Summary: "Send a one-time sign-in code",
+		Tags: []string{"SDK"}, DefaultStatus: http.StatusAccepted, MaxBodyBytes: 1 << 12,
+		Description: fmt.Sprintf("With the organization's publishable key: mails a %d-digit code to email, valid %d minutes, single use, "+
+			"%d tries. A new code replaces the last. At most %d codes per person per ten minutes (429). The answer is the same "+
+			"whoever the email belongs to.", 6, int(CodeTTL.Minutes()), CodeAttempts, codeSends)}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		SDKAuthHeader
+		Body struct {
+			Email string `json:"email" maxLength:"254"`
+		}
+	}) (*struct {
+		Body struct {
+			Status           string `json:"status" enum:"sent"`
+			ExpiresInSeconds int    `json:"expires_in_seconds"`
+		}
+	}, error) {
+		c, err := s.sdkAuth(ctx, in.Authorization)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		if c.Session != nil {
+			c = &sdkCaller{OrgID: c.OrgID, KeyID: c.KeyID}
+		}
+		email, ok := normalEmail(in.Body.Email)
+		if !ok {
+			return nil, invalid("/email", "an email address")
+		}
+		if ok, wait := s.allowLocalKey("code\x00"+c.OrgID+"\x00"+email, rate.Limit(float64(codeSends)/600), codeSends); !ok {
+			return nil, rateLimited(wait, "too many codes asked for this email")
+		}
+		code, err := newCode()
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		salt := make([]byte, 16)
+		if _, err := rand.Read(salt); err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		now := s.now().UTC()
+		sc := &svctype.SignInCode{ID: "code_" + uuid.NewString(), OrgID: c.OrgID, KeyID: c.KeyID, Email: email, Salt: hex.EncodeToString(salt),
+			ExpiresAt: now.Add(CodeTTL), CreatedAt: now}
+		sc.Hash = codeHash(sc.Salt, c.OrgID, email, code)
+		if err := s.store.PutSignInCode(ctx, sc); err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		// The store is done with: the mail goes out with nothing held.
+		if err := s.mailer.SendCode(ctx, email, c.OrgID, code, CodeTTL); err != nil {
+			s.log.WarnContext(ctx, "sign-in code not sent", "org_id", c.OrgID, "err", err)
+			return nil, errMailFailed
+		}
+		out := &struct {
+			Body struct {
+				Status           string `json:"status" enum:"sent"`
+				ExpiresInSeconds int    `json:"expires_in_seconds"`
+			}
+		}{}
+		out.Body.Status, out.Body.ExpiresInSeconds = "sent", int(CodeTTL.Seconds())
+		return out, nil
+	})
+
+	o = huma.Operation{OperationID: "sdk-auth-verify", Method: http.MethodPost, Path: "/sdk/auth/verify", Summary: "Sign in with the code",
+		Tags: []string{"SDK"}, MaxBodyBytes: 1 << 12,
+		Description: "With the publishable key: the email and the code mailed to it give a session (session_token, shown once; " +
+			"send it as Authorization: Bearer on SDK and public routes). A wrong, expired, used or exhausted code is 401 code_invalid."}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		SDKAuthHeader
+		Body struct {
+			Email string `json:"email" maxLength:"254"`
+			Code  string `json:"code" maxLength:"12"`
+		}
+	}) (*struct{ Body SignedIn }, error) {
+		c, err := s.sdkAuth(ctx, in.Authorization)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		email, ok := normalEmail(in.Body.Email)
+		if !ok {
+			return nil, invalid("/email", "an email address")
+		}
+		now := s.now().UTC()
+		sc, err := s.store.TrySignInCode(ctx, c.OrgID, email, CodeAttempts, now)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, errCodeInvalid
+		}
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		want := codeHash(sc.Salt, c.OrgID, email, strings.TrimSpace(in.Body.Code))
+		if subtle.ConstantTimeCompare([]byte(want), []byte(sc.Hash)) != 1 {
+			return nil, errCodeInvalid
+		}
+		if err := s.store.UseSignInCode(ctx, c.OrgID, sc.ID, now); err != nil {
+			if errors.Is(err, storage.ErrConflict) {
+				return nil, errCodeInvalid
+			}
+			return nil, s.fail(ctx, err, "")
+		}
+		secret, shown, hash, err := newSecret(PrefixSession)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		ss := &svctype.Session{Hash: hash, Prefix: shown, OrgID: c.OrgID, KeyID: sc.KeyID, Email: email, CreatedAt: now, ExpiresAt: now.Add(s.sessionTTL)}
+		if err := s.store.CreateSession(ctx, ss); err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		perms, err := s.permissions(ctx, c.OrgID, email)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		return &struct{ Body SignedIn }{Body: SignedIn{SessionToken: secret, ExpiresAt: ss.ExpiresAt, Email: email, Permissions: perms}}, nil
+	})
+
+	o = huma.Operation{OperationID: "sdk-session", Method: http.MethodGet, Path: "/sdk/session", Summary: "Who the SDK credential is",
+		Tags: []string{"SDK"}, Description: "The organization, and for a session the person, its expiry and permissions (read now)."}
+	huma.Register(s.api, o, func(ctx context.Context, in *SDKAuthHeader) (*struct{ Body SessionInfo }, error) {
+		c, err := s.sdkAuth(ctx, in.Authorization)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		info := SessionInfo{OrgID: c.OrgID, Anonymous: c.Email == "", Permissions: Permissions{ApproverRoles: []string{}}}
+		if c.Session != nil {
+			info.Email, info.ExpiresAt = c.Email, &c.Session.ExpiresAt
+			if info.Permissions, err = s.permissions(ctx, c.OrgID, c.Email); err != nil {
+				return nil, s.fail(ctx, err, "")
+			}
+		}
+		return &struct{ Body SessionInfo }{Body: info}, nil
+	})
+
+	o = huma.Operation{OperationID: "sdk-signout", Method: http.MethodPost, Path: "/sdk/auth/signout", Summary: "End the session",
+		Tags: []string{"SDK"}, DefaultStatus: http.StatusNoContent}
+	huma.Register(s.api, o, func(ctx context.Context, in *SDKAuthHeader) (*struct{}, error) {
+		c, err := s.sdkAuth(ctx, in.Authorization)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		if c.Session == nil {
+			return nil, errSignInRequired
+		}
+		if err := s.store.EndSession(ctx, c.OrgID, c.Session.Hash); err != nil {
+			return nil, s.fail(ctx, err, "the session is not known")
+		}
+		return &struct{}{}, nil
+	})
+}
+
+// SignedIn is the answer of a sign-in.
+type SignedIn struct {
+	SessionToken string      `json:"session_token" doc:"Shown once. Send as Authorization: Bearer on SDK and public routes."`
+	ExpiresAt    time.Time   `json:"expires_at"`
+	Email        string      `json:"email"`
+	Permissions  Permissions `json:"permissions"`
+}
+
+// runtimeCall calls the runtime for orgID (and, signed in, the person), through the same
+// handler the proxy uses; a runtime answer of 400 or more comes back as its problem.
+func (s *Server) runtimeCall(ctx context.Context, c *sdkCaller, method, path string, query url.Values, body any) (json.RawMessage, error) {
+	if s.proxy == nil {
+		return nil, newProblem(http.StatusBadGateway, "runtime_unreachable", "this gateway has no runtime")
+	}
+	var rd io.Reader = http.NoBody
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	u := &url.URL{Path: path, RawQuery: query.Encode()}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Org-Id", c.OrgID)
+	if c.Email != "" {
+		tok, err := s.mint(c.OrgID, c.Email)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set(identity.Header, tok)
+	}
+	w := &bufferWriter{header: http.Header{}}
+	s.proxy.ServeHTTP(w, req)
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if w.status >= 400 {
+		var p problem
+		if json.Unmarshal(w.body.Bytes(), &p) != nil || p.Status == 0 {
+			p = problem{Title: http.StatusText(w.status), Status: w.status, Code: "runtime_error", Detail: "the runtime refused the request"}
+		}
+		return nil, &p
+	}
+	return json.RawMessage(w.body.Bytes()), nil
+}
+
+// mint is the identity token the runtime believes for a signed-in person, for one request.
+func (s *Server) mint(orgID, email string) (string, error) {
+	if len(s.identityKey) == 0 {
+		return "", nil
+	}
+	return identity.Sign(s.identityKey, identity.Identity{Subject: email, OrgID: orgID, Expires: s.now().Add(identityTTL)})
+}
+
+// bufferWriter is an in-memory http.ResponseWriter for calls to the runtime's handler.
+type bufferWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *bufferWriter) Header() http.Header { return w.header }
+func (w *bufferWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.body.Write(b)
+}
+func (w *bufferWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+// RunStep names a run's step in an SDK path.
+type RunStep struct {
+	RunID  string `path:"runId" maxLength:"100"`
+	StepID int    `path:"stepId" minimum:"0"`
+}
+
+// Task is a pending approval or form pause a signed-in person may act on.
+type Task struct {
+	TaskID       string          `json:"task_id" doc:"The approval_id or form_pause_id."`
+	Kind         string          `json:"kind" enum:"approval,form"`
+	RunID        string          `json:"run_id"`
+	StepID       int             `json:"step_id"`
+	WorkflowID   string          `json:"workflow_id"`
+	ApproverRole string          `json:"approver_role,omitempty"`
+	Comment      string          `json:"comment,omitempty"`
+	Payload      json.RawMessage `json:"request_payload,omitempty"`
+	Schema       json.RawMessage `json:"schema,omitempty"`
+	ExpiresAt    *time.Time      `json:"expires_at"`
+	CreatedAt    time.Time       `json:"created_at"`
+}
+
+// tasksCap is the most of each kind GET /sdk/tasks lists.
+const tasksCap = 500
+
+func (s *Server) registerSDKTasks() {
+	o := huma.Operation{OperationID: "sdk-get-form-pause", Method: http.MethodGet, Path: "/sdk/forms/run/{runId}/{stepId}",
+		Summary: "A run's form pause, for the SDK", Tags: []string{"SDK"},
+		Description: "The runtime's GET /forms/{runId}/{stepId} for the credential's organization; an anonymous publishable-key session may read it."}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		SDKAuthHeader
+		RunStep
+	}) (*struct{ Body json.RawMessage }, error) {
+		c, err := s.sdkAuth(ctx, in.Authorization)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		b, err := s.runtimeCall(ctx, c, http.MethodGet, fmt.Sprintf("/forms/%s/%d", url.PathEscape(in.RunID), in.StepID), nil, nil)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		return &struct{ Body json.RawMessage }{Body: b}, nil
+	})
+
+	o = huma.Operation{OperationID: "sdk-submit-form-pause", Method: http.MethodPost, Path: "/sdk/forms/run/{runId}/{stepId}/submit",
+		Summary: "Submit a run's form pause as the signed-in person", Tags: []string{"SDK"}, MaxBodyBytes: 1 << 20,
+		Description: "Needs a signed-in session (an anonymous publishable-key session gets 403 signin_required with a hint). " +
+			"The pause records claimed_by: the person's email. Otherwise as POST /forms/{runId}/{stepId}/submit."}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		SDKAuthHeader
+		RunStep
+		Body struct {
+			Data map[string]any `json:"data"`
+		}
+	}) (*struct{ Body json.RawMessage }, error) {
+		c, err := s.sdkAuth(ctx, in.Authorization)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		if c.Email == "" {
+			return nil, errSignInRequired
+		}
+		b, err := s.runtimeCall(ctx, c, http.MethodPost, fmt.Sprintf("/forms/%s/%d/submit", url.PathEscape(in.RunID), in.StepID), nil, in.Body)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		return &struct{ Body json.RawMessage }{Body: b}, nil
+	})
+
+	o = huma.Operation{OperationID: "sdk-list-tasks", Method: http.MethodGet, Path: "/sdk/tasks", Summary: "The signed-in person's tasks",
+		Tags: []string{"SDK"},
+		Description: fmt.Sprintf("The pending approvals whose approver_role is among the person's approver_roles, and the open form "+
+			"pauses, newest first (at most %d of each). Needs a signed-in session.", tasksCap)}
+	huma.Register(s.api, o, func(ctx context.Context, in *SDKAuthHeader) (*struct {
+		Body struct {
+			Items []Task `json:"items"`
+		}
+	}, error) {
+		c, err := s.sdkAuth(ctx, in.Authorization)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		if c.Email == "" {
+			return nil, errSignInRequired
+		}
+		items, err := s.tasks(ctx, c)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		out := &struct {
+			Body struct {
+				Items []Task `json:"items"`
+			}
+		}{}
+		out.Body.Items = items
+		return out, nil
+	})
+
+	o = huma.Operation{OperationID: "sdk-decide-task", Method: http.MethodPost, Path: "/sdk/tasks/{taskId}/decide",
+		Summary: "Decide an approval as the signed-in person", Tags: []string{"SDK"}, MaxBodyBytes: 1 << 16,
+		Description: "taskId is the approval_id. A signed-in person whose approver_roles include the approval's role decides it " +
+			"(decided_by {type: user, id: email}); anyone else 403 not_an_approver. 409 when it was decided already."}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		SDKAuthHeader
+		TaskID string `path:"taskId" maxLength:"100"`
+		Body   struct {
+			Approved bool   `json:"approved"`
+			Comment  string `json:"comment,omitempty" maxLength:"4000"`
+		}
+	}) (*struct{ Body json.RawMessage }, error) {
+		c, err := s.sdkAuth(ctx, in.Authorization)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		if c.Email == "" {
+			return nil, errSignInRequired
+		}
+		b, err := s.runtimeCall(ctx, c, http.MethodGet, "/approvals/by-id/"+url.PathEscape(in.TaskID), nil, nil)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		var a svctype.Approval
+		if err := json.Unmarshal(b, &a); err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		perms, err := s.permissions(ctx, c.OrgID, c.Email)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		if !slices.Contains(perms.ApproverRoles, a.ApproverRole) {
+			return nil, errNotApprover
+		}
+		b, err = s.runtimeCall(ctx, c, http.MethodPost, fmt.Sprintf("/approvals/%s/%d", url.PathEscape(a.RunID), a.StepIndex), nil, in.Body)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		return &struct{ Body json.RawMessage }{Body: b}, nil
+	})
+}
+
+// tasks lists what a signed-in person may act on.
+func (s *Server) tasks(ctx context.Context, c *sdkCaller) ([]Task, error) {
+	perms, err := s.permissions(ctx, c.OrgID, c.Email)
+	if err != nil {
+		return nil, err
+	}
+	items := []Task{}
+	if len(perms.ApproverRoles) > 0 {
+		b, err := s.runtimeCall(ctx, c, http.MethodGet, "/approvals", url.Values{"status": {"pending"}, "limit": {fmt.Sprint(tasksCap)}}, nil)
+		if err != nil {
+			return nil, err
+		}
+		var page struct{ Items []svctype.Approval }
+		if err := json.Unmarshal(b, &page); err != nil {
+			return nil, err
+		}
+		for _, a := range page.Items {
+			if slices.Contains(perms.ApproverRoles, a.ApproverRole) {
+				items = append(items, Task{TaskID: a.ID, Kind: "approval", RunID: a.RunID, StepID: a.StepIndex, WorkflowID: a.WorkflowID,
+					ApproverRole: a.ApproverRole, Comment: a.Comment, Payload: a.RequestPayload, ExpiresAt: a.ExpiresAt, CreatedAt: a.CreatedAt})
+			}
+		}
+	}
+	b, err := s.runtimeCall(ctx, c, http.MethodGet, "/forms/pending", url.Values{"limit": {fmt.Sprint(tasksCap)}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	var forms struct{ Items []svctype.FormPause }
+	if err := json.Unmarshal(b, &forms); err != nil {
+		return nil, err
+	}
+	for _, p := range forms.Items {
+		items = append(items, Task{TaskID: p.ID, Kind: "form", RunID: p.RunID, StepID: p.StepIndex, WorkflowID: p.WorkflowID,
+			Schema: p.Schema, ExpiresAt: p.ExpiresAt, CreatedAt: p.CreatedAt})
+	}
+	slices.SortStableFunc(items, func(a, b Task) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return items, nil
+}
