@@ -443,6 +443,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		}
 		if t != nil {
 			if err := s.tierAllows(r.Context(), t, k.OrgID, r.Method, r.URL.Path, class); err != nil {
+				if p := (*problem)(nil); errors.As(err, &p) && p.Status == http.StatusTooManyRequests {
+					s.count(k.OrgID, class, 0, 1, 0)
+				}
 				s.writeErr(w, r, err)
 				return
 			}
