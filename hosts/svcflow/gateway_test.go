@@ -4,12 +4,18 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/emersion/go-smtp"
 	"github.com/stretchr/testify/require"
+
 	"github.com/svcflow/svcflow/engine/store"
 )
 
@@ -23,19 +29,7 @@ func TestServeRunsTheGateway(t *testing.T) {
 	p := startProcessEnv(t, bin, dir, envWithout(), "serve", "--db", "sqlite:"+dir+"/svcflow.db", "--runtime-addr", "127.0.0.1:0")
 	call := func(base, method, path, auth, body string) (int, map[string]any) {
 		t.Helper()
-		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-		require.NoError(t, err)
-		if auth != "" {
-			req.Header.Set("Authorization", "Bearer "+auth)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var m map[string]any
-		_ = json.Unmarshal(b, &m)
-		return resp.StatusCode, m
+		return gatewayCall(t, base, method, path, auth, body)
 	}
 	code, acct := call(p.gateway, "POST", "/gateway/signup", "", `{"email": "ops@platform.example", "name": "P"}`)
 	require.Equal(t, http.StatusCreated, code, acct)
@@ -76,19 +70,7 @@ func TestRateLimitAcrossGatewayProcesses(t *testing.T) {
 		"--runtime-url", serve.base, "--rate", "0.01", "--burst", "20")
 	call := func(base, method, path, auth, body string) (int, map[string]any) {
 		t.Helper()
-		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-		require.NoError(t, err)
-		if auth != "" {
-			req.Header.Set("Authorization", "Bearer "+auth)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var m map[string]any
-		_ = json.Unmarshal(b, &m)
-		return resp.StatusCode, m
+		return gatewayCall(t, base, method, path, auth, body)
 	}
 	_, acct := call(serve.gateway, "POST", "/gateway/signup", "", `{"email": "ops@platform.example", "name": "P"}`)
 	mgmt := acct["management_token"].(string)
@@ -110,4 +92,103 @@ func TestRateLimitAcrossGatewayProcesses(t *testing.T) {
 	}
 	require.LessOrEqual(t, passed, 20, "two gateway processes together let through at most the burst")
 	require.GreaterOrEqual(t, passed, 16)
+}
+
+// gatewayCall sends a JSON request with a bearer credential and decodes the answer.
+func gatewayCall(t *testing.T, base, method, path, auth, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	require.NoError(t, err)
+	if auth != "" {
+		req.Header.Set("Authorization", "Bearer "+auth)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return resp.StatusCode, m
+}
+
+// smtpSink is a real SMTP server on loopback (no TLS: the binary takes plain SMTP when
+// STARTTLS is not offered) that keeps each message's recipient and body.
+type smtpSink struct {
+	mu   sync.Mutex
+	msgs map[string]string
+}
+
+type sinkSession struct {
+	sink *smtpSink
+	to   string
+}
+
+func (s *sinkSession) Mail(string, *smtp.MailOptions) error      { return nil }
+func (s *sinkSession) Rcpt(to string, _ *smtp.RcptOptions) error { s.to = to; return nil }
+func (s *sinkSession) Data(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	s.sink.mu.Lock()
+	s.sink.msgs[s.to] = string(b)
+	s.sink.mu.Unlock()
+	return err
+}
+func (s *sinkSession) Reset()        {}
+func (s *sinkSession) Logout() error { return nil }
+
+func startSMTPSink(t *testing.T) (*smtpSink, string) {
+	t.Helper()
+	sink := &smtpSink{msgs: map[string]string{}}
+	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &sinkSession{sink: sink}, nil }))
+	srv.Domain = "sink.test"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return sink, ln.Addr().String()
+}
+
+// TestServeSignsInByMail: svcflow serve with --smtp-addr mails a sign-in code; the session
+// it gives submits a public form that requires sign-in, through serve's own gateway (the
+// runtime and the gateway share the key serve made for the process).
+func TestServeSignsInByMail(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	sink, addr := startSMTPSink(t)
+	p := startProcessEnv(t, bin, dir, envWithout(), "serve", "--db", "sqlite:"+dir+"/svcflow.db", "--runtime-addr", "127.0.0.1:0",
+		"--smtp-addr", addr, "--smtp-from", "no-reply@svcflow.test")
+	_, acct := gatewayCall(t, p.gateway, "POST", "/gateway/signup", "", `{"email": "ops@platform.example", "name": "P"}`)
+	mgmt := acct["management_token"].(string)
+	code, _ := gatewayCall(t, p.gateway, "POST", "/gateway/orgs", mgmt, `{"id": "cust-a", "name": "A"}`)
+	require.Equal(t, http.StatusCreated, code)
+	_, live := gatewayCall(t, p.gateway, "POST", "/gateway/orgs/cust-a/keys", mgmt, `{"kind": "runtime"}`)
+	_, pk := gatewayCall(t, p.gateway, "POST", "/gateway/orgs/cust-a/keys", mgmt, `{"kind": "publishable"}`)
+
+	code, started := gatewayCall(t, p.gateway, "POST", "/sdk/auth/start", pk["secret"].(string), `{"email": "ann@example.com"}`)
+	require.Equal(t, http.StatusAccepted, code, started)
+	var msg string
+	require.Eventually(t, func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		msg = sink.msgs["ann@example.com"]
+		return msg != ""
+	}, 5*time.Second, 10*time.Millisecond)
+	m := regexp.MustCompile(`is (\d{6})`).FindStringSubmatch(msg)
+	require.NotNil(t, m, msg)
+	code, signed := gatewayCall(t, p.gateway, "POST", "/sdk/auth/verify", pk["secret"].(string), `{"email": "ann@example.com", "code": "`+m[1]+`"}`)
+	require.Equal(t, http.StatusOK, code, signed)
+	session := signed["session_token"].(string)
+
+	code, f := gatewayCall(t, p.gateway, "POST", "/external-forms", live["secret"].(string), `{"name": "Contact", "is_public": true,
+		"settings": {"requireAuth": true}, "schema": {"version": "form_schema_v1", "pages": [{"id": "p1", "fields": [{"key": "note", "type": "text", "label": "Note"}]}]}}`)
+	require.Equal(t, http.StatusCreated, code, f)
+	code, res := gatewayCall(t, p.gateway, "POST", "/forms/public/"+f["id"].(string)+"/submit", "", `{"note": "hi"}`)
+	require.Equal(t, http.StatusUnauthorized, code, res)
+	code, res = gatewayCall(t, p.gateway, "POST", "/forms/public/"+f["id"].(string)+"/submit", session, `{"note": "hi"}`)
+	require.Equal(t, http.StatusCreated, code, res)
+	_, subs := gatewayCall(t, p.gateway, "GET", "/external-forms/"+f["id"].(string)+"/submissions", live["secret"].(string), "")
+	require.Equal(t, "ann@example.com", subs["items"].([]any)[0].(map[string]any)["submitted_by"])
+	require.NotContains(t, p.logs.String(), m[1], "the code is never logged")
+	require.NotContains(t, p.logs.String(), session)
 }
