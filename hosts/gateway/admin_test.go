@@ -127,6 +127,14 @@ func TestOperatorRoutesNeedAToken(t *testing.T) {
 	code, p, _ := b.call(t, "GET", "/admin/accounts", operatorToken, "")
 	require.Equal(t, http.StatusNotFound, code)
 	require.Equal(t, "admin_not_configured", p["code"])
+
+	// The gateway documents its routes.
+	code, doc, _ := b.call(t, "GET", "/openapi.json", "", "")
+	require.Equal(t, http.StatusOK, code)
+	paths := doc["paths"].(map[string]any)
+	for _, route := range []string{"/sdk/auth/start", "/sdk/tasks/{taskId}/decide", "/admin/tiers/{name}", "/gateway/licenses", "/gateway/orgs/{orgId}/users/{email}"} {
+		require.Contains(t, paths, route)
+	}
 }
 
 // TestOperatorIssuesAndRevokesLicenses: an issued license verifies offline, shows in its
