@@ -458,3 +458,49 @@ func TestPublicFormSignInThroughTheGateway(t *testing.T) {
 	require.Len(t, items, 1)
 	require.Equal(t, "ann@example.com", items[0].(map[string]any)["submitted_by"])
 }
+
+// TestPublicFormLimitsPerVisitor: each visitor address may read a public form 60 times and
+// submit it 10 times a minute; another form and another address have their own counts.
+func TestPublicFormLimitsPerVisitor(t *testing.T) {
+	t.Parallel()
+	b := setupSDK(t, gateway.Options{})
+	_, live, _ := b.signup(t, "ops@platform.example", "cust-a")
+	form := func() string {
+		code, f, _ := b.call(t, "POST", "/external-forms", live, `{"name": "Contact", "is_public": true,
+			"schema": {"version": "form_schema_v1", "pages": [{"id": "p1", "fields": [{"key": "note", "type": "text", "label": "Note"}]}]}}`)
+		require.Equal(t, http.StatusCreated, code, f)
+		return f["id"].(string)
+	}
+	one, two := form(), form()
+	for i := range gateway.PublicReads {
+		code, p, _ := b.call(t, "GET", "/forms/public/"+one, "", "")
+		require.Equal(t, http.StatusOK, code, "read %d: %v", i, p)
+	}
+	code, p, h := b.call(t, "GET", "/forms/public/"+one, "", "")
+	require.Equal(t, http.StatusTooManyRequests, code)
+	require.Equal(t, "rate_limited", p["code"])
+	require.NotEmpty(t, h.Get("Retry-After"))
+	for range gateway.PublicSubmits {
+		code, p, _ := b.call(t, "POST", "/forms/public/"+one+"/submit", "", `{"note": "hi"}`)
+		require.Equal(t, http.StatusCreated, code, p)
+	}
+	code, _, h = b.call(t, "POST", "/forms/public/"+one+"/submit", "", `{"note": "hi"}`)
+	require.Equal(t, http.StatusTooManyRequests, code, "the 11th submit in a minute")
+	require.NotEmpty(t, h.Get("Retry-After"))
+	code, _, _ = b.call(t, "GET", "/forms/public/"+two, "", "")
+	require.Equal(t, http.StatusOK, code, "another form, its own count")
+
+	// Another visitor address (127.0.0.2 is loopback too).
+	other := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
+	resp, err := other.Get(b.gw.URL + "/forms/public/" + one)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "another visitor, its own count")
+
+	b.clock.add(time.Minute)
+	code, _, _ = b.call(t, "POST", "/forms/public/"+one+"/submit", "", `{"note": "hi"}`)
+	require.Equal(t, http.StatusCreated, code, "a minute later")
+	code, subs, _ := b.call(t, "GET", "/external-forms/"+one+"/submissions?limit=100", live, "")
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, subs["items"], gateway.PublicSubmits+1, "a refused submit wrote nothing")
+}
