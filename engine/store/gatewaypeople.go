@@ -104,9 +104,10 @@ func (q *querier) SessionByHash(ctx context.Context, hash string) (*svctype.Sess
 		AccountStatus string     `bun:"account_status"`
 	}
 	err := q.r.NewSelect().Model(&m).ColumnExpr("gs.*").
-		ColumnExpr("gk.revoked_at AS key_revoked, gk.expires_at AS key_expires, ga.status AS account_status").
-		Join("JOIN gateway_keys AS gk ON gk.id = gs.key_id AND gk.org_id = gs.org_id").
-		Join("JOIN gateway_accounts AS ga ON ga.id = gk.account_id").Where("gs.hash = ?", hash).Scan(ctx)
+		ColumnExpr("gk.revoked_at AS key_revoked, gk.expires_at AS key_expires, COALESCE(ga.status, '') AS account_status").
+		Join("LEFT JOIN gateway_keys AS gk ON gk.id = gs.key_id AND gk.org_id = gs.org_id").
+		Join("LEFT JOIN gateway_orgs AS go ON go.id = gs.org_id").
+		Join("LEFT JOIN gateway_accounts AS ga ON ga.id = go.account_id").Where("gs.hash = ?", hash).Scan(ctx)
 	if err != nil {
 		return nil, wrap("session by hash", err)
 	}

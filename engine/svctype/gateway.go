@@ -84,9 +84,10 @@ type SignInCode struct {
 	CreatedAt time.Time
 }
 
-// Session is a person signed in to an organization's SDK: its token stored as a prefix and
-// a hash. KeyEnded is when the publishable key it was opened with was revoked or expired
-// (filled by SessionByHash): a session ends with its key.
+// Session is a person signed in to an organization: its token stored as a prefix and a
+// hash. A session opened with a publishable key (KeyID) ends with it: KeyEnded is when
+// that key was revoked or expired (filled by SessionByHash). A session opened on a hosted
+// public form has no key (KeyID "").
 type Session struct {
 	Hash      string
 	Prefix    string

@@ -112,6 +112,7 @@ type Server struct {
 	operatorHash string
 	signingKey   ed25519.PrivateKey
 	tiers        tierCache
+	sdk          sdkAsset
 }
 
 type cachedKey struct {
@@ -127,6 +128,7 @@ func New(o Options) *Server {
 		s.log = slog.Default()
 	}
 	s.identityKey, s.mailer, s.sessionTTL, s.signingKey = o.IdentityKey, o.Mailer, o.SessionTTL, o.LicenseSigningKey
+	s.sdk = loadSDK()
 	if s.mailer == nil {
 		s.mailer = LogMailer{Log: s.log}
 	}
@@ -160,6 +162,25 @@ func New(o Options) *Server {
 		o.Version = "dev"
 	}
 	r := chi.NewRouter()
+	r.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if browserRoute(req.URL.Path) {
+				// The SDK runs on the embedding site's pages: any origin may call the SDK and
+				// public form routes, with a bearer credential, never with cookies.
+				h := w.Header()
+				h.Set("Access-Control-Allow-Origin", "*")
+				h.Set("Access-Control-Expose-Headers", "Retry-After")
+				if req.Method == http.MethodOptions && req.Header.Get("Access-Control-Request-Method") != "" {
+					h.Set("Access-Control-Allow-Methods", "GET, POST")
+					h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+					h.Set("Access-Control-Max-Age", "600")
+					w.WriteHeader(http.StatusNoContent)
+					return
+				}
+			}
+			next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), requestKey{}, req)))
+		})
+	})
 	cfg := huma.DefaultConfig("svcflow gateway", o.Version)
 	cfg.CreateHooks = nil
 	cfg.Info.Description = "Accounts, organizations and keys (management token), and the proxy of every runtime route (runtime key)."
@@ -173,9 +194,15 @@ func New(o Options) *Server {
 	s.registerSDKTasks()
 	s.registerPeople()
 	s.registerAdmin()
+	s.registerWeb()
 	r.NotFound(s.forward)
 	r.MethodNotAllowed(s.forward)
 	return s
+}
+
+// browserRoute reports whether a path is one the browser SDK calls from other origins.
+func browserRoute(path string) bool {
+	return strings.HasPrefix(path, "/sdk/") || strings.HasPrefix(path, "/forms/public/")
 }
 
 // Handler is the gateway's http.Handler.
@@ -370,19 +397,18 @@ const (
 	PublicSubmits = 10
 )
 
-// allowVisitor takes a token from the visitor's bucket for the form: reads and submits
-// counted apart, a minute's worth each.
-func (s *Server) allowVisitor(r *http.Request) (bool, time.Duration) {
+// allowVisitor takes a token from the visitor's bucket for the form: reads, submits and
+// sign-ins counted apart, a minute's worth each.
+func (s *Server) allowVisitor(r *http.Request, formID, kind string) (bool, time.Duration) {
 	ip, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		ip = r.RemoteAddr
 	}
-	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/forms/public/"), "/")
-	n, kind := PublicReads, "read"
-	if r.Method == http.MethodPost {
-		n, kind = PublicSubmits, "submit"
+	n := PublicReads
+	if kind != "read" {
+		n = PublicSubmits
 	}
-	return s.allowLocalKey("visitor\x00"+ip+"\x00"+parts[0]+"\x00"+kind, rate.Limit(float64(n)/60), n)
+	return s.allowLocalKey("visitor\x00"+ip+"\x00"+formID+"\x00"+kind, rate.Limit(float64(n)/60), n)
 }
 
 // forward proxies a runtime route: the key's organization as X-Org-Id, the client's own
@@ -401,7 +427,12 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/forms/public/") {
 		// Public forms need no key: the form id names its organization. Each visitor may
 		// read a form PublicReads times and submit it PublicSubmits times a minute.
-		if ok, wait := s.allowVisitor(r); !ok {
+		kind := "read"
+		if r.Method == http.MethodPost {
+			kind = "submit"
+		}
+		formID, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/forms/public/"), "/")
+		if ok, wait := s.allowVisitor(r, formID, kind); !ok {
 			secs := max(1, int(math.Ceil(wait.Seconds())))
 			w.Header().Set("Retry-After", fmt.Sprint(secs))
 			writeProblem(w, http.StatusTooManyRequests, "rate_limited", fmt.Sprintf("too many requests for this form from this address: retry in %d s", secs))

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
@@ -77,7 +78,11 @@ func (s *Server) sdkAuth(ctx context.Context, header string) (*sdkCaller, error)
 	if err != nil {
 		return nil, err
 	}
-	ok, wait, err := s.allow(ctx, c.KeyID, s.rate, s.burst)
+	bucket := c.KeyID
+	if bucket == "" {
+		bucket = "sessions\x00" + c.OrgID // sessions opened on a hosted form
+	}
+	ok, wait, err := s.allow(ctx, bucket, s.rate, s.burst)
 	if err != nil {
 		return nil, err
 	}
@@ -218,35 +223,8 @@ func (s *Server) registerSDKAuth() {
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		if c.Session != nil {
-			c = &sdkCaller{OrgID: c.OrgID, KeyID: c.KeyID}
-		}
-		email, ok := normalEmail(in.Body.Email)
-		if !ok {
-			return nil, invalid("/email", "an email address")
-		}
-		if ok, wait := s.allowLocalKey("code\x00"+c.OrgID+"\x00"+email, rate.Limit(float64(codeSends)/600), codeSends); !ok {
-			return nil, rateLimited(wait, "too many codes asked for this email")
-		}
-		code, err := newCode()
-		if err != nil {
+		if err := s.startSignIn(ctx, c.OrgID, c.KeyID, in.Body.Email); err != nil {
 			return nil, s.fail(ctx, err, "")
-		}
-		salt := make([]byte, 16)
-		if _, err := rand.Read(salt); err != nil {
-			return nil, s.fail(ctx, err, "")
-		}
-		now := s.now().UTC()
-		sc := &svctype.SignInCode{ID: "code_" + uuid.NewString(), OrgID: c.OrgID, KeyID: c.KeyID, Email: email, Salt: hex.EncodeToString(salt),
-			ExpiresAt: now.Add(CodeTTL), CreatedAt: now}
-		sc.Hash = codeHash(sc.Salt, c.OrgID, email, code)
-		if err := s.store.PutSignInCode(ctx, sc); err != nil {
-			return nil, s.fail(ctx, err, "")
-		}
-		// The store is done with: the mail goes out with nothing held.
-		if err := s.mailer.SendCode(ctx, email, c.OrgID, code, CodeTTL); err != nil {
-			s.log.WarnContext(ctx, "sign-in code not sent", "org_id", c.OrgID, "err", err)
-			return nil, errMailFailed
 		}
 		out := &struct {
 			Body struct {
@@ -273,41 +251,11 @@ func (s *Server) registerSDKAuth() {
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		email, ok := normalEmail(in.Body.Email)
-		if !ok {
-			return nil, invalid("/email", "an email address")
-		}
-		now := s.now().UTC()
-		sc, err := s.store.TrySignInCode(ctx, c.OrgID, email, CodeAttempts, now)
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, errCodeInvalid
-		}
+		out, err := s.verifySignIn(ctx, c.OrgID, in.Body.Email, in.Body.Code)
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		want := codeHash(sc.Salt, c.OrgID, email, strings.TrimSpace(in.Body.Code))
-		if subtle.ConstantTimeCompare([]byte(want), []byte(sc.Hash)) != 1 {
-			return nil, errCodeInvalid
-		}
-		if err := s.store.UseSignInCode(ctx, c.OrgID, sc.ID, now); err != nil {
-			if errors.Is(err, storage.ErrConflict) {
-				return nil, errCodeInvalid
-			}
-			return nil, s.fail(ctx, err, "")
-		}
-		secret, shown, hash, err := newSecret(PrefixSession)
-		if err != nil {
-			return nil, s.fail(ctx, err, "")
-		}
-		ss := &svctype.Session{Hash: hash, Prefix: shown, OrgID: c.OrgID, KeyID: sc.KeyID, Email: email, CreatedAt: now, ExpiresAt: now.Add(s.sessionTTL)}
-		if err := s.store.CreateSession(ctx, ss); err != nil {
-			return nil, s.fail(ctx, err, "")
-		}
-		perms, err := s.permissions(ctx, c.OrgID, email)
-		if err != nil {
-			return nil, s.fail(ctx, err, "")
-		}
-		return &struct{ Body SignedIn }{Body: SignedIn{SessionToken: secret, ExpiresAt: ss.ExpiresAt, Email: email, Permissions: perms}}, nil
+		return &struct{ Body SignedIn }{Body: *out}, nil
 	})
 
 	o = huma.Operation{OperationID: "sdk-session", Method: http.MethodGet, Path: "/sdk/session", Summary: "Who the SDK credential is",
@@ -344,6 +292,78 @@ func (s *Server) registerSDKAuth() {
 	})
 }
 
+// startSignIn mails a new code to email for orgID (keyID: the publishable key asked with,
+// "" on a hosted form).
+func (s *Server) startSignIn(ctx context.Context, orgID, keyID, rawEmail string) error {
+	email, ok := normalEmail(rawEmail)
+	if !ok {
+		return invalid("/email", "an email address")
+	}
+	if ok, wait := s.allowLocalKey("code\x00"+orgID+"\x00"+email, rate.Limit(float64(codeSends)/600), codeSends); !ok {
+		return rateLimited(wait, "too many codes asked for this email")
+	}
+	code, err := newCode()
+	if err != nil {
+		return err
+	}
+	salt := make([]byte, 16)
+	if _, err := rand.Read(salt); err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	sc := &svctype.SignInCode{ID: "code_" + uuid.NewString(), OrgID: orgID, KeyID: keyID, Email: email, Salt: hex.EncodeToString(salt),
+		ExpiresAt: now.Add(CodeTTL), CreatedAt: now}
+	sc.Hash = codeHash(sc.Salt, orgID, email, code)
+	if err := s.store.PutSignInCode(ctx, sc); err != nil {
+		return err
+	}
+	// The store is done with: the mail goes out with nothing held.
+	if err := s.mailer.SendCode(ctx, email, orgID, code, CodeTTL); err != nil {
+		s.log.WarnContext(ctx, "sign-in code not sent", "org_id", orgID, "err", err)
+		return errMailFailed
+	}
+	return nil
+}
+
+// verifySignIn checks a code and opens a session.
+func (s *Server) verifySignIn(ctx context.Context, orgID, rawEmail, code string) (*SignedIn, error) {
+	email, ok := normalEmail(rawEmail)
+	if !ok {
+		return nil, invalid("/email", "an email address")
+	}
+	now := s.now().UTC()
+	sc, err := s.store.TrySignInCode(ctx, orgID, email, CodeAttempts, now)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, errCodeInvalid
+	}
+	if err != nil {
+		return nil, err
+	}
+	want := codeHash(sc.Salt, orgID, email, strings.TrimSpace(code))
+	if subtle.ConstantTimeCompare([]byte(want), []byte(sc.Hash)) != 1 {
+		return nil, errCodeInvalid
+	}
+	if err := s.store.UseSignInCode(ctx, orgID, sc.ID, now); err != nil {
+		if errors.Is(err, storage.ErrConflict) {
+			return nil, errCodeInvalid
+		}
+		return nil, err
+	}
+	secret, shown, hash, err := newSecret(PrefixSession)
+	if err != nil {
+		return nil, err
+	}
+	ss := &svctype.Session{Hash: hash, Prefix: shown, OrgID: orgID, KeyID: sc.KeyID, Email: email, CreatedAt: now, ExpiresAt: now.Add(s.sessionTTL)}
+	if err := s.store.CreateSession(ctx, ss); err != nil {
+		return nil, err
+	}
+	perms, err := s.permissions(ctx, orgID, email)
+	if err != nil {
+		return nil, err
+	}
+	return &SignedIn{SessionToken: secret, ExpiresAt: ss.ExpiresAt, Email: email, Permissions: perms}, nil
+}
+
 // SignedIn is the answer of a sign-in.
 type SignedIn struct {
 	SessionToken string      `json:"session_token" doc:"Shown once. Send as Authorization: Bearer on SDK and public routes."`
@@ -367,7 +387,7 @@ func (s *Server) runtimeCall(ctx context.Context, c *sdkCaller, method, path str
 		rd = bytes.NewReader(b)
 	}
 	u := &url.URL{Path: path, RawQuery: query.Encode()}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	req, err := http.NewRequestWithContext(runtimeContext(ctx), method, u.String(), rd)
 	if err != nil {
 		return nil, err
 	}
@@ -393,6 +413,12 @@ func (s *Server) runtimeCall(ctx context.Context, c *sdkCaller, method, path str
 		return nil, &p
 	}
 	return json.RawMessage(w.body.Bytes()), nil
+}
+
+// runtimeContext is ctx for a request to the runtime's handler: without this router's
+// routing state, which an in-process runtime router would otherwise take as its own.
+func runtimeContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, chi.RouteCtxKey, nil)
 }
 
 // mint is the identity token the runtime believes for a signed-in person, for one request.

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// envE2E turns the browser test on (make e2e sets it); it needs Chromium and e2e/'s
+// node_modules, which make e2e installs.
+const envE2E = "SVC_E2E"
+
+var embedPage = template.Must(template.New("embed").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Embedding site</title>
+<script>window.__events = []; ['task:created', 'form:submitted', 'svc-form:submitted'].forEach(function (n) {
+  document.addEventListener(n, function (e) { window.__events.push({name: n, detail: e.detail}); }); });</script>
+<script src="{{.Gateway}}/sdk/v1.js"></script>
+</head><body>
+<h1>A customer's portal</h1>
+<section id="public"><h2>Contact</h2><svc-form form-id="{{.PublicForm}}" public submit-text="Send it" done-text="Received, thank you."></svc-form></section>
+<section id="data-attr"><div data-svc-form="{{.PublicForm}}" data-svc-form-public></div></section>
+<section id="pause"><h2>Your answer</h2><svc-form run-id="{{.PauseRun}}" step-id="0"></svc-form></section>
+<aside><svc-task-sidebar poll-seconds="1"></svc-task-sidebar></aside>
+{{if .Bad}}<section id="bad"><svc-form schema='{"version": "form_schema_v2", "pages": []}'></svc-form></section>{{end}}
+<script>SvcSDK.init({baseUrl: {{.Gateway}}, publishableKey: {{.PK}}});</script>
+</body></html>`))
+
+// TestBrowserEndToEnd drives headless Chromium (e2e/run.mjs) against svcflow serve: hosted
+// forms (keyboard only, dark theme, sign-in by mailed code, the per-visitor limit), and a
+// page of another site embedding the SDK (a public form, data-svc-form, the task sidebar
+// deciding an approval, a form pause resumed), then checks what the service recorded.
+func TestBrowserEndToEnd(t *testing.T) {
+	if os.Getenv(envE2E) == "" {
+		t.Skip(envE2E + " is unset: make e2e runs this test")
+	}
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	if _, err := os.Stat(filepath.Join(root, "e2e/node_modules/playwright-core")); err != nil {
+		t.Fatalf("e2e/node_modules is missing: run make e2e")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	sink, smtpAddr := startSMTPSink(t)
+	p := startProcessEnv(t, bin, dir, envWithout(), "serve", "--db", "sqlite:"+dir+"/svcflow.db", "--runtime-addr", "127.0.0.1:0",
+		"--smtp-addr", smtpAddr, "--smtp-from", "no-reply@svcflow.test", "--workers", "4")
+	gw := p.gateway
+	call := func(method, path, auth, body string) map[string]any {
+		t.Helper()
+		code, m := gatewayCall(t, gw, method, path, auth, body)
+		require.Less(t, code, 300, "%s %s: %d %v", method, path, code, m)
+		return m
+	}
+	mgmt := call("POST", "/gateway/signup", "", `{"email": "ops@platform.example", "name": "Platform"}`)["management_token"].(string)
+	call("POST", "/gateway/orgs", mgmt, `{"id": "acme", "name": "Acme"}`)
+	live := call("POST", "/gateway/orgs/acme/keys", mgmt, `{"kind": "runtime"}`)["secret"].(string)
+	pk := call("POST", "/gateway/orgs/acme/keys", mgmt, `{"kind": "publishable"}`)["secret"].(string)
+	call("PUT", "/gateway/orgs/acme/users/ann@example.com", mgmt, `{"approver_roles": ["finance"]}`)
+
+	workflow := func(name, def string) string {
+		return call("POST", "/workflows", live, `{"name": "`+name+`", "definition": `+def+`}`)["id"].(string)
+	}
+	contact := workflow("contact", `{"actions": []}`)
+	pauseWF := workflow("questions", `{"actions": [{"type": "PbotForm", "properties": {"expected_keys": ["answer"]}}]}`)
+	approvalWF := workflow("sign-off", `{"actions": [{"type": "PbotApproval", "properties": {"approver_role": "finance", "comment": "Pay the invoice?"}}]}`)
+	schema := `{"version": "form_schema_v1", "pages": [{"id": "p1", "fields": [
+		{"key": "email", "type": "email", "label": "Email", "required": true},
+		{"key": "name", "type": "text", "label": "Name"}]}]}`
+	form := func(name, settings, sch string) string {
+		return call("POST", "/external-forms", live, `{"name": "`+name+`", "description": "We answer within a day", "is_public": true,
+			"trigger_workflow_id": "`+contact+`", "settings": `+settings+`, "schema": `+sch+`}`)["id"].(string)
+	}
+	publicForm := form("Contact us", `{"successMessage": "Thanks!", "branding": {"name": "Acme", "accent": "#0a7d5a", "footer": "Acme Ltd", "hidePoweredBy": true}}`, schema)
+	limitForm := form("Limited", `{}`, schema)
+	authForm := form("Members only", `{"requireAuth": true}`, `{"version": "form_schema_v1", "pages": [{"id": "p1", "fields": [{"key": "note", "type": "text", "label": "Note", "required": true}]}]}`)
+	pauseRun := call("POST", "/workflows/"+pauseWF+"/execute", live, `{"input": {}}`)["id"].(string)
+	approvalRun := call("POST", "/workflows/"+approvalWF+"/execute", live, `{"input": {}}`)["id"].(string)
+	waitStatus := func(run, status string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			_, m := gatewayCall(t, gw, "GET", "/runs/"+run+"/status", live, "")
+			return m["status"] == status
+		}, 20*time.Second, 50*time.Millisecond, "run %s never %s", run, status)
+	}
+	waitStatus(pauseRun, "paused")
+	waitStatus(approvalRun, "paused")
+
+	codeRe := regexp.MustCompile(`is (\d{6})`)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/code" {
+			sink.mu.Lock()
+			msg := sink.msgs[r.URL.Query().Get("email")]
+			sink.mu.Unlock()
+			m := codeRe.FindStringSubmatch(msg)
+			if m == nil {
+				http.NotFound(w, r)
+				return
+			}
+			_, _ = fmt.Fprint(w, m[1])
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_ = embedPage.Execute(w, map[string]any{"Gateway": gw, "PublicForm": publicForm, "PauseRun": pauseRun, "PK": pk, "Bad": r.URL.Query().Get("bad") != ""})
+	}))
+	t.Cleanup(site.Close)
+
+	artifacts := os.Getenv("SVC_E2E_ARTIFACTS")
+	if artifacts == "" {
+		artifacts = filepath.Join(root, "e2e/artifacts")
+	}
+	cfg, _ := json.Marshal(map[string]any{"gateway": gw, "embed": site.URL + "/", "codeUrl": site.URL + "/code", "artifacts": artifacts,
+		"publicForm": publicForm, "limitForm": limitForm, "authForm": authForm, "pauseWorkflow": pauseWF, "liveKey": live})
+	cmd := exec.Command("node", filepath.Join(root, "e2e/run.mjs"))
+	cmd.Env = append(os.Environ(), "SVC_E2E_CONFIG="+string(cfg))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	t.Logf("browser: %s", out)
+	t.Logf("screenshots in %s", artifacts)
+	require.NoError(t, err, "a browser step failed: %s", out)
+	var res struct {
+		Steps map[string]map[string]any
+	}
+	require.NoError(t, json.Unmarshal(out[strings.LastIndexByte(strings.TrimSpace(string(out)), '\n')+1:], &res))
+
+	// What the service recorded.
+	subs := call("GET", "/external-forms/"+publicForm+"/submissions", live, "")["items"].([]any)
+	require.Len(t, subs, 2, "the hosted page's and the embedded form's")
+	for _, s := range subs {
+		require.NotNil(t, s.(map[string]any)["triggered_run_id"], "each started a run")
+	}
+	auth := call("GET", "/external-forms/"+authForm+"/submissions", live, "")["items"].([]any)
+	require.Len(t, auth, 1)
+	require.Equal(t, "ann@example.com", auth[0].(map[string]any)["submitted_by"])
+	limited := call("GET", "/external-forms/"+limitForm+"/submissions?limit=100", live, "")["items"].([]any)
+	require.Len(t, limited, 10, "the 11th was refused")
+	waitStatus(approvalRun, "completed")
+	approvals := call("GET", "/approvals?status=approved", live, "")["items"].([]any)
+	require.Len(t, approvals, 1)
+	require.Equal(t, map[string]any{"type": "user", "id": "ann@example.com"}, approvals[0].(map[string]any)["decided_by"])
+	waitStatus(pauseRun, "completed")
+	pause := call("GET", "/forms/"+pauseRun+"/0", live, "")
+	require.Equal(t, "ann@example.com", pause["claimed_by"])
+	if ms, ok := res.Steps["hosted"]["firstRenderMs"].(float64); ok {
+		t.Logf("hosted page: form rendered %.0f ms after navigation start", ms)
+	}
+}
