@@ -195,6 +195,7 @@ func New(o Options) *Server {
 	s.registerPeople()
 	s.registerAdmin()
 	s.registerWeb()
+	s.registerConsole()
 	r.NotFound(s.forward)
 	r.MethodNotAllowed(s.forward)
 	return s

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	sink, smtpAddr := startSMTPSink(t)
 	p := startProcessEnv(t, bin, dir, envWithout(), "serve", "--db", "sqlite:"+dir+"/svcflow.db", "--runtime-addr", "127.0.0.1:0",
-		"--smtp-addr", smtpAddr, "--smtp-from", "no-reply@svcflow.test", "--workers", "4")
+		"--smtp-addr", smtpAddr, "--smtp-from", "no-reply@svcflow.test", "--workers", "4", "--allow-private-targets")
 	gw := p.gateway
 	call := func(method, path, auth, body string) map[string]any {
 		t.Helper()
@@ -97,9 +98,25 @@ func TestBrowserEndToEnd(t *testing.T) {
 
 	codeRe := regexp.MustCompile(`is (\d{6})`)
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hook" {
+			w.WriteHeader(http.StatusNoContent) // the webhook receiver
+			return
+		}
+		if r.URL.Path == "/slow" {
+			time.Sleep(3 * time.Second)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprint(w, `{"ok": true}`)
+			return
+		}
 		if r.URL.Path == "/code" {
+			// The n-th message to the address (1-based), so a step never reads an old code.
+			n, _ := strconv.Atoi(r.URL.Query().Get("n"))
 			sink.mu.Lock()
-			msg := sink.msgs[r.URL.Query().Get("email")]
+			all := sink.all[r.URL.Query().Get("email")]
+			msg := ""
+			if n >= 1 && n <= len(all) {
+				msg = all[n-1]
+			}
 			sink.mu.Unlock()
 			m := codeRe.FindStringSubmatch(msg)
 			if m == nil {
@@ -113,13 +130,20 @@ func TestBrowserEndToEnd(t *testing.T) {
 		_ = embedPage.Execute(w, map[string]any{"Gateway": gw, "PublicForm": publicForm, "PauseRun": pauseRun, "PK": pk, "Bad": r.URL.Query().Get("bad") != ""})
 	}))
 	t.Cleanup(site.Close)
+	// Completed runs are delivered to the site's receiver: the console lists the deliveries.
+	call("POST", "/webhooks", live, `{"event": "workflow.completed", "url": "`+site.URL+`/hook", "secret": "whsec-e2e-0123456789"}`)
+	// A run the console watches: a slow call, then an approval.
+	call("POST", "/actions", live, `{"action_name": "slow-call", "kind": "http", "http_method": "GET", "url": "`+site.URL+`/slow"}`)
+	slowWF := workflow("slow-then-approve", `{"actions": [{"type": "slow-call", "properties": {}},
+		{"type": "PbotApproval", "properties": {"approver_role": "ops", "comment": "Release it?"}}]}`)
 
 	artifacts := os.Getenv("SVC_E2E_ARTIFACTS")
 	if artifacts == "" {
 		artifacts = filepath.Join(root, "e2e/artifacts")
 	}
 	cfg, _ := json.Marshal(map[string]any{"gateway": gw, "embed": site.URL + "/", "codeUrl": site.URL + "/code", "artifacts": artifacts,
-		"publicForm": publicForm, "limitForm": limitForm, "authForm": authForm, "pauseWorkflow": pauseWF, "liveKey": live})
+		"publicForm": publicForm, "limitForm": limitForm, "authForm": authForm, "pauseWorkflow": pauseWF, "liveKey": live,
+		"slowWorkflow": slowWF, "mgmt": mgmt})
 	cmd := exec.Command("node", filepath.Join(root, "e2e/run.mjs"))
 	cmd.Env = append(os.Environ(), "SVC_E2E_CONFIG="+string(cfg))
 	cmd.Stderr = os.Stderr
@@ -145,8 +169,17 @@ func TestBrowserEndToEnd(t *testing.T) {
 	require.Len(t, limited, 10, "the 11th was refused")
 	waitStatus(approvalRun, "completed")
 	approvals := call("GET", "/approvals?status=approved", live, "")["items"].([]any)
-	require.Len(t, approvals, 1)
-	require.Equal(t, map[string]any{"type": "user", "id": "ann@example.com"}, approvals[0].(map[string]any)["decided_by"])
+	require.Len(t, approvals, 2, "one from the sidebar, one from the console")
+	deciders := map[string]string{}
+	for _, a := range approvals {
+		a := a.(map[string]any)
+		require.Equal(t, "user", a["decided_by"].(map[string]any)["type"])
+		deciders[a["approver_role"].(string)] = a["decided_by"].(map[string]any)["id"].(string)
+	}
+	require.Equal(t, map[string]string{"finance": "ann@example.com", "ops": "ops@platform.example"}, deciders)
+	consoleRun, _ := res.Steps["console"]["runId"].(string)
+	require.NotEmpty(t, consoleRun)
+	waitStatus(consoleRun, "completed")
 	waitStatus(pauseRun, "completed")
 	pause := call("GET", "/forms/"+pauseRun+"/0", live, "")
 	require.Equal(t, "ann@example.com", pause["claimed_by"])

@@ -116,7 +116,8 @@ func gatewayCall(t *testing.T, base, method, path, auth, body string) (int, map[
 // STARTTLS is not offered) that keeps each message's recipient and body.
 type smtpSink struct {
 	mu   sync.Mutex
-	msgs map[string]string
+	msgs map[string]string   // the last message to each recipient
+	all  map[string][]string // every message to each recipient, in order
 }
 
 type sinkSession struct {
@@ -130,6 +131,7 @@ func (s *sinkSession) Data(r io.Reader) error {
 	b, err := io.ReadAll(r)
 	s.sink.mu.Lock()
 	s.sink.msgs[s.to] = string(b)
+	s.sink.all[s.to] = append(s.sink.all[s.to], string(b))
 	s.sink.mu.Unlock()
 	return err
 }
@@ -138,7 +140,7 @@ func (s *sinkSession) Logout() error { return nil }
 
 func startSMTPSink(t *testing.T) (*smtpSink, string) {
 	t.Helper()
-	sink := &smtpSink{msgs: map[string]string{}}
+	sink := &smtpSink{msgs: map[string]string{}, all: map[string][]string{}}
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &sinkSession{sink: sink}, nil }))
 	srv.Domain = "sink.test"
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,0 +1,115 @@
+package gateway
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/svcflow/svcflow/hosts/identity"
+)
+
+// The console (/console): a page and a script, no build step, that read an organization's
+// runs, tasks and webhook deliveries through public routes only. Signed in with a
+// management token it reads any organization of the account through
+// /console/api/orgs/{orgId}/..., a read-mostly window onto the runtime routes listed in
+// consoleRoutes; signed in with an SDK session it shows the person's task inbox
+// (/sdk/tasks).
+
+// consoleRoutes are the runtime routes the console may reach for an organization.
+var consoleRoutes = []struct {
+	method string
+	path   *regexp.Regexp
+}{
+	{http.MethodGet, regexp.MustCompile(`^/runs$`)},
+	{http.MethodGet, regexp.MustCompile(`^/runs/[^/]+/(status|evidence|events)$`)},
+	{http.MethodGet, regexp.MustCompile(`^/workflows$`)},
+	{http.MethodGet, regexp.MustCompile(`^/webhooks$`)},
+	{http.MethodGet, regexp.MustCompile(`^/webhooks/[^/]+/deliveries$`)},
+	{http.MethodGet, regexp.MustCompile(`^/deliveries/[^/]+$`)},
+	{http.MethodGet, regexp.MustCompile(`^/approvals$`)},
+	{http.MethodGet, regexp.MustCompile(`^/forms/pending$`)},
+	{http.MethodGet, regexp.MustCompile(`^/forms/[^/]+/[0-9]+$`)},
+	{http.MethodPost, regexp.MustCompile(`^/approvals/[^/]+/[0-9]+$`)},
+	{http.MethodPost, regexp.MustCompile(`^/forms/[^/]+/[0-9]+/submit$`)},
+}
+
+func consoleAllows(method, path string) bool {
+	for _, r := range consoleRoutes {
+		if r.method == method && r.path.MatchString(path) {
+			return true
+		}
+	}
+	return false
+}
+
+// registerConsole serves the console's page, its script and its window onto the runtime.
+func (s *Server) registerConsole() {
+	s.router.Get("/console", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := webFS.ReadFile("web/console.html")
+		s.pageHeaders(w)
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write(b)
+	})
+	s.router.Get("/console/app.js", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := webFS.ReadFile("web/console.js")
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		_, _ = w.Write(b)
+	})
+	s.router.HandleFunc("/console/api/orgs/{orgId}/*", s.consoleAPI)
+}
+
+// consoleAPI forwards an allowed runtime route for an organization of the management
+// token's account. A decision or a form submit is the account holder's: the runtime
+// records their email.
+func (s *Server) consoleAPI(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	a, err := s.account(ctx, AuthHeader{Authorization: r.Header.Get("Authorization")})
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	orgID := chi.URLParam(r, "orgId")
+	if _, err := s.store.GetGatewayOrg(ctx, a.ID, orgID); err != nil {
+		s.writeErr(w, r, s.fail(ctx, err, "organization not found"))
+		return
+	}
+	rest := "/" + chi.URLParam(r, "*")
+	if strings.Contains(rest, "..") || strings.Contains(rest, "//") || !consoleAllows(r.Method, rest) {
+		writeProblem(w, http.StatusNotFound, "not_found", fmt.Sprintf("the console does not reach %s %s", r.Method, rest))
+		return
+	}
+	if s.proxy == nil {
+		writeProblem(w, http.StatusBadGateway, "runtime_unreachable", "this gateway has no runtime")
+		return
+	}
+	var body io.Reader = http.NoBody
+	if r.Method == http.MethodPost {
+		body = http.MaxBytesReader(w, r.Body, 1<<20)
+	}
+	u := &url.URL{Path: rest, RawQuery: r.URL.RawQuery}
+	req, err := http.NewRequestWithContext(runtimeContext(ctx), r.Method, u.String(), body)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Org-Id", orgID)
+	if r.Method == http.MethodPost {
+		tok, err := s.mint(orgID, a.Email)
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		if tok != "" {
+			req.Header.Set(identity.Header, tok)
+		}
+	}
+	s.proxy.ServeHTTP(w, req)
+}
