@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -91,7 +92,12 @@ func (s *Server) consoleAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	var body io.Reader = http.NoBody
 	if r.Method == http.MethodPost {
-		body = http.MaxBytesReader(w, r.Body, 1<<20)
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+		if err != nil {
+			writeProblem(w, http.StatusRequestEntityTooLarge, "body_too_large", "the body is over 1 MB")
+			return
+		}
+		body = bytes.NewReader(b) // a known length, which a reverse proxy keeps
 	}
 	u := &url.URL{Path: rest, RawQuery: r.URL.RawQuery}
 	req, err := http.NewRequestWithContext(runtimeContext(ctx), r.Method, u.String(), body)

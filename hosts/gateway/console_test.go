@@ -1,0 +1,74 @@
+package gateway_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/hosts/gateway"
+)
+
+// TestConsoleReachesOnlyItsWindow: the console's API forwards the allow-listed runtime
+// routes of an organization the management token's account owns, and nothing else; a
+// decision through it is the account holder's.
+func TestConsoleReachesOnlyItsWindow(t *testing.T) {
+	t.Parallel()
+	b := setupSDK(t, gateway.Options{})
+	mgmt, live, _ := b.signup(t, "ops@platform.example", "cust-a")
+	mgmtB, _, _ := b.signup(t, "other@platform.example", "cust-b")
+	code, wf, _ := b.call(t, "POST", "/workflows", live, `{"name": "sign-off", "definition": {"actions": [{"type": "PbotApproval", "properties": {"approver_role": "ops"}}]}}`)
+	require.Equal(t, http.StatusCreated, code, wf)
+	code, run, _ := b.call(t, "POST", "/workflows/"+wf["id"].(string)+"/execute", live, `{}`)
+	require.Equal(t, http.StatusAccepted, code, run)
+	_, err := b.eng.Work(context.Background())
+	require.NoError(t, err)
+	runID := run["id"].(string)
+
+	api := "/console/api/orgs/cust-a"
+	code, p, _ := b.call(t, "GET", api+"/runs", mgmt, "")
+	require.Equal(t, http.StatusOK, code, p)
+	require.Len(t, p["items"], 1)
+	code, p, _ = b.call(t, "GET", api+"/runs/"+runID+"/status", mgmt, "")
+	require.Equal(t, http.StatusOK, code, p)
+	require.Equal(t, "paused", p["status"])
+	for _, path := range []string{"/runs/" + runID + "/evidence", "/runs/" + runID + "/events", "/approvals?status=pending", "/forms/pending", "/webhooks"} {
+		code, p, _ = b.call(t, "GET", api+path, mgmt, "")
+		require.Equal(t, http.StatusOK, code, "%s: %v", path, p)
+	}
+
+	// Outside the window: 404, whatever the runtime would have answered.
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/org-config"}, {"DELETE", "/workflows/" + wf["id"].(string)}, {"POST", "/workflows"},
+		{"GET", "/runs/" + runID + "/context/input"}, {"GET", "/runs/../org-config"}, {"POST", "/runs/" + runID + "/cancel"},
+	} {
+		code, p, _ = b.call(t, tc.method, api+tc.path, mgmt, `{}`)
+		require.Equal(t, http.StatusNotFound, code, "%s %s: %v", tc.method, tc.path, p)
+	}
+	code, _, _ = b.call(t, "GET", "/console/api/orgs/cust-a/runs", mgmtB, "")
+	require.Equal(t, http.StatusNotFound, code, "another account's organization")
+	code, p, _ = b.call(t, "GET", "/console/api/orgs/cust-a/runs", live, "")
+	require.Equal(t, http.StatusForbidden, code, "a runtime key is not a management token")
+	require.Equal(t, "key_on_management_route", p["code"])
+	code, _, _ = b.call(t, "GET", "/console/api/orgs/cust-a/runs", "", "")
+	require.Equal(t, http.StatusUnauthorized, code)
+
+	// A decision is the account holder's; a client's own identity header is not believed.
+	code, p, _ = b.call(t, "POST", api+"/approvals/"+runID+"/0", mgmt, `{"approved": true, "comment": "ship it"}`, "X-Svc-Identity: forged")
+	require.Equal(t, http.StatusOK, code, p)
+	require.Equal(t, map[string]any{"type": "user", "id": "ops@platform.example"}, p["decided_by"])
+
+	// The page and its script are served, with no third-party asset.
+	for _, path := range []string{"/console", "/console/app.js"} {
+		resp, err := http.Get(b.gw.URL + path)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		require.NotContains(t, strings.ReplaceAll(string(body), "http://www.w3.org", ""), "http://", path)
+		require.NotContains(t, string(body), "https://", path)
+	}
+}
