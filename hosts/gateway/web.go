@@ -58,7 +58,12 @@ func (s *Server) SDKPath() string { return "/sdk/v1." + s.sdk.hash + ".js" }
 func (s *Server) serveSDK(w http.ResponseWriter, r *http.Request, immutable bool) {
 	h := w.Header()
 	h.Set("Content-Type", "text/javascript; charset=utf-8")
-	h.Set("ETag", `"`+s.sdk.hash+`"`)
+	gz := acceptsGzip(r.Header.Get("Accept-Encoding"))
+	etag := `"` + s.sdk.hash + `"`
+	if gz {
+		etag = `"` + s.sdk.hash + `-gzip"` // each encoding its own tag
+	}
+	h.Set("ETag", etag)
 	h.Set("Vary", "Accept-Encoding")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Access-Control-Allow-Origin", "*")
@@ -67,17 +72,48 @@ func (s *Server) serveSDK(w http.ResponseWriter, r *http.Request, immutable bool
 	} else {
 		h.Set("Cache-Control", "public, max-age=300")
 	}
-	if r.Header.Get("If-None-Match") == `"`+s.sdk.hash+`"` {
+	if noneMatch(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	body := s.sdk.body
-	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+	if gz {
 		h.Set("Content-Encoding", "gzip")
 		body = s.sdk.gz
 	}
 	h.Set("Content-Length", fmt.Sprint(len(body)))
+	if r.Method == http.MethodHead {
+		return
+	}
 	_, _ = w.Write(body)
+}
+
+// acceptsGzip reads Accept-Encoding: gzip (or *) with a q above 0.
+func acceptsGzip(v string) bool {
+	for _, part := range strings.Split(v, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		name = strings.ToLower(strings.TrimSpace(name))
+		if name != "gzip" && name != "*" {
+			continue
+		}
+		q := strings.ReplaceAll(strings.ToLower(params), " ", "")
+		if strings.HasPrefix(q, "q=0") && strings.Trim(strings.TrimPrefix(q, "q="), "0.") == "" {
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// noneMatch reports whether If-None-Match names etag (weakly compared, lists and * too).
+func noneMatch(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
 }
 
 var hexColour = regexp.MustCompile(`^#(?:[0-9a-fA-F]{3}){1,2}$`)
@@ -198,15 +234,19 @@ func (s *Server) pageError(w http.ResponseWriter, status int, title, text string
 
 // registerWeb serves the SDK, the hosted page and sign-in on a hosted form.
 func (s *Server) registerWeb() {
-	s.router.Get("/sdk/v1.js", func(w http.ResponseWriter, r *http.Request) { s.serveSDK(w, r, false) })
-	s.router.Get("/sdk/v1.{hash}.js", func(w http.ResponseWriter, r *http.Request) {
+	stable := func(w http.ResponseWriter, r *http.Request) { s.serveSDK(w, r, false) }
+	hashed := func(w http.ResponseWriter, r *http.Request) {
 		if chi.URLParam(r, "hash") != s.sdk.hash {
 			writeProblem(w, http.StatusNotFound, "not_found", "no such SDK version: use /sdk/v1.js")
 			return
 		}
 		s.serveSDK(w, r, true)
-	})
-	s.router.Get("/forms/{formId}", s.servePage)
+	}
+	for _, m := range []string{http.MethodGet, http.MethodHead} {
+		s.router.MethodFunc(m, "/sdk/v1.js", stable)
+		s.router.MethodFunc(m, "/sdk/v1.{hash}.js", hashed)
+		s.router.MethodFunc(m, "/forms/{formId}", s.servePage)
+	}
 
 	o := huma.Operation{OperationID: "form-auth-start", Method: http.MethodPost, Path: "/forms/public/{formId}/auth/start",
 		Summary: "Send a sign-in code for a form that requires sign-in", Tags: []string{"Forms"}, DefaultStatus: http.StatusAccepted, MaxBodyBytes: 1 << 12,
@@ -282,6 +322,17 @@ func (s *Server) publicFormOrg(ctx context.Context, formID string) (string, erro
 	s.proxy.ServeHTTP(bw, req)
 	if bw.status != 0 && bw.status != http.StatusOK {
 		return "", notFound
+	}
+	var f struct {
+		Settings struct {
+			RequireAuth bool `json:"requireAuth"`
+		} `json:"settings"`
+	}
+	if err := json.Unmarshal(bw.body.Bytes(), &f); err != nil {
+		return "", err
+	}
+	if !f.Settings.RequireAuth {
+		return "", newProblem(http.StatusConflict, "signin_not_required", "this form takes submissions without sign-in: no code is sent for it")
 	}
 	return org, nil
 }
