@@ -212,6 +212,43 @@ await step('console', async (page) => {
   return { runId };
 });
 
+// 8. How fast the hosted page renders its form: cold (a new browser context: nothing
+// cached) and warm (the SDK cached), many loads each; median, p90 and worst.
+await step('perf', async () => {
+  async function load(ctx, url) {
+    const page = await ctx.newPage();
+    await page.goto(url || cfg.gateway + '/forms/' + cfg.publicForm);
+    await page.waitForSelector(url ? 'h1' : 'svc-form form');
+    await page.waitForFunction(() => performance.getEntriesByName('first-contentful-paint').length > 0);
+    const t = await page.evaluate(() => ({
+      rendered: (performance.getEntriesByName('svc-form:rendered')[0] || {}).startTime || 0,
+      fcp: (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime || 0,
+    }));
+    await page.close();
+    return t;
+  }
+  function stats(xs) {
+    const v = xs.slice().sort((a, b) => a - b);
+    const q = (p) => Math.round(v[Math.min(v.length - 1, Math.floor(p * v.length))]);
+    return { n: v.length, median: q(0.5), p90: q(0.9), max: Math.round(v[v.length - 1]) };
+  }
+  const cold = [], coldFcp = [], warm = [], warmFcp = [], blankFcp = [];
+  for (let i = 0; i < 10; i++) {
+    const ctx = await browser.newContext();
+    const t = await load(ctx);
+    cold.push(t.rendered); coldFcp.push(t.fcp);
+    await ctx.close();
+    const bctx = await browser.newContext();
+    blankFcp.push((await load(bctx, new URL('/blank', cfg.embed).href)).fcp);
+    await bctx.close();
+  }
+  const ctx = await browser.newContext();
+  await load(ctx);
+  for (let i = 0; i < 20; i++) { const t = await load(ctx); warm.push(t.rendered); warmFcp.push(t.fcp); }
+  await ctx.close();
+  return { coldRender: stats(cold), coldFcp: stats(coldFcp), warmRender: stats(warm), warmFcp: stats(warmFcp), blankPageFcp: stats(blankFcp) };
+});
+
 results.foreign = foreign;
 if (foreign.length) results.failures.push('foreign-requests');
 await browser.close();
