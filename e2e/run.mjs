@@ -212,6 +212,66 @@ await step('console', async (page) => {
   return { runId };
 });
 
+// 7b. The server's own checks come back by field: an address the browser lets through
+// and the service refuses; what was typed stays. A form with redirectUrl goes there.
+await step('serverErrors', async (page) => {
+  await page.goto(cfg.gateway + '/forms/' + cfg.publicForm);
+  await page.getByLabel('Email').fill('ada..lovelace@example.com');
+  await page.getByLabel('Name').fill('Ada');
+  await page.getByRole('button', { name: 'Submit' }).click();
+  const field = page.locator('.svc-field[data-key=email]');
+  await field.locator('.svc-error').filter({ hasText: 'not an email address' }).waitFor();
+  must(await page.getByLabel('Email').getAttribute('aria-invalid') === 'true', 'the field is marked invalid');
+  must(await page.getByLabel('Name').inputValue() === 'Ada', 'what was typed stays');
+  await shot(page, 'server-errors');
+  await page.goto(cfg.gateway + '/forms/' + cfg.redirectForm);
+  await page.getByLabel('Email').fill('ada@example.com');
+  await page.getByRole('button', { name: 'Submit' }).click();
+  await page.waitForURL(/\/thanks$/);
+  must(await page.locator('h1').innerText() === 'Thanks from the site', 'redirected to redirectUrl');
+});
+
+// 7c. Every field type renders as it should; display-only types are shown and never
+// required; values come out typed. <svc-form-button> opens the hosted page.
+await step('allTypes', async (page) => {
+  await page.goto(cfg.embed);
+  const f = page.locator('#types');
+  await f.locator('form').waitFor();
+  const type = (label) => f.getByLabel(label).evaluate((e) => e.tagName.toLowerCase() + (e.type ? ':' + e.type : ''));
+  const want = { Name: 'input:text', Secret: 'input:password', Notes: 'textarea:textarea', Quantity: 'input:number', Price: 'input:number',
+    Level: 'input:range', Email: 'input:email', Day: 'input:date', Colour: 'select:select-one', Tags: 'select:select-multiple' };
+  for (const [label, t] of Object.entries(want)) must(await type(label) === t, label + ' renders as ' + t + ', not ' + await type(label));
+  must(await f.getByRole('group', { name: 'Checks' }).locator('input[type=checkbox]').count() === 2, 'a checklist of two boxes');
+  must(await f.getByText('Read this first.').count() === 1, 'content shows its text');
+  for (const label of ['Upload', 'Signature', 'Grid', 'Customer', 'Total']) {
+    must(await f.locator('.svc-field').filter({ hasText: label }).locator('.svc-display').count() === 1, label + ' is shown display-only');
+  }
+  must(await f.getByText('EUR').count() === 1, 'money shows its unit');
+  await f.getByRole('button', { name: 'Check' }).click();
+  const errs = await f.locator('.svc-error').allInnerTexts();
+  must(errs.filter((e) => e === 'Required.').length === 2, 'only the two required fields are required: ' + errs);
+  await f.getByLabel('Name').fill('Ada');
+  await f.getByLabel('Quantity').fill('11');
+  await f.getByRole('button', { name: 'Check' }).click();
+  await f.getByText('At most 10.').waitFor();
+  await f.getByLabel('Quantity').fill('3');
+  await f.getByLabel('Price').fill('12.50');
+  await f.getByLabel('Colour').selectOption('blue');
+  await f.getByLabel('Tags').selectOption(['a', 'b']);
+  await f.getByLabel('Two').check();
+  await shot(page, 'all-types');
+  await f.getByRole('button', { name: 'Check' }).click();
+  await page.waitForFunction(() => window.__events.some((e) => e.name === 'svc-form:submitted' && e.detail.data && e.detail.data.name === 'Ada'));
+  const data = await page.evaluate(() => window.__events.find((e) => e.name === 'svc-form:submitted' && e.detail.data.name === 'Ada').detail.data);
+  must(data.qty === 3 && data.price === 12.5 && data.color === 'blue' && JSON.stringify(data.tags) === '["a","b"]' && JSON.stringify(data.checks) === '["2"]',
+    'typed values: ' + JSON.stringify(data));
+  must(!('upload' in data) && !('intro' in data), 'display-only types submit nothing');
+  const [popup] = await Promise.all([context.waitForEvent('page'), page.locator('#button').getByRole('button', { name: 'Contact us' }).click()]);
+  await popup.waitForLoadState();
+  must(popup.url().startsWith(cfg.gateway + '/forms/'), 'the button opens the hosted page: ' + popup.url());
+  await popup.close();
+});
+
 // 8. How fast the hosted page renders its form: cold (a new browser context: nothing
 // cached) and warm (the SDK cached), many loads each; median, p90 and worst.
 await step('perf', async () => {
@@ -233,7 +293,8 @@ await step('perf', async () => {
     return { n: v.length, median: q(0.5), p90: q(0.9), max: Math.round(v[v.length - 1]) };
   }
   const cold = [], coldFcp = [], warm = [], warmFcp = [], blankFcp = [];
-  for (let i = 0; i < 10; i++) {
+  const rounds = Number(process.env.SVC_E2E_PERF_ROUNDS || 8);
+  for (let i = 0; i < rounds; i++) {
     const ctx = await browser.newContext();
     const t = await load(ctx);
     cold.push(t.rendered); coldFcp.push(t.fcp);
@@ -244,7 +305,7 @@ await step('perf', async () => {
   }
   const ctx = await browser.newContext();
   await load(ctx);
-  for (let i = 0; i < 20; i++) { const t = await load(ctx); warm.push(t.rendered); warmFcp.push(t.fcp); }
+  for (let i = 0; i < 2 * rounds; i++) { const t = await load(ctx); warm.push(t.rendered); warmFcp.push(t.fcp); }
   await ctx.close();
   return { coldRender: stats(cold), coldFcp: stats(coldFcp), warmRender: stats(warm), warmFcp: stats(warmFcp), blankPageFcp: stats(blankFcp) };
 });

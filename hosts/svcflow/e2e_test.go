@@ -33,9 +33,32 @@ var embedPage = template.Must(template.New("embed").Parse(`<!doctype html>
 <section id="data-attr"><div data-svc-form="{{.PublicForm}}" data-svc-form-public></div></section>
 <section id="pause"><h2>Your answer</h2><svc-form run-id="{{.PauseRun}}" step-id="0"></svc-form></section>
 <aside><svc-task-sidebar poll-seconds="1"></svc-task-sidebar></aside>
+<section id="button"><svc-form-button form-id="{{.PublicForm}}" public>Contact us</svc-form-button></section>
+<section id="types"><svc-form schema='{{.AllTypes}}' submit-text="Check"></svc-form></section>
 {{if .Bad}}<section id="bad"><svc-form schema='{"version": "form_schema_v2", "pages": []}'></svc-form></section>{{end}}
 <script>SvcSDK.init({baseUrl: {{.Gateway}}, publishableKey: {{.PK}}});</script>
 </body></html>`))
+
+// allTypesSchema holds each of the fifteen form_schema_v1 field types.
+const allTypesSchema = `{"version": "form_schema_v1", "title": "Every type", "pages": [{"id": "p1", "title": "One", "fields": [
+ {"key": "name", "type": "text", "label": "Name", "required": true},
+ {"key": "secret", "type": "text", "label": "Secret", "masked": true},
+ {"key": "notes", "type": "multiline", "label": "Notes"},
+ {"key": "qty", "type": "number", "label": "Quantity", "min": 1, "max": 10, "required": true},
+ {"key": "price", "type": "money", "label": "Price", "unit": "EUR"},
+ {"key": "level", "type": "range", "label": "Level", "min": 0, "max": 5, "step": 1},
+ {"key": "email", "type": "email", "label": "Email"},
+ {"key": "day", "type": "date", "label": "Day"},
+ {"key": "color", "type": "select", "label": "Colour", "options": [{"label": "Red", "value": "red"}, {"label": "Blue", "value": "blue"}]},
+ {"key": "tags", "type": "select", "label": "Tags", "multiple": true, "options": [{"label": "A", "value": "a"}, {"label": "B", "value": "b"}]},
+ {"key": "checks", "type": "checklist", "label": "Checks", "options": [{"label": "One", "value": "1"}, {"label": "Two", "value": "2"}]}]},
+ {"id": "p2", "title": "Two", "fields": [
+ {"key": "intro", "type": "content", "label": "Read this first."},
+ {"key": "upload", "type": "file", "label": "Upload"},
+ {"key": "sig", "type": "signature", "label": "Signature"},
+ {"key": "grid", "type": "table", "label": "Grid"},
+ {"key": "lookup", "type": "lookup", "label": "Customer"},
+ {"key": "total", "type": "computed", "label": "Total"}]}]}`
 
 // TestBrowserEndToEnd drives headless Chromium (e2e/run.mjs) against svcflow serve: hosted
 // forms (keyboard only, dark theme, sign-in by mailed code, the per-visitor limit), and a
@@ -97,7 +120,12 @@ func TestBrowserEndToEnd(t *testing.T) {
 	waitStatus(approvalRun, "paused")
 
 	codeRe := regexp.MustCompile(`is (\d{6})`)
-	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	site := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/thanks" {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_, _ = fmt.Fprint(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Thanks</title></head><body><h1>Thanks from the site</h1></body></html>`)
+			return
+		}
 		if r.URL.Path == "/blank" {
 			// A page of text alone: the floor the browser takes to paint anything here.
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -133,9 +161,12 @@ func TestBrowserEndToEnd(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_ = embedPage.Execute(w, map[string]any{"Gateway": gw, "PublicForm": publicForm, "PauseRun": pauseRun, "PK": pk, "Bad": r.URL.Query().Get("bad") != ""})
+		_ = embedPage.Execute(w, map[string]any{"Gateway": gw, "PublicForm": publicForm, "PauseRun": pauseRun, "PK": pk, "Bad": r.URL.Query().Get("bad") != "",
+			"AllTypes": allTypesSchema})
 	}))
+	site.Start()
 	t.Cleanup(site.Close)
+	redirectForm := form("Redirecting", `{"redirectUrl": "`+site.URL+`/thanks"}`, schema)
 	// Completed runs are delivered to the site's receiver: the console lists the deliveries.
 	call("POST", "/webhooks", live, `{"event": "workflow.completed", "url": "`+site.URL+`/hook", "secret": "whsec-e2e-0123456789"}`)
 	// A run the console watches: a slow call, then an approval.
@@ -149,7 +180,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 	}
 	cfg, _ := json.Marshal(map[string]any{"gateway": gw, "embed": site.URL + "/", "codeUrl": site.URL + "/code", "artifacts": artifacts,
 		"publicForm": publicForm, "limitForm": limitForm, "authForm": authForm, "pauseWorkflow": pauseWF, "liveKey": live,
-		"slowWorkflow": slowWF, "mgmt": mgmt})
+		"slowWorkflow": slowWF, "mgmt": mgmt, "redirectForm": redirectForm})
 	cmd := exec.Command("node", filepath.Join(root, "e2e/run.mjs"))
 	cmd.Env = append(os.Environ(), "SVC_E2E_CONFIG="+string(cfg))
 	cmd.Stderr = os.Stderr
