@@ -305,3 +305,22 @@ type Gateway interface {
 	// RunsStartedOn is an organization's runs started on day, as flushed so far.
 	RunsStartedOn(ctx context.Context, orgID, day string) (int64, error)
 }
+
+// Authoring is the storage of the process studio: projects, processes and their bundles,
+// every read and write by organization.
+type Authoring interface {
+	CreateProject(ctx context.Context, p *svctype.Project) error
+	GetProject(ctx context.Context, orgID, id string) (*svctype.Project, error)
+	ListProjects(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Project], error)
+	// CreateProcess inserts p; ErrConflict when its project has a process of that name.
+	CreateProcess(ctx context.Context, p *svctype.Process) error
+	GetProcess(ctx context.Context, orgID, id string) (*svctype.Process, error)
+	ListProcesses(ctx context.Context, orgID, projectID string, opts svctype.ListOptions) (svctype.Page[svctype.Process], error)
+	// SetProcessPublished records a publication on the process.
+	SetProcessPublished(ctx context.Context, orgID, id, bundleID, workflowID string, at time.Time) error
+	// CreateBundle inserts b as its process's next version (b.Version is set).
+	CreateBundle(ctx context.Context, b *svctype.Bundle) error
+	GetBundle(ctx context.Context, orgID, id string) (*svctype.Bundle, error)
+	// PublishBundle marks a draft published; ErrConflict when it was published already.
+	PublishBundle(ctx context.Context, orgID, id, note, workflowID string, at time.Time) error
+}

@@ -84,6 +84,7 @@ type All interface {
 	OrgConfig
 	Documents
 	Gateway
+	Authoring
 }
 
 // In returns q as the feature interface T: q is a Store or a Tx whose store was checked to

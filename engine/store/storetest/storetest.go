@@ -75,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Full, countJobs func(tb t
 		{"Gateway", testGateway},
 		{"GatewayBuckets", testGatewayBuckets},
 		{"GatewayPeople", testGatewayPeople},
+		{"Authoring", testAuthoring},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

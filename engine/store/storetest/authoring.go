@@ -1,0 +1,65 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// testAuthoring: the process studio's projects, processes and bundles, each organization's
+// own; process names unique in a project; bundles numbered per process and published once.
+func testAuthoring(t *testing.T, b *bundle) {
+	at := time.Now().UTC().Truncate(time.Second)
+	require.NoError(t, b.s.CreateProject(b.ctx, &svctype.Project{ID: "prj_1", OrgID: "o1", Name: "Finance", Description: "close"}))
+	p, err := b.s.GetProject(b.ctx, "o1", "prj_1")
+	require.NoError(t, err)
+	require.Equal(t, "Finance", p.Name)
+	_, err = b.s.GetProject(b.ctx, "o2", "prj_1")
+	require.ErrorIs(t, err, storage.ErrNotFound, "another organization's project")
+	projects, err := b.s.ListProjects(b.ctx, "o1", svctype.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, projects.Items, 1)
+
+	proc := &svctype.Process{ID: "prc_1", OrgID: "o1", ProjectID: "prj_1", Name: "Bank rec", AuthoringMode: "process_first"}
+	require.NoError(t, b.s.CreateProcess(b.ctx, proc))
+	require.ErrorIs(t, b.s.CreateProcess(b.ctx, &svctype.Process{ID: "prc_2", OrgID: "o1", ProjectID: "prj_1", Name: "Bank rec"}), storage.ErrConflict)
+	require.NoError(t, b.s.CreateProcess(b.ctx, &svctype.Process{ID: "prc_3", OrgID: "o2", ProjectID: "prj_x", Name: "Bank rec"}))
+	_, err = b.s.GetProcess(b.ctx, "o2", "prc_1")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	list, err := b.s.ListProcesses(b.ctx, "o1", "prj_1", svctype.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1)
+
+	b1 := &svctype.Bundle{ID: "bnd_1", OrgID: "o1", ProcessID: "prc_1", Status: svctype.BundleDraft, DSL: []byte(`{"a":1}`)}
+	require.NoError(t, b.s.CreateBundle(b.ctx, b1))
+	b2 := &svctype.Bundle{ID: "bnd_2", OrgID: "o1", ProcessID: "prc_1", Status: svctype.BundleDraft, DSL: []byte(`{"a":2}`)}
+	require.NoError(t, b.s.CreateBundle(b.ctx, b2))
+	require.Equal(t, 1, b1.Version)
+	require.Equal(t, 2, b2.Version)
+	other := &svctype.Bundle{ID: "bnd_3", OrgID: "o2", ProcessID: "prc_3", Status: svctype.BundleDraft, DSL: []byte(`{}`)}
+	require.NoError(t, b.s.CreateBundle(b.ctx, other))
+	require.Equal(t, 1, other.Version, "each process its own versions")
+
+	require.ErrorIs(t, b.s.PublishBundle(b.ctx, "o2", "bnd_2", "x", "wfl-x", at), storage.ErrConflict, "another organization's bundle is never published")
+	require.NoError(t, b.s.PublishBundle(b.ctx, "o1", "bnd_2", "first release", "wfl-1", at))
+	require.ErrorIs(t, b.s.PublishBundle(b.ctx, "o1", "bnd_2", "again", "wfl-1", at), storage.ErrConflict, "published once")
+	got, err := b.s.GetBundle(b.ctx, "o1", "bnd_2")
+	require.NoError(t, err)
+	require.Equal(t, svctype.BundlePublished, got.Status)
+	require.Equal(t, "first release", got.PublishNote)
+	require.JSONEq(t, `{"a":2}`, string(got.DSL))
+	_, err = b.s.GetBundle(b.ctx, "o2", "bnd_2")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	require.ErrorIs(t, b.s.SetProcessPublished(b.ctx, "o2", "prc_1", "bnd_2", "wfl-1", at), storage.ErrNotFound)
+	require.NoError(t, b.s.SetProcessPublished(b.ctx, "o1", "prc_1", "bnd_2", "wfl-1", at))
+	gp, err := b.s.GetProcess(b.ctx, "o1", "prc_1")
+	require.NoError(t, err)
+	require.Equal(t, "bnd_2", gp.PublishedBundleID)
+	require.Equal(t, "wfl-1", gp.WorkflowID)
+	require.NotNil(t, gp.PublishedAt)
+}
