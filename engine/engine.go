@@ -14,6 +14,7 @@ import (
 	"github.com/svcflow/svcflow/engine/actions"
 	"github.com/svcflow/svcflow/engine/actions/outbound"
 	"github.com/svcflow/svcflow/engine/agents"
+	"github.com/svcflow/svcflow/engine/authoring"
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/docs"
 	"github.com/svcflow/svcflow/engine/documents"
@@ -94,6 +95,7 @@ type Engine struct {
 	*extforms.Forms
 	*hitl.HITL
 	*agents.Agents
+	*authoring.Authoring
 
 	store Store
 }
@@ -129,6 +131,7 @@ func New(cfg Config) (*Engine, error) {
 	e.Documents = docs.New(c, cfg.Store, cfg.Blobs)
 	e.Forms = extforms.New(c, cfg.Store)
 	e.Agents = agents.New(c, cfg.Store, model)
+	e.Authoring = authoring.New(c, e.Actions, cfg.Store)
 	for _, f := range []feature{e.OrgConfig, e.Actions, e.Connections, e.Webhooks, e.HITL, e.Documents, e.Agents} {
 		f.Register(c)
 	}

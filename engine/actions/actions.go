@@ -8,6 +8,7 @@ package actions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -337,6 +338,44 @@ func (e *Actions) CreateAction(ctx context.Context, orgID string, in svctype.Act
 	}
 	e.cache.forget(orgID, a.Name)
 	return a, nil
+}
+
+// CheckAction validates an action registration as CreateAction does, without storing it.
+func (e *Actions) CheckAction(in svctype.Action) (*svctype.Action, error) { return e.checkAction(in) }
+
+// PutActionTx registers a (checked) action inside the caller's transaction: a new one is
+// created; an existing one of the same name is kept when it is the same registration and
+// is core.ErrConflict otherwise (another workflow may use it as it is).
+func (e *Actions) PutActionTx(ctx context.Context, tx storage.Actions, orgID string, a *svctype.Action) (created bool, err error) {
+	cur, err := tx.GetAction(ctx, orgID, a.Name)
+	switch {
+	case err == nil:
+		if !sameAction(cur, a) {
+			return false, fmt.Errorf("%w: action %q exists with another configuration", core.ErrConflict, a.Name)
+		}
+		return false, nil
+	case !errors.Is(err, core.ErrNotFound):
+		return false, err
+	}
+	now := e.core.Now().UTC()
+	b := *a
+	b.OrgID, b.CreatedAt, b.UpdatedAt = orgID, now, now
+	if err := tx.CreateAction(ctx, &b); err != nil {
+		return false, err
+	}
+	e.cache.forget(orgID, a.Name)
+	return true, nil
+}
+
+// sameAction reports whether two registrations configure the same thing.
+func sameAction(a, b *svctype.Action) bool {
+	x, y := *a, *b
+	x.OrgID, y.OrgID = "", ""
+	x.CreatedAt, y.CreatedAt = time.Time{}, time.Time{}
+	x.UpdatedAt, y.UpdatedAt = time.Time{}, time.Time{}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
 }
 
 // GetAction returns a registered action as stored (not from the cache).

@@ -93,7 +93,7 @@ type checked struct {
 
 // checkWorkflow validates a create/update body. Pointers are relative to the body
 // ({name, definition}), so a step's missing properties is /definition/actions/2/properties.
-func (e *Core) checkWorkflow(ctx context.Context, orgID string, in WorkflowInput) (*checked, error) {
+func (e *Core) checkWorkflow(ctx context.Context, orgID string, in WorkflowInput, known func(string) bool) (*checked, error) {
 	var problems []Problem
 	if strings.TrimSpace(in.Name) == "" {
 		problems = append(problems, Problem{Pointer: "/name", Message: "required: a non-empty name"})
@@ -119,6 +119,9 @@ func (e *Core) checkWorkflow(ctx context.Context, orgID string, in WorkflowInput
 		return nil, &ValidationError{Problems: problems}
 	}
 	c := &checked{def: def, registered: func(name string) bool {
+		if known != nil && known(name) {
+			return true
+		}
 		for _, src := range e.sources() {
 			if src.Defines(ctx, orgID, name) {
 				return true

@@ -13,7 +13,7 @@ func (e *Core) CreateWorkflow(ctx context.Context, orgID string, in WorkflowInpu
 	if err := CheckOrg(orgID); err != nil {
 		return nil, err
 	}
-	c, err := e.checkWorkflow(ctx, orgID, in)
+	c, err := e.checkWorkflow(ctx, orgID, in, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (e *Core) UpdateWorkflow(ctx context.Context, orgID, id string, in Workflow
 	if err := CheckOrg(orgID); err != nil {
 		return nil, err
 	}
-	c, err := e.checkWorkflow(ctx, orgID, in)
+	c, err := e.checkWorkflow(ctx, orgID, in, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +66,51 @@ func (e *Core) UpdateWorkflow(ctx context.Context, orgID, id string, in Workflow
 	}
 	e.Notify()
 	return w, nil
+}
+
+// CheckWorkflowWith validates in as CreateWorkflow does, counting as defined the step types
+// known says are (the actions a bundle registers with it): a *ValidationError naming each
+// problem, or the warnings CreateWorkflow would store ("<pointer>: <message>", such as a
+// step type nothing defines).
+func (e *Core) CheckWorkflowWith(ctx context.Context, orgID string, in WorkflowInput, known func(string) bool) ([]string, error) {
+	if err := CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	c, err := e.checkWorkflow(ctx, orgID, in, known)
+	if err != nil {
+		return nil, err
+	}
+	return c.warnings, nil
+}
+
+// PutWorkflowTx stores in, checked with known, inside the caller's transaction: a new
+// workflow when id is "", else a new version of id. The caller commits, then calls Notify.
+func (e *Core) PutWorkflowTx(ctx context.Context, tx storage.Tx, orgID, id string, in WorkflowInput, known func(string) bool) (*svctype.Workflow, error) {
+	if err := CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	c, err := e.checkWorkflow(ctx, orgID, in, known)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now().UTC()
+	w := &svctype.Workflow{ID: id, OrgID: orgID, Name: in.Name, Version: 1, Definition: compact(in.Definition), Warnings: c.warnings,
+		CreatedAt: now, UpdatedAt: now}
+	if id == "" {
+		w.ID = "wfl-" + uuid.NewString()
+		err = tx.CreateWorkflow(ctx, w)
+	} else {
+		cur, gerr := tx.GetWorkflow(ctx, orgID, id)
+		if gerr != nil {
+			return nil, gerr
+		}
+		w.Version, w.CreatedAt = cur.Version+1, cur.CreatedAt
+		err = tx.UpdateWorkflow(ctx, w)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return w, e.scheduleTx(ctx, tx, w, c.def)
 }
 
 // GetWorkflow returns the current version of a workflow.

@@ -41,6 +41,8 @@ import (
 type Store interface {
 	storage.Runs
 	storage.ExternalForms
+	// GetProcess reads the process studio's processes (trigger_process_id).
+	GetProcess(ctx context.Context, orgID, id string) (*svctype.Process, error)
 }
 
 // Errors of submissions.
@@ -175,8 +177,13 @@ func checkExternalForm(ctx context.Context, q Store, orgID string, in ExternalFo
 		const both = "set at most one trigger: trigger_workflow_id or trigger_process_id"
 		ps = append(ps, core.Problem{Pointer: "/trigger_workflow_id", Message: both}, core.Problem{Pointer: "/trigger_process_id", Message: both})
 	case in.TriggerProcessID != "":
-		// No process can exist in this build: the id names nothing, as an unknown workflow would.
-		ps = append(ps, core.Problem{Pointer: "/trigger_process_id", Message: "no published process has this id (processes are not part of this build)"})
+		p, err := q.GetProcess(ctx, orgID, in.TriggerProcessID)
+		switch {
+		case errors.Is(err, core.ErrNotFound) || (err == nil && p.WorkflowID == ""):
+			ps = append(ps, core.Problem{Pointer: "/trigger_process_id", Message: "no published process has this id in the organization"})
+		case err != nil:
+			return nil, err
+		}
 	case in.TriggerWorkflowID != "":
 		if _, err := q.GetWorkflow(ctx, orgID, in.TriggerWorkflowID); errors.Is(err, core.ErrNotFound) {
 			ps = append(ps, core.Problem{Pointer: "/trigger_workflow_id", Message: "no workflow with this id in the organization"})
@@ -502,8 +509,20 @@ func (e *Forms) SubmitPublicForm(ctx context.Context, formID string, sub PublicS
 		}
 		s = &svctype.FormSubmission{ID: "sub_" + uuid.NewString(), OrgID: orgID, FormID: f.ID,
 			Payload: payload, SubmittedBy: by, SubmittedAt: now}
-		if f.TriggerWorkflowID != "" {
-			r, j, err := e.core.StartTx(ctx, tx, orgID, f.TriggerWorkflowID, payload, core.ExecuteOptions{})
+		workflowID := f.TriggerWorkflowID
+		if f.TriggerProcessID != "" {
+			// The process's published workflow, as of this submission.
+			p, err := storage.In[storage.Authoring](tx).GetProcess(ctx, orgID, f.TriggerProcessID)
+			if errors.Is(err, core.ErrNotFound) || (err == nil && p.WorkflowID == "") {
+				return ErrFormTriggerMissing
+			}
+			if err != nil {
+				return err
+			}
+			workflowID = p.WorkflowID
+		}
+		if workflowID != "" {
+			r, j, err := e.core.StartTx(ctx, tx, orgID, workflowID, payload, core.ExecuteOptions{})
 			if errors.Is(err, core.ErrNotFound) {
 				return ErrFormTriggerMissing
 			}

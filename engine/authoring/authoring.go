@@ -1,0 +1,482 @@
+// Package authoring is the process studio: projects group processes; a process's versions
+// are bundles composed from a workflow DSL (the definition, the actions it registers, the
+// custom tables it creates); publishing a bundle registers and creates what it needs and
+// puts the workflow in one transaction, and a published process executes.
+//
+// It plugs into the run core like every feature: its own store interface
+// (storage.Authoring), the core's seams for checking and writing a workflow inside a
+// transaction (core.CheckWorkflowWith, core.PutWorkflowTx), and the actions feature's
+// (actions.CheckAction, actions.PutActionTx).
+package authoring
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/svcflow/svcflow/engine/actions"
+	"github.com/svcflow/svcflow/engine/core"
+	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/engine/tables"
+)
+
+// Authoring is the studio feature.
+type Authoring struct {
+	core    *core.Core
+	actions *actions.Actions
+	store   storage.Full
+}
+
+// New builds the feature on the core and the actions feature.
+func New(c *core.Core, a *actions.Actions, st storage.Full) *Authoring {
+	return &Authoring{core: c, actions: a, store: st}
+}
+
+// AuthoringModes are the ways a process is authored.
+var AuthoringModes = []string{"process_first", "workflow_first"}
+
+// Limits of what the studio takes.
+const (
+	MaxNameLen        = 200
+	MaxDescriptionLen = 4000
+	MaxDSLBytes       = 1 << 20
+)
+
+// ErrAlreadyPublished: a bundle is published once.
+var ErrAlreadyPublished = fmt.Errorf("%w: the bundle was published already (compose a new one)", core.ErrConflict)
+
+// ErrNotPublished: a process runs only once a bundle of it is published.
+var ErrNotPublished = fmt.Errorf("%w: the process has no published bundle: publish one first", core.ErrConflict)
+
+func invalid(ps ...core.Problem) error { return &core.ValidationError{Problems: ps} }
+
+func checkText(pointer, v string, required bool, max int) []core.Problem {
+	switch {
+	case required && strings.TrimSpace(v) == "":
+		return []core.Problem{{Pointer: pointer, Message: "required"}}
+	case len(v) > max:
+		return []core.Problem{{Pointer: pointer, Message: fmt.Sprintf("at most %d characters", max)}}
+	}
+	return nil
+}
+
+// CreateProject creates a project.
+func (a *Authoring) CreateProject(ctx context.Context, orgID, name, description string) (*svctype.Project, error) {
+	if err := core.CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	if ps := append(checkText("/name", name, true, MaxNameLen), checkText("/description", description, false, MaxDescriptionLen)...); len(ps) > 0 {
+		return nil, invalid(ps...)
+	}
+	p := &svctype.Project{ID: "prj_" + uuid.NewString(), OrgID: orgID, Name: strings.TrimSpace(name), Description: description, CreatedAt: a.core.Now().UTC()}
+	return p, a.store.CreateProject(ctx, p)
+}
+
+// CreateProcess creates a process in a project of the organization.
+func (a *Authoring) CreateProcess(ctx context.Context, orgID string, in svctype.Process) (*svctype.Process, error) {
+	if err := core.CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	ps := append(checkText("/name", in.Name, true, MaxNameLen), checkText("/description", in.Description, false, MaxDescriptionLen)...)
+	if in.AuthoringMode == "" {
+		in.AuthoringMode = "process_first"
+	}
+	if !contains(AuthoringModes, in.AuthoringMode) {
+		ps = append(ps, core.Problem{Pointer: "/authoring_mode", Message: "one of " + strings.Join(AuthoringModes, ", ")})
+	}
+	if in.ProjectID == "" {
+		ps = append(ps, core.Problem{Pointer: "/project_id", Message: "required"})
+	} else if _, err := a.store.GetProject(ctx, orgID, in.ProjectID); errors.Is(err, core.ErrNotFound) {
+		ps = append(ps, core.Problem{Pointer: "/project_id", Message: "no such project"})
+	} else if err != nil {
+		return nil, err
+	}
+	if len(ps) > 0 {
+		return nil, invalid(ps...)
+	}
+	now := a.core.Now().UTC()
+	p := &svctype.Process{ID: "prc_" + uuid.NewString(), OrgID: orgID, ProjectID: in.ProjectID, Name: strings.TrimSpace(in.Name),
+		Description: in.Description, AuthoringMode: in.AuthoringMode, CreatedAt: now, UpdatedAt: now}
+	if err := a.store.CreateProcess(ctx, p); err != nil {
+		if errors.Is(err, core.ErrConflict) {
+			return nil, fmt.Errorf("%w: the project has a process named %q", core.ErrConflict, p.Name)
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// GetProcess returns a process.
+func (a *Authoring) GetProcess(ctx context.Context, orgID, id string) (*svctype.Process, error) {
+	if err := core.CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	return a.store.GetProcess(ctx, orgID, id)
+}
+
+// GetBundle returns a bundle.
+func (a *Authoring) GetBundle(ctx context.Context, orgID, id string) (*svctype.Bundle, error) {
+	if err := core.CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	return a.store.GetBundle(ctx, orgID, id)
+}
+
+// DSL is a workflow bundle as the studio and drafting write it.
+type DSL struct {
+	Definition          json.RawMessage  `json:"svc_workflow_definition"`
+	ActionsToRegister   []svctype.Action `json:"actions_to_register"`
+	CustomTables        []TableSpec      `json:"custom_tables_to_create"`
+	WorkflowDescription string           `json:"workflow_description"`
+}
+
+// TableSpec is a custom table a bundle creates.
+type TableSpec struct {
+	Name   string            `json:"name"`
+	Fields map[string]string `json:"fields"`
+}
+
+// Compose is a compose request.
+type Compose struct {
+	DeploymentShape string
+	Summary         string
+	DSL             json.RawMessage
+}
+
+// checkedDSL is a DSL that validated, with its actions as checked.
+type checkedDSL struct {
+	dsl     DSL
+	actions []*svctype.Action
+}
+
+// CheckDSL validates a DSL for orgID with the checks of POST /workflows, POST /actions and
+// POST /custom-tables, plus cross-checks: every step type is a primitive, a registered
+// action or one the bundle registers; every table a custom-table step names is created by
+// the bundle or exists. Problems are located under at (a JSON pointer).
+func (a *Authoring) CheckDSL(ctx context.Context, orgID, name string, raw json.RawMessage, at string) (*checkedDSL, error) {
+	if len(raw) > MaxDSLBytes {
+		return nil, invalid(core.Problem{Pointer: at, Message: fmt.Sprintf("at most %d bytes", MaxDSLBytes)})
+	}
+	var d DSL
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return nil, invalid(core.Problem{Pointer: at, Message: "not a DSL document: " + err.Error()})
+	}
+	var ps []core.Problem
+	c := &checkedDSL{dsl: d}
+	names := map[string]bool{}
+	for i, in := range d.ActionsToRegister {
+		p := fmt.Sprintf("%s/actions_to_register/%d", at, i)
+		if names[in.Name] {
+			ps = append(ps, core.Problem{Pointer: p + "/action_name", Message: fmt.Sprintf("%q is listed twice", in.Name)})
+			continue
+		}
+		names[in.Name] = true
+		act, err := a.actions.CheckAction(in)
+		var ve *core.ValidationError
+		if errors.As(err, &ve) {
+			for _, q := range ve.Problems {
+				ps = append(ps, core.Problem{Pointer: p + q.Pointer, Message: q.Message})
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.actions = append(c.actions, act)
+	}
+	tablesListed := map[string]bool{}
+	for i, t := range d.CustomTables {
+		p := fmt.Sprintf("%s/custom_tables_to_create/%d", at, i)
+		if tablesListed[t.Name] {
+			ps = append(ps, core.Problem{Pointer: p + "/name", Message: fmt.Sprintf("%q is listed twice", t.Name)})
+		}
+		tablesListed[t.Name] = true
+		for _, q := range tables.Check(t.Name, t.Fields) {
+			ps = append(ps, core.Problem{Pointer: p + q.Pointer, Message: q.Message})
+		}
+	}
+	if len(d.Definition) == 0 {
+		ps = append(ps, core.Problem{Pointer: at + "/svc_workflow_definition", Message: "required: the workflow definition"})
+	} else {
+		warnings, err := a.core.CheckWorkflowWith(ctx, orgID, core.WorkflowInput{Name: name, Definition: d.Definition}, func(n string) bool { return names[n] })
+		// What POST /workflows only warns about (a step type nothing defines) a bundle may not
+		// have: it would fail at that step on its first run.
+		for _, w := range warnings {
+			ptr, msg, _ := strings.Cut(w, ": ")
+			ps = append(ps, core.Problem{Pointer: at + "/svc_workflow_definition" + strings.TrimPrefix(ptr, "/definition"), Message: msg})
+		}
+		var ve *core.ValidationError
+		if errors.As(err, &ve) {
+			for _, q := range ve.Problems {
+				ps = append(ps, core.Problem{Pointer: at + "/svc_workflow_definition" + strings.TrimPrefix(q.Pointer, "/definition"), Message: q.Message})
+			}
+		} else if err != nil {
+			return nil, err
+		}
+		// Every table a custom-table step names is created here or exists.
+		for _, t := range stepTables(d.Definition) {
+			if tablesListed[t] {
+				continue
+			}
+			if _, err := a.store.GetTable(ctx, orgID, t); errors.Is(err, core.ErrNotFound) {
+				ps = append(ps, core.Problem{Pointer: at + "/custom_tables_to_create",
+					Message: fmt.Sprintf("a custom-table step writes %q: list it here (or create it first)", t)})
+			} else if err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(ps) > 0 {
+		return nil, invalid(ps...)
+	}
+	return c, nil
+}
+
+// stepTables lists the tables the custom-table steps of a definition name (nested steps
+// too), sorted, once each.
+func stepTables(def json.RawMessage) []string {
+	var doc any
+	if json.Unmarshal(def, &doc) != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if x["type"] == "custom-table" {
+				if p, ok := x["properties"].(map[string]any); ok {
+					if t, ok := p["table"].(string); ok && t != "" && !strings.Contains(t, "{{") {
+						seen[t] = true
+					}
+				}
+			}
+			for _, el := range x {
+				walk(el)
+			}
+		case []any:
+			for _, el := range x {
+				walk(el)
+			}
+		}
+	}
+	walk(doc)
+	out := make([]string, 0, len(seen))
+	for t := range seen {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Compose validates a DSL and stores it as the process's next bundle, a draft.
+func (a *Authoring) Compose(ctx context.Context, orgID, processID string, in Compose) (*svctype.Bundle, error) {
+	if err := core.CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	p, err := a.store.GetProcess(ctx, orgID, processID)
+	if err != nil {
+		return nil, err
+	}
+	ps := append(checkText("/deployment_shape", in.DeploymentShape, false, MaxNameLen), checkText("/summary", in.Summary, false, MaxDescriptionLen)...)
+	if len(ps) > 0 {
+		return nil, invalid(ps...)
+	}
+	if len(in.DSL) == 0 {
+		return nil, invalid(core.Problem{Pointer: "/dsl", Message: "required"})
+	}
+	if _, err := a.CheckDSL(ctx, orgID, p.Name, in.DSL, "/dsl"); err != nil {
+		return nil, err
+	}
+	b := &svctype.Bundle{ID: "bnd_" + uuid.NewString(), OrgID: orgID, ProcessID: p.ID, Status: svctype.BundleDraft,
+		DeploymentShape: in.DeploymentShape, Summary: in.Summary, DSL: compactJSON(in.DSL), CreatedAt: a.core.Now().UTC()}
+	for attempt := 0; ; attempt++ {
+		err := a.store.CreateBundle(ctx, b)
+		if err == nil || !errors.Is(err, core.ErrConflict) || attempt == 3 {
+			return b, err
+		}
+	}
+}
+
+// Published is the answer to a publication.
+type Published struct {
+	Bundle        *svctype.Bundle   `json:"bundle"`
+	Process       *svctype.Process  `json:"process"`
+	Workflow      *svctype.Workflow `json:"workflow"`
+	Actions       []string          `json:"actions_registered"`
+	ActionsKept   []string          `json:"actions_kept"`
+	TablesCreated []string          `json:"tables_created"`
+	TablesKept    []string          `json:"tables_kept"`
+	ExecutePath   string            `json:"execute_path"`
+}
+
+// Publish registers the bundle's actions, creates its tables, creates or updates the
+// process's workflow and marks the bundle published, in one transaction: on any failure
+// nothing is written. An existing table with the same columns is kept; one that differs
+// is a conflict naming the column; likewise an existing action that differs.
+func (a *Authoring) Publish(ctx context.Context, orgID, bundleID, note string) (*Published, error) {
+	if err := core.CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	if len(note) > MaxDescriptionLen {
+		return nil, invalid(core.Problem{Pointer: "/publish_note", Message: fmt.Sprintf("at most %d characters", MaxDescriptionLen)})
+	}
+	b, err := a.store.GetBundle(ctx, orgID, bundleID)
+	if err != nil {
+		return nil, err
+	}
+	if b.Status == svctype.BundlePublished {
+		return nil, ErrAlreadyPublished
+	}
+	p, err := a.store.GetProcess(ctx, orgID, b.ProcessID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := a.CheckDSL(ctx, orgID, p.Name, b.DSL, "/dsl")
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for _, act := range c.actions {
+		names[act.Name] = true
+	}
+	out := &Published{Process: p, Actions: []string{}, ActionsKept: []string{}, TablesCreated: []string{}, TablesKept: []string{}}
+	now := a.core.Now().UTC()
+	err = a.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+		for _, act := range c.actions {
+			created, err := a.actions.PutActionTx(ctx, storage.In[storage.Actions](tx), orgID, act)
+			if err != nil {
+				return err
+			}
+			if created {
+				out.Actions = append(out.Actions, act.Name)
+			} else {
+				out.ActionsKept = append(out.ActionsKept, act.Name)
+			}
+		}
+		for _, t := range c.dsl.CustomTables {
+			cur, err := tx.GetTable(ctx, orgID, t.Name)
+			switch {
+			case err == nil:
+				if col, ok := sameColumns(cur.Fields, t.Fields); !ok {
+					return fmt.Errorf("%w: table %q exists with column %q of another type or missing", core.ErrConflict, t.Name, col)
+				}
+				out.TablesKept = append(out.TablesKept, t.Name)
+				continue
+			case !errors.Is(err, core.ErrNotFound):
+				return err
+			}
+			if _, err := tables.Create(ctx, tx, orgID, t.Name, t.Fields, now); err != nil {
+				return err
+			}
+			out.TablesCreated = append(out.TablesCreated, t.Name)
+		}
+		w, err := a.core.PutWorkflowTx(ctx, tx, orgID, p.WorkflowID, core.WorkflowInput{Name: p.Name, Definition: c.dsl.Definition},
+			func(n string) bool { return names[n] })
+		if err != nil {
+			return err
+		}
+		out.Workflow = w
+		if err := storage.In[storage.Authoring](tx).PublishBundle(ctx, orgID, b.ID, note, w.ID, now); err != nil {
+			if errors.Is(err, core.ErrConflict) {
+				return ErrAlreadyPublished
+			}
+			return err
+		}
+		if err := storage.In[storage.Authoring](tx).SetProcessPublished(ctx, orgID, p.ID, b.ID, w.ID, now); err != nil {
+			return err
+		}
+		ev, err := a.core.OrgEvent(orgID, "workflow_creation_status", map[string]any{
+			"process_id": p.ID, "status": "published", "workflow_id": w.ID, "workflow_name": w.Name})
+		if err != nil {
+			return err
+		}
+		return a.core.Emit(ctx, tx, []svctype.Event{ev}, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.core.Notify()
+	if out.Bundle, err = a.store.GetBundle(ctx, orgID, b.ID); err != nil {
+		return nil, err
+	}
+	if out.Process, err = a.store.GetProcess(ctx, orgID, p.ID); err != nil {
+		return nil, err
+	}
+	out.ExecutePath = "/process-studio/processes/" + p.ID + "/execute"
+	return out, nil
+}
+
+// sameColumns reports whether an existing table's columns are those wanted, or the first
+// column that differs.
+func sameColumns(have, want map[string]string) (string, bool) {
+	keys := make([]string, 0, len(have)+len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	for k := range have {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if have[k] != want[k] {
+			return k, false
+		}
+	}
+	return "", true
+}
+
+// ExecuteProcess runs a process's published workflow.
+func (a *Authoring) ExecuteProcess(ctx context.Context, orgID, processID string, input json.RawMessage) (*svctype.Run, error) {
+	p, err := a.GetProcess(ctx, orgID, processID)
+	if err != nil {
+		return nil, err
+	}
+	if p.PublishedBundleID == "" || p.WorkflowID == "" {
+		return nil, ErrNotPublished
+	}
+	return a.core.Execute(ctx, orgID, p.WorkflowID, input, core.ExecuteOptions{})
+}
+
+// PublishedWorkflow is the workflow a published process runs (ErrNotPublished when none):
+// what an external form with trigger_process_id starts.
+func (a *Authoring) PublishedWorkflow(ctx context.Context, orgID, processID string) (string, error) {
+	p, err := a.GetProcess(ctx, orgID, processID)
+	if err != nil {
+		return "", err
+	}
+	if p.WorkflowID == "" {
+		return "", ErrNotPublished
+	}
+	return p.WorkflowID, nil
+}
+
+func compactJSON(b json.RawMessage) json.RawMessage {
+	var out strings.Builder
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return b
+	}
+	enc, _ := json.Marshal(v)
+	out.Write(enc)
+	return json.RawMessage(out.String())
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,19 @@
+package engine
+
+import "github.com/svcflow/svcflow/engine/authoring"
+
+// The process studio (engine/authoring).
+type (
+	// Compose is a compose request of a process's next bundle.
+	Compose = authoring.Compose
+	// PublishResult is what a publication did.
+	PublishResult = authoring.Published
+	// DSL is a workflow bundle document.
+	DSL = authoring.DSL
+)
+
+// Process studio errors.
+var (
+	ErrBundlePublished     = authoring.ErrAlreadyPublished
+	ErrProcessNotPublished = authoring.ErrNotPublished
+)
