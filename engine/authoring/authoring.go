@@ -78,6 +78,14 @@ func (a *Authoring) CreateProject(ctx context.Context, orgID, name, description 
 	return p, a.store.CreateProject(ctx, p)
 }
 
+// ListProjects pages the organization's projects, newest first.
+func (a *Authoring) ListProjects(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Project], error) {
+	if err := core.CheckOrg(orgID); err != nil {
+		return svctype.Page[svctype.Project]{}, err
+	}
+	return a.store.ListProjects(ctx, orgID, opts)
+}
+
 // CreateProcess creates a process in a project of the organization.
 func (a *Authoring) CreateProcess(ctx context.Context, orgID string, in svctype.Process) (*svctype.Process, error) {
 	if err := core.CheckOrg(orgID); err != nil {

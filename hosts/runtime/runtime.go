@@ -102,6 +102,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerFeatures()
 	s.registerExternalForms()
 	s.registerAgents()
+	s.registerStudio()
 	return s
 }
 

@@ -131,6 +131,20 @@ var tenancyCalls = map[string]tenancyCall{
 	"get-pending-approval": {scope: byID},
 	"list-approvals":       {scope: listing},
 	"get-approval":         {scope: byID},
+
+	"create-project": {scope: creation, body: func(tenancyFixture) any { return map[string]any{"name": "a-studio"} }},
+	"list-projects":  {scope: listing},
+	"create-process": {scope: creation, body: func(fx tenancyFixture) any {
+		return map[string]any{"project_id": fx.projectB, "name": "a-process"}
+	}},
+	"get-process":     {scope: byID},
+	"compose-bundle":  {scope: byID, body: func(tenancyFixture) any { return map[string]any{"dsl": json.RawMessage(studioDSL)} }},
+	"get-bundle":      {scope: byID},
+	"publish-bundle":  {scope: byID, body: func(tenancyFixture) any { return map[string]any{"publish_note": "org B publishes"} }},
+	"execute-process": {scope: byID, body: func(tenancyFixture) any { return map[string]any{"input": map[string]any{}} }},
+	"create-workflow-from-ai": {scope: creation, status: http.StatusGone, body: func(tenancyFixture) any {
+		return map[string]any{"prompt": "org B's process"}
+	}},
 	"decide-approval": {scope: byID, body: func(tenancyFixture) any {
 		return map[string]any{"approved": true, "comment": "org B approves"}
 	}},
@@ -213,9 +227,15 @@ type tenancyFixture struct {
 	agentRun string
 	// approval is A's pending approval.
 	approval string
+	// process is A's studio process (bundle one published, bundle a draft after it);
+	// projectB is B's project.
+	process, bundle, projectB string
 }
 
 const agentObjective = "a-private-objective-5e19"
+
+// studioDSL is a bundle of one approval step.
+const studioDSL = `{"svc_workflow_definition": {"actions": [{"type": "PbotApproval", "properties": {"approver_role": "ops"}}]}}`
 
 const (
 	webhookURL    = "https://93.184.215.14/a-hooks-7f3e"
@@ -256,6 +276,10 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.agentRun, true
 	case "approvalId":
 		return fx.approval, true
+	case "processId":
+		return fx.process, true
+	case "bundleId":
+		return fx.bundle, true
 	}
 	return "", false
 }
@@ -288,6 +312,27 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 	pending := ok[struct{ Items []svctype.Approval }](t, b.do(t, http.MethodGet, "/approvals?status=pending", orgA, nil), http.StatusOK)
 	require.Len(t, pending.Items, 1)
 	fx.approval = pending.Items[0].ID
+	// The process studio: a project of each organization; A's process has a published
+	// bundle and a draft after it.
+	var projectA struct{ ID string }
+	for _, o := range []string{orgA, orgB} {
+		p := ok[struct{ ID string }](t, b.do(t, http.MethodPost, "/process-studio/projects", o, map[string]any{"name": o + "-studio"}), http.StatusCreated)
+		if o == orgA {
+			projectA = p
+		} else {
+			fx.projectB = p.ID
+		}
+	}
+	proc := ok[struct{ ID string }](t, b.do(t, http.MethodPost, "/process-studio/processes", orgA, map[string]any{"project_id": projectA.ID, "name": "a-process"}), http.StatusCreated)
+	fx.process = proc.ID
+	for i := range 2 {
+		bnd := ok[struct{ ID string }](t, b.do(t, http.MethodPost, "/process-studio/processes/"+proc.ID+"/compose-from-workflow-dsl", orgA,
+			map[string]any{"dsl": json.RawMessage(studioDSL)}), http.StatusCreated)
+		fx.bundle = bnd.ID
+		if i == 0 {
+			ok[map[string]any](t, b.do(t, http.MethodPost, "/process-studio/bundles/"+bnd.ID+"/publish", orgA, map[string]any{}), http.StatusOK)
+		}
+	}
 	fx.running = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada L."})
 	fx.document = b.uploadDocument(t, orgA, filePart("a-ledger.csv", "text/csv", "email\nada@example.com\n"), field("tags", "a-secret"))
 	for _, name := range []string{fx.action, "a-lookup"} {

@@ -1,0 +1,222 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// ProjectBody is the body of POST /process-studio/projects.
+type ProjectBody struct {
+	Name        string `json:"name" doc:"1-200 characters."`
+	Description string `json:"description,omitempty" doc:"At most 4,000 characters."`
+}
+
+// ProcessBody is the body of POST /process-studio/processes.
+type ProcessBody struct {
+	ProjectID     string `json:"project_id" doc:"The project the process belongs to."`
+	Name          string `json:"name" doc:"1-200 characters, unique in the project; also the name of the workflow it publishes."`
+	Description   string `json:"description,omitempty"`
+	AuthoringMode string `json:"authoring_mode,omitempty" enum:"process_first,workflow_first" doc:"Default process_first."`
+}
+
+// ComposeBody is the body of POST /process-studio/processes/{processId}/compose-from-workflow-dsl.
+type ComposeBody struct {
+	DeploymentShape string          `json:"deployment_shape,omitempty" doc:"How the bundle deploys (single_workflow, ...): kept with it."`
+	Summary         string          `json:"summary,omitempty" doc:"What changed, in words."`
+	DSL             json.RawMessage `json:"dsl" doc:"{svc_workflow_definition, actions_to_register[], custom_tables_to_create[], workflow_description}: the definition as POST /workflows takes it, action registrations as POST /actions, tables as POST /custom-tables."`
+}
+
+// PublishBody is the body of POST /process-studio/bundles/{bundleId}/publish.
+type PublishBody struct {
+	PublishNote string `json:"publish_note,omitempty" maxLength:"4000"`
+}
+
+// PublishAnswer is what a publication did.
+type PublishAnswer struct {
+	Bundle          *svctype.Bundle  `json:"bundle"`
+	Process         *svctype.Process `json:"process"`
+	WorkflowID      string           `json:"workflow_id"`
+	WorkflowName    string           `json:"workflow_name"`
+	WorkflowVersion int              `json:"workflow_version"`
+	Actions         []string         `json:"actions_registered"`
+	ActionsKept     []string         `json:"actions_kept"`
+	TablesCreated   []string         `json:"tables_created"`
+	TablesKept      []string         `json:"tables_kept"`
+	ExecutePath     string           `json:"execute_path" doc:"POST it with {input} to run the published version."`
+}
+
+// ProcessPath names a process.
+type ProcessPath struct {
+	OrgParam
+	ProcessID string `path:"processId" maxLength:"100"`
+}
+
+var studioNotFound = failure{notFound: "project, process or bundle not found"}
+
+// studioFail answers the studio's own conflicts with their codes and words.
+func (s *Server) studioFail(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, engine.ErrBundlePublished):
+		return newProblem(http.StatusConflict, "bundle_published", "the bundle was published already: compose a new one to publish a change")
+	case errors.Is(err, engine.ErrProcessNotPublished):
+		return newProblem(http.StatusConflict, "process_not_published", "the process has no published bundle: publish one first")
+	case errors.Is(err, engine.ErrConflict):
+		// A name taken, or a table or action that exists otherwise: the engine's words name it.
+		_, detail, _ := strings.Cut(err.Error(), ": ")
+		return newProblem(http.StatusConflict, codeConflict, orDefault(detail, "conflict"))
+	}
+	return s.fail(ctx, err, studioNotFound)
+}
+
+func (s *Server) registerStudio() {
+	tags := []string{"Process studio"}
+	o := op("create-project", http.MethodPost, "/process-studio/projects", "Create a project", tags...)
+	o.DefaultStatus = http.StatusCreated
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		Body ProjectBody
+	}) (*struct{ Body *svctype.Project }, error) {
+		p, err := s.eng.CreateProject(ctx, in.OrgID, in.Body.Name, in.Body.Description)
+		if err != nil {
+			return nil, s.studioFail(ctx, err)
+		}
+		return &struct{ Body *svctype.Project }{Body: p}, nil
+	})
+
+	o = op("list-projects", http.MethodGet, "/process-studio/projects", "The organization's projects, newest first", tags...)
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		Paging
+	}) (*struct{ Body List[svctype.Project] }, error) {
+		page, err := s.eng.ListProjects(ctx, in.OrgID, in.options())
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{in: "query"})
+		}
+		return &struct{ Body List[svctype.Project] }{Body: listOf(page, same[svctype.Project])}, nil
+	})
+
+	o = op("create-process", http.MethodPost, "/process-studio/processes", "Create a process in a project", tags...)
+	o.DefaultStatus = http.StatusCreated
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusConflict}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		Body ProcessBody
+	}) (*struct{ Body *svctype.Process }, error) {
+		p, err := s.eng.CreateProcess(ctx, in.OrgID, svctype.Process{ProjectID: in.Body.ProjectID, Name: in.Body.Name,
+			Description: in.Body.Description, AuthoringMode: in.Body.AuthoringMode})
+		if err != nil {
+			return nil, s.studioFail(ctx, err)
+		}
+		return &struct{ Body *svctype.Process }{Body: p}, nil
+	})
+
+	o = op("get-process", http.MethodGet, "/process-studio/processes/{processId}", "A process", tags...)
+	o.Description = "With published_bundle_id and workflow_id once a bundle is published."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *ProcessPath) (*struct{ Body *svctype.Process }, error) {
+		p, err := s.eng.GetProcess(ctx, in.OrgID, in.ProcessID)
+		if err != nil {
+			return nil, s.studioFail(ctx, err)
+		}
+		return &struct{ Body *svctype.Process }{Body: p}, nil
+	})
+
+	o = op("compose-bundle", http.MethodPost, "/process-studio/processes/{processId}/compose-from-workflow-dsl", "Compose the process's next bundle from a workflow DSL", tags...)
+	o.DefaultStatus = http.StatusCreated
+	o.MaxBodyBytes = 2 << 20
+	o.Description = "Checks the DSL as POST /workflows, POST /actions and POST /custom-tables would, and more: every step type " +
+		"is a primitive, a registered action or one the bundle registers (what POST /workflows only warns about is refused " +
+		"here); every table a custom-table step names is created by the bundle or exists. 422 names each problem under " +
+		"/dsl; nothing is written. The bundle is the process's next version, a draft until published."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		ProcessPath
+		Body ComposeBody
+	}) (*struct{ Body *svctype.Bundle }, error) {
+		b, err := s.eng.Compose(ctx, in.OrgID, in.ProcessID, engine.Compose{DeploymentShape: in.Body.DeploymentShape,
+			Summary: in.Body.Summary, DSL: in.Body.DSL})
+		if err != nil {
+			return nil, s.studioFail(ctx, err)
+		}
+		return &struct{ Body *svctype.Bundle }{Body: b}, nil
+	})
+
+	o = op("get-bundle", http.MethodGet, "/process-studio/bundles/{bundleId}", "A bundle", tags...)
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		BundleID string `path:"bundleId" maxLength:"100"`
+	}) (*struct{ Body *svctype.Bundle }, error) {
+		b, err := s.eng.GetBundle(ctx, in.OrgID, in.BundleID)
+		if err != nil {
+			return nil, s.studioFail(ctx, err)
+		}
+		return &struct{ Body *svctype.Bundle }{Body: b}, nil
+	})
+
+	o = op("publish-bundle", http.MethodPost, "/process-studio/bundles/{bundleId}/publish", "Publish a bundle", tags...)
+	o.Description = "In one transaction: registers the bundle's actions (an existing action of the same name is kept when " +
+		"it is the same registration, else 409), creates its tables (an existing table with the same columns is kept, " +
+		"one that differs is 409 naming the column), creates the process's workflow or a new version of it, and marks the " +
+		"bundle published; on any failure nothing is written. Emits workflow_creation_status. A bundle is published once " +
+		"(409 bundle_published). The answer names the process's execute path."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		BundleID string `path:"bundleId" maxLength:"100"`
+		Body     *PublishBody
+	}) (*struct{ Body PublishAnswer }, error) {
+		note := ""
+		if in.Body != nil {
+			note = in.Body.PublishNote
+		}
+		res, err := s.eng.Publish(ctx, in.OrgID, in.BundleID, note)
+		if err != nil {
+			return nil, s.studioFail(ctx, err)
+		}
+		return &struct{ Body PublishAnswer }{Body: PublishAnswer{Bundle: res.Bundle, Process: res.Process, WorkflowID: res.Workflow.ID,
+			WorkflowName: res.Workflow.Name, WorkflowVersion: res.Workflow.Version, Actions: res.Actions, ActionsKept: res.ActionsKept,
+			TablesCreated: res.TablesCreated, TablesKept: res.TablesKept, ExecutePath: res.ExecutePath}}, nil
+	})
+
+	o = op("execute-process", http.MethodPost, "/process-studio/processes/{processId}/execute", "Run the process's published version", tags...)
+	o.DefaultStatus = http.StatusAccepted
+	o.Description = "As POST /workflows/{id}/execute on the workflow the process published: 202 {id, status: running}. " +
+		"409 process_not_published before a bundle is published."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		ProcessPath
+		Body *ExecuteBody
+	}) (*struct{ Body ExecuteAnswer }, error) {
+		input := json.RawMessage(`{}`)
+		if in.Body != nil && len(in.Body.Input) > 0 {
+			input = json.RawMessage(in.Body.Input)
+		}
+		run, err := s.eng.ExecuteProcess(ctx, in.OrgID, in.ProcessID, input)
+		if err != nil {
+			return nil, s.studioFail(ctx, err)
+		}
+		return &struct{ Body ExecuteAnswer }{Body: ExecuteAnswer{ID: run.ID, Status: run.Status}}, nil
+	})
+
+	o = op("create-workflow-from-ai", http.MethodPost, "/workflows/create-from-ai", "Legacy: create a workflow from a prompt", tags...)
+	o.Description = "Legacy, gone: answers 410 create_from_ai_gone pointing to POST /ai/generate-workflow (draft a bundle " +
+		"from a prompt) and the process studio (compose, publish, execute)."
+	o.Errors = []int{http.StatusGone}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+	}) (*struct{}, error) {
+		return nil, newProblem(http.StatusGone, "create_from_ai_gone",
+			"POST /workflows/create-from-ai is retired: draft with POST /ai/generate-workflow, then compose and publish in the process studio (/process-studio/...)")
+	})
+}
