@@ -10,10 +10,13 @@ type (
 	PublishResult = authoring.Published
 	// DSL is a workflow bundle document.
 	DSL = authoring.DSL
+	// LLMOptions are a drafting request's model options.
+	LLMOptions = authoring.LLMOptions
 )
 
 // Process studio errors.
 var (
 	ErrBundlePublished     = authoring.ErrAlreadyPublished
 	ErrProcessNotPublished = authoring.ErrNotPublished
+	ErrNoDraftingModelKey  = authoring.ErrNoModelKey
 )

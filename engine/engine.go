@@ -131,8 +131,8 @@ func New(cfg Config) (*Engine, error) {
 	e.Documents = docs.New(c, cfg.Store, cfg.Blobs)
 	e.Forms = extforms.New(c, cfg.Store)
 	e.Agents = agents.New(c, cfg.Store, model)
-	e.Authoring = authoring.New(c, e.Actions, cfg.Store)
-	for _, f := range []feature{e.OrgConfig, e.Actions, e.Connections, e.Webhooks, e.HITL, e.Documents, e.Agents} {
+	e.Authoring = authoring.New(c, e.Actions, cfg.Store).WithModel(model)
+	for _, f := range []feature{e.OrgConfig, e.Actions, e.Connections, e.Webhooks, e.HITL, e.Documents, e.Agents, e.Authoring} {
 		f.Register(c)
 	}
 	return e, nil

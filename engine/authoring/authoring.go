@@ -31,6 +31,7 @@ type Authoring struct {
 	core    *core.Core
 	actions *actions.Actions
 	store   storage.Full
+	model   ModelFunc
 }
 
 // New builds the feature on the core and the actions feature.

@@ -323,4 +323,9 @@ type Authoring interface {
 	GetBundle(ctx context.Context, orgID, id string) (*svctype.Bundle, error)
 	// PublishBundle marks a draft published; ErrConflict when it was published already.
 	PublishBundle(ctx context.Context, orgID, id, note, workflowID string, at time.Time) error
+	CreateGeneration(ctx context.Context, g *svctype.Generation) error
+	GetGeneration(ctx context.Context, orgID, id string) (*svctype.Generation, error)
+	// FinishGeneration writes a generation's outcome, once: ErrConflict when it is no
+	// longer processing.
+	FinishGeneration(ctx context.Context, g *svctype.Generation) error
 }

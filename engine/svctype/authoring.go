@@ -52,3 +52,25 @@ type Bundle struct {
 	WorkflowID      string          `json:"workflow_id,omitempty"`
 	CreatedAt       time.Time       `json:"created_at"`
 }
+
+// Generation statuses.
+const (
+	GenerationProcessing = "processing"
+	GenerationCompleted  = "completed"
+	GenerationFailed     = "failed"
+)
+
+// Generation is a workflow bundle drafted from a prompt by the organization's model.
+type Generation struct {
+	ID          string          `json:"generation_id"`
+	OrgID       string          `json:"-"`
+	Prompt      string          `json:"prompt"`
+	Model       string          `json:"model,omitempty"`
+	Temperature *float64        `json:"temperature,omitempty"`
+	Status      string          `json:"status"`
+	Attempts    int             `json:"attempts"`
+	Bundle      json.RawMessage `json:"bundle,omitempty"`
+	Errors      []string        `json:"errors,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+}

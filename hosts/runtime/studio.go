@@ -6,10 +6,12 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/authoring"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -53,6 +55,64 @@ type PublishAnswer struct {
 	ExecutePath     string           `json:"execute_path" doc:"POST it with {input} to run the published version."`
 }
 
+// LLMOptionsBody are a drafting request's model options.
+type LLMOptionsBody struct {
+	Model       string   `json:"model,omitempty" maxLength:"200" doc:"The provider's model name (default gpt-4o-mini)."`
+	Temperature *float64 `json:"temperature,omitempty" minimum:"0" maximum:"2"`
+}
+
+func (o LLMOptionsBody) options() engine.LLMOptions {
+	return engine.LLMOptions{Model: o.Model, Temperature: o.Temperature}
+}
+
+// GenerateBody is the body of POST /ai/generate-workflow.
+type GenerateBody struct {
+	Prompt     string         `json:"prompt" doc:"The process, in words; at most 20,000 characters."`
+	LLMOptions LLMOptionsBody `json:"llmOptions,omitempty"`
+}
+
+// GenerateAnswer is the answer of POST /ai/generate-workflow.
+type GenerateAnswer struct {
+	GenerationID string `json:"generation_id"`
+	Status       string `json:"status" enum:"processing,completed,failed"`
+	Message      string `json:"message"`
+}
+
+// GenerationStatus is a generation's status.
+type GenerationStatus struct {
+	GenerationID string    `json:"generation_id"`
+	Status       string    `json:"status" enum:"processing,completed,failed"`
+	Attempts     int       `json:"attempts" doc:"Model calls made: 1 or 2."`
+	Errors       []string  `json:"errors,omitempty" doc:"Why it failed: the validator's problems of the last attempt."`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// GenerationPath names a generation.
+type GenerationPath struct {
+	OrgParam
+	GenerationID string `path:"generationId" maxLength:"100"`
+}
+
+// FromPromptBody is the body of POST /process-studio/processes/create-from-prompt.
+type FromPromptBody struct {
+	ProjectID   string         `json:"project_id"`
+	Name        string         `json:"name,omitempty" doc:"The process's name (default: the drafted workflow name)."`
+	Description string         `json:"description,omitempty"`
+	Prompt      string         `json:"prompt"`
+	LLMOptions  LLMOptionsBody `json:"llmOptions,omitempty"`
+	Publish     *bool          `json:"publish,omitempty" doc:"Publish the bundle (default true); false stops at the draft bundle."`
+}
+
+// FromPromptAnswer is what create-from-prompt made.
+type FromPromptAnswer struct {
+	Process     *svctype.Process `json:"process"`
+	Bundle      *svctype.Bundle  `json:"bundle"`
+	Attempts    int              `json:"attempts"`
+	Published   bool             `json:"published"`
+	WorkflowID  string           `json:"workflow_id,omitempty"`
+	ExecutePath string           `json:"execute_path,omitempty"`
+}
+
 // ProcessPath names a process.
 type ProcessPath struct {
 	OrgParam
@@ -63,7 +123,17 @@ var studioNotFound = failure{notFound: "project, process or bundle not found"}
 
 // studioFail answers the studio's own conflicts with their codes and words.
 func (s *Server) studioFail(ctx context.Context, err error) error {
+	var df *authoring.ErrDraftFailed
 	switch {
+	case errors.As(err, &df):
+		details := make([]*ProblemDetail, 0, len(df.Problems))
+		for _, p := range df.Problems {
+			ptr, msg, _ := strings.Cut(p, ": ")
+			details = append(details, &ProblemDetail{Location: "model.bundle", Pointer: ptr, Message: msg})
+		}
+		return newProblem(http.StatusUnprocessableEntity, "generation_failed", "the model's bundle did not validate, twice: nothing was created", details...)
+	case errors.Is(err, engine.ErrNoDraftingModelKey):
+		return newProblem(http.StatusConflict, "model_not_configured", "the organization has no model key: set org config "+engine.LLMAPIKey+" (POST /org-config)")
 	case errors.Is(err, engine.ErrBundlePublished):
 		return newProblem(http.StatusConflict, "bundle_published", "the bundle was published already: compose a new one to publish a change")
 	case errors.Is(err, engine.ErrProcessNotPublished):
@@ -207,6 +277,71 @@ func (s *Server) registerStudio() {
 			return nil, s.studioFail(ctx, err)
 		}
 		return &struct{ Body ExecuteAnswer }{Body: ExecuteAnswer{ID: run.ID, Status: run.Status}}, nil
+	})
+
+	o = op("generate-workflow", http.MethodPost, "/ai/generate-workflow", "Draft a workflow bundle from a prompt", "Workflow drafting")
+	o.DefaultStatus = http.StatusAccepted
+	o.Description = "Answers at once {generation_id, status: processing, message}; a worker asks the organization's model " +
+		"(org config " + engine.LLMAPIKey + ", " + engine.LLMBaseURL + ") for a bundle (workflow definition, actions to register, custom tables to " +
+		"create, external dependency notes), validates it as compose does plus: every orgconfig: key it uses is named in the " +
+		"notes; on failure asks once more with the errors, then fails with them. llm_generation_status on each change."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		Body GenerateBody
+	}) (*struct{ Body GenerateAnswer }, error) {
+		g, err := s.eng.Generate(ctx, in.OrgID, in.Body.Prompt, in.Body.LLMOptions.options())
+		if err != nil {
+			return nil, s.studioFail(ctx, err)
+		}
+		return &struct{ Body GenerateAnswer }{Body: GenerateAnswer{GenerationID: g.ID, Status: g.Status,
+			Message: "drafting: poll GET /ai/generate-workflow/" + g.ID + "/status"}}, nil
+	})
+
+	o = op("get-generation-status", http.MethodGet, "/ai/generate-workflow/{generationId}/status", "A generation's status", "Workflow drafting")
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *GenerationPath) (*struct{ Body GenerationStatus }, error) {
+		g, err := s.eng.GetGeneration(ctx, in.OrgID, in.GenerationID)
+		if err != nil {
+			return nil, s.studioFail(ctx, err)
+		}
+		return &struct{ Body GenerationStatus }{Body: GenerationStatus{GenerationID: g.ID, Status: g.Status, Attempts: g.Attempts,
+			Errors: g.Errors, UpdatedAt: g.UpdatedAt}}, nil
+	})
+
+	o = op("get-generation", http.MethodGet, "/ai/generate-workflow/{generationId}", "A generation and its bundle", "Workflow drafting")
+	o.Description = "The bundle once completed: {workflow_name, svc_workflow_definition, actions_to_register, custom_tables_to_create, " +
+		"workflow_description, external_dependency_notes}, ready for compose-from-workflow-dsl (as dsl)."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	huma.Register(s.api, o, func(ctx context.Context, in *GenerationPath) (*struct{ Body *svctype.Generation }, error) {
+		g, err := s.eng.GetGeneration(ctx, in.OrgID, in.GenerationID)
+		if err != nil {
+			return nil, s.studioFail(ctx, err)
+		}
+		return &struct{ Body *svctype.Generation }{Body: g}, nil
+	})
+
+	o = op("create-process-from-prompt", http.MethodPost, "/process-studio/processes/create-from-prompt", "Draft, compose and publish a process in one call", tags...)
+	o.DefaultStatus = http.StatusCreated
+	o.Description = "Drafts a bundle from the prompt (as /ai/generate-workflow, waiting for it), creates the process (named name, or " +
+		"as drafted), composes the bundle and publishes it unless publish is false. A draft that fails validation twice is 422 " +
+		"generation_failed with the problems, and nothing is created."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusConflict}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgParam
+		Body FromPromptBody
+	}) (*struct{ Body FromPromptAnswer }, error) {
+		publish := in.Body.Publish == nil || *in.Body.Publish
+		res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, authoring.FromPrompt{ProjectID: in.Body.ProjectID, Name: in.Body.Name,
+			Description: in.Body.Description, Prompt: in.Body.Prompt, LLM: in.Body.LLMOptions.options(), Publish: publish})
+		if err != nil {
+			return nil, s.studioFail(ctx, err)
+		}
+		out := FromPromptAnswer{Process: res.Process, Bundle: res.Bundle, Attempts: res.Attempts, Published: res.Published != nil}
+		if res.Published != nil {
+			out.ExecutePath, out.WorkflowID = res.Published.ExecutePath, res.Published.Workflow.ID
+		}
+		return &struct{ Body FromPromptAnswer }{Body: out}, nil
 	})
 
 	o = op("create-workflow-from-ai", http.MethodPost, "/workflows/create-from-ai", "Legacy: create a workflow from a prompt", tags...)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine"
 )
 
 // The bundle of an onboarding process: an action that upserts the customer into a table
@@ -90,4 +92,45 @@ func TestProcessStudioRoutes(t *testing.T) {
 	// The legacy route is gone, with a pointer.
 	gone := problem(t, b.do(t, http.MethodPost, "/workflows/create-from-ai", orgA, map[string]any{"prompt": "x"}), http.StatusGone, "create_from_ai_gone")
 	require.Contains(t, gone.Detail, "/ai/generate-workflow")
+}
+
+// TestDraftingRoutes: a generation answers at once and is followed to its end (here
+// failed: the organization has no model key); bad input is refused with codes.
+func TestDraftingRoutes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	g := ok[struct {
+		ID      string `json:"generation_id"`
+		Status  string
+		Message string
+	}](t, b.do(t, http.MethodPost, "/ai/generate-workflow", orgA, map[string]any{"prompt": "reconcile the bank statement",
+		"llmOptions": map[string]any{"model": "gpt-4o-mini", "temperature": 0.2}}), http.StatusAccepted)
+	require.Equal(t, "processing", g.Status)
+	require.Contains(t, g.Message, g.ID)
+	st := ok[struct{ Status string }](t, b.do(t, http.MethodGet, "/ai/generate-workflow/"+g.ID+"/status", orgA, nil), http.StatusOK)
+	require.Equal(t, "processing", st.Status)
+	b.work(t)
+	done := ok[struct {
+		Status   string
+		Attempts int
+		Errors   []string
+	}](t, b.do(t, http.MethodGet, "/ai/generate-workflow/"+g.ID+"/status", orgA, nil), http.StatusOK)
+	require.Equal(t, "failed", done.Status)
+	require.Contains(t, done.Errors[0], engine.LLMAPIKey)
+	full := ok[map[string]any](t, b.do(t, http.MethodGet, "/ai/generate-workflow/"+g.ID, orgA, nil), http.StatusOK)
+	require.Equal(t, "reconcile the bank statement", full["prompt"])
+	problem(t, b.do(t, http.MethodGet, "/ai/generate-workflow/"+g.ID, orgB, nil), http.StatusNotFound, "not_found")
+
+	long := make([]byte, 20_001)
+	for i := range long {
+		long[i] = 'x'
+	}
+	problem(t, b.do(t, http.MethodPost, "/ai/generate-workflow", orgA, map[string]any{"prompt": string(long)}), http.StatusUnprocessableEntity, "validation_failed")
+	problem(t, b.do(t, http.MethodPost, "/ai/generate-workflow", orgA, map[string]any{"prompt": "x", "llmOptions": map[string]any{"temperature": 5}}),
+		http.StatusUnprocessableEntity, "validation_failed")
+	prj := ok[struct{ ID string }](t, b.do(t, http.MethodPost, "/process-studio/projects", orgA, map[string]any{"name": "Drafts"}), http.StatusCreated)
+	problem(t, b.do(t, http.MethodPost, "/process-studio/processes/create-from-prompt", orgA, map[string]any{"project_id": prj.ID, "prompt": "x"}),
+		http.StatusConflict, "model_not_configured")
+	problem(t, b.do(t, http.MethodPost, "/process-studio/processes/create-from-prompt", orgA, map[string]any{"project_id": "prj_nope", "prompt": "x"}),
+		http.StatusUnprocessableEntity, "validation_failed")
 }

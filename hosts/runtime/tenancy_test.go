@@ -142,6 +142,15 @@ var tenancyCalls = map[string]tenancyCall{
 	"get-bundle":      {scope: byID},
 	"publish-bundle":  {scope: byID, body: func(tenancyFixture) any { return map[string]any{"publish_note": "org B publishes"} }},
 	"execute-process": {scope: byID, body: func(tenancyFixture) any { return map[string]any{"input": map[string]any{}} }},
+	"generate-workflow": {scope: creation, status: http.StatusAccepted, body: func(tenancyFixture) any {
+		return map[string]any{"prompt": "org B's process"}
+	}},
+	"get-generation-status": {scope: byID},
+	"get-generation":        {scope: byID},
+	// B has no model key: B's own configuration answers, whatever A has.
+	"create-process-from-prompt": {scope: creation, status: http.StatusConflict, body: func(fx tenancyFixture) any {
+		return map[string]any{"project_id": fx.projectB, "prompt": "org B's process"}
+	}},
 	"create-workflow-from-ai": {scope: creation, status: http.StatusGone, body: func(tenancyFixture) any {
 		return map[string]any{"prompt": "org B's process"}
 	}},
@@ -230,6 +239,8 @@ type tenancyFixture struct {
 	// process is A's studio process (bundle one published, bundle a draft after it);
 	// projectB is B's project.
 	process, bundle, projectB string
+	// generation is A's workflow drafting request.
+	generation string
 }
 
 const agentObjective = "a-private-objective-5e19"
@@ -280,6 +291,8 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.process, true
 	case "bundleId":
 		return fx.bundle, true
+	case "generationId":
+		return fx.generation, true
 	}
 	return "", false
 }
@@ -333,6 +346,9 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 			ok[map[string]any](t, b.do(t, http.MethodPost, "/process-studio/bundles/"+bnd.ID+"/publish", orgA, map[string]any{}), http.StatusOK)
 		}
 	}
+	fx.generation = ok[struct {
+		ID string `json:"generation_id"`
+	}](t, b.do(t, http.MethodPost, "/ai/generate-workflow", orgA, map[string]any{"prompt": "a-private-process"}), http.StatusAccepted).ID
 	fx.running = b.execute(t, orgA, fx.workflow.ID, map[string]any{"email": "ada@example.com", "name": "Ada L."})
 	fx.document = b.uploadDocument(t, orgA, filePart("a-ledger.csv", "text/csv", "email\nada@example.com\n"), field("tags", "a-secret"))
 	for _, name := range []string{fx.action, "a-lookup"} {

@@ -62,4 +62,22 @@ func testAuthoring(t *testing.T, b *bundle) {
 	require.Equal(t, "bnd_2", gp.PublishedBundleID)
 	require.Equal(t, "wfl-1", gp.WorkflowID)
 	require.NotNil(t, gp.PublishedAt)
+
+	// Generations: created processing, finished once, each organization's own.
+	temp := 0.2
+	g := &svctype.Generation{ID: "gen_1", OrgID: "o1", Prompt: "reconcile", Model: "m", Temperature: &temp, Status: svctype.GenerationProcessing}
+	require.NoError(t, b.s.CreateGeneration(b.ctx, g))
+	_, err = b.s.GetGeneration(b.ctx, "o2", "gen_1")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, b.s.FinishGeneration(b.ctx, &svctype.Generation{ID: "gen_1", OrgID: "o2", Status: svctype.GenerationFailed}), storage.ErrConflict)
+	require.NoError(t, b.s.FinishGeneration(b.ctx, &svctype.Generation{ID: "gen_1", OrgID: "o1", Status: svctype.GenerationFailed, Attempts: 2,
+		Errors: []string{"/a: wrong"}}))
+	require.ErrorIs(t, b.s.FinishGeneration(b.ctx, &svctype.Generation{ID: "gen_1", OrgID: "o1", Status: svctype.GenerationCompleted}), storage.ErrConflict,
+		"finished once")
+	gg, err := b.s.GetGeneration(b.ctx, "o1", "gen_1")
+	require.NoError(t, err)
+	require.Equal(t, svctype.GenerationFailed, gg.Status)
+	require.Equal(t, []string{"/a: wrong"}, gg.Errors)
+	require.Equal(t, 0.2, *gg.Temperature)
+	require.Equal(t, "reconcile", gg.Prompt)
 }
