@@ -237,7 +237,7 @@ func (a *Authoring) CheckDSL(ctx context.Context, orgID, name string, raw json.R
 			}
 			if _, err := a.store.GetTable(ctx, orgID, t); errors.Is(err, core.ErrNotFound) {
 				ps = append(ps, core.Problem{Pointer: at + "/custom_tables_to_create",
-					Message: fmt.Sprintf("a custom-table step writes %q: list it here (or create it first)", t)})
+					Message: fmt.Sprintf("a step writes table %q: list it here (or create it first)", t)})
 			} else if err != nil {
 				return nil, err
 			}
@@ -249,8 +249,8 @@ func (a *Authoring) CheckDSL(ctx context.Context, orgID, name string, raw json.R
 	return c, nil
 }
 
-// stepTables lists the tables the custom-table steps of a definition name (nested steps
-// too), sorted, once each.
+// stepTables lists the tables the steps of a definition write (nested steps too), sorted,
+// once each.
 func stepTables(def json.RawMessage) []string {
 	var doc any
 	if json.Unmarshal(def, &doc) != nil {
@@ -261,11 +261,12 @@ func stepTables(def json.RawMessage) []string {
 	walk = func(v any) {
 		switch x := v.(type) {
 		case map[string]any:
-			if x["type"] == "custom-table" {
-				if p, ok := x["properties"].(map[string]any); ok {
-					if t, ok := p["table"].(string); ok && t != "" && !strings.Contains(t, "{{") {
-						seen[t] = true
-					}
+			// The tables a step writes: a custom-table step's table, an nway_match step's
+			// exception table.
+			field := map[any]string{"custom-table": "table", "nway_match": "exceptionTable"}[x["type"]]
+			if p, ok := x["properties"].(map[string]any); ok && field != "" {
+				if t, ok := p[field].(string); ok && t != "" && !strings.Contains(t, "{{") {
+					seen[t] = true
 				}
 			}
 			for _, el := range x {

@@ -26,8 +26,9 @@ type worked struct {
 	steps   []string // the step types of the drafted workflow, in order
 	tables  []string
 	actions []string
-	input   string // a run's input once published
-	status  string // the run's status after working it
+	input   string         // a run's input once published
+	status  string         // the run's status after working it
+	rows    map[string]int // rows each table holds after the run
 }
 
 var library = map[string]worked{
@@ -57,7 +58,39 @@ var library = map[string]worked{
 		  "workflow_description": "Writes exceptions",
 		  "external_dependency_notes": []}` + "\n```",
 		steps: []string{"custom-table"}, tables: []string{"payment_exceptions"},
-		input: `{"ref": "INV-7"}`, status: "completed",
+		input: `{"ref": "INV-7"}`, status: "completed", rows: map[string]int{"payment_exceptions": 1},
+	},
+	"reconciliation": {
+		prompt: "Reconcile the bank statement against the ERP export by invoice, keep the differences in an exceptions table and have finance approve.",
+		reply: `{"workflow_name": "Bank reconciliation",
+		  "svc_workflow_definition": {"actions": [
+		    {"type": "nway_match", "properties": {"sets": [{"key": "bank", "records": "@input.bank"}, {"key": "erp", "records": "@input.erp"}],
+		      "matchOn": ["invoice"], "tolerances": {"amount": {"type": "currency", "value": 0.01}}, "exceptionTable": "rec_exceptions"}},
+		    {"type": "PbotApproval", "properties": {"approver_role": "finance", "comment": "Review the exceptions"}}]},
+		  "actions_to_register": [],
+		  "custom_tables_to_create": [{"name": "rec_exceptions", "fields": {"run_id": "text", "match_key": "text", "classification": "text",
+		    "missing_legs": "text", "discrepancy_fields": "text", "details": "text", "status": "text", "provenance": "text"}}],
+		  "workflow_description": "Matches bank lines to ERP invoices; exceptions wait for finance",
+		  "external_dependency_notes": ["The bank and ERP records come in the run's input"]}`,
+		steps: []string{"nway_match", "PbotApproval"}, tables: []string{"rec_exceptions"},
+		input: `{"bank": [{"invoice": "A1", "amount": 10, "date": "2026-11-01"}],
+		  "erp": [{"invoice": "A1", "amount": 10, "date": "2026-11-01"}, {"invoice": "B2", "amount": 5, "date": "2026-11-02"}]}`,
+		status: "paused", rows: map[string]int{"rec_exceptions": 1},
+	},
+	"triage": {
+		prompt: "Triage each support ticket with an agent that decides its urgency, then log the ticket with it.",
+		reply: `{"workflow_name": "Ticket triage",
+		  "svc_workflow_definition": {"actions": [
+		    {"type": "loop", "properties": {"mode": "react", "objective": "Decide the urgency (low, high) of the ticket: {{input.subject}}",
+		      "tools": [], "max_iterations": 3, "result_key": "verdict"}},
+		    {"type": "custom-table", "properties": {"table": "ticket_log", "operation": "write", "keys": ["subject"], "values": ["{{input.subject}}"],
+		      "fields": {"urgency": "{{verdict.answer}}"}}}]},
+		  "actions_to_register": [],
+		  "custom_tables_to_create": [{"name": "ticket_log", "fields": {"subject": "text", "urgency": "text"}}],
+		  "workflow_description": "An agent decides a ticket's urgency; the ticket is logged with it",
+		  "external_dependency_notes": []}`,
+		steps: []string{"loop", "custom-table"}, tables: []string{"ticket_log"},
+		input: `{"subject": "Payments are down"}`, status: "completed", rows: map[string]int{"ticket_log": 1},
 	},
 }
 
@@ -78,6 +111,11 @@ const badBundle = `{"workflow_name": "Bad", "svc_workflow_definition": {"actions
 func (s *scripted) Chat(_ context.Context, req agent.Request) (*agent.Response, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(req.Tools) > 0 {
+		// An agent of a drafted workflow (the triage one): it completes at once.
+		return &agent.Response{Message: agent.Message{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "c1", Name: "__complete__",
+			Arguments: json.RawMessage(`{"answer": "high", "confidence": 0.9}`)}}}, FinishReason: agent.FinishToolCalls}, nil
+	}
 	prompt := req.Messages[1].Content
 	s.calls[prompt]++
 	s.last = req.Messages
@@ -180,6 +218,11 @@ func TestDraftedBundlesRunEndToEnd(t *testing.T) {
 				doc2, err := b.Eng.RunStatus(b.Ctx, "o1", run.ID)
 				require.NoError(t, err)
 				require.Equal(t, w.status, string(doc2.Status), name)
+				for table, n := range w.rows {
+					rows, err := b.Eng.ReadRows(b.Ctx, "o1", table, nil, 100)
+					require.NoError(t, err)
+					require.Len(t, rows, n, "%s: rows of %s", name, table)
+				}
 			}
 			evs, err := b.St.ListRunEvents(b.Ctx, "o1", "", svctype.ListOptions{Limit: 200})
 			require.NoError(t, err)
@@ -234,4 +277,37 @@ func TestDraftingRetriesOnceWithTheErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, svctype.GenerationFailed, g2.Status)
 	require.Contains(t, g2.Errors[0], engine.LLMAPIKey)
+}
+
+// TestCreateFromPrompt: one call drafts, creates the process, composes and publishes (or
+// stops at the draft bundle); a draft that fails twice creates nothing.
+func TestCreateFromPrompt(t *testing.T) {
+	t.Parallel()
+	b, _ := draftingSetup(t, "sqlite")
+	prj, err := b.Eng.CreateProject(b.Ctx, "o1", "One shot", "")
+	require.NoError(t, err)
+	res, err := b.Eng.CreateFromPrompt(b.Ctx, "o1", authoring.FromPrompt{ProjectID: prj.ID, Prompt: library["exceptions"].prompt, Publish: true})
+	require.NoError(t, err)
+	require.Equal(t, "Payment exceptions", res.Process.Name, "named as drafted")
+	require.Equal(t, svctype.BundlePublished, res.Bundle.Status)
+	run, err := b.Eng.ExecuteProcess(b.Ctx, "o1", res.Process.ID, json.RawMessage(`{"ref": "X"}`))
+	require.NoError(t, err)
+	require.NotEmpty(t, run.ID)
+
+	draft, err := b.Eng.CreateFromPrompt(b.Ctx, "o1", authoring.FromPrompt{ProjectID: prj.ID, Name: "Held back", Prompt: library["onboarding"].prompt})
+	require.NoError(t, err)
+	require.Nil(t, draft.Published)
+	require.Equal(t, svctype.BundleDraft, draft.Bundle.Status)
+	_, err = b.Eng.ExecuteProcess(b.Ctx, "o1", draft.Process.ID, nil)
+	require.ErrorIs(t, err, engine.ErrProcessNotPublished)
+
+	before, err := b.Eng.ListWorkflows(b.Ctx, "o1", svctype.ListOptions{})
+	require.NoError(t, err)
+	_, err = b.Eng.CreateFromPrompt(b.Ctx, "o1", authoring.FromPrompt{ProjectID: prj.ID, Name: "Never", Prompt: "hopeless: x", Publish: true})
+	var df *authoring.ErrDraftFailed
+	require.ErrorAs(t, err, &df)
+	require.NotEmpty(t, df.Problems)
+	after, err := b.Eng.ListWorkflows(b.Ctx, "o1", svctype.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, after.Items, len(before.Items), "nothing was created")
 }
