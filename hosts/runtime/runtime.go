@@ -38,6 +38,9 @@ type Options struct {
 	// (hosts/identity, header X-Svc-Identity), at least 32 bytes. Without it no identity
 	// is believed, so a form that requires sign-in takes no submission through this runtime.
 	IdentityKey []byte
+	// LegacyCreateFromAI keeps POST /workflows/create-from-ai working (a draft published at
+	// once as a process of the project "Legacy create-from-ai"); off, it answers 410.
+	LegacyCreateFromAI bool
 }
 
 // Server is the runtime HTTP API over one engine.
@@ -48,6 +51,8 @@ type Server struct {
 	api    huma.API
 	// identityKey verifies identity tokens from the gateway (Options.IdentityKey).
 	identityKey []byte
+	// legacyCreateFromAI: Options.LegacyCreateFromAI.
+	legacyCreateFromAI bool
 }
 
 // New builds the runtime API over eng. Registration never touches eng, so New(nil, ...)
@@ -59,7 +64,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{eng: eng, log: opts.Logger, identityKey: opts.IdentityKey}
+	s := &Server{eng: eng, log: opts.Logger, identityKey: opts.IdentityKey, legacyCreateFromAI: opts.LegacyCreateFromAI}
 
 	r := chi.NewRouter()
 	r.Use(s.withLogger, s.recoverer)

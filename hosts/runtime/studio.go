@@ -345,13 +345,77 @@ func (s *Server) registerStudio() {
 	})
 
 	o = op("create-workflow-from-ai", http.MethodPost, "/workflows/create-from-ai", "Legacy: create a workflow from a prompt", tags...)
-	o.Description = "Legacy, gone: answers 410 create_from_ai_gone pointing to POST /ai/generate-workflow (draft a bundle " +
-		"from a prompt) and the process studio (compose, publish, execute)."
-	o.Errors = []int{http.StatusGone}
+	o.Description = "Legacy. Answers 410 create_from_ai_gone pointing to POST /ai/generate-workflow and the process studio, unless " +
+		"the deployment keeps it (svcflow --legacy-create-from-ai): then it drafts a bundle from {prompt, name?, llmOptions?} and " +
+		"publishes it at once as a process of the project \"Legacy create-from-ai\", answering 201 {workflow_id, process_id, bundle_id}."
+	o.DefaultStatus = http.StatusCreated
+	o.Errors = []int{http.StatusGone, http.StatusUnprocessableEntity, http.StatusConflict}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgParam
-	}) (*struct{}, error) {
-		return nil, newProblem(http.StatusGone, "create_from_ai_gone",
-			"POST /workflows/create-from-ai is retired: draft with POST /ai/generate-workflow, then compose and publish in the process studio (/process-studio/...)")
+		Body *struct {
+			Prompt     string         `json:"prompt"`
+			Name       string         `json:"name,omitempty"`
+			LLMOptions LLMOptionsBody `json:"llmOptions,omitempty"`
+		}
+	}) (*struct {
+		Body struct {
+			WorkflowID string `json:"workflow_id"`
+			ProcessID  string `json:"process_id"`
+			BundleID   string `json:"bundle_id"`
+		}
+	}, error) {
+		if !s.legacyCreateFromAI {
+			return nil, newProblem(http.StatusGone, "create_from_ai_gone",
+				"POST /workflows/create-from-ai is retired: draft with POST /ai/generate-workflow, then compose and publish in the process studio (/process-studio/...)")
+		}
+		if in.Body == nil {
+			return nil, newProblem(http.StatusUnprocessableEntity, codeValidation, "validation failed", &ProblemDetail{Location: "body.prompt", Pointer: "/prompt", Message: "required"})
+		}
+		prj, err := s.legacyProject(ctx, in.OrgID)
+		if err != nil {
+			return nil, s.studioFail(ctx, err)
+		}
+		res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, authoring.FromPrompt{ProjectID: prj, Name: in.Body.Name, Prompt: in.Body.Prompt,
+			LLM: in.Body.LLMOptions.options(), Publish: true})
+		if err != nil {
+			return nil, s.studioFail(ctx, err)
+		}
+		out := &struct {
+			Body struct {
+				WorkflowID string `json:"workflow_id"`
+				ProcessID  string `json:"process_id"`
+				BundleID   string `json:"bundle_id"`
+			}
+		}{}
+		out.Body.WorkflowID, out.Body.ProcessID, out.Body.BundleID = res.Published.Workflow.ID, res.Process.ID, res.Bundle.ID
+		return out, nil
 	})
+}
+
+// legacyProjectName holds what the legacy create-from-ai route makes.
+const legacyProjectName = "Legacy create-from-ai"
+
+// legacyProject is the organization's project of legacy creations, made on first use.
+func (s *Server) legacyProject(ctx context.Context, orgID string) (string, error) {
+	opts := svctype.ListOptions{Limit: 500}
+	for {
+		page, err := s.eng.ListProjects(ctx, orgID, opts)
+		if err != nil {
+			return "", err
+		}
+		for _, p := range page.Items {
+			if p.Name == legacyProjectName {
+				return p.ID, nil
+			}
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		opts.Cursor = page.NextCursor
+	}
+	p, err := s.eng.CreateProject(ctx, orgID, legacyProjectName, "Workflows made by POST /workflows/create-from-ai")
+	if err != nil {
+		return "", err
+	}
+	return p.ID, nil
 }

@@ -1,13 +1,20 @@
 package runtime_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcflow/svcflow/agent"
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/hosts/runtime"
 )
 
 // The bundle of an onboarding process: an action that upserts the customer into a table
@@ -133,4 +140,40 @@ func TestDraftingRoutes(t *testing.T) {
 		http.StatusConflict, "model_not_configured")
 	problem(t, b.do(t, http.MethodPost, "/process-studio/processes/create-from-prompt", orgA, map[string]any{"project_id": "prj_nope", "prompt": "x"}),
 		http.StatusUnprocessableEntity, "validation_failed")
+}
+
+// TestLegacyCreateFromAIWhenKept: with the deployment's switch on, the legacy route drafts
+// and publishes at once, in a project of its own made on first use.
+func TestLegacyCreateFromAIWhenKept(t *testing.T) {
+	t.Parallel()
+	st := store.OpenTest(t, "sqlite")
+	reply := `{"workflow_name": "Log tickets", "svc_workflow_definition": {"actions": [
+	  {"type": "custom-table", "properties": {"table": "legacy_log", "operation": "write", "keys": ["subject"], "values": ["{{input.subject}}"]}}]},
+	  "actions_to_register": [], "custom_tables_to_create": [{"name": "legacy_log", "fields": {"subject": "text"}}],
+	  "workflow_description": "logs", "external_dependency_notes": []}`
+	model := agent.ModelFunc(func(context.Context, agent.Request) (*agent.Response, error) {
+		return &agent.Response{Message: agent.Message{Role: agent.RoleAssistant, Content: reply}, FinishReason: agent.FinishStop}, nil
+	})
+	eng, err := engine.New(engine.Config{Store: st, Logger: slog.New(slog.DiscardHandler), Keyring: testKeyring(t),
+		ModelFactory: func(string, string, *http.Client) (agent.Model, error) { return model, nil }})
+	require.NoError(t, err)
+	_, _, err = eng.SetOrgConfig(context.Background(), orgA, engine.LLMAPIKey, "sk-legacy")
+	require.NoError(t, err)
+	srv := runtime.New(eng, runtime.Options{Logger: slog.New(slog.DiscardHandler), LegacyCreateFromAI: true})
+	b := &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API(), logs: &bytes.Buffer{}}
+
+	for i := range 2 {
+		res := ok[struct {
+			WorkflowID string `json:"workflow_id"`
+			ProcessID  string `json:"process_id"`
+		}](t, b.do(t, http.MethodPost, "/workflows/create-from-ai", orgA, map[string]any{"prompt": "log each ticket", "name": fmt.Sprintf("Log %d", i)}), http.StatusCreated)
+		require.NotEmpty(t, res.WorkflowID)
+		run := ok[struct{ ID string }](t, b.do(t, http.MethodPost, "/workflows/"+res.WorkflowID+"/execute", orgA,
+			map[string]any{"input": map[string]any{"subject": "hi"}}), http.StatusAccepted)
+		require.NotEmpty(t, run.ID)
+	}
+	projects := ok[struct{ Items []struct{ Name string } }](t, b.do(t, http.MethodGet, "/process-studio/projects", orgA, nil), http.StatusOK)
+	require.Len(t, projects.Items, 1, "one legacy project, made on first use")
+	require.Equal(t, "Legacy create-from-ai", projects.Items[0].Name)
+	problem(t, b.do(t, http.MethodPost, "/workflows/create-from-ai", orgB, map[string]any{"prompt": "x"}), http.StatusConflict, "model_not_configured")
 }

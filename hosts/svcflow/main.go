@@ -111,6 +111,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	oauthRedirect := fs.String("oauth-redirect-url", "", "the OAuth callback address sent to providers (https://<host>/oauth/callback), unless an organization's oauth:<provider> app sets redirect_url")
 	allowPrivate := fs.Bool("allow-private-targets", false, "let actions reach loopback, private and link-local addresses and local databases (single-tenant deployments and tests only)")
 	lease := fs.Duration("lease", 15*time.Second, "how long a claimed job stays with its worker without a heartbeat: a worker that dies leaves its jobs to the others after at most this")
+	legacyAI := fs.Bool("legacy-create-from-ai", false, "keep the legacy POST /workflows/create-from-ai working (drafts and publishes at once); off, it answers 410")
 	grace := fs.Duration("grace", 2*time.Second, "rotate-master-key: how long to wait for writes under the old key before the confirming pass")
 	if err := fs.Parse(rest); err != nil {
 		return 2
@@ -193,7 +194,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 				}
 			}
 			gwOpts.IdentityKey = idKey
-			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, gw, *workers, idKey, gwOpts)
+			rtOpts := runtime.Options{Logger: log, Version: version, IdentityKey: idKey, LegacyCreateFromAI: *legacyAI}
+			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, gw, *workers, rtOpts, gwOpts)
 		})
 	case "rotate-master-key":
 		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
@@ -225,7 +227,7 @@ func withStore(ctx context.Context, dsn string, log *slog.Logger, fn func(*store
 
 // serve runs the runtime API and/or a worker until ctx ends, then drains both: the API
 // finishes the requests in flight, the worker the steps in flight.
-func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, cmd, addr, gatewayAddr string, workers int, idKey []byte, gwOpts gateway.Options) error {
+func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, cmd, addr, gatewayAddr string, workers int, rtOpts runtime.Options, gwOpts gateway.Options) error {
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return err
@@ -242,7 +244,7 @@ func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Lo
 		log.Info("worker started", "concurrency", workers, "dialect", st.Dialect())
 	}
 	if cmd == "serve" || cmd == "runtime" {
-		rt := runtime.New(eng, runtime.Options{Logger: log, Version: version, IdentityKey: idKey}).Handler()
+		rt := runtime.New(eng, rtOpts).Handler()
 		servers := []struct {
 			name, addr string
 			h          http.Handler
