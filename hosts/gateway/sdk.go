@@ -213,12 +213,7 @@ func (s *Server) registerSDKAuth() {
 		Body struct {
 			Email string `json:"email" maxLength:"254"`
 		}
-	}) (*struct {
-		Body struct {
-			Status           string `json:"status" enum:"sent"`
-			ExpiresInSeconds int    `json:"expires_in_seconds"`
-		}
-	}, error) {
+	}) (*struct{ Body CodeSent }, error) {
 		c, err := s.sdkAuth(ctx, in.Authorization)
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
@@ -226,14 +221,7 @@ func (s *Server) registerSDKAuth() {
 		if err := s.startSignIn(ctx, c.OrgID, c.KeyID, in.Body.Email); err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		out := &struct {
-			Body struct {
-				Status           string `json:"status" enum:"sent"`
-				ExpiresInSeconds int    `json:"expires_in_seconds"`
-			}
-		}{}
-		out.Body.Status, out.Body.ExpiresInSeconds = "sent", int(CodeTTL.Seconds())
-		return out, nil
+		return codeSent(), nil
 	})
 
 	o = huma.Operation{OperationID: "sdk-auth-verify", Method: http.MethodPost, Path: "/sdk/auth/verify", Summary: "Sign in with the code",
@@ -362,6 +350,16 @@ func (s *Server) verifySignIn(ctx context.Context, orgID, rawEmail, code string)
 		return nil, err
 	}
 	return &SignedIn{SessionToken: secret, ExpiresAt: ss.ExpiresAt, Email: email, Permissions: perms}, nil
+}
+
+// CodeSent is the answer of a sign-in start.
+type CodeSent struct {
+	Status           string `json:"status" enum:"sent"`
+	ExpiresInSeconds int    `json:"expires_in_seconds"`
+}
+
+func codeSent() *struct{ Body CodeSent } {
+	return &struct{ Body CodeSent }{Body: CodeSent{Status: "sent", ExpiresInSeconds: int(CodeTTL.Seconds())}}
 }
 
 // SignedIn is the answer of a sign-in.

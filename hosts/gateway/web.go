@@ -257,12 +257,7 @@ func (s *Server) registerWeb() {
 		Body struct {
 			Email string `json:"email" maxLength:"254"`
 		}
-	}) (*struct {
-		Body struct {
-			Status           string `json:"status" enum:"sent"`
-			ExpiresInSeconds int    `json:"expires_in_seconds"`
-		}
-	}, error) {
+	}) (*struct{ Body CodeSent }, error) {
 		org, err := s.publicFormOrg(ctx, in.FormID)
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
@@ -270,14 +265,7 @@ func (s *Server) registerWeb() {
 		if err := s.startSignIn(ctx, org, "", in.Body.Email); err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		out := &struct {
-			Body struct {
-				Status           string `json:"status" enum:"sent"`
-				ExpiresInSeconds int    `json:"expires_in_seconds"`
-			}
-		}{}
-		out.Body.Status, out.Body.ExpiresInSeconds = "sent", int(CodeTTL.Seconds())
-		return out, nil
+		return codeSent(), nil
 	})
 
 	o = huma.Operation{OperationID: "form-auth-verify", Method: http.MethodPost, Path: "/forms/public/{formId}/auth/verify",
