@@ -29,9 +29,10 @@ const ledgerFlow = `{"actions": [
                   "fields": {"run": "{{__run_id}}", "text": "{{input.id}} moved {{input.amount}}"}}}
 ]}`
 
-// ledgerBody is the execute body of run i: hosts/worker's ledgerInput(i) as the input.
-func ledgerBody(i int) []byte {
-	return fmt.Appendf(nil, `{"input": {"id": "acct-%d", "amount": %d}}`, i%50, i%20)
+// ledgerBody is the execute body of run i: hosts/worker's ledgerInput(i) as the input, its
+// account one of keys distinct ones (50 as hosts/worker's).
+func ledgerBody(i, keys int) []byte {
+	return fmt.Appendf(nil, `{"input": {"id": "acct-%d", "amount": %d}}`, i%keys, i%20)
 }
 
 const (
@@ -54,6 +55,8 @@ const (
 type client struct {
 	base string
 	hc   *http.Client
+	// keys is how many distinct account keys the runs use (the table grows to that many rows).
+	keys int
 }
 
 // newClient keeps up to conns idle connections to the server, so that each of that many
@@ -65,7 +68,7 @@ func newClient(base string, conns int) *client {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	return &client{base: base, hc: &http.Client{Transport: tr}}
+	return &client{base: base, hc: &http.Client{Transport: tr}, keys: 50}
 }
 
 func (c *client) close() { c.hc.CloseIdleConnections() }
@@ -177,7 +180,7 @@ func (c *client) submit(ctx context.Context, formID string, i int) (runDoc, erro
 	var res struct {
 		RunID string `json:"triggered_run_id"`
 	}
-	body := fmt.Appendf(nil, `{"id": "acct-%d", "amount": %d}`, i%50, i%20)
+	body := fmt.Appendf(nil, `{"id": "acct-%d", "amount": %d}`, i%c.keys, i%20)
 	if _, err := c.do(ctx, "submit", http.MethodPost, "/forms/public/"+url.PathEscape(formID)+"/submit", "", body, &res); err != nil {
 		return runDoc{}, err
 	}
@@ -191,7 +194,7 @@ func (c *client) execute(ctx context.Context, org, wfID string, i int, wait stri
 		path += "?wait=" + wait
 	}
 	var d runDoc
-	_, err := c.do(ctx, "execute", http.MethodPost, path, org, ledgerBody(i), &d)
+	_, err := c.do(ctx, "execute", http.MethodPost, path, org, ledgerBody(i, c.keys), &d)
 	return d, err
 }
 

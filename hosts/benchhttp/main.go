@@ -47,6 +47,8 @@ var modes = []string{"wait", "poll", "form", "fair"}
 // options are the command line's settings.
 type options struct {
 	clients, runs, backlog, workers int
+	// keys is how many distinct account keys the runs use.
+	keys int
 }
 
 func main() {
@@ -61,6 +63,7 @@ func run() int {
 	workers := flag.Int("workers", 4, "svcflow serve --workers (4, as make bench-runs)")
 	binary := flag.String("binary", "", "an svcflow binary to start instead of building ./hosts/svcflow")
 	keep := flag.Bool("keep", false, "keep the temporary directory: each mode's database and server log")
+	keys := flag.Int("keys", 50, "distinct account keys the runs upsert and read (the accounts table grows to that many rows)")
 	flag.Parse()
 
 	selected := modes
@@ -73,11 +76,11 @@ func run() int {
 			return 2
 		}
 	}
-	if *clients < 1 || *runs < 1 || *backlog < 1 || *workers < 1 {
-		fmt.Fprintln(os.Stderr, "benchhttp: -clients, -runs, -backlog and -workers must be at least 1")
+	if *clients < 1 || *runs < 1 || *backlog < 1 || *workers < 1 || *keys < 1 {
+		fmt.Fprintln(os.Stderr, "benchhttp: -clients, -runs, -backlog, -workers and -keys must be at least 1")
 		return 2
 	}
-	opts := options{clients: *clients, runs: *runs, backlog: *backlog, workers: *workers}
+	opts := options{clients: *clients, runs: *runs, backlog: *backlog, workers: *workers, keys: *keys}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -100,8 +103,8 @@ func run() int {
 			return 1
 		}
 	}
-	fmt.Printf("benchhttp: %s serve --workers %d on SQLite files in %s; %d clients, %d runs (wait, poll), a backlog of %d (fair); %d CPUs, shared by the server and this tool\n",
-		filepath.Base(bin), opts.workers, dir, opts.clients, opts.runs, opts.backlog, runtime.NumCPU())
+	fmt.Printf("benchhttp: %s serve --workers %d on SQLite files in %s; %d clients, %d runs (wait, poll), a backlog of %d (fair), %d distinct keys; %d CPUs, shared by the server and this tool\n",
+		filepath.Base(bin), opts.workers, dir, opts.clients, opts.runs, opts.backlog, opts.keys, runtime.NumCPU())
 
 	var all []result
 	failed := false
@@ -158,6 +161,7 @@ func runMode(ctx context.Context, mode, bin, dir string, opts options) (rs []res
 		conns = floodClients
 	}
 	c := newClient(srv.base, conns+8)
+	c.keys = opts.keys
 	defer c.close()
 
 	switch mode {
