@@ -81,10 +81,7 @@ func (q *querier) SaveAgentRun(ctx context.Context, r *svctype.AgentRun) error {
 	if err != nil {
 		return wrap(op, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return notFound(op)
-	}
-	return nil
+	return checkAffected(op, res, notFound)
 }
 
 // ListAgentRuns pages the organization's agent runs newest first, without their state.

@@ -131,10 +131,7 @@ func (q *querier) SetProcessPublished(ctx context.Context, orgID, id, bundleID, 
 	if err != nil {
 		return wrap(op, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return notFound(op)
-	}
-	return nil
+	return checkAffected(op, res, notFound)
 }
 
 // CreateBundle inserts b as the next version of its process. Two composing at once may
@@ -172,10 +169,7 @@ func (q *querier) PublishBundle(ctx context.Context, orgID, id, note, workflowID
 	if err != nil {
 		return wrap(op, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return conflict(op)
-	}
-	return nil
+	return checkAffected(op, res, conflict)
 }
 
 // Schema 20261126000160, frozen: the process studio.

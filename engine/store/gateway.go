@@ -102,10 +102,7 @@ func (q *querier) SetAccountToken(ctx context.Context, id, prefix, hash string, 
 	if err != nil {
 		return wrap(op, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return notFound(op)
-	}
-	return nil
+	return checkAffected(op, res, notFound)
 }
 
 // CreateGatewayOrg inserts o; ErrConflict when its id is taken.
@@ -144,10 +141,7 @@ func (q *querier) UpdateGatewayOrg(ctx context.Context, o *svctype.GatewayOrg) e
 	if err != nil {
 		return wrap(op, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return notFound(op)
-	}
-	return nil
+	return checkAffected(op, res, notFound)
 }
 
 // CreateAPIKey inserts k.
@@ -204,10 +198,7 @@ func (q *querier) EndAPIKey(ctx context.Context, accountID, orgID, id string, at
 	if err != nil {
 		return wrap(op, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return notFound(op)
-	}
-	return nil
+	return checkAffected(op, res, notFound)
 }
 
 type usageModel struct {

@@ -69,10 +69,7 @@ func (q *querier) UseSignInCode(ctx context.Context, orgID, id string, at time.T
 	if err != nil {
 		return wrap(op, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return conflict(op)
-	}
-	return nil
+	return checkAffected(op, res, conflict)
 }
 
 type sessionModel struct {
@@ -128,10 +125,7 @@ func (q *querier) EndSession(ctx context.Context, orgID, hash string) error {
 	if err != nil {
 		return wrap(op, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return notFound(op)
-	}
-	return nil
+	return checkAffected(op, res, notFound)
 }
 
 type orgUserModel struct {
@@ -201,10 +195,7 @@ func (q *querier) DeleteOrgUser(ctx context.Context, orgID, email string) error 
 	if err != nil {
 		return wrap(op, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return notFound(op)
-	}
-	return nil
+	return checkAffected(op, res, notFound)
 }
 
 // ListAccounts pages every account, oldest first.
@@ -231,10 +222,7 @@ func (q *querier) setAccount(ctx context.Context, op, id, col, value string, at 
 	if err != nil {
 		return wrap(op, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return notFound(op)
-	}
-	return nil
+	return checkAffected(op, res, notFound)
 }
 
 type tierModel struct {
@@ -373,10 +361,7 @@ func (q *querier) RevokeLicense(ctx context.Context, id string, at time.Time) er
 	if err != nil {
 		return wrap(op, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return notFound(op)
-	}
-	return nil
+	return checkAffected(op, res, notFound)
 }
 
 // UsageByAccount sums each account's organizations' usage of days from..to.

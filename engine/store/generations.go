@@ -91,10 +91,7 @@ func (q *querier) FinishGeneration(ctx context.Context, g *svctype.Generation) e
 	if err != nil {
 		return wrap(op, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return conflict(op)
-	}
-	return nil
+	return checkAffected(op, res, conflict)
 }
 
 // Schema 20261126000170, frozen: drafting's generations.
