@@ -10,10 +10,12 @@
 package authoring
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -96,7 +98,7 @@ func (a *Authoring) CreateProcess(ctx context.Context, orgID string, in svctype.
 	if in.AuthoringMode == "" {
 		in.AuthoringMode = "process_first"
 	}
-	if !contains(AuthoringModes, in.AuthoringMode) {
+	if !slices.Contains(AuthoringModes, in.AuthoringMode) {
 		ps = append(ps, core.Problem{Pointer: "/authoring_mode", Message: "one of " + strings.Join(AuthoringModes, ", ")})
 	}
 	if in.ProjectID == "" {
@@ -471,22 +473,11 @@ func (a *Authoring) PublishedWorkflow(ctx context.Context, orgID, processID stri
 	return p.WorkflowID, nil
 }
 
+// compactJSON is b without insignificant white space (b was checked to be JSON).
 func compactJSON(b json.RawMessage) json.RawMessage {
-	var out strings.Builder
-	var v any
-	if json.Unmarshal(b, &v) != nil {
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
 		return b
 	}
-	enc, _ := json.Marshal(v)
-	out.Write(enc)
-	return json.RawMessage(out.String())
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
+	return out.Bytes()
 }

@@ -24,11 +24,7 @@ type AuthHeader struct {
 
 // account authenticates a management token.
 func (s *Server) account(ctx context.Context, h AuthHeader) (*svctype.Account, error) {
-	v := h.Authorization
-	secret := ""
-	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
-		secret = strings.TrimSpace(v[7:])
-	}
+	secret := bearerOf(h.Authorization)
 	switch {
 	case secret == "":
 		return nil, errNoCredential

@@ -41,8 +41,8 @@ func (s *Server) operator(h OperatorHeader) error {
 	if s.operatorHash == "" {
 		return errNoOperator
 	}
-	got := hashOf(bearerOf(h.Authorization))
-	if bearerOf(h.Authorization) == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.operatorHash)) != 1 {
+	secret := bearerOf(h.Authorization)
+	if secret == "" || subtle.ConstantTimeCompare([]byte(hashOf(secret)), []byte(s.operatorHash)) != 1 {
 		return errNotOperator
 	}
 	return nil

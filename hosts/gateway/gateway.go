@@ -228,8 +228,10 @@ func hashOf(secret string) string {
 }
 
 // bearer returns the request's bearer credential ("" without one).
-func bearer(r *http.Request) string {
-	v := r.Header.Get("Authorization")
+func bearer(r *http.Request) string { return bearerOf(r.Header.Get("Authorization")) }
+
+// bearerOf reads the credential of an Authorization header value ("" without one).
+func bearerOf(v string) string {
 	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
 		return strings.TrimSpace(v[7:])
 	}

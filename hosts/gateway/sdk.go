@@ -135,13 +135,6 @@ func (s *Server) session(ctx context.Context, secret string) (*sdkCaller, error)
 	return &sdkCaller{OrgID: ss.OrgID, KeyID: ss.KeyID, Email: ss.Email, Session: ss}, nil
 }
 
-func bearerOf(v string) string {
-	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
-		return strings.TrimSpace(v[7:])
-	}
-	return ""
-}
-
 // rateLimited is a 429 with Retry-After.
 func rateLimited(wait time.Duration, what string) error {
 	secs := max(1, int((wait+time.Second-1)/time.Second))
