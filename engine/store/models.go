@@ -137,6 +137,7 @@ type tableModel struct {
 	OrgID     string          `bun:"org_id,pk"`
 	Name      string          `bun:"name,pk"`
 	Fields    json.RawMessage `bun:"fields,type:text"`
+	Indexes   *string         `bun:"indexes,type:text"`
 	CreatedAt time.Time       `bun:"created_at"`
 }
 
@@ -293,10 +294,19 @@ func (m *jobModel) toJob() svctype.Job {
 }
 
 func (m *tableModel) toTable() (*svctype.Table, error) {
-	t := &svctype.Table{OrgID: m.OrgID, Name: m.Name, CreatedAt: m.CreatedAt.UTC()}
+	t := &svctype.Table{OrgID: m.OrgID, Name: m.Name, CreatedAt: m.CreatedAt.UTC(), Indexes: []svctype.TableIndex{}}
 	if len(m.Fields) > 0 {
 		if err := json.Unmarshal(m.Fields, &t.Fields); err != nil {
 			return nil, err
+		}
+	}
+	if m.Indexes != nil {
+		defs, err := parseIndexes(*m.Indexes)
+		if err != nil {
+			return nil, err
+		}
+		if defs != nil {
+			t.Indexes = defs
 		}
 	}
 	return t, nil

@@ -31,6 +31,10 @@ type sqliteStatements struct {
 	updateRun   *sql.Stmt
 	insertRow   *sql.Stmt
 	upsertRow   *sql.Stmt
+	// Custom-table indexes (tableindexes.go): a write reads the declarations and keeps the entries.
+	tableIndexes  *sql.Stmt
+	insertEntry   *sql.Stmt
+	deleteEntries *sql.Stmt
 	insertRun   *sql.Stmt
 	enqueueJob  *sql.Stmt
 
@@ -63,6 +67,9 @@ const (
 	// Custom-table writes are the body of most steps.
 	sqlInsertRow = `INSERT INTO "table_rows" ("id", "org_id", "table_name", "key_hash", "key_columns", "data", "created_at", "updated_at")
  VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlTableIndexes  = `SELECT "indexes" FROM "custom_tables" WHERE "org_id" = ? AND "name" = ?`
+	sqlInsertEntry   = `INSERT INTO "table_index_entries" ("org_id", "table_name", "index_key", "value_hash", "row_id") VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	sqlDeleteEntries = `DELETE FROM "table_index_entries" WHERE "org_id" = ? AND "table_name" = ? AND "row_id" = ?`
 	// Starting a run.
 	sqlInsertRun = `INSERT INTO "runs" ("org_id", "id", "workflow_id", "workflow_version", "status", "input",
  "definition", "cursor", "reason", "idempotency_key", "created_at", "updated_at", "finished_at")
@@ -108,6 +115,9 @@ func (p *sqlitePrepared) prepare(ctx context.Context) error {
 		{&s.updateRun, sqlUpdateRun, false},
 		{&s.insertRow, sqlInsertRow, false},
 		{&s.upsertRow, sqlUpsertRow, false},
+		{&s.tableIndexes, sqlTableIndexes, false},
+		{&s.insertEntry, sqlInsertEntry, false},
+		{&s.deleteEntries, sqlDeleteEntries, false},
 		{&s.insertRun, sqlInsertRun, false},
 		{&s.enqueueJob, sqlEnqueueJob, false},
 		{&s.getRun, sqlGetRun, true},

@@ -28,6 +28,13 @@ func (q *querier) CreateTable(ctx context.Context, t *svctype.Table) error {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
 	m := &tableModel{OrgID: t.OrgID, Name: t.Name, Fields: fields, CreatedAt: t.CreatedAt}
+	if len(t.Indexes) > 0 {
+		ixs, err := json.Marshal(t.Indexes)
+		if err != nil {
+			return fmt.Errorf("store: %s: %w", op, err)
+		}
+		m.Indexes = ptr(string(ixs))
+	}
 	res, err := q.w.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
 	if err != nil {
 		return wrap(op, err)
@@ -57,19 +64,34 @@ func (q *querier) ListTables(ctx context.Context, orgID string, opts svctype.Lis
 		})
 }
 
-// InsertRow appends a row; ErrNotFound when the org has no such table.
+// InsertRow appends a row and its index entries; ErrNotFound when the org has no such table.
 func (q *querier) InsertRow(ctx context.Context, orgID, table string, row map[string]any) (svctype.Row, error) {
 	const op = "insert row"
 	m, out, err := newRow(orgID, table, row)
 	if err != nil {
 		return out, fmt.Errorf("store: %s: %w", op, err)
 	}
-	if st := q.fast(); st != nil {
-		_, err = q.exec(ctx, st.insertRow, m.ID, m.OrgID, m.TableName, nil, nil, string(m.Data),
-			sqliteTime(m.CreatedAt), sqliteTime(m.UpdatedAt))
-	} else {
-		_, err = q.w.NewInsert().Model(m).Exec(ctx)
-	}
+	err = q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
+		tx := q.within(db)
+		defs, err := tx.indexDefs(ctx, db, orgID, table, true)
+		if err != nil {
+			return err
+		}
+		if st := tx.fast(); st != nil {
+			_, err = tx.exec(ctx, st.insertRow, m.ID, m.OrgID, m.TableName, nil, nil, string(m.Data),
+				sqliteTime(m.CreatedAt), sqliteTime(m.UpdatedAt))
+		} else {
+			_, err = db.NewInsert().Model(m).Exec(ctx)
+		}
+		if err != nil {
+			return err
+		}
+		entries, err := appendEntries(nil, orgID, table, m.ID, defs, out.Data)
+		if err != nil {
+			return err
+		}
+		return tx.insertEntries(ctx, db, entries)
+	})
 	if err != nil {
 		return svctype.Row{}, wrap(op, err)
 	}
@@ -100,22 +122,47 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 		id      string
 		created time.Time
 	)
-	if st := q.fast(); st != nil {
-		var createdAt any
-		err = q.queryRow(ctx, st.upsertRow, m.ID, m.OrgID, m.TableName, hash, *m.KeyColumns, string(m.Data),
-			sqliteTime(m.CreatedAt), sqliteTime(m.UpdatedAt)).Scan(&id, &createdAt)
-		if err == nil {
-			created, err = sqliteScannedTime(createdAt)
+	err = q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
+		tx := q.within(db)
+		defs, err := tx.indexDefs(ctx, db, orgID, table, true)
+		if err != nil {
+			return err
 		}
-	} else {
-		err = q.w.NewInsert().Model(m).
-			On("CONFLICT (org_id, table_name, key_hash) DO UPDATE").
-			Set("data = EXCLUDED.data").
-			Set("key_columns = EXCLUDED.key_columns").
-			Set("updated_at = EXCLUDED.updated_at").
-			Returning("id, created_at").
-			Scan(ctx, &id, &created)
-	}
+		if defs, err = tx.ensureKeyIndex(ctx, db, orgID, table, keys, defs); err != nil {
+			return err
+		}
+		if st := tx.fast(); st != nil {
+			var createdAt any
+			err = tx.queryRow(ctx, st.upsertRow, m.ID, m.OrgID, m.TableName, hash, *m.KeyColumns, string(m.Data),
+				sqliteTime(m.CreatedAt), sqliteTime(m.UpdatedAt)).Scan(&id, &createdAt)
+			if err == nil {
+				created, err = sqliteScannedTime(createdAt)
+			}
+		} else {
+			err = db.NewInsert().Model(m).
+				On("CONFLICT (org_id, table_name, key_hash) DO UPDATE").
+				Set("data = EXCLUDED.data").
+				Set("key_columns = EXCLUDED.key_columns").
+				Set("updated_at = EXCLUDED.updated_at").
+				Returning("id, created_at").
+				Scan(ctx, &id, &created)
+		}
+		if err != nil {
+			return err
+		}
+		if id == m.ID {
+			entries, err := appendEntries(nil, orgID, table, id, defs, out.Data)
+			if err != nil {
+				return err
+			}
+			return tx.insertEntries(ctx, db, entries)
+		}
+		// An update: the entries of indexes within the key columns cannot have changed.
+		if slices.ContainsFunc(defs, func(d svctype.TableIndex) bool { return !within(d.Columns, keys) }) {
+			return tx.replaceEntries(ctx, db, orgID, table, defs, map[string]map[string]any{id: out.Data})
+		}
+		return nil
+	})
 	if err != nil {
 		return svctype.Row{}, false, wrap(op, err)
 	}
@@ -124,6 +171,16 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 	out.ID = id
 	out.CreatedAt = created.UTC()
 	return out, inserted, nil
+}
+
+// within reports whether every one of cols is in set.
+func within(cols, set []string) bool {
+	for _, c := range cols {
+		if !slices.Contains(set, c) {
+			return false
+		}
+	}
+	return true
 }
 
 func newRow(orgID, table string, row map[string]any) (*rowModel, svctype.Row, error) {
@@ -175,9 +232,9 @@ func normalizeJSON(v any) (any, []byte, error) {
 // first, at most limit (no limit when limit <= 0). The filter runs in SQL.
 func (q *querier) ReadRows(ctx context.Context, orgID, table string, where map[string]any, limit int) ([]svctype.Row, error) {
 	const op = "read rows"
-	sel, err := q.selectRows(orgID, table, where)
+	sel, err := q.selectRows(ctx, orgID, table, where)
 	if err != nil {
-		return nil, fmt.Errorf("store: %s: %w", op, err)
+		return nil, wrap(op, err)
 	}
 	if limit > 0 {
 		sel = sel.Limit(int64(limit))
@@ -211,9 +268,9 @@ func (q *querier) ListRows(ctx context.Context, orgID, table string, where map[s
 			return page, err
 		}
 	}
-	sel, err := q.selectRows(orgID, table, where)
+	sel, err := q.selectRows(ctx, orgID, table, where)
 	if err != nil {
-		return page, fmt.Errorf("store: %s: %w", op, err)
+		return page, wrap(op, err)
 	}
 	if opts.Cursor != "" {
 		sel = sel.Where("(tr.created_at > ? OR (tr.created_at = ? AND tr.id > ?))", at, at, after)
@@ -229,14 +286,28 @@ func (q *querier) ListRows(ctx context.Context, orgID, table string, where map[s
 	return page, nil
 }
 
-// selectRows selects an org's table's rows matching where, oldest first.
-func (q *querier) selectRows(orgID, table string, where map[string]any) (*bun.SelectQuery, error) {
+// selectRows selects an org's table's rows matching where, oldest first, through the
+// table's best ready index for where when it has one.
+func (q *querier) selectRows(ctx context.Context, orgID, table string, where map[string]any) (*bun.SelectQuery, error) {
 	conds, err := q.rowConditions(where)
 	if err != nil {
 		return nil, err
 	}
+	if len(where) > 0 {
+		defs, err := q.indexDefs(ctx, q.r, orgID, table, false)
+		if err != nil {
+			return nil, err
+		}
+		c, ok, err := indexCondition(orgID, table, defs, where)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			conds = append([]condition{c}, conds...)
+		}
+	}
 	sel := q.r.NewSelect().Model((*rowModel)(nil)).
-		Where("tr.org_id = ? AND tr.table_name = ?", orgID, table).
+		Where(q.rowScope(conds), orgID, table).
 		OrderExpr("tr.created_at ASC, tr.id ASC")
 	for _, c := range conds {
 		sel = sel.Where(c.expr, c.args...)
@@ -265,12 +336,33 @@ func (q *querier) UpdateRows(ctx context.Context, orgID, table string, where, se
 	t := now()
 	var n int
 	err = q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
-		rekeyed, err := q.rekeyRows(ctx, db, orgID, table, conds, patchMap)
+		tx := q.within(db)
+		defs, err := tx.indexDefs(ctx, db, orgID, table, true)
 		if err != nil {
 			return err
 		}
-		if n, err = q.patchRows(ctx, db, orgID, table, conds, patch, patchMap, t); err != nil {
+		if c, ok, err := indexCondition(orgID, table, defs, where); err != nil {
 			return err
+		} else if ok {
+			conds = append([]condition{c}, conds...)
+		}
+		rekeyed, err := tx.rekeyRows(ctx, db, orgID, table, conds, patchMap)
+		if err != nil {
+			return err
+		}
+		// The rows' new data, when the patch sets a column some index covers.
+		reindex := slices.ContainsFunc(defs, func(d svctype.TableIndex) bool {
+			return slices.ContainsFunc(d.Columns, func(c string) bool { _, ok := patchMap[c]; return ok })
+		})
+		patched, err := tx.patchRows(ctx, db, orgID, table, conds, patch, patchMap, t, reindex)
+		if err != nil {
+			return err
+		}
+		n = len(patched)
+		if reindex {
+			if err := tx.replaceEntries(ctx, db, orgID, table, defs, patched); err != nil {
+				return err
+			}
 		}
 		return setKeyHashes(ctx, db, orgID, table, rekeyed)
 	})
@@ -280,8 +372,9 @@ func (q *querier) UpdateRows(ctx context.Context, orgID, table string, where, se
 	return n, nil
 }
 
-// patchRows merges patch into the data of the rows matching conds.
-func (q *querier) patchRows(ctx context.Context, db bun.IDB, orgID, table string, conds []condition, patch []byte, patchMap map[string]any, t time.Time) (int, error) {
+// patchRows merges patch into the data of the rows matching conds and returns them: their
+// ids, with their new data when withData.
+func (q *querier) patchRows(ctx context.Context, db bun.IDB, orgID, table string, conds []condition, patch []byte, patchMap map[string]any, t time.Time, withData bool) (map[string]map[string]any, error) {
 	if q.dialect == dialectPostgres {
 		// jsonb || jsonb is exactly a shallow merge.
 		upd := db.NewUpdate().Model((*rowModel)(nil)).
@@ -291,32 +384,46 @@ func (q *querier) patchRows(ctx context.Context, db bun.IDB, orgID, table string
 		for _, c := range conds {
 			upd = upd.Where(c.expr, c.args...)
 		}
-		res, err := upd.Exec(ctx)
-		if err != nil {
-			return 0, err
+		cols := "id"
+		if withData {
+			cols = "id, data"
 		}
-		n, err := affectedRows("update rows", res)
-		return int(n), err
+		var ms []rowModel
+		if err := upd.Returning(cols).Scan(ctx, &ms); err != nil {
+			return nil, err
+		}
+		out := make(map[string]map[string]any, len(ms))
+		for _, m := range ms {
+			var data map[string]any
+			if withData {
+				if err := json.Unmarshal(m.Data, &data); err != nil {
+					return nil, err
+				}
+			}
+			out[m.ID] = data
+		}
+		return out, nil
 	}
 	// SQLite's json_patch is a recursive merge that deletes keys set to null, not a shallow
 	// one: merge in Go, on the single writer, in the transaction.
 	sel := db.NewSelect().Model((*rowModel)(nil)).Column("id", "data").
-		Where("org_id = ? AND table_name = ?", orgID, table)
+		Where(q.rowScope(conds), orgID, table)
 	for _, c := range conds {
 		sel = sel.Where(c.expr, c.args...)
 	}
 	var ms []rowModel
 	if err := sel.Scan(ctx, &ms); err != nil {
-		return 0, err
+		return nil, err
 	}
+	out := make(map[string]map[string]any, len(ms))
 	for _, m := range ms {
 		data, err := mergedData(m.Data, patchMap)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		b, err := json.Marshal(data)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		_, err = db.NewUpdate().Model((*rowModel)(nil)).
 			Set("data = ?", string(b)).
@@ -324,10 +431,26 @@ func (q *querier) patchRows(ctx context.Context, db bun.IDB, orgID, table string
 			Where("org_id = ? AND table_name = ? AND id = ?", orgID, table, m.ID).
 			Exec(ctx)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
+		if withData {
+			// As stored: through JSON, as a read would give it.
+			if data, _, err = normalizeMap(data); err != nil {
+				return nil, err
+			}
+		}
+		out[m.ID] = data
 	}
-	return len(ms), nil
+	return out, nil
+}
+
+func normalizeMap(m map[string]any) (map[string]any, []byte, error) {
+	v, b, err := normalizeJSON(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, _ := v.(map[string]any)
+	return out, b, nil
 }
 
 func mergedData(raw json.RawMessage, patch map[string]any) (map[string]any, error) {
@@ -368,7 +491,7 @@ func (q *querier) rekeyRows(ctx context.Context, db bun.IDB, orgID, table string
 	}
 	slices.Sort(names)
 	sel := db.NewSelect().Model((*rowModel)(nil)).Column("id", "key_hash", "key_columns", "data").
-		Where("tr.org_id = ? AND tr.table_name = ? AND tr.key_columns IS NOT NULL", orgID, table).
+		Where(q.rowScope(conds)+" AND tr.key_columns IS NOT NULL", orgID, table).
 		WhereGroup(" AND ", func(sq *bun.SelectQuery) *bun.SelectQuery {
 			for _, k := range names {
 				quoted, _ := json.Marshal(k)
@@ -469,6 +592,20 @@ func ptr[T any](v T) *T { return &v }
 type condition struct {
 	expr string
 	args []any
+	// indexed: the condition reads an index's entries (indexCondition).
+	indexed bool
+}
+
+// rowScope is the condition on a table's rows (alias tr; args org id and table name) for a
+// statement with conds. With an indexed condition on SQLite the columns are written +col,
+// which keeps SQLite's planner from reading every row of the table in order by
+// (org_id, table_name, created_at) and testing each against the index's list: the rows are
+// found by id from the index (TestIndexedReadPlan shows both plans).
+func (q *querier) rowScope(conds []condition) string {
+	if q.dialect == dialectSQLite && slices.ContainsFunc(conds, func(c condition) bool { return c.indexed }) {
+		return "+tr.org_id = ? AND +tr.table_name = ?"
+	}
+	return "tr.org_id = ? AND tr.table_name = ?"
 }
 
 // rowConditions turns where into SQL conditions on table_rows.data (alias tr) that hold
@@ -488,7 +625,7 @@ func (q *querier) rowConditions(where map[string]any) ([]condition, error) {
 		}
 		if q.dialect == dialectPostgres {
 			// jsonb equality: type and value, 1 = 1.0, "1" <> 1.
-			conds = append(conds, condition{"tr.data -> ? = ?::jsonb", []any{k, string(canonical)}})
+			conds = append(conds, condition{expr: "tr.data -> ? = ?::jsonb", args: []any{k, string(canonical)}})
 			continue
 		}
 		// SQLite: json_each reads the top-level member by name (no JSON path to escape)
@@ -496,21 +633,21 @@ func (q *querier) rowConditions(where map[string]any) ([]condition, error) {
 		const member = "EXISTS (SELECT 1 FROM json_each(tr.data) AS je WHERE je.key = ? AND "
 		switch v := v.(type) {
 		case string:
-			conds = append(conds, condition{member + "je.type = 'text' AND je.atom = ?)", []any{k, v}})
+			conds = append(conds, condition{expr: member + "je.type = 'text' AND je.atom = ?)", args: []any{k, v}})
 		case float64:
-			conds = append(conds, condition{member + "je.type IN ('integer', 'real') AND je.atom = ?)", []any{k, v}})
+			conds = append(conds, condition{expr: member + "je.type IN ('integer', 'real') AND je.atom = ?)", args: []any{k, v}})
 		case bool:
 			jsonType := "false"
 			if v {
 				jsonType = "true"
 			}
-			conds = append(conds, condition{member + "je.type = ?)", []any{k, jsonType}})
+			conds = append(conds, condition{expr: member + "je.type = ?)", args: []any{k, jsonType}})
 		case nil:
-			conds = append(conds, condition{member + "je.type = 'null')", []any{k}})
+			conds = append(conds, condition{expr: member + "je.type = 'null')", args: []any{k}})
 		case map[string]any:
-			conds = append(conds, condition{member + "je.type = 'object' AND je.value = json(?))", []any{k, string(canonical)}})
+			conds = append(conds, condition{expr: member + "je.type = 'object' AND je.value = json(?))", args: []any{k, string(canonical)}})
 		case []any:
-			conds = append(conds, condition{member + "je.type = 'array' AND je.value = json(?))", []any{k, string(canonical)}})
+			conds = append(conds, condition{expr: member + "je.type = 'array' AND je.value = json(?))", args: []any{k, string(canonical)}})
 		default:
 			return nil, errors.New("unsupported where value")
 		}

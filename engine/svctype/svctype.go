@@ -7,6 +7,8 @@ package svctype
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -163,12 +165,71 @@ type Job struct {
 	Payload    json.RawMessage `json:"payload,omitempty"`
 }
 
-// Table is a custom table: a name and its declared columns (column -> type).
+// Table is a custom table: a name, its declared columns (column -> type) and its indexes.
 type Table struct {
 	OrgID     string            `json:"-"`
 	Name      string            `json:"name"`
 	Fields    map[string]string `json:"fields"`
+	Indexes   []TableIndex      `json:"indexes"`
 	CreatedAt time.Time         `json:"created_at"`
+}
+
+// TableIndex is an equality index on one or more columns of a custom table: a where that
+// names every one of its columns finds its rows through it instead of reading the table.
+// Columns is a set (["a","b"] and ["b","a"] are one index); a building index is kept up to
+// date by every write but serves reads only once ready.
+type TableIndex struct {
+	Columns   []string  `json:"columns"`
+	State     string    `json:"state" enum:"building,ready"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Index states.
+const (
+	IndexBuilding = "building"
+	IndexReady    = "ready"
+)
+
+// Key names the index by its column set: the columns sorted, joined by commas (column
+// names hold no comma).
+func (ix TableIndex) Key() string { return IndexKey(ix.Columns) }
+
+// IndexKey is the key of an index on cols.
+func IndexKey(cols []string) string {
+	sorted := slices.Clone(cols)
+	slices.Sort(sorted)
+	return strings.Join(sorted, ",")
+}
+
+// Covers reports whether a where naming these columns can use the index: every column of
+// the index is among them.
+func (ix TableIndex) Covers(where map[string]any) bool {
+	for _, c := range ix.Columns {
+		if _, ok := where[c]; !ok {
+			return false
+		}
+	}
+	return len(ix.Columns) > 0
+}
+
+// CoveringIndex returns the ready index serving where (the one naming the most of its
+// columns), or false when none does and a read would scan the table.
+func (t *Table) CoveringIndex(where map[string]any) (TableIndex, bool) {
+	return BestIndex(t.Indexes, where)
+}
+
+// BestIndex picks from indexes the ready one naming the most columns of where.
+func BestIndex(indexes []TableIndex, where map[string]any) (TableIndex, bool) {
+	var (
+		best  TableIndex
+		found bool
+	)
+	for _, ix := range indexes {
+		if ix.State == IndexReady && ix.Covers(where) && len(ix.Columns) > len(best.Columns) {
+			best, found = ix, true
+		}
+	}
+	return best, found
 }
 
 // Row is one custom-table row.
@@ -214,6 +275,18 @@ type TableStore interface {
 	// to its new key (upserts find it there, not at the old one). ErrConflict, and nothing
 	// changed, when that would give two upserted rows the same key.
 	UpdateRows(ctx context.Context, orgID, table string, where, set map[string]any) (int, error)
+
+	// Indexes. TableIndexes reads a table's indexes as stored now (ErrNotFound without the
+	// table). AddTableIndex declares one, building (ErrConflict when the table has an index on
+	// the same columns); from then on every write keeps its entries. BuildTableIndex writes
+	// the entries of the rows after cursor ("" first), at most batch of them, and returns the
+	// cursor to pass next ("" when every row is done); ReadyTableIndex lets reads use it.
+	TableIndexes(ctx context.Context, orgID, table string) ([]TableIndex, error)
+	AddTableIndex(ctx context.Context, orgID, table string, ix TableIndex) error
+	BuildTableIndex(ctx context.Context, orgID, table, key, cursor string, batch int) (string, error)
+	ReadyTableIndex(ctx context.Context, orgID, table, key string) error
+	// CountRows counts a table's rows, stopping at upTo (0 = no bound).
+	CountRows(ctx context.Context, orgID, table string, upTo int) (int, error)
 }
 
 // CallIntent is an outbound call a step is making: recorded, in a short transaction of its

@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Full, countJobs func(tb t
 		{"ListRows", testListRows},
 		{"UpdateRows", testUpdateRows},
 		{"UpdateRowsKeys", testUpdateRowsKeys},
+		{"TableIndexes", testTableIndexes},
 		{"Tenancy", testTenancy},
 		{"TxRollback", testTxRollback},
 		{"TxCommit", testTxCommit},
@@ -1410,15 +1411,23 @@ func testTenancy(t *testing.T, b *bundle) {
 			p, err := b.s.ListRows(b.ctx, orgB, "tbl", nil, svctype.ListOptions{})
 			return len(p.Items), err
 		}},
-		{"UpdateRows", func() (int, error) {
-			return b.s.UpdateRows(b.ctx, orgB, "tbl", nil, map[string]any{"k": "evil"})
-		}},
 	}
 	for _, tt := range empty {
 		n, err := tt.call()
 		require.NoError(t, err, tt.name)
 		require.Zero(t, n, tt.name)
 	}
+	// Org B has no table "tbl": a patch or an index there is not found, and A's rows are untouched.
+	_, err = b.s.UpdateRows(b.ctx, orgB, "tbl", nil, map[string]any{"k": "evil"})
+	require.ErrorIs(t, err, svctype.ErrNotFound, "UpdateRows")
+	_, err = b.s.TableIndexes(b.ctx, orgB, "tbl")
+	require.ErrorIs(t, err, svctype.ErrNotFound, "TableIndexes")
+	require.ErrorIs(t, b.s.AddTableIndex(b.ctx, orgB, "tbl", svctype.TableIndex{Columns: []string{"k"}}), svctype.ErrNotFound, "AddTableIndex")
+	_, err = b.s.BuildTableIndex(b.ctx, orgB, "tbl", "k", "", 10)
+	require.ErrorIs(t, err, svctype.ErrNotFound, "BuildTableIndex")
+	n, err := b.s.CountRows(b.ctx, orgB, "tbl", 0)
+	require.NoError(t, err)
+	require.Zero(t, n, "CountRows")
 
 	// Writes keyed by org B land in org B, never on A's rows.
 	require.NoError(t, b.s.PutContext(b.ctx, orgB, run.ID, "k", json.RawMessage(`"evil"`)))
@@ -1445,7 +1454,7 @@ func testTenancy(t *testing.T, b *bundle) {
 	items, err := b.s.ListLoopItems(b.ctx, orgA, run.ID, 0)
 	require.NoError(t, err)
 	require.Equal(t, `"a"`, string(items[0]))
-	n := b.countJobs(t)
+	n = b.countJobs(t)
 	require.Equal(t, 1, n)
 	rows, err := b.s.ReadRows(b.ctx, orgA, "tbl", nil, 0)
 	require.NoError(t, err)
