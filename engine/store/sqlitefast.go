@@ -35,8 +35,8 @@ type sqliteStatements struct {
 	tableIndexes  *sql.Stmt
 	insertEntry   *sql.Stmt
 	deleteEntries *sql.Stmt
-	insertRun   *sql.Stmt
-	enqueueJob  *sql.Stmt
+	insertRun     *sql.Stmt
+	enqueueJob    *sql.Stmt
 
 	// Reads prepared on the read pool: what every status poll reads.
 	getRun       *sql.Stmt

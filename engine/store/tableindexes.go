@@ -383,7 +383,7 @@ func indexCondition(orgID, table string, defs []svctype.TableIndex, where map[st
 		return condition{}, false, err
 	}
 	return condition{
-		expr: "tr.id IN (SELECT tie.row_id FROM table_index_entries AS tie WHERE tie.org_id = ? AND tie.table_name = ? AND tie.index_key = ? AND tie.value_hash = ?)",
+		expr:    "tr.id IN (SELECT tie.row_id FROM table_index_entries AS tie WHERE tie.org_id = ? AND tie.table_name = ? AND tie.index_key = ? AND tie.value_hash = ?)",
 		args:    []any{orgID, table, ix.Key(), h},
 		indexed: true,
 	}, true, nil
