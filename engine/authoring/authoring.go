@@ -151,6 +151,8 @@ type DSL struct {
 type TableSpec struct {
 	Name   string            `json:"name"`
 	Fields map[string]string `json:"fields"`
+	// Indexes are created with a new table; a table kept because it exists keeps its own.
+	Indexes [][]string `json:"indexes,omitempty"`
 }
 
 // Compose is a compose request.
@@ -210,7 +212,7 @@ func (a *Authoring) CheckDSL(ctx context.Context, orgID, name string, raw json.R
 			ps = append(ps, core.Problem{Pointer: p + "/name", Message: fmt.Sprintf("%q is listed twice", t.Name)})
 		}
 		tablesListed[t.Name] = true
-		for _, q := range tables.Check(t.Name, t.Fields) {
+		for _, q := range append(tables.Check(t.Name, t.Fields), tables.CheckIndexes("/indexes", t.Fields, nil, t.Indexes)...) {
 			ps = append(ps, core.Problem{Pointer: p + q.Pointer, Message: q.Message})
 		}
 	}
@@ -386,7 +388,7 @@ func (a *Authoring) Publish(ctx context.Context, orgID, bundleID, note string) (
 			case !errors.Is(err, core.ErrNotFound):
 				return err
 			}
-			if _, err := tables.Create(ctx, tx, orgID, t.Name, t.Fields, now); err != nil {
+			if _, err := tables.Create(ctx, tx, orgID, t.Name, t.Fields, t.Indexes, now); err != nil {
 				return err
 			}
 			out.TablesCreated = append(out.TablesCreated, t.Name)

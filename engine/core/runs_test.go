@@ -392,7 +392,7 @@ func TestTenancy(t *testing.T) {
 		require.ErrorIs(t, err, engine.ErrNotFound)
 		_, err = b.Eng.ReadRows(b.Ctx, "b", "customers", nil, 0)
 		require.ErrorIs(t, err, engine.ErrNotFound)
-		_, err = b.Eng.UpdateRows(b.Ctx, "b", "customers", nil, map[string]any{"tier": "x"})
+		_, err = b.Eng.UpdateRows(b.Ctx, "b", "customers", nil, map[string]any{"tier": "x"}, false)
 		require.ErrorIs(t, err, engine.ErrNotFound)
 		// b's step writing to a table of the same name sees only its own.
 		wb := b.Workflow(t, "b", "mine", threeSteps)

@@ -9,7 +9,7 @@ import (
 
 // tableCache keeps custom-table declarations a step has read, so a custom-table step does
 // not query the declaration on every run. Declarations are immutable once created (there is
-// no route that alters or drops a table); whatever adds one must clear the cache. Bounded:
+// no route that alters or drops a table) but for their indexes, which only grow. Bounded:
 // it is dropped whole past maxTables entries.
 type tableCache struct {
 	mu sync.RWMutex
@@ -32,6 +32,15 @@ func (c *tableCache) put(t *svctype.Table) {
 		c.m = map[string]*svctype.Table{}
 	}
 	c.m[t.OrgID+"\x00"+t.Name] = t
+}
+
+// forget drops a declaration, after its indexes changed. Another process's cache keeps its
+// copy: that is safe, because writes read the indexes from the store, not from here, and a
+// read that the cached copy shows no index for reads them again (tables.CheckRead).
+func (c *tableCache) forget(orgID, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, orgID+"\x00"+name)
 }
 
 // cachedTables is the TableStore a step gets: its transaction, with declarations cached.

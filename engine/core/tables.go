@@ -2,24 +2,78 @@ package core
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/engine/tables"
 )
 
-// CreateTable declares a custom table.
-func (e *Core) CreateTable(ctx context.Context, orgID, name string, fields map[string]string) (*svctype.Table, error) {
+// CreateTable declares a custom table, with indexes on the column sets given.
+func (e *Core) CreateTable(ctx context.Context, orgID, name string, fields map[string]string, indexes ...[]string) (*svctype.Table, error) {
 	if err := CheckOrg(orgID); err != nil {
 		return nil, err
 	}
-	if ps := tables.Check(name, fields); len(ps) > 0 {
-		ve := &ValidationError{}
-		for _, p := range ps {
-			ve.Problems = append(ve.Problems, Problem{Pointer: p.Pointer, Message: p.Message})
-		}
-		return nil, ve
+	ps := tables.Check(name, fields)
+	ps = append(ps, tables.CheckIndexes("/indexes", fields, nil, indexes)...)
+	if err := tableProblems(ps); err != nil {
+		return nil, err
 	}
-	return tables.Create(ctx, e.store, orgID, name, fields, e.now())
+	return tables.Create(ctx, e.store, orgID, name, fields, indexes, e.now())
+}
+
+func tableProblems(ps []tables.Problem) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	ve := &ValidationError{}
+	for _, p := range ps {
+		ve.Problems = append(ve.Problems, Problem{Pointer: p.Pointer, Message: p.Message})
+	}
+	return ve
+}
+
+// IndexBuildBatch is how many rows an index build writes entries for in one transaction:
+// small enough that writes to the table wait for it only briefly.
+const IndexBuildBatch = 2000
+
+// AddTableIndex adds an index on cols to an existing table and builds it over the table's
+// rows, a batch a transaction, while writes go on; it returns the table once the index is
+// ready. ErrNotFound without the table, ErrConflict when an index on the same columns is
+// ready; one still building (a build that stopped) is built again, from the start.
+func (e *Core) AddTableIndex(ctx context.Context, orgID, table string, cols []string) (*svctype.Table, error) {
+	if err := CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	t, err := e.store.GetTable(ctx, orgID, table)
+	if err != nil {
+		return nil, err
+	}
+	key := svctype.IndexKey(cols)
+	i := slices.IndexFunc(t.Indexes, func(ix svctype.TableIndex) bool { return ix.Key() == key })
+	switch {
+	case i >= 0 && t.Indexes[i].State == svctype.IndexReady:
+		return nil, fmt.Errorf("table %q has an index on %v: %w", table, t.Indexes[i].Columns, ErrConflict)
+	case i < 0:
+		ps := tables.CheckIndexes("/columns", t.Fields, t.Indexes, [][]string{cols})
+		for j := range ps {
+			ps[j].Pointer = strings.Replace(ps[j].Pointer, "/columns/0", "/columns", 1)
+		}
+		if err := tableProblems(ps); err != nil {
+			return nil, err
+		}
+		if err := e.store.AddTableIndex(ctx, orgID, table, svctype.TableIndex{Columns: cols, CreatedAt: e.now()}); err != nil {
+			return nil, err
+		}
+	}
+	e.tables.forget(orgID, table)
+	if err := tables.BuildIndex(ctx, e.store, orgID, table, key, IndexBuildBatch); err != nil {
+		return nil, err
+	}
+	e.tables.forget(orgID, table)
+	return e.store.GetTable(ctx, orgID, table)
 }
 
 // ListTables pages an organization's custom tables.
@@ -42,22 +96,38 @@ func (e *Core) ReadRows(ctx context.Context, orgID, table string, where map[stri
 }
 
 // ListRows pages a table's rows matching where (column -> value), oldest first: the rows
-// route. ErrNotFound when the organization has no such table.
-func (e *Core) ListRows(ctx context.Context, orgID, table string, where map[string]any, opts svctype.ListOptions) (svctype.Page[svctype.Row], error) {
+// route. ErrNotFound when the organization has no such table; a *tables.ScanRefusedError
+// (a ValidationError with code scan_refused) when no index serves where, the table holds
+// more than tables.ScanThreshold rows and scan is false.
+func (e *Core) ListRows(ctx context.Context, orgID, table string, where map[string]any, scan bool, opts svctype.ListOptions) (svctype.Page[svctype.Row], error) {
 	if err := CheckOrg(orgID); err != nil {
 		return svctype.Page[svctype.Row]{}, err
 	}
-	if _, err := e.store.GetTable(ctx, orgID, table); err != nil {
+	t, err := e.store.GetTable(ctx, orgID, table)
+	if err != nil {
+		return svctype.Page[svctype.Row]{}, err
+	}
+	if err := scanRefused(tables.CheckRead(ctx, e.store, t, where, scan)); err != nil {
 		return svctype.Page[svctype.Row]{}, err
 	}
 	return e.store.ListRows(ctx, orgID, table, where, opts)
+}
+
+// scanRefused turns a refused scan into the ValidationError hosts answer 422 scan_refused for.
+func scanRefused(err error) error {
+	var se *tables.ScanRefusedError
+	if errors.As(err, &se) {
+		return &ValidationError{Code: "scan_refused", Problems: []Problem{{Pointer: "/where", Message: se.Error()}}}
+	}
+	return err
 }
 
 // UpdateRows merges set into the rows matching where (integrators advance exception rows
 // this way) and returns how many it changed. Only declared columns may be set. Setting a key
 // column of an upserted row moves the row to its new key; ErrConflict, with nothing changed,
 // when two upserted rows would then share a key.
-func (e *Core) UpdateRows(ctx context.Context, orgID, table string, where, set map[string]any) (int, error) {
+// Like ListRows, a where no index serves on a large table needs scan.
+func (e *Core) UpdateRows(ctx context.Context, orgID, table string, where, set map[string]any, scan bool) (int, error) {
 	if err := CheckOrg(orgID); err != nil {
 		return 0, err
 	}
@@ -71,6 +141,9 @@ func (e *Core) UpdateRows(ctx context.Context, orgID, table string, where, set m
 	_, dropped := tables.Split(t, set)
 	if len(dropped) > 0 {
 		return 0, Invalid("/set", "columns %v are not declared by table %q", dropped, table)
+	}
+	if err := scanRefused(tables.CheckRead(ctx, e.store, t, where, scan)); err != nil {
+		return 0, err
 	}
 	return e.store.UpdateRows(ctx, orgID, table, where, set)
 }

@@ -74,6 +74,11 @@ func validateCustomTable(props map[string]any) []svctype.PropertyProblem {
 				add("/where", "must be an object of column -> value")
 			}
 		}
+		if sc, ok := props["scan"]; ok {
+			if _, isBool := sc.(bool); !isBool {
+				add("/scan", "must be a boolean: true lets a where no index serves read a table of more than %d rows", tables.ScanThreshold)
+			}
+		}
 		if l, ok := props["limit"]; ok && !isPath(l) {
 			if _, err := readLimit(l); err != nil {
 				add("/limit", "%s", err)
@@ -171,6 +176,10 @@ func readRows(ctx context.Context, call *svctype.StepCall, t *svctype.Table) (an
 		if limit, err = readLimit(l); err != nil {
 			return nil, fmt.Errorf("custom-table: limit %s", err)
 		}
+	}
+	scan, _ := p["scan"].(bool)
+	if err := tables.CheckRead(ctx, call.Tables, t, where, scan); err != nil {
+		return nil, fmt.Errorf("custom-table: %w", err)
 	}
 	rows, err := call.Tables.ReadRows(ctx, call.OrgID, t.Name, where, limit)
 	if err != nil {

@@ -4,14 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"slices"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/migrate"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -29,13 +27,6 @@ import (
 // the writes in flight, and the writes after it see it. (On SQLite the one writer orders
 // them.) So once a declaration has committed, the build only has rows committed before it
 // to cover.
-
-// MaxIndexes bounds a table's indexes, and MaxIndexColumns an index's columns: each index
-// costs every write of the table one more entry.
-const (
-	MaxIndexes      = 8
-	MaxIndexColumns = 4
-)
 
 type indexEntryModel struct {
 	bun.BaseModel `bun:"table:table_index_entries,alias:tie"`
@@ -155,9 +146,6 @@ func (q *querier) AddTableIndex(ctx context.Context, orgID, table string, ix svc
 		return q.changeIndexes(ctx, db, orgID, table, func(defs []svctype.TableIndex) ([]svctype.TableIndex, error) {
 			if slices.ContainsFunc(defs, func(d svctype.TableIndex) bool { return d.Key() == ix.Key() }) {
 				return nil, conflict(op)
-			}
-			if len(defs) >= MaxIndexes {
-				return nil, fmt.Errorf("store: %s: the table has %d indexes already: %w", op, len(defs), storage.ErrConflict)
 			}
 			ix.State = svctype.IndexBuilding
 			ix.CreatedAt = orNow(ix.CreatedAt, now()).UTC()

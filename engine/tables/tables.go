@@ -6,6 +6,7 @@ package tables
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -60,13 +61,124 @@ func Check(name string, fields map[string]string) []Problem {
 	return out
 }
 
-// Create stores a new table; the caller has checked the declaration.
-func Create(ctx context.Context, st svctype.TableStore, orgID, name string, fields map[string]string, now time.Time) (*svctype.Table, error) {
-	t := &svctype.Table{OrgID: orgID, Name: name, Fields: fields, CreatedAt: now.UTC()}
+// Create stores a new table with its indexes (ready: the table is empty); the caller has
+// checked the declaration (Check, CheckIndexes).
+func Create(ctx context.Context, st svctype.TableStore, orgID, name string, fields map[string]string, indexes [][]string, now time.Time) (*svctype.Table, error) {
+	t := &svctype.Table{OrgID: orgID, Name: name, Fields: fields, Indexes: []svctype.TableIndex{}, CreatedAt: now.UTC()}
+	for _, cols := range indexes {
+		t.Indexes = append(t.Indexes, svctype.TableIndex{Columns: cols, State: svctype.IndexReady, CreatedAt: now.UTC()})
+	}
 	if err := st.CreateTable(ctx, t); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// Index limits: each index costs every write of its table one more entry.
+const (
+	MaxIndexes      = 8
+	MaxIndexColumns = 4
+)
+
+// CheckIndexes returns the problems with the indexes a table declaring fields is created
+// with (pointer: where the list is), existing its indexes already (nil for a new table):
+// each names 1 to MaxIndexColumns declared columns, once each, and no two name the same set.
+func CheckIndexes(pointer string, fields map[string]string, existing []svctype.TableIndex, indexes [][]string) []Problem {
+	var out []Problem
+	if len(existing)+len(indexes) > MaxIndexes {
+		out = append(out, Problem{pointer, fmt.Sprintf("a table has at most %d indexes", MaxIndexes)})
+	}
+	seen := map[string]bool{} // within indexes: one on the same set as an existing one is the store's conflict
+	for i, cols := range indexes {
+		p := fmt.Sprintf("%s/%d", pointer, i)
+		if len(cols) == 0 || len(cols) > MaxIndexColumns {
+			out = append(out, Problem{p, fmt.Sprintf("an index names 1 to %d columns", MaxIndexColumns)})
+			continue
+		}
+		dup := map[string]bool{}
+		bad := false
+		for j, c := range cols {
+			if _, ok := fields[c]; !ok {
+				out = append(out, Problem{fmt.Sprintf("%s/%d", p, j), fmt.Sprintf("column %q is not declared by the table", c)})
+				bad = true
+			} else if dup[c] {
+				out = append(out, Problem{fmt.Sprintf("%s/%d", p, j), fmt.Sprintf("column %q is named twice", c)})
+				bad = true
+			}
+			dup[c] = true
+		}
+		if !bad && seen[svctype.IndexKey(cols)] {
+			out = append(out, Problem{p, "another index names the same columns"})
+		}
+		seen[svctype.IndexKey(cols)] = true
+	}
+	return out
+}
+
+// ScanThreshold is the size above which a where that no ready index covers is refused
+// unless the caller asks for a scan: it would read every row of the table.
+const ScanThreshold = 10000
+
+// ScanRefusedError is a where refused for reading every row of a large table.
+type ScanRefusedError struct {
+	Table   string
+	Columns []string // the where's columns: an index on them would serve it
+}
+
+func (e *ScanRefusedError) Error() string {
+	cols, _ := json.Marshal(e.Columns)
+	return fmt.Sprintf("a where on %s reads every row of table %q, which holds more than %d rows: "+
+		"an index on %s would serve it (POST /custom-tables/%s/indexes {\"columns\": %s}), or ask for the scan (scan: true)",
+		cols, e.Table, ScanThreshold, cols, e.Table, cols)
+}
+
+// CheckRead refuses a where that no ready index covers on a table of more than
+// ScanThreshold rows, unless scan. t may be a cached declaration: when it shows no covering
+// index, the table's indexes are read again, since one may have been added since.
+func CheckRead(ctx context.Context, st svctype.TableStore, t *svctype.Table, where map[string]any, scan bool) error {
+	if len(where) == 0 || scan {
+		return nil
+	}
+	if _, ok := t.CoveringIndex(where); ok {
+		return nil
+	}
+	defs, err := st.TableIndexes(ctx, t.OrgID, t.Name)
+	if err != nil {
+		return err
+	}
+	if _, ok := svctype.BestIndex(defs, where); ok {
+		return nil
+	}
+	n, err := st.CountRows(ctx, t.OrgID, t.Name, ScanThreshold+1)
+	if err != nil {
+		return err
+	}
+	if n <= ScanThreshold {
+		return nil
+	}
+	cols := make([]string, 0, len(where))
+	for c := range where {
+		cols = append(cols, c)
+	}
+	sort.Strings(cols)
+	return &ScanRefusedError{Table: t.Name, Columns: cols}
+}
+
+// BuildIndex writes the entries of a declared index over the table's rows, batch rows a
+// transaction (st is outside any transaction, so writes go on between batches), then
+// makes it ready.
+func BuildIndex(ctx context.Context, st svctype.TableStore, orgID, table, key string, batch int) error {
+	for cursor := ""; ; {
+		next, err := st.BuildTableIndex(ctx, orgID, table, key, cursor, batch)
+		if err != nil {
+			return err
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	return st.ReadyTableIndex(ctx, orgID, table, key)
 }
 
 // Split keeps the columns t declares and returns the names of the others, sorted.

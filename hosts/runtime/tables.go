@@ -18,14 +18,21 @@ type TablePath struct {
 
 // TableBody is the body of POST /custom-tables.
 type TableBody struct {
-	Name   string            `json:"name" doc:"Unique within the organization."`
-	Fields map[string]string `json:"fields" doc:"Column name to type (text, ...)."`
+	Name    string            `json:"name" doc:"Unique within the organization."`
+	Fields  map[string]string `json:"fields" doc:"Column name to type (text, ...)."`
+	Indexes [][]string        `json:"indexes,omitempty" maxItems:"8" doc:"Equality indexes, each a set of 1 to 4 declared columns, e.g. [[\"k\"], [\"a\", \"b\"]]. A where naming every column of one reads through it instead of every row. The key columns of an upsert are indexed without being listed."`
+}
+
+// IndexBody is the body of POST /custom-tables/{name}/indexes.
+type IndexBody struct {
+	Columns []string `json:"columns" minItems:"1" maxItems:"4" doc:"The declared columns the index covers (a set: order does not matter)."`
 }
 
 // RowsUpdate is the body of PATCH /custom-tables/{name}/rows.
 type RowsUpdate struct {
 	Where map[string]any `json:"where" doc:"Column to value: the rows to change ({} matches every row)."`
 	Set   map[string]any `json:"set" doc:"Column to new value; only declared columns."`
+	Scan  bool           `json:"scan,omitempty" doc:"Allow a where that no index serves on a table of more than 10,000 rows (it reads every row); refused with 422 scan_refused otherwise."`
 }
 
 // RowsUpdated is the answer of PATCH /custom-tables/{name}/rows.
@@ -43,7 +50,7 @@ func (s *Server) registerTables() {
 		OrgParam
 		Body TableBody
 	}) (*struct{ Body *svctype.Table }, error) {
-		t, err := s.eng.CreateTable(ctx, in.OrgID, in.Body.Name, in.Body.Fields)
+		t, err := s.eng.CreateTable(ctx, in.OrgID, in.Body.Name, in.Body.Fields, in.Body.Indexes...)
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{conflict: "a custom table with this name already exists in the organization"})
 		}
@@ -63,6 +70,24 @@ func (s *Server) registerTables() {
 		return &struct{ Body List[svctype.Table] }{Body: listOf(page, same[svctype.Table])}, nil
 	})
 
+	o = op("add-custom-table-index", http.MethodPost, "/custom-tables/{name}/indexes", "Add an index to a custom table", "Custom tables")
+	o.Description = "Declares an equality index on a set of declared columns and builds it over the table's rows, " +
+		"2,000 rows a transaction so that writes to the table go on meanwhile; answers with the table once the index is ready. " +
+		"Writes keep it from the moment it is declared. 409 when an index on the same columns exists; " +
+		"one left building by a stopped build is built again."
+	o.DefaultStatus = http.StatusCreated
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		TablePath
+		Body IndexBody
+	}) (*struct{ Body *svctype.Table }, error) {
+		t, err := s.eng.AddTableIndex(ctx, in.OrgID, in.Name, in.Body.Columns)
+		if err != nil {
+			return nil, s.fail(ctx, err, failure{notFound: tableNotFound.notFound, conflict: "the table has an index on these columns"})
+		}
+		return &struct{ Body *svctype.Table }{Body: t}, nil
+	})
+
 	o = op("read-custom-table-rows", http.MethodGet, "/custom-tables/{name}/rows", "Page through a custom table's rows", "Custom tables")
 	o.Description = "The rows whose columns equal every `where` entry, oldest first (by creation time, then id), " +
 		"a page at a time like every list: pass `next_cursor` back as `?cursor=` until it is empty."
@@ -70,13 +95,14 @@ func (s *Server) registerTables() {
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		TablePath
 		Where string `query:"where" maxLength:"65536" doc:"JSON object of column to value; rows whose columns equal every entry. Example: {\"status\":\"pending_review\"}"`
+		Scan  bool   `query:"scan" doc:"Allow a where that no index serves on a table of more than 10,000 rows (it reads every row); refused with 422 scan_refused otherwise."`
 		Paging
 	}) (*struct{ Body List[svctype.Row] }, error) {
 		where, err := whereParam(in.Where)
 		if err != nil {
 			return nil, err
 		}
-		page, err := s.eng.ListRows(ctx, in.OrgID, in.Name, where, in.options())
+		page, err := s.eng.ListRows(ctx, in.OrgID, in.Name, where, in.Scan, in.options())
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{notFound: tableNotFound.notFound, in: "query"})
 		}
@@ -93,7 +119,7 @@ func (s *Server) registerTables() {
 		TablePath
 		Body RowsUpdate
 	}) (*struct{ Body RowsUpdated }, error) {
-		n, err := s.eng.UpdateRows(ctx, in.OrgID, in.Name, in.Body.Where, in.Body.Set)
+		n, err := s.eng.UpdateRows(ctx, in.OrgID, in.Name, in.Body.Where, in.Body.Set, in.Body.Scan)
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{notFound: tableNotFound.notFound,
 				conflict: "the patch would give two rows of the table the same key; no row was changed"})

@@ -132,3 +132,83 @@ func TestPatchedKeyColumns(t *testing.T) {
 	require.Equal(t, []map[string]any{{"k": "b", "v": float64(2), "note": "seen"}, {"k": "a", "v": float64(5)}}, rows(),
 		"an upsert replaces the row's data")
 }
+
+// TestCustomTableIndexes: indexes declared with the table and added to it later, their bad
+// input (nothing changed), and a where no index serves on a table past the scan threshold:
+// refused with the index that would serve it, allowed with scan, served once indexed.
+func TestCustomTableIndexes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	created := ok[map[string]any](t, b.do(t, http.MethodPost, "/custom-tables", orgA, map[string]any{
+		"name": "ledger", "fields": map[string]string{"ref": "text", "kind": "text", "n": "number"},
+		"indexes": [][]string{{"ref"}, {"kind", "n"}},
+	}), http.StatusCreated)
+	require.Len(t, created["indexes"], 2)
+	for _, ix := range created["indexes"].([]any) {
+		require.Equal(t, "ready", ix.(map[string]any)["state"])
+	}
+
+	// Bad declarations: 422, and no table.
+	for _, body := range []map[string]any{
+		{"name": "bad1", "fields": map[string]string{"a": "text"}, "indexes": [][]string{{"nope"}}},
+		{"name": "bad2", "fields": map[string]string{"a": "text"}, "indexes": [][]string{{"a"}, {"a"}}},
+		{"name": "bad3", "fields": map[string]string{"a": "text"}, "indexes": [][]string{{}}},
+		{"name": "bad4", "fields": map[string]string{"a": "text"}, "indexes": [][]string{{"a", "a"}}},
+	} {
+		problem(t, b.do(t, http.MethodPost, "/custom-tables", orgA, body), http.StatusUnprocessableEntity, "validation_failed")
+		problem(t, b.do(t, http.MethodGet, "/custom-tables/"+body["name"].(string)+"/rows", orgA, nil), http.StatusNotFound, "not_found")
+	}
+
+	// Past the threshold, in one transaction.
+	err := b.st.InTx(t.Context(), func(ctx context.Context, tx engine.Tx) error {
+		for i := range 10050 {
+			if _, err := tx.InsertRow(ctx, orgA, "ledger", map[string]any{"ref": fmt.Sprintf("r%05d", i), "kind": []string{"a", "b", "c"}[i%3], "n": i % 7}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	rows := func(q string, status int) *httptest.ResponseRecorder {
+		rec := b.do(t, http.MethodGet, "/custom-tables/ledger/rows?"+q, orgA, nil)
+		require.Equal(t, status, rec.Code, rec.Body.String())
+		return rec
+	}
+	where := func(w string) string { return "where=" + url.QueryEscape(w) }
+	// Indexed: served.
+	got := ok[list[rowDoc]](t, rows(where(`{"ref":"r00042"}`), http.StatusOK), http.StatusOK)
+	require.Len(t, got.Items, 1)
+	require.Equal(t, "r00042", got.Items[0].Data["ref"])
+	got = ok[list[rowDoc]](t, rows(where(`{"kind":"b","n":3}`)+"&limit=500", http.StatusOK), http.StatusOK)
+	require.Len(t, got.Items, 479, "i%3==1 and i%7==3 for i < 10050")
+	// Not indexed: refused, naming the index that would serve it.
+	p := problem(t, rows(where(`{"n":3}`), http.StatusUnprocessableEntity), http.StatusUnprocessableEntity, "scan_refused")
+	require.Contains(t, p.Errors[0].Message, `POST /custom-tables/ledger/indexes {"columns": ["n"]}`)
+	problem(t, b.do(t, http.MethodPatch, "/custom-tables/ledger/rows", orgA, map[string]any{
+		"where": map[string]any{"n": 3}, "set": map[string]any{"kind": "z"},
+	}), http.StatusUnprocessableEntity, "scan_refused")
+	// Asked for: a scan.
+	got = ok[list[rowDoc]](t, rows(where(`{"n":3}`)+"&scan=true&limit=5", http.StatusOK), http.StatusOK)
+	require.Len(t, got.Items, 5)
+
+	// Added: then served without scan.
+	added := ok[map[string]any](t, b.do(t, http.MethodPost, "/custom-tables/ledger/indexes", orgA, map[string]any{"columns": []string{"n"}}), http.StatusCreated)
+	require.Len(t, added["indexes"], 3)
+	got = ok[list[rowDoc]](t, rows(where(`{"n":3}`)+"&limit=500", http.StatusOK), http.StatusOK)
+	require.Len(t, got.Items, 500)
+	updated := ok[map[string]int](t, b.do(t, http.MethodPatch, "/custom-tables/ledger/rows", orgA, map[string]any{
+		"where": map[string]any{"n": 3}, "set": map[string]any{"kind": "z"},
+	}), http.StatusOK)
+	require.Equal(t, 1436, updated["updated"], "i%7==3 for i < 10050")
+	got = ok[list[rowDoc]](t, rows(where(`{"kind":"z","n":3}`)+"&limit=500", http.StatusOK), http.StatusOK)
+	require.Len(t, got.Items, 500, "the patch moved the rows in the (kind, n) index")
+
+	// Bad index input: undeclared column 422, duplicate (any order) 409, another
+	// organization's table 404; each changes nothing.
+	problem(t, b.do(t, http.MethodPost, "/custom-tables/ledger/indexes", orgA, map[string]any{"columns": []string{"nope"}}), http.StatusUnprocessableEntity, "validation_failed")
+	problem(t, b.do(t, http.MethodPost, "/custom-tables/ledger/indexes", orgA, map[string]any{"columns": []string{"n", "kind"}}), http.StatusConflict, "conflict")
+	problem(t, b.do(t, http.MethodPost, "/custom-tables/ledger/indexes", orgA, map[string]any{"columns": []string{}}), http.StatusUnprocessableEntity, "validation_failed")
+	problem(t, b.do(t, http.MethodPost, "/custom-tables/ledger/indexes", orgB, map[string]any{"columns": []string{"kind"}}), http.StatusNotFound, "not_found")
+	tables := ok[list[map[string]any]](t, b.do(t, http.MethodGet, "/custom-tables", orgA, nil), http.StatusOK)
+	require.Len(t, tables.Items[0]["indexes"], 3, "nothing added by the refused requests")
+}

@@ -78,6 +78,7 @@ var tenancyCalls = map[string]tenancyCall{
 	}},
 	"list-custom-tables":     {scope: listing},
 	"read-custom-table-rows": {scope: byID},
+	"add-custom-table-index": {scope: byID, body: func(tenancyFixture) any { return map[string]any{"columns": []string{"status"}} }},
 	"update-custom-table-rows": {scope: byID, body: func(tenancyFixture) any {
 		return map[string]any{"where": map[string]any{}, "set": map[string]any{"status": "hijacked"}}
 	}},
