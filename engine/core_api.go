@@ -37,6 +37,8 @@ const (
 	EventValueNodes      = core.EventValueNodes
 	DefaultMaxIterations = core.DefaultMaxIterations
 	MaxIterations        = core.MaxIterations
+	ForeachBatch         = core.ForeachBatch
+	ForeachBatchTime     = core.ForeachBatchTime
 	LoopStep             = core.LoopStep
 	EventRunStarted      = core.EventRunStarted
 	EventRunCompleted    = core.EventRunCompleted

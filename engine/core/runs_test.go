@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -286,6 +287,64 @@ func TestVersionsIdempotencyCancel(t *testing.T) {
 	})
 }
 
+// TestForeachBatches: a foreach whose steps all run inside the transaction commits its
+// elements in batches (events and rows of every element, once); one whose steps make
+// outside calls commits each element on its own (TestForeachCheckpointsPerElement).
+func TestForeachBatches(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range enginetest.Dialects {
+		t.Run(dialect, func(t *testing.T) { testForeachBatches(t, dialect) })
+	}
+}
+
+func testForeachBatches(t *testing.T, dialect string) {
+	t.Parallel()
+	var units atomic.Int64 // commits of the run: one per stepOnce
+	b := enginetest.Setup(t, dialect, engine.Config{StepObserver: func(string, time.Duration) { units.Add(1) }})
+	{
+		_, err := b.Eng.CreateTable(b.Ctx, "o1", "seen", map[string]string{"i": "number"})
+		require.NoError(t, err)
+		var commits atomic.Int64
+		b.Eng.RegisterStep("count", func(_ context.Context, call *svctype.StepCall) (any, error) {
+			commits.Add(1)
+			return call.Properties["i"], nil
+		})
+		w := b.Workflow(t, "o1", "batched", `{"actions": [
+		  {"type": "loop", "properties": {"mode": "foreach", "items": "@input.items", "result_key": "done",
+		    "steps": [
+		      {"type": "custom-table", "properties": {"table": "seen", "operation": "write", "fields": {"i": "@index"}}},
+		      {"type": "count", "properties": {"i": "@index"}}
+		    ]}}
+		]}`)
+		const n = 1200
+		items := make([]string, n)
+		for i := range items {
+			items[i] = strconv.Itoa(i)
+		}
+		run, err := b.Eng.Execute(b.Ctx, "o1", w.ID, json.RawMessage(`{"items": [`+strings.Join(items, ",")+`]}`), engine.ExecuteOptions{})
+		require.NoError(t, err)
+		_, err = b.Eng.Work(b.Ctx)
+		require.NoError(t, err)
+		doc, err := b.Eng.RunStatus(b.Ctx, "o1", run.ID)
+		require.NoError(t, err)
+		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+		done := doc.Context["done"].([]any)
+		require.Len(t, done, n)
+		for i, v := range done {
+			require.Equal(t, float64(i), v)
+		}
+		rows, err := b.Eng.ReadRows(b.Ctx, "o1", "seen", nil, 0)
+		require.NoError(t, err)
+		require.Len(t, rows, n)
+		require.EqualValues(t, n, commits.Load(), "no element ran twice")
+		// The loop's start, its batches (at most ForeachBatch elements each, fewer when one
+		// reaches ForeachBatchTime first), its end.
+		t.Logf("%s: %d elements in %d commits", dialect, n, units.Load())
+		require.GreaterOrEqual(t, units.Load(), int64(2+n/engine.ForeachBatch))
+		require.Less(t, units.Load(), int64(n/10), "elements commit in batches, not one by one")
+	}
+}
+
 func TestForeachCheckpointsPerElement(t *testing.T) {
 	t.Parallel()
 	enginetest.ForEachDialect(t, func(t *testing.T, b *enginetest.Bundle) {
@@ -295,12 +354,13 @@ func TestForeachCheckpointsPerElement(t *testing.T) {
 		var calls atomic.Int64
 		ctx, cancel := context.WithCancel(b.Ctx)
 		defer cancel()
-		b.Eng.RegisterStep("tick", func(_ context.Context, call *svctype.StepCall) (any, error) {
+		// An outside call (an IO half): elements that make one commit one at a time.
+		b.Eng.Environment().RegisterStepKind("tick", svctype.StepKind{IO: func(_ context.Context, call *svctype.StepCall) (any, error) {
 			if calls.Add(1) == 5 {
 				cancel()
 			}
 			return map[string]any{"sku": call.Properties["sku"], "i": call.Properties["i"]}, nil
-		})
+		}})
 		w := b.Workflow(t, "o1", "loop", `{"actions": [
 		  {"type": "loop", "properties": {"mode": "foreach", "items": "@input.lines", "result_key": "done",
 		    "steps": [

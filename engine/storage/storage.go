@@ -162,6 +162,9 @@ type Runs interface {
 
 	// Foreach progress: one output per element, inserted or replaced by (run, step, item).
 	PutLoopItem(ctx context.Context, orgID, runID string, step, item int, output json.RawMessage) error
+	// PutLoopItems puts the outputs of elements first, first+1, ... in one statement a few
+	// hundred: what a batch of foreach elements commits.
+	PutLoopItems(ctx context.Context, orgID, runID string, step, first int, outputs []json.RawMessage) error
 	ListLoopItems(ctx context.Context, orgID, runID string, step int) ([]json.RawMessage, error)
 
 	// Outbox. AppendEvents assigns Seq in order. ListRunEvents pages a run's events oldest first.

@@ -26,6 +26,10 @@ type querier struct {
 
 	prepared *sqlitePrepared // SQLite only: the step-commit statements (sqlitefast.go)
 	sqlTx    *sql.Tx         // the transaction under w, for prepared statements
+
+	// defs holds, in a transaction, the custom-table index declarations its writes read
+	// (tableindexes.go): they cannot change before it ends.
+	defs map[string][]svctype.TableIndex
 }
 
 var _ storage.All = (*querier)(nil)

@@ -133,6 +133,24 @@ func (q *querier) PutLoopItem(ctx context.Context, orgID, runID string, step, it
 	return wrap("put loop item", err)
 }
 
+// PutLoopItems puts consecutive elements' outputs, 500 rows a statement.
+func (q *querier) PutLoopItems(ctx context.Context, orgID, runID string, step, first int, outputs []json.RawMessage) error {
+	ms := make([]loopItemModel, len(outputs))
+	for i, out := range outputs {
+		ms[i] = loopItemModel{OrgID: orgID, RunID: runID, Step: step, Item: first + i, Output: nonEmpty(out)}
+	}
+	for chunk := range slices.Chunk(ms, 500) {
+		_, err := q.w.NewInsert().Model(&chunk).
+			On("CONFLICT (org_id, run_id, step, item) DO UPDATE").
+			Set("output = EXCLUDED.output").
+			Exec(ctx)
+		if err != nil {
+			return wrap("put loop items", err)
+		}
+	}
+	return nil
+}
+
 // ListLoopItems returns the outputs of a loop's elements in element order.
 func (q *querier) ListLoopItems(ctx context.Context, orgID, runID string, step int) ([]json.RawMessage, error) {
 	var outputs []json.RawMessage

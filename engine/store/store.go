@@ -244,6 +244,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storag
 	return s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		return fn(ctx, &storeTx{querier{
 			w: tx, r: tx, dialect: s.dialect, inTx: true, prepared: s.prepared, sqlTx: tx.Tx,
+			defs: map[string][]svctype.TableIndex{},
 		}})
 	})
 }

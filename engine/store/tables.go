@@ -2,14 +2,17 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
 	"github.com/svcflow/svcflow/engine/storage"
@@ -77,16 +80,20 @@ func (q *querier) InsertRow(ctx context.Context, orgID, table string, row map[st
 		if err != nil {
 			return err
 		}
+		entries, err := appendEntries(nil, orgID, table, m.ID, defs, out.Data)
+		if err != nil {
+			return err
+		}
+		if q.dialect == dialectPostgres {
+			_, _, err = tx.pgWriteRow(ctx, db, m, false, entries)
+			return err
+		}
 		if st := tx.fast(); st != nil {
 			_, err = tx.exec(ctx, st.insertRow, m.ID, m.OrgID, m.TableName, nil, nil, string(m.Data),
 				sqliteTime(m.CreatedAt), sqliteTime(m.UpdatedAt))
 		} else {
 			_, err = db.NewInsert().Model(m).Exec(ctx)
 		}
-		if err != nil {
-			return err
-		}
-		entries, err := appendEntries(nil, orgID, table, m.ID, defs, out.Data)
 		if err != nil {
 			return err
 		}
@@ -105,13 +112,13 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 	if len(keys) == 0 {
 		return svctype.Row{}, false, fmt.Errorf("store: %s: no key columns", op)
 	}
-	hash, err := keyHash(keys, row)
-	if err != nil {
-		return svctype.Row{}, false, fmt.Errorf("store: %s: %w", op, err)
-	}
 	m, out, err := newRow(orgID, table, row)
 	if err != nil {
 		return out, false, fmt.Errorf("store: %s: %w", op, err)
+	}
+	hash, err := hashPairs(keys, out.Data, true)
+	if err != nil {
+		return svctype.Row{}, false, fmt.Errorf("store: %s: %w", op, err)
 	}
 	kc, err := json.Marshal(keys)
 	if err != nil {
@@ -131,7 +138,16 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 		if defs, err = tx.ensureKeyIndex(ctx, db, orgID, table, keys, defs); err != nil {
 			return err
 		}
-		if st := tx.fast(); st != nil {
+		// A fresh row's entries (its id is m.ID); an update's are handled below.
+		fresh, err := appendEntries(nil, orgID, table, m.ID, defs, out.Data)
+		if err != nil {
+			return err
+		}
+		written := false
+		if q.dialect == dialectPostgres {
+			id, created, err = tx.pgWriteRow(ctx, db, m, true, fresh)
+			written = true
+		} else if st := tx.fast(); st != nil {
 			var createdAt any
 			err = tx.queryRow(ctx, st.upsertRow, m.ID, m.OrgID, m.TableName, hash, *m.KeyColumns, string(m.Data),
 				sqliteTime(m.CreatedAt), sqliteTime(m.UpdatedAt)).Scan(&id, &createdAt)
@@ -151,11 +167,10 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 			return err
 		}
 		if id == m.ID {
-			entries, err := appendEntries(nil, orgID, table, id, defs, out.Data)
-			if err != nil {
-				return err
+			if written {
+				return nil
 			}
-			return tx.insertEntries(ctx, db, entries)
+			return tx.insertEntries(ctx, db, fresh)
 		}
 		// An update: the entries of indexes within the key columns cannot have changed.
 		if slices.ContainsFunc(defs, func(d svctype.TableIndex) bool { return !within(d.Columns, keys) }) {
@@ -171,6 +186,51 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 	out.ID = id
 	out.CreatedAt = created.UTC()
 	return out, inserted, nil
+}
+
+// pgWriteRow inserts (or upserts, by key hash) m and, when the row is new, its index
+// entries, in one statement: one round trip to PostgreSQL per row written. It is the one
+// statement a table-writing step sends per row, so it goes as a prepared statement (pgx's
+// per-connection cache; one text per number of entries), not as rendered text that
+// PostgreSQL parses and plans anew each time.
+func (q *querier) pgWriteRow(ctx context.Context, db bun.IDB, m *rowModel, upsert bool, entries []indexEntryModel) (string, time.Time, error) {
+	args := []any{m.ID, m.OrgID, m.TableName, m.KeyHash, m.KeyColumns, string(m.Data), m.CreatedAt, m.UpdatedAt}
+	var b strings.Builder
+	b.WriteString(`WITH up AS (INSERT INTO table_rows (id, org_id, table_name, key_hash, key_columns, data, created_at, updated_at)
+ VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8)`)
+	if upsert {
+		b.WriteString(` ON CONFLICT (org_id, table_name, key_hash) DO UPDATE SET data = EXCLUDED.data,
+ key_columns = EXCLUDED.key_columns, updated_at = EXCLUDED.updated_at`)
+	}
+	b.WriteString(` RETURNING id, created_at)`)
+	if len(entries) > 0 {
+		b.WriteString(`, ent AS (INSERT INTO table_index_entries (org_id, table_name, index_key, value_hash, row_id)
+ SELECT e.* FROM (VALUES `)
+		for i, e := range entries {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			n := len(args)
+			fmt.Fprintf(&b, "($%d::text, $%d::text, $%d::text, $%d::text, $%d::text)", n+1, n+2, n+3, n+4, n+5)
+			args = append(args, e.OrgID, e.TableName, e.IndexKey, e.ValueHash, e.RowID)
+		}
+		// Only when the row is new: an upsert that updated keeps the row's id, not m.ID.
+		fmt.Fprintf(&b, `) AS e(org_id, table_name, index_key, value_hash, row_id)
+ WHERE EXISTS (SELECT 1 FROM up WHERE up.id = $1) ON CONFLICT DO NOTHING)`)
+	}
+	b.WriteString(` SELECT id, created_at FROM up`)
+	var (
+		id      string
+		created time.Time
+		row     *sql.Row
+	)
+	if q.sqlTx != nil {
+		row = q.sqlTx.QueryRowContext(ctx, b.String(), append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+	} else {
+		row = db.QueryRowContext(ctx, b.String(), append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+	}
+	err := row.Scan(&id, &created)
+	return id, created, err
 }
 
 // within reports whether every one of cols is in set.
@@ -201,11 +261,25 @@ func newRow(orgID, table string, row map[string]any) (*rowModel, svctype.Row, er
 // [[key, value], ...] in keys order, values passed through a JSON round trip first so that
 // equal JSON values (1 and 1.0) hash alike.
 func keyHash(keys []string, row map[string]any) (string, error) {
+	return hashPairs(keys, row, false)
+}
+
+// hashPairs is keyHash; decoded says row came from a JSON decode already (a stored row's
+// data), so its values need no round trip to be canonical.
+func hashPairs(keys []string, row map[string]any, decoded bool) (string, error) {
 	pairs := make([][2]any, len(keys))
 	for i, k := range keys {
 		pairs[i] = [2]any{k, row[k]}
 	}
-	_, canonical, err := normalizeJSON(pairs)
+	var (
+		canonical []byte
+		err       error
+	)
+	if decoded {
+		canonical, err = json.Marshal(pairs)
+	} else {
+		_, canonical, err = normalizeJSON(pairs)
+	}
 	if err != nil {
 		return "", err
 	}
