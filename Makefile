@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway e2e
+.PHONY: help run test test-short vet openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach e2e
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -32,7 +32,7 @@ openapi: ## regenerate openapi/openapi.yaml from the code
 build: ## build ./bin/svcflow
 	$(GO) build -o bin/svcflow ./hosts/svcflow
 
-bench: bench-runs bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-runs-pg bench-queue bench-match ## every benchmark of docs/performance.md
+bench: bench-runs bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-runs-pg bench-queue bench-match bench-tables bench-foreach ## every benchmark of docs/performance.md
 
 bench-runs: ## runs/s and per-step overhead through the real worker on SQLite
 	$(GO) test -run '^$$' -bench 'BenchmarkRuns/sqlite' -benchtime 3000x ./hosts/worker/
@@ -54,8 +54,16 @@ bench-gateway: ## the gateway's own cost of a runtime call (in process), and req
 	$(GO) test -run '^$$' -bench 'BenchmarkGatewayOverhead' -benchtime 20000x ./hosts/gateway/
 	$(GO) test -run '^$$' -bench 'BenchmarkGatewayLoopback' -benchtime 64000x ./hosts/gateway/
 
-bench-runs-pg: ## runs/s on PostgreSQL with 2 worker processes
-	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkRunsPostgresTwoProcesses' -benchtime 3000x ./hosts/worker/
+bench-runs-pg: ## runs/s on PostgreSQL with 1, 2 and 4 worker processes, and the statements a step sends
+	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkRunsPostgresProcesses' -benchtime 3000x ./hosts/worker/
+	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkStatementsPerStep' -benchtime 500x -v ./hosts/worker/ | grep -v '^=== '
+
+bench-tables: ## a keyed read on a 1,000,000-row custom table (SQLite, PostgreSQL): p50, p99, index build; the two index designs compared
+	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkKeyedRead' -benchtime 5000x -timeout 30m ./engine/store/
+	$(GO) test -run '^$$' -bench 'BenchmarkIndexDesigns' -benchtime 1x -timeout 30m ./engine/store/
+
+bench-foreach: ## a foreach of 50,000 custom-table upserts through the worker, on SQLite and PostgreSQL
+	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkForeachWrites' -benchtime 1x -timeout 20m ./hosts/worker/
 
 bench-queue: ## 10,000 queued runs: goroutines and heap held while they wait
 	$(GO) test -run '^$$' -bench 'BenchmarkQueuedRuns' -benchtime 1x ./hosts/worker/

@@ -128,6 +128,7 @@ func New(cfg Config) (*Core, error) {
 	e.eval = expr.New()
 	e.defs = newDefCache(1024)
 	e.reg = newRegistry()
+	e.reg.jobs[svctype.JobBuildIndex] = e.buildIndexJob
 	return e, nil
 }
 

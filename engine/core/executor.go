@@ -90,6 +90,9 @@ type runState struct {
 	// calls are the calls made for the unit of work in progress (io.go), by idempotency
 	// key; they are dropped when the unit commits or fails.
 	calls map[string]*callResult
+	// reads are the outputs of read-only steps run ahead of their transaction (readAhead),
+	// by the same key; dropped with calls.
+	reads map[string]any
 }
 
 func (e *Core) loadRun(ctx context.Context, job *svctype.Job) (*runState, error) {
@@ -251,6 +254,7 @@ func (e *Core) stepOnce(ctx context.Context, job *svctype.Job, st *runState) err
 			return e.afterCommit(ctx, job, st, c, i, step, err)
 		}
 	}
+	e.readAhead(ctx, st, step, i)
 	err := e.unit(ctx, job, st, func(ctx context.Context, tx storage.Tx) error {
 		*c = commit{rec: rec}
 		if err := e.keepLease(ctx, tx, job); err != nil {
@@ -374,7 +378,10 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 	call := e.stepCall(st, step, index, pm, vars, c)
 	call.Tables = cachedTables{TableStore: tx, cache: &e.tables}
 	var out any
-	if kind.IO != nil {
+	if r, ok := st.reads[callKey(st.run.ID, c.position(index))]; ok && !c.inner {
+		// Read ahead of this transaction (readAhead): its output, as Run gave it.
+		out = r
+	} else if kind.IO != nil {
 		key := callKey(st.run.ID, c.position(index))
 		r, ok := st.calls[key]
 		if !ok {
@@ -388,7 +395,7 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 		call.IdempotencyKey, call.Try, call.IOResult = key, r.intent.Tries, r.out
 		out = r.out
 	}
-	if kind.Run != nil {
+	if _, ahead := st.reads[callKey(st.run.ID, c.position(index))]; kind.Run != nil && !(ahead && !c.inner) {
 		var err error
 		if out, err = kind.Run(ctx, call); err != nil {
 			return nil, "", "", err

@@ -257,7 +257,7 @@ func (e *Core) unit(ctx context.Context, job *svctype.Job, st *runState, fn func
 		var n *needIO
 		if !errors.As(err, &n) {
 			if err == nil {
-				st.calls = nil
+				st.calls, st.reads = nil, nil
 			}
 			return err
 		}
@@ -296,18 +296,61 @@ func (e *Core) lookupKind(ctx context.Context, q storage.Runs, orgID, stepType s
 // workflow's gate, a filter that fails to evaluate, properties that do not resolve) returns
 // nil and is left to the transaction, which reports it as it always does.
 func (e *Core) callAhead(ctx context.Context, st *runState, step *svctype.Step, index int) *needIO {
-	if index == 0 && st.ent.def.Condition != nil {
+	kind, call, key, ok := e.ahead(ctx, st, step, index, func(k svctype.StepKind, _ *svctype.Step) bool { return k.IO != nil })
+	if !ok {
 		return nil
+	}
+	if _, done := st.calls[key]; done {
+		return nil
+	}
+	call.Secret = e.secretFor(st.run.OrgID)
+	return &needIO{key: key, kind: kind, call: call}
+}
+
+// readAhead runs a top-level step of a ReadOnly kind before its transaction, so that its
+// read does not hold the SQLite writer (nor a PostgreSQL transaction) for its length: Run
+// reads committed data through the store itself, and the transaction that follows commits
+// the output. The output stays in st.reads for that transaction only. What is not plainly a
+// read (as callAhead: the gate, a filter that fails, properties that do not resolve), or a
+// read that fails, is left to the transaction, which runs the step as always.
+//
+// A read in a foreach element stays in the element's transaction: it must see the rows the
+// batch's earlier elements wrote, which are not committed yet.
+func (e *Core) readAhead(ctx context.Context, st *runState, step *svctype.Step, index int) {
+	kind, call, key, ok := e.ahead(ctx, st, step, index, func(k svctype.StepKind, s *svctype.Step) bool {
+		return k.ReadOnly != nil && k.Run != nil && k.IO == nil && k.ReadOnly(s.Properties)
+	})
+	if !ok {
+		return
+	}
+	call.Tables = cachedTables{TableStore: e.store, cache: &e.tables}
+	out, err := kind.Run(ctx, call)
+	if err != nil {
+		return
+	}
+	if st.reads == nil {
+		st.reads = map[string]any{}
+	}
+	st.reads[key] = out
+}
+
+// ahead finds what a top-level step will run, outside its transaction, when want says the
+// kind (after the step's filter) is worth it: the kind, its call with resolved properties,
+// and its call key.
+func (e *Core) ahead(ctx context.Context, st *runState, step *svctype.Step, index int, want func(svctype.StepKind, *svctype.Step) bool) (svctype.StepKind, *svctype.StepCall, string, bool) {
+	var none svctype.StepKind
+	if index == 0 && st.ent.def.Condition != nil {
+		return none, nil, "", false
 	}
 	vars := e.scope(st, index)
 	for step.Filter != nil {
 		cond, err := st.ent.condition(step, step.Filter.Condition)
 		if err != nil {
-			return nil
+			return none, nil, "", false
 		}
 		ok, err := cond.Eval(ctx, vars)
 		if err != nil || (!ok && step.OnFalse == nil) {
-			return nil
+			return none, nil, "", false
 		}
 		if ok {
 			break
@@ -315,25 +358,20 @@ func (e *Core) callAhead(ctx context.Context, st *runState, step *svctype.Step, 
 		step = step.OnFalse
 	}
 	if _, pauses := e.stepPause(step); pauses || step.Type == LoopStep {
-		return nil
+		return none, nil, "", false
 	}
 	kind, ok, err := e.lookupKind(ctx, e.store, st.run.OrgID, step.Type)
-	if err != nil || !ok || kind.IO == nil {
-		return nil
+	if err != nil || !ok || !want(kind, step) {
+		return none, nil, "", false
 	}
 	key := callKey(st.run.ID, strconv.Itoa(index))
-	if _, done := st.calls[key]; done {
-		return nil
-	}
 	props, err := e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), step.Properties, vars)
 	if err != nil {
-		return nil
+		return none, nil, "", false
 	}
 	pm, _ := props.(map[string]any)
 	if pm == nil {
 		pm = map[string]any{}
 	}
-	call := e.stepCall(st, step, index, pm, vars, nil)
-	call.Secret = e.secretFor(st.run.OrgID)
-	return &needIO{key: key, kind: kind, call: call}
+	return kind, e.stepCall(st, step, index, pm, vars, nil), key, true
 }

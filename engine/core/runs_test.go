@@ -601,7 +601,9 @@ func TestLeaseFollowsTheStoreClock(t *testing.T) {
 				jobs, err := b.St.ClaimJobs(context.Background(), 10, time.Minute)
 				require.NoError(t, err)
 				for _, j := range jobs {
-					stolen = append(stolen, j.ID)
+					if j.Kind == svctype.JobRunStep { // not the upsert's index build (PostgreSQL)
+						stolen = append(stolen, j.ID)
+					}
 				}
 			},
 		})
@@ -619,3 +621,80 @@ var (
 	newKeyring  = enginetest.NewKeyring
 	generateKey = enginetest.GenerateKey
 )
+
+// TestUpsertKeysIndexed: the first upsert on a key set declares an index on it. On SQLite it
+// is built in the step's transaction; on PostgreSQL a job builds it once the writes in
+// flight have ended. Either way the worker leaves it ready, covering every row.
+func TestUpsertKeysIndexed(t *testing.T) {
+	t.Parallel()
+	enginetest.ForEachDialect(t, func(t *testing.T, b *enginetest.Bundle) {
+		_, err := b.Eng.CreateTable(b.Ctx, "o1", "accts", map[string]string{"id": "text", "n": "number"})
+		require.NoError(t, err)
+		// Rows written before any upsert: the build must cover them.
+		for i := range 30 {
+			_, err := b.St.InsertRow(b.Ctx, "o1", "accts", map[string]any{"id": fmt.Sprint("old-", i), "n": 0})
+			require.NoError(t, err)
+		}
+		w := b.Workflow(t, "o1", "up", `{"actions": [
+		  {"type": "custom-table", "properties": {"table": "accts", "operation": "upsert", "keys": ["id"], "values": ["@input.id"], "fields": {"n": 1}}}
+		]}`)
+		doc := b.Execute(t, "o1", w.ID, `{"id": "new"}`)
+		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+		_, err = b.Eng.Work(b.Ctx) // the build job, where there is one
+		require.NoError(t, err)
+		ixs, err := b.St.TableIndexes(b.Ctx, "o1", "accts")
+		require.NoError(t, err)
+		require.Len(t, ixs, 1)
+		require.Equal(t, "id", ixs[0].Key())
+		require.Equal(t, svctype.IndexReady, ixs[0].State)
+		for _, id := range []string{"old-7", "new"} {
+			rows, err := b.Eng.ReadRows(b.Ctx, "o1", "accts", map[string]any{"id": id}, 0)
+			require.NoError(t, err)
+			require.Len(t, rows, 1, id)
+		}
+		require.Zero(t, store.CountAllJobs(t, b.St), "the build job is done")
+	})
+}
+
+// TestReadsOutsideTheWriter: a top-level read-only step runs before its transaction, so it
+// does not hold the SQLite writer while it reads: here the read waits for an Execute,
+// which needs the writer, to finish. Were the read inside its transaction, the two would
+// wait for each other until the test's timeout. Its output is committed as usual.
+func TestReadsOutsideTheWriter(t *testing.T) {
+	t.Parallel()
+	enginetest.ForEachDialect(t, func(t *testing.T, b *enginetest.Bundle) {
+		var other *svctype.Workflow
+		var reads atomic.Int64
+		b.Eng.Environment().RegisterStepKind("peek", svctype.StepKind{
+			ReadOnly: func(map[string]any) bool { return true },
+			Run: func(ctx context.Context, call *svctype.StepCall) (any, error) {
+				if reads.Add(1) == 1 {
+					// Another run started meanwhile: its Execute commits on the writer.
+					done := make(chan error, 1)
+					go func() {
+						_, err := b.Eng.Execute(context.WithoutCancel(ctx), "o1", other.ID, json.RawMessage(`{}`), engine.ExecuteOptions{})
+						done <- err
+					}()
+					select {
+					case err := <-done:
+						if err != nil {
+							return nil, err
+						}
+					case <-time.After(10 * time.Second):
+						return nil, errors.New("an Execute waited 10 s for the writer this read holds")
+					}
+				}
+				rows, err := call.Tables.ReadRows(ctx, call.OrgID, "seen", nil, 0)
+				return len(rows), err
+			},
+		})
+		_, err := b.Eng.CreateTable(b.Ctx, "o1", "seen", map[string]string{"i": "number"})
+		require.NoError(t, err)
+		other = b.Workflow(t, "o1", "other", `{"actions": [{"type": "custom-table", "properties": {"table": "seen", "operation": "write", "fields": {"i": 1}}}]}`)
+		w := b.Workflow(t, "o1", "peek", `{"actions": [{"type": "peek", "outputKey": "n", "properties": {}}]}`)
+		doc := b.Execute(t, "o1", w.ID, `{}`)
+		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+		require.EqualValues(t, 1, reads.Load(), "read once, ahead of the transaction")
+		require.Equal(t, float64(0), doc.Context["n"])
+	})
+}

@@ -2,11 +2,13 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/engine/tables"
 )
@@ -111,6 +113,20 @@ func (e *Core) ListRows(ctx context.Context, orgID, table string, where map[stri
 		return svctype.Page[svctype.Row]{}, err
 	}
 	return e.store.ListRows(ctx, orgID, table, where, opts)
+}
+
+// buildIndexJob builds an index an upsert declared on PostgreSQL (svctype.JobBuildIndex):
+// after the writes in flight, batch by batch, then ready. A failure leaves the job to be
+// claimed again when its lease lapses; the build starts over, which writes nothing twice.
+func (e *Core) buildIndexJob(ctx context.Context, job *svctype.Job) error {
+	var p svctype.BuildIndexPayload
+	if err := json.Unmarshal(job.Payload, &p); err != nil {
+		e.log.Error("dropping an index build job whose payload does not decode", "job_id", job.ID, "err", err)
+	} else if err := tables.BuildIndex(ctx, e.store, job.OrgID, p.Table, p.Key, IndexBuildBatch); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	e.tables.forget(job.OrgID, p.Table)
+	return e.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.CompleteJob(ctx, job) })
 }
 
 // scanRefused turns a refused scan into the ValidationError hosts answer 422 scan_refused for.

@@ -243,3 +243,10 @@ func keyValues(keys []string, row map[string]any) map[string]any {
 	}
 	return out
 }
+
+// readsOnly: a read (its operation written as a literal) writes nothing, so the executor may
+// run it before the step's transaction, off the SQLite writer.
+func readsOnly(props map[string]any) bool {
+	op, _ := props["operation"].(string)
+	return op == opRead
+}

@@ -9,7 +9,7 @@ import "github.com/svcflow/svcflow/engine/svctype"
 // Builtins returns the built-in step kinds by name.
 func Builtins() map[string]svctype.StepKind {
 	return map[string]svctype.StepKind{
-		CustomTable: {Run: runCustomTable, Validate: validateCustomTable},
+		CustomTable: {Run: runCustomTable, Validate: validateCustomTable, ReadOnly: readsOnly},
 		Matcher:     {Run: runMatcher, Validate: validateMatcher, FailedEvent: EventMatcherFailed},
 		NWayMatch:   {Run: runNWay, Validate: validateNWay, FailedEvent: EventNWayFailed},
 	}

@@ -7,9 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/svcflow/svcflow/engine/storage"
 )
@@ -117,4 +122,73 @@ func MakeJobsDue(tb testing.TB, s storage.Full) {
 	if err != nil {
 		tb.Fatalf("store.MakeJobsDue: %v", err)
 	}
+}
+
+// StatementCounter counts, by their first words, the statements a PostgreSQL store sends:
+// each one a round trip (pgx's tracer sees every query, rendered by bun or prepared).
+type StatementCounter struct {
+	mu sync.Mutex
+	by map[string]int
+}
+
+// TraceQueryStart implements pgx.QueryTracer.
+func (c *StatementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	key := statementKey(data.SQL)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.by == nil {
+		c.by = map[string]int{}
+	}
+	c.by[key]++
+	return ctx
+}
+
+// TraceQueryEnd implements pgx.QueryTracer.
+func (c *StatementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// Take returns the counts so far and starts again.
+func (c *StatementCounter) Take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.by
+	c.by = map[string]int{}
+	return out
+}
+
+// statementKey names a statement by its verb and first table: "INSERT table_rows".
+func statementKey(q string) string {
+	f := strings.Fields(strings.NewReplacer(`"`, " ", "(", " ", ",", " ").Replace(q))
+	if len(f) == 0 {
+		return "?"
+	}
+	verb := strings.ToUpper(f[0])
+	for i := 1; i < len(f); i++ {
+		switch strings.ToUpper(f[i-1]) {
+		case "INTO", "FROM", "UPDATE":
+			return verb + " " + f[i]
+		}
+	}
+	return verb
+}
+
+// OpenCountingPostgres opens and migrates a PostgreSQL store at dsn whose statements c
+// counts.
+func OpenCountingPostgres(tb testing.TB, dsn string, c *StatementCounter) *Store {
+	tb.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		tb.Fatalf("store.OpenCountingPostgres: %v", err)
+	}
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	cfg.Tracer = c
+	sqldb := stdlib.OpenDB(*cfg)
+	sqldb.SetMaxOpenConns(postgresPoolConns)
+	db := bun.NewDB(sqldb, pgdialect.New())
+	s := newStore(db, db, dialectPostgres)
+	s.pgConfig = cfg
+	tb.Cleanup(func() { _ = s.Close() })
+	if err := s.Migrate(context.Background()); err != nil {
+		tb.Fatalf("store.OpenCountingPostgres: %v", err)
+	}
+	return s
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"slices"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
@@ -22,11 +23,14 @@ import (
 // table and not expression indexes or a physical table per custom table.
 //
 // Every write keeps the entries of every index the table declares, building or ready, in
-// the same transaction as the row. On PostgreSQL a write reads the declarations FOR KEY
-// SHARE and a new declaration takes the table's row FOR UPDATE: the declaration waits for
-// the writes in flight, and the writes after it see it. (On SQLite the one writer orders
-// them.) So once a declaration has committed, the build only has rows committed before it
-// to cover.
+// the same transaction as the row; it reads the declarations once a transaction, without a
+// lock. A declaration (AddTableIndex, FOR UPDATE on the table's row so that two never race)
+// is therefore not seen by writes already in flight: before building, the caller waits
+// until every transaction older than the declaration has ended (WaitOlderTransactions, as
+// PostgreSQL's CREATE INDEX CONCURRENTLY waits), so the build covers every row a write
+// did not. On SQLite the one writer orders them and there is nothing to wait for. (Taking
+// the row FOR KEY SHARE in every write was tried first: concurrent writers of one table
+// then share a MultiXact per lock, and four worker processes ran slower than two.)
 
 type indexEntryModel struct {
 	bun.BaseModel `bun:"table:table_index_entries,alias:tie"`
@@ -110,33 +114,29 @@ func (q *querier) within(db bun.IDB) *querier {
 	return &inner
 }
 
-// indexDefs reads a table's index declarations; ErrNotFound without the table. For a write
-// on PostgreSQL it locks the table's row FOR KEY SHARE (see the top of this file), and the
-// transaction keeps what it read: with the row locked (or, on SQLite, the one writer held)
-// no declaration changes before it ends, so its later writes need not read them again.
+// indexDefs reads a table's index declarations; ErrNotFound without the table. A write's
+// transaction keeps what it read for its later writes: a declaration made meanwhile waits
+// for it to end before its build starts (see the top of this file).
 func (q *querier) indexDefs(ctx context.Context, db bun.IDB, orgID, table string, write bool) ([]svctype.TableIndex, error) {
 	key := orgID + "\x00" + table
 	if defs, ok := q.defs[key]; ok {
 		return defs, nil
 	}
-	defs, err := q.readIndexDefs(ctx, db, orgID, table, write)
+	defs, err := q.readIndexDefs(ctx, db, orgID, table)
 	if err == nil && write && q.defs != nil {
 		q.defs[key] = defs
 	}
 	return defs, err
 }
 
-func (q *querier) readIndexDefs(ctx context.Context, db bun.IDB, orgID, table string, write bool) ([]svctype.TableIndex, error) {
+func (q *querier) readIndexDefs(ctx context.Context, db bun.IDB, orgID, table string) ([]svctype.TableIndex, error) {
 	var raw sql.NullString
 	var err error
 	if st := q.fast(); st != nil && q.inTx {
 		err = q.queryRow(ctx, st.tableIndexes, orgID, table).Scan(&raw)
 	} else {
-		sel := db.NewSelect().Model((*tableModel)(nil)).Column("indexes").Where("org_id = ? AND name = ?", orgID, table)
-		if write && q.dialect == dialectPostgres {
-			sel = sel.For("KEY SHARE")
-		}
-		err = sel.Scan(ctx, &raw)
+		err = db.NewSelect().Model((*tableModel)(nil)).Column("indexes").Where("org_id = ? AND name = ?", orgID, table).
+			Scan(ctx, &raw)
 	}
 	if err != nil {
 		return nil, err
@@ -198,7 +198,7 @@ func (q *querier) ReadyTableIndex(ctx context.Context, orgID, table, key string)
 }
 
 // changeIndexes rewrites a table's declarations with change, the row locked FOR UPDATE on
-// PostgreSQL so that the writes holding it FOR KEY SHARE finish first.
+// PostgreSQL so that two changes never race.
 func (q *querier) changeIndexes(ctx context.Context, db bun.IDB, orgID, table string, change func([]svctype.TableIndex) ([]svctype.TableIndex, error)) error {
 	delete(q.defs, orgID+"\x00"+table)
 	var raw sql.NullString
@@ -406,34 +406,94 @@ func indexCondition(orgID, table string, defs []svctype.TableIndex, where map[st
 	}, true, nil
 }
 
-// ensureKeyIndex declares, ready and built in the caller's transaction, the index on an
-// upsert's key columns when the table has none: the key columns of an upsert are always
-// indexed, so that reads by them never scan.
+// ensureKeyIndex declares the index on an upsert's key columns when the table has none:
+// the key columns of an upsert are always indexed, so that reads by them never scan. On
+// SQLite it is built and ready in the caller's transaction (the one writer: no write can be
+// in flight). On PostgreSQL it is declared building and a JobBuildIndex job, enqueued in the
+// same transaction, waits for the writes in flight and builds it.
 func (q *querier) ensureKeyIndex(ctx context.Context, db bun.IDB, orgID, table string, keys []string, defs []svctype.TableIndex) ([]svctype.TableIndex, error) {
 	key := svctype.IndexKey(keys)
 	if slices.ContainsFunc(defs, func(d svctype.TableIndex) bool { return d.Key() == key }) {
 		return defs, nil
 	}
-	ix := svctype.TableIndex{Columns: slices.Clone(keys), State: svctype.IndexReady, CreatedAt: now().UTC()}
+	state := svctype.IndexReady
+	if q.dialect == dialectPostgres {
+		state = svctype.IndexBuilding
+	}
+	ix := svctype.TableIndex{Columns: slices.Clone(keys), State: state, CreatedAt: now().UTC()}
+	declared := false
 	err := q.changeIndexes(ctx, db, orgID, table, func(cur []svctype.TableIndex) ([]svctype.TableIndex, error) {
 		if slices.ContainsFunc(cur, func(d svctype.TableIndex) bool { return d.Key() == key }) {
-			return cur, nil
+			return cur, nil // another transaction declared it first
 		}
+		declared = true
 		return append(cur, ix), nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	inner := q.within(db)
-	for cursor := ""; ; {
-		next, err := inner.BuildTableIndex(ctx, orgID, table, key, cursor, 5000)
+	switch {
+	case !declared:
+	case q.dialect == dialectPostgres:
+		payload, err := json.Marshal(svctype.BuildIndexPayload{Table: table, Key: key})
 		if err != nil {
 			return nil, err
 		}
-		if next == "" {
-			break
+		job := &svctype.Job{OrgID: orgID, Kind: svctype.JobBuildIndex, RunID: "index:" + table + ":" + key, Payload: payload}
+		if err := inner.EnqueueJob(ctx, job); err != nil {
+			return nil, err
 		}
-		cursor = next
+	default:
+		for cursor := ""; ; {
+			next, err := inner.BuildTableIndex(ctx, orgID, table, key, cursor, 5000)
+			if err != nil {
+				return nil, err
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
 	}
 	return q.indexDefs(ctx, db, orgID, table, true)
+}
+
+// WaitOlderTransactions returns once no transaction that began before since is still open
+// on PostgreSQL (other than this connection's), polling every poll; at once on SQLite, whose
+// one writer leaves no other transaction open beside the caller. Only sessions the
+// database role may see are waited for: run every process with one role (or one with
+// pg_read_all_stats).
+func (q *querier) WaitOlderTransactions(ctx context.Context, since time.Time, poll time.Duration) error {
+	if q.dialect != dialectPostgres {
+		return nil
+	}
+	for {
+		var n int
+		err := q.r.NewRaw(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+ AND pid <> pg_backend_pid() AND xact_start IS NOT NULL AND xact_start < ?`, since).Scan(ctx, &n)
+		if err != nil {
+			return wrap("wait older transactions", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
+
+// DBNow is the database's clock (SQLite: this process's).
+func (q *querier) DBNow(ctx context.Context) (time.Time, error) {
+	if q.dialect != dialectPostgres {
+		return now(), nil
+	}
+	var t time.Time
+	if err := q.r.NewRaw(`SELECT clock_timestamp()`).Scan(ctx, &t); err != nil {
+		return time.Time{}, wrap("db now", err)
+	}
+	return t, nil
 }

@@ -137,7 +137,13 @@ type StepKind struct {
 	Run StepFunc
 	// IO, when set, does the step's outside-world work first, outside any transaction
 	// (see IOFunc).
-	IO       IOFunc
+	IO IOFunc
+	// ReadOnly, when set, reports whether a step with these properties (as written, before
+	// they are resolved) only reads through call.Tables. The executor may then run Run for a
+	// top-level step before the step's transaction, on committed data (on SQLite the read
+	// pool, without the one writer), and commit its output in the transaction after. Such a
+	// call's events and effects are dropped: a read makes none.
+	ReadOnly func(props map[string]any) bool
 	Validate func(props map[string]any) []PropertyProblem
 	// FailedEvent, when set, is emitted whenever a step of this kind fails, also when its
 	// properties do not resolve (a missing doc: reference) before Run is called.

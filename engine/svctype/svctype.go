@@ -146,6 +146,8 @@ type Event struct {
 const (
 	JobRunStep  = "run_step"
 	JobSchedule = "schedule"
+	// JobBuildIndex builds a custom-table index an upsert declared (BuildIndexPayload).
+	JobBuildIndex = "tables.build_index"
 )
 
 // Job is one unit of deferred work in the jobs table.
@@ -182,6 +184,12 @@ type TableIndex struct {
 	Columns   []string  `json:"columns"`
 	State     string    `json:"state" enum:"building,ready"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+// BuildIndexPayload is a JobBuildIndex job's payload: the table and the index's key.
+type BuildIndexPayload struct {
+	Table string `json:"table"`
+	Key   string `json:"key"`
 }
 
 // Index states.
@@ -287,6 +295,11 @@ type TableStore interface {
 	ReadyTableIndex(ctx context.Context, orgID, table, key string) error
 	// CountRows counts a table's rows, stopping at upTo (0 = no bound).
 	CountRows(ctx context.Context, orgID, table string, upTo int) (int, error)
+	// DBNow is the database's clock; WaitOlderTransactions returns once every transaction
+	// that began before since has ended (a declaration's build waits for the writes in
+	// flight that did not see it).
+	DBNow(ctx context.Context) (time.Time, error)
+	WaitOlderTransactions(ctx context.Context, since time.Time, poll time.Duration) error
 }
 
 // CallIntent is an outbound call a step is making: recorded, in a short transaction of its

@@ -167,7 +167,18 @@ func CheckRead(ctx context.Context, st svctype.TableStore, t *svctype.Table, whe
 // BuildIndex writes the entries of a declared index over the table's rows, batch rows a
 // transaction (st is outside any transaction, so writes go on between batches), then
 // makes it ready.
+//
+// It first waits for the transactions that began before it (on PostgreSQL): a write in
+// flight when the index was declared did not see it and writes no entries for it, and the
+// build must not pass its row before it commits. Call it after the declaration committed.
 func BuildIndex(ctx context.Context, st svctype.TableStore, orgID, table, key string, batch int) error {
+	since, err := st.DBNow(ctx)
+	if err != nil {
+		return err
+	}
+	if err := st.WaitOlderTransactions(ctx, since, 20*time.Millisecond); err != nil {
+		return err
+	}
 	for cursor := ""; ; {
 		next, err := st.BuildTableIndex(ctx, orgID, table, key, cursor, batch)
 		if err != nil {

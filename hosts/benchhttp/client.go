@@ -32,8 +32,22 @@ const ledgerFlow = `{"actions": [
 // ledgerBody is the execute body of run i: hosts/worker's ledgerInput(i) as the input, its
 // account one of keys distinct ones (50 as hosts/worker's).
 func ledgerBody(i, keys int) []byte {
-	return fmt.Appendf(nil, `{"input": {"id": "acct-%d", "amount": %d}}`, i%keys, i%20)
+	return fmt.Appendf(nil, `{"input": {"id": "acct-%d", "amount": %d}}`, keyOf(i, keys), i%20)
 }
+
+// keyOf is run i's account among keys: spread over the whole range (7919 is a prime that
+// divides no key count here), so that a run's rows are anywhere in a large table, not in its
+// first pages.
+func keyOf(i, keys int) int { return i * 7919 % keys }
+
+// prefillFlow upserts an account per id of its input: what fills the accounts table with
+// every key before the timed runs, so that they read and write a table of -keys rows.
+const prefillFlow = `{"actions": [
+  {"type": "loop", "properties": {"mode": "foreach", "items": "@input.ids", "max_iterations": 100000, "steps": [
+    {"type": "custom-table", "properties": {"table": "accounts", "operation": "upsert", "keys": ["id"], "values": ["@item"],
+                                            "fields": {"amount": 0}}}
+  ]}}
+]}`
 
 const (
 	// waitParam is what ?wait= asks for on execute and status.
@@ -150,6 +164,9 @@ func (c *client) setupLedger(ctx context.Context, org string) (string, error) {
 			return "", err
 		}
 	}
+	if err := c.prefill(ctx, org); err != nil {
+		return "", err
+	}
 	var w struct {
 		ID string `json:"id"`
 	}
@@ -158,6 +175,42 @@ func (c *client) setupLedger(ctx context.Context, org string) (string, error) {
 		return "", err
 	}
 	return w.ID, nil
+}
+
+// prefill writes the c.keys accounts through prefillFlow, 20,000 a run.
+func (c *client) prefill(ctx context.Context, org string) error {
+	var w struct {
+		ID string `json:"id"`
+	}
+	body := []byte(`{"name": "prefill", "definition": ` + prefillFlow + `}`)
+	if _, err := c.do(ctx, "create workflow", http.MethodPost, "/workflows", org, body, &w); err != nil {
+		return err
+	}
+	const chunk = 20_000
+	for lo := 0; lo < c.keys; lo += chunk {
+		var b bytes.Buffer
+		b.WriteString(`{"input": {"ids": [`)
+		for k := lo; k < min(lo+chunk, c.keys); k++ {
+			if k > lo {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"acct-%d"`, k)
+		}
+		b.WriteString(`]}}`)
+		var d runDoc
+		if _, err := c.do(ctx, "prefill", http.MethodPost, "/workflows/"+url.PathEscape(w.ID)+"/execute", org, b.Bytes(), &d); err != nil {
+			return err
+		}
+		var requests int
+		d, err := c.awaitEnd(ctx, org, d, &requests)
+		if err != nil {
+			return err
+		}
+		if d.Status != svctype.RunCompleted {
+			return fmt.Errorf("prefill run %s ended %s", d.ID, d.Status)
+		}
+	}
+	return nil
 }
 
 // setupForm creates a public external form whose submissions start workflow wfID with the
@@ -180,7 +233,7 @@ func (c *client) submit(ctx context.Context, formID string, i int) (runDoc, erro
 	var res struct {
 		RunID string `json:"triggered_run_id"`
 	}
-	body := fmt.Appendf(nil, `{"id": "acct-%d", "amount": %d}`, i%c.keys, i%20)
+	body := fmt.Appendf(nil, `{"id": "acct-%d", "amount": %d}`, keyOf(i, c.keys), i%20)
 	if _, err := c.do(ctx, "submit", http.MethodPost, "/forms/public/"+url.PathEscape(formID)+"/submit", "", body, &res); err != nil {
 		return runDoc{}, err
 	}

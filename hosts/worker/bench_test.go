@@ -2,8 +2,11 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/worker"
 )
@@ -86,36 +90,77 @@ func BenchmarkRuns(b *testing.B) {
 	})
 }
 
-// BenchmarkRunsPostgresTwoProcesses measures runs/s with two worker processes
+// BenchmarkRunsPostgresProcesses measures runs/s with 1, 2 and 4 worker processes
 // (TestHelperWorker, concurrency 4 each) sharing one PostgreSQL schema; this process only
-// starts the runs. Its one sub-benchmark keeps `-bench BenchmarkRuns/sqlite` from running it.
-func BenchmarkRunsPostgresTwoProcesses(b *testing.B) {
-	b.Run("2-workers", func(b *testing.B) {
-		dsn := sharedDSN(b, "postgres")
-		eng := newEngine(b, engine.Config{Store: openStore(b, dsn)})
-		wfID := ledgerSetup(b, eng)
-		helpers := []*helperProc{
-			startHelper(b, dsn, 15*time.Second, 4, 5*time.Millisecond),
-			startHelper(b, dsn, 15*time.Second, 4, 5*time.Millisecond),
-		}
-		for _, h := range helpers {
-			h.waitReady(b)
-		}
-		b.ResetTimer()
-		executeN(b, eng, wfID, b.N)
-		waitDrained(b, eng)
-		elapsed := b.Elapsed()
-		b.StopTimer()
-		for _, h := range helpers {
-			require.True(b, h.alive(), "helper worker died: %s", h.stderr.String())
-			h.kill()
-		}
-		checkLedger(b, eng, b.N)
+// starts the runs. Its sub-benchmarks keep `-bench BenchmarkRuns/sqlite` from running it.
+func BenchmarkRunsPostgresProcesses(b *testing.B) {
+	for _, n := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("%d-workers", n), func(b *testing.B) {
+			dsn := sharedDSN(b, "postgres")
+			eng := newEngine(b, engine.Config{Store: openStore(b, dsn)})
+			wfID := ledgerSetup(b, eng)
+			var helpers []*helperProc
+			for range n {
+				helpers = append(helpers, startHelper(b, dsn, 15*time.Second, 4, 5*time.Millisecond))
+			}
+			for _, h := range helpers {
+				h.waitReady(b)
+			}
+			b.ResetTimer()
+			executeN(b, eng, wfID, b.N)
+			waitDrained(b, eng)
+			elapsed := b.Elapsed()
+			b.StopTimer()
+			for _, h := range helpers {
+				require.True(b, h.alive(), "helper worker died: %s", h.stderr.String())
+				h.kill()
+			}
+			checkLedger(b, eng, b.N)
 
-		rps := float64(b.N) / elapsed.Seconds()
-		b.ReportMetric(rps, "runs/s")
-		b.Logf("postgres, 2 worker processes: %d runs in %s = %.0f runs/s", b.N, elapsed.Round(time.Millisecond), rps)
-	})
+			rps := float64(b.N) / elapsed.Seconds()
+			b.ReportMetric(rps, "runs/s")
+			b.Logf("postgres, %d worker processes: %d runs in %s = %.0f runs/s", n, b.N, elapsed.Round(time.Millisecond), rps)
+		})
+	}
+}
+
+// BenchmarkStatementsPerStep counts the statements (each a round trip) one worker sends to
+// PostgreSQL for the 3-step ledger run: per run, per step, and by statement, from pgx's
+// tracer. Execute's own statements are counted apart.
+func BenchmarkStatementsPerStep(b *testing.B) {
+	var counter store.StatementCounter
+	st := store.OpenCountingPostgres(b, sharedDSN(b, "postgres"), &counter)
+	eng := newEngine(b, engine.Config{Store: st})
+	wfID := ledgerSetup(b, eng)
+	counter.Take()
+	executeN(b, eng, wfID, b.N)
+	executes := counter.Take()
+	b.ResetTimer()
+	stop := startWorker(b, eng, worker.Options{Concurrency: 1, Poll: 5 * time.Millisecond})
+	waitDrained(b, eng)
+	b.StopTimer()
+	require.NoError(b, stop())
+	ran := counter.Take()
+	checkLedger(b, eng, b.N)
+	total := 0
+	keys := make([]string, 0, len(ran))
+	for k, v := range ran {
+		total += v
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y string) int { return ran[y] - ran[x] })
+	var lines []string
+	for _, k := range keys {
+		lines = append(lines, fmt.Sprintf("  %6.2f/run  %s", float64(ran[k])/float64(b.N), k))
+	}
+	execTotal := 0
+	for _, v := range executes {
+		execTotal += v
+	}
+	b.ReportMetric(float64(total)/float64(b.N), "stmts/run")
+	b.ReportMetric(float64(total)/float64(3*b.N), "stmts/step")
+	b.ReportMetric(float64(execTotal)/float64(b.N), "stmts/execute")
+	b.Logf("worker statements by kind (idle polls included):\n%s", strings.Join(lines, "\n"))
 }
 
 // BenchmarkQueuedRuns shows that runs queued behind a busy worker hold no goroutine and no

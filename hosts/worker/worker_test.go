@@ -168,10 +168,10 @@ func TestWorkerDrain(t *testing.T) {
 }
 
 // TestHelperWorker is the worker process that TestWorkerSIGKILL kills and that
-// BenchmarkRunsPostgresTwoProcesses runs twice; it does nothing unless one of them starts it.
+// BenchmarkRunsPostgresProcesses runs; it does nothing unless one of them starts it.
 func TestHelperWorker(t *testing.T) {
 	if os.Getenv(envHelper) != "1" {
-		t.Skip("the worker process of TestWorkerSIGKILL and BenchmarkRunsPostgresTwoProcesses: runs only when they start it")
+		t.Skip("the worker process of TestWorkerSIGKILL and BenchmarkRunsPostgresProcesses: runs only when they start it")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

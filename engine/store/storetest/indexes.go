@@ -163,9 +163,14 @@ func testTableIndexes(t *testing.T, b *bundle) {
 	require.True(t, ins)
 	defs, err = b.s.TableIndexes(b.ctx, orgA, "t")
 	require.NoError(t, err)
-	require.True(t, slices.ContainsFunc(defs, func(d svctype.TableIndex) bool {
-		return d.Key() == "k" && d.State == svctype.IndexReady
-	}), "upsert keys are indexed: %v", defs)
+	i := slices.IndexFunc(defs, func(d svctype.TableIndex) bool { return d.Key() == "k" })
+	require.GreaterOrEqual(t, i, 0, "upsert keys are indexed: %v", defs)
+	if defs[i].State == svctype.IndexBuilding {
+		// Where writes may be in flight (PostgreSQL), a job builds it: as the job would.
+		_, err := b.s.BuildTableIndex(b.ctx, orgA, "t", "k", "", 1000)
+		require.NoError(t, err)
+		require.NoError(t, b.s.ReadyTableIndex(b.ctx, orgA, "t", "k"))
+	}
 	up, ins, err := b.s.UpsertRow(b.ctx, orgA, "t", []string{"k"}, map[string]any{"k": "u1", "a": "down", "b": 1.0})
 	require.NoError(t, err)
 	require.False(t, ins)
