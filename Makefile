@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach e2e
+.PHONY: help run test test-short vet openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http e2e
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -74,3 +74,11 @@ bench-http: bench-runs ## runs/s and run latency p50-p99 over HTTP: the real bin
 
 bench-match: ## match quality and speed: precision, recall, records/s and peak memory on a seeded noisy set
 	$(GO) run ./match/cmd/benchmatch
+
+MATCH_N ?= 50000
+PYTHON ?= python3
+bench-match-http: ## the matcher end to end over HTTP (inline JSON, doc: CSV) beside pandas on the same files (python3-pandas)
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	$(GO) run ./match/cmd/benchmatch -n $(MATCH_N) -write "$$d" && \
+	$(GO) run ./hosts/benchhttp -mode match -data "$$d" && \
+	for i in 1 2 3; do $(PYTHON) hosts/benchhttp/pandas_match.py "$$d"; $(PYTHON) hosts/benchhttp/pandas_match.py "$$d" --csv; done

@@ -129,9 +129,12 @@ func (e *Core) advanceRun(ctx context.Context, job *svctype.Job) error {
 	if st.run.Status != svctype.RunRunning {
 		return e.store.InTx(commitCtx, func(ctx context.Context, tx storage.Tx) error { return tx.CompleteJob(ctx, job) })
 	}
-	// Whatever ends or pauses the run below (a commit, a failure) wakes its waiters.
+	// Whatever ends or pauses the run below (a commit, a failure) wakes its waiters. A run
+	// handed back to the queue is running, and its state may already be another worker's:
+	// not read again here.
+	yielded := false
 	defer func() {
-		if st.run.Status != svctype.RunRunning {
+		if !yielded && st.run.Status != svctype.RunRunning {
 			e.RunChanged(st.run.OrgID, st.run.ID)
 		}
 	}()
@@ -159,6 +162,7 @@ func (e *Core) advanceRun(ctx context.Context, job *svctype.Job) error {
 		// Every claim commits at least one unit of work before its slice can end it, so a
 		// run always progresses (and its attempts restart) however short the slice.
 		if stepped && time.Since(claimed) >= e.slice {
+			yielded = true
 			return e.yieldRun(commitCtx, job, st)
 		}
 		began := time.Now()

@@ -26,11 +26,9 @@ func TestIndexedReadPlan(t *testing.T) {
 			ctx := context.Background()
 			s := OpenTest(t, dialect)
 			require.NoError(t, s.CreateTable(ctx, &svctype.Table{OrgID: "o", Name: "t", Fields: map[string]string{"k": "text", "v": "text"}}))
-			// Enough rows that PostgreSQL's planner prefers an index to reading them all.
-			for i := range 3000 {
-				_, err := s.InsertRow(ctx, "o", "t", map[string]any{"k": fmt.Sprint("k", i), "v": fmt.Sprint(i % 10)})
-				require.NoError(t, err)
-			}
+			// Enough rows that PostgreSQL's planner prefers an index to reading them all,
+			// written in bulk as the store writes them (bulkRows: k "k0000000"…, v the number).
+			require.NoError(t, bulkRows(ctx, s, "o", 3000))
 			require.NoError(t, s.AddTableIndex(ctx, "o", "t", svctype.TableIndex{Columns: []string{"k"}}))
 			for cursor := ""; ; {
 				next, err := s.BuildTableIndex(ctx, "o", "t", "k", cursor, 1000)
@@ -71,8 +69,11 @@ func TestIndexedReadPlan(t *testing.T) {
 				require.NoError(t, rows.Err())
 				return strings.Join(lines, "\n")
 			}
-			indexed := plan(map[string]any{"k": "k1234"})
-			scan := plan(map[string]any{"v": "3"})
+			indexed := plan(map[string]any{"k": "k0001234"})
+			scan := plan(map[string]any{"v": 3})
+			rows, err := s.ReadRows(ctx, "o", "t", map[string]any{"k": "k0001234"}, 0)
+			require.NoError(t, err)
+			require.Len(t, rows, 1, "the index finds the bulk-written row")
 			t.Logf("indexed:\n%s\nscan:\n%s", indexed, scan)
 			if dialect == dialectSQLite {
 				require.Regexp(t, `SEARCH tie USING (PRIMARY KEY|(COVERING )?INDEX sqlite_autoindex_table_index_entries_1) \(org_id=\? AND table_name=\? AND index_key=\? AND value_hash=\?`, indexed)

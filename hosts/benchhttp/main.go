@@ -56,7 +56,7 @@ func main() {
 }
 
 func run() int {
-	mode := flag.String("mode", "all", "wait, poll, form, fair or all")
+	mode := flag.String("mode", "all", "wait, poll, form, fair, all, or match (the matcher end to end on -data)")
 	clients := flag.Int("clients", 100, "concurrent clients of the wait and poll modes")
 	runs := flag.Int("runs", 3000, "runs executed in all by the wait and poll modes")
 	backlog := flag.Int("backlog", 10_000, "runs bench-a floods the server with in the fair mode")
@@ -64,10 +64,18 @@ func run() int {
 	binary := flag.String("binary", "", "an svcflow binary to start instead of building ./hosts/svcflow")
 	keep := flag.Bool("keep", false, "keep the temporary directory: each mode's database and server log")
 	keys := flag.Int("keys", 50, "distinct account keys the runs upsert and read (the accounts table grows to that many rows)")
+	data := flag.String("data", "", "the match mode's directory of records (go run ./match/cmd/benchmatch -write DIR)")
+	repeat := flag.Int("repeat", 3, "how many times the match mode runs each variant")
 	flag.Parse()
 
 	selected := modes
-	if *mode != "all" {
+	if *mode == "match" {
+		if *data == "" {
+			fmt.Fprintln(os.Stderr, "benchhttp: -mode match needs -data DIR")
+			return 2
+		}
+		selected = nil
+	} else if *mode != "all" {
 		selected = []string{*mode}
 	}
 	for _, m := range selected {
@@ -106,6 +114,13 @@ func run() int {
 	fmt.Printf("benchhttp: %s serve --workers %d on SQLite files in %s; %d clients, %d runs (wait, poll), a backlog of %d (fair), %d distinct keys; %d CPUs, shared by the server and this tool\n",
 		filepath.Base(bin), opts.workers, dir, opts.clients, opts.runs, opts.backlog, opts.keys, runtime.NumCPU())
 
+	if *mode == "match" {
+		if err := matchMode(ctx, bin, filepath.Join(dir, "match"), *data, opts.workers, *repeat); err != nil {
+			fmt.Fprintln(os.Stderr, "benchhttp: match:", err)
+			return 1
+		}
+		return 0
+	}
 	var all []result
 	failed := false
 	for _, m := range selected {

@@ -8,13 +8,21 @@
 // missed.
 //
 //	go run ./match/cmd/benchmatch [-seed 1] [-n 100000] [-fuzzy 50]
+//
+// With -write DIR it only writes the 2-way set for the end-to-end comparison (make
+// bench-match-http): left.json and right.json (arrays of {id, counterparty, amount, date}),
+// left.csv and right.csv (the same, with a header), and in-process.txt, the matcher's own
+// time and pair count on them, and exits.
 package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -35,7 +43,15 @@ func main() {
 	seed := flag.Uint64("seed", 1, "generator seed")
 	n := flag.Int("n", 100_000, "ledger records (the bank side gets about as many)")
 	fuzzy := flag.Float64("fuzzy", 50, "fuzzyThreshold for the 2-way run (negative: not set)")
+	write := flag.String("write", "", "write the 2-way set as JSON and CSV files into this directory, and exit")
 	flag.Parse()
+	if *write != "" {
+		if err := writeSet(gen.Standard(*seed, *n), *write); err != nil {
+			fmt.Fprintln(os.Stderr, "benchmatch:", err)
+			os.Exit(2)
+		}
+		return
+	}
 
 	p := gen.Standard(*seed, *n)
 	fmt.Printf("benchmatch: standard profile, seed %d, %d ledger records, GOMAXPROCS %d\n", *seed, *n, runtime.GOMAXPROCS(0))
@@ -81,6 +97,47 @@ func twoWay(p gen.Profile, fuzzy float64) bool {
 	fmt.Printf("  peak heap %.1f MiB (records and generator %.1f MiB, so %.2fx)  peak RSS %s\n",
 		mib(peak), mib(recordsHeap), float64(peak)/float64(recordsHeap), peakRSS())
 	return precision >= targetPrecision && recall >= targetRecall
+}
+
+// writeSet writes the 2-way set's records without descriptions (the comparison matches on
+// counterparty, amount within tolerance and date within the window), as JSON and CSV, and
+// the in-process matcher's time on them.
+func writeSet(p gen.Profile, dir string) error {
+	set := gen.NewTwoWay(p)
+	strip := func(recs []gen.Record) []gen.Record {
+		out := make([]gen.Record, len(recs))
+		for i, r := range recs {
+			out[i] = gen.Record{"id": r["id"], "counterparty": r["counterparty"], "amount": r["amount"], "date": r["date"]}
+		}
+		return out
+	}
+	left, right := strip(set.Left), strip(set.Right)
+	for name, recs := range map[string][]gen.Record{"left": left, "right": right} {
+		b, err := json.Marshal(recs)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), b, 0o644); err != nil {
+			return err
+		}
+		var csv strings.Builder
+		csv.WriteString("id,counterparty,amount,date\n")
+		for _, r := range recs {
+			fmt.Fprintf(&csv, "%s,%s,%s,%s\n", r["id"], r["counterparty"], strconv.FormatFloat(r["amount"].(float64), 'f', -1, 64), r["date"])
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".csv"), []byte(csv.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	tol, win := p.Tolerance, float64(p.WindowDays)
+	start := time.Now()
+	res, err := match.Match(left, right, match.MatchOptions{MatchOn: []string{"counterparty"}, Tolerance: &tol, DateWindowDays: &win})
+	if err != nil {
+		return err
+	}
+	line := fmt.Sprintf("in process: %d x %d records, %d pairs in %.3f s\n", len(left), len(right), len(res.Matched), time.Since(start).Seconds())
+	fmt.Print(line)
+	return os.WriteFile(filepath.Join(dir, "in-process.txt"), []byte(line), 0o644)
 }
 
 func nWay(p gen.Profile) {

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// The match mode: the 2-way matcher end to end over HTTP on the files benchmatch -write
+// made (make bench-match-http), as a client would use it: execute with the records inline
+// (or as doc: references to the CSV files, uploaded first), wait for the run, and read every
+// matched pair through GET /runs/{id}/context/matched, page by page.
+
+const matchFlow = `{"actions": [{"type": "matcher", "properties": {
+  "left": %s, "right": %s, "matchOn": ["counterparty"], "tolerance": 0.05, "dateWindowDays": 3,
+  "outputMatched": "matched", "outputUnmatchedLeft": "unmatched_left", "outputUnmatchedRight": "unmatched_right"}}]}`
+
+// matchMode runs the inline and the doc: variants repeat times each against one server.
+func matchMode(ctx context.Context, bin, dir, data string, workers, repeat int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	srv, err := startServer(ctx, bin, dir, workers)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	c := newClient(srv.base, 4)
+	defer c.close()
+	const org = "bench-match"
+
+	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(data, name)) }
+	left, err := read("left.json")
+	if err != nil {
+		return err
+	}
+	right, err := read("right.json")
+	if err != nil {
+		return err
+	}
+	inline, err := c.createWorkflow(ctx, org, "match-inline", fmt.Sprintf(matchFlow, `"@input.left"`, `"@input.right"`))
+	if err != nil {
+		return err
+	}
+	body := bytes.Join([][]byte{[]byte(`{"input": {"left": `), left, []byte(`, "right": `), right, []byte(`}}`)}, nil)
+	fmt.Printf("match: %s and %s, %.1f MB of JSON inline\n", filepath.Join(data, "left.json"), filepath.Join(data, "right.json"), float64(len(body))/1e6)
+	for i := range repeat {
+		if err := c.timeMatch(ctx, org, inline, body, fmt.Sprintf("inline JSON #%d", i+1)); err != nil {
+			return err
+		}
+	}
+
+	uploadStart := time.Now()
+	var refs [2]string
+	for i, name := range []string{"left.csv", "right.csv"} {
+		content, err := read(name)
+		if err != nil {
+			return err
+		}
+		if refs[i], err = c.upload(ctx, org, name, content); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("  uploaded left.csv and right.csv in %.3f s\n", time.Since(uploadStart).Seconds())
+	docs, err := c.createWorkflow(ctx, org, "match-doc", fmt.Sprintf(matchFlow, `"doc:`+refs[0]+`"`, `"doc:`+refs[1]+`"`))
+	if err != nil {
+		return err
+	}
+	for i := range repeat {
+		if err := c.timeMatch(ctx, org, docs, []byte(`{"input": {}}`), fmt.Sprintf("doc: CSV #%d", i+1)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *client) createWorkflow(ctx context.Context, org, name, def string) (string, error) {
+	var w struct {
+		ID string `json:"id"`
+	}
+	body := []byte(`{"name": "` + name + `", "definition": ` + def + `}`)
+	_, err := c.do(ctx, "create workflow", http.MethodPost, "/workflows", org, body, &w)
+	return w.ID, err
+}
+
+// upload sends a document and returns its id.
+func (c *client) upload(ctx context.Context, org, name string, content []byte) (string, error) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fw, err := mw.CreateFormFile("file", name)
+	if err != nil {
+		return "", err
+	}
+	if _, err := fw.Write(content); err != nil {
+		return "", err
+	}
+	if err := mw.Close(); err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/documents", &buf)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("X-Org-Id", org)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var d struct {
+		ID string `json:"id"`
+	}
+	if resp.StatusCode != http.StatusCreated {
+		return "", fmt.Errorf("upload %s: %s", name, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+		return "", err
+	}
+	return d.ID, nil
+}
+
+// timeMatch executes workflow wfID with body, follows the run to its end and reads every
+// matched pair; it prints the time of each part.
+func (c *client) timeMatch(ctx context.Context, org, wfID string, body []byte, label string) error {
+	start := time.Now()
+	var d runDoc
+	if _, err := c.do(ctx, "execute", http.MethodPost, "/workflows/"+url.PathEscape(wfID)+"/execute?wait="+waitParam, org, body, &d); err != nil {
+		return err
+	}
+	var requests int
+	d, err := c.awaitEnd(ctx, org, d, &requests)
+	if err != nil {
+		return err
+	}
+	if d.Status != svctype.RunCompleted {
+		return fmt.Errorf("%s: run %s ended %s", label, d.ID, d.Status)
+	}
+	ran := time.Since(start)
+	pairs, pages := 0, 0
+	for offset := 0; ; offset += 1000 {
+		var page struct {
+			Value []json.RawMessage `json:"value"`
+			Total int               `json:"total"`
+		}
+		path := fmt.Sprintf("/runs/%s/context/matched?offset=%d&limit=1000", url.PathEscape(d.ID), offset)
+		if _, err := c.do(ctx, "read pairs", http.MethodGet, path, org, nil, &page); err != nil {
+			return err
+		}
+		pairs += len(page.Value)
+		pages++
+		if offset+1000 >= page.Total {
+			break
+		}
+	}
+	total := time.Since(start)
+	fmt.Printf("  %-16s %6d pairs: run %.3f s, then %d pages of pairs %.3f s; end to end %.3f s\n",
+		label, pairs, ran.Seconds(), pages, (total - ran).Seconds(), total.Seconds())
+	return nil
+}
