@@ -360,7 +360,11 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 	if !ok {
 		return nil, "", "", fmt.Errorf("step type %q is neither a built-in primitive nor a registered action", step.Type)
 	}
-	props, err := e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), step.Properties, vars)
+	rctx := svctype.WithOrg(ctx, st.run.OrgID)
+	if kind.DocRows > 0 {
+		rctx = svctype.WithDocRows(rctx, kind.DocRows)
+	}
+	props, err := e.eval.Resolve(rctx, step.Properties, vars)
 	if err != nil {
 		if kind.FailedEvent != "" {
 			err = svctype.FailWithEvent(err, kind.FailedEvent, nil)

@@ -491,8 +491,15 @@ func (r *docRefs) resolve(ctx context.Context, ref string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	limit := documents.MaxRows
+	if n := svctype.DocRows(ctx); n > 0 {
+		limit = n // a kind that reads its documents whole (the matchers)
+	}
 	key := docRowsKey{org: org, id: id, version: v.Version}
 	if rows, ok := r.cached(key); ok {
+		if len(rows) > limit { // cached for a reader with a higher limit
+			return nil, fmt.Errorf("document %s version %d has %w", id, v.Version, &documents.TooManyRowsError{Rows: len(rows), Limit: limit})
+		}
 		return rows, nil
 	}
 	blobs, _ := r.e.documentBlobs(r.e.store)
@@ -500,7 +507,7 @@ func (r *docRefs) resolve(ctx context.Context, ref string) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("document %s version %d: %w", id, v.Version, err)
 	}
-	recs, err := documents.Extract(v.ContentType, doc.Name, data)
+	recs, err := documents.ExtractLimit(v.ContentType, doc.Name, data, limit)
 	var tooMany *documents.TooManyRowsError
 	if errors.As(err, &tooMany) {
 		return nil, fmt.Errorf("document %s version %d has %w", id, v.Version, err)

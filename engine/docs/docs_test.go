@@ -478,3 +478,38 @@ func TestDocumentsInDirectory(t *testing.T) {
 	}))
 	require.Zero(t, files)
 }
+
+// TestMatcherReadsLargeDocuments: the matchers take a document given as a leg whole, past
+// the 10,000 rows of every other doc: reference; the same reference elsewhere is still
+// refused, also once the matcher has read (and cached) it.
+func TestMatcherReadsLargeDocuments(t *testing.T) {
+	t.Parallel()
+	b := enginetest.Setup(t, "sqlite")
+	var left, right strings.Builder
+	left.WriteString("id,amount\n")
+	right.WriteString("id,amount\n")
+	const n = documents.MaxRows + 500
+	for i := range n {
+		fmt.Fprintf(&left, "R%06d,%d.50\n", i, i%97)
+		if i%10 != 0 { // every tenth has no counterpart
+			fmt.Fprintf(&right, "R%06d,%d.52\n", i, i%97)
+		}
+	}
+	l := b.Upload(t, "acme", "left.csv", "text/csv", left.String())
+	r := b.Upload(t, "acme", "right.csv", "text/csv", right.String())
+	w := b.Workflow(t, "acme", "big-match", `{"actions": [{"type": "matcher", "properties": {
+	  "left": "doc:`+l.ID+`", "right": "doc:`+r.ID+`", "matchOn": ["id"], "tolerance": 0.05,
+	  "outputMatched": "matched", "outputUnmatchedLeft": "ul", "outputUnmatchedRight": "ur"}}]}`)
+	doc := b.Execute(t, "acme", w.ID, `{}`)
+	require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+	matched, err := b.Eng.RunContext(b.Ctx, "acme", doc.ID, "matched", 0, 1)
+	require.NoError(t, err)
+	require.Equal(t, n-n/10, matched.Total, "every record with a counterpart (nine in ten) within tolerance")
+
+	// Elsewhere the reference keeps its limit, though the matcher's read is cached.
+	w = b.Workflow(t, "acme", "big-loop", `{"actions": [{"type": "loop", "properties": {"mode": "foreach",
+	  "items": "doc:`+l.ID+`", "steps": [{"type": "custom-table", "properties": {"table": "none", "operation": "read"}}]}}]}`)
+	doc = b.Execute(t, "acme", w.ID, `{}`)
+	require.Equal(t, svctype.RunFailed, doc.Status)
+	require.Contains(t, doc.Reason, fmt.Sprintf("has %d rows; the limit is 10,000", n))
+}

@@ -19,6 +19,10 @@ const (
 	MaxSize = 25 << 20
 	// MaxRows is the most rows a doc: reference extracts from one version (spec section 8).
 	MaxRows = 10_000
+	// MaxMatchRows is the most rows the matchers (matcher, nway_match) take from a document
+	// given as one of their legs: they read the document whole, by design, and keep nothing
+	// of it in the run's context but their results. MaxSize bounds it as well.
+	MaxMatchRows = 1_000_000
 	// MaxNameLength bounds a document's name, in bytes.
 	MaxNameLength = 255
 	// MaxTags bounds a document's tags; MaxTagLength bounds one tag, in bytes.

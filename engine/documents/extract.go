@@ -141,23 +141,29 @@ func ContentTypeFor(declared, name string) string {
 // header, is named column_<n> (1-based); a repeated name gets _2, _3, ... JSON values keep
 // their own types.
 func Extract(contentType, name string, data []byte) ([]map[string]any, error) {
+	return ExtractLimit(contentType, name, data, MaxRows)
+}
+
+// ExtractLimit is Extract with at most limit records instead of MaxRows: for the readers
+// that take a document whole by design (the matchers' legs, MaxMatchRows).
+func ExtractLimit(contentType, name string, data []byte, limit int) ([]map[string]any, error) {
 	f, err := DetectFormat(contentType, name)
 	if err != nil {
 		return nil, err
 	}
 	switch f {
 	case FormatCSV:
-		return extractCSV(data)
+		return extractCSV(data, limit)
 	case FormatJSON:
-		return extractJSON(data)
+		return extractJSON(data, limit)
 	default:
-		return extractXLSX(data)
+		return extractXLSX(data, limit)
 	}
 }
 
 var utf8BOM = []byte("\xEF\xBB\xBF")
 
-func extractCSV(data []byte) ([]map[string]any, error) {
+func extractCSV(data []byte, limit int) ([]map[string]any, error) {
 	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, utf8BOM)))
 	r.FieldsPerRecord = -1
 	header, err := r.Read()
@@ -167,7 +173,7 @@ func extractCSV(data []byte) ([]map[string]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("csv: %w", err)
 	}
-	var t table
+	t := table{limit: limit}
 	t.header = header
 	for {
 		rec, err := r.Read()
@@ -182,7 +188,7 @@ func extractCSV(data []byte) ([]map[string]any, error) {
 	return t.records()
 }
 
-func extractJSON(data []byte) ([]map[string]any, error) {
+func extractJSON(data []byte, limit int) ([]map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(data, utf8BOM)))
 	tok, err := dec.Token()
 	if err != nil {
@@ -202,7 +208,7 @@ func extractJSON(data []byte) ([]map[string]any, error) {
 		if !ok {
 			return nil, fmt.Errorf("json: element %d is not an object", n)
 		}
-		if n < MaxRows {
+		if n < limit {
 			out = append(out, obj)
 		}
 		n++
@@ -213,8 +219,8 @@ func extractJSON(data []byte) ([]map[string]any, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("json: data after the array")
 	}
-	if n > MaxRows {
-		return nil, &TooManyRowsError{Rows: n, Limit: MaxRows}
+	if n > limit {
+		return nil, &TooManyRowsError{Rows: n, Limit: limit}
 	}
 	return out, nil
 }
@@ -223,9 +229,10 @@ func extractJSON(data []byte) ([]map[string]any, error) {
 type table struct {
 	header []string
 	rows   [][]string
-	// n counts the non-empty rows; only the first MaxRows are kept.
-	n    int
-	cols int
+	// n counts the non-empty rows; only the first limit are kept.
+	n     int
+	cols  int
+	limit int
 }
 
 func (t *table) add(row []string) {
@@ -239,7 +246,7 @@ func (t *table) add(row []string) {
 		return
 	}
 	t.n++
-	if t.n > MaxRows {
+	if t.n > t.limit {
 		return
 	}
 	row = row[:last+1]
@@ -248,8 +255,8 @@ func (t *table) add(row []string) {
 }
 
 func (t *table) records() ([]map[string]any, error) {
-	if t.n > MaxRows {
-		return nil, &TooManyRowsError{Rows: t.n, Limit: MaxRows}
+	if t.n > t.limit {
+		return nil, &TooManyRowsError{Rows: t.n, Limit: t.limit}
 	}
 	names := columnNames(t.header, max(t.cols, len(t.header)))
 	numeric := make([]bool, len(names))

@@ -24,7 +24,7 @@ const (
 // extractXLSX reads the first sheet of a workbook. A cell gives its value, not its display:
 // a number formatted as currency or a percentage gives the number; a date or time gives ISO
 // 8601 text (2024-01-31, 13:45:00, 2024-01-31T13:45:00); a boolean gives TRUE or FALSE.
-func extractXLSX(data []byte) ([]map[string]any, error) {
+func extractXLSX(data []byte, limit int) ([]map[string]any, error) {
 	f, err := excelize.OpenReader(bytes.NewReader(data), excelize.Options{
 		UnzipSizeLimit: xlsxUnzipLimit, UnzipXMLSizeLimit: xlsxUnzipXMLLimit,
 	})
@@ -49,7 +49,7 @@ func extractXLSX(data []byte) ([]map[string]any, error) {
 	if props, err := f.GetWorkbookProps(); err == nil && props.Date1904 != nil {
 		x.date1904 = *props.Date1904
 	}
-	var t table
+	t := table{limit: limit}
 	for i := range raw {
 		row := make([]string, len(raw[i]))
 		for j := range raw[i] {

@@ -4,13 +4,16 @@
 // no HTTP and keep no state between calls.
 package steps
 
-import "github.com/svcflow/svcflow/engine/svctype"
+import (
+	"github.com/svcflow/svcflow/engine/documents"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
 
 // Builtins returns the built-in step kinds by name.
 func Builtins() map[string]svctype.StepKind {
 	return map[string]svctype.StepKind{
 		CustomTable: {Run: runCustomTable, Validate: validateCustomTable, ReadOnly: readsOnly},
-		Matcher:     {Run: runMatcher, Validate: validateMatcher, FailedEvent: EventMatcherFailed},
-		NWayMatch:   {Run: runNWay, Validate: validateNWay, FailedEvent: EventNWayFailed},
+		Matcher:     {Run: runMatcher, Validate: validateMatcher, FailedEvent: EventMatcherFailed, DocRows: documents.MaxMatchRows},
+		NWayMatch:   {Run: runNWay, Validate: validateNWay, FailedEvent: EventNWayFailed, DocRows: documents.MaxMatchRows},
 	}
 }

@@ -144,6 +144,10 @@ type StepKind struct {
 	// pool, without the one writer), and commit its output in the transaction after. Such a
 	// call's events and effects are dropped: a read makes none.
 	ReadOnly func(props map[string]any) bool
+	// DocRows, when set, is the most rows a doc: reference among this kind's properties may
+	// extract, instead of the limit every other doc: reference has (10,000): for kinds that
+	// read a document whole by design and keep only their results (the matchers' legs).
+	DocRows  int
 	Validate func(props map[string]any) []PropertyProblem
 	// FailedEvent, when set, is emitted whenever a step of this kind fails, also when its
 	// properties do not resolve (a missing doc: reference) before Run is called.
@@ -157,6 +161,20 @@ type PropertyProblem struct {
 }
 
 type orgKey struct{}
+
+type docRowsKey struct{}
+
+// WithDocRows returns ctx carrying the row limit of the doc: references resolved in it
+// (StepKind.DocRows); DocRows reads it, 0 when none is set.
+func WithDocRows(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, docRowsKey{}, n)
+}
+
+// DocRows is the row limit WithDocRows put on ctx, or 0.
+func DocRows(ctx context.Context) int {
+	n, _ := ctx.Value(docRowsKey{}).(int)
+	return n
+}
 
 // WithOrg returns ctx carrying the organization a piece of work belongs to. The executor sets
 // it before resolving a step's properties, so prefix resolvers (doc:, orgconfig:) read the

@@ -91,6 +91,7 @@ func (c *client) close() { c.hc.CloseIdleConnections() }
 type runDoc struct {
 	ID     string            `json:"id"`
 	Status svctype.RunStatus `json:"status"`
+	Reason string            `json:"reason,omitempty"`
 }
 
 // apiError is a non-2xx answer.

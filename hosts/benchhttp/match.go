@@ -143,7 +143,7 @@ func (c *client) timeMatch(ctx context.Context, org, wfID string, body []byte, l
 		return err
 	}
 	if d.Status != svctype.RunCompleted {
-		return fmt.Errorf("%s: run %s ended %s", label, d.ID, d.Status)
+		return fmt.Errorf("%s: run %s ended %s: %s", label, d.ID, d.Status, d.Reason)
 	}
 	ran := time.Since(start)
 	pairs, pages := 0, 0
