@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
 )
 
 // Run context by key: one key of a run, read from that key's row alone, an array value
@@ -80,34 +84,33 @@ func (e *Core) RunContext(ctx context.Context, orgID, runID, key string, offset,
 const runIDKey = "__run_id"
 
 // pageArray returns, when raw is a JSON array, its elements [offset, offset+limit) as a JSON
-// array and its length. It never decodes an element: a decoder walks the array, each
-// element is read as raw bytes (into one reused buffer when it falls outside the page) and
-// the page's elements are copied out as they are. BenchmarkPageArray compares it with
-// decoding into []json.RawMessage (docs/performance.md).
+// array and its length. It never decodes an element: gjson walks the array's bytes
+// (strings and nesting, nothing converted) and the page's elements are copied out as they
+// are. gjson checks the whole value first (gjson.Valid, no allocation) and walks it after,
+// together about ten times as fast as encoding/json's Decoder, which made reading every
+// page of a 46,000-pair result cost 5 s (BenchmarkPageArray, docs/performance.md).
 func pageArray(raw json.RawMessage, offset, limit int) (page json.RawMessage, total int, isArray bool, err error) {
 	trimmed := bytes.TrimLeft(raw, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '[' {
 		return nil, 0, false, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if _, err := dec.Token(); err != nil { // the '['
-		return nil, 0, true, err
+	// A string over raw's bytes, not a copy of them (gjson.ParseBytes copies: the size of
+	// the value, allocated for each page): raw is not changed while the walk reads it.
+	str := unsafe.String(&trimmed[0], len(trimmed))
+	if !gjson.Valid(str) {
+		return nil, 0, true, errors.New("the stored array is not valid JSON")
 	}
+	arr := gjson.Parse(str)
 	out := []byte{'['}
-	var el json.RawMessage
-	for ; dec.More(); total++ {
-		if err := dec.Decode(&el); err != nil {
-			return nil, 0, true, err
-		}
+	arr.ForEach(func(_, el gjson.Result) bool {
 		if total >= offset && total-offset < limit {
 			if total > offset {
 				out = append(out, ',')
 			}
-			out = append(out, el...)
+			out = append(out, el.Raw...)
 		}
-	}
-	if _, err := dec.Token(); err != nil { // the ']'
-		return nil, 0, true, err
-	}
+		total++
+		return true
+	})
 	return append(out, ']'), total, true, nil
 }

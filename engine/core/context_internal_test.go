@@ -103,7 +103,7 @@ func BenchmarkPageArray(b *testing.B) {
 	ways := []struct {
 		name string
 		fn   func(json.RawMessage, int, int) (json.RawMessage, int, bool, error)
-	}{{"decoder", pageArray}, {"rawslice", pageArrayRawSlice}, {"split", pageArraySplit}}
+	}{{"gjson", pageArray}, {"rawslice", pageArrayRawSlice}, {"split", pageArraySplit}}
 	for _, way := range ways {
 		for _, offset := range []int{0, 25_000, 50_000} {
 			b.Run(fmt.Sprintf("%s/offset=%d", way.name, offset), func(b *testing.B) {
