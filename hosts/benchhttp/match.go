@@ -134,13 +134,14 @@ func (c *client) upload(ctx context.Context, org, name string, content []byte) (
 func (c *client) timeMatch(ctx context.Context, org, wfID string, body []byte, label string) error {
 	start := time.Now()
 	var d runDoc
-	if _, err := c.do(ctx, "execute", http.MethodPost, "/workflows/"+url.PathEscape(wfID)+"/execute?wait="+waitParam, org, body, &d); err != nil {
+	if _, err := c.do(ctx, "execute", http.MethodPost, "/workflows/"+url.PathEscape(wfID)+"/execute?context=false&wait="+waitParam, org, body, &d); err != nil {
 		return err
 	}
-	var requests int
-	d, err := c.awaitEnd(ctx, org, d, &requests)
-	if err != nil {
-		return err
+	for d.Status == svctype.RunRunning { // past execute's wait: status without the context
+		path := "/runs/" + url.PathEscape(d.ID) + "/status?context=false&wait=" + waitParam
+		if _, err := c.do(ctx, "status", http.MethodGet, path, org, nil, &d); err != nil {
+			return err
+		}
 	}
 	if d.Status != svctype.RunCompleted {
 		return fmt.Errorf("%s: run %s ended %s: %s", label, d.ID, d.Status, d.Reason)

@@ -55,6 +55,15 @@ func TestExecuteWaitAnswersWhenTheRunEnds(t *testing.T) {
 	require.Len(t, doc.Steps, 1)
 	require.Equal(t, "completed", doc.Steps[0].Status)
 	require.Zero(t, b.eng.Waiting(), "the wait is released")
+
+	// ?context=false: the same document without the context (a large result is read by key).
+	rec = b.do(t, http.MethodPost, "/workflows/"+wf.ID+"/execute?wait=20s&context=false", orgA, map[string]any{"input": map[string]any{"email": "b@x", "name": "B"}})
+	var raw map[string]json.RawMessage
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &raw))
+	require.NotContains(t, raw, "context")
+	require.Contains(t, raw, "steps")
+	require.JSONEq(t, `"completed"`, string(raw["status"]))
 }
 
 func TestExecuteWaitAnswersRunningAtTheDeadline(t *testing.T) {

@@ -165,7 +165,10 @@ func (s *Server) registerWorkflows() {
 		ID             string `path:"id" doc:"Workflow id."`
 		IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Makes retries start one run."`
 		WaitParam
-		Body *ExecuteBody
+		// A string, not a bool as on GET /runs/{runId}/status: Huma fills the defaults of an
+		// operation with a body after reading it, and a bool false is its zero value.
+		Context string `query:"context" enum:"true,false" default:"true" doc:"With ?wait=: false leaves the context out of the status document (read large results with GET /runs/{runId}/context/{key})."`
+		Body    *ExecuteBody
 	}) (*executeOutput, error) {
 		wait, err := in.duration()
 		if err != nil {
@@ -186,7 +189,7 @@ func (s *Server) registerWorkflows() {
 		if wait <= 0 {
 			return out, nil
 		}
-		doc, err := s.waitStatus(ctx, in.OrgID, run.ID, svctype.RunRunning, wait, engine.StatusOptions{})
+		doc, err := s.waitStatus(ctx, in.OrgID, run.ID, svctype.RunRunning, wait, engine.StatusOptions{OmitContext: in.Context == "false"})
 		if err != nil {
 			return nil, err
 		}
