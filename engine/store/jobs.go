@@ -73,6 +73,24 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, lease time.Dur
 		}
 		return renewed(op, res, job, runAt, leaseUntil)
 	}
+	if q.pgTx() {
+		var until any
+		if lease > 0 {
+			until = leaseUntil
+		}
+		res, err := q.pgExec(ctx, pgRenewJob, runAt, jsonArg(job.Payload), job.Attempts, until, until,
+			job.OrgID, job.ID, job.LeaseToken)
+		if err != nil {
+			return wrap(op, err)
+		}
+		if err := renewed(op, res, job, runAt, leaseUntil); err != nil {
+			return err
+		}
+		if lease <= 0 && !runAt.After(t) {
+			return q.notifyJobs(ctx, op)
+		}
+		return nil
+	}
 	upd := q.w.NewUpdate().Model((*jobModel)(nil)).
 		Set("run_at = ?", runAt).
 		Set("payload = ?", jsonArg(job.Payload)).

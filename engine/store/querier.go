@@ -345,6 +345,8 @@ func (q *querier) UpdateRun(ctx context.Context, run *svctype.Run) error {
 	if st := q.fast(); st != nil {
 		res, err = q.exec(ctx, st.updateRun, m.Status, jsonArg(m.Cursor), m.Reason,
 			sqliteTime(m.UpdatedAt), sqliteTimePtr(m.FinishedAt), m.OrgID, m.ID)
+	} else if q.pgTx() {
+		res, err = q.pgExec(ctx, pgUpdateRun, m.Status, jsonArg(m.Cursor), m.Reason, m.UpdatedAt, m.FinishedAt, m.OrgID, m.ID)
 	} else {
 		res, err = q.w.NewUpdate().Model(m).
 			Column("status", "cursor", "reason", "updated_at", "finished_at").

@@ -21,6 +21,10 @@ func (q *querier) PutContext(ctx context.Context, orgID, runID, key string, valu
 		_, err := q.exec(ctx, st.putContext, orgID, runID, key, jsonArg(value))
 		return wrap("put context", err)
 	}
+	if q.pgTx() {
+		_, err := q.pgExec(ctx, pgPutContext, orgID, runID, key, jsonArg(value))
+		return wrap("put context", err)
+	}
 	m := &contextModel{OrgID: orgID, RunID: runID, Key: key, Value: nonEmpty(value)}
 	_, err := q.w.NewInsert().Model(m).
 		On("CONFLICT (org_id, run_id, key) DO UPDATE").
@@ -61,6 +65,12 @@ func (q *querier) PutStep(ctx context.Context, orgID string, rec *svctype.StepRe
 		_, err := q.exec(ctx, st.putStep, m.OrgID, m.RunID, m.Idx, m.Type, m.Status,
 			jsonArg(m.InputSummary), jsonArg(m.Output), jsonArg(m.Effects), jsonArg(m.Decisions),
 			m.Error, sqliteTimePtr(m.StartedAt), sqliteTimePtr(m.FinishedAt))
+		return wrap(op, err)
+	}
+	if q.pgTx() {
+		_, err := q.pgExec(ctx, pgPutStep, m.OrgID, m.RunID, m.Idx, m.Type, m.Status,
+			jsonArg(m.InputSummary), jsonArg(m.Output), jsonArg(m.Effects), jsonArg(m.Decisions),
+			m.Error, m.StartedAt, m.FinishedAt)
 		return wrap(op, err)
 	}
 	_, err = q.w.NewInsert().Model(m).

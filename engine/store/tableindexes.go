@@ -134,6 +134,8 @@ func (q *querier) readIndexDefs(ctx context.Context, db bun.IDB, orgID, table st
 	var err error
 	if st := q.fast(); st != nil && q.inTx {
 		err = q.queryRow(ctx, st.tableIndexes, orgID, table).Scan(&raw)
+	} else if q.pgTx() {
+		err = q.pgQueryRow(ctx, pgTableIndexes, orgID, table).Scan(&raw)
 	} else {
 		err = db.NewSelect().Model((*tableModel)(nil)).Column("indexes").Where("org_id = ? AND name = ?", orgID, table).
 			Scan(ctx, &raw)
