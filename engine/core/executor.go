@@ -696,6 +696,14 @@ func summarize(v any) json.RawMessage {
 			out, _ := json.Marshal(map[string]any{"truncated": true, "length": len(x)})
 			return out
 		}
+	case map[string]any:
+		// An object holding a long array (a matcher's resolved legs) is summarised member by
+		// member, so that the array is not encoded only to be found too long.
+		for _, el := range x {
+			if arr, ok := el.([]any); ok && len(arr) > 256 {
+				return summarize(svctype.ContextOutputs(x))
+			}
+		}
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
