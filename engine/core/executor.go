@@ -90,7 +90,7 @@ type runState struct {
 	// calls are the calls made for the unit of work in progress (io.go), by idempotency
 	// key; they are dropped when the unit commits or fails.
 	calls map[string]*callResult
-	// reads are the outputs of read-only steps run ahead of their transaction (readAhead),
+	// reads are the outputs of read-only steps run ahead of their transaction (workAhead),
 	// by the same key; dropped with calls.
 	reads map[string]any
 }
@@ -253,12 +253,9 @@ func (e *Core) stepOnce(ctx context.Context, job *svctype.Job, st *runState) err
 	started := e.now().UTC()
 	rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepCompleted, StartedAt: &started}
 	c := &commit{}
-	if n := e.callAhead(ctx, st, step, i); n != nil {
-		if err := e.makeCall(ctx, job, st, n); err != nil {
-			return e.afterCommit(ctx, job, st, c, i, step, err)
-		}
+	if err := e.workAhead(ctx, job, st, step, i); err != nil {
+		return e.afterCommit(ctx, job, st, c, i, step, err)
 	}
-	e.readAhead(ctx, st, step, i)
 	err := e.unit(ctx, job, st, func(ctx context.Context, tx storage.Tx) error {
 		*c = commit{rec: rec}
 		if err := e.keepLease(ctx, tx, job); err != nil {
@@ -387,7 +384,7 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 	call.Tables = cachedTables{TableStore: tx, cache: &e.tables}
 	var out any
 	if r, ok := st.reads[callKey(st.run.ID, c.position(index))]; ok && !c.inner {
-		// Read ahead of this transaction (readAhead): its output, as Run gave it.
+		// Read ahead of this transaction (workAhead): its output, as Run gave it.
 		out = r
 	} else if kind.IO != nil {
 		key := callKey(st.run.ID, c.position(index))

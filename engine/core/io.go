@@ -289,49 +289,42 @@ func (e *Core) lookupKind(ctx context.Context, q storage.Runs, orgID, stepType s
 	return svctype.StepKind{}, false, nil
 }
 
-// callAhead returns the call a top-level step is about to make, when it can tell without a
-// transaction: the step (after its filter) is of a kind with an IO half whose call has not
-// been made, and its properties resolve. The unit then makes the call before its first
-// transaction instead of opening one only to roll it back. Anything unusual (the
-// workflow's gate, a filter that fails to evaluate, properties that do not resolve) returns
-// nil and is left to the transaction, which reports it as it always does.
-func (e *Core) callAhead(ctx context.Context, st *runState, step *svctype.Step, index int) *needIO {
-	kind, call, key, ok := e.ahead(ctx, st, step, index, func(k svctype.StepKind, _ *svctype.Step) bool { return k.IO != nil })
-	if !ok {
-		return nil
-	}
-	if _, done := st.calls[key]; done {
-		return nil
-	}
-	call.Secret = e.secretFor(st.run.OrgID)
-	return &needIO{key: key, kind: kind, call: call}
-}
-
-// readAhead runs a top-level step of a ReadOnly kind before its transaction, so that its
-// read does not hold the SQLite writer (nor a PostgreSQL transaction) for its length: Run
-// reads committed data through the store itself, and the transaction that follows commits
-// the output. The output stays in st.reads for that transaction only. What is not plainly a
-// read (as callAhead: the gate, a filter that fails, properties that do not resolve), or a
-// read that fails, is left to the transaction, which runs the step as always.
+// workAhead does, before a top-level step's first transaction, what the step can do
+// without one: the call of a kind with an IO half whose call has not been made (the unit
+// then makes it before its transaction instead of opening one only to roll it back), or the
+// read of a ReadOnly kind (so that its read does not hold the SQLite writer, nor a
+// PostgreSQL transaction, for its length: Run reads committed data through the store, and
+// the transaction that follows commits the output, kept in st.reads for it alone). One
+// pass finds the step's kind for both. Anything unusual (the workflow's gate, a filter
+// that fails to evaluate, properties that do not resolve, a read that fails) is left to
+// the transaction, which does and reports it as it always does.
 //
 // A read in a foreach element stays in the element's transaction: it must see the rows the
 // batch's earlier elements wrote, which are not committed yet.
-func (e *Core) readAhead(ctx context.Context, st *runState, step *svctype.Step, index int) {
+func (e *Core) workAhead(ctx context.Context, job *svctype.Job, st *runState, step *svctype.Step, index int) error {
 	kind, call, key, ok := e.ahead(ctx, st, step, index, func(k svctype.StepKind, s *svctype.Step) bool {
-		return k.ReadOnly != nil && k.Run != nil && k.IO == nil && k.ReadOnly(s.Properties)
+		return k.IO != nil || k.ReadOnly != nil && k.Run != nil && k.ReadOnly(s.Properties)
 	})
 	if !ok {
-		return
+		return nil
+	}
+	if kind.IO != nil {
+		if _, done := st.calls[key]; done {
+			return nil
+		}
+		call.Secret = e.secretFor(st.run.OrgID)
+		return e.makeCall(ctx, job, st, &needIO{key: key, kind: kind, call: call})
 	}
 	call.Tables = cachedTables{TableStore: e.store, cache: &e.tables}
 	out, err := kind.Run(ctx, call)
 	if err != nil {
-		return
+		return nil
 	}
 	if st.reads == nil {
 		st.reads = map[string]any{}
 	}
 	st.reads[key] = out
+	return nil
 }
 
 // ahead finds what a top-level step will run, outside its transaction, when want says the

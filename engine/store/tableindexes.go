@@ -29,8 +29,8 @@ import (
 // until every transaction older than the declaration has ended (WaitOlderTransactions, as
 // PostgreSQL's CREATE INDEX CONCURRENTLY waits), so the build covers every row a write
 // did not. On SQLite the one writer orders them and there is nothing to wait for. (Taking
-// the row FOR KEY SHARE in every write was tried first: concurrent writers of one table
-// then share a MultiXact per lock, and four worker processes ran slower than two.)
+// the row FOR KEY SHARE in every write was tried first: an upsert declaring its key index
+// then upgraded that lock inside its step, and four worker processes deadlocked.)
 
 type indexEntryModel struct {
 	bun.BaseModel `bun:"table:table_index_entries,alias:tie"`
@@ -114,16 +114,16 @@ func (q *querier) within(db bun.IDB) *querier {
 	return &inner
 }
 
-// indexDefs reads a table's index declarations; ErrNotFound without the table. A write's
-// transaction keeps what it read for its later writes: a declaration made meanwhile waits
-// for it to end before its build starts (see the top of this file).
-func (q *querier) indexDefs(ctx context.Context, db bun.IDB, orgID, table string, write bool) ([]svctype.TableIndex, error) {
+// indexDefs reads a table's index declarations; ErrNotFound without the table. A
+// transaction keeps what it read for its later statements: a declaration made meanwhile
+// waits for it to end before its build starts (see the top of this file).
+func (q *querier) indexDefs(ctx context.Context, db bun.IDB, orgID, table string) ([]svctype.TableIndex, error) {
 	key := orgID + "\x00" + table
 	if defs, ok := q.defs[key]; ok {
 		return defs, nil
 	}
 	defs, err := q.readIndexDefs(ctx, db, orgID, table)
-	if err == nil && write && q.defs != nil {
+	if err == nil && q.defs != nil {
 		q.defs[key] = defs
 	}
 	return defs, err
@@ -159,7 +159,7 @@ func parseIndexes(raw string) ([]svctype.TableIndex, error) {
 
 // TableIndexes reads a table's indexes as stored now.
 func (q *querier) TableIndexes(ctx context.Context, orgID, table string) ([]svctype.TableIndex, error) {
-	defs, err := q.indexDefs(ctx, q.r, orgID, table, false)
+	defs, err := q.indexDefs(ctx, q.r, orgID, table)
 	if err != nil {
 		return nil, wrap("table indexes", err)
 	}
@@ -237,7 +237,7 @@ func (q *querier) BuildTableIndex(ctx context.Context, orgID, table, key, cursor
 	const op = "build table index"
 	var next string
 	err := q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
-		defs, err := q.indexDefs(ctx, db, orgID, table, false)
+		defs, err := q.indexDefs(ctx, db, orgID, table)
 		if err != nil {
 			return err
 		}
@@ -458,7 +458,7 @@ func (q *querier) ensureKeyIndex(ctx context.Context, db bun.IDB, orgID, table s
 			cursor = next
 		}
 	}
-	return q.indexDefs(ctx, db, orgID, table, true)
+	return q.indexDefs(ctx, db, orgID, table)
 }
 
 // WaitOlderTransactions returns once no transaction that began before since is still open

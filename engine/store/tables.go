@@ -76,7 +76,7 @@ func (q *querier) InsertRow(ctx context.Context, orgID, table string, row map[st
 	}
 	err = q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
 		tx := q.within(db)
-		defs, err := tx.indexDefs(ctx, db, orgID, table, true)
+		defs, err := tx.indexDefs(ctx, db, orgID, table)
 		if err != nil {
 			return err
 		}
@@ -131,7 +131,7 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 	)
 	err = q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
 		tx := q.within(db)
-		defs, err := tx.indexDefs(ctx, db, orgID, table, true)
+		defs, err := tx.indexDefs(ctx, db, orgID, table)
 		if err != nil {
 			return err
 		}
@@ -368,7 +368,7 @@ func (q *querier) selectRows(ctx context.Context, orgID, table string, where map
 		return nil, err
 	}
 	if len(where) > 0 {
-		defs, err := q.indexDefs(ctx, q.r, orgID, table, false)
+		defs, err := q.indexDefs(ctx, q.r, orgID, table)
 		if err != nil {
 			return nil, err
 		}
@@ -411,7 +411,7 @@ func (q *querier) UpdateRows(ctx context.Context, orgID, table string, where, se
 	var n int
 	err = q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
 		tx := q.within(db)
-		defs, err := tx.indexDefs(ctx, db, orgID, table, true)
+		defs, err := tx.indexDefs(ctx, db, orgID, table)
 		if err != nil {
 			return err
 		}
