@@ -3,16 +3,13 @@ package store
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
 	"github.com/svcflow/svcflow/engine/storage"
@@ -85,7 +82,7 @@ func (q *querier) InsertRow(ctx context.Context, orgID, table string, row map[st
 			return err
 		}
 		if q.dialect == dialectPostgres {
-			_, _, err = tx.pgWriteRow(ctx, db, m, false, entries)
+			_, _, err = tx.pgWriteRow(ctx, m, false, entries)
 			return err
 		}
 		if st := tx.fast(); st != nil {
@@ -145,7 +142,7 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 		}
 		written := false
 		if q.dialect == dialectPostgres {
-			id, created, err = tx.pgWriteRow(ctx, db, m, true, fresh)
+			id, created, err = tx.pgWriteRow(ctx, m, true, fresh)
 			written = true
 		} else if st := tx.fast(); st != nil {
 			var createdAt any
@@ -186,51 +183,6 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 	out.ID = id
 	out.CreatedAt = created.UTC()
 	return out, inserted, nil
-}
-
-// pgWriteRow inserts (or upserts, by key hash) m and, when the row is new, its index
-// entries, in one statement: one round trip to PostgreSQL per row written. It is the one
-// statement a table-writing step sends per row, so it goes as a prepared statement (pgx's
-// per-connection cache; one text per number of entries), not as rendered text that
-// PostgreSQL parses and plans anew each time.
-func (q *querier) pgWriteRow(ctx context.Context, db bun.IDB, m *rowModel, upsert bool, entries []indexEntryModel) (string, time.Time, error) {
-	args := []any{m.ID, m.OrgID, m.TableName, m.KeyHash, m.KeyColumns, string(m.Data), m.CreatedAt, m.UpdatedAt}
-	var b strings.Builder
-	b.WriteString(`WITH up AS (INSERT INTO table_rows (id, org_id, table_name, key_hash, key_columns, data, created_at, updated_at)
- VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8)`)
-	if upsert {
-		b.WriteString(` ON CONFLICT (org_id, table_name, key_hash) DO UPDATE SET data = EXCLUDED.data,
- key_columns = EXCLUDED.key_columns, updated_at = EXCLUDED.updated_at`)
-	}
-	b.WriteString(` RETURNING id, created_at)`)
-	if len(entries) > 0 {
-		b.WriteString(`, ent AS (INSERT INTO table_index_entries (org_id, table_name, index_key, value_hash, row_id)
- SELECT e.* FROM (VALUES `)
-		for i, e := range entries {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			n := len(args)
-			fmt.Fprintf(&b, "($%d::text, $%d::text, $%d::text, $%d::text, $%d::text)", n+1, n+2, n+3, n+4, n+5)
-			args = append(args, e.OrgID, e.TableName, e.IndexKey, e.ValueHash, e.RowID)
-		}
-		// Only when the row is new: an upsert that updated keeps the row's id, not m.ID.
-		fmt.Fprintf(&b, `) AS e(org_id, table_name, index_key, value_hash, row_id)
- WHERE EXISTS (SELECT 1 FROM up WHERE up.id = $1) ON CONFLICT DO NOTHING)`)
-	}
-	b.WriteString(` SELECT id, created_at FROM up`)
-	var (
-		id      string
-		created time.Time
-		row     *sql.Row
-	)
-	if q.sqlTx != nil {
-		row = q.sqlTx.QueryRowContext(ctx, b.String(), append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
-	} else {
-		row = db.QueryRowContext(ctx, b.String(), append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
-	}
-	err := row.Scan(&id, &created)
-	return id, created, err
 }
 
 // within reports whether every one of cols is in set.
