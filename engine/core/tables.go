@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -59,11 +58,7 @@ func (e *Core) AddTableIndex(ctx context.Context, orgID, table string, cols []st
 	case i >= 0 && t.Indexes[i].State == svctype.IndexReady:
 		return nil, fmt.Errorf("table %q has an index on %v: %w", table, t.Indexes[i].Columns, ErrConflict)
 	case i < 0:
-		ps := tables.CheckIndexes("/columns", t.Fields, t.Indexes, [][]string{cols})
-		for j := range ps {
-			ps[j].Pointer = strings.Replace(ps[j].Pointer, "/columns/0", "/columns", 1)
-		}
-		if err := tableProblems(ps); err != nil {
+		if err := tableProblems(tables.CheckIndex("/columns", t.Fields, t.Indexes, cols)); err != nil {
 			return nil, err
 		}
 		if err := e.store.AddTableIndex(ctx, orgID, table, svctype.TableIndex{Columns: cols, CreatedAt: e.now()}); err != nil {

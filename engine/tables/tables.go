@@ -91,26 +91,39 @@ func CheckIndexes(pointer string, fields map[string]string, existing []svctype.T
 	seen := map[string]bool{} // within indexes: one on the same set as an existing one is the store's conflict
 	for i, cols := range indexes {
 		p := fmt.Sprintf("%s/%d", pointer, i)
-		if len(cols) == 0 || len(cols) > MaxIndexColumns {
-			out = append(out, Problem{p, fmt.Sprintf("an index names 1 to %d columns", MaxIndexColumns)})
-			continue
-		}
-		dup := map[string]bool{}
-		bad := false
-		for j, c := range cols {
-			if _, ok := fields[c]; !ok {
-				out = append(out, Problem{fmt.Sprintf("%s/%d", p, j), fmt.Sprintf("column %q is not declared by the table", c)})
-				bad = true
-			} else if dup[c] {
-				out = append(out, Problem{fmt.Sprintf("%s/%d", p, j), fmt.Sprintf("column %q is named twice", c)})
-				bad = true
-			}
-			dup[c] = true
-		}
-		if !bad && seen[svctype.IndexKey(cols)] {
-			out = append(out, Problem{p, "another index names the same columns"})
+		ps := checkIndex(p, fields, cols)
+		if len(ps) == 0 && seen[svctype.IndexKey(cols)] {
+			ps = append(ps, Problem{p, "another index names the same columns"})
 		}
 		seen[svctype.IndexKey(cols)] = true
+		out = append(out, ps...)
+	}
+	return out
+}
+
+// CheckIndex returns the problems with one index on cols added to a table declaring fields
+// with the indexes existing (pointer: where the columns are).
+func CheckIndex(pointer string, fields map[string]string, existing []svctype.TableIndex, cols []string) []Problem {
+	if len(existing) >= MaxIndexes {
+		return []Problem{{pointer, fmt.Sprintf("a table has at most %d indexes", MaxIndexes)}}
+	}
+	return checkIndex(pointer, fields, cols)
+}
+
+// checkIndex: 1 to MaxIndexColumns declared columns, each once.
+func checkIndex(p string, fields map[string]string, cols []string) []Problem {
+	if len(cols) == 0 || len(cols) > MaxIndexColumns {
+		return []Problem{{p, fmt.Sprintf("an index names 1 to %d columns", MaxIndexColumns)}}
+	}
+	var out []Problem
+	dup := map[string]bool{}
+	for j, c := range cols {
+		if _, ok := fields[c]; !ok {
+			out = append(out, Problem{fmt.Sprintf("%s/%d", p, j), fmt.Sprintf("column %q is not declared by the table", c)})
+		} else if dup[c] {
+			out = append(out, Problem{fmt.Sprintf("%s/%d", p, j), fmt.Sprintf("column %q is named twice", c)})
+		}
+		dup[c] = true
 	}
 	return out
 }
