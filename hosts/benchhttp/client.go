@@ -168,23 +168,13 @@ func (c *client) setupLedger(ctx context.Context, org string) (string, error) {
 	if err := c.prefill(ctx, org); err != nil {
 		return "", err
 	}
-	var w struct {
-		ID string `json:"id"`
-	}
-	body := []byte(`{"name": "ledger", "definition": ` + ledgerFlow + `}`)
-	if _, err := c.do(ctx, "create workflow", http.MethodPost, "/workflows", org, body, &w); err != nil {
-		return "", err
-	}
-	return w.ID, nil
+	return c.createWorkflow(ctx, org, "ledger", ledgerFlow)
 }
 
 // prefill writes the c.keys accounts through prefillFlow, 20,000 a run.
 func (c *client) prefill(ctx context.Context, org string) error {
-	var w struct {
-		ID string `json:"id"`
-	}
-	body := []byte(`{"name": "prefill", "definition": ` + prefillFlow + `}`)
-	if _, err := c.do(ctx, "create workflow", http.MethodPost, "/workflows", org, body, &w); err != nil {
+	wfID, err := c.createWorkflow(ctx, org, "prefill", prefillFlow)
+	if err != nil {
 		return err
 	}
 	const chunk = 20_000
@@ -199,7 +189,7 @@ func (c *client) prefill(ctx context.Context, org string) error {
 		}
 		b.WriteString(`]}}`)
 		var d runDoc
-		if _, err := c.do(ctx, "prefill", http.MethodPost, "/workflows/"+url.PathEscape(w.ID)+"/execute", org, b.Bytes(), &d); err != nil {
+		if _, err := c.do(ctx, "prefill", http.MethodPost, "/workflows/"+url.PathEscape(wfID)+"/execute", org, b.Bytes(), &d); err != nil {
 			return err
 		}
 		var requests int
