@@ -50,6 +50,9 @@ type server struct {
 
 // startServer starts `bin serve` on dir/bench.db and a free port, its output going to
 // dir/server.log, and waits until it answers GET /health.
+// debugAddr, when set (-debug-addr), is where the server serves Go's profiler.
+var debugAddr string
+
 func startServer(ctx context.Context, bin, dir string, workers int) (*server, error) {
 	addr, err := freeAddr()
 	if err != nil {
@@ -65,6 +68,9 @@ func startServer(ctx context.Context, bin, dir string, workers int) (*server, er
 		"--db", "sqlite:"+filepath.Join(dir, "bench.db"),
 		"--runtime-addr", addr,
 		"--workers", fmt.Sprint(workers))
+	if debugAddr != "" {
+		cmd.Args = append(cmd.Args, "--debug-addr", debugAddr)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()

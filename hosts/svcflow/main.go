@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"os/signal"
@@ -54,6 +55,9 @@ call flags: --io-concurrency N (calls to other systems in flight, default 512),
   --io-per-org N (default 256), --allow-private-targets (actions, OAuth tools and token
   calls may reach loopback and private addresses and local databases: single-tenant
   deployments and tests only), --oauth-redirect-url URL (the OAuth callback address)
+
+--debug-addr ADDR (serve, runtime, gateway, worker): Go's profiler at /debug/pprof/ on its
+  own listener, off by default; bind it to loopback (127.0.0.1:6060), it has no credentials
 
 Org config and OAuth tokens are sealed under a master key: SVC_MASTER_KEY (base64 of 32
 bytes; "new,old" during a rotation), or the key file SVC_MASTER_KEY_FILE, or by default on
@@ -112,6 +116,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	allowPrivate := fs.Bool("allow-private-targets", false, "let actions reach loopback, private and link-local addresses and local databases (single-tenant deployments and tests only)")
 	lease := fs.Duration("lease", 15*time.Second, "how long a claimed job stays with its worker without a heartbeat: a worker that dies leaves its jobs to the others after at most this")
 	legacyAI := fs.Bool("legacy-create-from-ai", false, "keep the legacy POST /workflows/create-from-ai working (drafts and publishes at once); off, it answers 410")
+	debugAddr := fs.String("debug-addr", "", "serve, runtime, worker, gateway: a listen address for Go's profiler (/debug/pprof/); empty: none. Bind it to loopback: it is not authenticated")
 	grace := fs.Duration("grace", 2*time.Second, "rotate-master-key: how long to wait for writes under the old key before the confirming pass")
 	if err := fs.Parse(rest); err != nil {
 		return 2
@@ -119,6 +124,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *debugAddr != "" {
+		go func() {
+			if err := serveHTTP(ctx, log, "profiler", *debugAddr, debugHandler()); err != nil {
+				log.Error("profiler", "err", err)
+			}
+		}()
+	}
 
 	var err error
 	switch cmd {
@@ -354,6 +366,18 @@ func serveHTTP(ctx context.Context, log *slog.Logger, name, addr string, h http.
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// debugHandler serves Go's profiler (net/http/pprof's handlers, on their own mux: nothing
+// is registered on http.DefaultServeMux).
+func debugHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // serveListener serves h on ln until ctx is done, then shuts the server down gracefully.

@@ -70,8 +70,31 @@ func TestServeTourAndDrain(t *testing.T) {
 	build.Stderr = os.Stderr
 	require.NoError(t, build.Run())
 
-	p := startProcess(t, bin, dir, "serve", "--runtime-addr", "127.0.0.1:0") // the default --db is sqlite:./svcflow.db
+	p := startProcess(t, bin, dir, "serve", "--runtime-addr", "127.0.0.1:0", "--debug-addr", "127.0.0.1:0") // the default --db is sqlite:./svcflow.db
 	base := p.base
+
+	// The profiler is on its own listener, not on the API's.
+	var debugAddr string
+	require.Eventually(t, func() bool {
+		m := regexp.MustCompile(`profiler listening"? addr=(\S+)`).FindStringSubmatch(p.logs.String())
+		if m != nil {
+			debugAddr = m[1]
+		}
+		return m != nil
+	}, 5*time.Second, 10*time.Millisecond)
+	for _, at := range []struct {
+		url  string
+		want int
+	}{{"http://" + debugAddr + "/debug/pprof/goroutine?debug=1", 200}, {base + "/debug/pprof/goroutine?debug=1", 404}} {
+		resp, err := http.Get(at.url)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, at.want, resp.StatusCode, at.url)
+		if at.want == 200 {
+			require.Contains(t, string(body), "goroutine profile")
+		}
+	}
 
 	call := func(method, path, body string, want int) map[string]any {
 		t.Helper()
