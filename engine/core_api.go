@@ -35,6 +35,8 @@ const (
 	DefaultContextLimit  = core.DefaultContextLimit
 	MaxContextLimit      = core.MaxContextLimit
 	EventValueNodes      = core.EventValueNodes
+	LargeValueBytes      = core.LargeValueBytes
+	PartBytes            = core.PartBytes
 	DefaultMaxIterations = core.DefaultMaxIterations
 	MaxIterations        = core.MaxIterations
 	ForeachBatch         = core.ForeachBatch

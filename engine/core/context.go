@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/svcflow/svcflow/engine/storage"
 )
 
 // Run context by key: one key of a run, read from that key's row alone, an array value
@@ -53,12 +55,19 @@ func (e *Core) RunContext(ctx context.Context, orgID, runID, key string, offset,
 	if limit < 1 || limit > MaxContextLimit {
 		return nil, Invalid("/limit", "must be between 1 and %d", MaxContextLimit)
 	}
-	found, err := e.store.GetContext(ctx, orgID, runID, key)
+	slice, err := e.store.ContextSlice(ctx, orgID, runID, key, offset, offset+limit)
 	if err != nil {
 		return nil, err
 	}
-	raw, ok := found[key]
-	if !ok {
+	if slice.Parts != nil {
+		page, err := pageParts(slice, offset, limit)
+		if err != nil {
+			return nil, fmt.Errorf("context key %q of run %s: %w", key, runID, err)
+		}
+		return &ContextValue{Key: key, Value: page, Paged: true, Total: slice.Length, Offset: offset, Limit: limit}, nil
+	}
+	raw := slice.Whole
+	if !slice.Found {
 		// The org filter in the query above hides another org's run; this read only tells
 		// a missing run from a missing key (and answers the one key that is not stored).
 		run, err := e.store.GetRun(ctx, orgID, runID)
@@ -78,6 +87,102 @@ func (e *Core) RunContext(ctx context.Context, orgID, runID, key string, offset,
 		return &ContextValue{Key: key, Value: raw}, nil
 	}
 	return &ContextValue{Key: key, Value: page, Paged: true, Total: total, Offset: offset, Limit: limit}, nil
+}
+
+// LargeValueBytes is the size above which a context value is large: an array is stored in
+// parts of about PartBytes (a page of it reads only its parts), the status document shows
+// a reference to GET /runs/{runId}/context/{key} instead of the value, and a run's input is
+// stored once, as its context key input, with a reference in the run's row and event.
+const LargeValueBytes = 256 << 10
+
+// PartBytes is about the size of one part of a large array.
+const PartBytes = 128 << 10
+
+// largeRef is what the status document (and a large input's run row and event) shows for a
+// large value: where to read it, its size, and its length when known.
+func largeRef(runID, key string, ref storage.ContextRef) map[string]any {
+	out := map[string]any{"result_reference": "/runs/" + runID + "/context/" + key, "truncated": true}
+	if ref.Size > 0 {
+		out["bytes"] = ref.Size
+	}
+	if ref.Parts {
+		out["length"] = ref.Length
+	}
+	return out
+}
+
+// putValue writes one context key of a step commit: a large array in parts, anything
+// else whole.
+func putValue(ctx context.Context, tx storage.Tx, orgID, runID, key string, b []byte) error {
+	if len(b) > LargeValueBytes {
+		if parts, length, per, ok := splitArray(b, PartBytes); ok {
+			return tx.PutContextParts(ctx, orgID, runID, key, parts, length, per)
+		}
+	}
+	return tx.PutContext(ctx, orgID, runID, key, b)
+}
+
+// splitArray cuts the JSON array b (as json.Marshal wrote it) into parts of per elements,
+// per chosen so that a part is about partBytes. It reports false when b is not an array,
+// or has fewer than two elements.
+func splitArray(b []byte, partBytes int) (parts []json.RawMessage, length, per int, ok bool) {
+	trimmed := bytes.TrimLeft(b, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return nil, 0, 0, false
+	}
+	var els []string
+	gjson.Parse(unsafe.String(&trimmed[0], len(trimmed))).ForEach(func(_, el gjson.Result) bool {
+		els = append(els, el.Raw)
+		return true
+	})
+	if len(els) < 2 {
+		return nil, 0, 0, false
+	}
+	per = max(1, min(len(els), int(int64(partBytes)*int64(len(els))/int64(len(trimmed)))))
+	for i := 0; i < len(els); i += per {
+		group := els[i:min(i+per, len(els))]
+		n := 2
+		for _, el := range group {
+			n += len(el) + 1
+		}
+		part := make([]byte, 0, n)
+		part = append(part, '[')
+		for j, el := range group {
+			if j > 0 {
+				part = append(part, ',')
+			}
+			part = append(part, el...)
+		}
+		parts = append(parts, append(part, ']'))
+	}
+	return parts, len(els), per, true
+}
+
+// pageParts returns the elements [offset, offset+limit) of an array read in parts.
+func pageParts(slice storage.ContextSlice, offset, limit int) (json.RawMessage, error) {
+	out := []byte{'['}
+	i, n := slice.Start, 0
+	for _, p := range slice.Parts {
+		if n >= limit {
+			break
+		}
+		str := unsafe.String(&p[0], len(p))
+		if !gjson.Valid(str) {
+			return nil, errors.New("a stored part is not valid JSON")
+		}
+		gjson.Parse(str).ForEach(func(_, el gjson.Result) bool {
+			if i >= offset && n < limit {
+				if n > 0 {
+					out = append(out, ',')
+				}
+				out = append(out, el.Raw...)
+				n++
+			}
+			i++
+			return n < limit
+		})
+	}
+	return append(out, ']'), nil
 }
 
 // runIDKey is the fixed context key the status document and @__run_id carry: it has no row.

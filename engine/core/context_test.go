@@ -1,10 +1,12 @@
 package core_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/internal/enginetest"
 	"github.com/svcflow/svcflow/engine/internal/fixtures"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -31,6 +34,26 @@ func (r *readCounter) GetContext(ctx context.Context, orgID, runID string, keys 
 	r.reads = append(r.reads, slices.Clone(keys))
 	r.mu.Unlock()
 	return r.Store.GetContext(ctx, orgID, runID, keys...)
+}
+
+// ContextSlice records the key, and how many parts the store read (-1: the value whole).
+func (r *readCounter) ContextSlice(ctx context.Context, orgID, runID, key string, from, to int) (storage.ContextSlice, error) {
+	s, err := r.Store.ContextSlice(ctx, orgID, runID, key, from, to)
+	n := -1
+	if s.Parts != nil {
+		n = len(s.Parts)
+	}
+	r.mu.Lock()
+	r.reads = append(r.reads, []string{"slice", key, strconv.Itoa(n)})
+	r.mu.Unlock()
+	return s, err
+}
+
+func (r *readCounter) ContextBrief(ctx context.Context, orgID, runID string, maxBytes int64) (map[string]json.RawMessage, map[string]storage.ContextRef, error) {
+	r.mu.Lock()
+	r.reads = append(r.reads, []string{"brief"})
+	r.mu.Unlock()
+	return r.Store.ContextBrief(ctx, orgID, runID, maxBytes)
 }
 
 // take returns the reads recorded so far and forgets them.
@@ -89,67 +112,98 @@ func invoices(from, to int) []string {
 	return out
 }
 
-// TestRunContextPagesAnArray reads a real run's matchGroups (1,050 groups) page by page
-// and checks that the pages are the array, in order, with its length, and that each read
-// asked the store for that one key only.
+// TestRunContextPagesAnArray reads a real run's matchGroups page by page and checks that
+// the pages are the array, in order, with its length, and that each read asked the store
+// for that one key only: 600 groups (under LargeValueBytes) are stored whole; 3,000 (over
+// it) in parts, of which a page reads only those that hold it.
 func TestRunContextPagesAnArray(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range enginetest.Dialects {
-		t.Run(dialect, func(t *testing.T) {
-			t.Parallel()
-			b, reads := setupCounting(t, dialect)
-			def, input := reconciliation(1_050)
-			w := b.Workflow(t, "o1", "recon", def)
-			doc := b.Execute(t, "o1", w.ID, input)
-			require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
-			whole, err := json.Marshal(doc.Context["matchGroups"])
-			require.NoError(t, err)
-			reads.take()
-
-			cases := []struct {
-				name          string
-				offset, limit int
-				want          []string
-				wantLimit     int
-			}{
-				{"default limit", 0, 0, invoices(0, 100), 100},
-				{"first page", 0, 10, invoices(0, 10), 10},
-				{"middle page", 500, 25, invoices(500, 525), 25},
-				{"largest page", 0, 1000, invoices(0, 1000), 1000},
-				{"short last page", 1000, 1000, invoices(1000, 1050), 1000},
-				{"one element", 1049, 1, invoices(1049, 1050), 1},
-				{"at the end", 1050, 100, []string{}, 100},
-				{"past the end", 5000, 100, []string{}, 100},
-			}
-			for _, tc := range cases {
-				v, err := b.Eng.RunContext(b.Ctx, "o1", doc.ID, "matchGroups", tc.offset, tc.limit)
-				require.NoError(t, err, tc.name)
-				require.True(t, v.Paged, tc.name)
-				require.Equal(t, "matchGroups", v.Key)
-				require.Equal(t, 1_050, v.Total, tc.name)
-				require.Equal(t, tc.offset, v.Offset, tc.name)
-				require.Equal(t, tc.wantLimit, v.Limit, tc.name)
-				require.Equal(t, tc.want, matchKeys(t, v.Value), tc.name)
-				require.Equal(t, [][]string{{"matchGroups"}}, reads.take(), "%s: only the key's row is read", tc.name)
-			}
-
-			// The pages, put together, are the array the status document holds.
-			var all []json.RawMessage
-			for offset := 0; ; offset += 400 {
-				v, err := b.Eng.RunContext(b.Ctx, "o1", doc.ID, "matchGroups", offset, 400)
-				require.NoError(t, err)
-				var page []json.RawMessage
-				require.NoError(t, json.Unmarshal(v.Value, &page))
-				if len(page) == 0 {
-					break
-				}
-				all = append(all, page...)
-			}
-			joined, err := json.Marshal(all)
-			require.NoError(t, err)
-			require.JSONEq(t, string(whole), string(joined))
-		})
+		for _, n := range []int{600, 3_000} {
+			t.Run(fmt.Sprintf("%s/%d", dialect, n), func(t *testing.T) {
+				t.Parallel()
+				testRunContextPages(t, dialect, n)
+			})
+		}
 	}
+}
+
+func testRunContextPages(t *testing.T, dialect string, n int) {
+	b, reads := setupCounting(t, dialect)
+	def, input := reconciliation(n)
+	w := b.Workflow(t, "o1", "recon", def)
+	doc := b.Execute(t, "o1", w.ID, input)
+	require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+	stored, err := b.St.GetContext(b.Ctx, "o1", doc.ID, "matchGroups")
+	require.NoError(t, err)
+	whole := stored["matchGroups"]
+	require.Equal(t, invoices(0, n), matchKeys(t, whole), "the parts join back to the array")
+	inParts := len(whole) > engine.LargeValueBytes
+	require.Equal(t, n == 3_000, inParts)
+	if inParts {
+		// The status document refers to the value instead of holding it.
+		ref, ok := doc.Context["matchGroups"].(map[string]any)
+		require.True(t, ok, "%T", doc.Context["matchGroups"])
+		require.EqualValues(t, n, ref["length"])
+		require.EqualValues(t, true, ref["truncated"])
+		require.Equal(t, "/runs/"+doc.ID+"/context/matchGroups", ref["result_reference"])
+		require.Greater(t, ref["bytes"], int64(engine.LargeValueBytes))
+	} else {
+		require.Len(t, doc.Context["matchGroups"], n)
+	}
+	reads.take()
+
+	cases := []struct {
+		name          string
+		offset, limit int
+		want          []string
+		wantLimit     int
+		parts         int // the most parts the read may take, when in parts
+	}{
+		{"default limit", 0, 0, invoices(0, 100), 100, 1},
+		{"first page", 0, 10, invoices(0, 10), 10, 1},
+		{"middle page", n / 2, 25, invoices(n/2, n/2+25), 25, 2},
+		{"largest page", 0, 1000, invoices(0, min(n, 1000)), 1000, 3},
+		{"short last page", n - 50, 1000, invoices(n-50, n), 1000, 1},
+		{"one element", n - 1, 1, invoices(n-1, n), 1, 1},
+		{"at the end", n, 100, []string{}, 100, 0},
+		{"past the end", 5000, 100, []string{}, 100, 0},
+	}
+	for _, tc := range cases {
+		v, err := b.Eng.RunContext(b.Ctx, "o1", doc.ID, "matchGroups", tc.offset, tc.limit)
+		require.NoError(t, err, tc.name)
+		require.True(t, v.Paged, tc.name)
+		require.Equal(t, "matchGroups", v.Key)
+		require.Equal(t, n, v.Total, tc.name)
+		require.Equal(t, tc.offset, v.Offset, tc.name)
+		require.Equal(t, tc.wantLimit, v.Limit, tc.name)
+		require.Equal(t, tc.want, matchKeys(t, v.Value), tc.name)
+		got := reads.take()
+		require.Len(t, got, 1, "%s: one read", tc.name)
+		require.Equal(t, []string{"slice", "matchGroups"}, got[0][:2], "%s: only the key is read", tc.name)
+		parts, _ := strconv.Atoi(got[0][2])
+		if inParts {
+			require.LessOrEqual(t, parts, tc.parts, "%s: only the parts that hold the page", tc.name)
+		} else {
+			require.Equal(t, -1, parts, "%s: the value whole", tc.name)
+		}
+	}
+
+	// The pages, put together, are the array.
+	var all []json.RawMessage
+	for offset := 0; ; offset += 400 {
+		v, err := b.Eng.RunContext(b.Ctx, "o1", doc.ID, "matchGroups", offset, 400)
+		require.NoError(t, err)
+		var page []json.RawMessage
+		require.NoError(t, json.Unmarshal(v.Value, &page))
+		if len(page) == 0 {
+			break
+		}
+		all = append(all, page...)
+	}
+	joined, err := json.Marshal(all)
+	require.NoError(t, err)
+	require.JSONEq(t, string(whole), string(joined))
 }
 
 func TestRunContextWholeValuesAndMisses(t *testing.T) {
@@ -237,7 +291,7 @@ func TestRunStatusWithoutContext(t *testing.T) {
 
 			doc, err = b.Eng.RunStatusWith(b.Ctx, "o1", full.ID, engine.StatusOptions{})
 			require.NoError(t, err)
-			require.Equal(t, [][]string{nil}, reads.take(), "the whole context, in one read")
+			require.Equal(t, [][]string{{"brief"}}, reads.take(), "the context, in one read")
 			require.Equal(t, full.Context, doc.Context)
 			require.Equal(t, full.ID, doc.Context["__run_id"])
 
@@ -284,4 +338,48 @@ func BenchmarkRunContext(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestLargeInputStoredOnce executes a run whose input is over LargeValueBytes: the input
+// is stored once, as the context key input, and the run's row, its workflow_run_started
+// and the status document refer to it; the run itself works on the whole input.
+func TestLargeInputStoredOnce(t *testing.T) {
+	t.Parallel()
+	enginetest.ForEachDialect(t, func(t *testing.T, b *enginetest.Bundle) {
+		def, input := reconciliation(5_000)
+		require.Greater(t, len(input), engine.LargeValueBytes)
+		w := b.Workflow(t, "o1", "recon", def)
+		doc := b.Execute(t, "o1", w.ID, input)
+		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+		counts, err := b.Eng.RunContext(b.Ctx, "o1", doc.ID, "matchGroupCounts", 0, 0)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"groups": 5000, "full": 5000, "variance": 0, "missing_leg": 0, "orphan": 0}`, string(counts.Value), "the run matched the whole input")
+
+		ref := map[string]any{"result_reference": "/runs/" + doc.ID + "/context/input", "truncated": true}
+		run, err := b.Eng.GetRun(b.Ctx, "o1", doc.ID)
+		require.NoError(t, err)
+		var stored map[string]any
+		require.NoError(t, json.Unmarshal(run.Input, &stored))
+		require.Equal(t, ref["result_reference"], stored["result_reference"])
+		var compact bytes.Buffer
+		require.NoError(t, json.Compact(&compact, []byte(input)))
+		require.EqualValues(t, compact.Len(), stored["bytes"], "the input as stored: compacted")
+		started := b.EventPayload(t, "o1", doc.ID, "workflow_run_started")
+		require.Equal(t, stored, started["input_payload"])
+		inDoc, ok := doc.Context["input"].(map[string]any)
+		require.True(t, ok, "%T", doc.Context["input"])
+		require.Equal(t, ref["result_reference"], inDoc["result_reference"])
+
+		whole, err := b.Eng.RunContext(b.Ctx, "o1", doc.ID, "input", 0, 0)
+		require.NoError(t, err)
+		require.JSONEq(t, input, string(whole.Value))
+
+		// A small input is carried whole, as before.
+		small, smallIn := reconciliation(3)
+		w2 := b.Workflow(t, "o1", "recon-small", small)
+		doc2 := b.Execute(t, "o1", w2.ID, smallIn)
+		run2, err := b.Eng.GetRun(b.Ctx, "o1", doc2.ID)
+		require.NoError(t, err)
+		require.JSONEq(t, smallIn, string(run2.Input))
+	})
 }

@@ -455,7 +455,7 @@ func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job,
 		if err != nil {
 			return &stepFailure{fmt.Errorf("output %q is not JSON: %w", k, err)}
 		}
-		if err := tx.PutContext(ctx, orgID, runID, k, b); err != nil {
+		if err := putValue(ctx, tx, orgID, runID, k, b); err != nil {
 			return err
 		}
 	}

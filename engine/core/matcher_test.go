@@ -69,11 +69,24 @@ func TestMatcherStepFailuresAndLargeInputs(t *testing.T) {
 	}
 	doc = b.Execute(t, "o1", w.ID, `{"l": [`+strings.Join(l, ",")+`], "r": [`+strings.Join(r, ",")+`]}`)
 	require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
-	require.Len(t, doc.Context["matched"], 6000)
+	// 6,000 pairs are a large value: the status document refers to it, and it is stored in
+	// parts that join back to all the pairs.
+	ref, ok := doc.Context["matched"].(map[string]any)
+	require.True(t, ok, "%T", doc.Context["matched"])
+	require.EqualValues(t, 6000, ref["length"])
+	require.Equal(t, "/runs/"+doc.ID+"/context/matched", ref["result_reference"])
+	stored, err := b.St.GetContext(b.Ctx, "o1", doc.ID, "matched")
+	require.NoError(t, err)
+	var pairs []map[string]any
+	require.NoError(t, json.Unmarshal(stored["matched"], &pairs))
+	require.Len(t, pairs, 6000)
+	for i, p := range pairs {
+		require.Equal(t, fmt.Sprintf("r%d", i), p["left"].(map[string]any)["ref"])
+	}
 	started := b.EventPayload(t, "o1", doc.ID, "matcher.started")
 	require.Equal(t, map[string]any{"run_id": doc.ID, "step_index": float64(0), "left_size": float64(6000), "right_size": float64(6000)}, started)
 
-	_, err := b.Eng.CreateWorkflow(b.Ctx, "o1", engine.WorkflowInput{Name: "bad", Definition: json.RawMessage(
+	_, err = b.Eng.CreateWorkflow(b.Ctx, "o1", engine.WorkflowInput{Name: "bad", Definition: json.RawMessage(
 		`{"actions": [{"type": "matcher", "properties": {"left": "plain", "right": "@input.r", "fuzzyThreshold": 150, "tolerance": "x"}}]}`)})
 	var ve *engine.ValidationError
 	require.ErrorAs(t, err, &ve)

@@ -131,9 +131,18 @@ func (e *Core) startRunTx(ctx context.Context, tx storage.Tx, w *svctype.Workflo
 		Status: svctype.RunRunning, Input: input, Definition: w.Definition,
 		IdempotencyKey: key, CreatedAt: now, UpdatedAt: now,
 	}
+	// A large input is stored once, as the context key input: the run's row and
+	// workflow_run_started carry a reference to it (on SQLite, a row is rewritten whole at
+	// every update of its status, an 8 MB input with it).
+	shown := input
+	if len(input) > LargeValueBytes {
+		shown, _ = json.Marshal(largeRef(run.ID, "input", storage.ContextRef{Size: int64(len(input))}))
+		run.Input = shown
+	}
 	if err := tx.CreateRun(ctx, run, now.Add(IdempotencyWindow)); err != nil {
 		return nil, err
 	}
+	run.Input = input // for Started: the worker's first claim reads nothing back
 	if err := tx.PutContext(ctx, w.OrgID, run.ID, "input", input); err != nil {
 		return nil, err
 	}
@@ -145,7 +154,7 @@ func (e *Core) startRunTx(ctx context.Context, tx storage.Tx, w *svctype.Workflo
 		return nil, err
 	}
 	ev := e.Event(run, EventRunStarted, map[string]any{
-		"run_id": run.ID, "workflow_id": w.ID, "input_payload": json.RawMessage(input),
+		"run_id": run.ID, "workflow_id": w.ID, "input_payload": json.RawMessage(shown),
 	})
 	if err := e.Emit(ctx, tx, []svctype.Event{ev}, nil); err != nil {
 		return nil, err
@@ -178,11 +187,14 @@ func (e *Core) RunStatusWith(ctx context.Context, orgID, runID string, opts Stat
 	}
 	var runCtx map[string]any
 	if !opts.OmitContext {
-		rawCtx, err := e.store.GetContext(ctx, orgID, runID)
+		rawCtx, large, err := e.store.ContextBrief(ctx, orgID, runID, LargeValueBytes)
 		if err != nil {
 			return nil, err
 		}
 		runCtx = decodeContext(rawCtx)
+		for k, ref := range large {
+			runCtx[k] = largeRef(run.ID, k, ref)
+		}
 		runCtx[runIDKey] = run.ID
 	}
 	statuses, err := e.store.StepStatuses(ctx, orgID, runID)

@@ -150,8 +150,22 @@ type Runs interface {
 
 	// Run context, stored one row per key: PutContext inserts or replaces one key.
 	// GetContext returns every key, or only the given keys (those that exist).
+	// A large array is stored in parts instead (PutContextParts): GetContext still returns
+	// it whole; ContextSlice reads only the parts a page needs, and ContextBrief leaves
+	// every value over a size out, saying only what it is.
 	PutContext(ctx context.Context, orgID, runID, key string, value json.RawMessage) error
 	GetContext(ctx context.Context, orgID, runID string, keys ...string) (map[string]json.RawMessage, error)
+	// PutContextParts inserts or replaces one key whose value is the JSON array made of
+	// parts: each part a JSON array of per consecutive elements (the last may hold fewer),
+	// length elements in all.
+	PutContextParts(ctx context.Context, orgID, runID, key string, parts []json.RawMessage, length, per int) error
+	// ContextSlice reads key so that the elements [from, to) of an array are at hand: the
+	// value Whole, or only the parts that hold those elements. A missing key (or run) is
+	// a slice with Found false.
+	ContextSlice(ctx context.Context, orgID, runID, key string, from, to int) (ContextSlice, error)
+	// ContextBrief returns every key of a run whose value is at most maxBytes, and for the
+	// others (larger, or stored in parts) what they are, without reading them.
+	ContextBrief(ctx context.Context, orgID, runID string, maxBytes int64) (map[string]json.RawMessage, map[string]ContextRef, error)
 
 	// Step records, one per top-level step index: PutStep inserts or replaces.
 	PutStep(ctx context.Context, orgID string, rec *svctype.StepRecord) error
@@ -207,4 +221,25 @@ type RunStatusWatcher interface {
 // processes: WatchJobs calls fn for each, until stop is called or the store closes.
 type JobWatcher interface {
 	WatchJobs(fn func()) (stop func())
+}
+
+// ContextSlice is one context key read for a page of its elements (Runs.ContextSlice).
+type ContextSlice struct {
+	Found bool
+	// Whole is the value, when it is stored whole (an array or not).
+	Whole json.RawMessage
+	// Parts are the JSON arrays that hold the asked elements of a value stored in parts;
+	// Start is the index of Parts[0]'s first element, Length the array's length.
+	Parts  []json.RawMessage
+	Start  int
+	Length int
+}
+
+// ContextRef is a context value ContextBrief did not read: its size in bytes (0 when the
+// store does not know it: a value written before sizes were kept), and its length when it
+// is an array stored in parts.
+type ContextRef struct {
+	Size   int64
+	Length int
+	Parts  bool
 }

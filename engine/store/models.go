@@ -74,6 +74,11 @@ type contextModel struct {
 	RunID string          `bun:"run_id,pk"`
 	Key   string          `bun:"key,pk"`
 	Value json.RawMessage `bun:"value,type:text"`
+	// Size is the value's length in bytes (0: written before sizes were kept); Parts, when
+	// not 0, says the value is an array in that many run_context_parts rows and Value is
+	// their description (contextparts.go).
+	Size  int64 `bun:"size"`
+	Parts int   `bun:"parts"`
 }
 
 type stepModel struct {

@@ -18,17 +18,19 @@ import (
 
 func (q *querier) PutContext(ctx context.Context, orgID, runID, key string, value json.RawMessage) error {
 	if st := q.fast(); st != nil {
-		_, err := q.exec(ctx, st.putContext, orgID, runID, key, jsonArg(value))
+		_, err := q.exec(ctx, st.putContext, orgID, runID, key, jsonArg(value), len(value))
 		return wrap("put context", err)
 	}
 	if q.pgTx() {
-		_, err := q.pgExec(ctx, pgPutContext, orgID, runID, key, jsonArg(value))
+		_, err := q.pgExec(ctx, pgPutContext, orgID, runID, key, jsonArg(value), len(value))
 		return wrap("put context", err)
 	}
-	m := &contextModel{OrgID: orgID, RunID: runID, Key: key, Value: nonEmpty(value)}
+	m := &contextModel{OrgID: orgID, RunID: runID, Key: key, Value: nonEmpty(value), Size: int64(len(value))}
 	_, err := q.w.NewInsert().Model(m).
 		On("CONFLICT (org_id, run_id, key) DO UPDATE").
 		Set("value = EXCLUDED.value").
+		Set("size = EXCLUDED.size").
+		Set("parts = 0").
 		Exec(ctx)
 	return wrap("put context", err)
 }
@@ -50,6 +52,11 @@ func (q *querier) GetContext(ctx context.Context, orgID, runID string, keys ...s
 	}
 	out := make(map[string]json.RawMessage, len(ms))
 	for _, m := range ms {
+		if m.Parts > 0 {
+			if m.Value, err = q.joinParts(ctx, &m); err != nil {
+				return nil, err
+			}
+		}
 		out[m.Key] = m.Value
 	}
 	return out, nil

@@ -51,8 +51,8 @@ const (
 	sqlRenewJob = `UPDATE "jobs" SET "run_at" = ?, "payload" = ?, "attempts" = ?, "lease_until" = ?,
  "lease_token" = CASE WHEN ? IS NULL THEN NULL ELSE "lease_token" END
  WHERE "org_id" = ? AND "id" = ? AND "lease_token" = ?`
-	sqlPutContext = `INSERT INTO "run_context" ("org_id", "run_id", "key", "value") VALUES (?, ?, ?, ?)
- ON CONFLICT ("org_id", "run_id", "key") DO UPDATE SET "value" = excluded."value"`
+	sqlPutContext = `INSERT INTO "run_context" ("org_id", "run_id", "key", "value", "size", "parts") VALUES (?, ?, ?, ?, ?, 0)
+ ON CONFLICT ("org_id", "run_id", "key") DO UPDATE SET "value" = excluded."value", "size" = excluded."size", "parts" = 0`
 	sqlPutStep = `INSERT INTO "run_steps" ("org_id", "run_id", "idx", "type", "status", "input_summary",
  "output", "effects", "decisions", "error", "started_at", "finished_at")
  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)

@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Full, countJobs func(tb t
 		{"Idempotency", testIdempotency},
 		{"IdempotencyExpiry", testIdempotencyExpiry},
 		{"Context", testContext},
+		{"ContextParts", testContextParts},
 		{"Steps", testSteps},
 		{"LoopItems", testLoopItems},
 		{"Events", testEvents},

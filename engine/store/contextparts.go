@@ -1,0 +1,243 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+	"github.com/uptrace/bun/migrate"
+
+	"github.com/svcflow/svcflow/engine/storage"
+)
+
+// Large context arrays in parts. A run's matcher may produce tens of megabytes of pairs
+// under one key. Stored whole, every page a client reads of it (GET /runs/{id}/context/
+// {key}?offset=&limit=) reads and checks the whole value: 47 pages of 1,000 pairs read
+// 12 MB each. Stored in parts of per elements, a page reads the one or two parts that hold
+// it. The key's run_context row stays the key's one row: its value describes the parts
+// ({"length", "per"}) and its parts column says how many there are, so that every reader
+// that wants the value whole (GetContext) joins them back, and a key put whole again is
+// one row again (parts = 0; rows of its earlier parts are then not read).
+
+type contextPartModel struct {
+	bun.BaseModel `bun:"table:run_context_parts,alias:rcp"`
+
+	OrgID string `bun:"org_id,pk"`
+	RunID string `bun:"run_id,pk"`
+	Key   string `bun:"key,pk"`
+	Part  int    `bun:"part,pk"`
+	Value string `bun:"value,type:text"`
+}
+
+// partsInfo is the run_context value of a key stored in parts.
+type partsInfo struct {
+	Length int `json:"length"`
+	Per    int `json:"per"`
+}
+
+// Schema 20261126000190, frozen: context sizes and parts.
+
+type v19Context struct {
+	bun.BaseModel `bun:"table:run_context"`
+}
+
+type v19ContextPart struct {
+	bun.BaseModel `bun:"table:run_context_parts"`
+
+	OrgID string `bun:"org_id,pk"`
+	RunID string `bun:"run_id,pk"`
+	Key   string `bun:"key,pk"`
+	Part  int    `bun:"part,pk"`
+	Value string `bun:"value,type:text,notnull"`
+}
+
+func init() {
+	migrations.Add(migrate.Migration{
+		Name:    "20261126000190",
+		Comment: "run context: each value's size, and large arrays in parts (run_context_parts)",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				return migrateV19(ctx, tx, m.DB().Dialect().Name() == dialect.PG)
+			})
+		},
+	})
+}
+
+func migrateV19(ctx context.Context, db bun.IDB, postgres bool) error {
+	for _, col := range []string{"size BIGINT NOT NULL DEFAULT 0", "parts INTEGER NOT NULL DEFAULT 0"} {
+		name, _, _ := bytes.Cut([]byte(col), []byte(" "))
+		exists, err := hasColumn(ctx, db, postgres, "run_context", string(name))
+		if err != nil {
+			return err
+		}
+		if exists {
+			continue
+		}
+		if _, err := db.NewAddColumn().Model((*v19Context)(nil)).ColumnExpr(col).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	_, err := db.NewCreateTable().Model((*v19ContextPart)(nil)).IfNotExists().Exec(ctx)
+	return err
+}
+
+func (q *querier) PutContextParts(ctx context.Context, orgID, runID, key string, parts []json.RawMessage, length, per int) error {
+	const op = "put context parts"
+	if len(parts) == 0 || per < 1 {
+		return fmt.Errorf("store: %s: no parts", op)
+	}
+	info, _ := json.Marshal(partsInfo{Length: length, Per: per})
+	var size int64
+	for _, p := range parts {
+		size += int64(len(p))
+	}
+	return wrap(op, q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
+		if _, err := db.NewDelete().Model((*contextPartModel)(nil)).
+			Where("org_id = ? AND run_id = ? AND key = ?", orgID, runID, key).Exec(ctx); err != nil {
+			return err
+		}
+		// One statement a part, its value a bound argument: bun would render a part of a
+		// few hundred kilobytes into the statement's text.
+		insert := `INSERT INTO "run_context_parts" ("org_id", "run_id", "key", "part", "value") VALUES (?, ?, ?, ?, ?)`
+		if q.dialect == dialectPostgres {
+			insert = pgPlaceholders(insert)
+		}
+		for i, p := range parts {
+			if err := q.rawExec(ctx, db, insert, orgID, runID, key, i, string(p)); err != nil {
+				return err
+			}
+		}
+		m := &contextModel{OrgID: orgID, RunID: runID, Key: key, Value: info, Size: size, Parts: len(parts)}
+		_, err := db.NewInsert().Model(m).
+			On("CONFLICT (org_id, run_id, key) DO UPDATE").
+			Set("value = EXCLUDED.value").
+			Set("size = EXCLUDED.size").
+			Set("parts = EXCLUDED.parts").
+			Exec(ctx)
+		return err
+	}))
+}
+
+// rawExec runs query with its arguments bound by the driver, in db's transaction.
+func (q *querier) rawExec(ctx context.Context, db bun.IDB, query string, args ...any) error {
+	var err error
+	switch tx := db.(type) {
+	case bun.Tx:
+		_, err = tx.Tx.ExecContext(ctx, query, args...)
+	case *bun.Tx:
+		_, err = tx.Tx.ExecContext(ctx, query, args...)
+	default:
+		err = errors.New("not in a transaction")
+	}
+	return err
+}
+
+// joinParts returns the array a key stored in parts holds (m is its run_context row).
+func (q *querier) joinParts(ctx context.Context, m *contextModel) (json.RawMessage, error) {
+	var info partsInfo
+	if err := json.Unmarshal(m.Value, &info); err != nil {
+		return nil, fmt.Errorf("store: context key %q: parts: %w", m.Key, err)
+	}
+	parts, err := q.readParts(ctx, m.OrgID, m.RunID, m.Key, 0, m.Parts-1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, m.Size+1)
+	out = append(out, '[')
+	for _, p := range parts {
+		inner := bytes.TrimSpace(p)
+		inner = bytes.TrimSpace(inner[1 : len(inner)-1])
+		if len(inner) == 0 {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, inner...)
+	}
+	return append(out, ']'), nil
+}
+
+// readParts reads the parts first..last of a key, in order.
+func (q *querier) readParts(ctx context.Context, orgID, runID, key string, first, last int) ([]json.RawMessage, error) {
+	var ms []contextPartModel
+	err := q.r.NewSelect().Model(&ms).
+		Where("org_id = ? AND run_id = ? AND key = ? AND part BETWEEN ? AND ?", orgID, runID, key, first, last).
+		OrderExpr("part").Scan(ctx)
+	if err != nil {
+		return nil, wrap("read context parts", err)
+	}
+	if len(ms) != last-first+1 {
+		return nil, fmt.Errorf("store: context key %q: %d of parts %d..%d found", key, len(ms), first, last)
+	}
+	out := make([]json.RawMessage, len(ms))
+	for i := range ms {
+		if len(ms[i].Value) < 2 {
+			return nil, fmt.Errorf("store: context key %q: part %d is not an array", key, ms[i].Part)
+		}
+		out[i] = json.RawMessage(ms[i].Value)
+	}
+	return out, nil
+}
+
+func (q *querier) ContextSlice(ctx context.Context, orgID, runID, key string, from, to int) (storage.ContextSlice, error) {
+	var m contextModel
+	err := q.r.NewSelect().Model(&m).Where("org_id = ? AND run_id = ? AND key = ?", orgID, runID, key).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return storage.ContextSlice{}, nil
+	}
+	if err != nil {
+		return storage.ContextSlice{}, wrap("get context", err)
+	}
+	if m.Parts == 0 {
+		return storage.ContextSlice{Found: true, Whole: m.Value}, nil
+	}
+	var info partsInfo
+	if err := json.Unmarshal(m.Value, &info); err != nil || info.Per < 1 {
+		return storage.ContextSlice{}, fmt.Errorf("store: context key %q: parts: %v", key, err)
+	}
+	out := storage.ContextSlice{Found: true, Length: info.Length, Parts: []json.RawMessage{}}
+	from, to = max(from, 0), min(to, info.Length)
+	if from >= to {
+		return out, nil
+	}
+	first, last := from/info.Per, min((to-1)/info.Per, m.Parts-1)
+	if out.Parts, err = q.readParts(ctx, orgID, runID, key, first, last); err != nil {
+		return storage.ContextSlice{}, err
+	}
+	out.Start = first * info.Per
+	return out, nil
+}
+
+func (q *querier) ContextBrief(ctx context.Context, orgID, runID string, maxBytes int64) (map[string]json.RawMessage, map[string]storage.ContextRef, error) {
+	// The value column of a large value is not read: a row's columns are read lazily, so
+	// SQLite does not walk its overflow pages, nor PostgreSQL detoast it.
+	var ms []contextModel
+	err := q.r.NewSelect().Model(&ms).
+		Column("key", "size", "parts").
+		ColumnExpr("CASE WHEN parts > 0 OR size <= ? THEN value END AS value", maxBytes).
+		Where("org_id = ? AND run_id = ?", orgID, runID).Scan(ctx)
+	if err != nil {
+		return nil, nil, wrap("get context", err)
+	}
+	small := make(map[string]json.RawMessage, len(ms))
+	large := map[string]storage.ContextRef{}
+	for _, m := range ms {
+		switch {
+		case m.Parts > 0:
+			var info partsInfo
+			_ = json.Unmarshal(m.Value, &info)
+			large[m.Key] = storage.ContextRef{Size: m.Size, Length: info.Length, Parts: true}
+		case m.Size > maxBytes:
+			large[m.Key] = storage.ContextRef{Size: m.Size}
+		default:
+			small[m.Key] = m.Value
+		}
+	}
+	return small, large, nil
+}
