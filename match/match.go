@@ -51,14 +51,17 @@ type MatchResult struct {
 // Outputs returns the three outputs as JSON-ready values for the run context: matched
 // elements {left, right}, then the unmatched left and right records.
 func (r *MatchResult) Outputs() (matched, unmatchedLeft, unmatchedRight []any) {
+	// Plain map[string]any, not Record: a caller that keeps JSON values as the types
+	// encoding/json decodes to (the executor does) takes these as they are, where a named
+	// map type would cost it an encoding round trip of every pair.
 	matched = make([]any, len(r.Matched))
 	for i, p := range r.Matched {
-		matched[i] = map[string]any{"left": p.Left, "right": p.Right}
+		matched[i] = map[string]any{"left": map[string]any(p.Left), "right": map[string]any(p.Right)}
 	}
 	toAny := func(rs []Record) []any {
 		out := make([]any, len(rs))
 		for i, rec := range rs {
-			out[i] = rec
+			out[i] = map[string]any(rec)
 		}
 		return out
 	}

@@ -360,6 +360,10 @@ func TestMatchPolicyAndOutputs(t *testing.T) {
 	}, res.Policy)
 
 	matched, ul, ur := res.Outputs()
+	// Values as encoding/json decodes JSON: plain maps, no named types.
+	require.IsType(t, map[string]any{}, matched[0])
+	require.IsType(t, map[string]any{}, matched[0].(map[string]any)["left"])
+	require.IsType(t, map[string]any{}, ul[0])
 	b, err := json.Marshal(map[string]any{"matched": matched, "left": ul, "right": ur})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"matched":[{"left":{"id":"L1","amount":1},"right":{"id":"R1","amount":1}}],
