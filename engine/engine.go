@@ -23,6 +23,7 @@ import (
 	"github.com/svcflow/svcflow/engine/oauth"
 	"github.com/svcflow/svcflow/engine/orgconfig"
 	"github.com/svcflow/svcflow/engine/secrets"
+	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/engine/webhooks"
 )
 
@@ -46,6 +47,8 @@ type Config struct {
 	// StepObserver, when set, is told how long each committed unit of run work took (one
 	// step, or one foreach element), transaction included: metrics and benchmarks use it.
 	StepObserver func(stepType string, d time.Duration)
+	// Meter records the engine's metrics (Metrics lists them); nil records nothing.
+	Meter svctype.Meter
 	// Slice is how long a worker keeps advancing one run before it hands the run back to
 	// the queue (at a step boundary) so that queued runs, of any organization, take their
 	// turn (default 100ms). A run that ends within its slice never goes back to the queue.
@@ -107,7 +110,7 @@ type feature interface{ Register(c *core.Core) }
 // feature's part of engine/storage (Store is storage.Full), which the compiler checks.
 func New(cfg Config) (*Engine, error) {
 	c, err := core.New(core.Config{Store: cfg.Store, Env: cfg.Env, Logger: cfg.Logger, Now: cfg.Now, Lease: cfg.Lease,
-		StepObserver: cfg.StepObserver, Slice: cfg.Slice, IOConcurrency: cfg.IOConcurrency, IOPerOrg: cfg.IOPerOrg,
+		StepObserver: cfg.StepObserver, Meter: cfg.Meter, Slice: cfg.Slice, IOConcurrency: cfg.IOConcurrency, IOPerOrg: cfg.IOPerOrg,
 		CallTimeout: cfg.CallTimeout, WaitPoll: cfg.WaitPoll})
 	if err != nil {
 		return nil, err
@@ -119,7 +122,13 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	modelHTTP := outbound.NewHTTPClient(cfg.AllowPrivateTargets, 0, 16)
-	model := func(baseURL, apiKey string) (agent.Model, error) { return factory(baseURL, apiKey, modelHTTP) }
+	model := func(baseURL, apiKey string) (agent.Model, error) {
+		m, err := factory(baseURL, apiKey, modelHTTP)
+		if err != nil {
+			return nil, err
+		}
+		return meteredModel{Model: m, meter: c.Meter()}, nil
+	}
 
 	e := &Engine{Core: c, store: cfg.Store}
 	e.OrgConfig = orgconfig.New(cfg.Store, cfg.Keyring, c.Logger(), c.Now)

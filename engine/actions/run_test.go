@@ -247,6 +247,12 @@ func TestLLMAction(t *testing.T) {
 	require.Equal(t, "small-model", out["model"])
 	require.Equal(t, 16.0, out["usage"].(map[string]any)["total_tokens"])
 	require.Equal(t, []string{"Bearer " + llmAPIKeyValue}, keys())
+	// The call's tokens are counted for its organization (svcflow_model_tokens_total).
+	m := b.Meter()
+	require.Equal(t, 11.0, m.Value("svcflow_model_tokens_total", "o", "input"))
+	require.Equal(t, 5.0, m.Value("svcflow_model_tokens_total", "o", "output"))
+	require.Equal(t, 1.0, m.Value("svcflow_model_calls_total", "o", "ok"))
+	require.Zero(t, m.Value("svcflow_model_tokens_total", "unknown", "input"))
 	require.NotContains(t, b.Everything(t, "o", doc.ID), llmAPIKeyValue)
 }
 

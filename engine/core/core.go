@@ -42,6 +42,9 @@ type Config struct {
 	// StepObserver, when set, is told how long each committed unit of run work took (one
 	// step, or one foreach element), transaction included: metrics and benchmarks use it.
 	StepObserver func(stepType string, d time.Duration)
+	// Meter records the core's metrics (runs, step durations) and is what every feature
+	// records its own through (Core.Meter); nil records nothing.
+	Meter svctype.Meter
 	// Slice is how long a worker keeps advancing one run before it hands the run back to
 	// the queue (at a step boundary) so that queued runs, of any organization, take their
 	// turn (default 100ms). A run that ends within its slice never goes back to the queue.
@@ -70,6 +73,7 @@ type Core struct {
 	now   func() time.Time
 	lease time.Duration
 	obs   func(string, time.Duration)
+	meter svctype.Meter
 
 	defs   *defCache
 	tables tableCache
@@ -101,7 +105,7 @@ func New(cfg Config) (*Core, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: Config.Store is required")
 	}
-	e := &Core{store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: cfg.Now, lease: cfg.Lease, obs: cfg.StepObserver,
+	e := &Core{store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: cfg.Now, lease: cfg.Lease, obs: cfg.StepObserver, meter: cfg.Meter,
 		slice: cfg.Slice, waitPoll: cfg.WaitPoll, states: newRunCache(stateCacheSize),
 		io: newIOPool(cfg.IOConcurrency, cfg.IOPerOrg), callTimeout: cfg.CallTimeout}
 	if e.callTimeout <= 0 {
@@ -125,12 +129,18 @@ func New(cfg Config) (*Core, error) {
 	if e.lease <= 0 {
 		e.lease = 15 * time.Second
 	}
+	if e.meter == nil {
+		e.meter = svctype.NopMeter{}
+	}
 	e.eval = expr.New()
 	e.defs = newDefCache(1024)
 	e.reg = newRegistry()
 	e.reg.jobs[svctype.JobBuildIndex] = e.buildIndexJob
 	return e, nil
 }
+
+// Meter returns the meter features record their metrics through.
+func (e *Core) Meter() svctype.Meter { return e.meter }
 
 // Store returns the core's store (for embedding programs that want InTx).
 func (e *Core) Store() storage.Store { return e.store }

@@ -135,6 +135,7 @@ func (e *Core) advanceRun(ctx context.Context, job *svctype.Job) error {
 	yielded := false
 	defer func() {
 		if !yielded && st.run.Status != svctype.RunRunning {
+			e.meter.Record(MetricRunsLeft, 1, string(st.run.Status))
 			e.RunChanged(st.run.OrgID, st.run.ID)
 		}
 	}()
@@ -170,8 +171,10 @@ func (e *Core) advanceRun(ctx context.Context, job *svctype.Job) error {
 			return err
 		}
 		stepped = true
+		took := time.Since(began)
+		e.meter.Record(MetricStepSeconds, took.Seconds(), e.stepType(st))
 		if e.obs != nil {
-			e.obs(e.stepType(st), time.Since(began))
+			e.obs(e.stepType(st), took)
 		}
 	}
 	return nil

@@ -223,7 +223,9 @@ func (e *Core) makeCall(ctx context.Context, job *svctype.Job, st *runState, n *
 // drains (like any step in progress); the worker's heartbeat keeps the job's lease. The
 // error is the I/O pool's only (no place within the timeout); the call reports its own.
 func (e *Core) OutsideCall(ctx context.Context, orgID string, timeout time.Duration, call func(ctx context.Context)) error {
-	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	// The call's context names its organization (svctype.OrgFrom): what it meters, logs or
+	// traces is the organization's.
+	callCtx, cancel := context.WithTimeout(svctype.WithOrg(context.WithoutCancel(ctx), orgID), timeout)
 	defer cancel()
 	if slot := slotFrom(ctx); slot != nil {
 		slot.Release()

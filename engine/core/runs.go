@@ -164,6 +164,9 @@ func (e *Core) startRunTx(ctx context.Context, tx storage.Tx, w *svctype.Workflo
 	if err := e.Emit(ctx, tx, []svctype.Event{ev}, nil); err != nil {
 		return nil, err
 	}
+	// Counted in the transaction: every way a run starts (execute, a schedule, a form)
+	// comes through here; a transaction that then rolls back counts one too many.
+	e.meter.Record(MetricRunsStarted, 1)
 	return run, nil
 }
 
@@ -340,6 +343,7 @@ func (e *Core) CancelRun(ctx context.Context, orgID, runID, reason string, actor
 	if err != nil {
 		return nil, err
 	}
+	e.meter.Record(MetricRunsLeft, 1, string(svctype.RunCancelled))
 	e.RunChanged(orgID, runID)
 	return run, nil
 }

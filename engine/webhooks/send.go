@@ -72,6 +72,7 @@ func (e *Webhooks) Deliver(ctx context.Context, job *svctype.Job) error {
 			}
 			var next events.Circuit
 			if decision, next = events.Allow(state, e.now()); next != state {
+				e.circuitChanged(state, next)
 				return e.putCircuit(ctx, tx, d.OrgID, url, next)
 			}
 			return nil
@@ -245,6 +246,7 @@ func (e *Webhooks) recordAttempt(ctx context.Context, tx Store, d *svctype.Deliv
 	if err := tx.AddDeliveryAttempt(ctx, d.OrgID, a); err != nil {
 		return err
 	}
+	e.core.Meter().Record(MetricAttempts, 1, a.Outcome)
 	if answered == nil {
 		return nil
 	}
@@ -253,9 +255,18 @@ func (e *Webhooks) recordAttempt(ctx context.Context, tx Store, d *svctype.Deliv
 		return err
 	}
 	if next := events.Record(state, *answered, e.now()); next != state {
+		e.circuitChanged(state, next)
 		return e.putCircuit(ctx, tx, d.OrgID, url, next)
 	}
 	return nil
+}
+
+// circuitChanged counts a circuit entering another state.
+func (e *Webhooks) circuitChanged(from, to events.Circuit) {
+	// The zero value is a closed circuit.
+	if circuitStateName(from.State) != circuitStateName(to.State) {
+		e.core.Meter().Record(MetricCircuitTransitions, 1, circuitStateName(to.State))
+	}
 }
 
 func (e *Webhooks) circuit(ctx context.Context, q Store, orgID, url string) (events.Circuit, error) {

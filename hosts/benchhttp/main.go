@@ -66,7 +66,7 @@ func run() int {
 	keys := flag.Int("keys", 50, "distinct account keys the runs upsert and read (the accounts table grows to that many rows)")
 	data := flag.String("data", "", "the match mode's directory of records (go run ./match/cmd/benchmatch -write DIR)")
 	repeat := flag.Int("repeat", 3, "how many times the match mode runs each variant")
-	flag.StringVar(&debugAddr, "debug-addr", "", "start the server with --debug-addr ADDR: Go's profiler at http://ADDR/debug/pprof/ while the bench runs")
+	flag.StringVar(&opsAddr, "ops-addr", "", "start the server with --ops-addr ADDR: /metrics and Go's profiler at http://ADDR/debug/pprof/ while the bench runs")
 	flag.Parse()
 
 	selected := modes

@@ -50,8 +50,8 @@ type server struct {
 
 // startServer starts `bin serve` on dir/bench.db and a free port, its output going to
 // dir/server.log, and waits until it answers GET /health.
-// debugAddr, when set (-debug-addr), is where the server serves Go's profiler.
-var debugAddr string
+// opsAddr, when set (-ops-addr), is where the server serves /metrics and Go's profiler.
+var opsAddr string
 
 func startServer(ctx context.Context, bin, dir string, workers int) (*server, error) {
 	addr, err := freeAddr()
@@ -68,8 +68,8 @@ func startServer(ctx context.Context, bin, dir string, workers int) (*server, er
 		"--db", "sqlite:"+filepath.Join(dir, "bench.db"),
 		"--runtime-addr", addr,
 		"--workers", fmt.Sprint(workers))
-	if debugAddr != "" {
-		cmd.Args = append(cmd.Args, "--debug-addr", debugAddr)
+	if opsAddr != "" {
+		cmd.Args = append(cmd.Args, "--ops-addr", opsAddr)
 	}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {

@@ -84,12 +84,45 @@ type Options struct {
 	SessionTTL time.Duration
 	// OperatorToken opens /admin/ (the platform operator); empty: no operator routes.
 	OperatorToken string
+	// Meter records the gateway's metrics (Metrics lists them); nil records nothing.
+	Meter svctype.Meter
+}
+
+// MetricRateLimited counts requests the gateway answered 429: a key's rate, a tier's
+// quota, a visitor's form limit, an SDK sign-in limit.
+var MetricRateLimited = &svctype.MetricDesc{Name: "svcflow_gateway_rate_limited_total", Kind: svctype.Counter,
+	Help: "Requests the gateway answered 429 (a key's rate limit, a tier's quota, a form visitor's or an SDK sign-in limit)."}
+
+// Metrics lists the gateway's metric declarations.
+func Metrics() []*svctype.MetricDesc { return []*svctype.MetricDesc{MetricRateLimited} }
+
+// statusWriter remembers the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush lets a proxied stream (server-sent events) flush through.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // Server is the gateway's HTTP server.
 type Server struct {
 	store  storage.Gateway
 	log    *slog.Logger
+	meter  svctype.Meter
 	now    func() time.Time
 	proxy  http.Handler
 	router chi.Router
@@ -126,6 +159,9 @@ func New(o Options) *Server {
 		keys: map[string]cachedKey{}, limiters: map[string]*rate.Limiter{}, usage: map[usageKey]*svctype.Usage{}}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	if s.meter = o.Meter; s.meter == nil {
+		s.meter = svctype.NopMeter{}
 	}
 	s.identityKey, s.mailer, s.sessionTTL, s.signingKey = o.IdentityKey, o.Mailer, o.SessionTTL, o.LicenseSigningKey
 	s.sdk = loadSDK()
@@ -207,7 +243,18 @@ func browserRoute(path string) bool {
 }
 
 // Handler is the gateway's http.Handler.
-func (s *Server) Handler() http.Handler { return s.router }
+func (s *Server) Handler() http.Handler {
+	if _, nop := s.meter.(svctype.NopMeter); nop {
+		return s.router
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		s.router.ServeHTTP(sw, r)
+		if sw.status == http.StatusTooManyRequests {
+			s.meter.Record(MetricRateLimited, 1)
+		}
+	})
+}
 
 // API is the Huma API of the management routes.
 func (s *Server) API() huma.API { return s.api }

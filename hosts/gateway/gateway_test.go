@@ -20,6 +20,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/gateway"
+	"github.com/svcflow/svcflow/hosts/metrics"
 	"github.com/svcflow/svcflow/hosts/license"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
@@ -213,17 +214,20 @@ func TestGatewayProxiesWithTheKeysOrganization(t *testing.T) {
 
 func TestGatewayRateLimitsEachKey(t *testing.T) {
 	t.Parallel()
-	b := setup(t, gateway.Options{Rate: 1, Burst: 3})
+	reg := metrics.New(nil, nil, gateway.Metrics()...)
+	b := setup(t, gateway.Options{Rate: 1, Burst: 3, Meter: reg})
 	_, live, _ := b.signup(t, "ops@platform.example", "cust-a")
 	_, other, _ := b.signup(t, "other@platform.example", "cust-b")
 	for i := range 3 {
 		code, _, _ := b.call(t, "GET", "/workflows", live, "")
 		require.Equal(t, http.StatusOK, code, "request %d within the burst", i)
 	}
+	require.NotContains(t, scrapeText(t, reg), "svcflow_gateway_rate_limited_total 1")
 	code, p, h := b.call(t, "GET", "/workflows", live, "")
 	require.Equal(t, http.StatusTooManyRequests, code)
 	require.Equal(t, "rate_limited", p["code"])
 	require.Equal(t, "1", h.Get("Retry-After"))
+	require.Contains(t, scrapeText(t, reg), "\nsvcflow_gateway_rate_limited_total 1\n", "the 429 is counted")
 	code, _, _ = b.call(t, "GET", "/workflows", other, "")
 	require.Equal(t, http.StatusOK, code, "another key has its own bucket")
 	b.clock.add(time.Second)
@@ -351,4 +355,13 @@ func TestSharedRateLimitHoldsAcrossGateways(t *testing.T) {
 	require.Equal(t, 80, passed+limited)
 	require.LessOrEqual(t, passed, 20, "the two gateways together let through at most the burst")
 	require.GreaterOrEqual(t, passed, 16, "less only by what a gateway leased and did not spend")
+}
+
+// scrapeText reads reg's /metrics as Prometheus would.
+func scrapeText(t *testing.T, reg *metrics.Registry) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	reg.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	return rec.Body.String()
 }

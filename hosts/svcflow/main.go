@@ -25,9 +25,11 @@ import (
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/gateway"
 	"github.com/svcflow/svcflow/hosts/identity"
 	"github.com/svcflow/svcflow/hosts/license"
+	"github.com/svcflow/svcflow/hosts/metrics"
 	"github.com/svcflow/svcflow/hosts/runtime"
 	"github.com/svcflow/svcflow/hosts/worker"
 )
@@ -56,8 +58,9 @@ call flags: --io-concurrency N (calls to other systems in flight, default 512),
   calls may reach loopback and private addresses and local databases: single-tenant
   deployments and tests only), --oauth-redirect-url URL (the OAuth callback address)
 
---debug-addr ADDR (serve, runtime, gateway, worker): Go's profiler at /debug/pprof/ on its
-  own listener, off by default; bind it to loopback (127.0.0.1:6060), it has no credentials
+--ops-addr ADDR (serve, runtime, gateway, worker): the operator's endpoints on their own
+  listener, off by default: /metrics (Prometheus) and Go's profiler (/debug/pprof/); bind
+  it to loopback or a private network (127.0.0.1:9090), it has no credentials
 
 Org config and OAuth tokens are sealed under a master key: SVC_MASTER_KEY (base64 of 32
 bytes; "new,old" during a rotation), or the key file SVC_MASTER_KEY_FILE, or by default on
@@ -116,7 +119,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	allowPrivate := fs.Bool("allow-private-targets", false, "let actions reach loopback, private and link-local addresses and local databases (single-tenant deployments and tests only)")
 	lease := fs.Duration("lease", 15*time.Second, "how long a claimed job stays with its worker without a heartbeat: a worker that dies leaves its jobs to the others after at most this")
 	legacyAI := fs.Bool("legacy-create-from-ai", false, "keep the legacy POST /workflows/create-from-ai working (drafts and publishes at once); off, it answers 410")
-	debugAddr := fs.String("debug-addr", "", "serve, runtime, worker, gateway: a listen address for Go's profiler (/debug/pprof/); empty: none. Bind it to loopback: it is not authenticated")
+	opsAddr := fs.String("ops-addr", "", "serve, runtime, worker, gateway: a listen address for the operator's endpoints, /metrics (Prometheus) and Go's profiler (/debug/pprof/); empty: none. Bind it to loopback or a private network: it has no credentials")
 	grace := fs.Duration("grace", 2*time.Second, "rotate-master-key: how long to wait for writes under the old key before the confirming pass")
 	if err := fs.Parse(rest); err != nil {
 		return 2
@@ -124,12 +127,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *debugAddr != "" {
+	// The operator's listener starts once the store is open (withOps): /metrics reads it.
+	withOps := func(st *store.Store, descs ...*svctype.MetricDesc) svctype.Meter {
+		if *opsAddr == "" {
+			return svctype.NopMeter{}
+		}
+		reg := metrics.New(log, st, descs...)
 		go func() {
-			if err := serveHTTP(ctx, log, "profiler", *debugAddr, debugHandler()); err != nil {
-				log.Error("profiler", "err", err)
+			if err := serveHTTP(ctx, log, "operator endpoints", *opsAddr, opsHandler(reg)); err != nil {
+				log.Error("operator endpoints", "err", err)
 			}
 		}()
+		return reg
 	}
 
 	var err error
@@ -159,6 +168,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				log.Warn(envIdentityKey + " is unset: signed-in people are not vouched for to the runtime (requireAuth forms and SDK submits fail)")
 			}
 			opts.Store, opts.RuntimeURL, opts.Version, opts.Shared = st, u, version, st.Dialect() == "postgres"
+			opts.Meter = withOps(st, gateway.Metrics()...)
 			gw := gateway.New(opts)
 			flushed := make(chan struct{})
 			go func() { defer close(flushed); gw.RunFlusher(ctx, usageFlush) }()
@@ -182,7 +192,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if *lease < time.Second {
 				return fmt.Errorf("--lease %s: at least 1s", *lease)
 			}
-			cfg := engine.Config{Store: st, Logger: log, Keyring: keys, AllowPrivateTargets: *allowPrivate, Lease: *lease,
+			descs := engine.Metrics()
+			if cmd == "serve" {
+				descs = append(descs, gateway.Metrics()...)
+			}
+			meter := withOps(st, descs...)
+			cfg := engine.Config{Store: st, Logger: log, Keyring: keys, AllowPrivateTargets: *allowPrivate, Lease: *lease, Meter: meter,
 				IOConcurrency: *ioConcurrency, IOPerOrg: *ioPerOrg,
 				OAuth: engine.OAuthOptions{APIs: apis, AllowPrivateTargets: *allowPrivate, RedirectURL: *oauthRedirect}}
 			idKey, err := identityKey(os.Getenv(envIdentityKey))
@@ -205,7 +220,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 					return err
 				}
 			}
-			gwOpts.IdentityKey = idKey
+			gwOpts.IdentityKey, gwOpts.Meter = idKey, meter
 			rtOpts := runtime.Options{Logger: log, Version: version, IdentityKey: idKey, LegacyCreateFromAI: *legacyAI}
 			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, gw, *workers, rtOpts, gwOpts)
 		})
@@ -368,10 +383,11 @@ func serveHTTP(ctx context.Context, log *slog.Logger, name, addr string, h http.
 	return nil
 }
 
-// debugHandler serves Go's profiler (net/http/pprof's handlers, on their own mux: nothing
-// is registered on http.DefaultServeMux).
-func debugHandler() http.Handler {
+// opsHandler serves the operator's endpoints: /metrics and Go's profiler (net/http/pprof's
+// handlers, on their own mux: nothing is registered on http.DefaultServeMux).
+func opsHandler(reg *metrics.Registry) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("/metrics", reg.Handler())
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,22 +71,22 @@ func TestServeTourAndDrain(t *testing.T) {
 	build.Stderr = os.Stderr
 	require.NoError(t, build.Run())
 
-	p := startProcess(t, bin, dir, "serve", "--runtime-addr", "127.0.0.1:0", "--debug-addr", "127.0.0.1:0") // the default --db is sqlite:./svcflow.db
+	p := startProcess(t, bin, dir, "serve", "--runtime-addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0") // the default --db is sqlite:./svcflow.db
 	base := p.base
 
-	// The profiler is on its own listener, not on the API's.
-	var debugAddr string
+	// The profiler and /metrics are on the operator's listener, not on the API's.
+	var opsAddr string
 	require.Eventually(t, func() bool {
-		m := regexp.MustCompile(`profiler listening"? addr=(\S+)`).FindStringSubmatch(p.logs.String())
+		m := regexp.MustCompile(`operator endpoints listening"? addr=(\S+)`).FindStringSubmatch(p.logs.String())
 		if m != nil {
-			debugAddr = m[1]
+			opsAddr = m[1]
 		}
 		return m != nil
 	}, 5*time.Second, 10*time.Millisecond)
 	for _, at := range []struct {
 		url  string
 		want int
-	}{{"http://" + debugAddr + "/debug/pprof/goroutine?debug=1", 200}, {base + "/debug/pprof/goroutine?debug=1", 404}} {
+	}{{"http://" + opsAddr + "/debug/pprof/goroutine?debug=1", 200}, {base + "/debug/pprof/goroutine?debug=1", 404}, {base + "/metrics", 404}} {
 		resp, err := http.Get(at.url)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
@@ -126,6 +127,28 @@ func TestServeTourAndDrain(t *testing.T) {
 	require.Equal(t, "completed", status["status"])
 	rows := call("GET", "/custom-tables/notes/rows", "", 200)
 	require.Equal(t, "Welcome Ada (1 gold customers)", rows["items"].([]any)[0].(map[string]any)["data"].(map[string]any)["text"])
+
+	// What the tour did, as /metrics counts it.
+	resp, err := http.Get("http://" + opsAddr + "/metrics")
+	require.NoError(t, err)
+	scraped, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	metric := func(series string) float64 {
+		t.Helper()
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(scraped)
+		require.NotNil(t, m, "%s in:\n%s", series, scraped)
+		v, err := strconv.ParseFloat(string(m[1]), 64)
+		require.NoError(t, err)
+		return v
+	}
+	require.Equal(t, 1.0, metric("svcflow_runs_started_total"))
+	require.Equal(t, 1.0, metric(`svcflow_runs_left_running_total{status="completed"}`))
+	steps := len(regexp.MustCompile(`"type"`).FindAll(tour, -1))
+	require.Equal(t, float64(steps), metric(`svcflow_step_duration_seconds_count{step_type="custom-table"}`), "one unit a step, all custom-table")
+	require.Equal(t, 0.0, metric(`svcflow_jobs{state="leased"}`))
+	require.Equal(t, 0.0, metric(`svcflow_jobs{state="lease_expired"}`))
+	require.Contains(t, string(scraped), "go_goroutines")
 
 	require.NoError(t, p.stop(), "serve must exit 0 on SIGTERM; logs:\n%s", p.logs.String())
 	require.Contains(t, p.logs.String(), "stopped cleanly")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/metrics"
 	"github.com/svcflow/svcflow/hosts/worker"
 )
 
@@ -324,7 +326,8 @@ func TestCircuitOpensForFiveMinutes(t *testing.T) {
 	t0 := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
 	clock := &testClock{t: t0}
 	st := openStore(t, sharedDSN(t, "sqlite"))
-	eng := deliveryEngine(t, "", engine.Config{Store: st, Now: clock.Now})
+	reg := metrics.New(nil, st, engine.Metrics()...)
+	eng := deliveryEngine(t, "", engine.Config{Store: st, Now: clock.Now, Meter: reg})
 	var mu sync.Mutex
 	healthy := false
 	rc := newReceiver(t, func(int, http.ResponseWriter, *received) int {
@@ -400,6 +403,38 @@ func TestCircuitOpensForFiveMinutes(t *testing.T) {
 		return true
 	})
 	require.Len(t, rc.requests(), 3+4, "each delivery sent once more; no skipped one lost")
+
+	// What /metrics says of it.
+	got := scrape(t, reg)
+	require.Equal(t, 4.0, got[`svcflow_webhook_attempts_total{outcome="succeeded"}`])
+	require.GreaterOrEqual(t, got[`svcflow_webhook_attempts_total{outcome="retry"}`], 3.0)
+	require.GreaterOrEqual(t, got[`svcflow_webhook_attempts_total{outcome="skipped"}`], 1.0)
+	require.Equal(t, 1.0, got[`svcflow_webhook_circuit_transitions_total{state="open"}`])
+	require.Equal(t, 1.0, got[`svcflow_webhook_circuit_transitions_total{state="half_open"}`])
+	require.Equal(t, 1.0, got[`svcflow_webhook_circuit_transitions_total{state="closed"}`])
+}
+
+// scrape reads reg's /metrics as a client would: each series' value by its name and labels.
+func scrape(t *testing.T, reg *metrics.Registry) map[string]float64 {
+	t.Helper()
+	srv := httptest.NewServer(reg.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		require.NoError(t, err, line)
+		out[line[:i]] = v
+	}
+	return out
 }
 
 // Deliveries are jobs: a worker stopped in the middle of retries leaves them to the next

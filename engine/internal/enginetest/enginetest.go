@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -135,8 +136,38 @@ func SetupLogged(t *testing.T, dialect string, allowPrivate bool) *Logged {
 	t.Helper()
 	logs := &LockedBuffer{}
 	b := Setup(t, dialect, engine.Config{Keyring: NewKeyring(t, GenerateKey(t)), AllowPrivateTargets: allowPrivate,
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Meter: &Meter{}})
 	return &Logged{Bundle: b, Logs: logs}
+}
+
+// Meter is a svctype.Meter that keeps the sum of every value recorded, by metric name and
+// label values (a gauge's last value is not kept apart): what tests read back.
+type Meter struct {
+	mu   sync.Mutex
+	vals map[string]float64
+}
+
+// Record adds v under m's name and labels.
+func (m *Meter) Record(d *svctype.MetricDesc, v float64, labels ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.vals == nil {
+		m.vals = map[string]float64{}
+	}
+	m.vals[strings.Join(append([]string{d.Name}, labels...), "|")] += v
+}
+
+// Value is the sum recorded for the metric name with these label values.
+func (m *Meter) Value(name string, labels ...string) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.vals[strings.Join(append([]string{name}, labels...), "|")]
+}
+
+// Meter returns the engine's meter, when it is an enginetest.Meter (SetupLogged's).
+func (b *Bundle) Meter() *Meter {
+	m, _ := b.Eng.Core.Meter().(*Meter)
+	return m
 }
 
 // Action registers an action.
