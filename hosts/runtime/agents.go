@@ -87,6 +87,20 @@ func agentStatusOf(r *svctype.AgentRun, st *agent.State, trace bool) *AgentStatu
 	return out
 }
 
+// AgentResumeBody is the body of POST /agents/{id}/resume.
+type AgentResumeBody struct {
+	HumanInput string `json:"human_input" doc:"The person's answer."`
+	Approved   bool   `json:"approved" doc:"Whether the person approves what the agent asked."`
+}
+
+// AgentTraceAnswer is GET /agents/{id}/trace. Named, as every body is, so that the schema
+// has a name of its own: Huma calls an anonymous one "Get-agent-traceResponse", which a
+// client generator turns into the name of its own response type for the operation.
+type AgentTraceAnswer struct {
+	AgentRunID string             `json:"agent_run_id"`
+	Trace      []agent.TraceEntry `json:"trace" nullable:"false"`
+}
+
 // AgentPath names an agent run.
 type AgentPath struct {
 	OrgParam
@@ -149,23 +163,12 @@ func (s *Server) registerAgents() {
 
 	o = op("get-agent-trace", http.MethodGet, "/agents/{agentId}/trace", "An agent run's whole trace", "Agents")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *AgentPath) (*struct {
-		Body struct {
-			AgentRunID string             `json:"agent_run_id"`
-			Trace      []agent.TraceEntry `json:"trace" nullable:"false"`
-		}
-	}, error) {
+	huma.Register(s.api, o, func(ctx context.Context, in *AgentPath) (*struct{ Body AgentTraceAnswer }, error) {
 		r, st, err := s.eng.Agents.AgentRun(ctx, in.OrgID, in.AgentID)
 		if err != nil {
 			return nil, s.fail(ctx, err, agentNotFound)
 		}
-		out := &struct {
-			Body struct {
-				AgentRunID string             `json:"agent_run_id"`
-				Trace      []agent.TraceEntry `json:"trace" nullable:"false"`
-			}
-		}{}
-		out.Body.AgentRunID, out.Body.Trace = r.ID, st.Trace
+		out := &struct{ Body AgentTraceAnswer }{Body: AgentTraceAnswer{AgentRunID: r.ID, Trace: st.Trace}}
 		if out.Body.Trace == nil {
 			out.Body.Trace = []agent.TraceEntry{}
 		}
@@ -179,10 +182,7 @@ func (s *Server) registerAgents() {
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		AgentPath
-		Body struct {
-			HumanInput string `json:"human_input" doc:"The person's answer."`
-			Approved   bool   `json:"approved" doc:"Whether the person approves what the agent asked."`
-		}
+		Body AgentResumeBody
 	}) (*struct{ Body *AgentStatus }, error) {
 		r, err := s.eng.Agents.ResumeAgent(ctx, in.OrgID, in.AgentID, in.Body.HumanInput, in.Body.Approved)
 		if err != nil {

@@ -113,6 +113,20 @@ type FromPromptAnswer struct {
 	ExecutePath string           `json:"execute_path,omitempty"`
 }
 
+// LegacyFromAIBody is the body of the legacy POST /workflows/create-from-ai.
+type LegacyFromAIBody struct {
+	Prompt     string         `json:"prompt"`
+	Name       string         `json:"name,omitempty"`
+	LLMOptions LLMOptionsBody `json:"llmOptions,omitempty"`
+}
+
+// LegacyFromAIAnswer is what the legacy create-from-ai published.
+type LegacyFromAIAnswer struct {
+	WorkflowID string `json:"workflow_id"`
+	ProcessID  string `json:"process_id"`
+	BundleID   string `json:"bundle_id"`
+}
+
 // ProcessPath names a process.
 type ProcessPath struct {
 	OrgParam
@@ -352,18 +366,8 @@ func (s *Server) registerStudio() {
 	o.Errors = []int{http.StatusGone, http.StatusUnprocessableEntity, http.StatusConflict}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgParam
-		Body *struct {
-			Prompt     string         `json:"prompt"`
-			Name       string         `json:"name,omitempty"`
-			LLMOptions LLMOptionsBody `json:"llmOptions,omitempty"`
-		}
-	}) (*struct {
-		Body struct {
-			WorkflowID string `json:"workflow_id"`
-			ProcessID  string `json:"process_id"`
-			BundleID   string `json:"bundle_id"`
-		}
-	}, error) {
+		Body *LegacyFromAIBody
+	}) (*struct{ Body LegacyFromAIAnswer }, error) {
 		if !s.legacyCreateFromAI {
 			return nil, newProblem(http.StatusGone, "create_from_ai_gone",
 				"POST /workflows/create-from-ai is retired: draft with POST /ai/generate-workflow, then compose and publish in the process studio (/process-studio/...)")
@@ -380,15 +384,8 @@ func (s *Server) registerStudio() {
 		if err != nil {
 			return nil, s.studioFail(ctx, err)
 		}
-		out := &struct {
-			Body struct {
-				WorkflowID string `json:"workflow_id"`
-				ProcessID  string `json:"process_id"`
-				BundleID   string `json:"bundle_id"`
-			}
-		}{}
-		out.Body.WorkflowID, out.Body.ProcessID, out.Body.BundleID = res.Published.Workflow.ID, res.Process.ID, res.Bundle.ID
-		return out, nil
+		return &struct{ Body LegacyFromAIAnswer }{Body: LegacyFromAIAnswer{
+			WorkflowID: res.Published.Workflow.ID, ProcessID: res.Process.ID, BundleID: res.Bundle.ID}}, nil
 	})
 }
 
