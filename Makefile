@@ -26,8 +26,9 @@ e2e: ## headless Chromium against svcflow serve (installs Debian's chromium and 
 	@test -d e2e/node_modules/playwright-core || (cd e2e && npm ci --no-audit --no-fund)
 	SVC_E2E=1 $(GO) test -run TestBrowserEndToEnd -count=1 -v ./hosts/svcflow/
 
-openapi: ## regenerate openapi/openapi.yaml from the code
+openapi: ## regenerate openapi/openapi.yaml (3.1) and openapi/openapi-3.0.yaml (Huma's 3.0 downgrade) from the code
 	$(GO) run ./hosts/svcflow openapi > openapi/openapi.yaml
+	$(GO) run ./hosts/svcflow openapi --version 3.0 > openapi/openapi-3.0.yaml
 
 build: ## build ./bin/svcflow
 	$(GO) build -o bin/svcflow ./hosts/svcflow

@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,28 +17,43 @@ import (
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
 
-// openapiFile is the committed document; `make openapi` regenerates it.
-var openapiFile = filepath.Join("..", "..", "openapi", "openapi.yaml")
+// The committed documents; `make openapi` regenerates them.
+var (
+	openapiFile   = filepath.Join("..", "..", "openapi", "openapi.yaml")
+	openapi30File = filepath.Join("..", "..", "openapi", "openapi-3.0.yaml")
+)
 
-// TestOpenAPIUpToDate fails when the committed openapi/openapi.yaml differs from what the
-// routes produce. UPDATE_OPENAPI=1 rewrites the file instead.
+// TestOpenAPIUpToDate fails when a committed document (openapi/openapi.yaml, the 3.1
+// contract, or openapi/openapi-3.0.yaml, Huma's 3.0 downgrade of it) differs from what the
+// routes produce. UPDATE_OPENAPI=1 rewrites the files instead.
 func TestOpenAPIUpToDate(t *testing.T) {
 	t.Parallel()
-	doc, err := runtime.OpenAPIYAML("dev")
-	require.NoError(t, err)
-	again, err := runtime.OpenAPIYAML("dev")
-	require.NoError(t, err)
-	require.Equal(t, string(doc), string(again), "the document must be deterministic")
+	for _, tc := range []struct {
+		file string
+		gen  func(string) ([]byte, error)
+	}{
+		{openapiFile, runtime.OpenAPIYAML},
+		{openapi30File, runtime.OpenAPI30YAML},
+	} {
+		t.Run(filepath.Base(tc.file), func(t *testing.T) {
+			t.Parallel()
+			doc, err := tc.gen("dev")
+			require.NoError(t, err)
+			again, err := tc.gen("dev")
+			require.NoError(t, err)
+			require.Equal(t, string(doc), string(again), "the document must be deterministic")
 
-	if os.Getenv("UPDATE_OPENAPI") == "1" {
-		require.NoError(t, os.MkdirAll(filepath.Dir(openapiFile), 0o755))
-		require.NoError(t, os.WriteFile(openapiFile, doc, 0o644))
-		return
-	}
-	committed, err := os.ReadFile(openapiFile)
-	if err != nil || !bytes.Equal(committed, doc) {
-		t.Fatalf("openapi/openapi.yaml is out of date with the routes: run `make openapi` "+
-			"(or UPDATE_OPENAPI=1 go test ./hosts/runtime/ -run TestOpenAPIUpToDate) and commit it (read error: %v)", err)
+			if os.Getenv("UPDATE_OPENAPI") == "1" {
+				require.NoError(t, os.MkdirAll(filepath.Dir(tc.file), 0o755))
+				require.NoError(t, os.WriteFile(tc.file, doc, 0o644))
+				return
+			}
+			committed, err := os.ReadFile(tc.file)
+			if err != nil || !bytes.Equal(committed, doc) {
+				t.Fatalf("%s is out of date with the routes: run `make openapi` "+
+					"(or UPDATE_OPENAPI=1 go test ./hosts/runtime/ -run TestOpenAPIUpToDate) and commit it (read error: %v)", tc.file, err)
+			}
+		})
 	}
 }
 
@@ -50,6 +66,27 @@ func TestOpenAPIDocument(t *testing.T) {
 	require.Contains(t, s, "title: svcflow runtime")
 	require.Contains(t, s, "version: 1.2.3")
 	require.Contains(t, s, "application/problem+json")
+
+	doc30, err := runtime.OpenAPI30YAML("1.2.3")
+	require.NoError(t, err)
+	s = string(doc30)
+	require.Contains(t, s, "openapi: 3.0.3")
+	require.Contains(t, s, "version: 1.2.3")
+	require.Contains(t, s, "nullable: true", "3.1's type: [T, \"null\"] becomes nullable")
+	require.NotContains(t, s, `- "null"`, "3.0 has no null type")
+}
+
+// TestSchemaNamesAreIdentifiers: every component schema is named by a Go type of the
+// runtime. An anonymous body would be named by Huma after its operation
+// ("Get-agent-traceResponse"), which client generators turn into the name of their own
+// per-operation response type, and the generated client does not compile.
+func TestSchemaNamesAreIdentifiers(t *testing.T) {
+	t.Parallel()
+	api := runtime.New(nil, runtime.Options{}).API()
+	ident := regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+	for name := range api.OpenAPI().Components.Schemas.Map() {
+		require.Regexp(t, ident, name, "schema %q: give the body a named type", name)
+	}
 }
 
 // TestRunStatusFilterKnowsEveryStatus reads the RunStatus constants from svctype's source

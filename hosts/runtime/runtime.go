@@ -123,6 +123,13 @@ func OpenAPIYAML(version string) ([]byte, error) {
 	return New(nil, Options{Version: version}).API().OpenAPI().YAML()
 }
 
+// OpenAPI30YAML returns the same document downgraded by Huma to OpenAPI 3.0.3 (type arrays
+// with "null" become nullable, numeric exclusive bounds become boolean ones), for tools that
+// read 3.0 only, such as client generators.
+func OpenAPI30YAML(version string) ([]byte, error) {
+	return New(nil, Options{Version: version}).API().OpenAPI().DowngradeYAML()
+}
+
 // op fills what every operation shares.
 func op(id, method, path, summary string, tags ...string) huma.Operation {
 	return huma.Operation{

@@ -46,7 +46,7 @@ usage:
   svcflow worker  [--db DSN] [--workers N] [call flags]
   svcflow migrate [--db DSN]
   svcflow rotate-master-key [--db DSN] [--grace 2s]
-  svcflow openapi
+  svcflow openapi [--version 3.1|3.0]             # 3.0: Huma's downgrade, for 3.0-only tools
   svcflow license keygen                          # a new Ed25519 license key pair (JSON)
   svcflow license issue --licensee NAME --seats N [--features a,b] [--days 365] [--not-before RFC3339]
                                                   # SVC_LICENSE_KEY: the signing key (base64 seed)
@@ -121,6 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	legacyAI := fs.Bool("legacy-create-from-ai", false, "keep the legacy POST /workflows/create-from-ai working (drafts and publishes at once); off, it answers 410")
 	opsAddr := fs.String("ops-addr", "", "serve, runtime, worker, gateway: a listen address for the operator's endpoints, /metrics (Prometheus) and Go's profiler (/debug/pprof/); empty: none. Bind it to loopback or a private network: it has no credentials")
 	grace := fs.Duration("grace", 2*time.Second, "rotate-master-key: how long to wait for writes under the old key before the confirming pass")
+	openapiVersion := fs.String("version", "3.1", "openapi: the document's OpenAPI version, 3.1 or 3.0 (Huma's downgrade, for tools that read 3.0 only)")
 	if err := fs.Parse(rest); err != nil {
 		return 2
 	}
@@ -145,7 +146,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "openapi":
 		var b []byte
-		if b, err = runtime.OpenAPIYAML(version); err == nil {
+		switch *openapiVersion {
+		case "3.1":
+			b, err = runtime.OpenAPIYAML(version)
+		case "3.0":
+			b, err = runtime.OpenAPI30YAML(version)
+		default:
+			fmt.Fprintf(stderr, "openapi --version %q: 3.1 or 3.0\n", *openapiVersion)
+			return 2
+		}
+		if err == nil {
 			_, err = stdout.Write(b)
 		}
 	case "migrate":
