@@ -6,13 +6,16 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/danielgtaylor/huma/v2/yaml"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/svcflow/svcflow/engine"
@@ -125,9 +128,52 @@ func OpenAPIYAML(version string) ([]byte, error) {
 
 // OpenAPI30YAML returns the same document downgraded by Huma to OpenAPI 3.0.3 (type arrays
 // with "null" become nullable, numeric exclusive bounds become boolean ones), for tools that
-// read 3.0 only, such as client generators.
+// read 3.0 only, such as client generators. finishDowngrade does what Huma's downgrade
+// leaves out.
 func OpenAPI30YAML(version string) ([]byte, error) {
-	return New(nil, Options{Version: version}).API().OpenAPI().DowngradeYAML()
+	b, err := New(nil, Options{Version: version}).API().OpenAPI().Downgrade()
+	if err != nil {
+		return nil, err
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	finishDowngrade(doc, false)
+	if b, err = json.Marshal(doc); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := yaml.Convert(&out, bytes.NewReader(b)); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// finishDowngrade rewrites what OpenAPI 3.0 does not have, which validators (kin-openapi,
+// Redocly) refuse: a $ref stands alone in 3.0, so {$ref, description} becomes
+// {allOf: [{$ref}], description}; contentMediaType and contentEncoding are JSON Schema
+// keywords of 3.1 (Huma puts them beside format: binary on a file, which is all 3.0 says).
+// names is true for a properties map, whose keys are property names, not keywords.
+func finishDowngrade(v any, names bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		if !names {
+			if ref, isRef := v["$ref"]; isRef && len(v) > 1 {
+				delete(v, "$ref")
+				v["allOf"] = []any{map[string]any{"$ref": ref}}
+			}
+			delete(v, "contentMediaType")
+			delete(v, "contentEncoding")
+		}
+		for k, e := range v {
+			finishDowngrade(e, !names && k == "properties")
+		}
+	case []any:
+		for _, e := range v {
+			finishDowngrade(e, false)
+		}
+	}
 }
 
 // op fills what every operation shares.
