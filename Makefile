@@ -30,6 +30,9 @@ openapi: ## regenerate openapi/openapi.yaml (3.1) and openapi/openapi-3.0.yaml (
 	$(GO) run ./hosts/svcflow openapi > openapi/openapi.yaml
 	$(GO) run ./hosts/svcflow openapi --version 3.0 > openapi/openapi-3.0.yaml
 
+lint-openapi: ## lint openapi/openapi.yaml and openapi-3.0.yaml with Redocly CLI (openapi/redocly.yaml; npm ci in openapi/ when needed)
+	bash .ci/lint-openapi
+
 client: ## regenerate the Go client examples/client/client.gen.go from openapi/openapi-3.0.yaml (oapi-codegen, pinned in examples/client/tools.mod)
 	$(GO) generate ./examples/client
 
