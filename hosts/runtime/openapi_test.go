@@ -2,9 +2,11 @@ package runtime_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -78,6 +80,30 @@ func TestOpenAPIDocument(t *testing.T) {
 	require.NotContains(t, s, "contentEncoding", "a JSON Schema keyword of 3.1")
 	// examples/client's test validates the whole 3.0 document with kin-openapi, which also
 	// refuses a $ref with siblings.
+}
+
+// The runtime serves the documents it is generated to: /openapi-3.0.yaml is the finished
+// downgrade, not Huma's own (which keeps a $ref's siblings and 3.1's contentMediaType).
+func TestServedOpenAPIDocuments(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for path, want := range map[string]func(string) ([]byte, error){
+		"/openapi.yaml":     runtime.OpenAPIYAML,
+		"/openapi-3.0.yaml": runtime.OpenAPI30YAML,
+	} {
+		doc, err := want("test")
+		require.NoError(t, err)
+		rec := b.do(t, http.MethodGet, path, "", nil)
+		require.Equal(t, http.StatusOK, rec.Code, path)
+		require.Equal(t, "application/openapi+yaml", rec.Header().Get("Content-Type"), path)
+		require.Equal(t, string(doc), rec.Body.String(), path)
+	}
+	rec := b.do(t, http.MethodGet, "/openapi-3.0.json", "", nil)
+	require.Equal(t, http.StatusOK, rec.Code)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &doc))
+	require.Equal(t, "3.0.3", doc["openapi"])
+	require.NotContains(t, rec.Body.String(), "contentMediaType")
 }
 
 // TestSchemaNamesAreIdentifiers: every component schema is named by a Go type of the

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
@@ -70,7 +71,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s := &Server{eng: eng, log: opts.Logger, identityKey: opts.IdentityKey, legacyCreateFromAI: opts.LegacyCreateFromAI}
 
 	r := chi.NewRouter()
-	r.Use(s.withLogger, s.recoverer)
+	r.Use(s.withLogger, s.recoverer, s.serveOpenAPI30)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusNotFound, codeNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)))
 	})
@@ -131,23 +132,58 @@ func OpenAPIYAML(version string) ([]byte, error) {
 // read 3.0 only, such as client generators. finishDowngrade does what Huma's downgrade
 // leaves out.
 func OpenAPI30YAML(version string) ([]byte, error) {
-	b, err := New(nil, Options{Version: version}).API().OpenAPI().Downgrade()
+	_, doc, err := downgrade(New(nil, Options{Version: version}).API().OpenAPI())
+	return doc, err
+}
+
+// downgrade returns o as OpenAPI 3.0.3, in JSON and in YAML.
+func downgrade(o *huma.OpenAPI) (jsonDoc, yamlDoc []byte, err error) {
+	b, err := o.Downgrade()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var doc any
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	finishDowngrade(doc, false)
-	if b, err = json.Marshal(doc); err != nil {
-		return nil, err
+	if jsonDoc, err = json.Marshal(doc); err != nil {
+		return nil, nil, err
 	}
 	var out bytes.Buffer
-	if err := yaml.Convert(&out, bytes.NewReader(b)); err != nil {
-		return nil, err
+	if err := yaml.Convert(&out, bytes.NewReader(jsonDoc)); err != nil {
+		return nil, nil, err
 	}
-	return out.Bytes(), nil
+	return jsonDoc, out.Bytes(), nil
+}
+
+// serveOpenAPI30 answers GET /openapi-3.0.json and /openapi-3.0.yaml with downgrade's
+// document, before Huma's own routes for them, which serve its downgrade unfinished: a
+// client that reads the 3.0 document from a runtime gets what openapi/openapi-3.0.yaml holds.
+func (s *Server) serveOpenAPI30(next http.Handler) http.Handler {
+	var (
+		once             sync.Once
+		jsonDoc, yamlDoc []byte
+		err              error
+	)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || (r.URL.Path != "/openapi-3.0.json" && r.URL.Path != "/openapi-3.0.yaml") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		once.Do(func() { jsonDoc, yamlDoc, err = downgrade(s.api.OpenAPI()) })
+		if err != nil {
+			writeProblem(w, newProblem(http.StatusInternalServerError, codeInternal, "the OpenAPI 3.0 document could not be made"))
+			return
+		}
+		if r.URL.Path == "/openapi-3.0.json" {
+			w.Header().Set("Content-Type", "application/openapi+json")
+			_, _ = w.Write(jsonDoc)
+			return
+		}
+		w.Header().Set("Content-Type", "application/openapi+yaml")
+		_, _ = w.Write(yamlDoc)
+	})
 }
 
 // finishDowngrade rewrites what OpenAPI 3.0 does not have, which validators (kin-openapi,
