@@ -96,28 +96,6 @@ var MetricRateLimited = &svctype.MetricDesc{Name: "svcflow_gateway_rate_limited_
 // Metrics lists the gateway's metric declarations.
 func Metrics() []*svctype.MetricDesc { return []*svctype.MetricDesc{MetricRateLimited} }
 
-// statusWriter remembers the status a handler wrote.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// Flush lets a proxied stream (server-sent events) flush through.
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
 // Server is the gateway's HTTP server.
 type Server struct {
 	store  storage.Gateway
@@ -248,7 +226,7 @@ func (s *Server) Handler() http.Handler {
 		return s.router
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusRecorder{ResponseWriter: w}
 		s.router.ServeHTTP(sw, r)
 		if sw.status == http.StatusTooManyRequests {
 			s.meter.Record(MetricRateLimited, 1)
