@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -159,6 +160,11 @@ const (
 
 // Store returns the engine's store (for embedding programs that want InTx).
 func (e *Engine) Store() Store { return e.store }
+
+// Ready reports whether the engine's store can serve this build now: it answers a trivial
+// query within ctx and has every migration applied (ErrSchemaBehind otherwise). A host's
+// readiness probe asks it; it writes nothing.
+func (e *Engine) Ready(ctx context.Context) error { return e.store.Ready(ctx) }
 
 // ValidOrgID reports whether id can name an organization: 1-128 characters of
 // [A-Za-z0-9_.:-].

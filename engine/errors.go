@@ -5,6 +5,7 @@ import (
 	"github.com/svcflow/svcflow/engine/extforms"
 	"github.com/svcflow/svcflow/engine/hitl"
 	"github.com/svcflow/svcflow/engine/orgconfig"
+	"github.com/svcflow/svcflow/engine/storage"
 )
 
 // Sentinel errors of the engine and its features. Stores and the engine wrap them; hosts
@@ -43,6 +44,8 @@ var (
 	// ErrFormTriggerMissing: an external form's trigger workflow no longer exists, so a
 	// submission would start nothing (409); nothing is stored.
 	ErrFormTriggerMissing = extforms.ErrFormTriggerMissing
+	// ErrSchemaBehind: the database answers but lacks migrations this build has (Ready).
+	ErrSchemaBehind = storage.ErrSchemaBehind
 )
 
 // Validation errors (core.ValidationError): each problem names where and what.

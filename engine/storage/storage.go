@@ -33,7 +33,19 @@ var (
 	ErrLeaseLost = svctype.ErrLeaseLost
 	// ErrInvalidCursor: a paging cursor that the listing did not issue.
 	ErrInvalidCursor = errors.New("invalid cursor")
+	// ErrSchemaBehind: the database answers, but lacks migrations this build has (a
+	// process of an older build migrated it, or none did yet): Ready's answer.
+	ErrSchemaBehind = errors.New("database schema is behind this build")
 )
+
+// Readiness is whether a store can serve this build now: what a host's /readyz asks.
+type Readiness interface {
+	// Ready runs a trivial query (on the read pool, where there is one) within ctx and
+	// checks that every migration this build knows is applied: nil when both hold,
+	// ErrSchemaBehind (wrapped) when migrations are missing, the query's error otherwise.
+	// It writes nothing, so a probe never waits for SQLite's one writer.
+	Ready(ctx context.Context) error
+}
 
 // Store is what the run core needs from a database.
 type Store interface {
@@ -51,6 +63,7 @@ type Store interface {
 	// Migrate brings the schema up to date; it is safe to call on every start and from
 	// several processes at once.
 	Migrate(ctx context.Context) error
+	Readiness
 	Close() error
 }
 

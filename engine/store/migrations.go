@@ -14,6 +14,8 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/migrate"
+
+	"github.com/svcflow/svcflow/engine/storage"
 )
 
 // migrations is the schema history, one set for both dialects. A migration builds its
@@ -83,6 +85,32 @@ func newMigrator(db *bun.DB) *migrate.Migrator {
 		migrate.WithTableName(migrationsTable),
 		migrate.WithMarkAppliedOnSuccess(true),
 		migrate.WithUpsert(true))
+}
+
+// Ready implements storage.Readiness: one read of the migrations table, on the read pool
+// (never SQLite's writer, so a probe does not queue behind step commits), compared with
+// the migrations this build has. Migrations the database has and this build does not (a
+// newer build migrated it) are not an error here.
+func (s *Store) Ready(ctx context.Context) error {
+	var applied []string
+	if err := s.read.NewSelect().Table(migrationsTable).Column("name").Scan(ctx, &applied); err != nil {
+		return fmt.Errorf("store: ready: %w", err)
+	}
+	have := make(map[string]bool, len(applied))
+	for _, name := range applied {
+		have[name] = true
+	}
+	all := migrations.Sorted()
+	missing := 0
+	for _, m := range all {
+		if !have[m.Name] {
+			missing++
+		}
+	}
+	if missing > 0 {
+		return fmt.Errorf("store: %d of %d migrations not applied: %w", missing, len(all), storage.ErrSchemaBehind)
+	}
+	return nil
 }
 
 // sqliteSchemaCurrent reports whether every migration has been applied to the SQLite

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun/migrate"
+
+	"github.com/svcflow/svcflow/engine/storage"
 )
 
 // openAt opens a fresh store migrated up to and including the migration named last.
@@ -180,4 +182,26 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// TestReadyWantsEveryMigration: a database migrated by an older build (every migration but
+// the last) answers, yet is not ready for this one until Migrate has run.
+func TestReadyWantsEveryMigration(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{dialectSQLite, dialectPostgres} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			if dialect == dialectPostgres && os.Getenv(PostgresDSNEnv) == "" {
+				t.Skip(PostgresDSNEnv + " is unset")
+			}
+			ctx := context.Background()
+			all := migrations.Sorted()
+			s := openAt(t, dialect, all[len(all)-2].Name)
+			err := s.Ready(ctx)
+			require.ErrorIs(t, err, storage.ErrSchemaBehind)
+			require.Contains(t, err.Error(), "1 of ")
+			require.NoError(t, s.Migrate(ctx))
+			require.NoError(t, s.Ready(ctx))
+		})
+	}
 }

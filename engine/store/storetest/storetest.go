@@ -78,6 +78,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Full, countJobs func(tb t
 		{"GatewayBuckets", testGatewayBuckets},
 		{"GatewayPeople", testGatewayPeople},
 		{"Authoring", testAuthoring},
+		{"Ready", testReady},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
