@@ -53,9 +53,16 @@ const (
 	keyCacheTTL = 5 * time.Second
 )
 
+// Store is what the gateway needs of a database: its accounts, organizations and keys, and
+// whether it can answer (GET /readyz).
+type Store interface {
+	storage.Gateway
+	storage.Readiness
+}
+
 // Options configure a gateway.
 type Options struct {
-	Store storage.Gateway
+	Store Store
 	// Runtime is where runtime routes go: the runtime's base URL (another process) ...
 	RuntimeURL *url.URL
 	// ... or its handler, in the same process (svcflow serve).
@@ -98,7 +105,7 @@ func Metrics() []*svctype.MetricDesc { return []*svctype.MetricDesc{MetricRateLi
 
 // Server is the gateway's HTTP server.
 type Server struct {
-	store  storage.Gateway
+	store  Store
 	log    *slog.Logger
 	meter  svctype.Meter
 	now    func() time.Time
@@ -204,6 +211,7 @@ func New(o Options) *Server {
 	s.registerUsage()
 	s.registerLicensing(o.LicenseKey)
 	s.registerHealth(o)
+	runtime.RegisterProbes(s.api, "gateway-", s.log, func(ctx context.Context) error { return s.store.Ready(ctx) })
 	s.registerSDKAuth()
 	s.registerSDKTasks()
 	s.registerPeople()

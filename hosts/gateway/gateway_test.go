@@ -38,6 +38,7 @@ func (c *clock) add(d time.Duration) {
 }
 
 type bundle struct {
+	st    *store.Store
 	gw    *httptest.Server
 	rt    *httptest.Server
 	logs  *bytes.Buffer
@@ -53,7 +54,7 @@ func setup(t *testing.T, o gateway.Options) *bundle {
 	st := store.OpenTest(t, "sqlite")
 	eng, err := engine.New(engine.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
-	b := &bundle{logs: &bytes.Buffer{}, clock: &clock{t: time.Now()}}
+	b := &bundle{st: st, logs: &bytes.Buffer{}, clock: &clock{t: time.Now()}}
 	rt := runtime.New(eng, runtime.Options{Logger: slog.New(slog.DiscardHandler)}).Handler()
 	b.rt = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()
@@ -364,4 +365,34 @@ func scrapeText(t *testing.T, reg *metrics.Registry) string {
 	reg.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	require.Equal(t, http.StatusOK, rec.Code)
 	return rec.Body.String()
+}
+
+// TestGatewayProbes: /healthz and /readyz are the gateway's own, answered without a
+// credential (a wrong one does not matter either) and never forwarded to the runtime; with
+// its store gone /readyz answers 503 store_unavailable and /healthz still 200.
+func TestGatewayProbes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, gateway.Options{})
+	paths := gateway.New(gateway.Options{Store: b.st}).API().OpenAPI().Paths
+	require.Equal(t, "gateway-liveness", paths["/healthz"].Get.OperationID, "in the gateway's OpenAPI document")
+	require.Equal(t, "gateway-readiness", paths["/readyz"].Get.OperationID)
+	for _, token := range []string{"", "svc_live_not-a-key"} {
+		code, body, _ := b.call(t, "GET", "/healthz", token, "")
+		require.Equal(t, http.StatusOK, code, body)
+		require.Equal(t, "ok", body["status"])
+		code, body, _ = b.call(t, "GET", "/readyz", token, "")
+		require.Equal(t, http.StatusOK, code, body)
+		require.Equal(t, "ready", body["status"])
+	}
+	b.mu.Lock()
+	require.Empty(t, b.orgSeen, "the probes never reach the runtime")
+	b.mu.Unlock()
+
+	require.NoError(t, b.st.Close())
+	code, body, h := b.call(t, "GET", "/readyz", "", "")
+	require.Equal(t, http.StatusServiceUnavailable, code, body)
+	require.Equal(t, "application/problem+json", h.Get("Content-Type"))
+	require.Equal(t, "store_unavailable", body["code"])
+	code, body, _ = b.call(t, "GET", "/healthz", "", "")
+	require.Equal(t, http.StatusOK, code, body)
 }

@@ -88,7 +88,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	// No $schema links in bodies: the wire shape is exactly the documented one.
 	cfg.CreateHooks = nil
 	cfg.Info.Description = "The tenant-scoped runtime of svcflow: workflows, runs, registered actions, custom tables and webhook registrations. " +
-		"Every route but /health, /oauth/callback (whose state names the organization) and the public form routes under /forms/public/ " +
+		"Every route but /health, /healthz, /readyz, /oauth/callback (whose state names the organization) and the public form routes under /forms/public/ " +
 		"(whose form id names it) takes the organization in the X-Org-Id header. " +
 		"Errors are RFC 9457 problem+json bodies with a snake_case `code`."
 	s.api = humachi.New(r, cfg)
@@ -96,6 +96,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.router = r
 
 	s.registerHealth()
+	RegisterProbes(s.api, "", s.log, func(ctx context.Context) error { return s.eng.Ready(ctx) })
 	s.registerWorkflows()
 	s.registerRuns()
 	s.registerRunContext()
@@ -231,7 +232,8 @@ type OrgParam struct {
 }
 
 // requireOrg answers 401 missing_org / 400 invalid_org before Huma reads a parameter or a
-// body, for every operation that declares X-Org-Id (every one but /health).
+// body, for every operation that declares X-Org-Id (every one but the health routes and
+// the public ones).
 func (s *Server) requireOrg(ctx huma.Context, next func(huma.Context)) {
 	if !declaresOrg(ctx.Operation()) {
 		next(ctx)

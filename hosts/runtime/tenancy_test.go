@@ -54,6 +54,9 @@ type tenancyCall struct {
 
 var tenancyCalls = map[string]tenancyCall{
 	"health": {scope: public},
+	// The probes name no organization and answer nothing about one.
+	"liveness":  {scope: public},
+	"readiness": {scope: public},
 
 	"create-workflow": {scope: creation, body: func(fx tenancyFixture) any {
 		return workflowBody(fx.workflow.Name, `{"actions":[]}`)
