@@ -43,7 +43,7 @@ usage:
   svcflow serve   [--db DSN] [--runtime-addr ADDR] [--gateway-addr ADDR] [--workers N] [call flags]
   svcflow runtime [--db DSN] [--runtime-addr ADDR]
   svcflow gateway [--db DSN] [--gateway-addr ADDR] --runtime-url URL
-  svcflow worker  [--db DSN] [--workers N] [call flags]
+  svcflow worker  [--db DSN] [--workers N] [--health-addr ADDR] [call flags]
   svcflow migrate [--db DSN]
   svcflow rotate-master-key [--db DSN] [--grace 2s]
   svcflow openapi [--version 3.1|3.0]             # 3.0: Huma's downgrade, for 3.0-only tools
@@ -57,6 +57,10 @@ call flags: --io-concurrency N (calls to other systems in flight, default 512),
   --io-per-org N (default 256), --allow-private-targets (actions, OAuth tools and token
   calls may reach loopback and private addresses and local databases: single-tenant
   deployments and tests only), --oauth-redirect-url URL (the OAuth callback address)
+
+Health: GET /healthz (liveness) and GET /readyz (readiness: the database answers and is
+  migrated; 503 otherwise) on the runtime's and the gateway's addresses, and on a worker's
+  --health-addr ADDR when given (off by default).
 
 --ops-addr ADDR (serve, runtime, gateway, worker): the operator's endpoints on their own
   listener, off by default: /metrics (Prometheus) and Go's profiler (/debug/pprof/); bind
@@ -120,9 +124,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	lease := fs.Duration("lease", 15*time.Second, "how long a claimed job stays with its worker without a heartbeat: a worker that dies leaves its jobs to the others after at most this")
 	legacyAI := fs.Bool("legacy-create-from-ai", false, "keep the legacy POST /workflows/create-from-ai working (drafts and publishes at once); off, it answers 410")
 	opsAddr := fs.String("ops-addr", "", "serve, runtime, worker, gateway: a listen address for the operator's endpoints, /metrics (Prometheus) and Go's profiler (/debug/pprof/); empty: none. Bind it to loopback or a private network: it has no credentials")
+	healthAddr := fs.String("health-addr", "", "worker: a listen address for GET /healthz and GET /readyz (serve, runtime and gateway answer them on their own addresses); empty: none")
 	grace := fs.Duration("grace", 2*time.Second, "rotate-master-key: how long to wait for writes under the old key before the confirming pass")
 	openapiVersion := fs.String("version", "3.1", "openapi: the document's OpenAPI version, 3.1 or 3.0 (Huma's downgrade, for tools that read 3.0 only)")
 	if err := fs.Parse(rest); err != nil {
+		return 2
+	}
+	if *healthAddr != "" && cmd != "worker" {
+		fmt.Fprintf(stderr, "svcflow %s: --health-addr is for worker; %s answers /healthz and /readyz on its own address\n", cmd, cmd)
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -232,7 +241,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			gwOpts.IdentityKey, gwOpts.Meter = idKey, meter
 			rtOpts := runtime.Options{Logger: log, Version: version, IdentityKey: idKey, LegacyCreateFromAI: *legacyAI}
-			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, gw, *workers, rtOpts, gwOpts)
+			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, gw, *healthAddr, *workers, rtOpts, gwOpts)
 		})
 	case "rotate-master-key":
 		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
@@ -264,7 +273,7 @@ func withStore(ctx context.Context, dsn string, log *slog.Logger, fn func(*store
 
 // serve runs the runtime API and/or a worker until ctx ends, then drains both: the API
 // finishes the requests in flight, the worker the steps in flight.
-func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, cmd, addr, gatewayAddr string, workers int, rtOpts runtime.Options, gwOpts gateway.Options) error {
+func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, cmd, addr, gatewayAddr, healthAddr string, workers int, rtOpts runtime.Options, gwOpts gateway.Options) error {
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return err
@@ -280,40 +289,42 @@ func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Lo
 		go func() { defer wg.Done(); errs <- w.Run(ctx) }()
 		log.Info("worker started", "concurrency", workers, "dialect", st.Dialect())
 	}
+	type server struct {
+		name, addr string
+		h          http.Handler
+	}
+	var servers []server
 	if cmd == "serve" || cmd == "runtime" {
 		rt := runtime.New(eng, rtOpts).Handler()
-		servers := []struct {
-			name, addr string
-			h          http.Handler
-		}{{"runtime", addr, rt}}
+		servers = append(servers, server{"runtime", addr, rt})
 		if gatewayAddr != "" {
 			gwOpts.Store, gwOpts.Runtime, gwOpts.Logger, gwOpts.Version = st, rt, log, version
 			gwOpts.Shared = st.Dialect() == "postgres" // several gateways share one database's limits
 			gw := gateway.New(gwOpts)
 			wg.Add(1)
 			go func() { defer wg.Done(); gw.RunFlusher(ctx, usageFlush) }()
-			servers = append(servers, struct {
-				name, addr string
-				h          http.Handler
-			}{"gateway", gatewayAddr, gw.Handler()})
+			servers = append(servers, server{"gateway", gatewayAddr, gw.Handler()})
 		}
-		for _, s := range servers {
-			ln, err := net.Listen("tcp", s.addr)
-			if err != nil {
+	}
+	if cmd == "worker" && healthAddr != "" {
+		servers = append(servers, server{"health", healthAddr, runtime.ProbeHandler(log, version, eng.Ready)})
+	}
+	for _, s := range servers {
+		ln, err := net.Listen("tcp", s.addr)
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := serveListener(ctx, ln, s.h); err != nil {
+				errs <- err
 				cancel()
-				wg.Wait()
-				return err
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := serveListener(ctx, ln, s.h); err != nil {
-					errs <- err
-					cancel()
-				}
-			}()
-			log.Info(s.name+" listening", "addr", ln.Addr().String(), "dialect", st.Dialect())
-		}
+		}()
+		log.Info(s.name+" listening", "addr", ln.Addr().String(), "dialect", st.Dialect())
 	}
 	wg.Wait()
 	close(errs)

@@ -72,6 +72,9 @@ func TestBadUsage(t *testing.T) {
 	require.Contains(t, errOut.String(), `unknown command "launch"`)
 	require.Equal(t, 2, run([]string{"serve", "--nope"}, &out, &errOut))
 	require.Equal(t, 1, run([]string{"migrate", "--db", "mysql://x"}, &out, &errOut))
+	// serve, runtime and gateway answer the probes on their own addresses.
+	require.Equal(t, 2, run([]string{"serve", "--health-addr", "127.0.0.1:0"}, &out, &errOut))
+	require.Contains(t, errOut.String(), "--health-addr is for worker")
 	require.Equal(t, 0, run([]string{"help"}, &out, &errOut))
 	require.Contains(t, out.String(), "svcflow serve")
 }
