@@ -243,6 +243,24 @@ func (e OAuthConnectionSource) Valid() bool {
 	}
 }
 
+// Defines values for ProbeStatus.
+const (
+	ProbeStatusOk    ProbeStatus = "ok"
+	ProbeStatusReady ProbeStatus = "ready"
+)
+
+// Valid indicates whether the value is a known member of the ProbeStatus enum.
+func (e ProbeStatus) Valid() bool {
+	switch e {
+	case ProbeStatusOk:
+		return true
+	case ProbeStatusReady:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProcessBodyAuthoringMode.
 const (
 	ProcessFirst  ProcessBodyAuthoringMode = "process_first"
@@ -281,16 +299,16 @@ func (e PublicSubmitResultTriggeredExecutionType) Valid() bool {
 
 // Defines values for TableIndexState.
 const (
-	Building TableIndexState = "building"
-	Ready    TableIndexState = "ready"
+	TableIndexStateBuilding TableIndexState = "building"
+	TableIndexStateReady    TableIndexState = "ready"
 )
 
 // Valid indicates whether the value is a known member of the TableIndexState enum.
 func (e TableIndexState) Valid() bool {
 	switch e {
-	case Building:
+	case TableIndexStateBuilding:
 		return true
-	case Ready:
+	case TableIndexStateReady:
 		return true
 	default:
 		return false
@@ -1447,6 +1465,19 @@ type PauseRequest struct {
 	Stuck          *bool     `json:"stuck,omitempty"`
 	Urgency        *string   `json:"urgency,omitempty"`
 }
+
+// Probe defines model for Probe.
+type Probe struct {
+	// Status ok (/healthz: the process serves) or ready (/readyz: its store answers).
+	//
+	// Example: ready
+	Status ProbeStatus `json:"status"`
+}
+
+// ProbeStatus ok (/healthz: the process serves) or ready (/readyz: its store answers).
+//
+// Example: ready
+type ProbeStatus string
 
 // Problem defines model for Problem.
 type Problem struct {
@@ -3175,6 +3206,13 @@ type ClientInterface interface {
 	// Corresponds with GET /health (the `Health` operationId).
 	Health(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// Liveness Liveness probe (no X-Org-Id)
+	//
+	// 200 whenever the process serves HTTP. It asks nothing of the database: restart the process only when this fails.
+	//
+	// Corresponds with GET /healthz (the `Liveness` operationId).
+	Liveness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// OauthCallback The provider's redirect: finish connecting the account (no X-Org-Id)
 	//
 	// Where the provider sends the person back (register this address as the app's redirect URI). Takes `state` (single use), exchanges `code` at the provider's token endpoint with the organization's app credentials and stores the connection, replacing the tokens of an account connected before. No `X-Org-Id`: the state names the organization. 400 `invalid_oauth_state` for a state unknown, expired or used; 400 `oauth_denied` when the provider reports `error` (the person declined); 502 `oauth_provider_error` when the token endpoint refuses.
@@ -3392,6 +3430,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /process-studio/projects (the `CreateProject` operationId).
 	CreateProject(ctx context.Context, params *CreateProjectParams, body CreateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Readiness Readiness probe (no X-Org-Id)
+	//
+	// 200 when the database answers a trivial query within 2s and has every migration of this build applied; 503 otherwise, with code store_unavailable or migrations_pending. Send traffic only while this answers 200.
+	//
+	// Corresponds with GET /readyz (the `Readiness` operationId).
+	Readiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRuns List the organization's runs, newest first
 	//
@@ -4583,6 +4628,23 @@ func (c *Client) Health(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 	return c.Client.Do(req)
 }
 
+// Liveness Liveness probe (no X-Org-Id)
+//
+// 200 whenever the process serves HTTP. It asks nothing of the database: restart the process only when this fails.
+//
+// Corresponds with GET /healthz (the `Liveness` operationId).
+func (c *Client) Liveness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLivenessRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // OauthCallback The provider's redirect: finish connecting the account (no X-Org-Id)
 //
 // Where the provider sends the person back (register this address as the app's redirect URI). Takes `state` (single use), exchanges `code` at the provider's token endpoint with the organization's app credentials and stores the connection, replacing the tokens of an account connected before. No `X-Org-Id`: the state names the organization. 400 `invalid_oauth_state` for a state unknown, expired or used; 400 `oauth_denied` when the provider reports `error` (the person declined); 502 `oauth_provider_error` when the token endpoint refuses.
@@ -5071,6 +5133,23 @@ func (c *Client) CreateProjectWithBody(ctx context.Context, params *CreateProjec
 // Corresponds with POST /process-studio/projects (the `CreateProject` operationId).
 func (c *Client) CreateProject(ctx context.Context, params *CreateProjectParams, body CreateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateProjectRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Readiness Readiness probe (no X-Org-Id)
+//
+// 200 when the database answers a trivial query within 2s and has every migration of this build applied; 503 otherwise, with code store_unavailable or migrations_pending. Send traffic only while this answers 200.
+//
+// Corresponds with GET /readyz (the `Readiness` operationId).
+func (c *Client) Readiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadinessRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -8154,6 +8233,33 @@ func NewHealthRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewLivenessRequest constructs an http.Request for the Liveness method
+func NewLivenessRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/healthz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewOauthCallbackRequest constructs an http.Request for the OauthCallback method
 func NewOauthCallbackRequest(server string, params *OauthCallbackParams) (*http.Request, error) {
 	var err error
@@ -9272,6 +9378,33 @@ func NewCreateProjectRequestWithBody(server string, params *CreateProjectParams,
 
 		req.Header.Set("X-Org-Id", headerParam0)
 
+	}
+
+	return req, nil
+}
+
+// NewReadinessRequest constructs an http.Request for the Readiness method
+func NewReadinessRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/readyz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -11125,6 +11258,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /health (the `Health` operationId).
 	HealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthResponse, error)
 
+	// LivenessWithResponse Liveness probe (no X-Org-Id)
+	//
+	// 200 whenever the process serves HTTP. It asks nothing of the database: restart the process only when this fails.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /healthz (the `Liveness` operationId).
+	LivenessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*LivenessResponse, error)
+
 	// OauthCallbackWithResponse The provider's redirect: finish connecting the account (no X-Org-Id)
 	//
 	// Where the provider sends the person back (register this address as the app's redirect URI). Takes `state` (single use), exchanges `code` at the provider's token endpoint with the organization's app credentials and stores the connection, replacing the tokens of an account connected before. No `X-Org-Id`: the state names the organization. 400 `invalid_oauth_state` for a state unknown, expired or used; 400 `oauth_denied` when the provider reports `error` (the person declined); 502 `oauth_provider_error` when the token endpoint refuses.
@@ -11362,6 +11504,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /process-studio/projects (the `CreateProject` operationId).
 	CreateProjectWithResponse(ctx context.Context, params *CreateProjectParams, body CreateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateProjectResponse, error)
+
+	// ReadinessWithResponse Readiness probe (no X-Org-Id)
+	//
+	// 200 when the database answers a trivial query within 2s and has every migration of this build applied; 503 otherwise, with code store_unavailable or migrations_pending. Send traffic only while this answers 200.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /readyz (the `Readiness` operationId).
+	ReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadinessResponse, error)
 
 	// ListRunsWithResponse List the organization's runs, newest first
 	//
@@ -14791,6 +14942,54 @@ func (r HealthResponse) ContentType() string {
 	return ""
 }
 
+type LivenessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Probe
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r LivenessResponse) GetJSON200() *Probe {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r LivenessResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r LivenessResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LivenessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LivenessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LivenessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type OauthCallbackResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16222,6 +16421,61 @@ func (r CreateProjectResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateProjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ReadinessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Probe
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReadinessResponse) GetJSON200() *Probe {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReadinessResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReadinessResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReadinessResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReadinessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReadinessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReadinessResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -18485,6 +18739,21 @@ func (c *ClientWithResponses) HealthWithResponse(ctx context.Context, reqEditors
 	return ParseHealthResponse(rsp)
 }
 
+// LivenessWithResponse Liveness probe (no X-Org-Id)
+//
+// 200 whenever the process serves HTTP. It asks nothing of the database: restart the process only when this fails.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /healthz (the `Liveness` operationId).
+func (c *ClientWithResponses) LivenessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*LivenessResponse, error) {
+	rsp, err := c.Liveness(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLivenessResponse(rsp)
+}
+
 // OauthCallbackWithResponse The provider's redirect: finish connecting the account (no X-Org-Id)
 //
 // Where the provider sends the person back (register this address as the app's redirect URI). Takes `state` (single use), exchanges `code` at the provider's token endpoint with the organization's app credentials and stores the connection, replacing the tokens of an account connected before. No `X-Org-Id`: the state names the organization. 400 `invalid_oauth_state` for a state unknown, expired or used; 400 `oauth_denied` when the provider reports `error` (the person declined); 502 `oauth_provider_error` when the token endpoint refuses.
@@ -18889,6 +19158,21 @@ func (c *ClientWithResponses) CreateProjectWithResponse(ctx context.Context, par
 		return nil, err
 	}
 	return ParseCreateProjectResponse(rsp)
+}
+
+// ReadinessWithResponse Readiness probe (no X-Org-Id)
+//
+// 200 when the database answers a trivial query within 2s and has every migration of this build applied; 503 otherwise, with code store_unavailable or migrations_pending. Send traffic only while this answers 200.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /readyz (the `Readiness` operationId).
+func (c *ClientWithResponses) ReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadinessResponse, error) {
+	rsp, err := c.Readiness(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReadinessResponse(rsp)
 }
 
 // ListRunsWithResponse List the organization's runs, newest first
@@ -21862,6 +22146,39 @@ func ParseHealthResponse(rsp *http.Response) (*HealthResponse, error) {
 	return response, nil
 }
 
+// ParseLivenessResponse parses an HTTP response from a LivenessWithResponse call
+func ParseLivenessResponse(rsp *http.Response) (*LivenessResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LivenessResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Probe
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseOauthCallbackResponse parses an HTTP response from a OauthCallbackWithResponse call
 func ParseOauthCallbackResponse(rsp *http.Response) (*OauthCallbackResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -23014,6 +23331,46 @@ func ParseCreateProjectResponse(rsp *http.Response) (*CreateProjectResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReadinessResponse parses an HTTP response from a ReadinessWithResponse call
+func ParseReadinessResponse(rsp *http.Response) (*ReadinessResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReadinessResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Probe
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	}
 
