@@ -34,7 +34,7 @@ type Condition struct {
 
 // CompileError says where and why a condition object does not compile. Its Pointer is
 // a JSON pointer into the condition object ("" for the object itself); it unwraps to
-// ErrInvalidCondition or ErrTooDeep.
+// ErrInvalidCondition, ErrTooDeep, ErrConditionTooLarge, or the error of CheckTemplate.
 type CompileError struct {
 	Pointer string
 	Reason  string
@@ -53,8 +53,11 @@ func (e *CompileError) Unwrap() error { return e.Err }
 // Compile validates a condition object and compiles it for evaluation. It rejects an
 // unknown operator, a wrong number of arguments (comparisons, in, contains, startsWith,
 // endsWith and matches take 2; and/or at least 1; not, exists, isEmpty and length
-// exactly 1), a literal matches pattern that is not valid RE2, and nesting deeper
-// than MaxDepth. Errors are *CompileError values.
+// exactly 1), a literal matches pattern that is not valid RE2, nesting deeper than
+// MaxDepth, more than MaxNodes operators and arguments, and a path or template that
+// CheckTemplate refuses (such as a reserved path segment). The bounds are checked as the
+// object is read, so a hostile one is refused after at most MaxDepth levels and MaxNodes
+// nodes of work. Errors are *CompileError values.
 func Compile(cond any) (*Condition, error) {
 	var c compiler
 	expr, err := c.operator(cond, "", 1)
@@ -181,6 +184,7 @@ func selectSlot(path gval.Evaluables) gval.Evaluable {
 // compiler builds the gval expression text and its slots from a condition object.
 type compiler struct {
 	slots []slot
+	nodes int // operators and arguments read so far, bounded by MaxNodes
 }
 
 func (c *compiler) add(s slot) string {
@@ -228,6 +232,9 @@ func (c *compiler) operator(v any, ptr string, depth int) (string, error) {
 	if err := op.checkArity(name, len(args)); err != nil {
 		return "", invalid(ptr, "%s", err)
 	}
+	if c.nodes += 1 + len(args); c.nodes > MaxNodes {
+		return "", &CompileError{Pointer: ptr, Reason: fmt.Sprintf("a condition holds at most %d operators and arguments", MaxNodes), Err: ErrConditionTooLarge}
+	}
 
 	parts := make([]string, len(args))
 	for i, a := range args {
@@ -265,17 +272,26 @@ func (c *compiler) argument(a any, ptr string, depth int, deferred bool) (string
 	if s, ok := str(a); ok {
 		switch {
 		case isPath(s):
+			if err := CheckTemplate(s); err != nil {
+				return "", &CompileError{Pointer: ptr, Reason: err.Error(), Err: err}
+			}
 			return c.add(slot{kind: slotPath, text: s}), nil
 		case strings.Contains(s, "{{"):
+			if err := CheckTemplate(s); err != nil {
+				return "", &CompileError{Pointer: ptr, Reason: err.Error(), Err: err}
+			}
 			return c.add(slot{kind: slotTemplate, text: s}), nil
 		}
 		return c.add(slot{kind: slotLiteral, value: s}), nil
 	}
 	if _, ok := list(a); ok {
-		if Depth(a) > MaxDepth {
+		if deeperThan(a, MaxDepth) {
 			return "", &CompileError{Pointer: ptr, Reason: fmt.Sprintf("literal nests deeper than %d", MaxDepth), Err: ErrTooDeep}
 		}
 		if dynamic(a) {
+			if err := checkDynamic(a); err != nil {
+				return "", &CompileError{Pointer: ptr, Reason: err.Error(), Err: err}
+			}
 			return c.add(slot{kind: slotResolved, value: a}), nil
 		}
 	}
@@ -318,6 +334,33 @@ func dynamic(v any) bool {
 		}
 	}
 	return false
+}
+
+// checkDynamic applies CheckTemplate to every path and template in a literal array or
+// map (whose depth the caller has bounded).
+func checkDynamic(v any) error {
+	if s, ok := str(v); ok {
+		if isPath(s) || strings.Contains(s, "{{") {
+			return CheckTemplate(s)
+		}
+		return nil
+	}
+	if l, ok := list(v); ok {
+		for _, e := range l {
+			if err := checkDynamic(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if m, ok := object(v); ok {
+		for _, e := range m {
+			if err := checkDynamic(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func invalid(ptr, format string, args ...any) error {

@@ -16,6 +16,10 @@ const (
 	MaxDepth = 64
 	// MaxTemplateBytes is the largest template string that CheckTemplate accepts.
 	MaxTemplateBytes = 64 << 10
+	// MaxNodes is the most operators and arguments, counted together, that one
+	// condition object may hold ({"equal": ["@a", 1]} is three). Compiling costs some
+	// microseconds a node: the bound keeps a 10 MiB request from buying seconds of it.
+	MaxNodes = 1000
 )
 
 // Errors returned by this package; check them with errors.Is.
@@ -30,4 +34,10 @@ var (
 	// ErrInvalidCondition means a condition object cannot be compiled: an unknown
 	// operator, a wrong number of arguments, or a bad literal regular expression.
 	ErrInvalidCondition = errors.New("expr: invalid condition")
+	// ErrConditionTooLarge means a condition holds more than MaxNodes operators and
+	// arguments.
+	ErrConditionTooLarge = errors.New("expr: condition too large")
+	// ErrReservedSegment means a path names __proto__, constructor or prototype (see
+	// CheckPath).
+	ErrReservedSegment = errors.New("expr: reserved path segment")
 )

@@ -92,3 +92,13 @@ func ExampleRender() {
 	// Output:
 	// Hello Ada, total 1250.
 }
+
+func ExampleCheckTemplate() {
+	fmt.Println(expr.CheckTemplate("Dear {{input.customer.name}}"))
+	fmt.Println(expr.CheckTemplate("Dear {{input.customer.name"))
+	fmt.Println(expr.CheckTemplate("@input.__proto__.admin"))
+	// Output:
+	// <nil>
+	// expr: invalid template: unterminated "{{" at byte 5
+	// expr: reserved path segment "__proto__": a path may not name __proto__, constructor or prototype
+}

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -18,20 +19,55 @@ type Vars map[string]any
 // Segments are split on ".". A numeric segment indexes an array (and is an ordinary key
 // on a map). "length" on an array, a map or a string gives its length as an int (a
 // string's length counts characters), unless a map has a real key "length". A path
-// that leads nowhere gives nil: Lookup never fails and never panics.
+// that leads nowhere gives nil, and so does a path with a reserved segment (see
+// CheckPath), whatever the data holds: Lookup never fails and never panics.
 func Lookup(path string, vars Vars) any {
 	path = strings.TrimPrefix(path, "@")
 	if path == "" || vars == nil {
 		return nil
 	}
 	root, rest, more := strings.Cut(path, ".")
+	if reserved(root) {
+		return nil
+	}
 	v := vars[root]
 	for more && v != nil {
 		var seg string
 		seg, rest, more = strings.Cut(rest, ".")
+		if reserved(seg) {
+			return nil
+		}
 		v = step(v, seg)
 	}
 	return v
+}
+
+// CheckPath refuses a path, with or without its leading "@", that has a reserved
+// segment: __proto__, constructor or prototype (ErrReservedSegment). They are the names
+// through which JavaScript reaches an object's prototype, not a field's value, so a
+// definition naming them means something else to every JavaScript reader of the same
+// data (the browser SDK, webhook receivers); the spec's paths name fields of the input
+// and of step outputs. Lookup gives nil for such a path; CheckTemplate and Compile
+// refuse it when a workflow is created.
+func CheckPath(path string) error {
+	rest, more := strings.TrimPrefix(path, "@"), true
+	for more {
+		var seg string
+		seg, rest, more = strings.Cut(rest, ".")
+		if reserved(seg) {
+			return fmt.Errorf("%w %q: a path may not name __proto__, constructor or prototype", ErrReservedSegment, seg)
+		}
+	}
+	return nil
+}
+
+// reserved reports whether seg is a path segment that names nothing (CheckPath).
+func reserved(seg string) bool {
+	switch seg {
+	case "__proto__", "constructor", "prototype":
+		return true
+	}
+	return false
 }
 
 // step walks one path segment down from v.

@@ -34,11 +34,16 @@ func Render(tmpl string, vars Vars) string {
 }
 
 // CheckTemplate validates a template string at workflow create time: it is at most
-// MaxTemplateBytes long (ErrTemplateTooLarge) and every "{{" is closed by a "}}"
-// (ErrInvalidTemplate).
+// MaxTemplateBytes long (ErrTemplateTooLarge), which is checked before anything else is
+// read; every "{{" is closed by a "}}" (ErrInvalidTemplate); and no path in it, a whole
+// "@path" or one inside {{ }}, has a reserved segment (ErrReservedSegment, see
+// CheckPath).
 func CheckTemplate(s string) error {
 	if len(s) > MaxTemplateBytes {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrTemplateTooLarge, len(s), MaxTemplateBytes)
+	}
+	if isPath(s) {
+		return CheckPath(s)
 	}
 	offset := 0
 	rest := s
@@ -47,9 +52,12 @@ func CheckTemplate(s string) error {
 		if open < 0 {
 			return nil
 		}
-		_, _, after, found := cutPlaceholder(rest)
+		_, path, after, found := cutPlaceholder(rest)
 		if !found {
 			return fmt.Errorf("%w: unterminated \"{{\" at byte %d", ErrInvalidTemplate, offset+open)
+		}
+		if err := CheckPath(path); err != nil {
+			return fmt.Errorf("%w (the placeholder at byte %d)", err, offset+open)
 		}
 		offset += len(rest) - len(after)
 		rest = after

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -289,4 +290,23 @@ func Depth(v any) int {
 		return deepest + 1
 	}
 	return 0
+}
+
+// deeperThan reports whether Depth(v) > n, looking no more than n+1 levels down: a
+// hostile value nested far deeper is refused after n levels of work, not all of them.
+func deeperThan(v any, n int) bool {
+	if l, ok := list(v); ok {
+		return n <= 0 || slices.ContainsFunc(l, func(c any) bool { return deeperThan(c, n-1) })
+	}
+	if m, ok := object(v); ok {
+		if n <= 0 {
+			return true
+		}
+		for _, c := range m {
+			if deeperThan(c, n-1) {
+				return true
+			}
+		}
+	}
+	return false
 }
