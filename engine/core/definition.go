@@ -106,7 +106,9 @@ func (e *Core) checkWorkflow(ctx context.Context, orgID string, in WorkflowInput
 	}
 	var doc any
 	if err := json.Unmarshal(in.Definition, &doc); err != nil {
-		problems = append(problems, Problem{Pointer: "/definition", Message: "is not valid JSON"})
+		// The reason matters most for JSON that only nests too deep for encoding/json
+		// (10,000 levels): "exceeded max depth".
+		problems = append(problems, Problem{Pointer: "/definition", Message: "is not valid JSON: " + err.Error()})
 		return nil, &ValidationError{Problems: problems}
 	}
 	if err := definitionSchema.Validate(doc); err != nil {
