@@ -1,0 +1,147 @@
+package orgconfig_test
+
+import (
+	"context"
+	"errors"
+	"path"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/core"
+	"github.com/svcflow/svcflow/engine/secrets"
+	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// keyRule restates the documented key rule (docs/decisions.md, org config): 1-200
+// characters of letters, digits and : _ - . /; the "/"-separated segments are checked
+// on their own.
+var keyRule = regexp.MustCompile(`^[A-Za-z0-9:_.\-/]{1,200}$`)
+
+// callBound is how long one call may take: a sealed value read or written in an
+// in-memory database.
+const callBound = 2 * time.Second
+
+// FuzzOrgConfig drives org config keys and orgconfig: references through a real engine on
+// SQLite. A key is stored exactly when the documented rule allows it, reads back its
+// value, and is then a path segment no client normalises away; a refused key is a
+// problem at /key that never quotes the value. orgconfig:<key> resolves to acme's value
+// for acme's two keys and to ErrNoKey (a not found) for anything else, never to another
+// organization's value, and no error carries a value.
+//
+//	go test ./engine/orgconfig -run '^$' -fuzz '^FuzzOrgConfig$' -fuzztime 30s
+func FuzzOrgConfig(f *testing.F) {
+	for _, seed := range []string{
+		"api:crm", "db:erp", "api:llm_api_key", "a/b/c", "a//b", "/a", "a/", "a/./b", "a/../b", ".", "..",
+		"...", "a.b", "API:CRM", "api:crm ", " api:crm", "api crm", "api:crm\n", "api:crm\x00", "é", "a%2fb",
+		strings.Repeat("k", 200), strings.Repeat("k", 201), "", "orgconfig:api:crm", "api:rival",
+	} {
+		f.Add(seed)
+	}
+	key, err := secrets.GenerateKey()
+	if err != nil {
+		f.Fatal(err)
+	}
+	kr, err := secrets.NewKeyring(key)
+	if err != nil {
+		f.Fatal(err)
+	}
+	eng, err := engine.New(engine.Config{Store: store.OpenTest(f, "sqlite"), Keyring: kr})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ctx := context.Background()
+	values := map[string]string{"api:crm": "crm-secret-5f2b9c", "db:erp": "postgres://erp:hunter2@db/erp"}
+	for k, v := range values {
+		if _, _, err := eng.SetOrgConfig(ctx, "acme", k, v); err != nil {
+			f.Fatal(err)
+		}
+	}
+	const rivalValue = "rival-secret-88e1d0"
+	for _, k := range []string{"api:crm", "api:rival"} {
+		if _, _, err := eng.SetOrgConfig(ctx, "rival", k, rivalValue); err != nil {
+			f.Fatal(err)
+		}
+	}
+	noValue := func(t *testing.T, err error, plain ...string) {
+		t.Helper()
+		for _, p := range append(plain, rivalValue, values["api:crm"], values["db:erp"]) {
+			if strings.Contains(err.Error(), p) {
+				t.Fatalf("an error carries a value: %v", err)
+			}
+		}
+	}
+
+	f.Fuzz(func(t *testing.T, k string) {
+		within := func(what string, fn func()) {
+			t.Helper()
+			start := time.Now()
+			fn()
+			if took := time.Since(start); took > callBound {
+				t.Fatalf("%s of %q took %v (bound %v)", what, k, took, callBound)
+			}
+		}
+
+		// The key as a key of its own, in an organization of its own.
+		const value = "fuzz-value-0c41"
+		var err error
+		within("SetOrgConfig", func() { _, _, err = eng.SetOrgConfig(ctx, "fuzz", k, value) })
+		allowed := keyRule.MatchString(k)
+		for _, seg := range strings.Split(k, "/") {
+			allowed = allowed && seg != "" && seg != "." && seg != ".."
+		}
+		switch {
+		case allowed && err != nil:
+			t.Fatalf("key %q follows the rule but was refused: %v", k, err)
+		case !allowed && err == nil:
+			t.Fatalf("key %q breaks the rule but was stored", k)
+		case err != nil:
+			var ve *core.ValidationError
+			if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Pointer != "/key" {
+				t.Fatalf("refusing key %q: %v, want one problem at /key", k, err)
+			}
+			noValue(t, err, value)
+		default:
+			if clean := path.Clean("/org-config/" + k); clean != "/org-config/"+k {
+				t.Fatalf("stored key %q is normalised to %q as a path", k, clean)
+			}
+			var got string
+			within("OrgConfigValue", func() { got, err = eng.OrgConfigValue(ctx, "fuzz", k) })
+			if err != nil || got != value {
+				t.Fatalf("key %q reads back %q, %v", k, got, err)
+			}
+			if err := eng.DeleteOrgConfig(ctx, "fuzz", k); err != nil {
+				t.Fatalf("deleting key %q: %v", k, err)
+			}
+		}
+
+		// The key in a reference, and the input as a reference.
+		for _, ref := range []string{"orgconfig:" + k, k} {
+			var got string
+			within("ResolveOrgConfig", func() { got, err = eng.ResolveOrgConfig(ctx, "acme", ref) })
+			name, isRef := strings.CutPrefix(ref, "orgconfig:")
+			want, known := values[name]
+			switch {
+			case !isRef:
+				if err != nil || got != ref {
+					t.Fatalf("%q is no reference, yet resolved to %q, %v", ref, got, err)
+				}
+			case known:
+				if err != nil || got != want {
+					t.Fatalf("%q resolved to %q, %v; want acme's value", ref, got, err)
+				}
+			default:
+				if !errors.Is(err, svctype.ErrNotFound) {
+					t.Fatalf("%q resolved to %q, %v; want ErrNoKey", ref, got, err)
+				}
+				noValue(t, err)
+				if len(err.Error()) > 1024 {
+					t.Fatalf("the error for a %d-byte reference is %d bytes: it echoes the input", len(ref), len(err.Error()))
+				}
+			}
+		}
+	})
+}
