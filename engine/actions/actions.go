@@ -174,6 +174,20 @@ func orgConfigRef(s string) bool {
 	return ok && key != "" && !strings.ContainsAny(key, " \t\r\n")
 }
 
+// headerRef finds the orgconfig: reference of a header value, the one way both the check
+// and the run (secretValue) read it: the whole value ("orgconfig:api:crm"), or the rest
+// of the value after its first " orgconfig:" ("Bearer orgconfig:api:crm"), before being
+// the text kept in front of the secret.
+func headerRef(v string) (before, ref string, ok bool) {
+	if strings.HasPrefix(v, "orgconfig:") {
+		return "", v, true
+	}
+	if i := strings.Index(v, " orgconfig:"); i >= 0 {
+		return v[:i+1], v[i+1:], true
+	}
+	return "", "", false
+}
+
 func checkHTTPAction(a *svctype.Action) []core.Problem {
 	var ps []core.Problem
 	switch {
@@ -215,15 +229,16 @@ func checkHTTPAction(a *svctype.Action) []core.Problem {
 	for _, name := range names {
 		at := "/headers/" + core.EscapePointer(name)
 		v := a.Headers[name]
+		before, ref, isRef := headerRef(v)
 		switch {
 		case !validHeaderName(name):
 			ps = append(ps, core.Problem{Pointer: at, Message: "is not a valid HTTP header name"})
 		case len(v) > maxActionText:
 			ps = append(ps, core.Problem{Pointer: at, Message: fmt.Sprintf("at most %d bytes", maxActionText)})
-		case strings.HasPrefix(v, "orgconfig:"):
-			if !orgConfigRef(v) {
-				ps = append(ps, core.Problem{Pointer: at, Message: "an orgconfig: reference names a key: orgconfig:<key>"})
-			}
+		case isRef && !orgConfigRef(ref):
+			ps = append(ps, core.Problem{Pointer: at, Message: "an orgconfig: reference names a key and ends the value: orgconfig:<key>, or after a space (Bearer orgconfig:<key>)"})
+		case isRef && before == "":
+			// the whole value is the secret's
 		case !validHeaderValue(v):
 			ps = append(ps, core.Problem{Pointer: at, Message: "holds a control character (CR, LF, NUL, ...): not a valid header value"})
 		default:

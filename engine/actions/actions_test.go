@@ -60,6 +60,8 @@ func TestActionValidation(t *testing.T) {
 			[]string{"/headers/Bad Header", "/headers/a~1b"}},
 		{"http header value with CRLF", svctype.Action{Name: "a", Kind: svctype.ActionHTTP, URL: "https://x.example", Headers: map[string]string{"X-A": "v\r\nX-Evil: 1"}}, []string{"/headers/X-A"}},
 		{"http header empty orgconfig", svctype.Action{Name: "a", Kind: svctype.ActionHTTP, URL: "https://x.example", Headers: map[string]string{"X-A": "orgconfig:"}}, []string{"/headers/X-A"}},
+		{"http header empty orgconfig after a space", svctype.Action{Name: "a", Kind: svctype.ActionHTTP, URL: "https://x.example", Headers: map[string]string{"X-A": "Bearer orgconfig:", "X-B": "Bearer orgconfig:api crm"}},
+			[]string{"/headers/X-A", "/headers/X-B"}},
 		{"http timeout above 300", svctype.Action{Name: "a", Kind: svctype.ActionHTTP, URL: "https://x.example", TimeoutSeconds: 301}, []string{"/timeout_seconds"}},
 		{"http negative timeout", svctype.Action{Name: "a", Kind: svctype.ActionHTTP, URL: "https://x.example", TimeoutSeconds: -1}, []string{"/timeout_seconds"}},
 		{"http with fields of other kinds", svctype.Action{Name: "a", Kind: svctype.ActionHTTP, URL: "https://x.example", Datasource: "orgconfig:db:x", MaxTokens: 5, Properties: map[string]any{}},

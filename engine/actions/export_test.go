@@ -8,3 +8,6 @@ func SetCacheClock(a *Actions, now func() time.Time) {
 	defer a.cache.mu.Unlock()
 	a.cache.now = now
 }
+
+// SecretValue is secretValue: how a run resolves an orgconfig: reference in a header.
+var SecretValue = secretValue

@@ -161,17 +161,15 @@ func recordRequest(_ context.Context, call *svctype.StepCall) (any, error) {
 // secretValue resolves an action field: a value that is an orgconfig:<key> reference is the
 // key's value; a value with one after a space ("Bearer orgconfig:api:crm") has it replaced.
 func secretValue(ctx context.Context, call *svctype.StepCall, v string) (string, error) {
-	if key, ok := strings.CutPrefix(v, orgconfig.Prefix); ok {
-		return call.Secret(ctx, key)
+	before, ref, ok := headerRef(v)
+	if !ok {
+		return v, nil
 	}
-	if i := strings.Index(v, " "+orgconfig.Prefix); i >= 0 {
-		s, err := call.Secret(ctx, v[i+1+len(orgconfig.Prefix):])
-		if err != nil {
-			return "", err
-		}
-		return v[:i+1] + s, nil
+	s, err := call.Secret(ctx, strings.TrimPrefix(ref, orgconfig.Prefix))
+	if err != nil {
+		return "", err
 	}
-	return v, nil
+	return before + s, nil
 }
 
 // bodyProperties are the properties an action sends: without the engine's own (__*).
