@@ -3,11 +3,13 @@ package forms_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -161,10 +163,13 @@ func TestSnakeCaseKeys(t *testing.T) {
 	}
 }
 
-// FuzzNormalize: no input makes Normalize panic, and every older shape it converts gives a
-// form that Validate accepts and that survives a JSON round trip.
+// FuzzNormalize: Convert answers a conversion or ErrMalformed / ErrUnrecognized (always
+// ErrMalformed for what is not JSON), the same one twice, within callBound; every older
+// shape it converts gives a form that Validate accepts and that survives a JSON round trip
+// unchanged; a form_schema_v1 document comes back with the version set and nothing else
+// noted, and Validate judges it without failing.
 //
-//	go test ./forms -run '^$' -fuzz FuzzNormalize -fuzztime 60s
+//	go test ./forms -run '^$' -fuzz '^FuzzNormalize$' -fuzztime 30s
 func FuzzNormalize(f *testing.F) {
 	inputs, _ := filepath.Glob(filepath.Join("testdata", "*", "*.input.json"))
 	for _, in := range inputs {
@@ -179,31 +184,104 @@ func FuzzNormalize(f *testing.F) {
 		`{"components": [{"type": "panel", "components": [{"type": "columns", "columns": [{"components": [{}]}]}]}]}`,
 		`[{"key": "n", "type": "number", "min": 1e400, "default": -0}]`,
 		`{"type": "object", "properties": {"b": {"type": "boolean", "default": "maybe"}}, "required": "b"}`,
+		`{"display": "wizard", "components": [{"type": "panel", "key": "p"}, {"type": "panel", "key": "p"}, {"type": "panel", "key": "p_2"}, {"type": "panel", "key": "p"}]}`,
+		`{"pages": [{"id": "a", "fields": [{"key": "x", "type": "text"}]}]}`,
+		`{"version": "form_schema_v1", "pages": "no"}`,
+		`{"fields": [{"name": "__proto__", "type": "text"}, {"name": "constructor"}]}`,
+		`[{"key": "a"}, {"key": "a"}, {"key": "a_2"}, {"key": "a"}]`,
+		`{"a": 1} trailing`, `[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		conv, err := forms.Convert(raw)
+		var conv *forms.Conversion
+		var err error
+		within(t, "Convert", func() { conv, err = forms.Convert(raw) })
 		if err != nil {
+			switch {
+			case !json.Valid(raw) && !errors.Is(err, forms.ErrMalformed):
+				t.Fatalf("not JSON, yet %v rather than ErrMalformed", err)
+			case !errors.Is(err, forms.ErrMalformed) && !errors.Is(err, forms.ErrUnrecognized):
+				t.Fatalf("Convert failed with %v: neither ErrMalformed nor ErrUnrecognized", err)
+			}
 			return
 		}
 		b, err := json.Marshal(conv.Schema)
 		if err != nil {
 			t.Fatalf("converted schema does not marshal: %v", err)
 		}
+		again, err := forms.Convert(raw)
+		if err != nil {
+			t.Fatalf("the second conversion failed: %v", err)
+		}
+		if b1, b2 := mustJSON(t, conv), mustJSON(t, again); !bytes.Equal(b1, b2) {
+			t.Fatalf("two conversions differ:\n%s\n%s", b1, b2)
+		}
 		if conv.Shape == forms.ShapeV1 {
-			_ = forms.Validate(conv.Schema)
+			if conv.Schema.Version != forms.Version {
+				t.Fatalf("a form_schema_v1 document came back with version %q", conv.Schema.Version)
+			}
+			for _, n := range conv.Notes {
+				if n.Pointer != "/version" {
+					t.Fatalf("a form_schema_v1 document is passed through, yet noted: %+v", n)
+				}
+			}
+			within(t, "Validate", func() { _ = forms.Validate(conv.Schema) })
 			return
 		}
-		if ps := forms.Validate(conv.Schema); len(ps) > 0 {
+		var ps []forms.Problem
+		within(t, "Validate", func() { ps = forms.Validate(conv.Schema) })
+		if len(ps) > 0 {
 			t.Fatalf("converted %s is invalid: %v\n%s", conv.Shape, ps, b)
 		}
-		again, err := forms.Normalize(b)
+		back, err := forms.Normalize(b)
 		if err != nil {
 			t.Fatalf("converted schema does not read back: %v", err)
 		}
-		if b2, _ := json.Marshal(again); !bytes.Equal(b, b2) {
+		if b2, _ := json.Marshal(back); !bytes.Equal(b, b2) {
 			t.Fatalf("round trip changed the schema:\n%s\n%s", b, b2)
 		}
 	})
+}
+
+// callBound is how long one call may take on one fuzz input: inputs are a few KiB, which
+// every call here reads in well under a millisecond.
+const callBound = 2 * time.Second
+
+// within runs fn and fails the input when it took longer than callBound.
+func within(t *testing.T, what string, fn func()) {
+	t.Helper()
+	start := time.Now()
+	fn()
+	if took := time.Since(start); took > callBound {
+		t.Fatalf("%s took %v (bound %v)", what, took, callBound)
+	}
+}
+
+// TestConvertManyPagesOfOneKey: 50,000 wizard panels with the same key get ids p, p_2, ...
+// p_50000 in time linear in their number. Page ids were found by trying p_2, p_3, ... from
+// the start for every page: 8,000 panels (216 KB) took 6 s, 50,000 would take minutes;
+// the test gives up after 30 s, far above the 50 ms or so the conversion takes now.
+func TestConvertManyPagesOfOneKey(t *testing.T) {
+	t.Parallel()
+	const n = 50_000
+	raw := []byte(`{"display": "wizard", "components": [` + strings.Repeat(`{"type": "panel", "key": "p"},`, n-1) + `{"type": "panel", "key": "p"}]}`)
+	done := make(chan *forms.Conversion, 1)
+	go func() {
+		conv, err := forms.Convert(raw)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- conv
+	}()
+	select {
+	case conv := <-done:
+		require.NotNil(t, conv)
+		require.Len(t, conv.Schema.Pages, n)
+		require.Equal(t, "p", conv.Schema.Pages[0].ID)
+		require.Equal(t, "p_2", conv.Schema.Pages[1].ID)
+		require.Equal(t, "p_50000", conv.Schema.Pages[n-1].ID)
+	case <-time.After(30 * time.Second):
+		t.Fatal("converting 50,000 panels of one key did not end in 30 s: page ids are not found in linear time")
+	}
 }
