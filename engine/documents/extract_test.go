@@ -132,7 +132,7 @@ func TestExtractJSON(t *testing.T) {
 
 // workbook builds an XLSX file whose first sheet holds rows (A1 onwards); style, when set,
 // is applied to the cells it names.
-func workbook(t *testing.T, rows [][]any, style map[string]*excelize.Style) []byte {
+func workbook(t testing.TB, rows [][]any, style map[string]*excelize.Style) []byte {
 	t.Helper()
 	f := excelize.NewFile()
 	defer f.Close()

@@ -37,19 +37,19 @@ func extractXLSX(data []byte, limit int) ([]map[string]any, error) {
 		return nil, errors.New("xlsx: the workbook has no sheet")
 	}
 	sheet := sheets[0]
-	raw, err := f.GetRows(sheet, excelize.Options{RawCellValue: true})
+	raw, err := sheetRows(f, sheet, len(data), excelize.Options{RawCellValue: true})
 	if err != nil {
-		return nil, fmt.Errorf("xlsx: %w", err)
+		return nil, err
 	}
-	shown, err := f.GetRows(sheet)
+	shown, err := sheetRows(f, sheet, len(data))
 	if err != nil {
-		return nil, fmt.Errorf("xlsx: %w", err)
+		return nil, err
 	}
 	x := &xlsxCells{f: f, sheet: sheet, dateStyle: map[int]bool{}}
 	if props, err := f.GetWorkbookProps(); err == nil && props.Date1904 != nil {
 		x.date1904 = *props.Date1904
 	}
-	t := table{limit: limit}
+	t := table{limit: limit, size: len(data)}
 	for i := range raw {
 		row := make([]string, len(raw[i]))
 		for j := range raw[i] {
@@ -66,7 +66,7 @@ func extractXLSX(data []byte, limit int) ([]map[string]any, error) {
 			continue
 		}
 		t.add(row)
-		if t.n > MaxRows {
+		if t.n > limit {
 			// Count the rest without converting them.
 			for _, r := range raw[i+1:] {
 				t.add(r)
@@ -75,6 +75,44 @@ func extractXLSX(data []byte, limit int) ([]map[string]any, error) {
 		}
 	}
 	return t.records()
+}
+
+// sheetRows is excelize's GetRows with bounds, for a workbook of size bytes. A cell far to
+// the right makes its row that long, so the cells read are counted as they come and more
+// than cellLimit(size) is a *TooManyCellsError; rows between two row numbers are walked one
+// by one, so a row number past the last a sheet has (excelize.TotalRows, 1,048,576) is an
+// error, where <row r="50000000"> cost half a second, and a larger one longer. A row that
+// does not read is an error too, where GetRows returns the rows before it as if they were
+// all.
+func sheetRows(f *excelize.File, sheet string, size int, opts ...excelize.Options) ([][]string, error) {
+	rows, err := f.Rows(sheet)
+	if err != nil {
+		return nil, fmt.Errorf("xlsx: %w", err)
+	}
+	defer rows.Close()
+	limit := cellLimit(size)
+	var out [][]string
+	cells := 0
+	for n := 1; rows.Next(); n++ {
+		if n > excelize.TotalRows {
+			return nil, fmt.Errorf("xlsx: a row past row %s, the last a sheet has", thousands(excelize.TotalRows))
+		}
+		row, err := rows.Columns(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("xlsx: row %d: %w", n, err)
+		}
+		if cells += len(row); cells > limit {
+			return nil, &TooManyCellsError{Limit: limit, Size: size}
+		}
+		if len(row) > 0 {
+			out = append(out, make([][]string, n-1-len(out))...) // the empty rows above it
+			out = append(out, row)
+		}
+	}
+	if err := rows.Error(); err != nil {
+		return nil, fmt.Errorf("xlsx: %w", err)
+	}
+	return out, nil
 }
 
 type xlsxCells struct {
