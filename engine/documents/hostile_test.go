@@ -106,6 +106,19 @@ func TestHostileDocuments(t *testing.T) {
 		t.Logf("xlsx with row 50,000,000 (%d bytes): refused in %v", len(data), took)
 	})
 
+	t.Run("a shared string index below zero", func(t *testing.T) {
+		t.Parallel()
+		// excelize v2.10.1 panics reading it (index out of range [-1]): the process that
+		// resolved a doc: reference to it ended.
+		data := withSheetXML(t, workbook(t, [][]any{{"h"}, {"x"}}, nil), func(s string) string {
+			const cell = `<c r="A2" t="s"><v>2</v></c>` // "x", after the other sheet's and "h"
+			require.Contains(t, s, cell)
+			return strings.Replace(s, cell, `<c r="A2" t="s"><v>-1</v></c>`, 1)
+		})
+		_, err := documents.Extract(documents.MediaXLSX, "", data)
+		require.ErrorContains(t, err, "xlsx: the workbook cannot be read: runtime error: index out of range [-1]")
+	})
+
 	t.Run("a cell that cannot be read is an error", func(t *testing.T) {
 		t.Parallel()
 		data := withSheetXML(t, workbook(t, [][]any{{"h"}, {1}, {2}}, nil), func(s string) string {
