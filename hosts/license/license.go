@@ -42,8 +42,11 @@ func NewKey() (ed25519.PrivateKey, error) {
 	return priv, err
 }
 
-// Sign returns l signed with key.
+// Sign returns l signed with key. Its times are kept to the second, in UTC, and are
+// checked as kept: expires_at less than a second after not_before, in the same second,
+// would sign a license valid at no time.
 func Sign(l License, key ed25519.PrivateKey) (string, error) {
+	l.NotBefore, l.ExpiresAt = l.NotBefore.UTC().Truncate(time.Second), l.ExpiresAt.UTC().Truncate(time.Second)
 	switch {
 	case len(key) != ed25519.PrivateKeySize:
 		return "", errors.New("license: the signing key is not an Ed25519 private key")
@@ -52,12 +55,11 @@ func Sign(l License, key ed25519.PrivateKey) (string, error) {
 	case l.Seats < 1:
 		return "", errors.New("license: seats must be at least 1")
 	case !l.ExpiresAt.After(l.NotBefore):
-		return "", errors.New("license: expires_at must be after not_before")
+		return "", errors.New("license: expires_at must be after not_before, to the second")
 	}
 	if l.Features == nil {
 		l.Features = []string{}
 	}
-	l.NotBefore, l.ExpiresAt = l.NotBefore.UTC().Truncate(time.Second), l.ExpiresAt.UTC().Truncate(time.Second)
 	payload, err := json.Marshal(l)
 	if err != nil {
 		return "", err
