@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet openapi client lint-openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http e2e
+.PHONY: help run test test-short vet fuzz openapi client lint-openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http e2e
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -25,6 +25,14 @@ e2e: ## headless Chromium against svcflow serve (installs Debian's chromium and 
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 	@test -d e2e/node_modules/playwright-core || (cd e2e && npm ci --no-audit --no-fund)
 	SVC_E2E=1 $(GO) test -run TestBrowserEndToEnd -count=1 -v ./hosts/svcflow/
+
+FUZZTIME ?= 30s
+fuzz: ## every fuzz target (func Fuzz... in a _test.go) for FUZZTIME (default 30s), one after another; .ci/fuzz runs them all at once
+	@set -e; git grep -o -E '^func Fuzz[A-Za-z0-9_]+' -- '*_test.go' | sed -E 's|^(.*)/[^/]+:func (Fuzz.*)$$|\1 \2|' | \
+	while read -r dir name; do \
+		echo "== $$name ./$$dir"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$dir </dev/null; \
+	done
 
 openapi: ## regenerate openapi/openapi.yaml (3.1) and openapi/openapi-3.0.yaml (Huma's 3.0 downgrade) from the code
 	$(GO) run ./hosts/svcflow openapi > openapi/openapi.yaml
