@@ -27,12 +27,8 @@ e2e: ## headless Chromium against svcflow serve (installs Debian's chromium and 
 	SVC_E2E=1 $(GO) test -run TestBrowserEndToEnd -count=1 -v ./hosts/svcflow/
 
 FUZZTIME ?= 30s
-fuzz: ## every fuzz target (func Fuzz... in a _test.go) for FUZZTIME (default 30s), one after another; .ci/fuzz runs them all at once
-	@set -e; git grep -o -E '^func Fuzz[A-Za-z0-9_]+' -- '*_test.go' | sed -E 's|^(.*)/[^/]+:func (Fuzz.*)$$|\1 \2|' | \
-	while read -r dir name; do \
-		echo "== $$name ./$$dir"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$dir </dev/null; \
-	done
+fuzz: ## every fuzz target (func Fuzz... in a _test.go) for FUZZTIME (default 30s), one after another; CI's .ci/fuzz runs them all at once
+	FUZZTIME=$(FUZZTIME) GO=$(GO) .ci/fuzz --serial
 
 openapi: ## regenerate openapi/openapi.yaml (3.1) and openapi/openapi-3.0.yaml (Huma's 3.0 downgrade) from the code
 	$(GO) run ./hosts/svcflow openapi > openapi/openapi.yaml
