@@ -83,11 +83,23 @@ func (b *bundle) do(t testing.TB, method, path, org string, body any, headers ..
 	for _, h := range headers {
 		name, value, ok := strings.Cut(h, ":")
 		require.True(t, ok, "header %q", h)
+		if n, many := strings.CutSuffix(name, "+"); many { // doOrgs: several lines of one header
+			for _, v := range strings.Split(strings.TrimSpace(value), "\x00") {
+				req.Header.Add(strings.TrimSpace(n), v)
+			}
+			continue
+		}
 		req.Header.Set(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
 	rec := httptest.NewRecorder()
 	b.h.ServeHTTP(rec, req)
 	return rec
+}
+
+// doOrgs is do with one X-Org-Id header line for each of orgs.
+func (b *bundle) doOrgs(t testing.TB, method, path string, orgs []string, body any, headers ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	return b.do(t, method, path, "", body, append(headers, "X-Org-Id+: "+strings.Join(orgs, "\x00"))...)
 }
 
 // ok asserts status and decodes the JSON answer.

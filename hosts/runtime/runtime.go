@@ -240,7 +240,13 @@ func (s *Server) requireOrg(ctx huma.Context, next func(huma.Context)) {
 		return
 	}
 	var p *Problem
+	r, _ := humachi.Unwrap(ctx)
 	switch org := ctx.Header(OrgHeader); {
+	case r != nil && len(r.Header.Values(OrgHeader)) > 1:
+		// Two organizations named: which one a proxy or the route would read is anyone's
+		// guess, so none is.
+		p = newProblem(http.StatusBadRequest, codeInvalidOrg, "exactly one X-Org-Id header is allowed",
+			&ProblemDetail{Location: "header." + OrgHeader, Message: "more than one organization id"})
 	case org == "":
 		p = newProblem(http.StatusUnauthorized, codeMissingOrg, "the X-Org-Id header is required")
 	case !engine.ValidOrgID(org):

@@ -587,6 +587,17 @@ func TestTenancyFromRouteList(t *testing.T) {
 				}
 			}
 			require.Equal(t, before, snapshotA(t, b, fx), "calling %s as org B changed what org A sees", ro.op.OperationID)
+
+			if hasOrg {
+				// Without X-Org-Id, or naming two organizations (B's and A's, in either
+				// order), the route refuses before anything is read or written.
+				problem(t, b.do(t, ro.method, path, "", body, call.headers...), http.StatusUnauthorized, "missing_org")
+				for _, pair := range [][2]string{{orgB, orgA}, {orgA, orgB}} {
+					problem(t, b.doOrgs(t, ro.method, path, pair[:], body, call.headers...), http.StatusBadRequest, "invalid_org")
+				}
+				problem(t, b.do(t, ro.method, path, orgB+","+orgA, body, call.headers...), http.StatusBadRequest, "invalid_org")
+				require.Equal(t, before, snapshotA(t, b, fx), "a refused call to %s changed what org A sees", ro.op.OperationID)
+			}
 		})
 	}
 }
