@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/forms"
+	"github.com/svcflow/svcflow/internal/fuzzbound"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/<shape>/ from the current output")
@@ -164,7 +165,7 @@ func TestSnakeCaseKeys(t *testing.T) {
 }
 
 // FuzzNormalize: Convert answers a conversion or ErrMalformed / ErrUnrecognized (always
-// ErrMalformed for what is not JSON), the same one twice, within callBound; every older
+// ErrMalformed for what is not JSON), the same one twice, within fuzzbound.Bound; every older
 // shape it converts gives a form that Validate accepts and that survives a JSON round trip
 // unchanged; a form_schema_v1 document comes back as it is, but for a missing version,
 // which is set and noted, and Validate judges it without failing.
@@ -196,7 +197,7 @@ func FuzzNormalize(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var conv *forms.Conversion
 		var err error
-		within(t, "Convert", func() { conv, err = forms.Convert(raw) })
+		fuzzbound.Within(t, "Convert", func() { conv, err = forms.Convert(raw) })
 		if err != nil {
 			switch {
 			case !json.Valid(raw) && !errors.Is(err, forms.ErrMalformed):
@@ -227,11 +228,11 @@ func FuzzNormalize(f *testing.F) {
 			case given.Version != nil && (conv.Schema.Version != *given.Version || len(conv.Notes) != 0):
 				t.Fatalf("a form_schema_v1 document of version %q came back with %q, notes %+v", *given.Version, conv.Schema.Version, conv.Notes)
 			}
-			within(t, "Validate", func() { _ = forms.Validate(conv.Schema) })
+			fuzzbound.Within(t, "Validate", func() { _ = forms.Validate(conv.Schema) })
 			return
 		}
 		var ps []forms.Problem
-		within(t, "Validate", func() { ps = forms.Validate(conv.Schema) })
+		fuzzbound.Within(t, "Validate", func() { ps = forms.Validate(conv.Schema) })
 		if len(ps) > 0 {
 			t.Fatalf("converted %s is invalid: %v\n%s", conv.Shape, ps, b)
 		}
@@ -243,26 +244,6 @@ func FuzzNormalize(f *testing.F) {
 			t.Fatalf("round trip changed the schema:\n%s\n%s", b, b2)
 		}
 	})
-}
-
-// callBound is how long one call may take on one fuzz input: inputs are a few KiB, which
-// every call here reads in well under a millisecond.
-const callBound = 2 * time.Second
-
-// within runs fn and fails the input when fn has not returned after callBound. It does
-// not wait for a call that hangs: the failure names the input, which a hang would not.
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	select {
-	case <-done:
-	case <-time.After(callBound):
-		t.Fatalf("%s has not returned after %v", what, callBound)
-	}
 }
 
 // TestConvertManyPagesOfOneKey: 50,000 wizard panels with the same key get ids p, p_2, ...

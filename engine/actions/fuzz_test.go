@@ -5,13 +5,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/actions"
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/fuzzbound"
 )
 
 // FuzzActionReferences holds the two readers of orgconfig: in an action to each other: the
@@ -60,7 +60,7 @@ func FuzzActionReferences(f *testing.F) {
 		}}
 		var got string
 		var err error
-		within(t, "secretValue", func() { got, err = actions.SecretValue(ctx, call, v) })
+		fuzzbound.Within(t, "secretValue", func() { got, err = actions.SecretValue(ctx, call, v) })
 
 		// What the run asks for, and what it makes of the answer.
 		var prefix, key string
@@ -102,24 +102,4 @@ func FuzzActionReferences(f *testing.F) {
 			}
 		}
 	})
-}
-
-// callBound is how long resolving one header may take: a sealed value read in an
-// in-memory database.
-const callBound = 2 * time.Second
-
-// within runs fn and fails the input when fn has not returned after callBound. It does
-// not wait for a call that hangs: the failure names the input, which a hang would not.
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	select {
-	case <-done:
-	case <-time.After(callBound):
-		t.Fatalf("%s has not returned after %v", what, callBound)
-	}
 }

@@ -6,11 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/fuzzbound"
 )
 
 // FuzzDocReference resolves doc: tokens through the run core's evaluator, as a step's
@@ -19,7 +19,7 @@ import (
 // for the two documents' ids. A token resolves exactly when it names acme's document and
 // no version or version 1 or 2 (decimal digits only), to that version's rows; anything
 // else is an error, never another organization's rows, and every call returns within
-// callBound.
+// fuzzbound.Bound.
 //
 //	go test ./engine/docs -run '^$' -fuzz '^FuzzDocReference$' -fuzztime 30s
 func FuzzDocReference(f *testing.F) {
@@ -61,7 +61,7 @@ func FuzzDocReference(f *testing.F) {
 		token = strings.NewReplacer("{mine}", mine, "{theirs}", theirs).Replace(token)
 		var got any
 		var err error
-		within(t, "Resolve", func() { got, err = eval.Resolve(acme, token, nil) })
+		fuzzbound.Within(t, "Resolve", func() { got, err = eval.Resolve(acme, token, nil) })
 
 		ref, isDoc := strings.CutPrefix(token, "doc:")
 		if !isDoc {
@@ -95,24 +95,4 @@ func FuzzDocReference(f *testing.F) {
 			t.Fatalf("%q resolved to %v; want %v", token, got, want)
 		}
 	})
-}
-
-// callBound is how long one resolution may take: a lookup by id in an in-memory database
-// and, once per version, extracting one row.
-const callBound = 2 * time.Second
-
-// within runs fn and fails the input when fn has not returned after callBound. It does
-// not wait for a call that hangs: the failure names the input, which a hang would not.
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	select {
-	case <-done:
-	case <-time.After(callBound):
-		t.Fatalf("%s has not returned after %v", what, callBound)
-	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/svcflow/svcflow/engine/documents"
+	"github.com/svcflow/svcflow/internal/fuzzbound"
 )
 
 // Fuzz targets of extraction. Each asserts what Extract documents for any input: an error,
@@ -23,41 +24,21 @@ import (
 // are text, finite numbers or (in number columns) null, a column being numbers or text
 // throughout, and no more cells than max(MinCells, size); the same answer under a limit of
 // 3 as under MaxRows when there are at most 3 rows, else a *TooManyRowsError counting
-// them; and each call within callBound.
+// them; and each call within fuzzbound.Bound.
 //
 //	go test ./engine/documents -run '^$' -fuzz '^FuzzExtractCSV$' -fuzztime 30s
-
-// callBound is how long one extraction may take on one fuzz input (a few KiB; the XLSX
-// ones unzip and parse a workbook): a call near it is a blow-up, not a slow machine.
-const callBound = 2 * time.Second
 
 // smallLimit is the second limit each input is extracted under.
 const smallLimit = 3
 
-// within runs fn and fails the input when fn has not returned after callBound. It does
-// not wait for a call that hangs: the failure names the input, which a hang would not.
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	select {
-	case <-done:
-	case <-time.After(callBound):
-		t.Fatalf("%s has not returned after %v", what, callBound)
-	}
-}
-
-// extractBoth extracts data under MaxRows and under smallLimit, within callBound each,
+// extractBoth extracts data under MaxRows and under smallLimit, within fuzzbound.Bound each,
 // and checks what the two answers must have in common.
 func extractBoth(t *testing.T, contentType string, data []byte, table bool) ([]map[string]any, error) {
 	t.Helper()
 	var recs, few []map[string]any
 	var err, fewErr error
-	within(t, "extraction", func() { recs, err = documents.ExtractLimit(contentType, "", data, documents.MaxRows) })
-	within(t, "extraction under a small limit", func() { few, fewErr = documents.ExtractLimit(contentType, "", data, smallLimit) })
+	fuzzbound.Within(t, "extraction", func() { recs, err = documents.ExtractLimit(contentType, "", data, documents.MaxRows) })
+	fuzzbound.Within(t, "extraction under a small limit", func() { few, fewErr = documents.ExtractLimit(contentType, "", data, smallLimit) })
 
 	var tooMany *documents.TooManyRowsError
 	var tooManyCells *documents.TooManyCellsError

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/svcflow/svcflow/engine/events"
+	"github.com/svcflow/svcflow/internal/fuzzbound"
 )
 
 // acceptable is the README's receivers' rule (testdata/receiver.py and .js) as Verify
@@ -65,7 +66,7 @@ func FuzzVerify(f *testing.F) {
 		}
 		h := events.Sign(secret, body, at)
 		var err, bodyErr error
-		within(t, "Verify", func() {
+		fuzzbound.Within(t, "Verify", func() {
 			err = events.Verify(secret, h, body, at, 0)
 			bodyErr = events.VerifyBody(secret, h.Get(events.HeaderSignature), body)
 		})
@@ -143,23 +144,4 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("Verify = %v: not one of its errors", err)
 		}
 	})
-}
-
-// callBound is how long verifying one delivery may take: two HMACs over a few KiB.
-const callBound = 2 * time.Second
-
-// within runs fn and fails the input when fn has not returned after callBound. It does
-// not wait for a call that hangs: the failure names the input, which a hang would not.
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	select {
-	case <-done:
-	case <-time.After(callBound):
-		t.Fatalf("%s has not returned after %v", what, callBound)
-	}
 }

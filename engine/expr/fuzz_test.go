@@ -8,34 +8,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/svcflow/svcflow/internal/fuzzbound"
 )
 
 // Fuzz targets of the expression surface. Without -fuzz they run their seeds (f.Add and
 // testdata/fuzz/<Name>/) as ordinary tests; `make fuzz` runs each for FUZZTIME.
 //
 //	go test ./engine/expr -run '^$' -fuzz '^FuzzCondition$' -fuzztime 30s
-
-// callBound is how long one call may take on one fuzz input. Inputs are a few KiB, on
-// which every call here takes microseconds: a call near the bound is a hang or a
-// blow-up, not a slow machine.
-const callBound = 2 * time.Second
-
-// within runs fn and fails the input when fn has not returned after callBound. It does
-// not wait for a call that hangs: the failure names the input, which a hang would not.
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	select {
-	case <-done:
-	case <-time.After(callBound):
-		t.Fatalf("%s has not returned after %v", what, callBound)
-	}
-}
 
 // FuzzPath: Lookup never panics, ignores one leading "@", finds a key it is given as a
 // segment, and finds nothing through a reserved segment, which CheckPath refuses
@@ -59,7 +39,7 @@ func FuzzPath(f *testing.F) {
 	f.Fuzz(func(t *testing.T, path, key string) {
 		var got any
 		var checkErr error
-		within(t, "Lookup and CheckPath", func() {
+		fuzzbound.Within(t, "Lookup and CheckPath", func() {
 			got = Lookup(path, vars)
 			checkErr = CheckPath(path)
 		})
@@ -101,7 +81,7 @@ func FuzzPath(f *testing.F) {
 		if isPath("@"+bare) && !strings.HasPrefix(bare, "@") {
 			var resolved any
 			var err error
-			within(t, "Resolve", func() { resolved, err = New().Resolve(ctx, "@"+bare, vars) })
+			fuzzbound.Within(t, "Resolve", func() { resolved, err = New().Resolve(ctx, "@"+bare, vars) })
 			if err != nil {
 				t.Fatalf("Resolve of a path without prefixes failed: %v", err)
 			}
@@ -132,7 +112,7 @@ func FuzzTemplate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, tmpl, value string) {
 		var err error
 		var bare, rendered string
-		within(t, "CheckTemplate and Render", func() {
+		fuzzbound.Within(t, "CheckTemplate and Render", func() {
 			err = CheckTemplate(tmpl)
 			bare = Render(tmpl, nil)
 			rendered = Render(tmpl, vars)
@@ -225,7 +205,7 @@ func FuzzCondition(f *testing.F) {
 		}
 		var c *Condition
 		var err error
-		within(t, "Compile", func() { c, err = Compile(v) })
+		fuzzbound.Within(t, "Compile", func() { c, err = Compile(v) })
 		if err != nil {
 			var ce *CompileError
 			if !errors.As(err, &ce) {
@@ -242,7 +222,7 @@ func FuzzCondition(f *testing.F) {
 		var got, again bool
 		var err1, err2 error
 		var value any
-		within(t, "Eval", func() {
+		fuzzbound.Within(t, "Eval", func() {
 			got, err1 = c.Eval(ctx, scope)
 			again, err2 = c.Eval(ctx, scope)
 			value, _ = c.Value(ctx, scope)

@@ -7,39 +7,19 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/fuzzbound"
 )
 
 // keyRule restates the documented key rule (docs/decisions.md, org config): 1-200
 // characters of letters, digits and : _ - . /; the "/"-separated segments are checked
 // on their own.
 var keyRule = regexp.MustCompile(`^[A-Za-z0-9:_.\-/]{1,200}$`)
-
-// callBound is how long one call may take: a sealed value read or written in an
-// in-memory database.
-const callBound = 2 * time.Second
-
-// within runs fn and fails the input when fn has not returned after callBound. It does
-// not wait for a call that hangs: the failure names the input, which a hang would not.
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	select {
-	case <-done:
-	case <-time.After(callBound):
-		t.Fatalf("%s has not returned after %v", what, callBound)
-	}
-}
 
 // FuzzOrgConfig drives org config keys and orgconfig: references through a real engine on
 // SQLite. A key is stored exactly when the documented rule allows it, reads back its
@@ -95,7 +75,7 @@ func FuzzOrgConfig(f *testing.F) {
 		// The key as a key of its own, in an organization of its own.
 		const value = "fuzz-value-0c41"
 		var err error
-		within(t, "SetOrgConfig", func() { _, _, err = eng.SetOrgConfig(ctx, "fuzz", k, value) })
+		fuzzbound.Within(t, "SetOrgConfig", func() { _, _, err = eng.SetOrgConfig(ctx, "fuzz", k, value) })
 		allowed := keyRule.MatchString(k)
 		for _, seg := range strings.Split(k, "/") {
 			allowed = allowed && seg != "" && seg != "." && seg != ".."
@@ -116,7 +96,7 @@ func FuzzOrgConfig(f *testing.F) {
 				t.Fatalf("stored key %q is normalised to %q as a path", k, clean)
 			}
 			var got string
-			within(t, "OrgConfigValue", func() { got, err = eng.OrgConfigValue(ctx, "fuzz", k) })
+			fuzzbound.Within(t, "OrgConfigValue", func() { got, err = eng.OrgConfigValue(ctx, "fuzz", k) })
 			if err != nil || got != value {
 				t.Fatalf("key %q reads back %q, %v", k, got, err)
 			}
@@ -128,7 +108,7 @@ func FuzzOrgConfig(f *testing.F) {
 		// The key in a reference, and the input as a reference.
 		for _, ref := range []string{"orgconfig:" + k, k} {
 			var got string
-			within(t, "ResolveOrgConfig", func() { got, err = eng.ResolveOrgConfig(ctx, "acme", ref) })
+			fuzzbound.Within(t, "ResolveOrgConfig", func() { got, err = eng.ResolveOrgConfig(ctx, "acme", ref) })
 			name, isRef := strings.CutPrefix(ref, "orgconfig:")
 			want, known := values[name]
 			switch {

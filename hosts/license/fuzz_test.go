@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svcflow/svcflow/hosts/license"
+	"github.com/svcflow/svcflow/internal/fuzzbound"
 )
 
 // FuzzLicense: a license Sign issues verifies, says what was signed (times truncated to the
@@ -17,7 +18,7 @@ import (
 // outside; Sign refuses exactly what its documentation says. A token changed in any byte,
 // or made up, is ErrMalformed or ErrBadSignature: every token Verify takes is one Sign
 // issued (no second encoding of a payload or a signature passes). Each call returns within
-// callBound.
+// fuzzbound.Bound.
 //
 //	go test ./hosts/license -run '^$' -fuzz '^FuzzLicense$' -fuzztime 30s
 func FuzzLicense(f *testing.F) {
@@ -44,7 +45,7 @@ func FuzzLicense(f *testing.F) {
 	f.Fuzz(func(t *testing.T, token, licensee string, seats int, features string, notBefore, span int64, pos uint, b byte) {
 		// A token as it comes.
 		var err error
-		within(t, "Verify", func() { _, err = license.Verify(token, pub, at) })
+		fuzzbound.Within(t, "Verify", func() { _, err = license.Verify(token, pub, at) })
 		if !issued[strings.TrimSpace(token)] && !errors.Is(err, license.ErrMalformed) && !errors.Is(err, license.ErrBadSignature) {
 			t.Fatalf("Verify(%q) = %v: a token Sign did not issue, taken", token, err)
 		}
@@ -57,7 +58,7 @@ func FuzzLicense(f *testing.F) {
 			l.Features = strings.Split(features, ",")
 		}
 		var signed string
-		within(t, "Sign", func() { signed, err = license.Sign(l, key) })
+		fuzzbound.Within(t, "Sign", func() { signed, err = license.Sign(l, key) })
 		wantErr := strings.TrimSpace(licensee) == "" || seats < 1 || !got0(l).ExpiresAt.After(got0(l).NotBefore)
 		switch {
 		case wantErr && err == nil:
@@ -70,7 +71,7 @@ func FuzzLicense(f *testing.F) {
 		issued[signed] = true
 
 		var got *license.License
-		within(t, "Verify", func() { got, err = license.Verify(signed, pub, got0(l).NotBefore) })
+		fuzzbound.Within(t, "Verify", func() { got, err = license.Verify(signed, pub, got0(l).NotBefore) })
 		if err != nil {
 			t.Fatalf("a license is not valid at its not_before %v: %v", got0(l).NotBefore, err)
 		}
@@ -109,24 +110,4 @@ func got0(l license.License) license.License {
 	var back license.License
 	_ = json.Unmarshal(b, &back)
 	return back
-}
-
-// callBound is how long one Sign or Verify may take: an Ed25519 signature over a payload
-// of a few KiB.
-const callBound = 2 * time.Second
-
-// within runs fn and fails the input when fn has not returned after callBound. It does
-// not wait for a call that hangs: the failure names the input, which a hang would not.
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
-	select {
-	case <-done:
-	case <-time.After(callBound):
-		t.Fatalf("%s has not returned after %v", what, callBound)
-	}
 }
