@@ -1,7 +1,6 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -88,7 +86,7 @@ func TestProbes(t *testing.T) {
 			require.NoError(t, st.Migrate(ctx))
 			eng, err := engine.New(engine.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
 			require.NoError(t, err)
-			logs := &syncBuffer{}
+			logs := &lockedLog{}
 			srv := httptest.NewServer(runtime.New(eng, runtime.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}).Handler())
 			t.Cleanup(srv.Close)
 
@@ -118,22 +116,4 @@ func TestProbes(t *testing.T) {
 			require.NotContains(t, a.body["detail"], "closed", "the store's own error is logged, not answered")
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer that handlers may write while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
