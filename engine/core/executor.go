@@ -171,10 +171,10 @@ func (e *Core) advanceRun(ctx context.Context, job *svctype.Job) error {
 			return err
 		}
 		stepped = true
-		took := time.Since(began)
-		e.meter.Record(MetricStepSeconds, took.Seconds(), e.stepType(st))
+		took, typ := time.Since(began), e.stepType(st)
+		e.meter.Record(MetricStepSeconds, took.Seconds(), typ)
 		if e.obs != nil {
-			e.obs(e.stepType(st), took)
+			e.obs(typ, took)
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
@@ -70,8 +71,8 @@ func init() {
 
 func migrateV19(ctx context.Context, db bun.IDB, postgres bool) error {
 	for _, col := range []string{"size BIGINT NOT NULL DEFAULT 0", "parts INTEGER NOT NULL DEFAULT 0"} {
-		name, _, _ := bytes.Cut([]byte(col), []byte(" "))
-		exists, err := hasColumn(ctx, db, postgres, "run_context", string(name))
+		name, _, _ := strings.Cut(col, " ")
+		exists, err := hasColumn(ctx, db, postgres, "run_context", name)
 		if err != nil {
 			return err
 		}
@@ -125,15 +126,11 @@ func (q *querier) PutContextParts(ctx context.Context, orgID, runID, key string,
 
 // rawExec runs query with its arguments bound by the driver, in db's transaction.
 func (q *querier) rawExec(ctx context.Context, db bun.IDB, query string, args ...any) error {
-	var err error
-	switch tx := db.(type) {
-	case bun.Tx:
-		_, err = tx.Tx.ExecContext(ctx, query, args...)
-	case *bun.Tx:
-		_, err = tx.Tx.ExecContext(ctx, query, args...)
-	default:
-		err = errors.New("not in a transaction")
+	tx, ok := db.(bun.Tx)
+	if !ok {
+		return errors.New("not in a transaction")
 	}
+	_, err := tx.Tx.ExecContext(ctx, query, args...)
 	return err
 }
 
