@@ -20,6 +20,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/gateway"
+	"github.com/svcflow/svcflow/hosts/identity"
 	"github.com/svcflow/svcflow/hosts/license"
 	"github.com/svcflow/svcflow/hosts/metrics"
 	"github.com/svcflow/svcflow/hosts/runtime"
@@ -43,9 +44,13 @@ type bundle struct {
 	rt    *httptest.Server
 	logs  *bytes.Buffer
 	clock *clock
-	// orgSeen records the X-Org-Id of every request the runtime received.
-	mu      sync.Mutex
-	orgSeen []string
+	// orgSeen records the X-Org-Id of every request the runtime received (its values
+	// joined with a comma: a request that carried two shows both), reached each request's
+	// method and path, identitySeen its X-Svc-Identity.
+	mu           sync.Mutex
+	orgSeen      []string
+	reached      []string
+	identitySeen []string
 }
 
 // setup is a runtime behind a gateway, each a real HTTP server, over one SQLite store.
@@ -58,7 +63,9 @@ func setup(t *testing.T, o gateway.Options) *bundle {
 	rt := runtime.New(eng, runtime.Options{Logger: slog.New(slog.DiscardHandler)}).Handler()
 	b.rt = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()
-		b.orgSeen = append(b.orgSeen, r.Header.Get("X-Org-Id"))
+		b.orgSeen = append(b.orgSeen, strings.Join(r.Header.Values("X-Org-Id"), ","))
+		b.reached = append(b.reached, r.Method+" "+r.URL.Path)
+		b.identitySeen = append(b.identitySeen, r.Header.Get(identity.Header))
 		b.mu.Unlock()
 		rt.ServeHTTP(w, r)
 	}))
@@ -86,6 +93,12 @@ func (b *bundle) call(t *testing.T, method, path, token, body string, headers ..
 		k, v, _ := strings.Cut(h, ": ")
 		req.Header.Set(k, v)
 	}
+	return b.send(t, req)
+}
+
+// send sends req and decodes a JSON answer.
+func (b *bundle) send(t *testing.T, req *http.Request) (int, map[string]any, http.Header) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
