@@ -23,6 +23,7 @@ import (
 	"github.com/svcflow/svcflow/engine/oauthtools/oauthtest"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // script is a model whose reply depends only on how many tool results the conversation
@@ -104,7 +105,7 @@ func setup(t *testing.T, dialect string, turns ...agent.Message) *bundle {
 	b := &bundle{st: &counting{Store: store.OpenTest(t, dialect)}, model: &script{turns: turns}, ctx: context.Background(),
 		logs: &enginetest.LockedBuffer{}}
 	eng, err := engine.New(engine.Config{Store: b.st, Keyring: enginetest.NewKeyring(t, enginetest.GenerateKey(t)),
-		AllowPrivateTargets: true, Logger: slog.New(slog.NewTextHandler(b.logs, nil)),
+		AllowPrivateTargets: true, Logger: testlog.Tee(slog.NewTextHandler(b.logs, nil)),
 		ModelFactory: func(baseURL, apiKey string, hc *http.Client) (agent.Model, error) {
 			b.model.mu.Lock()
 			b.model.keys = append(b.model.keys, apiKey)

@@ -338,7 +338,7 @@ func (tb *toolbox) Call(ctx context.Context, call agent.ToolCall) (*agent.ToolRe
 		return tb.a.core.Evaluator().Resolve(svctype.WithOrg(ctx, orgID), v, vars)
 	}
 	sc.Secret = func(ctx context.Context, k string) (string, error) { return tb.a.core.Secret(ctx, orgID, k) }
-	sc.Logger = tb.a.core.Logger().With("agent_run_id", tb.run.run.ID, "tool", call.Name)
+	sc.Logger = tb.a.core.Logger().With("org_id", orgID, "agent_run_id", tb.run.run.ID, "tool", call.Name)
 	var out any
 	if kind.IO != nil {
 		var ioErr error

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/svcflow/svcflow/engine/internal/enginetest"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // chatCompletion is an OpenAI chat.completion whose one choice calls tool name with
@@ -77,7 +77,7 @@ func TestAgentOverTheOpenAIWire(t *testing.T) {
 
 	st := store.OpenTest(t, "sqlite")
 	eng, err := engine.New(engine.Config{Store: st, Keyring: enginetest.NewKeyring(t, enginetest.GenerateKey(t)),
-		AllowPrivateTargets: true, Logger: slog.New(slog.DiscardHandler)})
+		AllowPrivateTargets: true, Logger: testlog.Quiet()})
 	require.NoError(t, err)
 	ctx := t.Context()
 	for k, v := range map[string]string{engine.LLMAPIKey: "sk-wire-test", engine.LLMBaseURL: srv.URL + "/v1"} {

@@ -445,7 +445,7 @@ func (e *Core) stepCall(st *runState, step *svctype.Step, index int, pm map[stri
 	call.Resolve = func(ctx context.Context, v any, vars map[string]any) (any, error) {
 		return e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), v, vars)
 	}
-	call.Logger = e.log.With("run_id", st.run.ID, "step_index", index, "step_type", step.Type)
+	call.Logger = e.log.With("org_id", st.run.OrgID, "run_id", st.run.ID, "step_index", index, "step_type", step.Type)
 	return call
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/svcflow/svcflow/engine/internal/enginetest"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 var (
@@ -57,7 +58,7 @@ func TestReloadFailureAfterFailedCommit(t *testing.T) {
 			st := &brokenStore{Store: store.OpenTest(t, dialect)}
 			var logs enginetest.LockedBuffer
 			const lease = 300 * time.Millisecond
-			eng, err := engine.New(engine.Config{Store: st, Lease: lease, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			eng, err := engine.New(engine.Config{Store: st, Lease: lease, Logger: testlog.Tee(slog.NewTextHandler(&logs, nil))})
 			require.NoError(t, err)
 			b := &enginetest.Bundle{Eng: eng, St: st, Ctx: ctx}
 			b.CustomerTables(t, "acme")

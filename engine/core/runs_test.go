@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -464,10 +463,6 @@ func TestTenancy(t *testing.T) {
 		require.Len(t, runs.Items, 1)
 		require.Equal(t, docB.ID, runs.Items[0].ID)
 	})
-}
-
-func TestMain(m *testing.M) {
-	os.Exit(m.Run())
 }
 
 func TestRunGivesUpAfterMaxAttempts(t *testing.T) {

@@ -138,7 +138,7 @@ func (e *HITL) draftForm(ctx context.Context, orgID string, in FormGeneration, s
 		fallback.Attempts = attempt
 		resp, err := model.Chat(ctx, agent.Request{Model: orgconfig.DefaultLLMModel, Messages: msgs, MaxTokens: 4000, JSON: true})
 		if err != nil {
-			e.log.WarnContext(ctx, "form generation: the model failed; falling back", "org", orgID, "err", err)
+			e.log.WarnContext(ctx, "form generation: the model failed; falling back", "org_id", orgID, "err", err)
 			return fallback, nil
 		}
 		s, why := checkGenerated(resp.Message.Content, in.ExpectedKeys)

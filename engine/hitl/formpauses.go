@@ -131,7 +131,7 @@ func (e *HITL) pauseSchema(ctx context.Context, tx storage.Tx, p *core.PauseCall
 	switch {
 	case r.Err != nil:
 		e.log.WarnContext(ctx, "drafting a form pause's schema failed; one text field per expected key",
-			"run_id", p.Run.ID, "step_index", p.Index, "err", r.Err)
+			"org_id", p.Run.OrgID, "run_id", p.Run.ID, "step_index", p.Index, "err", r.Err)
 		decide(FormSchemaFallback, "the model call failed: "+r.Err.Error())
 		return formSchema(props, expected)
 	case g == nil || g.Source != "llm":

@@ -21,6 +21,7 @@ import (
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 const redirectURL = "https://svc.example.com/oauth/callback"
@@ -48,7 +49,7 @@ func oauthSetup(t *testing.T, dialect string) *oauthBundle {
 	ob := &oauthBundle{p: p, logs: &enginetest.LockedBuffer{}, key: key}
 	eng, err := engine.New(engine.Config{
 		Store: st, Keyring: kr,
-		Logger: slog.New(slog.NewTextHandler(ob.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger: testlog.Tee(slog.NewTextHandler(ob.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:    func() time.Time { return time.Now().Add(time.Duration(ob.offset.Load())) },
 		OAuth:  oauthOptions(p),
 	})
@@ -76,7 +77,7 @@ func (b *oauthBundle) engineWith(t *testing.T, kr *secrets.Keyring) *engine.Engi
 	t.Helper()
 	eng, err := engine.New(engine.Config{
 		Store: b.St, Keyring: kr, OAuth: oauthOptions(b.p),
-		Logger: slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger: testlog.Tee(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	require.NoError(t, err)
 	return eng

@@ -14,6 +14,7 @@ import (
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // orgConfigBundle is an engine with a keyring and a captured log.
@@ -36,7 +37,7 @@ func setupOrgConfig(t *testing.T, dialect string, keys ...[]byte) *orgConfigBund
 	require.NoError(t, err)
 	st := store.OpenTest(t, dialect)
 	logs := &enginetest.LockedBuffer{}
-	eng, err := engine.New(engine.Config{Store: st, Keyring: kr, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	eng, err := engine.New(engine.Config{Store: st, Keyring: kr, Logger: testlog.Tee(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	require.NoError(t, err)
 	return &orgConfigBundle{Eng: eng, St: st, key: keys[0], logs: logs, Ctx: context.Background()}
 }
@@ -240,7 +241,7 @@ func TestOrgConfigAcrossMasterKeys(t *testing.T) {
 			require.NoError(t, err)
 			both, err := secrets.NewKeyring(newKey, b.key)
 			require.NoError(t, err)
-			eng2, err := engine.New(engine.Config{Store: b.St, Keyring: both, Logger: slog.New(slog.NewTextHandler(b.logs, nil))})
+			eng2, err := engine.New(engine.Config{Store: b.St, Keyring: both, Logger: testlog.Tee(slog.NewTextHandler(b.logs, nil))})
 			require.NoError(t, err)
 			v, err := eng2.OrgConfigValue(b.Ctx, "acme", "api:llm_api_key")
 			require.NoError(t, err)

@@ -621,7 +621,7 @@ func (e *Webhooks) loadWebhookTargets(ctx context.Context, q Store, orgID string
 				secret, err := e.keys.Open(orgID, webhookSealName(w.ID), w.Sealed)
 				if err != nil {
 					e.log.ErrorContext(ctx, "webhook secret does not open: the target is left out of deliveries until its secret is set again",
-						"org", orgID, "webhook", w.ID, "master_key_id", w.MasterKeyID, "err", err)
+						"org_id", orgID, "webhook_id", w.ID, "master_key_id", w.MasterKeyID, "err", err)
 					continue
 				}
 				t.Secret = secret
@@ -651,7 +651,7 @@ func (e *Webhooks) RecordWebhookHealth(ctx context.Context, orgID, id string, su
 		}
 		if changed {
 			e.cache.forget(orgID)
-			e.log.InfoContext(ctx, "webhook target healthy again", "org", orgID, "webhook", id)
+			e.log.InfoContext(ctx, "webhook target healthy again", "org_id", orgID, "webhook_id", id)
 		}
 		return nil
 	}
@@ -664,7 +664,7 @@ func (e *Webhooks) RecordWebhookHealth(ctx context.Context, orgID, id string, su
 	}
 	if w.Disabled && w.ConsecutiveFailures == WebhookDisableAfter {
 		e.cache.forget(orgID)
-		e.log.WarnContext(ctx, "webhook target disabled after consecutive failures", "org", orgID, "webhook", id,
+		e.log.WarnContext(ctx, "webhook target disabled after consecutive failures", "org_id", orgID, "webhook_id", id,
 			"failures", w.ConsecutiveFailures)
 	}
 	return nil

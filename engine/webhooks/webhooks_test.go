@@ -19,6 +19,7 @@ import (
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/engine/webhooks"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // webhookSecret is the plaintext secret of these tests: it must never appear in a
@@ -51,7 +52,7 @@ func setupWebhooks(t *testing.T, dialect string, cfg engine.Config) *webhookBund
 		cfg.Keyring = enginetest.NewKeyring(t, b.key)
 	}
 	cfg.Store = b.st
-	cfg.Logger = slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg.Logger = testlog.Tee(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	eng, err := engine.New(cfg)
 	require.NoError(t, err)
 	webhooks.SetResolver(eng.Webhooks, func(_ context.Context, host string) ([]netip.Addr, error) {

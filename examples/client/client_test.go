@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +22,7 @@ import (
 	"github.com/svcflow/svcflow/examples/client"
 	"github.com/svcflow/svcflow/hosts/runtime"
 	"github.com/svcflow/svcflow/hosts/worker"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 const org = "acme"
@@ -33,7 +33,7 @@ const org = "acme"
 func setup(t *testing.T) *client.ClientWithResponses {
 	t.Helper()
 	st := store.OpenTest(t, "sqlite")
-	quiet := slog.New(slog.DiscardHandler)
+	quiet := testlog.Quiet()
 	eng, err := engine.New(engine.Config{Store: st, Logger: quiet})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -24,6 +24,7 @@ import (
 	"github.com/svcflow/svcflow/hosts/license"
 	"github.com/svcflow/svcflow/hosts/metrics"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 type clock struct {
@@ -57,10 +58,10 @@ type bundle struct {
 func setup(t *testing.T, o gateway.Options) *bundle {
 	t.Helper()
 	st := store.OpenTest(t, "sqlite")
-	eng, err := engine.New(engine.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet()})
 	require.NoError(t, err)
 	b := &bundle{st: st, logs: &bytes.Buffer{}, clock: &clock{t: time.Now()}}
-	rt := runtime.New(eng, runtime.Options{Logger: slog.New(slog.DiscardHandler)}).Handler()
+	rt := runtime.New(eng, runtime.Options{Logger: testlog.Quiet()}).Handler()
 	b.rt = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()
 		b.orgSeen = append(b.orgSeen, strings.Join(r.Header.Values("X-Org-Id"), ","))
@@ -73,7 +74,7 @@ func setup(t *testing.T, o gateway.Options) *bundle {
 	u, err := url.Parse(b.rt.URL)
 	require.NoError(t, err)
 	o.Store, o.RuntimeURL, o.Now = st, u, b.clock.now
-	o.Logger = slog.New(slog.NewTextHandler(b.logs, nil))
+	o.Logger = testlog.Tee(slog.NewTextHandler(b.logs, nil))
 	b.gw = httptest.NewServer(gateway.New(o).Handler())
 	t.Cleanup(b.gw.Close)
 	return b

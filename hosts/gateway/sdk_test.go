@@ -31,6 +31,7 @@ import (
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/gateway"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // mailbox is a real SMTP server (emersion/go-smtp) on loopback offering STARTTLS and AUTH
@@ -143,10 +144,10 @@ type sdkBundle struct {
 func setupSDK(t *testing.T, o gateway.Options) *sdkBundle {
 	t.Helper()
 	st := store.OpenTest(t, "sqlite")
-	eng, err := engine.New(engine.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet()})
 	require.NoError(t, err)
 	b := &sdkBundle{bundle: &bundle{logs: &bytes.Buffer{}, clock: &clock{t: time.Now()}}, eng: eng, mail: newMailbox(t)}
-	b.rt = httptest.NewServer(runtime.New(eng, runtime.Options{Logger: slog.New(slog.DiscardHandler), IdentityKey: idKey}).Handler())
+	b.rt = httptest.NewServer(runtime.New(eng, runtime.Options{Logger: testlog.Quiet(), IdentityKey: idKey}).Handler())
 	t.Cleanup(b.rt.Close)
 	u, err := url.Parse(b.rt.URL)
 	require.NoError(t, err)
@@ -154,7 +155,7 @@ func setupSDK(t *testing.T, o gateway.Options) *sdkBundle {
 		User: "mailer", Password: "mail-pass", TLS: &tls.Config{RootCAs: b.mail.pool, ServerName: "127.0.0.1"}})
 	require.NoError(t, err)
 	o.Store, o.RuntimeURL, o.Now, o.IdentityKey, o.Mailer = st, u, b.clock.now, idKey, mailer
-	o.Logger = slog.New(slog.NewTextHandler(&lockedWriter{w: b.logs}, nil))
+	o.Logger = testlog.Tee(slog.NewTextHandler(&lockedWriter{w: b.logs}, nil))
 	b.gw = httptest.NewServer(gateway.New(o).Handler())
 	t.Cleanup(b.gw.Close)
 	return b

@@ -17,19 +17,20 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 func agentBundle(t *testing.T, turns ...llm.Turn) *bundle {
 	t.Helper()
 	st := store.OpenTest(t, "sqlite")
 	model := llm.NewScripted(turns...)
-	eng, err := engine.New(engine.Config{Store: st, Logger: slog.New(slog.DiscardHandler), Keyring: testKeyring(t),
+	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet(), Keyring: testKeyring(t),
 		ModelFactory: func(string, string, *http.Client) (agent.Model, error) { return model, nil }})
 	require.NoError(t, err)
 	_, _, err = eng.SetOrgConfig(t.Context(), "acme", engine.LLMAPIKey, "sk-test")
 	require.NoError(t, err)
 	logs := &bytes.Buffer{}
-	srv := runtime.New(eng, runtime.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Version: "test"})
+	srv := runtime.New(eng, runtime.Options{Logger: testlog.Tee(slog.NewTextHandler(logs, nil)), Version: "test"})
 	return &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API(), logs: logs}
 }
 

@@ -219,7 +219,7 @@ func init() {
 			var c context.Context = context.Background()
 			if ctx != nil {
 				c = ctx.Context()
-				log = loggerFrom(c)
+				log = loggerFrom(c, log)
 			}
 			if secret {
 				// Huma's own errors may quote what it was decoding or encoding.

@@ -3,7 +3,6 @@ package runtime_test
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/forms"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // A PbotForm step without a schema, for an organization with agent_forms and a model key:
@@ -36,9 +36,9 @@ func TestGeneratedFormPauseRoute(t *testing.T) {
 	}))
 	t.Cleanup(model.Close)
 	st := store.OpenTest(t, "sqlite")
-	eng, err := engine.New(engine.Config{Store: st, Logger: slog.New(slog.DiscardHandler), Keyring: testKeyring(t), AllowPrivateTargets: true})
+	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet(), Keyring: testKeyring(t), AllowPrivateTargets: true})
 	require.NoError(t, err)
-	srv := runtime.New(eng, runtime.Options{Logger: slog.New(slog.DiscardHandler), Version: "test"})
+	srv := runtime.New(eng, runtime.Options{Logger: testlog.Quiet(), Version: "test"})
 	b := &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API()}
 
 	for key, value := range map[string]string{engine.LLMAPIKey: "sk-test-route-key", engine.LLMBaseURL: model.URL + "/v1"} {

@@ -18,6 +18,7 @@ import (
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // bundle is one runtime over a fresh in-memory database.
@@ -35,12 +36,12 @@ type bundle struct {
 func setup(t testing.TB) *bundle {
 	t.Helper()
 	st := store.OpenTest(t, "sqlite")
-	quiet := slog.New(slog.DiscardHandler)
+	quiet := testlog.Quiet()
 	fake := oauthtest.New(t)
 	eng, err := engine.New(engine.Config{Store: st, Logger: quiet, Keyring: testKeyring(t), OAuth: testOAuth(fake)})
 	require.NoError(t, err)
 	logs := &bytes.Buffer{}
-	srv := runtime.New(eng, runtime.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Version: "test", IdentityKey: testIdentityKey})
+	srv := runtime.New(eng, runtime.Options{Logger: testlog.Tee(slog.NewTextHandler(logs, nil)), Version: "test", IdentityKey: testIdentityKey})
 	return &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API(), logs: logs, oauth: fake}
 }
 

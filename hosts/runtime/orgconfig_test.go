@@ -15,6 +15,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // secretBundle is a runtime whose engine and server log into one buffer, and which keeps
@@ -31,7 +32,7 @@ func setupSecrets(t *testing.T, withKey bool) *secretBundle {
 	t.Helper()
 	st := store.OpenTest(t, "sqlite")
 	logs := &lockedLog{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := testlog.Tee(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := engine.Config{Store: st, Logger: log}
 	if withKey {
 		cfg.Keyring = testKeyring(t)

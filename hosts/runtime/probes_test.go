@@ -16,6 +16,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // probeAnswer is one answer of a probe over HTTP.
@@ -84,10 +85,10 @@ func TestProbes(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = st.Close() })
 			require.NoError(t, st.Migrate(ctx))
-			eng, err := engine.New(engine.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+			eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet()})
 			require.NoError(t, err)
 			logs := &lockedLog{}
-			srv := httptest.NewServer(runtime.New(eng, runtime.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}).Handler())
+			srv := httptest.NewServer(runtime.New(eng, runtime.Options{Logger: testlog.Tee(slog.NewTextHandler(logs, nil))}).Handler())
 			t.Cleanup(srv.Close)
 
 			requireReady(t, srv.URL)

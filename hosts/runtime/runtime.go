@@ -275,17 +275,24 @@ type loggerKey struct{}
 
 // withLogger hands the server's logger to code that only sees the request context (Huma's
 // error constructor).
+// withLogger gives the request a logger whose lines name the request (method, path) and
+// the organization it claims (X-Org-Id, cut to the header's longest valid value).
 func (s *Server) withLogger(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), loggerKey{}, s.log)))
+		l := s.log.With("method", r.Method, "path", r.URL.Path)
+		if org := r.Header.Get(OrgHeader); org != "" {
+			l = l.With("org_id", org[:min(len(org), 128)])
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), loggerKey{}, l)))
 	})
 }
 
-func loggerFrom(ctx context.Context) *slog.Logger {
+// loggerFrom is the request's logger (withLogger), or fallback outside a request.
+func loggerFrom(ctx context.Context, fallback *slog.Logger) *slog.Logger {
 	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
 		return l
 	}
-	return slog.Default()
+	return fallback
 }
 
 // recoverer turns a panic into a logged 500 problem instead of a dropped connection.
@@ -296,7 +303,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
+				loggerFrom(r.Context(), s.log).ErrorContext(r.Context(), "panic serving request", "panic", v)
 				writeProblem(w, newProblem(http.StatusInternalServerError, codeInternal, "internal error"))
 			}
 		}()
@@ -306,7 +313,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 
 // fail maps err for a handler (see problemFor).
 func (s *Server) fail(ctx context.Context, err error, f failure) error {
-	return problemFor(ctx, s.log, err, f)
+	return problemFor(ctx, loggerFrom(ctx, s.log), err, f)
 }
 
 // Health is the answer of GET /health.

@@ -233,6 +233,8 @@ func TestInternalErrorsAreHidden(t *testing.T) {
 	require.Equal(t, "internal error", p.Detail)
 	require.Empty(t, p.Errors)
 	require.Contains(t, b.logs.String(), "request failed", "the real error must be logged")
+	// The line names the request and its organization.
+	require.Regexp(t, `msg="request failed" method=GET path=/workflows org_id=`+orgA+` err=`, b.logs.String())
 }
 
 func TestExecute(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"testing"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // The bundle of an onboarding process: an action that upserts the customer into a table
@@ -154,12 +154,12 @@ func TestLegacyCreateFromAIWhenKept(t *testing.T) {
 	model := agent.ModelFunc(func(context.Context, agent.Request) (*agent.Response, error) {
 		return &agent.Response{Message: agent.Message{Role: agent.RoleAssistant, Content: reply}, FinishReason: agent.FinishStop}, nil
 	})
-	eng, err := engine.New(engine.Config{Store: st, Logger: slog.New(slog.DiscardHandler), Keyring: testKeyring(t),
+	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet(), Keyring: testKeyring(t),
 		ModelFactory: func(string, string, *http.Client) (agent.Model, error) { return model, nil }})
 	require.NoError(t, err)
 	_, _, err = eng.SetOrgConfig(context.Background(), orgA, engine.LLMAPIKey, "sk-legacy")
 	require.NoError(t, err)
-	srv := runtime.New(eng, runtime.Options{Logger: slog.New(slog.DiscardHandler), LegacyCreateFromAI: true})
+	srv := runtime.New(eng, runtime.Options{Logger: testlog.Quiet(), LegacyCreateFromAI: true})
 	b := &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API(), logs: &bytes.Buffer{}}
 
 	for i := range 2 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +17,7 @@ import (
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
 	"github.com/svcflow/svcflow/hosts/worker"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // statusDoc is the status document as a client reads it.
@@ -37,7 +37,7 @@ func (b *bundle) startWorker(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = worker.New(b.eng, worker.Options{Logger: slog.New(slog.DiscardHandler)}).Run(ctx)
+		_ = worker.New(b.eng, worker.Options{Logger: testlog.Quiet()}).Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 }
@@ -189,7 +189,7 @@ func TestWaitForARunExecutedElsewhere(t *testing.T) {
 			if dialect == "sqlite" {
 				poll = 50 * time.Millisecond
 			}
-			quiet := slog.New(slog.DiscardHandler)
+			quiet := testlog.Quiet()
 			front, err := engine.New(engine.Config{Store: open(), Logger: quiet, WaitPoll: poll})
 			require.NoError(t, err)
 			back, err := engine.New(engine.Config{Store: open(), Logger: quiet})

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 func TestOpenAPICommandMatchesCommittedFile(t *testing.T) {
@@ -339,7 +340,9 @@ type syncLog struct {
 	b  strings.Builder
 }
 
+// add keeps a line the process wrote, and gathers it with the suite's logs.
 func (l *syncLog) add(line string) {
+	testlog.Line(line)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.b.WriteString(line + "\n")

@@ -21,6 +21,7 @@ import (
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // envWithout is this process's environment without the master key variables, plus extra.
@@ -184,6 +185,7 @@ func TestRotateMasterKeyWhileServing(t *testing.T) {
 	rotate := exec.Command(bin, "rotate-master-key", "--db", dsn, "--grace", "300ms")
 	rotate.Dir, rotate.Env = dir, env
 	out, err := rotate.CombinedOutput()
+	testlog.Line(string(out))
 	close(stop)
 	wg.Wait()
 	require.NoError(t, err, "%s", out)
@@ -261,6 +263,7 @@ func TestRotateMasterKeyWhileServing(t *testing.T) {
 	lost := exec.Command(bin, "runtime", "--db", dsn, "--runtime-addr", "127.0.0.1:0")
 	lost.Dir, lost.Env = dir, env
 	lostOut, err := lost.CombinedOutput()
+	testlog.Line(string(lostOut))
 	require.Error(t, err, "%s", lostOut)
 	require.Contains(t, string(lostOut), "is missing")
 	_, err = os.Stat(keyFile)
@@ -285,6 +288,9 @@ func TestMasterKeyFromEnvOnPostgres(t *testing.T) {
 	require.NoError(t, err)
 	oldB64, newB64 := secrets.EncodeKey(oldKey), secrets.EncodeKey(newKey)
 	const value = "pg-secret-value-4e5f6a7b"
+	testlog.Secret(oldB64)
+	testlog.Secret(newB64)
+	testlog.Secret(value)
 
 	none := startProcessEnv(t, bin, "", envWithout(), "runtime", "--db", dsn, "--runtime-addr", "127.0.0.1:0")
 	code, body := orgConfigClient{t: t, base: none.base}.call("POST", "/org-config", `{"key": "api:k", "value": "`+value+`"}`)
@@ -304,6 +310,7 @@ func TestMasterKeyFromEnvOnPostgres(t *testing.T) {
 	rotate := exec.Command(bin, "rotate-master-key", "--db", dsn, "--grace", "200ms")
 	rotate.Env = envWithout(envMasterKey + "=" + newB64 + "," + oldB64)
 	out, err := rotate.CombinedOutput()
+	testlog.Line(string(out))
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "resealed=1")
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -23,6 +22,7 @@ import (
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/worker"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 const (
@@ -41,7 +41,7 @@ const (
 // dialects are the stores the tests run on; postgres skips without SVC_TEST_POSTGRES_DSN.
 var dialects = []string{"sqlite", "postgres"}
 
-var quiet = slog.New(slog.DiscardHandler)
+var quiet = testlog.Quiet()
 
 // ledgerFlow is the three-step workflow of the tests and benchmarks: an upsert keyed on the
 // input id, a filtered read with a where, and a plain insert whose field is a template (one

@@ -17,6 +17,7 @@ import (
 	"github.com/svcflow/svcflow/engine/documents"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // Bundle is an engine over a test store.
@@ -136,7 +137,7 @@ func SetupLogged(t *testing.T, dialect string, allowPrivate bool) *Logged {
 	t.Helper()
 	logs := &LockedBuffer{}
 	b := Setup(t, dialect, engine.Config{Keyring: NewKeyring(t, GenerateKey(t)), AllowPrivateTargets: allowPrivate,
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Meter: &Meter{}})
+		Logger: testlog.Tee(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Meter: &Meter{}})
 	return &Logged{Bundle: b, Logs: logs}
 }
 
