@@ -43,6 +43,12 @@ func closedLoop(ctx context.Context, c *client, mode string, opts options) (resu
 			return result{}, fmt.Errorf("setup: %w", err)
 		}
 	}
+	return drive(ctx, c, mode, wfID, formID, opts)
+}
+
+// drive is closedLoop's timed part, on a ledger workflow wfID (and, in the form mode, its
+// form formID) already set up: it prints the mode's table and returns its result.
+func drive(ctx context.Context, c *client, mode, wfID, formID string, opts options) (result, error) {
 	n := opts.runs
 	lat := make([]time.Duration, n)
 	var next, sent, completed, requests, endedInExecute atomic.Int64

@@ -38,14 +38,16 @@ func buildServer(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// server is a running `svcflow serve` process.
+// server is a running svcflow process: `svcflow serve`, or the load mode's runtime and
+// workers.
 type server struct {
-	cmd     *exec.Cmd
-	base    string // http://127.0.0.1:port
-	logPath string
-	log     *os.File
-	exited  chan struct{} // closed when the process has ended; exitErr is set then
-	exitErr error
+	cmd       *exec.Cmd
+	base      string // http://127.0.0.1:port; "" for a worker
+	healthURL string // what answers 200 once the process is ready
+	logPath   string
+	log       *os.File
+	exited    chan struct{} // closed when the process has ended; exitErr is set then
+	exitErr   error
 }
 
 // startServer starts `bin serve` on dir/bench.db and a free port, its output going to
@@ -58,25 +60,34 @@ func startServer(ctx context.Context, bin, dir string, workers int) (*server, er
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(dir, "server.log")
+	args := []string{"serve",
+		"--db", "sqlite:" + filepath.Join(dir, "bench.db"),
+		"--runtime-addr", addr,
+		"--workers", fmt.Sprint(workers)}
+	if opsAddr != "" {
+		args = append(args, "--ops-addr", opsAddr)
+	}
+	return startProcess(ctx, bin, filepath.Join(dir, "server.log"), args, nil, "http://"+addr, "http://"+addr+"/health")
+}
+
+// startProcess starts bin with args (env added to this process's environment), its output
+// going to logPath, and waits until healthURL answers 200.
+func startProcess(ctx context.Context, bin, logPath string, args, env []string, base, healthURL string) (*server, error) {
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	// Not CommandContext: the server is stopped by stop, with SIGTERM and a drain.
-	cmd := exec.Command(bin, "serve",
-		"--db", "sqlite:"+filepath.Join(dir, "bench.db"),
-		"--runtime-addr", addr,
-		"--workers", fmt.Sprint(workers))
-	if opsAddr != "" {
-		cmd.Args = append(cmd.Args, "--ops-addr", opsAddr)
+	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
 	}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	s := &server{cmd: cmd, base: "http://" + addr, logPath: logPath, log: log, exited: make(chan struct{})}
+	s := &server{cmd: cmd, base: base, healthURL: healthURL, logPath: logPath, log: log, exited: make(chan struct{})}
 	go func() {
 		s.exitErr = cmd.Wait()
 		if s.exitErr == nil {
@@ -104,7 +115,7 @@ func (s *server) waitHealthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/health", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.healthURL, nil)
 		if err != nil {
 			return err
 		}
@@ -116,9 +127,9 @@ func (s *server) waitHealthy(ctx context.Context) error {
 		}
 		select {
 		case <-s.exited:
-			return fmt.Errorf("svcflow exited before answering /health (%v): see %s", s.exitErr, s.logPath)
+			return fmt.Errorf("svcflow exited before answering %s (%v): see %s", s.healthURL, s.exitErr, s.logPath)
 		case <-ctx.Done():
-			return fmt.Errorf("svcflow did not answer /health within %s: see %s", startTimeout, s.logPath)
+			return fmt.Errorf("svcflow did not answer %s within %s: see %s", s.healthURL, startTimeout, s.logPath)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
