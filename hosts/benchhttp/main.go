@@ -25,7 +25,15 @@
 // Each mode gets a fresh server and database, so no mode measures on another's leftovers.
 // The tool exits 1 when a request or a run failed.
 //
+// -mode load (make load, loadmode.go) is issue 21's set of figures, each from fresh
+// processes: the wait mode's runs on SQLite and on PostgreSQL with 1, 2 and 4 worker
+// processes (runs/s, run and step latency p50/p99), webhook deliveries/s, and gateway
+// requests/s. It ends with one table of every figure beside the baseline file's
+// (-baseline, docs/load-baseline.json), flagging a figure that lost more than 20 % as
+// REGRESSION; -save-baseline writes the figures to that file instead of comparing.
+//
 //	go run ./hosts/benchhttp [-mode all] [-clients 100] [-runs 3000] [-backlog 10000] [-binary PATH] [-keep]
+//	go run ./hosts/benchhttp -mode load [-runs 2000] [-pg DSN] [-pg-workers 1,2,4] [-hook-runs 2000] [-gateway-requests 30000] [-save-baseline] [-fail-on-regression]
 package main
 
 import (
@@ -56,7 +64,7 @@ func main() {
 }
 
 func run() int {
-	mode := flag.String("mode", "all", "wait, poll, form, fair, all, or match (the matcher end to end on -data)")
+	mode := flag.String("mode", "all", "wait, poll, form, fair, all, match (the matcher end to end on -data) or load (make load: every figure of issue 21)")
 	clients := flag.Int("clients", 100, "concurrent clients of the wait and poll modes")
 	runs := flag.Int("runs", 3000, "runs executed in all by the wait and poll modes")
 	backlog := flag.Int("backlog", 10_000, "runs bench-a floods the server with in the fair mode")
@@ -67,10 +75,20 @@ func run() int {
 	data := flag.String("data", "", "the match mode's directory of records (go run ./match/cmd/benchmatch -write DIR)")
 	repeat := flag.Int("repeat", 3, "how many times the match mode runs each variant")
 	flag.StringVar(&opsAddr, "ops-addr", "", "start the server with --ops-addr ADDR: /metrics and Go's profiler at http://ADDR/debug/pprof/ while the bench runs")
+	pgDSN := flag.String("pg", defaultPGDSN(), "load: a PostgreSQL database whose server gets the load_<pid>_<k>w databases (default: "+pgEnv+", else the local postgres database)")
+	pgWorkers := flag.String("pg-workers", "1,2,4", "load: svcflow worker processes of each PostgreSQL phase; \"\" for none")
+	hookRuns := flag.Int("hook-runs", 2000, "load: runs of the webhook phase, two deliveries each")
+	gwRequests := flag.Int("gateway-requests", 30_000, "load: requests of the gateway phase, through the gateway and then directly")
+	gwClients := flag.Int("gateway-clients", 64, "load: concurrent clients of the gateway phase")
+	baselinePath := flag.String("baseline", "docs/load-baseline.json", "load: the file of previous figures the figures are compared with")
+	saveBaseline := flag.Bool("save-baseline", false, "load: write the figures to -baseline instead of comparing")
+	failOnRegression := flag.Bool("fail-on-regression", false, "load: exit 1 when a figure is a REGRESSION (by default it is only printed: the machine is noisy)")
 	flag.Parse()
 
 	selected := modes
-	if *mode == "match" {
+	if *mode == "load" {
+		selected = nil
+	} else if *mode == "match" {
 		if *data == "" {
 			fmt.Fprintln(os.Stderr, "benchhttp: -mode match needs -data DIR")
 			return 2
@@ -81,7 +99,7 @@ func run() int {
 	}
 	for _, m := range selected {
 		if !slices.Contains(modes, m) {
-			fmt.Fprintf(os.Stderr, "benchhttp: unknown -mode %q (wait, poll, form, fair or all)\n", *mode)
+			fmt.Fprintf(os.Stderr, "benchhttp: unknown -mode %q (wait, poll, form, fair, all, match or load)\n", *mode)
 			return 2
 		}
 	}
@@ -111,6 +129,15 @@ func run() int {
 			fmt.Fprintln(os.Stderr, "benchhttp:", err)
 			return 1
 		}
+	}
+	if *mode == "load" {
+		ws, err := parseWorkers(*pgWorkers)
+		if err != nil || *hookRuns < 1 || *gwRequests < 1 || *gwClients < 1 {
+			fmt.Fprintln(os.Stderr, "benchhttp: -pg-workers is a list of process counts (1,2,4); -hook-runs, -gateway-requests and -gateway-clients are at least 1")
+			return 2
+		}
+		lo := loadOptions{options: opts, pgDSN: *pgDSN, pgWorkers: ws, hookRuns: *hookRuns, gwRequests: *gwRequests, gwClients: *gwClients}
+		return loadMain(ctx, bin, dir, lo, *baselinePath, *saveBaseline, *failOnRegression)
 	}
 	fmt.Printf("benchhttp: %s serve --workers %d on SQLite files in %s; %d clients, %d runs (wait, poll), a backlog of %d (fair), %d distinct keys; %d CPUs, shared by the server and this tool\n",
 		filepath.Base(bin), opts.workers, dir, opts.clients, opts.runs, opts.backlog, opts.keys, runtime.NumCPU())
