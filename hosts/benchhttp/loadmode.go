@@ -73,8 +73,10 @@ func loadRun(ctx context.Context, bin, dir string, o loadOptions) ([]figure, str
 				break
 			}
 			pgVersion = pg.version
-			phase(fmt.Sprintf("postgres, %d workers", k), func() ([]figure, error) {
-				return postgresPhase(ctx, bin, filepath.Join(dir, fmt.Sprintf("postgres-%dw", k)), o, pg, k)
+			phase(pgLabel(k), func() ([]figure, error) {
+				return pgPhaseAgain(ctx, pg, func(try int) ([]figure, error) {
+					return postgresPhase(ctx, bin, filepath.Join(dir, fmt.Sprintf("postgres-%dw-%d", k, try)), o, pg, k)
+				})
 			})
 		}
 	}
@@ -84,6 +86,38 @@ func loadRun(ctx context.Context, bin, dir string, o loadOptions) ([]figure, str
 		errs = append(errs, context.Cause(ctx))
 	}
 	return figs, machine(pgVersion), errors.Join(errs...)
+}
+
+// pgLabel names the PostgreSQL phase of k worker processes.
+func pgLabel(k int) string {
+	if k == 1 {
+		return "postgres, 1 worker"
+	}
+	return fmt.Sprintf("postgres, %d workers", k)
+}
+
+// pgPhaseAgain runs a PostgreSQL phase, and runs it once more when PostgreSQL restarted
+// during it (its start time changed): what it measured then was the restart, whether or
+// not runs failed. Another program on the machine may restart PostgreSQL at any time.
+func pgPhaseAgain(ctx context.Context, pg *pgAdmin, phase func(try int) ([]figure, error)) ([]figure, error) {
+	for try := 1; ; try++ {
+		before, err := pg.startTime(ctx)
+		if err != nil {
+			return nil, err
+		}
+		figs, err := phase(try)
+		after, serr := pg.startTime(ctx)
+		if serr != nil {
+			return figs, errors.Join(err, serr)
+		}
+		if after.Equal(before) || try == 2 || ctx.Err() != nil {
+			if !after.Equal(before) {
+				err = errors.Join(err, errors.New("PostgreSQL restarted during this phase twice: its figures include a restart"))
+			}
+			return figs, err
+		}
+		fmt.Printf("  PostgreSQL restarted during this phase (at %s): measuring it again\n", after.Format(time.TimeOnly))
+	}
 }
 
 // stopAll stops every process at once and joins what they report.
@@ -251,10 +285,7 @@ func postgresPhase(ctx context.Context, bin, dir string, o loadOptions, pg *pgAd
 	defer cancel(nil)
 	c := newClient(rt.base, o.clients+8)
 	defer c.close()
-	label := fmt.Sprintf("postgres, %d worker", k)
-	if k > 1 {
-		label += "s"
-	}
+	label := pgLabel(k)
 	fmt.Printf("\n%s: svcflow runtime and %d svcflow worker --workers %d, %d clients, %d runs of the wait mode\n", label, k, o.workers, o.clients, o.runs)
 	figs, err = runFigures(ctx, c, fmt.Sprintf("postgres_%dw", k), label, metrics, o)
 	if ctx.Err() != nil {
@@ -324,16 +355,13 @@ func loadMain(ctx context.Context, bin, dir string, o loadOptions, baselinePath 
 	fmt.Printf("benchhttp -mode load: %s; SQLite and %s; %d clients, %d runs a phase, %d step slots a process; %d webhook runs; %d gateway requests from %d clients; %d CPUs, shared by the servers and this tool%s\n",
 		filepath.Base(bin), pg, o.clients, o.runs, o.workers, o.hookRuns, o.gwRequests, o.gwClients, runtime.NumCPU(), loadAverage())
 	figs, mach, err := loadRun(ctx, bin, dir, o)
-	var bl *baseline
-	if !save {
-		var berr error
-		switch bl, berr = readBaseline(baselinePath); {
-		case errors.Is(berr, fs.ErrNotExist):
-			fmt.Printf("no baseline at %s (-save-baseline writes one)\n", baselinePath)
-		case berr != nil:
-			fmt.Fprintln(os.Stderr, "benchhttp:", berr)
-			return 1
-		}
+	bl, berr := readBaseline(baselinePath)
+	switch {
+	case errors.Is(berr, fs.ErrNotExist):
+		fmt.Printf("\nno baseline at %s (-save-baseline writes one)\n", baselinePath)
+	case berr != nil:
+		fmt.Fprintln(os.Stderr, "benchhttp:", berr)
+		return 1
 	}
 	fmt.Printf("\nmake load: every figure (%s)\n", mach)
 	regressions := compare(os.Stdout, figs, bl)
@@ -352,7 +380,7 @@ func loadMain(ctx context.Context, bin, dir string, o loadOptions, baselinePath 
 			fmt.Fprintln(os.Stderr, "benchhttp:", err)
 			return 1
 		}
-		fmt.Printf("saved as the baseline in %s\n", baselinePath)
+		fmt.Printf("saved as the new baseline in %s\n", baselinePath)
 		return 0
 	}
 	if regressions > 0 {

@@ -49,6 +49,17 @@ func (a *pgAdmin) exec(ctx context.Context, fn func(*pgx.Conn) error) error {
 	return fn(conn)
 }
 
+// startTime is when the PostgreSQL server last started (pg_postmaster_start_time).
+func (a *pgAdmin) startTime(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := retrySetup(ctx, "ask PostgreSQL its start time", func() error {
+		return a.exec(ctx, func(conn *pgx.Conn) error {
+			return conn.QueryRow(ctx, "SELECT pg_postmaster_start_time()").Scan(&t)
+		})
+	})
+	return t, err
+}
+
 // create makes an empty database name (dropping a leftover of that name) and returns its DSN.
 func (a *pgAdmin) create(ctx context.Context, name string) (string, error) {
 	err := retrySetup(ctx, "create database "+name, func() error {
