@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet fuzz openapi client lint-openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http e2e
+.PHONY: help run test test-short vet fuzz openapi client lint-openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http e2e load
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -82,6 +82,12 @@ bench-queue: ## 10,000 queued runs: goroutines and heap held while they wait
 # bench-runs first: the in-process figure the HTTP one is compared with, taken the same minute.
 bench-http: bench-runs ## runs/s and run latency p50-p99 over HTTP: the real binary, 100 clients (wait, poll, form, fair modes)
 	$(GO) run ./hosts/benchhttp
+
+# make load: issue 21's figures from outside, each phase on fresh processes (hosts/benchhttp -mode load). PostgreSQL:
+# SVC_TEST_POSTGRES_DSN's server, else the local one; LOAD_FLAGS='-save-baseline' replaces docs/load-baseline.json.
+LOAD_FLAGS ?=
+load: ## runs/s, run and step p50/p99 on SQLite and on PostgreSQL with 1, 2, 4 workers; webhook deliveries/s; gateway req/s; beside docs/load-baseline.json
+	$(GO) run ./hosts/benchhttp -mode load -runs 3000 -hook-runs 2000 -gateway-requests 40000 $(LOAD_FLAGS)
 
 bench-match: ## match quality and speed: precision, recall, records/s and peak memory on a seeded noisy set
 	$(GO) run ./match/cmd/benchmatch
