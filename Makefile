@@ -84,7 +84,8 @@ bench-http: bench-runs ## runs/s and run latency p50-p99 over HTTP: the real bin
 	$(GO) run ./hosts/benchhttp
 
 # make load: issue 21's figures from outside, each phase on fresh processes (hosts/benchhttp -mode load). PostgreSQL:
-# SVC_TEST_POSTGRES_DSN's server, else the local one; LOAD_FLAGS='-save-baseline' replaces docs/load-baseline.json.
+# SVC_TEST_POSTGRES_DSN's server, else the local one. LOAD_FLAGS='-save-baseline -baseline-note "quiet machine"'
+# replaces docs/load-baseline.json; LOAD_FLAGS=-fail-on-regression exits 1 on a REGRESSION.
 LOAD_FLAGS ?=
 load: ## runs/s, run and step p50/p99 on SQLite and on PostgreSQL with 1, 2, 4 workers; webhook deliveries/s; gateway req/s; beside docs/load-baseline.json
 	$(GO) run ./hosts/benchhttp -mode load -runs 3000 -hook-runs 2000 -gateway-requests 40000 $(LOAD_FLAGS)

@@ -61,8 +61,8 @@ func readBaseline(path string) (*baseline, error) {
 	return &bl, nil
 }
 
-func writeBaseline(path, machine string, figs []figure) error {
-	bl := baseline{Taken: time.Now().UTC().Format(time.RFC3339), Machine: machine, Figures: map[string]float64{}}
+func writeBaseline(path, machine, note string, figs []figure) error {
+	bl := baseline{Taken: time.Now().UTC().Format(time.RFC3339), Machine: machine, Note: note, Figures: map[string]float64{}}
 	for _, f := range figs {
 		bl.Figures[f.key] = roundFigure(f.value)
 	}

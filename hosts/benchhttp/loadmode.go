@@ -345,9 +345,19 @@ func parseWorkers(s string) ([]int, error) {
 	return out, nil
 }
 
-// loadMain runs the load mode, prints the table of figures beside the baseline's, or saves
-// them as the baseline, and returns the exit code.
-func loadMain(ctx context.Context, bin, dir string, o loadOptions, baselinePath string, save, failOnRegression bool) int {
+// loadBaseline is what the load mode does with its baseline file.
+type loadBaseline struct {
+	path string
+	// save replaces the file with the figures (after comparing), keeping note.
+	save bool
+	note string
+	// failOnRegression makes a REGRESSION exit 1.
+	failOnRegression bool
+}
+
+// loadMain runs the load mode, prints the table of figures beside the baseline's, saves
+// them as the new baseline when asked, and returns the exit code.
+func loadMain(ctx context.Context, bin, dir string, o loadOptions, b loadBaseline) int {
 	pg := "no PostgreSQL"
 	if len(o.pgWorkers) > 0 {
 		pg = fmt.Sprintf("PostgreSQL with %v worker processes", o.pgWorkers)
@@ -355,10 +365,10 @@ func loadMain(ctx context.Context, bin, dir string, o loadOptions, baselinePath 
 	fmt.Printf("benchhttp -mode load: %s; SQLite and %s; %d clients, %d runs a phase, %d step slots a process; %d webhook runs; %d gateway requests from %d clients; %d CPUs, shared by the servers and this tool%s\n",
 		filepath.Base(bin), pg, o.clients, o.runs, o.workers, o.hookRuns, o.gwRequests, o.gwClients, runtime.NumCPU(), loadAverage())
 	figs, mach, err := loadRun(ctx, bin, dir, o)
-	bl, berr := readBaseline(baselinePath)
+	bl, berr := readBaseline(b.path)
 	switch {
 	case errors.Is(berr, fs.ErrNotExist):
-		fmt.Printf("\nno baseline at %s (-save-baseline writes one)\n", baselinePath)
+		fmt.Printf("\nno baseline at %s (-save-baseline writes one)\n", b.path)
 	case berr != nil:
 		fmt.Fprintln(os.Stderr, "benchhttp:", berr)
 		return 1
@@ -375,18 +385,18 @@ func loadMain(ctx context.Context, bin, dir string, o loadOptions, baselinePath 
 		fmt.Fprintln(os.Stderr, "benchhttp: load:", err)
 		return 1
 	}
-	if save {
-		if err := writeBaseline(baselinePath, mach, figs); err != nil {
+	if b.save {
+		if err := writeBaseline(b.path, mach, b.note, figs); err != nil {
 			fmt.Fprintln(os.Stderr, "benchhttp:", err)
 			return 1
 		}
-		fmt.Printf("saved as the new baseline in %s\n", baselinePath)
+		fmt.Printf("saved as the new baseline in %s\n", b.path)
 		return 0
 	}
 	if regressions > 0 {
 		fmt.Printf("%d figures lost more than %.0f %% against the baseline (REGRESSION); the machine's noise can do that: run again before believing it\n",
 			regressions, 100*(1-regressionRatio))
-		if failOnRegression {
+		if b.failOnRegression {
 			return 1
 		}
 	}

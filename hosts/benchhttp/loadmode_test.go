@@ -68,10 +68,11 @@ func TestBaselineComparison(t *testing.T) {
 		latency("a.p99_ms", "a: p99", 100*time.Millisecond),
 		latency("b.p99_ms", "b: p99", 100*time.Millisecond),
 	}
-	require.NoError(t, writeBaseline(path, "test machine", old))
+	require.NoError(t, writeBaseline(path, "test machine", "quiet", old))
 	bl, err := readBaseline(path)
 	require.NoError(t, err)
 	require.Equal(t, "test machine", bl.Machine)
+	require.Equal(t, "quiet", bl.Note)
 	require.Equal(t, 500.0, bl.Figures["a.runs_per_s"])
 	require.Equal(t, 100.0, bl.Figures["a.p99_ms"])
 

@@ -30,10 +30,11 @@
 // processes (runs/s, run and step latency p50/p99), webhook deliveries/s, and gateway
 // requests/s. It ends with one table of every figure beside the baseline file's
 // (-baseline, docs/load-baseline.json), flagging a figure that lost more than 20 % as
-// REGRESSION; -save-baseline writes the figures to that file instead of comparing.
+// REGRESSION (printed; -fail-on-regression exits 1 then); -save-baseline then replaces the
+// file with these figures.
 //
 //	go run ./hosts/benchhttp [-mode all] [-clients 100] [-runs 3000] [-backlog 10000] [-binary PATH] [-keep]
-//	go run ./hosts/benchhttp -mode load [-runs 2000] [-pg DSN] [-pg-workers 1,2,4] [-hook-runs 2000] [-gateway-requests 30000] [-save-baseline] [-fail-on-regression]
+//	go run ./hosts/benchhttp -mode load [-runs 3000] [-pg DSN] [-pg-workers 1,2,4] [-hook-runs 2000] [-gateway-requests 30000] [-save-baseline [-baseline-note TEXT]] [-fail-on-regression]
 package main
 
 import (
@@ -81,7 +82,8 @@ func run() int {
 	gwRequests := flag.Int("gateway-requests", 30_000, "load: requests of the gateway phase, through the gateway and then directly")
 	gwClients := flag.Int("gateway-clients", 64, "load: concurrent clients of the gateway phase")
 	baselinePath := flag.String("baseline", "docs/load-baseline.json", "load: the file of previous figures the figures are compared with")
-	saveBaseline := flag.Bool("save-baseline", false, "load: write the figures to -baseline instead of comparing")
+	saveBaseline := flag.Bool("save-baseline", false, "load: compare with -baseline, then replace it with these figures")
+	baselineNote := flag.String("baseline-note", "", "load, with -save-baseline: a note the baseline keeps (how quiet the machine was)")
 	failOnRegression := flag.Bool("fail-on-regression", false, "load: exit 1 when a figure is a REGRESSION (by default it is only printed: the machine is noisy)")
 	flag.Parse()
 
@@ -137,7 +139,7 @@ func run() int {
 			return 2
 		}
 		lo := loadOptions{options: opts, pgDSN: *pgDSN, pgWorkers: ws, hookRuns: *hookRuns, gwRequests: *gwRequests, gwClients: *gwClients}
-		return loadMain(ctx, bin, dir, lo, *baselinePath, *saveBaseline, *failOnRegression)
+		return loadMain(ctx, bin, dir, lo, loadBaseline{path: *baselinePath, save: *saveBaseline, note: *baselineNote, failOnRegression: *failOnRegression})
 	}
 	fmt.Printf("benchhttp: %s serve --workers %d on SQLite files in %s; %d clients, %d runs (wait, poll), a backlog of %d (fair), %d distinct keys; %d CPUs, shared by the server and this tool\n",
 		filepath.Base(bin), opts.workers, dir, opts.clients, opts.runs, opts.backlog, opts.keys, runtime.NumCPU())
