@@ -454,7 +454,7 @@ func (e *Core) stepCall(st *runState, step *svctype.Step, index int, pm map[stri
 func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job, st *runState, c *commit, next int) error {
 	orgID, runID := st.run.OrgID, st.run.ID
 	for k, v := range c.outputs {
-		b, err := json.Marshal(v)
+		b, err := encodeValue(v)
 		if err != nil {
 			return &stepFailure{fmt.Errorf("output %q is not JSON: %w", k, err)}
 		}

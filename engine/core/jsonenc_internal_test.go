@@ -1,0 +1,138 @@
+package core
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// sameAsMarshal fails unless encodeValue writes exactly json.Marshal's bytes for v.
+func sameAsMarshal(t *testing.T, v any) {
+	t.Helper()
+	want, werr := json.Marshal(v)
+	got, gerr := encodeValue(v)
+	if werr != nil {
+		require.Error(t, gerr, "json.Marshal refuses %#v", v)
+		return
+	}
+	require.NoError(t, gerr)
+	require.Equal(t, string(want), string(got))
+}
+
+func TestEncodeValueIsJSONMarshal(t *testing.T) {
+	t.Parallel()
+	floats := []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 0.2 + 0.1, 1e-6, 9.99e-7, 1e-7, 1.5e-9, 1e20, 1e21, 1.2345e22, -1e21,
+		123456789.125, math.MaxFloat64, math.SmallestNonzeroFloat64, 100.1, 1e300, -2.5e-300}
+	for _, f := range floats {
+		sameAsMarshal(t, f)
+	}
+	strs := []string{"", "plain", `quote " and \ backslash`, "<script>&amp;</script>", "\x00\x01\x1f\b\f\n\r\t",
+		"café", "caf\xe9 invalid", "\xff\xfe", "line\u2028sep\u2029", "emoji 😀", "\u007f del", strings.Repeat("x", 1000)}
+	for _, s := range strs {
+		sameAsMarshal(t, s)
+		sameAsMarshal(t, map[string]any{s: s})
+	}
+	sameAsMarshal(t, nil)
+	sameAsMarshal(t, []any{})
+	sameAsMarshal(t, map[string]any{})
+	sameAsMarshal(t, []any{nil, true, false, 1.5, "s", []any{map[string]any{"b": 1.0, "a": []any{}}}})
+	keys := map[string]any{}
+	for i := range 40 { // more keys than the encoder's stack array
+		keys[string(rune('a'+i%26))+strings.Repeat("k", i)] = float64(i)
+	}
+	sameAsMarshal(t, keys)
+	// Not a decoded JSON type: json.Marshal's bytes, and its errors.
+	sameAsMarshal(t, map[string]any{"n": json.Number("12.50"), "i": 3, "raw": json.RawMessage(`{"z":1, "a":2}`)})
+	sameAsMarshal(t, math.Inf(1))
+	sameAsMarshal(t, []any{math.NaN()})
+
+	// Random decoded values: what the executor stores.
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		sameAsMarshal(t, randomValue(r, 4))
+	}
+}
+
+func randomValue(r *rand.Rand, depth int) any {
+	switch n := r.IntN(7); {
+	case depth == 0 || n == 0:
+		switch r.IntN(4) {
+		case 0:
+			return nil
+		case 1:
+			return r.IntN(2) == 0
+		case 2:
+			return randomString(r)
+		}
+		return math.Float64frombits(r.Uint64()&^(0x7ff<<52) | uint64(r.IntN(0x7fe))<<52) // finite
+	case n < 4:
+		m := map[string]any{}
+		for range r.IntN(6) {
+			m[randomString(r)] = randomValue(r, depth-1)
+		}
+		return m
+	default:
+		a := make([]any, r.IntN(6))
+		for i := range a {
+			a[i] = randomValue(r, depth-1)
+		}
+		return a
+	}
+}
+
+func randomString(r *rand.Rand) string {
+	alphabet := []rune("ab<>&\"\\\x00\x1f\n\u2028\u2029é😀\x7f")
+	var sb strings.Builder
+	for range r.IntN(8) {
+		sb.WriteRune(alphabet[r.IntN(len(alphabet))])
+	}
+	if r.IntN(10) == 0 {
+		sb.WriteString("\xff") // invalid UTF-8
+	}
+	return sb.String()
+}
+
+// FuzzEncodeValue: for any JSON document, the decoded value encodes as json.Marshal does.
+func FuzzEncodeValue(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.5,"x<y"],"b":null}`, `"\u2028\ud800"`, `[1e21,1e-7,-0]`, `{"é":{"":true}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		var v any
+		if json.Unmarshal([]byte(doc), &v) != nil {
+			return
+		}
+		sameAsMarshal(t, v)
+	})
+}
+
+func BenchmarkEncodeOutputs(b *testing.B) {
+	// A matcher's matched output: pairs of 4-field records.
+	r := rand.New(rand.NewPCG(3, 4))
+	pairs := make([]any, 46_000)
+	rec := func() map[string]any {
+		return map[string]any{"id": "L-" + randomString(r), "counterparty": "ACME Ltd " + randomString(r),
+			"amount": float64(r.IntN(1_000_000)) / 100, "date": "2026-11-24"}
+	}
+	for i := range pairs {
+		pairs[i] = map[string]any{"left": rec(), "right": rec()}
+	}
+	b.Run("json.Marshal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(pairs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encodeValue", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := encodeValue(pairs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
