@@ -255,7 +255,7 @@ func waitHealthy(ctx context.Context, url string, exited <-chan struct{}, logPat
 		case <-exited:
 			return fmt.Errorf("exited before answering %s: see %s", url, logPath)
 		case <-ctx.Done():
-			return fmt.Errorf("no answer from %s within %s: see %s", url, startTimeout, logPath)
+			return fmt.Errorf("no answer from %s (%w): see %s", url, context.Cause(ctx), logPath)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
