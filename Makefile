@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet fuzz openapi client lint-openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http e2e load
+.PHONY: help run test test-short vet fuzz openapi client lint-openapi build bench bench-runs bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http e2e load chaos
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -25,6 +25,12 @@ e2e: ## headless Chromium against svcflow serve (installs Debian's chromium and 
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 	@test -d e2e/node_modules/playwright-core || (cd e2e && npm ci --no-audit --no-fund)
 	SVC_E2E=1 $(GO) test -run TestBrowserEndToEnd -count=1 -v ./hosts/svcflow/
+
+# The PostgreSQL scenario creates and drops its own database on $SVC_TEST_POSTGRES_DSN's server
+# (default postgres://postgres@127.0.0.1:5432/postgres) and restarts the machine's cluster once.
+CHAOS ?= all
+chaos: ## 200 runs while processes are SIGKILLed, then check nothing was lost or doubled: PostgreSQL (3 workers killed, PostgreSQL restarted once) and SQLite (serve killed); CHAOS=postgres or sqlite for one
+	$(GO) run ./hosts/chaos -scenario $(CHAOS)
 
 FUZZTIME ?= 30s
 fuzz: ## every fuzz target (func Fuzz... in a _test.go) for FUZZTIME (default 30s), one after another; CI's .ci/fuzz runs them all at once

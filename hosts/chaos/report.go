@@ -27,6 +27,7 @@ type report struct {
 
 	afterChaos map[string]int // runs by status once the chaos stopped and runs settled
 	leftPaused int            // of those, paused at an undecided approval or form, as planned
+	executes   int            // execute requests sent for the runs (retries carry the same Idempotency-Key)
 	final      map[string]int // runs by status at the end
 
 	// rows, summed over both tables
@@ -60,6 +61,14 @@ func (r *report) fail(format string, args ...any) {
 }
 
 func (r *report) ok() bool { return len(r.failures) == 0 }
+
+func countExecutes(outcomes []*outcome) int {
+	n := 0
+	for _, o := range outcomes {
+		n += o.get().executes
+	}
+	return n
+}
 
 func countStatuses(outcomes []*outcome) map[string]int {
 	m := map[string]int{}
@@ -357,6 +366,7 @@ func (r *report) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "runs:        after the chaos %s (%d paused at an open approval or form, left for later)\n", statusLine(r.afterChaos), r.leftPaused)
 	fmt.Fprintf(w, "             at the end      %s\n", statusLine(r.final))
+	fmt.Fprintf(w, "             %d execute requests for %d runs (a retry after no answer carries the same Idempotency-Key; a run started twice would double its rows)\n", r.executes, r.runs)
 	fmt.Fprintf(w, "table rows:  %d expected, %d found, %d duplicated, %d missing, %d unexpected\n",
 		r.rowsExpected, r.rowsFound, r.rowsDuplicated, r.rowsMissing, r.rowsUnexpected)
 	for _, t := range r.rowsByTable {

@@ -313,7 +313,7 @@ func (sc *scenario) run(ctx context.Context) (rep *report, err error) {
 	case <-time.After(sc.settle):
 		rep.fail("runs still not ended %s after the pauses were decided", sc.settle)
 	}
-	rep.final = countStatuses(outcomes)
+	rep.final, rep.executes = countStatuses(outcomes), countExecutes(outcomes)
 	rep.checkRuns(plans, outcomes)
 
 	if err := rep.checkRows(runCtx, c, plans, outcomes); err != nil {
