@@ -67,14 +67,16 @@ func (s *supervisor) add(ctx context.Context, p *proc) error {
 
 // start starts p's process (again) and, when p has a health URL, waits until it answers.
 func (s *supervisor) start(ctx context.Context, p *proc) error {
+	// Under s.mu from the check to the process's registration, so that stopAll, which
+	// sets stopped under it, sees every process started.
 	s.mu.Lock()
-	if s.stopped {
+	if s.stopped || ctx.Err() != nil {
 		s.mu.Unlock()
 		return errors.New("stopping")
 	}
-	s.mu.Unlock()
 	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
+		s.mu.Unlock()
 		return err
 	}
 	cmd := exec.Command(p.bin, p.args...)
@@ -82,6 +84,7 @@ func (s *supervisor) start(ctx context.Context, p *proc) error {
 	cmd.SysProcAttr = procAttr()
 	fmt.Fprintf(log, "=== chaos: start %s %s\n", p.name, time.Now().Format(time.RFC3339Nano))
 	if err := cmd.Start(); err != nil {
+		s.mu.Unlock()
 		log.Close()
 		return fmt.Errorf("start %s: %w", p.name, err)
 	}
@@ -90,6 +93,7 @@ func (s *supervisor) start(ctx context.Context, p *proc) error {
 	p.cmd, p.log, p.exited, p.exitErr, p.killedBy = cmd, log, exited, nil, ""
 	p.starts++
 	p.mu.Unlock()
+	s.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
 		p.mu.Lock()
@@ -204,6 +208,14 @@ func (s *supervisor) stopAll() error {
 				p.mu.Lock()
 				err := p.exitErr
 				p.mu.Unlock()
+				// Killed by the SIGTERM itself: a process started a moment before, whose
+				// handler was not installed yet. Nothing was in flight.
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+						err = nil
+					}
+				}
 				if err != nil {
 					emu.Lock()
 					errs = append(errs, fmt.Errorf("%s stopped with %v: see %s", p.name, err, p.logPath))

@@ -285,6 +285,8 @@ func (sc *scenario) run(ctx context.Context) (rep *report, err error) {
 	select {
 	case <-settled:
 	case <-time.After(sc.settle):
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	rep = &report{scenario: sc.name, runs: len(plans), chaosFor: chaosTook}
 	rep.afterChaos = countStatuses(outcomes)
@@ -312,6 +314,8 @@ func (sc *scenario) run(ctx context.Context) (rep *report, err error) {
 	case <-ended:
 	case <-time.After(sc.settle):
 		rep.fail("runs still not ended %s after the pauses were decided", sc.settle)
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	rep.final, rep.executes = countStatuses(outcomes), countExecutes(outcomes)
 	rep.checkRuns(plans, outcomes)
