@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svcflow/svcflow/agent"
 	"github.com/svcflow/svcflow/agent/llm"
 	"github.com/svcflow/svcflow/engine/actions"
@@ -50,6 +52,12 @@ type Config struct {
 	StepObserver func(stepType string, d time.Duration)
 	// Meter records the engine's metrics (Metrics lists them); nil records nothing.
 	Meter svctype.Meter
+	// TracerProvider makes the engine's OpenTelemetry spans: a run's, its slices', its
+	// steps', model calls' and webhook deliveries' (docs/operations.md, Tracing). Every span
+	// of a run is in one trace whose id is derived from the run's id (engine/tracing); give
+	// an SDK provider tracing.IDGenerator{} so that the run's span is that trace's root. nil
+	// (or a no-op provider) makes no span at all.
+	TracerProvider trace.TracerProvider
 	// Slice is how long a worker keeps advancing one run before it hands the run back to
 	// the queue (at a step boundary) so that queued runs, of any organization, take their
 	// turn (default 100ms). A run that ends within its slice never goes back to the queue.
@@ -111,7 +119,7 @@ type feature interface{ Register(c *core.Core) }
 // feature's part of engine/storage (Store is storage.Full), which the compiler checks.
 func New(cfg Config) (*Engine, error) {
 	c, err := core.New(core.Config{Store: cfg.Store, Env: cfg.Env, Logger: cfg.Logger, Now: cfg.Now, Lease: cfg.Lease,
-		StepObserver: cfg.StepObserver, Meter: cfg.Meter, Slice: cfg.Slice, IOConcurrency: cfg.IOConcurrency, IOPerOrg: cfg.IOPerOrg,
+		StepObserver: cfg.StepObserver, Meter: cfg.Meter, TracerProvider: cfg.TracerProvider, Slice: cfg.Slice, IOConcurrency: cfg.IOConcurrency, IOPerOrg: cfg.IOPerOrg,
 		CallTimeout: cfg.CallTimeout, WaitPoll: cfg.WaitPoll})
 	if err != nil {
 		return nil, err
@@ -128,7 +136,7 @@ func New(cfg Config) (*Engine, error) {
 		if err != nil {
 			return nil, err
 		}
-		return meteredModel{Model: m, meter: c.Meter()}, nil
+		return observedModel{Model: m, meter: c.Meter(), tracer: c.Tracer()}, nil
 	}
 
 	e := &Engine{Core: c, store: cfg.Store}

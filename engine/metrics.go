@@ -2,10 +2,15 @@ package engine
 
 import (
 	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svcflow/svcflow/agent"
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/engine/tracing"
 	"github.com/svcflow/svcflow/engine/webhooks"
 )
 
@@ -30,27 +35,49 @@ func Metrics() []*svctype.MetricDesc {
 	return append(out, MetricModelTokens, MetricModelCalls)
 }
 
-// meteredModel counts a model's calls and tokens by the organization in the call's
-// context (svctype.WithOrg; "unknown" when none was put there).
-type meteredModel struct {
+// observedModel counts a model's calls and tokens by the organization in the call's
+// context (svctype.WithOrg; "unknown" when none was put there), and, when tracing is on
+// (tracer not nil), makes a span of each call under the span in the call's context: the
+// step that made it. The span carries the model's name and the tokens, never a message.
+type observedModel struct {
 	agent.Model
-	meter svctype.Meter
+	meter  svctype.Meter
+	tracer trace.Tracer
 }
 
-func (m meteredModel) Chat(ctx context.Context, req agent.Request) (*agent.Response, error) {
+func (m observedModel) Chat(ctx context.Context, req agent.Request) (*agent.Response, error) {
 	org := svctype.OrgFrom(ctx)
 	if org == "" {
 		org = "unknown"
 	}
+	var span trace.Span
+	if m.tracer != nil {
+		ctx, span = m.tracer.Start(ctx, "chat "+req.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+			tracing.GenAIOperation.String("chat"), tracing.GenAIModel.String(req.Model), tracing.OrgID.String(org)))
+		defer span.End()
+	}
 	resp, err := m.Model.Chat(ctx, req)
 	if err != nil {
 		m.meter.Record(MetricModelCalls, 1, org, "error")
+		if span != nil {
+			kind := "error"
+			var me *agent.ModelError
+			if errors.As(err, &me) && me.Kind != "" {
+				kind = string(me.Kind)
+			}
+			span.SetAttributes(tracing.ErrorType.String(kind))
+			span.SetStatus(codes.Error, "model call failed")
+		}
 		return resp, err
 	}
 	m.meter.Record(MetricModelCalls, 1, org, "ok")
 	if resp != nil {
 		m.meter.Record(MetricModelTokens, float64(resp.Usage.InputTokens), org, "input")
 		m.meter.Record(MetricModelTokens, float64(resp.Usage.OutputTokens), org, "output")
+		if span != nil {
+			span.SetAttributes(tracing.GenAIRespModel.String(resp.Model),
+				tracing.GenAIInputTokens.Int(resp.Usage.InputTokens), tracing.GenAIOutTokens.Int(resp.Usage.OutputTokens))
+		}
 	}
 	return resp, nil
 }

@@ -21,9 +21,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/engine/tracing"
 )
 
 // Config assembles a Core.
@@ -45,6 +48,9 @@ type Config struct {
 	// Meter records the core's metrics (runs, step durations) and is what every feature
 	// records its own through (Core.Meter); nil records nothing.
 	Meter svctype.Meter
+	// TracerProvider makes the spans of runs and steps (tracing.go), and features make
+	// theirs through it (Core.Tracer); nil traces nothing.
+	TracerProvider trace.TracerProvider
 	// Slice is how long a worker keeps advancing one run before it hands the run back to
 	// the queue (at a step boundary) so that queued runs, of any organization, take their
 	// turn (default 100ms). A run that ends within its slice never goes back to the queue.
@@ -74,6 +80,8 @@ type Core struct {
 	lease time.Duration
 	obs   func(string, time.Duration)
 	meter svctype.Meter
+	// tracer makes spans when tracing is on (tracing.Enabled), else it is nil.
+	tracer trace.Tracer
 
 	defs   *defCache
 	tables tableCache
@@ -132,6 +140,9 @@ func New(cfg Config) (*Core, error) {
 	if e.meter == nil {
 		e.meter = svctype.NopMeter{}
 	}
+	if tracing.Enabled(cfg.TracerProvider) {
+		e.tracer = cfg.TracerProvider.Tracer(tracing.ScopeName)
+	}
 	e.eval = expr.New()
 	e.defs = newDefCache(1024)
 	e.reg = newRegistry()
@@ -141,6 +152,10 @@ func New(cfg Config) (*Core, error) {
 
 // Meter returns the meter features record their metrics through.
 func (e *Core) Meter() svctype.Meter { return e.meter }
+
+// Tracer returns the tracer features make their spans with, nil when tracing is off: a
+// feature checks for nil and then makes no span at all.
+func (e *Core) Tracer() trace.Tracer { return e.tracer }
 
 // Store returns the core's store (for embedding programs that want InTx).
 func (e *Core) Store() storage.Store { return e.store }

@@ -136,9 +136,15 @@ func (e *Core) advanceRun(ctx context.Context, job *svctype.Job) error {
 	defer func() {
 		if !yielded && st.run.Status != svctype.RunRunning {
 			e.meter.Record(MetricRunsLeft, 1, string(st.run.Status))
+			if st.run.Status.Terminal() {
+				e.traceRunEnd(st.run)
+			}
 			e.RunChanged(st.run.OrgID, st.run.ID)
 		}
 	}()
+	commitCtx, slice := e.startSlice(commitCtx, job, st)
+	units := 0
+	defer func() { endSlice(slice, st, units, yielded, ctx.Err() != nil) }()
 	if job.Attempts > MaxAttempts {
 		// Every worker that took this run lost it without committing (crashes, or an error
 		// of the store): stop retrying and say so, rather than loop forever.
@@ -167,10 +173,13 @@ func (e *Core) advanceRun(ctx context.Context, job *svctype.Job) error {
 			return e.yieldRun(commitCtx, job, st)
 		}
 		began := time.Now()
-		if err := e.stepOnce(commitCtx, job, st); err != nil {
+		stepCtx, span := e.startStep(commitCtx, st)
+		err := e.stepOnce(stepCtx, job, st)
+		endStep(span, st, err)
+		if err != nil {
 			return err
 		}
-		stepped = true
+		stepped, units = true, units+1
 		took, typ := time.Since(began), e.stepType(st)
 		e.meter.Record(MetricStepSeconds, took.Seconds(), typ)
 		if e.obs != nil {

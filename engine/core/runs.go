@@ -344,6 +344,7 @@ func (e *Core) CancelRun(ctx context.Context, orgID, runID, reason string, actor
 		return nil, err
 	}
 	e.meter.Record(MetricRunsLeft, 1, string(svctype.RunCancelled))
+	e.traceRunEnd(run)
 	e.RunChanged(orgID, runID)
 	return run, nil
 }

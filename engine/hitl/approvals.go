@@ -187,9 +187,11 @@ func (e *HITL) DecideApproval(ctx context.Context, orgID, runID string, stepInde
 		d.By.Type = "api"
 	}
 	var out *svctype.Approval
+	var run *svctype.Run
 	err := e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
 		tx := storage.In[Store](stx)
-		run, err := tx.GetRun(ctx, orgID, runID)
+		var err error
+		run, err = tx.GetRun(ctx, orgID, runID)
 		if err != nil {
 			return err
 		}
@@ -208,6 +210,9 @@ func (e *HITL) DecideApproval(ctx context.Context, orgID, runID string, stepInde
 	})
 	if err != nil {
 		return nil, err
+	}
+	if run.Status.Terminal() { // rejected
+		e.core.TraceRunEnd(run)
 	}
 	e.core.Resumed(orgID, runID)
 	return out, nil
@@ -290,6 +295,9 @@ func (e *HITL) expireApproval(ctx context.Context, job *svctype.Job) error {
 		return e.decide(ctx, tx, run, a, ApprovalDecision{Approved: false, Comment: ApprovalExpiredComment, By: svctype.Actor{Type: "system", ID: "expiry"}})
 	})
 	if err == nil && changed != nil {
+		if changed.Status.Terminal() {
+			e.core.TraceRunEnd(changed)
+		}
 		e.core.RunChanged(changed.OrgID, changed.ID)
 	}
 	return err

@@ -11,11 +11,15 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svcflow/svcflow/engine/actions/outbound"
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/events"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/engine/tracing"
 )
 
 // Sending a delivery: a JobDeliver job. The request goes out outside any transaction and
@@ -87,6 +91,15 @@ func (e *Webhooks) Deliver(ctx context.Context, job *svctype.Job) error {
 			Error: "circuit open: the target failed " + fmt.Sprint(events.CircuitFailures) + " times in a row", NextAttemptAt: &at}, false)
 	}
 
+	ctx, span := e.startAttempt(ctx, d)
+	outcome, status, err := e.attempt(ctx, job, d, url, secret)
+	endAttempt(span, outcome, status, err)
+	return err
+}
+
+// attempt sends d and records what the target answered: it returns the attempt's outcome
+// and the answer's status code.
+func (e *Webhooks) attempt(ctx context.Context, job *svctype.Job, d *svctype.Delivery, url string, secret []byte) (string, int, error) {
 	ans := e.post(ctx, d, url, secret)
 	attempt := svctype.DeliveryAttempt{StatusCode: ans.status, LatencyMS: ans.latency.Milliseconds()}
 	if ans.err != nil {
@@ -98,23 +111,61 @@ func (e *Webhooks) Deliver(ctx context.Context, job *svctype.Job) error {
 		// A registration's health counts deliveries, not attempts: a success re-enables it,
 		// a delivery that fails after its retries counts one failure (below).
 		if err := e.recordWebhookHealth(ctx, d, true); err != nil {
-			return err
+			return "", ans.status, err
 		}
 		attempt.Outcome = attemptSucceeded
-		return e.finishDelivery(ctx, job, d, url, &ok, attempt, svctype.DeliverySucceeded)
+		return attempt.Outcome, ans.status, e.finishDelivery(ctx, job, d, url, &ok, attempt, svctype.DeliverySucceeded)
 	}
 	if outcome == events.OutcomeRetry {
 		// d.Attempts counts the attempts before this one: this is retry number d.Attempts+1.
 		if at, more := events.NextAttempt(d.Attempts+1, ans.retryAfter, e.now(), rand.Float64); more {
 			attempt.Outcome, attempt.NextAttemptAt = attemptRetry, &at
-			return e.scheduleDelivery(ctx, job, d, url, &ok, attempt, true)
+			return attempt.Outcome, ans.status, e.scheduleDelivery(ctx, job, d, url, &ok, attempt, true)
 		}
 	}
 	if err := e.recordWebhookHealth(ctx, d, false); err != nil {
-		return err
+		return "", ans.status, err
 	}
 	attempt.Outcome = attemptFailed
-	return e.finishDelivery(ctx, job, d, url, &ok, attempt, svctype.DeliveryFailed)
+	return attempt.Outcome, ans.status, e.finishDelivery(ctx, job, d, url, &ok, attempt, svctype.DeliveryFailed)
+}
+
+// startAttempt starts the span of a delivery attempt (nil when tracing is off): a trace of
+// its own, as an attempt may come hours after the run, linked to the run's trace when the
+// event is a run's.
+func (e *Webhooks) startAttempt(ctx context.Context, d *svctype.Delivery) (context.Context, trace.Span) {
+	tr := e.core.Tracer()
+	if tr == nil {
+		return ctx, nil
+	}
+	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		tracing.OrgID.String(d.OrgID), tracing.DeliveryID.String(d.ID), tracing.WebhookID.String(d.WebhookID),
+		tracing.WebhookTarget.String(d.Target), tracing.Event.String(d.Event), tracing.DeliveryAttempt.Int(d.Attempts+1),
+		tracing.HTTPMethod.String(http.MethodPost))}
+	if d.RunID != "" {
+		opts = append(opts, trace.WithAttributes(tracing.RunID.String(d.RunID)),
+			trace.WithLinks(trace.Link{SpanContext: tracing.RunSpanContext(d.RunID)}))
+	}
+	return tr.Start(ctx, "webhook.deliver", opts...)
+}
+
+// endAttempt ends an attempt's span with its outcome and the answer's status code.
+func endAttempt(span trace.Span, outcome string, status int, err error) {
+	if span == nil {
+		return
+	}
+	if status != 0 {
+		span.SetAttributes(tracing.HTTPStatusCode.Int(status))
+	}
+	switch {
+	case err != nil:
+		span.SetStatus(codes.Error, "recording the attempt failed; it is made again")
+	case outcome == attemptRetry || outcome == attemptFailed:
+		span.SetAttributes(tracing.ErrorType.String(outcome))
+		span.SetStatus(codes.Error, "the target did not accept the delivery")
+	}
+	span.SetAttributes(tracing.DeliveryOutcome.String(outcome))
+	span.End()
 }
 
 // Attempt outcomes, as GET /deliveries/{id} shows them.
