@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -31,6 +33,7 @@ import (
 	"github.com/svcflow/svcflow/hosts/license"
 	"github.com/svcflow/svcflow/hosts/metrics"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/hosts/telemetry"
 	"github.com/svcflow/svcflow/hosts/worker"
 )
 
@@ -65,6 +68,13 @@ Health: GET /healthz (liveness) and GET /readyz (readiness: the database answers
 --ops-addr ADDR (serve, runtime, gateway, worker): the operator's endpoints on their own
   listener, off by default: /metrics (Prometheus) and Go's profiler (/debug/pprof/); bind
   it to loopback or a private network (127.0.0.1:9090), it has no credentials
+
+--otlp-endpoint URL (serve, runtime, worker): OpenTelemetry traces of runs, steps, model
+  calls and webhook deliveries, sent over OTLP/HTTP to URL/v1/traces (a collector, Jaeger
+  or Tempo: http://localhost:4318); off by default. OTEL_EXPORTER_OTLP_ENDPOINT or
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT turn it on as well; OTEL_SERVICE_NAME (default
+  svcflow), OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER[_ARG] and the exporter's other
+  OTEL_EXPORTER_OTLP_* variables apply
 
 Org config and OAuth tokens are sealed under a master key: SVC_MASTER_KEY (base64 of 32
 bytes; "new,old" during a rotation), or the key file SVC_MASTER_KEY_FILE, or by default on
@@ -124,6 +134,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	lease := fs.Duration("lease", 15*time.Second, "how long a claimed job stays with its worker without a heartbeat: a worker that dies leaves its jobs to the others after at most this")
 	legacyAI := fs.Bool("legacy-create-from-ai", false, "keep the legacy POST /workflows/create-from-ai working (drafts and publishes at once); off, it answers 410")
 	opsAddr := fs.String("ops-addr", "", "serve, runtime, worker, gateway: a listen address for the operator's endpoints, /metrics (Prometheus) and Go's profiler (/debug/pprof/); empty: none. Bind it to loopback or a private network: it has no credentials")
+	otlpEndpoint := fs.String("otlp-endpoint", "", "serve, runtime, worker: the OTLP/HTTP collector's base URL (http://localhost:4318) to send traces to; empty: the OTEL_EXPORTER_OTLP_* variables decide (tracing is off without them)")
 	healthAddr := fs.String("health-addr", "", "worker: a listen address for GET /healthz and GET /readyz (serve, runtime and gateway answer them on their own addresses); empty: none")
 	grace := fs.Duration("grace", 2*time.Second, "rotate-master-key: how long to wait for writes under the old key before the confirming pass")
 	openapiVersion := fs.String("version", "3.1", "openapi: the document's OpenAPI version, 3.1 or 3.0 (Huma's downgrade, for tools that read 3.0 only)")
@@ -216,7 +227,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 				descs = append(descs, gateway.Metrics()...)
 			}
 			meter := withOps(st, descs...)
-			cfg := engine.Config{Store: st, Logger: log, Keyring: keys, AllowPrivateTargets: *allowPrivate, Lease: *lease, Meter: meter,
+			tr, err := telemetry.New(ctx, telemetry.Options{Endpoint: *otlpEndpoint, Getenv: os.Getenv, Version: version, Command: cmd})
+			if err != nil {
+				return fmt.Errorf("tracing: %w", err)
+			}
+			defer func() {
+				// Send the spans still queued: the run spans of the last runs are among them.
+				flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				if err := tr.Shutdown(flush); err != nil {
+					log.Warn("tracing: spans not sent at shutdown", "err", err)
+				}
+			}()
+			var tp trace.TracerProvider // nil: no span is made
+			if tr.Provider != nil {
+				tp = tr.Provider
+				log.Info("tracing: sending spans over OTLP", "url", tr.URL)
+			}
+			cfg := engine.Config{Store: st, Logger: log, Keyring: keys, AllowPrivateTargets: *allowPrivate, Lease: *lease, Meter: meter, TracerProvider: tp,
 				IOConcurrency: *ioConcurrency, IOPerOrg: *ioPerOrg,
 				OAuth: engine.OAuthOptions{APIs: apis, AllowPrivateTargets: *allowPrivate, RedirectURL: *oauthRedirect}}
 			idKey, err := identityKey(os.Getenv(envIdentityKey))
