@@ -279,3 +279,28 @@ func TestDeliverySpan(t *testing.T) {
 	require.Equal(t, "succeeded", a[tracing.DeliveryOutcome].AsString())
 	require.Equal(t, codes.Unset, s.Status().Code)
 }
+
+// TestRunSpanOnRejectionAndCancel: a run ended outside the executor (an approval's
+// rejection, a cancel) gets its run span from the call that ended it.
+func TestRunSpanOnRejectionAndCancel(t *testing.T) {
+	t.Parallel()
+	r := newRecorded(t)
+	b := enginetest.Setup(t, "sqlite", engine.Config{TracerProvider: r.tp})
+	w := b.Workflow(t, "acme", "approve", `{"actions": [{"type": "PbotApproval", "properties": {"expires_in_seconds": 3600}}]}`)
+	rejected := b.Execute(t, "acme", w.ID, `{}`)
+	cancelled := b.Execute(t, "acme", w.ID, `{}`)
+	require.Equal(t, svctype.RunPaused, rejected.Status)
+	require.Empty(t, r.named("run"))
+
+	_, err := b.Eng.DecideApproval(b.Ctx, "acme", rejected.ID, 0, engine.ApprovalDecision{Approved: false})
+	require.NoError(t, err)
+	_, err = b.Eng.CancelRun(b.Ctx, "acme", cancelled.ID, "no longer needed", engine.Actor{})
+	require.NoError(t, err)
+
+	runs := r.named("run")
+	require.Len(t, runs, 2)
+	for i, want := range map[int]struct{ id, status string }{0: {rejected.ID, "rejected"}, 1: {cancelled.ID, "cancelled"}} {
+		require.Equal(t, tracing.RunSpanContext(want.id).SpanID(), runs[i].SpanContext().SpanID())
+		require.Equal(t, want.status, attrs(runs[i])[tracing.RunStatus].AsString())
+	}
+}
