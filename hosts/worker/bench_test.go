@@ -12,10 +12,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/engine/tracing"
 	"github.com/svcflow/svcflow/hosts/worker"
 )
 
@@ -62,32 +66,45 @@ func checkLedger(b *testing.B, eng *engine.Engine, n int) {
 // BenchmarkRuns measures runs/s and the per-step cost through the real worker: b.N runs of
 // ledgerFlow (upsert, filtered read, templated insert) started from 4 goroutines while a
 // worker of concurrency 4 executes them, timed from the worker's start until the last run
-// ends. Targets on SQLite: >= 500 runs/s, p50 step < 2ms.
+// ends. Targets on SQLite: >= 500 runs/s, p50 step < 2ms. BenchmarkRuns/traced is the same
+// with tracing on: every span (run, slice, step) made, batched and exported to memory, the
+// way a host exports them over OTLP (make bench-runs-traced; docs/performance.md).
 func BenchmarkRuns(b *testing.B) {
-	b.Run("sqlite", func(b *testing.B) {
-		var steps durations
-		eng := newEngine(b, engine.Config{
-			Store:        openStore(b, "sqlite:"+filepath.Join(b.TempDir(), "bench.db")),
-			StepObserver: steps.observe,
-		})
-		wfID := ledgerSetup(b, eng)
-		b.ResetTimer()
-		stop := startWorker(b, eng, worker.Options{Concurrency: 4})
-		executeN(b, eng, wfID, b.N)
-		waitDrained(b, eng)
-		elapsed := b.Elapsed()
-		b.StopTimer()
-		require.NoError(b, stop())
-		checkLedger(b, eng, b.N)
-
-		rps := float64(b.N) / elapsed.Seconds()
-		p50, p99 := steps.percentile(50), steps.percentile(99)
-		b.ReportMetric(rps, "runs/s")
-		b.ReportMetric(float64(p50.Microseconds())/1000, "p50-step-ms")
-		b.ReportMetric(float64(p99.Microseconds())/1000, "p99-step-ms")
-		b.Logf("sqlite: %d runs in %s = %.0f runs/s; %d steps, p50 %s, p99 %s (targets: >= 500 runs/s, p50 < 2ms)",
-			b.N, elapsed.Round(time.Millisecond), rps, steps.len(), p50, p99)
+	b.Run("sqlite", func(b *testing.B) { benchmarkRuns(b, nil) })
+	b.Run("traced", func(b *testing.B) {
+		exp := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithIDGenerator(tracing.IDGenerator{}))
+		benchmarkRuns(b, tp)
+		require.NoError(b, tp.ForceFlush(context.Background()))
+		b.ReportMetric(float64(len(exp.GetSpans()))/float64(b.N), "spans/run")
+		require.NoError(b, tp.Shutdown(context.Background()))
 	})
+}
+
+func benchmarkRuns(b *testing.B, tp trace.TracerProvider) {
+	var steps durations
+	eng := newEngine(b, engine.Config{
+		Store:          openStore(b, "sqlite:"+filepath.Join(b.TempDir(), "bench.db")),
+		StepObserver:   steps.observe,
+		TracerProvider: tp,
+	})
+	wfID := ledgerSetup(b, eng)
+	b.ResetTimer()
+	stop := startWorker(b, eng, worker.Options{Concurrency: 4})
+	executeN(b, eng, wfID, b.N)
+	waitDrained(b, eng)
+	elapsed := b.Elapsed()
+	b.StopTimer()
+	require.NoError(b, stop())
+	checkLedger(b, eng, b.N)
+
+	rps := float64(b.N) / elapsed.Seconds()
+	p50, p99 := steps.percentile(50), steps.percentile(99)
+	b.ReportMetric(rps, "runs/s")
+	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-step-ms")
+	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-step-ms")
+	b.Logf("sqlite (traced: %v): %d runs in %s = %.0f runs/s; %d steps, p50 %s, p99 %s (targets: >= 500 runs/s, p50 < 2ms)",
+		tp != nil, b.N, elapsed.Round(time.Millisecond), rps, steps.len(), p50, p99)
 }
 
 // BenchmarkRunsPostgresProcesses measures runs/s with 1, 2 and 4 worker processes
