@@ -84,9 +84,13 @@ func ids(runID string) (trace.TraceID, trace.SpanID) {
 	var sid trace.SpanID
 	copy(tid[:], sum[:16])
 	copy(sid[:], sum[16:24])
-	// All-zero ids are invalid; a hash that gives one is not worth a branch of its own.
-	tid[0] |= 1
-	sid[0] |= 1
+	// An all-zero id is invalid (never seen in practice: 2^-64 for the span id).
+	if !tid.IsValid() {
+		tid[15] = 1
+	}
+	if !sid.IsValid() {
+		sid[7] = 1
+	}
 	return tid, sid
 }
 
