@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/internal/svcbin"
 )
 
 // TestLoadMode keeps make load from rotting: every phase with tiny sizes against the real
@@ -21,7 +23,7 @@ func TestLoadMode(t *testing.T) {
 		t.Skip("builds and starts svcflow")
 	}
 	dir := t.TempDir()
-	bin, err := buildServer(t.Context(), dir)
+	bin, err := svcbin.Build(t.Context(), dir)
 	require.NoError(t, err)
 	o := loadOptions{
 		options:    options{clients: 8, runs: 40, workers: 4, keys: 50},

@@ -48,6 +48,8 @@ import (
 	"runtime"
 	"slices"
 	"syscall"
+
+	"github.com/svcflow/svcflow/internal/svcbin"
 )
 
 // modes are the benchmarks -mode all runs, in this order.
@@ -127,7 +129,7 @@ func run() int {
 
 	bin := *binary
 	if bin == "" {
-		if bin, err = buildServer(ctx, dir); err != nil {
+		if bin, err = svcbin.Build(ctx, dir); err != nil {
 			fmt.Fprintln(os.Stderr, "benchhttp:", err)
 			return 1
 		}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -20,23 +19,6 @@ const (
 	// stopTimeout bounds the server's drain after SIGTERM; then it is killed.
 	stopTimeout = 60 * time.Second
 )
-
-// buildServer builds ./hosts/svcflow of the module this tool is run in into dir.
-func buildServer(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	gomod := strings.TrimSpace(string(out))
-	if err != nil || gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not inside the svcflow module: run from the repository, or pass -binary")
-	}
-	bin := filepath.Join(dir, "svcflow")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./hosts/svcflow")
-	cmd.Dir = filepath.Dir(gomod)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./hosts/svcflow: %w", err)
-	}
-	return bin, nil
-}
 
 // server is a running svcflow process: `svcflow serve`, or the load mode's runtime and
 // workers.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svcflow/svcflow/internal/svcbin"
 )
 
 // TestChaosSmall keeps the chaos program from rotting: a small scenario (30 runs, kills
@@ -19,7 +21,7 @@ func TestChaosSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	dir := t.TempDir()
-	bin, err := buildServer(ctx, dir)
+	bin, err := svcbin.Build(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

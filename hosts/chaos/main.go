@@ -45,6 +45,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/svcflow/svcflow/internal/svcbin"
 )
 
 func main() {
@@ -149,7 +151,7 @@ func runAll(ctx context.Context, opts options, out io.Writer) ([]*report, error)
 	bin := opts.binary
 	if bin == "" {
 		began := time.Now()
-		if bin, err = buildServer(ctx, dir); err != nil {
+		if bin, err = svcbin.Build(ctx, dir); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(out, "chaos: built svcflow in %.1fs; seed %d\n", time.Since(began).Seconds(), opts.seed)

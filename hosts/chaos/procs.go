@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -292,23 +291,6 @@ func lastLine(path string) string {
 		last = last[:300] + "…"
 	}
 	return last
-}
-
-// buildServer builds ./hosts/svcflow of the module this program runs in into dir.
-func buildServer(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	gomod := strings.TrimSpace(string(out))
-	if err != nil || gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not inside the svcflow module: run from the repository, or pass -binary")
-	}
-	bin := filepath.Join(dir, "svcflow")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./hosts/svcflow")
-	cmd.Dir = filepath.Dir(gomod)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./hosts/svcflow: %w", err)
-	}
-	return bin, nil
 }
 
 // workDone is how much work p's process has done since it started, read from its /metrics

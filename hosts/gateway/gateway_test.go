@@ -82,6 +82,17 @@ func setup(t *testing.T, o gateway.Options) *bundle {
 
 func (b *bundle) call(t *testing.T, method, path, token, body string, headers ...string) (int, map[string]any, http.Header) {
 	t.Helper()
+	req := b.request(t, method, path, token, body)
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Set(k, v)
+	}
+	return b.send(t, req)
+}
+
+// request is a request to the gateway with token as its bearer credential and body as JSON.
+func (b *bundle) request(t *testing.T, method, path, token, body string) *http.Request {
+	t.Helper()
 	req, err := http.NewRequest(method, b.gw.URL+path, strings.NewReader(body))
 	require.NoError(t, err)
 	if token != "" {
@@ -90,11 +101,7 @@ func (b *bundle) call(t *testing.T, method, path, token, body string, headers ..
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	for _, h := range headers {
-		k, v, _ := strings.Cut(h, ": ")
-		req.Header.Set(k, v)
-	}
-	return b.send(t, req)
+	return req
 }
 
 // send sends req and decodes a JSON answer.

@@ -128,14 +128,7 @@ func TestGatewayNeverForwardsAClientsOrganization(t *testing.T) {
 // name in lower case in lower case.
 func (b *bundle) callHeaders(t *testing.T, method, path, token, body string, headers ...string) (int, map[string]any, http.Header) {
 	t.Helper()
-	req, err := http.NewRequest(method, b.gw.URL+path, strings.NewReader(body))
-	require.NoError(t, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	req := b.request(t, method, path, token, body)
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ": ")
 		req.Header[k] = append(req.Header[k], v)
