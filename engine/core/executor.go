@@ -90,9 +90,19 @@ type runState struct {
 	// calls are the calls made for the unit of work in progress (io.go), by idempotency
 	// key; they are dropped when the unit commits or fails.
 	calls map[string]*callResult
-	// reads are the outputs of read-only steps run ahead of their transaction (workAhead),
-	// by the same key; dropped with calls.
-	reads map[string]any
+	// reads are the read-only steps run ahead of their transaction (workAhead), by the
+	// same key; dropped with calls.
+	reads map[string]*aheadRead
+}
+
+// aheadRead is a step run ahead of its transaction: its resolved properties, its output
+// (normalized), the events it emitted, and the JSON of each ContextOutputs entry, encoded
+// there too so that the transaction only writes bytes.
+type aheadRead struct {
+	props   map[string]any
+	out     any
+	events  []svctype.Event
+	encoded map[string][]byte
 }
 
 func (e *Core) loadRun(ctx context.Context, job *svctype.Job) (*runState, error) {
@@ -233,11 +243,22 @@ type commit struct {
 	rec     svctype.StepRecord
 	events  []svctype.Event
 	outputs map[string]any
+	// encoded holds outputs' JSON encoded ahead of the transaction, by key.
+	encoded map[string][]byte
 	// inner marks the steps of a foreach element: they emit no step.* events of their own.
 	inner bool
 	// at is the position of the step executing inside foreach elements ("2/5/0": step 2,
 	// element 5, sub-step 0), empty at the top level; it makes the calls' idempotency keys.
 	at string
+}
+
+// setEncoded gives the JSON of the output that setOutput will set under key, encoded
+// before the transaction.
+func (c *commit) setEncoded(key string, b []byte) {
+	if c.encoded == nil {
+		c.encoded = map[string][]byte{}
+	}
+	c.encoded[key] = b
 }
 
 func (c *commit) setOutput(key string, v any) {
@@ -369,20 +390,24 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 	if !ok {
 		return nil, "", "", fmt.Errorf("step type %q is neither a built-in primitive nor a registered action", step.Type)
 	}
-	rctx := svctype.WithOrg(ctx, st.run.OrgID)
-	if kind.DocRows > 0 {
-		rctx = svctype.WithDocRows(rctx, kind.DocRows)
+	read := st.reads[callKey(st.run.ID, c.position(index))]
+	if c.inner {
+		read = nil
 	}
-	props, err := e.eval.Resolve(rctx, step.Properties, vars)
-	if err != nil {
-		if kind.FailedEvent != "" {
-			err = svctype.FailWithEvent(err, kind.FailedEvent, nil)
+	var pm map[string]any
+	if read != nil {
+		pm = read.props
+	} else {
+		props, err := e.eval.Resolve(kindContext(ctx, st.run.OrgID, kind), step.Properties, vars)
+		if err != nil {
+			if kind.FailedEvent != "" {
+				err = svctype.FailWithEvent(err, kind.FailedEvent, nil)
+			}
+			return nil, "", "", err
 		}
-		return nil, "", "", err
-	}
-	pm, _ := props.(map[string]any)
-	if pm == nil {
-		pm = map[string]any{}
+		if pm, _ = props.(map[string]any); pm == nil {
+			pm = map[string]any{}
+		}
 	}
 	if c.rec.InputSummary == nil {
 		c.rec.InputSummary = summarize(pm)
@@ -395,9 +420,27 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 	call := e.stepCall(st, step, index, pm, vars, c)
 	call.Tables = cachedTables{TableStore: tx, cache: &e.tables}
 	var out any
-	if r, ok := st.reads[callKey(st.run.ID, c.position(index))]; ok && !c.inner {
-		// Read ahead of this transaction (workAhead): its output, as Run gave it.
-		out = r
+	if read != nil {
+		// Run ahead of this transaction (workAhead): its output and its events.
+		// Its events happened before this transaction began: stamped no earlier than the
+		// step.started event just made, so that a run's events keep their order in time.
+		at := e.now().UTC()
+		if n := len(c.events); n > 0 {
+			at = c.events[n-1].Timestamp
+		}
+		for _, ev := range read.events {
+			if ev.Timestamp.Before(at) {
+				ev.Timestamp = at
+			}
+			c.events = append(c.events, ev)
+		}
+		for k, b := range read.encoded {
+			if k != step.OutputKey {
+				c.setEncoded(k, b)
+			}
+		}
+		c.events = append(c.events, e.Event(st.run, EventStepDone, map[string]any{"run_id": st.run.ID, "step_index": index}))
+		return read.out, step.OutputKey, svctype.StepCompleted, nil
 	} else if kind.IO != nil {
 		key := callKey(st.run.ID, c.position(index))
 		r, ok := st.calls[key]
@@ -412,7 +455,7 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 		call.IdempotencyKey, call.Try, call.IOResult = key, r.intent.Tries, r.out
 		out = r.out
 	}
-	if _, ahead := st.reads[callKey(st.run.ID, c.position(index))]; kind.Run != nil && !(ahead && !c.inner) {
+	if kind.Run != nil {
 		var err error
 		if out, err = kind.Run(ctx, call); err != nil {
 			return nil, "", "", err
@@ -463,7 +506,11 @@ func (e *Core) stepCall(st *runState, step *svctype.Step, index int, pm map[stri
 func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job, st *runState, c *commit, next int) error {
 	orgID, runID := st.run.OrgID, st.run.ID
 	for k, v := range c.outputs {
-		b, err := encodeValue(v)
+		b, ok := c.encoded[k]
+		var err error
+		if !ok {
+			b, err = encodeValue(v)
+		}
 		if err != nil {
 			return &stepFailure{fmt.Errorf("output %q is not JSON: %w", k, err)}
 		}

@@ -304,7 +304,8 @@ func (e *Core) lookupKind(ctx context.Context, q storage.Runs, orgID, stepType s
 // A read in a foreach element stays in the element's transaction: it must see the rows the
 // batch's earlier elements wrote, which are not committed yet.
 func (e *Core) workAhead(ctx context.Context, job *svctype.Job, st *runState, step *svctype.Step, index int) error {
-	kind, call, key, ok := e.ahead(ctx, st, step, index, func(k svctype.StepKind, s *svctype.Step) bool {
+	c := &commit{}
+	kind, call, key, ok := e.ahead(ctx, st, step, index, c, func(k svctype.StepKind, s *svctype.Step) bool {
 		return k.IO != nil || k.ReadOnly != nil && k.Run != nil && k.ReadOnly(s.Properties)
 	})
 	if !ok {
@@ -322,17 +323,40 @@ func (e *Core) workAhead(ctx context.Context, job *svctype.Job, st *runState, st
 	if err != nil {
 		return nil
 	}
-	if st.reads == nil {
-		st.reads = map[string]any{}
+	read := &aheadRead{props: call.Properties, events: c.events}
+	if co, ok := out.(svctype.ContextOutputs); ok {
+		read.encoded = make(map[string][]byte, len(co))
+		for k, v := range co {
+			co[k] = normalize(v)
+			if read.encoded[k], err = encodeValue(co[k]); err != nil {
+				return nil // the transaction runs the step again and reports it
+			}
+		}
+		read.out = co
+	} else {
+		read.out = normalize(out)
 	}
-	st.reads[key] = out
+	if st.reads == nil {
+		st.reads = map[string]*aheadRead{}
+	}
+	st.reads[key] = read
 	return nil
+}
+
+// kindContext is ctx for resolving a step's properties: the run's organization, and the
+// kind's own doc: row limit.
+func kindContext(ctx context.Context, orgID string, kind svctype.StepKind) context.Context {
+	ctx = svctype.WithOrg(ctx, orgID)
+	if kind.DocRows > 0 {
+		ctx = svctype.WithDocRows(ctx, kind.DocRows)
+	}
+	return ctx
 }
 
 // ahead finds what a top-level step will run, outside its transaction, when want says the
 // kind (after the step's filter) is worth it: the kind, its call with resolved properties,
 // and its call key.
-func (e *Core) ahead(ctx context.Context, st *runState, step *svctype.Step, index int, want func(svctype.StepKind, *svctype.Step) bool) (svctype.StepKind, *svctype.StepCall, string, bool) {
+func (e *Core) ahead(ctx context.Context, st *runState, step *svctype.Step, index int, c *commit, want func(svctype.StepKind, *svctype.Step) bool) (svctype.StepKind, *svctype.StepCall, string, bool) {
 	var none svctype.StepKind
 	if index == 0 && st.ent.def.Condition != nil {
 		return none, nil, "", false
@@ -360,7 +384,7 @@ func (e *Core) ahead(ctx context.Context, st *runState, step *svctype.Step, inde
 		return none, nil, "", false
 	}
 	key := callKey(st.run.ID, strconv.Itoa(index))
-	props, err := e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), step.Properties, vars)
+	props, err := e.eval.Resolve(kindContext(ctx, st.run.OrgID, kind), step.Properties, vars)
 	if err != nil {
 		return none, nil, "", false
 	}
@@ -368,5 +392,8 @@ func (e *Core) ahead(ctx context.Context, st *runState, step *svctype.Step, inde
 	if pm == nil {
 		pm = map[string]any{}
 	}
-	return kind, e.stepCall(st, step, index, pm, vars, nil), key, true
+	if kind.IO != nil {
+		c = nil // an IO half's events are the transaction's, after the call
+	}
+	return kind, e.stepCall(st, step, index, pm, vars, c), key, true
 }

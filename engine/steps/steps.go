@@ -13,7 +13,10 @@ import (
 func Builtins() map[string]svctype.StepKind {
 	return map[string]svctype.StepKind{
 		CustomTable: {Run: runCustomTable, Validate: validateCustomTable, ReadOnly: readsOnly},
-		Matcher:     {Run: runMatcher, Validate: validateMatcher, FailedEvent: EventMatcherFailed, DocRows: documents.MaxMatchRows},
-		NWayMatch:   {Run: runNWay, Validate: validateNWay, FailedEvent: EventNWayFailed, DocRows: documents.MaxMatchRows},
+		Matcher: {Run: runMatcher, Validate: validateMatcher, FailedEvent: EventMatcherFailed, DocRows: documents.MaxMatchRows,
+			// It writes nothing but its outputs: it runs before its transaction, and its
+			// outputs are encoded there too (not while the SQLite writer is held).
+			ReadOnly: func(map[string]any) bool { return true }},
+		NWayMatch: {Run: runNWay, Validate: validateNWay, FailedEvent: EventNWayFailed, DocRows: documents.MaxMatchRows},
 	}
 }

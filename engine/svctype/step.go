@@ -141,8 +141,8 @@ type StepKind struct {
 	// ReadOnly, when set, reports whether a step with these properties (as written, before
 	// they are resolved) only reads through call.Tables. The executor may then run Run for a
 	// top-level step before the step's transaction, on committed data (on SQLite the read
-	// pool, without the one writer), and commit its output in the transaction after. Such a
-	// call's events and effects are dropped: a read makes none.
+	// pool, without the one writer), and commit its output and the events it emitted in the
+	// transaction after (a matcher's). Such a call's effects are dropped: a read makes none.
 	ReadOnly func(props map[string]any) bool
 	// DocRows, when set, is the most rows a doc: reference among this kind's properties may
 	// extract, instead of the limit every other doc: reference has (10,000): for kinds that
