@@ -184,28 +184,59 @@ type features struct {
 	desc  string
 }
 
-func extract(recs []Record, c *matchConfig) []features {
-	fs := make([]features, len(recs))
-	for i, rec := range recs {
-		f := features{ok: true}
-		if c.useAmount {
-			v, ok := number(rec[c.amountKey])
-			if ok {
-				f.minor, ok = minorUnits(v)
-			}
-			f.ok = f.ok && ok
-		}
-		if c.useDate {
-			d, ok := day(rec[c.dateKey])
-			f.day, f.ok = d, f.ok && ok
-		}
-		if c.useText {
-			f.desc = text(rec[c.descKey])
-		}
-		fs[i] = f
-	}
-	return fs
+// fieldReader reads the fields a matcher compares, all of a record's in one Fields call:
+// the amount, date and description when their dimension is enabled, then the matchOn
+// fields (vals[keyFrom:] after a read).
+type fieldReader struct {
+	names              []string
+	amount, date, desc int // positions in names; -1 when not read
+	keyFrom            int
+	vals               []Value
 }
+
+func newFieldReader(c *matchConfig) *fieldReader {
+	r := &fieldReader{amount: -1, date: -1, desc: -1}
+	add := func(use bool, name string) int {
+		if !use {
+			return -1
+		}
+		r.names = append(r.names, name)
+		return len(r.names) - 1
+	}
+	r.amount = add(c.useAmount, c.amountKey)
+	r.date = add(c.useDate, c.dateKey)
+	r.desc = add(c.useText, c.descKey)
+	r.keyFrom = len(r.names)
+	r.names = append(r.names, c.matchOn...)
+	r.vals = make([]Value, len(r.names))
+	return r
+}
+
+// read reads record i of d and returns its features.
+func (r *fieldReader) read(d Dataset, i int) features {
+	if len(r.names) > 0 {
+		d.Fields(i, r.names, r.vals)
+	}
+	f := features{ok: true}
+	if r.amount >= 0 {
+		v, ok := valueNumber(r.vals[r.amount])
+		if ok {
+			f.minor, ok = minorUnits(v)
+		}
+		f.ok = f.ok && ok
+	}
+	if r.date >= 0 {
+		d, ok := valueDay(r.vals[r.date])
+		f.day, f.ok = d, f.ok && ok
+	}
+	if r.desc >= 0 {
+		f.desc = valueText(r.vals[r.desc])
+	}
+	return f
+}
+
+// keyValues are the matchOn values of the record read last.
+func (r *fieldReader) keyValues() []Value { return r.vals[r.keyFrom:] }
 
 // text is a description's string: a string as is, a number or boolean as its key text,
 // anything else empty.
@@ -246,17 +277,57 @@ type candidate struct {
 // pair; only a matcher with fuzzyThreshold alone compares pairs one by one, up to
 // MaxUnindexedPairs per key, and fails with ErrTooManyPairs beyond.
 func Match(left, right []Record, opts MatchOptions) (*MatchResult, error) {
+	m, err := matchIndexes(Records(left), Records(right), opts)
+	if err != nil {
+		return nil, err
+	}
+	res := &MatchResult{Matched: make([]Pair, len(m.pairs)), Policy: m.policy}
+	for i, p := range m.pairs {
+		res.Matched[i] = Pair{Left: left[p.Left], Right: right[p.Right], LeftIndex: p.Left, RightIndex: p.Right}
+	}
+	res.UnmatchedLeft = make([]Record, 0, len(left)-len(m.pairs))
+	for i, rec := range left {
+		if !m.usedL[i] {
+			res.UnmatchedLeft = append(res.UnmatchedLeft, rec)
+		}
+	}
+	res.UnmatchedRight = make([]Record, 0, len(right)-len(m.pairs))
+	for i, rec := range right {
+		if !m.usedR[i] {
+			res.UnmatchedRight = append(res.UnmatchedRight, rec)
+		}
+	}
+	return res, nil
+}
+
+// IndexPair is one match by position: record Left of the left Dataset and record Right of
+// the right one.
+type IndexPair struct {
+	Left, Right int
+}
+
+// matching is what the matcher decided, by position.
+type matching struct {
+	pairs        []IndexPair // by left index
+	usedL, usedR []bool
+	policy       map[string]any
+}
+
+// matchIndexes is Match on Datasets: each record's fields are read once, and the records
+// are referred to by position only.
+func matchIndexes(left, right Dataset, opts MatchOptions) (*matching, error) {
 	if probs := ValidateMatch(opts); len(probs) > 0 {
 		return nil, &ValidationError{Problems: probs}
 	}
 	c := newMatchConfig(opts)
-	lf, rf := extract(left, &c), extract(right, &c)
+	blocks, lf, rf := buildBlocks(left, right, &c)
 
-	blocks := buildBlocks(left, right, lf, rf, &c)
-
-	usedL := make([]bool, len(left))
-	usedR := make([]bool, len(right))
-	pairs := make([]Pair, 0, min(len(left), len(right)))
+	m := &matching{
+		usedL:  make([]bool, left.Len()),
+		usedR:  make([]bool, right.Len()),
+		policy: c.policy(opts),
+	}
+	pairs := make([]IndexPair, 0, min(left.Len(), right.Len()))
 	var cands []candidate
 	var scratchL, scratchR []int32
 	for b := range blocks.count() {
@@ -268,8 +339,8 @@ func Match(left, right []Record, opts MatchOptions) (*MatchResult, error) {
 			// Every pair is a candidate and all tie: input order decides.
 			for k := range min(len(ls), len(rs)) {
 				l, r := ls[k], rs[k]
-				usedL[l], usedR[r] = true, true
-				pairs = append(pairs, Pair{Left: left[l], Right: right[r], LeftIndex: int(l), RightIndex: int(r)})
+				m.usedL[l], m.usedR[r] = true, true
+				pairs = append(pairs, IndexPair{Left: int(l), Right: int(r)})
 			}
 			continue
 		}
@@ -283,29 +354,16 @@ func Match(left, right []Record, opts MatchOptions) (*MatchResult, error) {
 			slices.SortFunc(cands, func(a, b candidate) int { return compareCandidates(&a, &b, lf, rf, &c) })
 		}
 		for _, cd := range cands {
-			if usedL[cd.l] || usedR[cd.r] {
+			if m.usedL[cd.l] || m.usedR[cd.r] {
 				continue
 			}
-			usedL[cd.l], usedR[cd.r] = true, true
-			pairs = append(pairs, Pair{Left: left[cd.l], Right: right[cd.r], LeftIndex: int(cd.l), RightIndex: int(cd.r)})
+			m.usedL[cd.l], m.usedR[cd.r] = true, true
+			pairs = append(pairs, IndexPair{Left: int(cd.l), Right: int(cd.r)})
 		}
 	}
-	slices.SortFunc(pairs, func(a, b Pair) int { return cmp.Compare(a.LeftIndex, b.LeftIndex) })
-
-	res := &MatchResult{Matched: pairs, Policy: c.policy(opts)}
-	res.UnmatchedLeft = make([]Record, 0, len(left)-len(pairs))
-	for i, rec := range left {
-		if !usedL[i] {
-			res.UnmatchedLeft = append(res.UnmatchedLeft, rec)
-		}
-	}
-	res.UnmatchedRight = make([]Record, 0, len(right)-len(pairs))
-	for i, rec := range right {
-		if !usedR[i] {
-			res.UnmatchedRight = append(res.UnmatchedRight, rec)
-		}
-	}
-	return res, nil
+	slices.SortFunc(pairs, func(a, b IndexPair) int { return cmp.Compare(a.Left, b.Left) })
+	m.pairs = pairs
+	return m, nil
 }
 
 // compareCandidates is the order in which candidate pairs are taken.
@@ -454,26 +512,33 @@ func (b *blockIndex) count() int          { return len(b.lOff) - 1 }
 func (b *blockIndex) left(i int) []int32  { return b.lIdx[b.lOff[i]:b.lOff[i+1]] }
 func (b *blockIndex) right(i int) []int32 { return b.rIdx[b.rOff[i]:b.rOff[i+1]] }
 
-// buildBlocks indexes the right records by matchOn key in a hash map and looks each left
-// record up in it; left records whose key no right record has are left out at once.
-func buildBlocks(left, right []Record, lf, rf []features, c *matchConfig) *blockIndex {
-	lBlock := make([]int32, len(left))
-	rBlock := make([]int32, len(right))
+// buildBlocks reads every record's fields once, the right side first: their features,
+// and the right records' matchOn keys into a hash map in which each left record's key is
+// looked up; left records whose key no right record has are left out at once.
+func buildBlocks(left, right Dataset, c *matchConfig) (b *blockIndex, lf, rf []features) {
+	lf = make([]features, left.Len())
+	rf = make([]features, right.Len())
+	lBlock := make([]int32, len(lf))
+	rBlock := make([]int32, len(rf))
+	fr := newFieldReader(c)
 	nBlocks := 0
 	if len(c.matchOn) == 0 {
 		nBlocks = 1
-		for i := range lBlock {
-			lBlock[i] = blockOrNone(lf[i].ok, 0)
-		}
-		for i := range rBlock {
+		for i := range rf {
+			rf[i] = fr.read(right, i)
 			rBlock[i] = blockOrNone(rf[i].ok, 0)
 		}
+		for i := range lf {
+			lf[i] = fr.read(left, i)
+			lBlock[i] = blockOrNone(lf[i].ok, 0)
+		}
 	} else {
-		index := make(map[string]int32, len(right))
+		index := make(map[string]int32)
 		var kb keyBuilder
-		for i, rec := range right {
+		for i := range rf {
+			rf[i] = fr.read(right, i)
 			rBlock[i] = -1
-			if !rf[i].ok || !kb.build(rec, c.matchOn) {
+			if !rf[i].ok || !kb.buildValues(fr.keyValues()) {
 				continue
 			}
 			id, found := kb.lookup(index)
@@ -484,9 +549,10 @@ func buildBlocks(left, right []Record, lf, rf []features, c *matchConfig) *block
 			}
 			rBlock[i] = id
 		}
-		for i, rec := range left {
+		for i := range lf {
+			lf[i] = fr.read(left, i)
 			lBlock[i] = -1
-			if !lf[i].ok || !kb.build(rec, c.matchOn) {
+			if !lf[i].ok || !kb.buildValues(fr.keyValues()) {
 				continue
 			}
 			if id, found := kb.lookup(index); found {
@@ -494,10 +560,10 @@ func buildBlocks(left, right []Record, lf, rf []features, c *matchConfig) *block
 			}
 		}
 	}
-	b := &blockIndex{}
+	b = &blockIndex{}
 	b.lOff, b.lIdx = csr(lBlock, nBlocks)
 	b.rOff, b.rIdx = csr(rBlock, nBlocks)
-	return b
+	return b, lf, rf
 }
 
 func blockOrNone(ok bool, id int32) int32 {
@@ -561,17 +627,51 @@ func (kb *keyBuilder) build(rec Record, fields []string) bool {
 		if kb.tmp, ok = keyText(kb.tmp[:0], rec[f]); !ok {
 			return false
 		}
-		if i > 0 {
-			kb.buf = append(kb.buf, '|')
-		}
-		for _, ch := range kb.tmp {
-			if ch == '|' || ch == '\\' {
-				kb.buf = append(kb.buf, '\\')
-			}
-			kb.buf = append(kb.buf, ch)
-		}
+		kb.join(i)
 	}
 	return true
+}
+
+// buildValues is build on a Dataset's values of the matchOn fields.
+func (kb *keyBuilder) buildValues(vals []Value) bool {
+	if len(vals) == 1 {
+		v := vals[0]
+		if v.Kind == KindString {
+			kb.direct, kb.isDirect = v.Text, true
+			return true
+		}
+		if s, ok := v.goValue.(string); ok && v.Kind == kindGo {
+			kb.direct, kb.isDirect = s, true
+			return true
+		}
+		kb.isDirect = false
+		var ok bool
+		kb.buf, ok = valueKey(kb.buf[:0], v)
+		return ok
+	}
+	kb.isDirect = false
+	kb.buf = kb.buf[:0]
+	for i, v := range vals {
+		var ok bool
+		if kb.tmp, ok = valueKey(kb.tmp[:0], v); !ok {
+			return false
+		}
+		kb.join(i)
+	}
+	return true
+}
+
+// join appends field i's key text, in kb.tmp, to the composite key.
+func (kb *keyBuilder) join(i int) {
+	if i > 0 {
+		kb.buf = append(kb.buf, '|')
+	}
+	for _, ch := range kb.tmp {
+		if ch == '|' || ch == '\\' {
+			kb.buf = append(kb.buf, '\\')
+		}
+		kb.buf = append(kb.buf, ch)
+	}
 }
 
 func (kb *keyBuilder) lookup(index map[string]int32) (int32, bool) {

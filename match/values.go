@@ -37,14 +37,7 @@ func number(v any) (float64, bool) {
 			return 0, false
 		}
 	case string:
-		s := strings.TrimSpace(x)
-		if !plainDecimal(s) {
-			return 0, false
-		}
-		var err error
-		if f, err = strconv.ParseFloat(s, 64); err != nil {
-			return 0, false
-		}
+		return numberFromString(x)
 	case nil, bool, map[string]any, []any:
 		return 0, false
 	default:
@@ -61,6 +54,20 @@ func number(v any) (float64, bool) {
 		}
 	}
 	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// numberFromString is number for a string: a plain decimal number, spaces around it
+// ignored.
+func numberFromString(x string) (float64, bool) {
+	s := strings.TrimSpace(x)
+	if !plainDecimal(s) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, false
 	}
 	return f, true
