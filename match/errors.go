@@ -18,6 +18,8 @@ var (
 	// ErrRule: a rule's evaluation failed (not: returned false). The error names the rule
 	// and the group.
 	ErrRule = errors.New("match: rule failed to evaluate")
+	// ErrInvalidRecords: raw records are not a JSON array of objects (NewRawRecords).
+	ErrInvalidRecords = errors.New("match: invalid records")
 )
 
 // Problem is one thing wrong with the step's properties, located by a JSON pointer relative
