@@ -1,6 +1,7 @@
 package match
 
 import (
+	"io"
 	"runtime"
 	"runtime/metrics"
 	"slices"
@@ -83,6 +84,66 @@ func BenchmarkMatch100k(b *testing.B) {
 	b.ReportMetric(recordsBytes/(1<<20), "records-MiB")
 	b.ReportMetric(peak/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(peak/recordsBytes, "peak/records")
+}
+
+// BenchmarkMatch50k pairs 50,000 ledger x ~51,000 bank records of the standard noisy
+// profile (matchOn counterparty, tolerance 0.05, 3-day window) from maps (Match), and
+// from the same records as JSON (RawRecords: indexing the bytes included), then also
+// writing the three outputs from the bytes to io.Discard.
+func BenchmarkMatch50k(b *testing.B) {
+	set := gen.NewTwoWay(gen.Standard(11, 50_000))
+	leftJSON, rightJSON := marshalRecords(b, set.Left), marshalRecords(b, set.Right)
+	tol, win := 0.05, 3.0
+	opts := MatchOptions{MatchOn: []string{"counterparty"}, Tolerance: &tol, DateWindowDays: &win}
+	raw := func(b *testing.B, write bool) {
+		l, err := NewRawRecords(leftJSON)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := NewRawRecords(rightJSON)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := MatchDatasets(l, r, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Pairs) < 40_000 {
+			b.Fatalf("matched only %d", len(res.Pairs))
+		}
+		if write {
+			m, ul, ur := res.Outputs()
+			for _, o := range []Output{m, ul, ur} {
+				if _, err := o.WriteTo(io.Discard); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("maps", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := Match(set.Left, set.Right, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res.Matched) < 40_000 {
+				b.Fatalf("matched only %d", len(res.Matched))
+			}
+		}
+	})
+	b.Run("raw", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			raw(b, false)
+		}
+	})
+	b.Run("raw+outputs", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			raw(b, true)
+		}
+	})
 }
 
 // BenchmarkNWay4x250k groups four legs of 250,000 records each.
