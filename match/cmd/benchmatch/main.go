@@ -9,6 +9,14 @@
 //
 //	go run ./match/cmd/benchmatch [-seed 1] [-n 100000] [-fuzzy 50]
 //
+// With -raw it runs the 2-way matcher on the records as JSON bytes instead of maps
+// (match.RawRecords): it generates the set, writes it as two JSON arrays in memory, frees
+// the maps, resets the process's peak RSS where Linux allows it, then indexes the bytes,
+// matches and writes the three outputs to a counting writer. It prints the time, the
+// input's JSON size, the peak heap and peak RSS, and their ratio to the input (issue 20's
+// target: under 4x). With -from DIR it reads DIR/left.json and DIR/right.json instead (no
+// truth, so no precision or recall).
+//
 // With -write DIR it only writes the 2-way set for the end-to-end comparison (make
 // bench-match-http): left.json and right.json (arrays of {id, counterparty, amount, date}),
 // left.csv and right.csv (the same, with a header), and in-process.txt, the matcher's own
@@ -44,7 +52,22 @@ func main() {
 	n := flag.Int("n", 100_000, "ledger records (the bank side gets about as many)")
 	fuzzy := flag.Float64("fuzzy", 50, "fuzzyThreshold for the 2-way run (negative: not set)")
 	write := flag.String("write", "", "write the 2-way set as JSON and CSV files into this directory, and exit")
+	raw := flag.Bool("raw", false, "run the 2-way matcher on the records as JSON bytes (match.RawRecords) only")
+	from := flag.String("from", "", "with -raw: read left.json and right.json from this directory instead of generating")
 	flag.Parse()
+	if *raw {
+		ok, err := rawTwoWay(gen.Standard(*seed, *n), *fuzzy, *from)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchmatch:", err)
+			os.Exit(2)
+		}
+		if !ok {
+			fmt.Println("FAIL: 2-way targets missed")
+			os.Exit(1)
+		}
+		fmt.Println("PASS")
+		return
+	}
 	if *write != "" {
 		if err := writeSet(gen.Standard(*seed, *n), *write); err != nil {
 			fmt.Fprintln(os.Stderr, "benchmatch:", err)
@@ -97,6 +120,146 @@ func twoWay(p gen.Profile, fuzzy float64) bool {
 	fmt.Printf("  peak heap %.1f MiB (records and generator %.1f MiB, so %.2fx)  peak RSS %s\n",
 		mib(peak), mib(recordsHeap), float64(peak)/float64(recordsHeap), peakRSS())
 	return precision >= targetPrecision && recall >= targetRecall
+}
+
+// rawTwoWay matches the 2-way set from its JSON bytes and writes the outputs to a
+// counting writer. It reports whether the targets (precision, recall and peak RSS under
+// 4x the input) are met.
+func rawTwoWay(p gen.Profile, fuzzy float64, from string) (bool, error) {
+	var leftJSON, rightJSON []byte
+	var set *gen.TwoWay
+	source := "generated, seed " + strconv.FormatUint(p.Seed, 10)
+	if from != "" {
+		var err error
+		if leftJSON, err = os.ReadFile(filepath.Join(from, "left.json")); err != nil {
+			return false, err
+		}
+		if rightJSON, err = os.ReadFile(filepath.Join(from, "right.json")); err != nil {
+			return false, err
+		}
+		source = "read from " + from
+	} else {
+		set = gen.NewTwoWay(p)
+		var err error
+		if leftJSON, err = jsonArray(set.Left); err != nil {
+			return false, err
+		}
+		if rightJSON, err = jsonArray(set.Right); err != nil {
+			return false, err
+		}
+		set.Left, set.Right = nil, nil // the truth (Origin) is kept for the score
+	}
+	input := uint64(len(leftJSON) + len(rightJSON))
+	inputHeap := settledHeap()
+	rssReset := resetPeakRSS()
+
+	tol, win := p.Tolerance, float64(p.WindowDays)
+	opts := match.MatchOptions{MatchOn: []string{"counterparty"}, Tolerance: &tol, DateWindowDays: &win, DescriptionKey: "description"}
+	if fuzzy >= 0 {
+		opts.FuzzyThreshold = &fuzzy
+	}
+	var res *match.DatasetResult
+	var left, right *match.RawRecords
+	var indexing, matching time.Duration
+	var out counter
+	var runErr error
+	elapsed, peak := measure(func() {
+		start := time.Now()
+		if left, runErr = match.NewRawRecords(leftJSON); runErr != nil {
+			return
+		}
+		if right, runErr = match.NewRawRecords(rightJSON); runErr != nil {
+			return
+		}
+		indexing = time.Since(start)
+		if res, runErr = match.MatchDatasets(left, right, opts); runErr != nil {
+			return
+		}
+		matching = time.Since(start) - indexing
+		m, ul, ur := res.Outputs()
+		for _, o := range []match.Output{m, ul, ur} {
+			if _, runErr = o.WriteTo(&out); runErr != nil {
+				return
+			}
+		}
+	})
+	if runErr != nil {
+		return false, runErr
+	}
+	rss, rssOK := peakRSSBytes()
+
+	fmt.Printf("benchmatch -raw: standard profile (%s), GOMAXPROCS %d\n", source, runtime.GOMAXPROCS(0))
+	fmt.Printf("\n2-way matcher on raw JSON: %d ledger x %d bank records, %.1f MiB of JSON (left %.1f, right %.1f); matchOn [counterparty], tolerance %.2f, dateWindowDays %d, fuzzyThreshold %s\n",
+		left.Len(), right.Len(), mib(input), mib(uint64(len(leftJSON))), mib(uint64(len(rightJSON))), tol, p.WindowDays, fuzzyText(opts.FuzzyThreshold))
+	ok := true
+	if set != nil {
+		pairs := make([][2]int, len(res.Pairs))
+		for i, pr := range res.Pairs {
+			pairs[i] = [2]int{pr.Left, pr.Right}
+		}
+		correct, precision, recall := set.Score(pairs)
+		fmt.Printf("  expected pairs %d, matched %d, correct %d, wrong %d, missed %d\n",
+			set.Expected, len(pairs), correct, len(pairs)-correct, set.Expected-correct)
+		fmt.Printf("  precision %.3f %%  recall %.3f %%  (targets >= %.1f %%, >= %.1f %%)\n",
+			100*precision, 100*recall, 100*targetPrecision, 100*targetRecall)
+		ok = precision >= targetPrecision && recall >= targetRecall
+	}
+	fmt.Printf("  time %.3f s: index the bytes %.3f s, match %.3f s, write the outputs %.3f s (%d pairs, %d + %d unmatched: %.1f MiB of JSON)\n",
+		elapsed.Seconds(), indexing.Seconds(), matching.Seconds(), (elapsed - indexing - matching).Seconds(),
+		len(res.Pairs), len(res.UnmatchedLeft), len(res.UnmatchedRight), mib(uint64(out.n)))
+	fmt.Printf("  peak heap %.1f MiB (%.2fx the input; the input alone %.1f MiB of heap)\n",
+		mib(peak), float64(peak)/float64(input), mib(inputHeap))
+	if !rssOK {
+		fmt.Println("  peak RSS n/a")
+		return ok, nil
+	}
+	since := "since the JSON was made (VmHWM reset)"
+	if !rssReset {
+		since = "of the whole process, the generator's maps included (VmHWM could not be reset)"
+	}
+	fmt.Printf("  peak RSS %.1f MiB %s: %.2fx the input (target < 4x)\n", mib(rss), since, float64(rss)/float64(input))
+	return ok && float64(rss) < 4*float64(input), nil
+}
+
+// jsonArray writes records as one JSON array, encoding/json's bytes for each.
+func jsonArray(recs []gen.Record) ([]byte, error) {
+	out := []byte{'['}
+	for i, r := range recs {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
+	}
+	return append(out, ']'), nil
+}
+
+// counter is a writer that counts and discards.
+type counter struct{ n int64 }
+
+func (c *counter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return len(p), nil
+}
+
+// resetPeakRSS sets the process's peak RSS (VmHWM) to its current RSS (Linux's
+// clear_refs "5"), so that the peak measured from here on is not the generator's.
+func resetPeakRSS() bool {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// peakRSSBytes is VmHWM in bytes.
+func peakRSSBytes() (uint64, bool) {
+	v := peakRSS()
+	kb, ok := strings.CutSuffix(v, " kB")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(kb), 10, 64)
+	return n << 10, err == nil
 }
 
 // writeSet writes the 2-way set's records without descriptions (the comparison matches on
