@@ -49,6 +49,47 @@ func ExampleMatch() {
 	// unmatched: 1 1
 }
 
+// ExampleMatchDatasets matches records left as JSON bytes and writes an output in parts
+// of at most two elements, each a JSON array, straight from the records' bytes.
+func ExampleMatchDatasets() {
+	ledger, err := match.NewRawRecords([]byte(`[
+		{"id": "L1", "ref": "caf\u00e9", "amount": "120.00", "date": "2024-03-01"},
+		{"id": "L2", "ref": "ACME", "amount": 120, "date": "2024-03-15"},
+		{"id": "L3", "ref": "ACME", "amount": 99.99, "date": "2024-03-02"}
+	]`))
+	if err != nil {
+		panic(err)
+	}
+	// The bank side could as well be decoded maps: match.Records(bank).
+	bank, err := match.NewRawRecords([]byte(`[
+		{"id": "B1", "ref": "ACME", "amount": 120.0, "date": "2024-03-16"},
+		{"id": "B2", "ref": "café", "amount": 119.99, "date": "2024-03-02"},
+		{"id": "B3", "ref": "ACME", "amount": 80, "date": "2024-03-02"}
+	]`))
+	if err != nil {
+		panic(err)
+	}
+	tolerance, window := 0.01, 3.0
+	res, err := match.MatchDatasets(ledger, bank, match.MatchOptions{
+		MatchOn: []string{"ref"}, Tolerance: &tolerance, DateWindowDays: &window,
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Pairs, res.UnmatchedLeft, res.UnmatchedRight)
+	matched, _, _ := res.Outputs()
+	for from := 0; from < matched.Len(); from += 2 {
+		part, err := matched.AppendArray(nil, from, min(from+2, matched.Len()))
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(string(part))
+	}
+	// Output:
+	// [{0 1} {1 0}] [2] [2]
+	// [{"left":{"id": "L1", "ref": "caf\u00e9", "amount": "120.00", "date": "2024-03-01"},"right":{"id": "B2", "ref": "café", "amount": 119.99, "date": "2024-03-02"}},{"left":{"id": "L2", "ref": "ACME", "amount": 120, "date": "2024-03-15"},"right":{"id": "B1", "ref": "ACME", "amount": 120.0, "date": "2024-03-16"}}]
+}
+
 func ExampleNWay() {
 	legs := []match.Leg{
 		{Key: "ledger", Records: []match.Record{
