@@ -14,8 +14,9 @@ type Dataset interface {
 	// Len is the number of records.
 	Len() int
 	// Fields sets dst[j] to the value of record i's top-level field names[j], the zero
-	// Value (KindMissing) when the record has none. names may repeat a name. The values
-	// are valid until the next call and must not be kept.
+	// Value (KindMissing) when the record has none. names may repeat a name. The matcher
+	// keeps values' Text (descriptions, keys) until it returns, so a Text must not change
+	// before then: RawRecords' point into its data.
 	Fields(i int, names []string, dst []Value)
 	// AppendJSON appends record i's JSON to dst.
 	AppendJSON(dst []byte, i int) ([]byte, error)

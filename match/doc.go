@@ -1,8 +1,10 @@
 // Package match owns record matching for the matcher and nway_match steps: Match pairs two
 // datasets one to one, NWay groups 2 to 4 legs by key and classifies each group, and
-// Similarity is the fuzzy text score both use. It is pure: it takes decoded JSON records
-// and returns values, with no storage, no I/O and no clock; the engine resolves the step's
-// properties, writes the outputs into the run context and upserts the exception rows.
+// Similarity is the fuzzy text score both use. It is pure: it takes records (decoded JSON,
+// or JSON bytes it indexes without decoding) and returns values, with no storage, no I/O
+// beyond writing outputs to a writer it is given, and no clock; the engine resolves the
+// step's properties, writes the outputs into the run context and upserts the exception
+// rows.
 //
 // # Records and values
 //
@@ -19,6 +21,25 @@
 // Currency amounts are compared in minor units: each value is rounded to hundredths (half
 // away from zero, on its shortest decimal form) and the hundredths are compared or summed
 // as integers, so 0.1 + 0.2 equals 0.3. A tolerance of v allows floor(100*v) hundredths.
+//
+// # Datasets and raw records
+//
+// Match takes []Record; MatchDatasets takes any two Datasets and gives the same pairs by
+// position (IndexPair). A Dataset is read a few top-level fields of a record at a time
+// (Fields, each record once) and written out record by record (AppendJSON). Records
+// wraps []Record. RawRecords keeps a JSON array of objects in the bytes it came in, each
+// record an offset range into them: no map per record, which at 1,000,000 records is the
+// difference between about 500 bytes of heap a record and the JSON's own 140. A raw field
+// is a Value: its kind and its text, a number's text as written. It reads exactly as
+// encoding/json would decode it: a number through strconv.ParseFloat, as float64 and
+// json.Number are, so the key text and the minor units are the same; a string with its
+// escapes decoded ("caf\u00e9" is the key "café"), bytes that are not UTF-8 as U+FFFD;
+// an object or array as the canonical JSON of its decoding; and of duplicate keys the
+// last, in a record and inside a key's object alike. A raw result's outputs (Outputs, one
+// Output per array) are written from the records' bytes, unchanged, element by element
+// or in parts (AppendArray), so a large output need not be held whole. A caller holding
+// decoded records passes Records(recs); one holding an array's JSON bytes passes
+// NewRawRecords(b); the two sides may differ.
 //
 // # Matcher (2-way)
 //
