@@ -85,16 +85,18 @@ func (r *RawRecords) Fields(i int, names []string, dst []Value) {
 		p = skipSpace(rec, skipSpace(rec, keyEnd)+1) // past ':'
 		start := p
 		p = skipValue(rec, p)
-		decoded, isDecoded := "", false
+		// A key is compared as it is written; one with escapes or bad bytes (rare) as
+		// decoded, decided once.
+		plain, decoded := 0, ""
 		for j, name := range names {
 			if string(key) != name {
-				if !needsDecoding(key) {
-					continue
+				if plain == 0 {
+					plain = 1
+					if needsDecoding(key) {
+						plain, decoded = -1, decodeString(key)
+					}
 				}
-				if !isDecoded {
-					decoded, isDecoded = decodeString(key), true
-				}
-				if decoded != name {
+				if plain > 0 || decoded != name {
 					continue
 				}
 			}
@@ -133,7 +135,12 @@ func rawValue(b []byte) Value {
 // needsDecoding reports whether a JSON string's contents differ from what encoding/json
 // decodes: escapes, or bytes that are not UTF-8.
 func needsDecoding(s []byte) bool {
-	return bytes.IndexByte(s, '\\') >= 0 || !utf8.Valid(s)
+	for _, c := range s {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return bytes.IndexByte(s, '\\') >= 0 || !utf8.Valid(s)
+		}
+	}
+	return false
 }
 
 // decodeString decodes a JSON string's contents (between the quotes) as encoding/json
