@@ -50,7 +50,7 @@ type Value struct {
 	goValue any
 }
 
-// goValue wraps a decoded record's value.
+// goValueOf wraps a decoded record's value.
 func goValueOf(v any) Value { return Value{Kind: kindGo, goValue: v} }
 
 // Records is a Dataset of decoded records: Match's own input, so Records(left) and
