@@ -23,6 +23,30 @@ type ContextValue struct {
 	Limit  *int `json:"limit,omitempty" doc:"Only when the value is an array: the page size used."`
 }
 
+// appendJSON writes the answer with its value as stored: the store holds it as compact
+// JSON, and encoding/json would scan (compact) a page of thousands of elements again.
+func (c ContextValue) appendJSON(b []byte) []byte {
+	key, _ := json.Marshal(c.Key) // a string always encodes
+	b = append(b, `{"key":`...)
+	b = append(b, key...)
+	b = append(b, `,"value":`...)
+	if len(c.Value) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, c.Value...)
+	}
+	for _, f := range []struct {
+		name string
+		v    *int
+	}{{"total", c.Total}, {"offset", c.Offset}, {"limit", c.Limit}} {
+		if f.v != nil {
+			b = append(b, `,"`+f.name+`":`...)
+			b = strconv.AppendInt(b, int64(*f.v), 10)
+		}
+	}
+	return append(b, "}\n"...)
+}
+
 // ContextParams is the input of GET /runs/{runId}/context/{key}.
 type ContextParams struct {
 	RunPath

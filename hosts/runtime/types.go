@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"io"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -75,4 +76,22 @@ func (RunStatusFilter) Schema(huma.Registry) *huma.Schema {
 		enum = append(enum, string(s))
 	}
 	return &huma.Schema{Type: huma.TypeString, Enum: enum, Description: "Only runs in this status."}
+}
+
+// jsonAppender is an answer body that writes its own JSON, already compact and valid.
+type jsonAppender interface {
+	appendJSON(b []byte) []byte
+}
+
+// jsonFormat is Huma's JSON format, but a body that writes its own JSON (a page of a large
+// context value) is written as it is, not scanned again by encoding/json.
+var jsonFormat = huma.Format{
+	Marshal: func(w io.Writer, v any) error {
+		if a, ok := v.(jsonAppender); ok {
+			_, err := w.Write(a.appendJSON(nil))
+			return err
+		}
+		return huma.DefaultJSONFormat.Marshal(w, v)
+	},
+	Unmarshal: huma.DefaultJSONFormat.Unmarshal,
 }
