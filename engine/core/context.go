@@ -111,9 +111,61 @@ func largeRef(runID, key string, ref storage.ContextRef) map[string]any {
 	return out
 }
 
+// encoded is a context value's JSON as it is stored: whole, or a large array in parts of
+// per elements.
+type encoded struct {
+	whole  []byte
+	parts  []json.RawMessage
+	length int
+	per    int
+}
+
+// encodeOutput encodes a step's output for the store. A large array is encoded straight
+// into its parts, element by element: no buffer of the whole value is grown, and no
+// parser walks it again to cut it.
+func encodeOutput(v any) (encoded, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) < 2 {
+		b, err := encodeValue(v)
+		return encoded{whole: b}, err
+	}
+	// The first elements give the average size, as splitArray takes it from the whole.
+	sample := min(len(arr), 64)
+	head, err := appendValue(make([]byte, 0, 4096), arr[:sample])
+	if err != nil {
+		return encoded{}, err
+	}
+	avg := max(1, (len(head)-2)/sample+1)
+	if avg*len(arr) <= LargeValueBytes {
+		b, err := appendValue(make([]byte, 0, avg*len(arr)+64), arr)
+		return encoded{whole: b}, err
+	}
+	per := max(1, min(len(arr), PartBytes/avg))
+	out := encoded{length: len(arr), per: per}
+	size := 0
+	for i := 0; i < len(arr); i += per {
+		part, err := appendValue(make([]byte, 0, avg*per+avg), arr[i:min(i+per, len(arr))])
+		if err != nil {
+			return encoded{}, err
+		}
+		out.parts = append(out.parts, part)
+		size += len(part)
+	}
+	if size <= LargeValueBytes {
+		// The sample was larger than the rest: small after all, stored whole.
+		b, err := appendValue(make([]byte, 0, size+64), arr)
+		return encoded{whole: b}, err
+	}
+	return out, nil
+}
+
 // putValue writes one context key of a step commit: a large array in parts, anything
 // else whole.
-func putValue(ctx context.Context, tx storage.Tx, orgID, runID, key string, b []byte) error {
+func putValue(ctx context.Context, tx storage.Tx, orgID, runID, key string, v encoded) error {
+	if v.parts != nil {
+		return tx.PutContextParts(ctx, orgID, runID, key, v.parts, v.length, v.per)
+	}
+	b := v.whole
 	if len(b) > LargeValueBytes {
 		if parts, length, per, ok := splitArray(b, PartBytes); ok {
 			return tx.PutContextParts(ctx, orgID, runID, key, parts, length, per)

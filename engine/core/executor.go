@@ -102,7 +102,7 @@ type aheadRead struct {
 	props   map[string]any
 	out     any
 	events  []svctype.Event
-	encoded map[string][]byte
+	encoded map[string]encoded
 }
 
 func (e *Core) loadRun(ctx context.Context, job *svctype.Job) (*runState, error) {
@@ -244,7 +244,7 @@ type commit struct {
 	events  []svctype.Event
 	outputs map[string]any
 	// encoded holds outputs' JSON encoded ahead of the transaction, by key.
-	encoded map[string][]byte
+	encoded map[string]encoded
 	// inner marks the steps of a foreach element: they emit no step.* events of their own.
 	inner bool
 	// at is the position of the step executing inside foreach elements ("2/5/0": step 2,
@@ -254,9 +254,9 @@ type commit struct {
 
 // setEncoded gives the JSON of the output that setOutput will set under key, encoded
 // before the transaction.
-func (c *commit) setEncoded(key string, b []byte) {
+func (c *commit) setEncoded(key string, b encoded) {
 	if c.encoded == nil {
-		c.encoded = map[string][]byte{}
+		c.encoded = map[string]encoded{}
 	}
 	c.encoded[key] = b
 }
@@ -509,7 +509,7 @@ func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job,
 		b, ok := c.encoded[k]
 		var err error
 		if !ok {
-			b, err = encodeValue(v)
+			b, err = encodeOutput(v)
 		}
 		if err != nil {
 			return &stepFailure{fmt.Errorf("output %q is not JSON: %w", k, err)}

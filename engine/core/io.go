@@ -325,10 +325,10 @@ func (e *Core) workAhead(ctx context.Context, job *svctype.Job, st *runState, st
 	}
 	read := &aheadRead{props: call.Properties, events: c.events}
 	if co, ok := out.(svctype.ContextOutputs); ok {
-		read.encoded = make(map[string][]byte, len(co))
+		read.encoded = make(map[string]encoded, len(co))
 		for k, v := range co {
 			co[k] = normalize(v)
-			if read.encoded[k], err = encodeValue(co[k]); err != nil {
+			if read.encoded[k], err = encodeOutput(co[k]); err != nil {
 				return nil // the transaction runs the step again and reports it
 			}
 		}

@@ -136,3 +136,54 @@ func BenchmarkEncodeOutputs(b *testing.B) {
 		}
 	})
 }
+
+// TestEncodeOutputInParts: a large array is encoded straight into parts of per elements
+// whose elements, joined, are the array json.Marshal writes; anything small is whole.
+func TestEncodeOutputInParts(t *testing.T) {
+	t.Parallel()
+	joined := func(e encoded) string {
+		if e.parts == nil {
+			return string(e.whole)
+		}
+		var els []string
+		for _, p := range e.parts {
+			var part []json.RawMessage
+			require.NoError(t, json.Unmarshal(p, &part))
+			for _, el := range part {
+				els = append(els, string(el))
+			}
+		}
+		return "[" + strings.Join(els, ",") + "]"
+	}
+	big := make([]any, 20_000)
+	for i := range big {
+		big[i] = map[string]any{"i": float64(i), "s": strings.Repeat("x", i%50)}
+	}
+	// Elements after the sample much smaller than it: the estimate is too high, not wrong.
+	skewed := make([]any, 3000)
+	for i := range skewed {
+		skewed[i] = strings.Repeat("y", map[bool]int{true: 5000, false: 1}[i < 64])
+	}
+	for name, v := range map[string]any{"big": big, "skewed": skewed, "small": big[:10], "one": big[:1], "object": map[string]any{"a": big[:3]}} {
+		e, err := encodeOutput(v)
+		require.NoError(t, err, name)
+		want, err := json.Marshal(v)
+		require.NoError(t, err)
+		require.Equal(t, string(want), joined(e), name)
+		if e.parts != nil {
+			require.Greater(t, len(want), LargeValueBytes, "%s: only a large value is in parts", name)
+			require.Equal(t, len(v.([]any)), e.length)
+			for i, p := range e.parts {
+				var part []json.RawMessage
+				require.NoError(t, json.Unmarshal(p, &part))
+				if i < len(e.parts)-1 {
+					require.Len(t, part, e.per, "%s: every part but the last holds per elements", name)
+				}
+				require.Less(t, len(p), 4*PartBytes, "%s: part %d is about PartBytes", name, i)
+			}
+		}
+	}
+	e, err := encodeOutput(big)
+	require.NoError(t, err)
+	require.NotNil(t, e.parts, "a 20,000-element array of about 1 MB is stored in parts")
+}
