@@ -274,10 +274,15 @@ func humaError(status int, msg string, errs ...error) huma.StatusError {
 			loc += "." + m[1]
 		}
 		pd := &ProblemDetail{Location: loc, Pointer: locationToPointer(loc), Message: d.Message, Value: shortValue(d.Value)}
-		if d.Location == "body" && (status == http.StatusBadRequest || status == http.StatusUnsupportedMediaType) {
-			// Huma's value here is the whole body.
-			bodyUnparsable = status == http.StatusBadRequest
+		if d.Location == "body" {
+			// Huma's value here is the whole body: never echoed.
 			pd.Value = nil
+			if status == http.StatusUnprocessableEntity && jsonSyntax.MatchString(d.Message) {
+				// A body that is not JSON, found while decoding it (a route that skips
+				// Huma's schema check, which would have found it first): a 400, as there.
+				status = http.StatusBadRequest
+			}
+			bodyUnparsable = status == http.StatusBadRequest
 		}
 		details = append(details, pd)
 	}
@@ -294,6 +299,9 @@ func humaError(status int, msg string, errs ...error) huma.StatusError {
 	}
 	return newProblem(status, code, msg, details...)
 }
+
+// jsonSyntax matches encoding/json's messages for bytes that are not JSON.
+var jsonSyntax = regexp.MustCompile(`^(invalid character |unexpected end of JSON input)`)
 
 var missingProperty = regexp.MustCompile(`^expected required property (\S+) to be present$`)
 

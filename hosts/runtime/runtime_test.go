@@ -273,11 +273,16 @@ func TestExecute(t *testing.T) {
 		{"input a string", `{"input": "x"}`, 422, "validation_failed", "/input"},
 		{"input an array", `{"input": [1]}`, 422, "validation_failed", "/input"},
 		{"malformed", `{"input": {`, 400, "malformed_json", ""},
+		{"not JSON", `input=1`, 400, "malformed_json", ""},
+		{"a member besides input", `{"input": {"key": "sk-live-never-echoed-0042"}, "inptu": {}}`, 422, "validation_failed", ""},
+		{"not an object", `[{"input": {}}]`, 422, "validation_failed", ""},
 	} {
-		p := problem(t, b.do(t, http.MethodPost, "/workflows/"+w.ID+"/execute", orgA, tc.body), tc.status, tc.code)
+		rec := b.do(t, http.MethodPost, "/workflows/"+w.ID+"/execute", orgA, tc.body)
+		p := problem(t, rec, tc.status, tc.code)
 		if tc.ptr != "" {
 			require.Contains(t, pointers(p), tc.ptr, tc.name)
 		}
+		require.NotContains(t, rec.Body.String(), "sk-live-never-echoed", "%s: the body is not echoed", tc.name)
 	}
 	after := ok[list[runRef]](t, b.do(t, http.MethodGet, "/runs?limit=500", orgA, nil), http.StatusOK)
 	require.Len(t, after.Items, len(before.Items), "a bad execute started a run")
