@@ -174,7 +174,8 @@ func runFigures(ctx context.Context, c *client, phase, label string, metrics []s
 	if err != nil {
 		return nil, fmt.Errorf("setup: %w", err)
 	}
-	scrape := func() (histogram, error) {
+	claims := map[string]float64{} // after minus before, summed over processes
+	scrape := func(sign float64) (histogram, error) {
 		var sum histogram
 		for _, u := range metrics {
 			h, err := scrapeHistogram(ctx, c.hc, u, stepHistogram)
@@ -182,10 +183,17 @@ func runFigures(ctx context.Context, c *client, phase, label string, metrics []s
 				return histogram{}, err
 			}
 			sum = sum.add(h)
+			cs, err := scrapeCounter(ctx, c.hc, u, claimsCounter)
+			if err != nil {
+				return histogram{}, err
+			}
+			for k, v := range cs {
+				claims[k] += sign * v
+			}
 		}
 		return sum, nil
 	}
-	before, err := scrape()
+	before, err := scrape(-1)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +201,7 @@ func runFigures(ctx context.Context, c *client, phase, label string, metrics []s
 	if err != nil {
 		return nil, err
 	}
-	after, err := scrape()
+	after, err := scrape(1)
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +211,9 @@ func runFigures(ctx context.Context, c *client, phase, label string, metrics []s
 	steps := after.sub(before)
 	fmt.Printf("  %.0f steps committed (%.1f a run); step latency from %s: p50 %s, p99 %s, interpolated in the histogram's buckets\n",
 		steps.total(), steps.total()/float64(max(r.completed, 1)), stepHistogram, fmtDur(steps.quantile(.5)), fmtDur(steps.quantile(.99)))
+	empty, found := claims[`{outcome="empty"}`], claims[`{outcome="jobs"}`]
+	fmt.Printf("  %.0f claims by the workers (%.2f a run): %.0f found jobs, %.0f found none (%s)\n",
+		empty+found, (empty+found)/float64(max(r.completed, 1)), found, empty, claimsCounter)
 	return []figure{
 		rate(phase+".runs_per_s", label+": runs/s", float64(r.completed)/r.elapsed.Seconds()),
 		latency(phase+".run_p50_ms", label+": run p50", r.percentile(50)),

@@ -162,3 +162,50 @@ func (h histogram) quantile(q float64) time.Duration {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// claimsCounter is the worker's counter of claims by outcome (hosts/worker/metrics.go).
+const claimsCounter = "svcflow_worker_claims_total"
+
+// scrapeCounter reads the series of the counter name from the /metrics page at url: each
+// series' value by its labels as written ({outcome="empty"}), "" for a series without any.
+func scrapeCounter(ctx context.Context, hc *http.Client, url, name string) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		labels := ""
+		if rest[0] == '{' {
+			end := strings.IndexByte(rest, '}')
+			if end < 0 {
+				continue
+			}
+			labels, rest = rest[:end+1], rest[end+1:]
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("scrape %s: %q: %w", url, line, err)
+		}
+		out[labels] += v
+	}
+	return out, sc.Err()
+}

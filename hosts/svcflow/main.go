@@ -226,6 +226,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if cmd == "serve" {
 				descs = append(descs, gateway.Metrics()...)
 			}
+			if cmd == "serve" || cmd == "worker" {
+				descs = append(descs, worker.Metrics()...)
+			}
 			meter := withOps(st, descs...)
 			tr, err := telemetry.New(ctx, telemetry.Options{Endpoint: *otlpEndpoint, Getenv: os.Getenv, Version: version, Command: cmd})
 			if err != nil {

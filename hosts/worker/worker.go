@@ -108,6 +108,14 @@ func (w *Worker) Run(ctx context.Context) error {
 				w.log.Error("claiming jobs", "err", err)
 			}
 			claimed = len(jobs)
+			if err == nil {
+				outcome := "jobs"
+				if claimed == 0 {
+					outcome = "empty"
+				}
+				w.eng.Meter().Record(MetricClaims, 1, outcome)
+				w.eng.Meter().Record(MetricJobsClaimed, float64(claimed))
+			}
 			for _, job := range jobs {
 				slots <- struct{}{}
 				wg.Add(1)

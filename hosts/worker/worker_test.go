@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +23,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/metrics"
 	"github.com/svcflow/svcflow/hosts/worker"
 )
 
@@ -533,4 +538,41 @@ func TestWorkerLeavesQueuedRunsToAnyWorker(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, svctype.RunCompleted, run.Status, id)
 	}
+}
+
+// TestWorkerCountsItsClaims: svcflow_worker_jobs_claimed_total counts each job claimed,
+// svcflow_worker_claims_total each claim by outcome, an idle worker's polls as empty.
+func TestWorkerCountsItsClaims(t *testing.T) {
+	t.Parallel()
+	st := store.OpenTest(t, "sqlite")
+	reg := metrics.New(quiet, st, append(engine.Metrics(), worker.Metrics()...)...)
+	eng := newEngine(t, engine.Config{Store: st, Meter: reg})
+	wfID := ledgerSetup(t, eng)
+	for i := range 6 {
+		execute(t, eng, wfID, ledgerInput(i))
+	}
+	stop := startWorker(t, eng, worker.Options{Concurrency: 2, Poll: 10 * time.Millisecond})
+	defer stop()
+	waitFor(t, 30*time.Second, 10*time.Millisecond, "every job to be done", func() bool { return countJobs(t, eng) == 0 })
+	time.Sleep(100 * time.Millisecond) // idle: polls that find nothing
+
+	srv := httptest.NewServer(reg.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	value := func(series string) float64 {
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(string(body))
+		require.NotNil(t, m, "%s in\n%s", series, body)
+		v, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		return v
+	}
+	require.Equal(t, 6.0, value("svcflow_worker_jobs_claimed_total"), "each run is one job here")
+	found := value(`svcflow_worker_claims_total{outcome="jobs"}`)
+	require.GreaterOrEqual(t, found, 3.0, "at most 2 jobs a claim (Concurrency 2)")
+	require.LessOrEqual(t, found, 6.0)
+	require.Greater(t, value(`svcflow_worker_claims_total{outcome="empty"}`), 0.0, "an idle worker's polls find nothing")
 }
