@@ -10,7 +10,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/svctype"
 )
 
 // Run context by key: one key of a run, read from that key's row alone, an array value
@@ -124,6 +126,12 @@ type encoded struct {
 // into its parts, element by element: no buffer of the whole value is grown, and no
 // parser walks it again to cut it.
 func encodeOutput(v any) (encoded, error) {
+	switch x := v.(type) {
+	case svctype.EncodedArray:
+		return encodeArray(x)
+	case *expr.Lazy:
+		return encoded{whole: x.Raw()}, nil
+	}
 	arr, ok := v.([]any)
 	if !ok || len(arr) < 2 {
 		b, err := encodeValue(v)
@@ -157,6 +165,69 @@ func encodeOutput(v any) (encoded, error) {
 		return encoded{whole: b}, err
 	}
 	return out, nil
+}
+
+// encodeArray stores an array encoded elsewhere (a matcher's pairs) as it is: whole when
+// small, else in parts of per elements, per taken from the first elements' size.
+func encodeArray(a svctype.EncodedArray) (encoded, error) {
+	n := a.Len()
+	sample := min(n, 64)
+	head, err := a.AppendArray(make([]byte, 0, 4096), 0, sample)
+	if err != nil {
+		return encoded{}, err
+	}
+	avg := max(1, (len(head)-2)/max(sample, 1)+1)
+	if n < 2 || avg*n <= LargeValueBytes {
+		b, err := a.AppendArray(make([]byte, 0, avg*n+64), 0, n)
+		return encoded{whole: b}, err
+	}
+	per := max(1, min(n, PartBytes/avg))
+	out := encoded{length: n, per: per}
+	for i := 0; i < n; i += per {
+		part, err := a.AppendArray(make([]byte, 0, avg*per+avg), i, min(i+per, n))
+		if err != nil {
+			return encoded{}, err
+		}
+		out.parts = append(out.parts, part)
+	}
+	return out, nil
+}
+
+// varValue is what the run's variables hold of an output after its commit: the output
+// itself, but an encoded array as a Lazy over the bytes stored (decoded only if a later
+// step reads into it).
+func varValue(v any, e encoded) any {
+	a, ok := v.(svctype.EncodedArray)
+	if !ok {
+		return v
+	}
+	if e.parts == nil && e.whole == nil {
+		b, err := a.AppendArray(nil, 0, a.Len())
+		if err != nil {
+			return nil
+		}
+		return expr.NewLazy(b)
+	}
+	if e.parts == nil {
+		return expr.NewLazy(e.whole)
+	}
+	n := 0
+	for _, p := range e.parts {
+		n += len(p)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, p := range e.parts {
+		inner := p[1 : len(p)-1]
+		if len(inner) == 0 {
+			continue
+		}
+		if i > 0 && len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, inner...)
+	}
+	return expr.NewLazy(append(b, ']'))
 }
 
 // putValue writes one context key of a step commit: a large array in parts, anything

@@ -398,15 +398,12 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 	if read != nil {
 		pm = read.props
 	} else {
-		props, err := e.eval.Resolve(kindContext(ctx, st.run.OrgID, kind), step.Properties, vars)
-		if err != nil {
+		var err error
+		if pm, err = e.resolveProps(ctx, st.run.OrgID, kind, step.Properties, vars); err != nil {
 			if kind.FailedEvent != "" {
 				err = svctype.FailWithEvent(err, kind.FailedEvent, nil)
 			}
 			return nil, "", "", err
-		}
-		if pm, _ = props.(map[string]any); pm == nil {
-			pm = map[string]any{}
 		}
 	}
 	if c.rec.InputSummary == nil {
@@ -559,6 +556,15 @@ func (e *Core) outputs(st *runState, c *commit) map[string]any {
 		if k == "input" {
 			return
 		}
+		if enc, ok := v.(svctype.EncodedArray); ok {
+			out[k] = map[string]any{"result_reference": "/runs/" + st.run.ID + "/context/" + k, "truncated": true, "length": enc.Len()}
+			return
+		}
+		if l, ok := v.(*expr.Lazy); ok {
+			// Held as bytes because it is large: a reference, without decoding it.
+			out[k] = map[string]any{"result_reference": "/runs/" + st.run.ID + "/context/" + k, "truncated": true, "bytes": len(l.Raw())}
+			return
+		}
 		if !withinNodes(v, EventValueNodes) {
 			ref := map[string]any{"result_reference": "/runs/" + st.run.ID + "/context/" + k, "truncated": true}
 			if arr, ok := v.([]any); ok {
@@ -644,7 +650,9 @@ func (e *Core) afterCommit(ctx context.Context, job *svctype.Job, st *runState, 
 	var sf *stepFailure
 	switch {
 	case err == nil:
-		maps.Copy(st.vars, c.outputs)
+		for k, v := range c.outputs {
+			st.vars[k] = varValue(v, c.encoded[k])
+		}
 		return nil
 	case errors.As(err, &sf):
 		return e.failRun(ctx, job, st, i, step, sf.err)
@@ -739,6 +747,15 @@ const summaryLimit = 4 << 10
 // summarize keeps v for the evidence when its JSON is small, else a marker with its size.
 func summarize(v any) json.RawMessage {
 	switch x := v.(type) {
+	case svctype.EncodedArray:
+		out, _ := json.Marshal(map[string]any{"truncated": true, "length": x.Len()})
+		return out
+	case *expr.Lazy:
+		out, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(x.Raw())})
+		return out
+	case svctype.RawJSON:
+		out, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(x)})
+		return out
 	case svctype.ContextOutputs:
 		m := make(map[string]json.RawMessage, len(x))
 		for k, el := range x {
@@ -756,7 +773,9 @@ func summarize(v any) json.RawMessage {
 		// An object holding a long array (a matcher's resolved legs) is summarised member by
 		// member, so that the array is not encoded only to be found too long.
 		for _, el := range x {
-			if arr, ok := el.([]any); ok && len(arr) > 256 {
+			arr, ok := el.([]any)
+			_, raw := el.(svctype.RawJSON)
+			if raw || ok && len(arr) > 256 {
 				return summarize(svctype.ContextOutputs(x))
 			}
 		}
@@ -780,6 +799,8 @@ func summarize(v any) json.RawMessage {
 // paths see the same shapes in memory as after a reload from the database.
 func normalize(v any) any {
 	switch v.(type) {
+	case *expr.Lazy, svctype.EncodedArray:
+		return v // JSON already, kept as bytes
 	case nil, string, bool, float64, map[string]any, []any:
 		if !containsGoTypes(v) {
 			return v
@@ -798,7 +819,7 @@ func normalize(v any) any {
 
 func containsGoTypes(v any) bool {
 	switch x := v.(type) {
-	case nil, string, bool, float64:
+	case nil, string, bool, float64, *expr.Lazy, svctype.EncodedArray:
 		return false
 	case map[string]any:
 		for _, el := range x {

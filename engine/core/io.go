@@ -384,13 +384,9 @@ func (e *Core) ahead(ctx context.Context, st *runState, step *svctype.Step, inde
 		return none, nil, "", false
 	}
 	key := callKey(st.run.ID, strconv.Itoa(index))
-	props, err := e.eval.Resolve(kindContext(ctx, st.run.OrgID, kind), step.Properties, vars)
+	pm, err := e.resolveProps(ctx, st.run.OrgID, kind, step.Properties, vars)
 	if err != nil {
 		return none, nil, "", false
-	}
-	pm, _ := props.(map[string]any)
-	if pm == nil {
-		pm = map[string]any{}
 	}
 	if kind.IO != nil {
 		c = nil // an IO half's events are the transaction's, after the call

@@ -2,6 +2,9 @@ package core
 
 import (
 	"encoding/json"
+
+	"github.com/svcflow/svcflow/engine/expr"
+	"github.com/svcflow/svcflow/engine/svctype"
 	"math"
 	"slices"
 	"strconv"
@@ -43,6 +46,10 @@ func appendValue(b []byte, v any) ([]byte, error) {
 			}
 		}
 		return append(b, ']'), nil
+	case *expr.Lazy:
+		return append(b, x.Raw()...), nil
+	case svctype.EncodedArray:
+		return x.AppendArray(b, 0, x.Len())
 	case map[string]any:
 		var small [16]string
 		keys := small[:0]

@@ -56,9 +56,7 @@ var errKeyRace = errors.New("idempotency key race")
 // first claim, which then reads nothing back, and the worker is woken.
 func (e *Core) Started(run *svctype.Run, job *svctype.Job, extra expr.Vars) {
 	if ent, err := e.entry(run); err == nil {
-		var in any
-		_ = json.Unmarshal(run.Input, &in)
-		vars := expr.Vars{"input": in}
+		vars := expr.Vars{"input": inputVar(run.Input)}
 		maps.Copy(vars, extra)
 		own := *run // the worker changes its copy; the caller keeps this one
 		e.states.put(job.ID, job.Claims, &runState{run: &own, ent: ent, vars: vars})
@@ -227,9 +225,24 @@ func stepSummaries(def *svctype.Definition, statuses map[int]svctype.StepStatus)
 	return out
 }
 
+// inputVar is the run's input as its variable: decoded, or a large one kept as its bytes
+// and decoded when a step reads into it.
+func inputVar(input json.RawMessage) any {
+	if len(input) > LargeValueBytes {
+		return expr.NewLazy(input)
+	}
+	var in any
+	_ = json.Unmarshal(input, &in)
+	return in
+}
+
 func decodeContext(raw map[string]json.RawMessage) map[string]any {
 	out := make(map[string]any, len(raw)+1)
 	for k, v := range raw {
+		if len(v) > LargeValueBytes {
+			out[k] = expr.NewLazy(v) // decoded when a step reads into it
+			continue
+		}
 		var x any
 		if err := json.Unmarshal(v, &x); err == nil {
 			out[k] = x

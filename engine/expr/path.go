@@ -30,14 +30,14 @@ func Lookup(path string, vars Vars) any {
 	if reserved(root) {
 		return nil
 	}
-	v := vars[root]
+	v := deref(vars[root])
 	for more && v != nil {
 		var seg string
 		seg, rest, more = strings.Cut(rest, ".")
 		if reserved(seg) {
 			return nil
 		}
-		v = step(v, seg)
+		v = deref(step(v, seg))
 	}
 	return v
 }

@@ -163,6 +163,61 @@ func records(v any, prop string) ([]match.Record, error) {
 	return out, nil
 }
 
+func isRaw(v any) bool { _, ok := v.(svctype.RawJSON); return ok }
+
+// dataset is a leg as the matcher reads it: records held as JSON bytes (a large input's
+// array, svctype.RawJSON), or decoded records.
+func dataset(v any, prop string) (match.Dataset, error) {
+	if raw, ok := v.(svctype.RawJSON); ok {
+		d, err := match.NewRawRecords(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s must be an array of objects: %w", prop, err)
+		}
+		return d, nil
+	}
+	recs, err := records(v, prop)
+	return match.Records(recs), err
+}
+
+// runMatcherOnBytes is the matcher on legs held as JSON bytes (RawProperties: a large
+// input's arrays): no record is decoded into a map, and the outputs are written from the
+// records' bytes, stored by the engine part by part (svctype.EncodedArray).
+func runMatcherOnBytes(call *svctype.StepCall, p map[string]any, opts match.MatchOptions, fail func(error) error) (any, error) {
+	left, err := dataset(p["left"], "left")
+	if err != nil {
+		return nil, fail(err)
+	}
+	right, err := dataset(p["right"], "right")
+	if err != nil {
+		return nil, fail(err)
+	}
+	if left.Len()+right.Len() > LargeMatchInput {
+		call.Emit(EventMatcherStarted, map[string]any{"left_size": left.Len(), "right_size": right.Len()})
+	}
+	res, err := match.MatchDatasets(left, right, opts)
+	if err != nil {
+		return nil, fail(err)
+	}
+	matched, ul, ur := res.Outputs()
+	call.Emit(EventMatcherCompleted, map[string]any{
+		"schema_version": MatcherSchemaVersion, "matched_count": matched.Len(),
+		"unmatched_left_count": ul.Len(), "unmatched_right_count": ur.Len(), "policy": res.Policy,
+	})
+	return svctype.ContextOutputs{
+		outputKey(p, "outputMatched", defaultMatched):               matched,
+		outputKey(p, "outputUnmatchedLeft", defaultUnmatchedLeft):   ul,
+		outputKey(p, "outputUnmatchedRight", defaultUnmatchedRight): ur,
+	}, nil
+}
+
+// outputKey is the context key the property name sets, def when it is unset.
+func outputKey(p map[string]any, name, def string) string {
+	if s, _ := p[name].(string); s != "" {
+		return s
+	}
+	return def
+}
+
 func kindOf(v any) string {
 	switch v.(type) {
 	case nil:
@@ -186,6 +241,13 @@ func runMatcher(ctx context.Context, call *svctype.StepCall) (any, error) {
 		return svctype.FailWithEvent(fmt.Errorf("matcher: %w", err), EventMatcherFailed, nil)
 	}
 	p := call.Properties
+	opts, ps := matchOptions(p, false)
+	if len(ps) > 0 {
+		return nil, fail(fmt.Errorf("%s: %s", ps[0].Pointer, ps[0].Message))
+	}
+	if isRaw(p["left"]) || isRaw(p["right"]) {
+		return runMatcherOnBytes(call, p, opts, fail)
+	}
 	left, err := records(p["left"], "left")
 	if err != nil {
 		return nil, fail(err)
@@ -193,10 +255,6 @@ func runMatcher(ctx context.Context, call *svctype.StepCall) (any, error) {
 	right, err := records(p["right"], "right")
 	if err != nil {
 		return nil, fail(err)
-	}
-	opts, ps := matchOptions(p, false)
-	if len(ps) > 0 {
-		return nil, fail(fmt.Errorf("%s: %s", ps[0].Pointer, ps[0].Message))
 	}
 	if len(left)+len(right) > LargeMatchInput {
 		call.Emit(EventMatcherStarted, map[string]any{"left_size": len(left), "right_size": len(right)})
@@ -210,15 +268,9 @@ func runMatcher(ctx context.Context, call *svctype.StepCall) (any, error) {
 		"schema_version": MatcherSchemaVersion, "matched_count": len(matched),
 		"unmatched_left_count": len(ul), "unmatched_right_count": len(ur), "policy": res.Policy,
 	})
-	key := func(name, def string) string {
-		if s, _ := p[name].(string); s != "" {
-			return s
-		}
-		return def
-	}
 	return svctype.ContextOutputs{
-		key("outputMatched", defaultMatched):               matched,
-		key("outputUnmatchedLeft", defaultUnmatchedLeft):   ul,
-		key("outputUnmatchedRight", defaultUnmatchedRight): ur,
+		outputKey(p, "outputMatched", defaultMatched):               matched,
+		outputKey(p, "outputUnmatchedLeft", defaultUnmatchedLeft):   ul,
+		outputKey(p, "outputUnmatchedRight", defaultUnmatchedRight): ur,
 	}, nil
 }

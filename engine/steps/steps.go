@@ -14,6 +14,7 @@ func Builtins() map[string]svctype.StepKind {
 	return map[string]svctype.StepKind{
 		CustomTable: {Run: runCustomTable, Validate: validateCustomTable, ReadOnly: readsOnly},
 		Matcher: {Run: runMatcher, Validate: validateMatcher, FailedEvent: EventMatcherFailed, DocRows: documents.MaxMatchRows,
+			RawProperties: []string{"left", "right"},
 			// It writes nothing but its outputs: it runs before its transaction, and its
 			// outputs are encoded there too (not while the SQLite writer is held).
 			ReadOnly: func(map[string]any) bool { return true }},

@@ -147,8 +147,12 @@ type StepKind struct {
 	// DocRows, when set, is the most rows a doc: reference among this kind's properties may
 	// extract, instead of the limit every other doc: reference has (10,000): for kinds that
 	// read a document whole by design and keep only their results (the matchers' legs).
-	DocRows  int
-	Validate func(props map[string]any) []PropertyProblem
+	DocRows int
+	// RawProperties names properties this kind also takes as RawJSON: when one is written
+	// as a plain path into a large value the engine holds as bytes ("@input.bank"), the
+	// step gets that array's bytes instead of its decoded elements (the matchers' legs).
+	RawProperties []string
+	Validate      func(props map[string]any) []PropertyProblem
 	// FailedEvent, when set, is emitted whenever a step of this kind fails, also when its
 	// properties do not resolve (a missing doc: reference) before Run is called.
 	FailedEvent string
@@ -187,6 +191,24 @@ func WithOrg(ctx context.Context, orgID string) context.Context {
 func OrgFrom(ctx context.Context) string {
 	s, _ := ctx.Value(orgKey{}).(string)
 	return s
+}
+
+// RawJSON is a property's value as JSON bytes, not decoded (StepKind.RawProperties): an
+// array of a large value, the records a matcher reads without a map per record. It encodes
+// as the bytes it holds.
+type RawJSON []byte
+
+// MarshalJSON writes the bytes held.
+func (r RawJSON) MarshalJSON() ([]byte, error) { return r, nil }
+
+// EncodedArray is a step output that is a JSON array already encoded, element by element
+// (a matcher's pairs written from its records' bytes): the engine stores it part by part
+// as it is, and decodes it only if a later step reads into it.
+type EncodedArray interface {
+	// Len is the number of elements.
+	Len() int
+	// AppendArray appends the JSON array of elements from to to-1.
+	AppendArray(dst []byte, from, to int) ([]byte, error)
 }
 
 // ContextOutputs is a step output that names its own context keys (the matcher's

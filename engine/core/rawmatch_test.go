@@ -1,0 +1,120 @@
+package core_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/internal/enginetest"
+	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/testlog"
+)
+
+// TestMatcherOnALargeInputReadsItsBytes: a matcher whose legs are plain paths into a large
+// input reads the records' bytes (the input is never decoded for it) and stores pairs
+// written from them; a later step reads into those pairs as into decoded ones. Everything
+// it stores and emits equals what the decoded path (legs reached through an index, which
+// takes the decoded input) stores and emits for the same records.
+func TestMatcherOnALargeInputReadsItsBytes(t *testing.T) {
+	t.Parallel()
+	enginetest.ForEachDialect(t, func(t *testing.T, b *enginetest.Bundle) {
+		peekStep := func(_ context.Context, call *svctype.StepCall) (any, error) {
+			return map[string]any{"n": call.Properties["n"], "first": call.Properties["first"], "left": call.Properties["left"]}, nil
+		}
+		b.Eng.RegisterStep("peek", peekStep)
+		var bank, erp []string
+		for i := range 2500 {
+			amount := fmt.Sprintf("%d.%02d", 100+i, i%100)
+			if i%3 == 0 {
+				amount = `"` + amount + `"` // a decimal as CSV gives it
+			}
+			ref := fmt.Sprintf("INV-%04d", i)
+			if i%50 == 0 {
+				ref = fmt.Sprintf("caf\\u00e9-%d", i) // an escape in the key
+			}
+			bank = append(bank, fmt.Sprintf(`{"ref": "%s", "amount": %s, "date": "2026-03-%02d", "memo": "<b>&\u2028</b>"}`, ref, amount, 1+i%28))
+			if i%7 != 0 { // some bank lines have no ERP line
+				erp = append(erp, fmt.Sprintf(`{"ref": "%s", "amount": %d.%02d, "date": "2026-03-%02d", "n": null}`, strings.ReplaceAll(ref, `\\u00e9`, "é"), 100+i, (i+1)%100, 1+(i+1)%28))
+			}
+		}
+		legs := `[` + strings.Join(bank, ",") + `]`
+		erps := `[` + strings.Join(erp, ",") + `]`
+		input := `{"bank": ` + legs + `, "erp": ` + erps + `, "legs": [` + legs + `, ` + erps + `]}`
+		require.Greater(t, len(input), 256<<10, "a large input")
+
+		steps := func(left, right string) string {
+			return `{"actions": [
+			  {"type": "matcher", "properties": {"left": "` + left + `", "right": "` + right + `",
+			    "matchOn": ["ref"], "tolerance": 0.05, "dateWindowDays": 3}},
+			  {"type": "peek", "outputKey": "peek", "properties": {"n": "@matched.length", "first": "@matched.0.left.ref", "left": "@unmatchedLeft.1"}}
+			]}`
+		}
+		onBytes := b.Workflow(t, "o1", "on-bytes", steps("@input.bank", "@input.erp"))
+		decoded := b.Workflow(t, "o1", "decoded", steps("@input.legs.0", "@input.legs.1"))
+		a := b.Execute(t, "o1", onBytes.ID, input)
+		d := b.Execute(t, "o1", decoded.ID, input)
+		require.Equal(t, svctype.RunCompleted, a.Status, a.Reason)
+		require.Equal(t, svctype.RunCompleted, d.Status, d.Reason)
+		// Another engine on the same store works a run it did not start: it loads the
+		// large input from the database, as bytes, and does the same.
+		started, err := b.Eng.Execute(b.Ctx, "o1", onBytes.ID, json.RawMessage(input), engine.ExecuteOptions{})
+		require.NoError(t, err)
+		other, err := engine.New(engine.Config{Store: b.St, Logger: testlog.Quiet()})
+		require.NoError(t, err)
+		other.RegisterStep("peek", peekStep)
+		_, err = other.Work(b.Ctx)
+		require.NoError(t, err)
+		loaded, err := b.Eng.RunStatus(b.Ctx, "o1", started.ID)
+		require.NoError(t, err)
+		require.Equal(t, svctype.RunCompleted, loaded.Status, loaded.Reason)
+
+		// The two paths were the two paths: the step's input summary shows bytes or elements.
+		evA, err := b.Eng.Evidence(b.Ctx, "o1", a.ID)
+		require.NoError(t, err)
+		evD, err := b.Eng.Evidence(b.Ctx, "o1", d.ID)
+		require.NoError(t, err)
+		require.Contains(t, string(evA.Steps[0].InputSummary), `"bytes"`, "the legs were given as bytes")
+		require.Contains(t, string(evD.Steps[0].InputSummary), `"length"`, "the legs were decoded")
+
+		for _, key := range []string{"matched", "unmatchedLeft", "unmatchedRight"} {
+			ca, err := b.St.GetContext(b.Ctx, "o1", a.ID, key)
+			require.NoError(t, err)
+			cd, err := b.St.GetContext(b.Ctx, "o1", d.ID, key)
+			require.NoError(t, err)
+			var va, vd []any
+			require.NoError(t, json.Unmarshal(ca[key], &va), key)
+			require.NoError(t, json.Unmarshal(cd[key], &vd), key)
+			require.NotEmpty(t, va, key)
+			require.Equal(t, vd, va, "%s: the same elements on both paths", key)
+		}
+		for _, key := range []string{"matched", "peek"} {
+			cl, err := b.St.GetContext(b.Ctx, "o1", loaded.ID, key)
+			require.NoError(t, err)
+			cd, err := b.St.GetContext(b.Ctx, "o1", d.ID, key)
+			require.NoError(t, err)
+			require.JSONEq(t, string(cd[key]), string(cl[key]), "%s of the run another engine loaded", key)
+		}
+		peekA, err := b.St.GetContext(b.Ctx, "o1", a.ID, "peek")
+		require.NoError(t, err)
+		peekD, err := b.St.GetContext(b.Ctx, "o1", d.ID, "peek")
+		require.NoError(t, err)
+		require.JSONEq(t, string(peekD["peek"]), string(peekA["peek"]), "a later step reads the same into the pairs")
+		var peek map[string]any
+		require.NoError(t, json.Unmarshal(peekA["peek"], &peek))
+		require.Greater(t, peek["n"], 2000.0)
+		require.Equal(t, "INV-0001", peek["first"])
+
+		doneA := b.EventPayload(t, "o1", a.ID, "matcher.completed")
+		doneD := b.EventPayload(t, "o1", d.ID, "matcher.completed")
+		delete(doneA, "run_id")
+		delete(doneD, "run_id")
+		require.Equal(t, doneD, doneA)
+		completed := b.EventPayload(t, "o1", a.ID, "workflow_run_completed")
+		require.NotContains(t, fmt.Sprint(completed), "INV-0002", "the pairs are referred to, not copied into the event")
+	})
+}

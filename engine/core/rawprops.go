@@ -1,0 +1,89 @@
+package core
+
+import (
+	"context"
+	"maps"
+	"regexp"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/svcflow/svcflow/engine/expr"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// resolveProps resolves a step's properties for its kind. A property the kind also takes
+// as bytes (StepKind.RawProperties), written as a plain path into a value the run holds as
+// bytes ("@input.bank" into a large input), is given as that array's JSON
+// (svctype.RawJSON) instead: the input is not decoded for it.
+func (e *Core) resolveProps(ctx context.Context, orgID string, kind svctype.StepKind, props map[string]any, vars expr.Vars) (map[string]any, error) {
+	var raw map[string]any
+	for _, name := range kind.RawProperties {
+		p, ok := props[name].(string)
+		if !ok {
+			continue
+		}
+		if b, ok := rawArray(p, vars); ok {
+			if raw == nil {
+				raw = map[string]any{}
+			}
+			raw[name] = svctype.RawJSON(b)
+		}
+	}
+	src := props
+	if raw != nil {
+		src = maps.Clone(props)
+		for k := range raw {
+			delete(src, k)
+		}
+	}
+	resolved, err := e.eval.Resolve(kindContext(ctx, orgID, kind), src, vars)
+	if err != nil {
+		return nil, err
+	}
+	pm, _ := resolved.(map[string]any)
+	out := make(map[string]any, len(pm)+len(raw))
+	maps.Copy(out, pm)
+	maps.Copy(out, raw)
+	return out, nil
+}
+
+// plainSegment is a path segment rawArray follows: a field name, no index, no "length".
+var plainSegment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// rawArray returns the JSON of the array at path ("@root" or "@root.a.b", field names
+// only) when the run holds root as bytes (expr.Lazy); false otherwise, and for anything
+// but an array. A field named twice in one object is read as encoding/json reads it: the
+// last one.
+func rawArray(path string, vars expr.Vars) ([]byte, bool) {
+	p, ok := strings.CutPrefix(path, "@")
+	if !ok {
+		return nil, false
+	}
+	segs := strings.Split(p, ".")
+	l, ok := vars[segs[0]].(*expr.Lazy)
+	if !ok {
+		return nil, false
+	}
+	cur := gjson.ParseBytes(l.Raw())
+	for _, seg := range segs[1:] {
+		if !plainSegment.MatchString(seg) || seg == "length" || seg == "__proto__" || seg == "constructor" || seg == "prototype" {
+			return nil, false
+		}
+		if !cur.IsObject() {
+			return nil, false
+		}
+		var found gjson.Result
+		cur.ForEach(func(k, v gjson.Result) bool {
+			if k.Str == seg {
+				found = v
+			}
+			return true
+		})
+		cur = found
+	}
+	if !cur.IsArray() {
+		return nil, false
+	}
+	return []byte(cur.Raw), true
+}

@@ -1,0 +1,45 @@
+package expr
+
+import (
+	"encoding/json"
+	"sync"
+)
+
+// Lazy is a JSON value held as its bytes and decoded the first time a path reaches into
+// it, then kept decoded. The engine keeps a large value this way (a run's input of
+// records, a stored array of pairs): a step that takes the bytes themselves (the matcher,
+// svctype.RawJSON) never pays for decoding them, and every other reader, through Lookup,
+// sees the decoded value as before. Safe for concurrent use.
+type Lazy struct {
+	raw  []byte
+	once sync.Once
+	val  any
+}
+
+// NewLazy holds raw, which must be valid JSON and is not copied: the caller does not
+// change it afterwards.
+func NewLazy(raw []byte) *Lazy { return &Lazy{raw: raw} }
+
+// Raw returns the value's JSON.
+func (l *Lazy) Raw() []byte { return l.raw }
+
+// Value returns the decoded value, decoding it the first time (nil when raw is not JSON).
+func (l *Lazy) Value() any {
+	l.once.Do(func() {
+		if err := json.Unmarshal(l.raw, &l.val); err != nil {
+			l.val = nil
+		}
+	})
+	return l.val
+}
+
+// MarshalJSON writes the bytes held.
+func (l *Lazy) MarshalJSON() ([]byte, error) { return l.raw, nil }
+
+// deref decodes v when it is a Lazy.
+func deref(v any) any {
+	if l, ok := v.(*Lazy); ok {
+		return l.Value()
+	}
+	return v
+}
