@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -65,7 +66,12 @@ func rawArray(path string, vars expr.Vars) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	cur := gjson.ParseBytes(l.Raw())
+	raw := l.Raw()
+	if len(raw) == 0 {
+		return nil, false
+	}
+	// Read in place: gjson.ParseBytes would copy the whole value into a string first.
+	cur := gjson.Parse(unsafe.String(&raw[0], len(raw)))
 	for _, seg := range segs[1:] {
 		if !plainSegment.MatchString(seg) || seg == "length" || seg == "__proto__" || seg == "constructor" || seg == "prototype" {
 			return nil, false
@@ -84,6 +90,10 @@ func rawArray(path string, vars expr.Vars) ([]byte, bool) {
 	}
 	if !cur.IsArray() {
 		return nil, false
+	}
+	if end := cur.Index + len(cur.Raw); end <= len(raw) && string(raw[cur.Index:end]) == cur.Raw {
+		// The array's bytes within the value's, not a copy (Index is where Raw starts).
+		return raw[cur.Index:end:end], true
 	}
 	return []byte(cur.Raw), true
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unsafe"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/tidwall/gjson"
@@ -54,7 +55,12 @@ type ExecuteBody struct {
 // object whose only member is input. Whether input is an object is the engine's check
 // (Execute: 422 at /input). encoding/json has checked that b is valid JSON.
 func (e *ExecuteBody) UnmarshalJSON(b []byte) error {
-	body := gjson.ParseBytes(b)
+	if len(b) == 0 {
+		return errors.New("expected object")
+	}
+	// Read in place (gjson.ParseBytes would copy the body into a string first); input's
+	// bytes are copied once, below: b is Huma's buffer.
+	body := gjson.Parse(unsafe.String(&b[0], len(b)))
 	if !body.IsObject() {
 		return errors.New("expected object")
 	}
