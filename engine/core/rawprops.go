@@ -24,12 +24,24 @@ func (e *Core) resolveProps(ctx context.Context, orgID string, kind svctype.Step
 		if !ok {
 			continue
 		}
+		var v any
 		if b, ok := rawArray(p, vars); ok {
-			if raw == nil {
-				raw = map[string]any{}
+			v = svctype.RawJSON(b)
+		} else if strings.HasPrefix(p, "doc:") {
+			// A document, extracted as JSON bytes. On an error the property is left to
+			// the resolution below, which reports it as it always does.
+			r, err := e.eval.Resolve(svctype.WithRawJSON(kindContext(ctx, orgID, kind)), p, vars)
+			if err != nil {
+				continue
 			}
-			raw[name] = svctype.RawJSON(b)
+			v = r
+		} else {
+			continue
 		}
+		if raw == nil {
+			raw = map[string]any{}
+		}
+		raw[name] = v
 	}
 	src := props
 	if raw != nil {

@@ -507,6 +507,18 @@ func (r *docRefs) resolve(ctx context.Context, ref string) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("document %s version %d: %w", id, v.Version, err)
 	}
+	if svctype.RawJSONWanted(ctx) {
+		// A matcher's leg: the records as JSON bytes, no map per record (not cached).
+		b, err := documents.ExtractJSONLimit(v.ContentType, doc.Name, data, limit)
+		var tooMany *documents.TooManyRowsError
+		if errors.As(err, &tooMany) {
+			return nil, fmt.Errorf("document %s version %d has %w", id, v.Version, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %s version %d: %w", id, v.Version, err)
+		}
+		return svctype.RawJSON(b), nil
+	}
 	recs, err := documents.ExtractLimit(v.ContentType, doc.Name, data, limit)
 	var tooMany *documents.TooManyRowsError
 	if errors.As(err, &tooMany) {

@@ -506,10 +506,63 @@ func TestMatcherReadsLargeDocuments(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, n-n/10, matched.Total, "every record with a counterpart (nine in ten) within tolerance")
 
-	// Elsewhere the reference keeps its limit, though the matcher's read is cached.
+	// Elsewhere the reference keeps its limit.
 	w = b.Workflow(t, "acme", "big-loop", `{"actions": [{"type": "loop", "properties": {"mode": "foreach",
 	  "items": "doc:`+l.ID+`", "steps": [{"type": "custom-table", "properties": {"table": "none", "operation": "read"}}]}}]}`)
 	doc = b.Execute(t, "acme", w.ID, `{}`)
 	require.Equal(t, svctype.RunFailed, doc.Status)
 	require.Contains(t, doc.Reason, fmt.Sprintf("has %d rows; the limit is 10,000", n))
+}
+
+// TestMatcherReadsCSVLegsAsBytes: a matcher's doc: legs are extracted straight into JSON
+// bytes (no map per record) and matched as such; what it stores is what the same records,
+// decoded, give.
+func TestMatcherReadsCSVLegsAsBytes(t *testing.T) {
+	t.Parallel()
+	b := enginetest.Setup(t, "sqlite")
+	var left, right strings.Builder
+	left.WriteString("ref,amount,date,memo\n")
+	right.WriteString("ref,amount,date,memo\n")
+	for i := range 400 {
+		amount := fmt.Sprintf("%d.%02d", i, i%100)
+		if i%9 == 0 {
+			amount = "" // null in a numeric column
+		}
+		fmt.Fprintf(&left, "R%03d,%s,2026-02-%02d,\"<a & \"\"b\"\">\"\n", i, amount, 1+i%28)
+		if i%5 != 0 {
+			fmt.Fprintf(&right, "R%03d,%d.%02d,2026-02-%02d,café\n", i, i, (i+1)%100, 1+(i+2)%28)
+		}
+	}
+	l := b.Upload(t, "acme", "left.csv", "text/csv", left.String())
+	r := b.Upload(t, "acme", "right.csv", "text/csv", right.String())
+	props := `"matchOn": ["ref"], "tolerance": 0.05, "dateWindowDays": 3`
+	onBytes := b.Workflow(t, "acme", "csv-bytes", `{"actions": [{"type": "matcher", "properties": {
+	  "left": "doc:`+l.ID+`", "right": "doc:`+r.ID+`", `+props+`}}]}`)
+	decoded := b.Workflow(t, "acme", "csv-decoded", `{"actions": [{"type": "matcher", "properties": {
+	  "left": "@input.l", "right": "@input.r", `+props+`}}]}`)
+	lrecs, err := documents.ExtractLimit("text/csv", "left.csv", []byte(left.String()), documents.MaxRows)
+	require.NoError(t, err)
+	rrecs, err := documents.ExtractLimit("text/csv", "right.csv", []byte(right.String()), documents.MaxRows)
+	require.NoError(t, err)
+	input, err := json.Marshal(map[string]any{"l": lrecs, "r": rrecs})
+	require.NoError(t, err)
+
+	a := b.Execute(t, "acme", onBytes.ID, `{}`)
+	d := b.Execute(t, "acme", decoded.ID, string(input))
+	require.Equal(t, svctype.RunCompleted, a.Status, a.Reason)
+	require.Equal(t, svctype.RunCompleted, d.Status, d.Reason)
+	ev, err := b.Eng.Evidence(b.Ctx, "acme", a.ID)
+	require.NoError(t, err)
+	require.Contains(t, string(ev.Steps[0].InputSummary), `"bytes"`, "the legs were given as bytes")
+	for _, key := range []string{"matched", "unmatchedLeft", "unmatchedRight"} {
+		ca, err := b.St.GetContext(b.Ctx, "acme", a.ID, key)
+		require.NoError(t, err)
+		cd, err := b.St.GetContext(b.Ctx, "acme", d.ID, key)
+		require.NoError(t, err)
+		var va, vd []any
+		require.NoError(t, json.Unmarshal(ca[key], &va), key)
+		require.NoError(t, json.Unmarshal(cd[key], &vd), key)
+		require.NotEmpty(t, va, key)
+		require.Equal(t, vd, va, "%s: the same elements from bytes and from maps", key)
+	}
 }

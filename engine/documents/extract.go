@@ -10,8 +10,11 @@ import (
 	"mime"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/svcflow/svcflow/engine/internal/jsonw"
 )
 
 // Format is a document format that extraction reads.
@@ -181,16 +184,25 @@ func ExtractLimit(contentType, name string, data []byte, limit int) ([]map[strin
 var utf8BOM = []byte("\xEF\xBB\xBF")
 
 func extractCSV(data []byte, limit int) ([]map[string]any, error) {
+	t, err := csvTable(data, limit)
+	if err != nil || t == nil {
+		return []map[string]any{}, err
+	}
+	return t.records()
+}
+
+// csvTable reads a CSV document's cells; nil for a document without a header.
+func csvTable(data []byte, limit int) (*table, error) {
 	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, utf8BOM)))
 	r.FieldsPerRecord = -1
 	header, err := r.Read()
 	if errors.Is(err, io.EOF) {
-		return []map[string]any{}, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("csv: %w", err)
 	}
-	t := table{limit: limit, size: len(data)}
+	t := &table{limit: limit, size: len(data)}
 	t.header = header
 	for {
 		rec, err := r.Read()
@@ -202,7 +214,32 @@ func extractCSV(data []byte, limit int) ([]map[string]any, error) {
 		}
 		t.add(rec)
 	}
-	return t.records()
+	return t, nil
+}
+
+// ExtractJSONLimit is ExtractLimit's records as one JSON array, the bytes json.Marshal
+// writes for them (keys sorted). A CSV document is written straight from its cells, with
+// no map per record: what a matcher reading a leg as bytes takes (svctype.RawJSON).
+func ExtractJSONLimit(contentType, name string, data []byte, limit int) ([]byte, error) {
+	f, err := DetectFormat(contentType, name)
+	if err != nil {
+		return nil, err
+	}
+	if f == FormatCSV {
+		t, err := csvTable(data, limit)
+		if err != nil {
+			return nil, err
+		}
+		if t == nil {
+			return []byte("[]"), nil
+		}
+		return t.appendJSON(make([]byte, 0, len(data)+len(data)/2))
+	}
+	recs, err := ExtractLimit(contentType, name, data, limit)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(recs)
 }
 
 func extractJSON(data []byte, limit int) ([]map[string]any, error) {
@@ -272,18 +309,75 @@ func (t *table) add(row []string) {
 	t.rows = append(t.rows, row)
 }
 
-func (t *table) records() ([]map[string]any, error) {
+// columns checks the table's size and gives its columns' names and which are numeric.
+func (t *table) columns() (names []string, numeric []bool, err error) {
 	if t.n > t.limit {
-		return nil, &TooManyRowsError{Rows: t.n, Limit: t.limit}
+		return nil, nil, &TooManyRowsError{Rows: t.n, Limit: t.limit}
 	}
 	cols := max(t.cols, len(t.header))
 	if limit := cellLimit(t.size); len(t.rows)*cols > limit {
-		return nil, &TooManyCellsError{Limit: limit, Size: t.size}
+		return nil, nil, &TooManyCellsError{Limit: limit, Size: t.size}
 	}
-	names := columnNames(t.header, cols)
-	numeric := make([]bool, len(names))
+	names = columnNames(t.header, cols)
+	numeric = make([]bool, len(names))
 	for j := range names {
 		numeric[j] = t.numericColumn(j)
+	}
+	return names, numeric, nil
+}
+
+// appendJSON appends the records as one JSON array: each the bytes json.Marshal writes for
+// the record records() makes of its row (keys sorted, numbers in their shortest form).
+func (t *table) appendJSON(dst []byte) ([]byte, error) {
+	names, numeric, err := t.columns()
+	if err != nil {
+		return nil, err
+	}
+	order := make([]int, len(names))
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(names[a], names[b]) })
+	keys := make([][]byte, len(names))
+	for j, name := range names {
+		keys[j] = append(jsonw.AppendString(nil, name), ':')
+	}
+	dst = append(dst, '[')
+	for i, row := range t.rows {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '{')
+		for k, j := range order {
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, keys[j]...)
+			cell := ""
+			if j < len(row) {
+				cell = row[j]
+			}
+			switch {
+			case !numeric[j]:
+				dst = jsonw.AppendString(dst, cell)
+			case strings.TrimSpace(cell) == "":
+				dst = append(dst, "null"...)
+			default:
+				f, _ := strconv.ParseFloat(strings.TrimSpace(cell), 64)
+				if dst, err = jsonw.AppendFloat(dst, f); err != nil {
+					return nil, err
+				}
+			}
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']'), nil
+}
+
+func (t *table) records() ([]map[string]any, error) {
+	names, numeric, err := t.columns()
+	if err != nil {
+		return nil, err
 	}
 	out := make([]map[string]any, len(t.rows))
 	for i, row := range t.rows {

@@ -159,6 +159,21 @@ func FuzzExtractCSV(f *testing.F) {
 				t.Fatalf("%d records from %d non-blank rows", len(recs), want)
 			}
 		}
+		// The records as bytes, written from the cells: json.Marshal's bytes of the maps.
+		raw, rawErr := documents.ExtractJSONLimit(documents.MediaCSV, "f.csv", data, documents.MaxRows)
+		maps, mapsErr := documents.ExtractLimit(documents.MediaCSV, "f.csv", data, documents.MaxRows)
+		if (rawErr == nil) != (mapsErr == nil) {
+			t.Fatalf("as bytes: %v; as maps: %v", rawErr, mapsErr)
+		}
+		if mapsErr == nil {
+			want, err := json.Marshal(maps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(raw, want) {
+				t.Fatalf("as bytes:\n%s\njson.Marshal of the maps:\n%s", raw, want)
+			}
+		}
 	})
 }
 

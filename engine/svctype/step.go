@@ -168,6 +168,20 @@ type orgKey struct{}
 
 type docRowsKey struct{}
 
+type rawJSONKey struct{}
+
+// WithRawJSON returns ctx asking a prefix resolver (doc:) for the value as RawJSON when it
+// can give it so: a property of StepKind.RawProperties is resolved with it.
+func WithRawJSON(ctx context.Context) context.Context {
+	return context.WithValue(ctx, rawJSONKey{}, true)
+}
+
+// RawJSONWanted reports whether WithRawJSON was put on ctx.
+func RawJSONWanted(ctx context.Context) bool {
+	b, _ := ctx.Value(rawJSONKey{}).(bool)
+	return b
+}
+
 // WithDocRows returns ctx carrying the row limit of the doc: references resolved in it
 // (StepKind.DocRows); DocRows reads it, 0 when none is set.
 func WithDocRows(ctx context.Context, n int) context.Context {
