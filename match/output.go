@@ -78,6 +78,10 @@ type Output struct {
 // Len is the number of elements.
 func (o Output) Len() int { return o.n }
 
+// MarshalJSON writes the whole array, so that an Output encodes wherever a value is
+// encoded with encoding/json.
+func (o Output) MarshalJSON() ([]byte, error) { return o.AppendArray(nil, 0, o.n) }
+
 // AppendElement appends element k's JSON.
 func (o Output) AppendElement(dst []byte, k int) ([]byte, error) { return o.elem(dst, k) }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -197,6 +198,22 @@ func encodeArray(a svctype.EncodedArray) (encoded, error) {
 // itself, but an encoded array as a Lazy over the bytes stored (decoded only if a later
 // step reads into it).
 func varValue(v any, e encoded) any {
+	if m, ok := v.(map[string]any); ok {
+		// A step's whole ContextOutputs under its outputKey: its encoded arrays too.
+		var out map[string]any
+		for k, x := range m {
+			if a, ok := x.(svctype.EncodedArray); ok {
+				if out == nil {
+					out = maps.Clone(m) // m is the step's own map, shared with its keys
+				}
+				out[k] = varValue(a, encoded{})
+			}
+		}
+		if out != nil {
+			return out
+		}
+		return v
+	}
 	a, ok := v.(svctype.EncodedArray)
 	if !ok {
 		return v

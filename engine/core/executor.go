@@ -399,7 +399,7 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 		pm = read.props
 	} else {
 		var err error
-		if pm, err = e.resolveProps(ctx, st.run.OrgID, kind, step.Properties, vars); err != nil {
+		if pm, err = e.resolveProps(ctx, st.run.OrgID, kind, step.Properties, vars, !c.inner); err != nil {
 			if kind.FailedEvent != "" {
 				err = svctype.FailWithEvent(err, kind.FailedEvent, nil)
 			}

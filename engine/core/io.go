@@ -384,7 +384,7 @@ func (e *Core) ahead(ctx context.Context, st *runState, step *svctype.Step, inde
 		return none, nil, "", false
 	}
 	key := callKey(st.run.ID, strconv.Itoa(index))
-	pm, err := e.resolveProps(ctx, st.run.OrgID, kind, step.Properties, vars)
+	pm, err := e.resolveProps(ctx, st.run.OrgID, kind, step.Properties, vars, true)
 	if err != nil {
 		return none, nil, "", false
 	}

@@ -109,6 +109,33 @@ func TestMatcherOnALargeInputReadsItsBytes(t *testing.T) {
 		require.Greater(t, peek["n"], 2000.0)
 		require.Equal(t, "INV-0001", peek["first"])
 
+		// The whole output under an outputKey, read into by a later step; and a matcher in
+		// a foreach element (it reads decoded legs) whose pairs the element's next step reads.
+		keyed := b.Workflow(t, "o1", "keyed", `{"actions": [
+		  {"type": "matcher", "outputKey": "result", "properties": {"left": "@input.bank", "right": "@input.erp", "matchOn": ["ref"], "tolerance": 0.05, "dateWindowDays": 3}},
+		  {"type": "peek", "outputKey": "peek", "properties": {"n": "@result.matched.length", "first": "@result.matched.0.left.ref"}}
+		]}`)
+		k := b.Execute(t, "o1", keyed.ID, input)
+		require.Equal(t, svctype.RunCompleted, k.Status, k.Reason)
+		looped := b.Workflow(t, "o1", "looped", `{"actions": [
+		  {"type": "loop", "outputKey": "peek", "properties": {"mode": "foreach", "items": ["once"], "steps": [
+		    {"type": "matcher", "properties": {"left": "@input.bank", "right": "@input.erp", "matchOn": ["ref"], "tolerance": 0.05, "dateWindowDays": 3}},
+		    {"type": "peek", "outputKey": "peek", "properties": {"n": "@matched.length", "first": "@matched.0.left.ref"}}
+		  ]}}
+		]}`)
+		lp := b.Execute(t, "o1", looped.ID, input)
+		require.Equal(t, svctype.RunCompleted, lp.Status, lp.Reason)
+		for _, run := range []string{k.ID, lp.ID} {
+			raw, err := b.St.GetContext(b.Ctx, "o1", run, "peek")
+			require.NoError(t, err)
+			var v any
+			require.NoError(t, json.Unmarshal(raw["peek"], &v))
+			got := findWith(v, "n") // a foreach's result holds its elements' outputs
+			require.NotNil(t, got, "run %s: peek %s", run, raw["peek"])
+			require.Equal(t, peek["n"], got["n"], "run %s", run)
+			require.Equal(t, "INV-0001", got["first"], "run %s", run)
+		}
+
 		doneA := b.EventPayload(t, "o1", a.ID, "matcher.completed")
 		doneD := b.EventPayload(t, "o1", d.ID, "matcher.completed")
 		delete(doneA, "run_id")
@@ -117,4 +144,26 @@ func TestMatcherOnALargeInputReadsItsBytes(t *testing.T) {
 		completed := b.EventPayload(t, "o1", a.ID, "workflow_run_completed")
 		require.NotContains(t, fmt.Sprint(completed), "INV-0002", "the pairs are referred to, not copied into the event")
 	})
+}
+
+// findWith is the first object in v (depth first) that has the key.
+func findWith(v any, key string) map[string]any {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x[key]; ok {
+			return x
+		}
+		for _, el := range x {
+			if m := findWith(el, key); m != nil {
+				return m
+			}
+		}
+	case []any:
+		for _, el := range x {
+			if m := findWith(el, key); m != nil {
+				return m
+			}
+		}
+	}
+	return nil
 }

@@ -17,9 +17,16 @@ import (
 // as bytes (StepKind.RawProperties), written as a plain path into a value the run holds as
 // bytes ("@input.bank" into a large input), is given as that array's JSON
 // (svctype.RawJSON) instead: the input is not decoded for it.
-func (e *Core) resolveProps(ctx context.Context, orgID string, kind svctype.StepKind, props map[string]any, vars expr.Vars) (map[string]any, error) {
-	var raw map[string]any
-	for _, name := range kind.RawProperties {
+//
+// Only a top-level step takes bytes (raw): a step in a foreach element hands its outputs
+// to the element's next steps, which read them as decoded values.
+func (e *Core) resolveProps(ctx context.Context, orgID string, kind svctype.StepKind, props map[string]any, vars expr.Vars, raw bool) (map[string]any, error) {
+	rawProps := kind.RawProperties
+	if !raw {
+		rawProps = nil
+	}
+	var got map[string]any
+	for _, name := range rawProps {
 		p, ok := props[name].(string)
 		if !ok {
 			continue
@@ -38,15 +45,15 @@ func (e *Core) resolveProps(ctx context.Context, orgID string, kind svctype.Step
 		} else {
 			continue
 		}
-		if raw == nil {
-			raw = map[string]any{}
+		if got == nil {
+			got = map[string]any{}
 		}
-		raw[name] = v
+		got[name] = v
 	}
 	src := props
-	if raw != nil {
+	if got != nil {
 		src = maps.Clone(props)
-		for k := range raw {
+		for k := range got {
 			delete(src, k)
 		}
 	}
@@ -55,9 +62,9 @@ func (e *Core) resolveProps(ctx context.Context, orgID string, kind svctype.Step
 		return nil, err
 	}
 	pm, _ := resolved.(map[string]any)
-	out := make(map[string]any, len(pm)+len(raw))
+	out := make(map[string]any, len(pm)+len(got))
 	maps.Copy(out, pm)
-	maps.Copy(out, raw)
+	maps.Copy(out, got)
 	return out, nil
 }
 

@@ -36,10 +36,25 @@ func (l *Lazy) Value() any {
 // MarshalJSON writes the bytes held.
 func (l *Lazy) MarshalJSON() ([]byte, error) { return l.raw, nil }
 
-// deref decodes v when it is a Lazy.
+// encodedArray is svctype.EncodedArray, which this package cannot import: a JSON array
+// already encoded (a matcher's pairs).
+type encodedArray interface {
+	Len() int
+	AppendArray(dst []byte, from, to int) ([]byte, error)
+}
+
+// deref decodes v when it is a Lazy, or an encoded array (the engine turns those into
+// Lazy values after their commit; this is for one met before).
 func deref(v any) any {
-	if l, ok := v.(*Lazy); ok {
-		return l.Value()
+	switch x := v.(type) {
+	case *Lazy:
+		return x.Value()
+	case encodedArray:
+		b, err := x.AppendArray(nil, 0, x.Len())
+		if err != nil {
+			return nil
+		}
+		return NewLazy(b).Value()
 	}
 	return v
 }
