@@ -362,11 +362,20 @@ func (s *Store) claimCandidates(ctx context.Context, t time.Time, n int) ([]clai
 		// Once per claim, so prepared like the step commit's statements.
 		err = s.querier.queryInto(ctx, st.claimCandidates, &cands, sqliteTime(t), sqliteTime(t), n)
 	case s.dialect == dialectPostgres:
-		err = s.read.NewRaw(orgsWithJobs+`SELECT d.id, d.org_id FROM orgs CROSS JOIN LATERAL (
-	SELECT id, org_id, run_at FROM jobs
-	WHERE org_id = orgs.org_id AND run_at <= ? AND (lease_until IS NULL OR lease_until < ?)
-	ORDER BY run_at, id LIMIT ?) d
-ORDER BY d.org_id, d.run_at, d.id`, t, t, n).Scan(ctx, &cands)
+		// Prepared (pgx's statement cache), as the step commit's statements: rendered by
+		// bun it was parsed and planned at every claim.
+		var rows *sql.Rows
+		rows, err = s.read.DB.QueryContext(ctx, pgClaimCandidates, pgx.QueryExecModeCacheStatement, t, t, n)
+		if err == nil {
+			for rows.Next() {
+				var c claimCandidate
+				if err = rows.Scan(&c.ID, &c.OrgID); err != nil {
+					break
+				}
+				cands = append(cands, c)
+			}
+			err = errors.Join(err, rows.Err(), rows.Close())
+		}
 	default:
 		err = s.read.NewRaw(sqlClaimCandidates, t, t, n).Scan(ctx, &cands)
 	}
@@ -375,6 +384,13 @@ ORDER BY d.org_id, d.run_at, d.id`, t, t, n).Scan(ctx, &cands)
 	}
 	return cands, err
 }
+
+// pgClaimCandidates is claimCandidates on PostgreSQL: a LATERAL probe per organization.
+const pgClaimCandidates = orgsWithJobs + `SELECT d.id, d.org_id FROM orgs CROSS JOIN LATERAL (
+	SELECT id, org_id, run_at FROM jobs
+	WHERE org_id = orgs.org_id AND run_at <= $1 AND (lease_until IS NULL OR lease_until < $2)
+	ORDER BY run_at, id LIMIT $3) d
+ORDER BY d.org_id, d.run_at, d.id`
 
 // sqlClaimCandidates is claimCandidates on SQLite, which has no LATERAL: a correlated
 // IN (... LIMIT ?) per organization, which SQLite answers from jobs_org_run_at.
