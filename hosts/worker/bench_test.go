@@ -118,7 +118,7 @@ func BenchmarkRunsPostgresProcesses(b *testing.B) {
 			wfID := ledgerSetup(b, eng)
 			var helpers []*helperProc
 			for range n {
-				helpers = append(helpers, startHelper(b, dsn, 15*time.Second, 4, 5*time.Millisecond))
+				helpers = append(helpers, startHelper(b, dsn, 15*time.Second, 4, 250*time.Millisecond))
 			}
 			for _, h := range helpers {
 				h.waitReady(b)
