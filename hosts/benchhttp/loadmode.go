@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/svcflow/svcflow/internal/svcbin"
 )
 
 // The load mode (make load): the figures of issue 21 from the outside, each phase against
@@ -158,7 +160,7 @@ func serveArgs(dir, addr string, workers int, extra ...string) []string {
 func freeAddrs(n int) ([]string, error) {
 	out := make([]string, n)
 	for i := range out {
-		a, err := freeAddr()
+		a, err := svcbin.FreeAddr()
 		if err != nil {
 			return nil, err
 		}

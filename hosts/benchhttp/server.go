@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/svcflow/svcflow/internal/svcbin"
 )
 
 const (
@@ -38,7 +39,7 @@ type server struct {
 var opsAddr string
 
 func startServer(ctx context.Context, bin, dir string, workers int) (*server, error) {
-	addr, err := freeAddr()
+	addr, err := svcbin.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -81,16 +82,6 @@ func startProcess(ctx context.Context, bin, logPath string, args, env []string, 
 		return nil, errors.Join(err, s.stop())
 	}
 	return s, nil
-}
-
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 func (s *server) waitHealthy(ctx context.Context) error {

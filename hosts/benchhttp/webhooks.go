@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/svcflow/svcflow/internal/svcbin"
 )
 
 // The load mode's webhook phase: runs of an empty workflow (as make bench-deliveries), whose
@@ -93,7 +95,7 @@ func webhookPhase(ctx context.Context, bin, dir string, o loadOptions) (figs []f
 		return nil, err
 	}
 	defer rc.close()
-	addr, err := freeAddr()
+	addr, err := svcbin.FreeAddr()
 	if err != nil {
 		return nil, err
 	}

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/svcflow/svcflow/internal/svcbin"
 )
 
 // scenario is one chaos run's settings.
@@ -70,7 +71,7 @@ func (sc *scenario) run(ctx context.Context) (rep *report, err error) {
 	}
 	defer rcv.close()
 
-	addr, err := freeAddr()
+	addr, err := svcbin.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +103,7 @@ func (sc *scenario) run(ctx context.Context) (rep *report, err error) {
 	var victims []*proc // what the chaos kills
 	// withOps adds --ops-addr on a free port to a process's arguments.
 	withOps := func(p *proc) (*proc, error) {
-		a, err := freeAddr()
+		a, err := svcbin.FreeAddr()
 		if err != nil {
 			return nil, err
 		}
@@ -336,14 +337,4 @@ func (sc *scenario) run(ctx context.Context) (rep *report, err error) {
 	}
 	rep.took = time.Since(began)
 	return rep, nil
-}
-
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }

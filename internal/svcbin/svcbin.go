@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,4 +29,15 @@ func Build(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("go build ./hosts/svcflow: %w", err)
 	}
 	return bin, nil
+}
+
+// FreeAddr returns a loopback address whose port was free a moment ago, for a process to
+// listen on.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
