@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
+	"slices"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -184,12 +186,19 @@ func encodeArray(a svctype.EncodedArray) (encoded, error) {
 	}
 	per := max(1, min(n, PartBytes/avg))
 	out := encoded{length: n, per: per}
+	size := 0
 	for i := 0; i < n; i += per {
 		part, err := a.AppendArray(make([]byte, 0, avg*per+avg), i, min(i+per, n))
 		if err != nil {
 			return encoded{}, err
 		}
 		out.parts = append(out.parts, part)
+		size += len(part)
+	}
+	if size <= LargeValueBytes {
+		// The sample was larger than the rest: small after all, stored whole.
+		b, err := a.AppendArray(make([]byte, 0, size+64), 0, n)
+		return encoded{whole: b}, err
 	}
 	return out, nil
 }
@@ -199,34 +208,17 @@ func encodeArray(a svctype.EncodedArray) (encoded, error) {
 // step reads into it).
 func varValue(v any, e encoded) any {
 	if m, ok := v.(map[string]any); ok {
-		// A step's whole ContextOutputs under its outputKey: its encoded arrays too.
-		var out map[string]any
-		for k, x := range m {
-			if a, ok := x.(svctype.EncodedArray); ok {
-				if out == nil {
-					out = maps.Clone(m) // m is the step's own map, shared with its keys
-				}
-				out[k] = varValue(a, encoded{})
-			}
-		}
-		if out != nil {
-			return out
-		}
-		return v
+		// A step's whole ContextOutputs under its outputKey: a step that reads the map
+		// whole gets decoded values in it, as on the decoded path.
+		return materialize(m)
 	}
 	a, ok := v.(svctype.EncodedArray)
 	if !ok {
 		return v
 	}
-	if e.parts == nil && e.whole == nil {
-		b, err := a.AppendArray(nil, 0, a.Len())
-		if err != nil {
-			return nil
-		}
-		return expr.NewLazy(b)
-	}
 	if e.parts == nil {
-		return expr.NewLazy(e.whole)
+		// Small (stored whole): decoded, an ordinary value.
+		return materialize(a)
 	}
 	n := 0
 	for _, p := range e.parts {
@@ -245,6 +237,83 @@ func varValue(v any, e encoded) any {
 		b = append(b, inner...)
 	}
 	return expr.NewLazy(append(b, ']'))
+}
+
+// materialize returns v with every value held as bytes (expr.Lazy, svctype.EncodedArray)
+// in it decoded; v itself when it holds none. Maps and slices that hold one are copied.
+func materialize(v any) any {
+	switch x := v.(type) {
+	case *expr.Lazy:
+		return x.Value()
+	case svctype.EncodedArray:
+		b, err := x.AppendArray(nil, 0, x.Len())
+		if err != nil {
+			return nil
+		}
+		return expr.NewLazy(b).Value()
+	case map[string]any:
+		var out map[string]any
+		for k, el := range x {
+			if m := materialize(el); !sameValue(m, el) {
+				if out == nil {
+					out = maps.Clone(x)
+				}
+				out[k] = m
+			}
+		}
+		if out != nil {
+			return out
+		}
+	case []any:
+		var out []any
+		for i, el := range x {
+			if m := materialize(el); !sameValue(m, el) {
+				if out == nil {
+					out = slices.Clone(x)
+				}
+				out[i] = m
+			}
+		}
+		if out != nil {
+			return out
+		}
+	}
+	return v
+}
+
+// sameValue reports whether materialize left el as it was: it only ever replaces a
+// value held as bytes, or a map or slice holding one.
+func sameValue(m, el any) bool {
+	switch el.(type) {
+	case *expr.Lazy, svctype.EncodedArray:
+		return false
+	case map[string]any:
+		return reflect.ValueOf(m).UnsafePointer() == reflect.ValueOf(el).UnsafePointer()
+	case []any:
+		a, b := m.([]any), el.([]any)
+		return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+	}
+	return true
+}
+
+// arrayLength is v's length when v is an array: a decoded one, an encoded one, or one
+// held as bytes (counted in its bytes).
+func arrayLength(v any) (int, bool) {
+	switch x := v.(type) {
+	case []any:
+		return len(x), true
+	case svctype.EncodedArray:
+		return x.Len(), true
+	case *expr.Lazy:
+		r := gjson.ParseBytes(x.Raw())
+		if !r.IsArray() {
+			return 0, false
+		}
+		n := 0
+		r.ForEach(func(_, _ gjson.Result) bool { n++; return true })
+		return n, true
+	}
+	return 0, false
 }
 
 // putValue writes one context key of a step commit: a large array in parts, anything

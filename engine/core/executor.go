@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -556,23 +558,17 @@ func (e *Core) outputs(st *runState, c *commit) map[string]any {
 		if k == "input" {
 			return
 		}
-		if enc, ok := v.(svctype.EncodedArray); ok {
-			out[k] = map[string]any{"result_reference": "/runs/" + st.run.ID + "/context/" + k, "truncated": true, "length": enc.Len()}
-			return
-		}
-		if l, ok := v.(*expr.Lazy); ok {
-			// Held as bytes because it is large: a reference, without decoding it.
-			out[k] = map[string]any{"result_reference": "/runs/" + st.run.ID + "/context/" + k, "truncated": true, "bytes": len(l.Raw())}
-			return
-		}
 		if !withinNodes(v, EventValueNodes) {
 			ref := map[string]any{"result_reference": "/runs/" + st.run.ID + "/context/" + k, "truncated": true}
-			if arr, ok := v.([]any); ok {
-				ref["length"] = len(arr)
+			if n, ok := arrayLength(v); ok {
+				ref["length"] = n
 			}
-			v = ref
+			out[k] = ref
+			return
 		}
-		out[k] = v
+		// Small enough to carry: a value held as bytes is carried decoded, as it would be
+		// had it never been (the event is the same whichever worker ended the run).
+		out[k] = materialize(v)
 	}
 	for k, v := range st.vars {
 		put(k, v)
@@ -597,6 +593,30 @@ func withinNodes(v any, budget int) bool {
 			return false
 		}
 		switch x := v.(type) {
+		case svctype.EncodedArray:
+			if x.Len() > left {
+				return false
+			}
+			return walk(materialize(x))
+		case *expr.Lazy:
+			// Count its values in its bytes, up to the budget, without decoding them.
+			n := 0
+			var count func(r gjson.Result) bool
+			count = func(r gjson.Result) bool {
+				n++
+				if n > left+1 {
+					return false
+				}
+				if r.IsObject() || r.IsArray() {
+					ok := true
+					r.ForEach(func(_, el gjson.Result) bool { ok = count(el); return ok })
+					return ok
+				}
+				return true
+			}
+			ok := count(gjson.ParseBytes(x.Raw()))
+			left -= n - 1
+			return ok && left >= 0
 		case map[string]any:
 			for _, el := range x {
 				if !walk(el) {

@@ -24,7 +24,12 @@ func TestMatcherOnALargeInputReadsItsBytes(t *testing.T) {
 	t.Parallel()
 	enginetest.ForEachDialect(t, func(t *testing.T, b *enginetest.Bundle) {
 		peekStep := func(_ context.Context, call *svctype.StepCall) (any, error) {
-			return map[string]any{"n": call.Properties["n"], "first": call.Properties["first"], "left": call.Properties["left"]}, nil
+			out := map[string]any{"n": call.Properties["n"], "first": call.Properties["first"], "left": call.Properties["left"]}
+			if whole, ok := call.Properties["whole"].(map[string]any); ok {
+				// A step reading an output map whole sees decoded values in it.
+				out["whole_matched_type"] = fmt.Sprintf("%T", whole["matched"])
+			}
+			return out, nil
 		}
 		b.Eng.RegisterStep("peek", peekStep)
 		var bank, erp []string
@@ -113,10 +118,15 @@ func TestMatcherOnALargeInputReadsItsBytes(t *testing.T) {
 		// a foreach element (it reads decoded legs) whose pairs the element's next step reads.
 		keyed := b.Workflow(t, "o1", "keyed", `{"actions": [
 		  {"type": "matcher", "outputKey": "result", "properties": {"left": "@input.bank", "right": "@input.erp", "matchOn": ["ref"], "tolerance": 0.05, "dateWindowDays": 3}},
-		  {"type": "peek", "outputKey": "peek", "properties": {"n": "@result.matched.length", "first": "@result.matched.0.left.ref"}}
+		  {"type": "peek", "outputKey": "peek", "properties": {"n": "@result.matched.length", "first": "@result.matched.0.left.ref", "whole": "@result"}}
 		]}`)
 		k := b.Execute(t, "o1", keyed.ID, input)
 		require.Equal(t, svctype.RunCompleted, k.Status, k.Reason)
+		kp, err := b.St.GetContext(b.Ctx, "o1", k.ID, "peek")
+		require.NoError(t, err)
+		require.Contains(t, string(kp["peek"]), `"whole_matched_type":"[]interface {}"`)
+		require.NotContains(t, fmt.Sprint(b.EventPayload(t, "o1", k.ID, "workflow_run_completed")), "INV-0002",
+			"an output map holding the pairs is referred to, not copied into the event")
 		looped := b.Workflow(t, "o1", "looped", `{"actions": [
 		  {"type": "loop", "outputKey": "peek", "properties": {"mode": "foreach", "items": ["once"], "steps": [
 		    {"type": "matcher", "properties": {"left": "@input.bank", "right": "@input.erp", "matchOn": ["ref"], "tolerance": 0.05, "dateWindowDays": 3}},
@@ -136,6 +146,12 @@ func TestMatcherOnALargeInputReadsItsBytes(t *testing.T) {
 			require.Equal(t, "INV-0001", got["first"], "run %s", run)
 		}
 
+		// A leg that is not an array of objects fails as on the decoded path.
+		bad := `{"bank": [` + strings.Join(bank, ",") + `, "oops"], "erp": ` + erps + `}`
+		f := b.Execute(t, "o1", onBytes.ID, bad)
+		require.Equal(t, svctype.RunFailed, f.Status)
+		require.Contains(t, f.Reason, fmt.Sprintf("left[%d] is not an object (got string)", len(bank)))
+
 		doneA := b.EventPayload(t, "o1", a.ID, "matcher.completed")
 		doneD := b.EventPayload(t, "o1", d.ID, "matcher.completed")
 		delete(doneA, "run_id")
@@ -143,6 +159,16 @@ func TestMatcherOnALargeInputReadsItsBytes(t *testing.T) {
 		require.Equal(t, doneD, doneA)
 		completed := b.EventPayload(t, "o1", a.ID, "workflow_run_completed")
 		require.NotContains(t, fmt.Sprint(completed), "INV-0002", "the pairs are referred to, not copied into the event")
+		// The event is the same on both paths (but for the run's own id).
+		completedD := b.EventPayload(t, "o1", d.ID, "workflow_run_completed")
+		ja, err := json.Marshal(completed)
+		require.NoError(t, err)
+		jd, err := json.Marshal(completedD)
+		require.NoError(t, err)
+		norm := func(j []byte, run, wf string) string {
+			return strings.ReplaceAll(strings.ReplaceAll(string(j), run, "RUN"), wf, "WF")
+		}
+		require.JSONEq(t, norm(jd, d.ID, decoded.ID), norm(ja, a.ID, onBytes.ID))
 	})
 }
 

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -171,6 +172,14 @@ func dataset(v any, prop string) (match.Dataset, error) {
 	if raw, ok := v.(svctype.RawJSON); ok {
 		d, err := match.NewRawRecords(raw)
 		if err != nil {
+			// Said as the decoded path says it ("left[3] is not an object"): decoded
+			// here, on this failure only.
+			var decoded any
+			if json.Unmarshal(raw, &decoded) == nil {
+				if _, rerr := records(decoded, prop); rerr != nil {
+					return nil, rerr
+				}
+			}
 			return nil, fmt.Errorf("%s must be an array of objects: %w", prop, err)
 		}
 		return d, nil
@@ -182,7 +191,7 @@ func dataset(v any, prop string) (match.Dataset, error) {
 // runMatcherOnBytes is the matcher on legs held as JSON bytes (RawProperties: a large
 // input's arrays): no record is decoded into a map, and the outputs are written from the
 // records' bytes, stored by the engine part by part (svctype.EncodedArray).
-func runMatcherOnBytes(call *svctype.StepCall, p map[string]any, opts match.MatchOptions, fail func(error) error) (any, error) {
+func runMatcherOnBytes(call *svctype.StepCall, p map[string]any, fail func(error) error) (any, error) {
 	left, err := dataset(p["left"], "left")
 	if err != nil {
 		return nil, fail(err)
@@ -190,6 +199,10 @@ func runMatcherOnBytes(call *svctype.StepCall, p map[string]any, opts match.Matc
 	right, err := dataset(p["right"], "right")
 	if err != nil {
 		return nil, fail(err)
+	}
+	opts, ps := matchOptions(p, false)
+	if len(ps) > 0 {
+		return nil, fail(fmt.Errorf("%s: %s", ps[0].Pointer, ps[0].Message))
 	}
 	if left.Len()+right.Len() > LargeMatchInput {
 		call.Emit(EventMatcherStarted, map[string]any{"left_size": left.Len(), "right_size": right.Len()})
@@ -241,12 +254,8 @@ func runMatcher(ctx context.Context, call *svctype.StepCall) (any, error) {
 		return svctype.FailWithEvent(fmt.Errorf("matcher: %w", err), EventMatcherFailed, nil)
 	}
 	p := call.Properties
-	opts, ps := matchOptions(p, false)
-	if len(ps) > 0 {
-		return nil, fail(fmt.Errorf("%s: %s", ps[0].Pointer, ps[0].Message))
-	}
 	if isRaw(p["left"]) || isRaw(p["right"]) {
-		return runMatcherOnBytes(call, p, opts, fail)
+		return runMatcherOnBytes(call, p, fail)
 	}
 	left, err := records(p["left"], "left")
 	if err != nil {
@@ -255,6 +264,10 @@ func runMatcher(ctx context.Context, call *svctype.StepCall) (any, error) {
 	right, err := records(p["right"], "right")
 	if err != nil {
 		return nil, fail(err)
+	}
+	opts, ps := matchOptions(p, false)
+	if len(ps) > 0 {
+		return nil, fail(fmt.Errorf("%s: %s", ps[0].Pointer, ps[0].Message))
 	}
 	if len(left)+len(right) > LargeMatchInput {
 		call.Emit(EventMatcherStarted, map[string]any{"left_size": len(left), "right_size": len(right)})

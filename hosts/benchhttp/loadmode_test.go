@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/internal/svcbin"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // TestLoadMode keeps make load from rotting: every phase with tiny sizes against the real
@@ -23,6 +24,7 @@ func TestLoadMode(t *testing.T) {
 		t.Skip("builds and starts svcflow")
 	}
 	dir := t.TempDir()
+	testlog.Gather(t, dir) // the svcflow processes' logs
 	bin, err := svcbin.Build(t.Context(), dir)
 	require.NoError(t, err)
 	o := loadOptions{

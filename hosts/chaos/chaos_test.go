@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svcflow/svcflow/internal/svcbin"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // TestChaosSmall keeps the chaos program from rotting: a small scenario (30 runs, kills
@@ -21,6 +22,7 @@ func TestChaosSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	dir := t.TempDir()
+	testlog.Gather(t, dir) // the svcflow processes' logs
 	bin, err := svcbin.Build(ctx, dir)
 	if err != nil {
 		t.Fatal(err)

@@ -277,10 +277,14 @@ func humaError(status int, msg string, errs ...error) huma.StatusError {
 		if d.Location == "body" {
 			// Huma's value here is the whole body: never echoed.
 			pd.Value = nil
-			if status == http.StatusUnprocessableEntity && jsonSyntax.MatchString(d.Message) {
+			switch {
+			case status != http.StatusUnprocessableEntity:
+			case jsonSyntax.MatchString(d.Message):
 				// A body that is not JSON, found while decoding it (a route that skips
 				// Huma's schema check, which would have found it first): a 400, as there.
 				status = http.StatusBadRequest
+			case strings.HasPrefix(d.Message, huma.ErrUnknownContentType.Error()):
+				status = http.StatusUnsupportedMediaType // likewise: a 415, as there
 			}
 			bodyUnparsable = status == http.StatusBadRequest
 		}

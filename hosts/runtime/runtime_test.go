@@ -284,6 +284,8 @@ func TestExecute(t *testing.T) {
 		}
 		require.NotContains(t, rec.Body.String(), "sk-live-never-echoed", "%s: the body is not echoed", tc.name)
 	}
+	// Not JSON at all: 415, as on every route with a body.
+	problem(t, b.do(t, http.MethodPost, "/workflows/"+w.ID+"/execute", orgA, `{"input": {}}`, "Content-Type: text/plain"), http.StatusUnsupportedMediaType, "unsupported_media_type")
 	after := ok[list[runRef]](t, b.do(t, http.MethodGet, "/runs?limit=500", orgA, nil), http.StatusOK)
 	require.Len(t, after.Items, len(before.Items), "a bad execute started a run")
 }

@@ -70,7 +70,7 @@ func (e *ExecuteBody) UnmarshalJSON(b []byte) error {
 			err = fmt.Errorf("unexpected property %q", k.String())
 			return false
 		}
-		if v.Type != gjson.Null {
+		if v.Type != gjson.Null { // null: no input, as Huma's schema check took it
 			e.Input = append(e.Input[:0], v.Raw...)
 		}
 		return true

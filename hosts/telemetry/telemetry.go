@@ -86,7 +86,7 @@ func New(ctx context.Context, o Options) (*Tracing, error) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithSampler(sampler),
 		sdktrace.WithIDGenerator(tracing.IDGenerator{}))
 	shown, _ := url.Parse(u) // checked above
-	return &Tracing{Provider: tp, URL: shown.Redacted()}, nil
+	return &Tracing{Provider: tp, URL: shownURL(shown)}, nil
 }
 
 // endpointURL is where spans go: "" when tracing is off.
@@ -118,9 +118,21 @@ func endpointURL(o Options) (string, error) {
 func checkURL(name, v string) (string, error) {
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%s %q: an http(s) URL, such as http://localhost:4318", name, v)
+		shown := "(not a URL)"
+		if err == nil {
+			shown = shownURL(u)
+		}
+		return "", fmt.Errorf("%s %s: an http(s) URL, such as http://localhost:4318", name, shown)
 	}
 	return v, nil
+}
+
+// shownURL is u as logs and errors show it: no user, no password, no query (a collector
+// may take a token in either).
+func shownURL(u *url.URL) string {
+	c := *u
+	c.User, c.RawQuery, c.Fragment = nil, "", ""
+	return c.String()
 }
 
 // samplerFrom is OTEL_TRACES_SAMPLER's sampler (default: every span). A run's spans hang

@@ -141,3 +141,29 @@ func Secret(v string) {
 	defer f.Close()
 	_, _ = f.WriteString(v + "\n")
 }
+
+// Gather gathers, when the test ends, every line of the *.log files under dir: the logs
+// of processes a test started with their output in files (hosts/chaos, hosts/benchhttp).
+// Call it after t.TempDir made dir, so that it runs before the directory is removed.
+func Gather(t testing.TB, dir string) {
+	t.Cleanup(func() {
+		if sink() == nil {
+			return
+		}
+		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".log") {
+				return nil
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if line != "" {
+					Line(line)
+				}
+			}
+			return nil
+		})
+	})
+}
