@@ -236,7 +236,7 @@ func varValue(v any, e encoded) any {
 		}
 		b = append(b, inner...)
 	}
-	return expr.NewLazy(append(b, ']'))
+	return expr.NewLazyArray(append(b, ']'), a.Len())
 }
 
 // materialize returns v with every value held as bytes (expr.Lazy, svctype.EncodedArray)
@@ -305,6 +305,9 @@ func arrayLength(v any) (int, bool) {
 	case svctype.EncodedArray:
 		return x.Len(), true
 	case *expr.Lazy:
+		if n, ok := x.Len(); ok {
+			return n, true
+		}
 		r := gjson.ParseBytes(x.Raw())
 		if !r.IsArray() {
 			return 0, false

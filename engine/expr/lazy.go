@@ -12,13 +12,20 @@ import (
 // sees the decoded value as before. Safe for concurrent use.
 type Lazy struct {
 	raw  []byte
+	n    int // the array's length when known, else -1
 	once sync.Once
 	val  any
 }
 
 // NewLazy holds raw, which must be valid JSON and is not copied: the caller does not
 // change it afterwards.
-func NewLazy(raw []byte) *Lazy { return &Lazy{raw: raw} }
+func NewLazy(raw []byte) *Lazy { return &Lazy{raw: raw, n: -1} }
+
+// NewLazyArray is NewLazy for a JSON array whose length the caller knows.
+func NewLazyArray(raw []byte, n int) *Lazy { return &Lazy{raw: raw, n: n} }
+
+// Len is the array's length given to NewLazyArray; false when it was not given.
+func (l *Lazy) Len() (int, bool) { return l.n, l.n >= 0 }
 
 // Raw returns the value's JSON.
 func (l *Lazy) Raw() []byte { return l.raw }
