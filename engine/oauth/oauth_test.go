@@ -109,6 +109,7 @@ func (b *oauthBundle) app(t *testing.T, org, provider string) (clientID string) 
 	clientID, secret := org+"-"+provider+"-client", "s3cret-"+org+"-"+provider+"-0123456789"
 	b.p.AddClient(clientID, secret)
 	b.appSecrets = append(b.appSecrets, secret)
+	testlog.Secret(secret) // no log line of the suite may hold it
 	raw, err := json.Marshal(engine.OAuthApp{ClientID: clientID, ClientSecret: secret})
 	require.NoError(t, err)
 	_, _, err = b.Eng.SetOrgConfig(b.Ctx, org, "oauth:"+provider, string(raw))

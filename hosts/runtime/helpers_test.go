@@ -48,6 +48,8 @@ func setup(t testing.TB) *bundle {
 // testIdentityKey is the key the test gateway signs identities with.
 var testIdentityKey = []byte("test-gateway-identity-key-0123456789")
 
+func init() { testlog.Secret(string(testIdentityKey)) } // no log line of the suite may hold it
+
 // testKeyring is a keyring of one new master key.
 func testKeyring(t testing.TB) *secrets.Keyring {
 	t.Helper()

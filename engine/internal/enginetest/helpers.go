@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/engine/secrets"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // NewKeyring returns a keyring of keys (the first seals).
@@ -24,6 +25,7 @@ func GenerateKey(t testing.TB) []byte {
 	t.Helper()
 	k, err := secrets.GenerateKey()
 	require.NoError(t, err)
+	testlog.Secret(secrets.EncodeKey(k)) // no log line may hold it
 	return k
 }
 
