@@ -8,10 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/core"
-	"github.com/svcflow/svcflow/engine/secrets"
-	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/engine/internal/enginetest"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/internal/fuzzbound"
 )
@@ -37,25 +35,9 @@ func FuzzOrgConfig(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	key, err := secrets.GenerateKey()
-	if err != nil {
-		f.Fatal(err)
-	}
-	kr, err := secrets.NewKeyring(key)
-	if err != nil {
-		f.Fatal(err)
-	}
-	eng, err := engine.New(engine.Config{Store: store.OpenTest(f, "sqlite"), Keyring: kr})
-	if err != nil {
-		f.Fatal(err)
-	}
-	ctx := context.Background()
 	values := map[string]string{"api:crm": "crm-secret-5f2b9c", "db:erp": "postgres://erp:hunter2@db/erp"}
-	for k, v := range values {
-		if _, _, err := eng.SetOrgConfig(ctx, "acme", k, v); err != nil {
-			f.Fatal(err)
-		}
-	}
+	eng := enginetest.OrgConfigEngine(f, "acme", values)
+	ctx := context.Background()
 	const rivalValue = "rival-secret-88e1d0"
 	for _, k := range []string{"api:crm", "api:rival"} {
 		if _, _, err := eng.SetOrgConfig(ctx, "rival", k, rivalValue); err != nil {

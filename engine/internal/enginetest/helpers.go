@@ -2,13 +2,16 @@ package enginetest
 
 import (
 	"bytes"
+	"context"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/secrets"
+	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -68,4 +71,17 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+}
+
+// OrgConfigEngine is an engine over a fresh SQLite store with a keyring, and org's config
+// holding values: what the orgconfig: fuzz targets resolve against.
+func OrgConfigEngine(tb testing.TB, org string, values map[string]string) *engine.Engine {
+	tb.Helper()
+	eng, err := engine.New(engine.Config{Store: store.OpenTest(tb, "sqlite"), Keyring: NewKeyring(tb, GenerateKey(tb)), Logger: testlog.Quiet()})
+	require.NoError(tb, err)
+	for k, v := range values {
+		_, _, err := eng.SetOrgConfig(context.Background(), org, k, v)
+		require.NoError(tb, err)
+	}
+	return eng
 }
