@@ -146,6 +146,9 @@ func encodeOutput(v any) (encoded, error) {
 	if err != nil {
 		return encoded{}, err
 	}
+	if sample == len(arr) && len(head) <= LargeValueBytes {
+		return encoded{whole: head}, nil // the sample was the whole array
+	}
 	avg := max(1, (len(head)-2)/sample+1)
 	if avg*len(arr) <= LargeValueBytes {
 		b, err := appendValue(make([]byte, 0, avg*len(arr)+64), arr)
@@ -209,8 +212,21 @@ func encodeArray(a svctype.EncodedArray) (encoded, error) {
 func varValue(v any, e encoded) any {
 	if m, ok := v.(map[string]any); ok {
 		// A step's whole ContextOutputs under its outputKey: a step that reads the map
-		// whole gets decoded values in it, as on the decoded path.
-		return materialize(m)
+		// whole gets decoded values in it, as on the decoded path. Only its own members
+		// can be encoded arrays: no deeper walk (this runs at every step's commit).
+		var out map[string]any
+		for k, x := range m {
+			if a, ok := x.(svctype.EncodedArray); ok {
+				if out == nil {
+					out = maps.Clone(m) // m is the step's own map, shared with its keys
+				}
+				out[k] = materialize(a)
+			}
+		}
+		if out != nil {
+			return out
+		}
+		return m
 	}
 	a, ok := v.(svctype.EncodedArray)
 	if !ok {

@@ -62,6 +62,12 @@ func (e *Core) resolveProps(ctx context.Context, orgID string, kind svctype.Step
 		return nil, err
 	}
 	pm, _ := resolved.(map[string]any)
+	if got == nil { // every step but a matcher on bytes: no copy
+		if pm == nil {
+			pm = map[string]any{}
+		}
+		return pm, nil
+	}
 	out := make(map[string]any, len(pm)+len(got))
 	maps.Copy(out, pm)
 	maps.Copy(out, got)
