@@ -103,6 +103,27 @@ const LargeValueBytes = 256 << 10
 // PartBytes is about the size of one part of a large array.
 const PartBytes = 128 << 10
 
+// partLength is how many elements each part of a large array of n elements holds, from
+// their average encoded size avg: about PartBytes of them, rounded down to a length pages
+// of 100 and of 1,000 elements (the context route's default and largest) fall on: 100, 200,
+// 500 or a multiple of 1,000. A page that covers a part whole copies it as it is, with no
+// walk over its elements (pageParts), so a client reading a large array 1,000 at a time
+// reads whole parts.
+func partLength(avg, n int) int {
+	per := max(1, PartBytes/max(avg, 1))
+	switch {
+	case per >= 1000:
+		per -= per % 1000
+	case per >= 500:
+		per = 500
+	case per >= 200:
+		per = 200
+	case per >= 100:
+		per = 100
+	}
+	return max(1, min(n, per))
+}
+
 // largeRef is what the status document (and a large input's run row and event) shows for a
 // large value: where to read it, its size, and its length when known.
 func largeRef(runID, key string, ref storage.ContextRef) map[string]any {
@@ -154,7 +175,7 @@ func encodeOutput(v any) (encoded, error) {
 		b, err := appendValue(make([]byte, 0, avg*len(arr)+64), arr)
 		return encoded{whole: b}, err
 	}
-	per := max(1, min(len(arr), PartBytes/avg))
+	per := partLength(avg, len(arr))
 	out := encoded{length: len(arr), per: per}
 	size := 0
 	for i := 0; i < len(arr); i += per {
@@ -187,7 +208,7 @@ func encodeArray(a svctype.EncodedArray) (encoded, error) {
 		b, err := a.AppendArray(make([]byte, 0, avg*n+64), 0, n)
 		return encoded{whole: b}, err
 	}
-	per := max(1, min(n, PartBytes/avg))
+	per := partLength(avg, n)
 	out := encoded{length: n, per: per}
 	size := 0
 	for i := 0; i < n; i += per {
@@ -343,17 +364,16 @@ func putValue(ctx context.Context, tx storage.Tx, orgID, runID, key string, v en
 	}
 	b := v.whole
 	if len(b) > LargeValueBytes {
-		if parts, length, per, ok := splitArray(b, PartBytes); ok {
+		if parts, length, per, ok := splitArray(b); ok {
 			return tx.PutContextParts(ctx, orgID, runID, key, parts, length, per)
 		}
 	}
 	return tx.PutContext(ctx, orgID, runID, key, b)
 }
 
-// splitArray cuts the JSON array b (as json.Marshal wrote it) into parts of per elements,
-// per chosen so that a part is about partBytes. It reports false when b is not an array,
-// or has fewer than two elements.
-func splitArray(b []byte, partBytes int) (parts []json.RawMessage, length, per int, ok bool) {
+// splitArray cuts the JSON array b (as json.Marshal wrote it) into parts of per elements
+// (partLength). It reports false when b is not an array, or has fewer than two elements.
+func splitArray(b []byte) (parts []json.RawMessage, length, per int, ok bool) {
 	trimmed := bytes.TrimLeft(b, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '[' {
 		return nil, 0, 0, false
@@ -366,7 +386,7 @@ func splitArray(b []byte, partBytes int) (parts []json.RawMessage, length, per i
 	if len(els) < 2 {
 		return nil, 0, 0, false
 	}
-	per = max(1, min(len(els), int(int64(partBytes)*int64(len(els))/int64(len(trimmed)))))
+	per = partLength(len(trimmed)/len(els), len(els))
 	for i := 0; i < len(els); i += per {
 		group := els[i:min(i+per, len(els))]
 		n := 2
@@ -386,13 +406,40 @@ func splitArray(b []byte, partBytes int) (parts []json.RawMessage, length, per i
 	return parts, len(els), per, true
 }
 
-// pageParts returns the elements [offset, offset+limit) of an array read in parts.
+// pageParts returns the elements [offset, offset+limit) of an array read in parts. A part
+// the page covers whole is copied as it is stored, between its brackets: the parts were
+// written from encoded or checked JSON (encodeOutput, splitArray, an EncodedArray), so only
+// their brackets are checked here. A part the page starts or ends inside is checked
+// (gjson.Valid) and walked to the page's elements.
 func pageParts(slice storage.ContextSlice, offset, limit int) (json.RawMessage, error) {
-	out := []byte{'['}
+	size := 2
+	for _, p := range slice.Parts {
+		size += len(p)
+	}
+	out := make([]byte, 1, size)
+	out[0] = '['
 	i, n := slice.Start, 0
 	for _, p := range slice.Parts {
 		if n >= limit {
 			break
+		}
+		if len(p) < 2 || p[0] != '[' || p[len(p)-1] != ']' {
+			return nil, errors.New("a stored part is not a JSON array")
+		}
+		count := 0 // unknown without a walk
+		if slice.Per > 0 {
+			count = min(slice.Per, slice.Length-i) // the array's last part may be short
+		}
+		if count > 0 && i >= offset && n+count <= limit {
+			if inner := p[1 : len(p)-1]; len(inner) > 0 {
+				if n > 0 {
+					out = append(out, ',')
+				}
+				out = append(out, inner...)
+			}
+			i += count
+			n += count
+			continue
 		}
 		str := unsafe.String(&p[0], len(p))
 		if !gjson.Valid(str) {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/svcflow/svcflow/engine/internal/fixtures"
+	"github.com/svcflow/svcflow/engine/storage"
 )
 
 func TestPageArray(t *testing.T) {
@@ -190,4 +192,61 @@ func pageArraySplit(raw json.RawMessage, offset, limit int) (json.RawMessage, in
 		i++
 	}
 	return append(out, ']'), total, true, nil
+}
+
+// TestPagePartsAgreesWithSlicing cuts arrays into parts of several lengths, as the store
+// holds them, and compares every page pageParts makes (parts copied whole, parts walked,
+// the short last part) with slicing the array.
+func TestPagePartsAgreesWithSlicing(t *testing.T) {
+	t.Parallel()
+	const n = 23
+	els := make([]string, n)
+	for i := range els {
+		els[i] = fmt.Sprintf(`{"i":%d,"s":"],[ \"%d\""}`, i, i)
+	}
+	for _, per := range []int{1, 2, 5, 10, 22, 23, 50} {
+		var parts []json.RawMessage
+		for i := 0; i < n; i += per {
+			parts = append(parts, json.RawMessage("["+strings.Join(els[i:min(i+per, n)], ",")+"]"))
+		}
+		for offset := 0; offset <= n+1; offset++ {
+			for _, limit := range []int{1, 2, 3, 5, 10, 20, 100} {
+				to := min(offset+limit, n)
+				first, last := offset/per, (to-1)/per
+				slice := storage.ContextSlice{Found: true, Length: n, Per: per, Parts: []json.RawMessage{}}
+				if offset < to {
+					slice.Parts, slice.Start = parts[first:last+1], first*per
+				}
+				page, err := pageParts(slice, offset, limit)
+				require.NoError(t, err)
+				want := "[]"
+				if offset < to {
+					want = "[" + strings.Join(els[offset:to], ",") + "]"
+				}
+				require.Equal(t, want, string(page), "per %d offset %d limit %d", per, offset, limit)
+			}
+		}
+	}
+	for _, bad := range []string{`[1,2`, `{"a":1}`, `x`, `[1 2]`} {
+		slice := storage.ContextSlice{Found: true, Length: 4, Per: 2, Parts: []json.RawMessage{json.RawMessage(bad)}}
+		_, err := pageParts(slice, 1, 1)
+		require.Error(t, err, bad)
+	}
+}
+
+func TestPartLength(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ avg, n, want int }{
+		{260, 50_000, 500},   // a matcher's pairs: 504 by size
+		{100, 50_000, 1000},  // 1,310 by size
+		{10, 50_000, 13_000}, // 13,107 by size
+		{600, 50_000, 200},   // 218
+		{1200, 50_000, 100},  // 109
+		{2000, 50_000, 65},   // under 100: as it is
+		{10, 700, 700},       // never more than the array
+		{1 << 20, 10, 1},
+		{0, 10, 10},
+	} {
+		require.Equal(t, tc.want, partLength(tc.avg, tc.n), "avg %d, n %d", tc.avg, tc.n)
+	}
 }

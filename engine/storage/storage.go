@@ -242,10 +242,12 @@ type ContextSlice struct {
 	// Whole is the value, when it is stored whole (an array or not).
 	Whole json.RawMessage
 	// Parts are the JSON arrays that hold the asked elements of a value stored in parts;
-	// Start is the index of Parts[0]'s first element, Length the array's length.
+	// Start is the index of Parts[0]'s first element, Length the array's length, Per the
+	// elements of every part but the array's last.
 	Parts  []json.RawMessage
 	Start  int
 	Length int
+	Per    int
 }
 
 // ContextRef is a context value ContextBrief did not read: its size in bytes (0 when the

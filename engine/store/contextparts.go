@@ -207,7 +207,7 @@ func (q *querier) ContextSlice(ctx context.Context, orgID, runID, key string, fr
 	if out.Parts, err = q.readParts(ctx, orgID, runID, key, first, last); err != nil {
 		return storage.ContextSlice{}, err
 	}
-	out.Start = first * info.Per
+	out.Start, out.Per = first*info.Per, info.Per
 	return out, nil
 }
 

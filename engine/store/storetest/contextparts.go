@@ -55,6 +55,7 @@ func testContextParts(t *testing.T, b *bundle) {
 		require.True(t, s.Found)
 		require.Nil(t, s.Whole)
 		require.Equal(t, 10, s.Length)
+		require.Equal(t, 3, s.Per)
 		require.Equal(t, tc.start, s.Start, "[%d, %d)", tc.from, tc.to)
 		require.Len(t, s.Parts, tc.partsRead, "[%d, %d)", tc.from, tc.to)
 		var first []json.RawMessage
