@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -26,29 +27,47 @@ func (e *Core) resolveProps(ctx context.Context, orgID string, kind svctype.Step
 		rawProps = nil
 	}
 	var got map[string]any
+	keep := func(name string, v any) {
+		if got == nil {
+			got = map[string]any{}
+		}
+		got[name] = v
+	}
+	var docs []string // the properties that are doc: references
 	for _, name := range rawProps {
 		p, ok := props[name].(string)
 		if !ok {
 			continue
 		}
-		var v any
 		if b, ok := rawArray(p, vars); ok {
-			v = svctype.RawJSON(b)
+			keep(name, svctype.RawJSON(b))
 		} else if strings.HasPrefix(p, "doc:") {
-			// A document, extracted as JSON bytes. On an error the property is left to
-			// the resolution below, which reports it as it always does.
-			r, err := e.eval.Resolve(svctype.WithRawJSON(kindContext(ctx, orgID, kind)), p, vars)
-			if err != nil {
-				continue
+			docs = append(docs, name)
+		}
+	}
+	// Documents, extracted as JSON bytes, side by side: each is read and extracted on its
+	// own (a 2-way matcher's two CSV files). On an error the property is left to the
+	// resolution below, which reports it as it always does.
+	found := make([]any, len(docs))
+	var wg sync.WaitGroup
+	for i, name := range docs {
+		resolveDoc := func() {
+			r, err := e.eval.Resolve(svctype.WithRawJSON(kindContext(ctx, orgID, kind)), props[name], vars)
+			if err == nil {
+				found[i] = r
 			}
-			v = r
+		}
+		if i == len(docs)-1 {
+			resolveDoc() // the last on this goroutine
 		} else {
-			continue
+			wg.Go(resolveDoc)
 		}
-		if got == nil {
-			got = map[string]any{}
+	}
+	wg.Wait()
+	for i, name := range docs {
+		if found[i] != nil {
+			keep(name, found[i])
 		}
-		got[name] = v
 	}
 	src := props
 	if got != nil {

@@ -566,3 +566,26 @@ func TestMatcherReadsCSVLegsAsBytes(t *testing.T) {
 		require.Equal(t, vd, va, "%s: the same elements from bytes and from maps", key)
 	}
 }
+
+// TestMatcherLegErrors: a matcher's two doc: legs are read side by side; a leg that cannot
+// be read fails the run with that leg's reason, the left's when both fail, as when they
+// were read one after the other.
+func TestMatcherLegErrors(t *testing.T) {
+	t.Parallel()
+	b := enginetest.Setup(t, "sqlite")
+	ok := b.Upload(t, "acme", "ok.csv", "text/csv", "id,amount\nA,1\n")
+	pdf := b.Upload(t, "acme", "scan.pdf", "application/pdf", "%PDF-1.4")
+	for _, tc := range []struct{ name, left, right, reason string }{
+		{"right missing", "doc:" + ok.ID, "doc:doc_nope", "document doc_nope not found"},
+		{"left missing", "doc:doc_gone", "doc:" + ok.ID, "document doc_gone not found"},
+		{"both fail", "doc:" + pdf.ID, "doc:doc_nope", "document " + pdf.ID + " version 1: unsupported document format"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := b.Workflow(t, "acme", tc.name, `{"actions": [{"type": "matcher", "properties": {
+			  "left": "`+tc.left+`", "right": "`+tc.right+`", "matchOn": ["id"]}}]}`)
+			doc := b.Execute(t, "acme", w.ID, `{}`)
+			require.Equal(t, svctype.RunFailed, doc.Status)
+			require.Contains(t, doc.Reason, tc.reason)
+		})
+	}
+}

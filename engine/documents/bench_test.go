@@ -25,3 +25,27 @@ func BenchmarkExtractCSVToJSON(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkExtractTwoSideBySide(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var sb strings.Builder
+	sb.WriteString("id,counterparty,amount,date\n")
+	for i := range 50_000 {
+		fmt.Fprintf(&sb, "L%06d,party %d,%.2f,2026-%02d-%02d\n", i, rng.IntN(5000), rng.Float64()*10000, 1+rng.IntN(12), 1+rng.IntN(28))
+	}
+	data := []byte(sb.String())
+	b.Run("sequential", func(b *testing.B) {
+		for b.Loop() {
+			ExtractJSONLimit("text/csv", "a.csv", data, 1_000_000)
+			ExtractJSONLimit("text/csv", "a.csv", data, 1_000_000)
+		}
+	})
+	b.Run("side-by-side", func(b *testing.B) {
+		for b.Loop() {
+			done := make(chan struct{})
+			go func() { ExtractJSONLimit("text/csv", "a.csv", data, 1_000_000); close(done) }()
+			ExtractJSONLimit("text/csv", "a.csv", data, 1_000_000)
+			<-done
+		}
+	})
+}

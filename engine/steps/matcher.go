@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/match"
@@ -192,13 +193,20 @@ func dataset(v any, prop string) (match.Dataset, error) {
 // input's arrays): no record is decoded into a map, and the outputs are written from the
 // records' bytes, stored by the engine part by part (svctype.EncodedArray).
 func runMatcherOnBytes(call *svctype.StepCall, p map[string]any, fail func(error) error) (any, error) {
+	// The two legs are indexed side by side: each is a walk over its own bytes.
+	var (
+		right    match.Dataset
+		rightErr error
+		wg       sync.WaitGroup
+	)
+	wg.Go(func() { right, rightErr = dataset(p["right"], "right") })
 	left, err := dataset(p["left"], "left")
+	wg.Wait()
 	if err != nil {
 		return nil, fail(err)
 	}
-	right, err := dataset(p["right"], "right")
-	if err != nil {
-		return nil, fail(err)
+	if rightErr != nil {
+		return nil, fail(rightErr)
 	}
 	opts, ps := matchOptions(p, false)
 	if len(ps) > 0 {
