@@ -25,7 +25,7 @@ const (
 	// DefaultContextLimit is the page size of an array value when RunContext is given none.
 	DefaultContextLimit = 100
 	// MaxContextLimit is the largest page of an array value.
-	MaxContextLimit = 1000
+	MaxContextLimit = 10_000
 )
 
 // ContextValue is one key of a run's context. An array is paged: Value holds its elements
@@ -104,22 +104,26 @@ const LargeValueBytes = 256 << 10
 const PartBytes = 128 << 10
 
 // partLength is how many elements each part of a large array of n elements holds, from
-// their average encoded size avg: about PartBytes of them, rounded down to a length pages
-// of 100 and of 1,000 elements (the context route's default and largest) fall on: 100, 200,
-// 500 or a multiple of 1,000. A page that covers a part whole copies it as it is, with no
-// walk over its elements (pageParts), so a client reading a large array 1,000 at a time
-// reads whole parts.
+// their average encoded size avg: about PartBytes of them, rounded down to a length that
+// pages of 100, 1,000 and 10,000 elements (the context route's default, a common page and
+// its largest) fall on: 100, 200 or 500 times a power of ten. A page that covers a part
+// whole copies it as it is, with no walk over its elements (pageParts), so a client reading
+// a large array 1,000 or 10,000 at a time reads whole parts.
 func partLength(avg, n int) int {
 	per := max(1, PartBytes/max(avg, 1))
-	switch {
-	case per >= 1000:
-		per -= per % 1000
-	case per >= 500:
-		per = 500
-	case per >= 200:
-		per = 200
-	case per >= 100:
-		per = 100
+	if per >= 100 {
+		scale := 100
+		for scale*10 <= per {
+			scale *= 10
+		}
+		switch {
+		case per >= 5*scale:
+			per = 5 * scale
+		case per >= 2*scale:
+			per = 2 * scale
+		default:
+			per = scale
+		}
 	}
 	return max(1, min(n, per))
 }

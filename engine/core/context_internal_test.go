@@ -237,13 +237,17 @@ func TestPagePartsAgreesWithSlicing(t *testing.T) {
 func TestPartLength(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ avg, n, want int }{
-		{260, 50_000, 500},   // a matcher's pairs: 504 by size
-		{100, 50_000, 1000},  // 1,310 by size
-		{10, 50_000, 13_000}, // 13,107 by size
-		{600, 50_000, 200},   // 218
-		{1200, 50_000, 100},  // 109
-		{2000, 50_000, 65},   // under 100: as it is
-		{10, 700, 700},       // never more than the array
+		{260, 50_000, 500},    // a matcher's pairs: 504 by size
+		{100, 50_000, 1000},   // 1,310 by size
+		{40, 50_000, 2000},    // 3,276
+		{20, 50_000, 5000},    // 6,553
+		{10, 50_000, 10_000},  // 13,107
+		{2, 100_000, 50_000},  // 65,536
+		{1, 200_000, 100_000}, // 131,072
+		{600, 50_000, 200},    // 218
+		{1200, 50_000, 100},   // 109
+		{2000, 50_000, 65},    // under 100: as it is
+		{10, 700, 700},        // never more than the array
 		{1 << 20, 10, 1},
 		{0, 10, 10},
 	} {

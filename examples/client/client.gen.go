@@ -2454,7 +2454,7 @@ type GetRunContextParams struct {
 	// Offset For an array value: the index of the page's first element (default 0). Ignored for other values.
 	Offset *int64 `form:"offset,omitempty" json:"offset,omitempty"`
 
-	// Limit For an array value: the page size (default 100, at most 1000). Ignored for other values.
+	// Limit For an array value: the page size (default 100, at most 10000). Ignored for other values.
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].

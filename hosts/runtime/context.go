@@ -52,7 +52,7 @@ type ContextParams struct {
 	RunPath
 	Key    string `path:"key" minLength:"1" maxLength:"256" doc:"The context key: a step's outputKey or output key (matchGroups, matched, ...), input, a submitted form field, __approved, __run_id."`
 	Offset int    `query:"offset" default:"0" minimum:"0" doc:"For an array value: the index of the page's first element (default 0). Ignored for other values."`
-	Limit  int    `query:"limit" default:"100" minimum:"1" maximum:"1000" doc:"For an array value: the page size (default 100, at most 1000). Ignored for other values."`
+	Limit  int    `query:"limit" default:"100" minimum:"1" maximum:"10000" doc:"For an array value: the page size (default 100, at most 10000). Ignored for other values."`
 }
 
 // StatusParams are the query parameters of GET /runs/{runId}/status.

@@ -140,7 +140,7 @@ func TestRunContextRoute(t *testing.T) {
 	// Paging parameters out of range are located at the parameter.
 	for q, loc := range map[string]string{
 		"?offset=-1": "query.offset", "?offset=x": "query.offset",
-		"?limit=0": "query.limit", "?limit=-5": "query.limit", "?limit=1001": "query.limit", "?limit=x": "query.limit",
+		"?limit=0": "query.limit", "?limit=-5": "query.limit", "?limit=10001": "query.limit", "?limit=x": "query.limit",
 	} {
 		p := problem(t, b.do(t, http.MethodGet, ref+q, orgA, nil), http.StatusUnprocessableEntity, "validation_failed")
 		require.NotEmpty(t, p.Errors, q)
