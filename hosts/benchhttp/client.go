@@ -146,6 +146,12 @@ func (c *client) do(ctx context.Context, op, method, path, org string, body []by
 		_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&p)
 		return resp.StatusCode, &apiError{op: op, status: resp.StatusCode, code: p.Code}
 	}
+	if raw, ok := out.(*[]byte); ok { // the answer's bytes, for the caller to parse
+		if *raw, err = io.ReadAll(resp.Body); err != nil {
+			return resp.StatusCode, fmt.Errorf("%s: read the answer: %w", op, err)
+		}
+		return resp.StatusCode, nil
+	}
 	if out != nil {
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 			return resp.StatusCode, fmt.Errorf("%s: decode the answer: %w", op, err)
