@@ -21,6 +21,14 @@ func (e *Core) Emit(ctx context.Context, tx storage.Tx, evs []svctype.Event, sub
 	if err := tx.AppendEvents(ctx, evs); err != nil {
 		return err
 	}
+	return e.sink(ctx, tx, evs, subject)
+}
+
+// sink hands events already appended in tx to every event sink.
+func (e *Core) sink(ctx context.Context, tx storage.Tx, evs []svctype.Event, subject *EventSubject) error {
+	if len(evs) == 0 {
+		return nil
+	}
 	for _, sink := range e.sinks() {
 		if err := sink(ctx, tx, evs, subject); err != nil {
 			return err

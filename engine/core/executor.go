@@ -504,6 +504,9 @@ func (e *Core) stepCall(st *runState, step *svctype.Step, index int, pm map[stri
 // when next is past the last step.
 func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job, st *runState, c *commit, next int) error {
 	orgID, runID := st.run.OrgID, st.run.ID
+	// The commit's writes go to the store together (storage.CommitStep: one statement on
+	// PostgreSQL); a large value's parts go first, on their own.
+	sc := &storage.StepCommit{OrgID: orgID, Run: st.run}
 	for k, v := range c.outputs {
 		b, ok := c.encoded[k]
 		var err error
@@ -513,6 +516,10 @@ func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job,
 		if err != nil {
 			return &stepFailure{fmt.Errorf("output %q is not JSON: %w", k, err)}
 		}
+		if b.parts == nil && len(b.whole) <= LargeValueBytes {
+			sc.Context = append(sc.Context, storage.ContextPut{Key: k, Value: b.whole})
+			continue
+		}
 		if err := putValue(ctx, tx, orgID, runID, k, b); err != nil {
 			return err
 		}
@@ -520,9 +527,7 @@ func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job,
 	if c.rec.Type != "" {
 		now := e.now().UTC()
 		c.rec.FinishedAt = &now
-		if err := tx.PutStep(ctx, orgID, &c.rec); err != nil {
-			return err
-		}
+		sc.Step = &c.rec
 	}
 	st.run.Cursor = svctype.Cursor{Step: next}
 	st.run.UpdatedAt = e.now().UTC()
@@ -533,19 +538,13 @@ func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job,
 			"run_id": runID, "workflow_id": st.run.WorkflowID,
 			"result": map[string]any{"status": svctype.RunCompleted, "outputs": e.outputs(st, c)},
 		}))
+		sc.Complete = job
 	}
-	if err := tx.UpdateRun(ctx, st.run); err != nil {
+	sc.Events = c.events
+	if err := storage.CommitStep(ctx, tx, sc); err != nil {
 		return err
 	}
-	if len(c.events) > 0 {
-		if err := e.Emit(ctx, tx, c.events, nil); err != nil {
-			return err
-		}
-	}
-	if done {
-		return tx.CompleteJob(ctx, job)
-	}
-	return nil
+	return e.sink(ctx, tx, c.events, nil)
 }
 
 // outputs is the run's context after c, without the input, as events carry it: a value

@@ -73,6 +73,65 @@ type Tx interface {
 	Runs
 }
 
+// StepCommit is what a step's commit writes once the step has run, in this order: the
+// whole context values (PutContext), the step record (PutStep, when Step is set), the run
+// (UpdateRun), the events (AppendEvents, which numbers them) and, when the run ends, the
+// deletion of its job (CompleteJob, when Complete is set).
+type StepCommit struct {
+	OrgID    string
+	Context  []ContextPut
+	Step     *svctype.StepRecord
+	Run      *svctype.Run
+	Events   []svctype.Event
+	Complete *svctype.Job
+}
+
+// ContextPut is one whole context value of a StepCommit.
+type ContextPut struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// StepCommitter is a Tx that writes a StepCommit in one round trip to its database (one
+// statement on PostgreSQL), with the checks and errors of the calls it stands for. A Tx
+// without it is sent those calls one by one (CommitStep).
+type StepCommitter interface {
+	CommitStep(ctx context.Context, c *StepCommit) error
+}
+
+// CommitStep writes c through tx: in one round trip when tx is a StepCommitter, else as
+// the calls c stands for, in order.
+func CommitStep(ctx context.Context, tx Tx, c *StepCommit) error {
+	if sc, ok := tx.(StepCommitter); ok {
+		return sc.CommitStep(ctx, c)
+	}
+	return CommitStepByCalls(ctx, tx, c)
+}
+
+// CommitStepByCalls writes c as the calls it stands for, one after another.
+func CommitStepByCalls(ctx context.Context, tx Runs, c *StepCommit) error {
+	for _, p := range c.Context {
+		if err := tx.PutContext(ctx, c.OrgID, c.Run.ID, p.Key, p.Value); err != nil {
+			return err
+		}
+	}
+	if c.Step != nil {
+		if err := tx.PutStep(ctx, c.OrgID, c.Step); err != nil {
+			return err
+		}
+	}
+	if err := tx.UpdateRun(ctx, c.Run); err != nil {
+		return err
+	}
+	if err := tx.AppendEvents(ctx, c.Events); err != nil {
+		return err
+	}
+	if c.Complete != nil {
+		return tx.CompleteJob(ctx, c.Complete)
+	}
+	return nil
+}
+
 // Full is every part at once: the store the composition root (engine.New) runs with.
 type Full interface {
 	Store

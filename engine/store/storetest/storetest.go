@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Full, countJobs func(tb t
 		{"Steps", testSteps},
 		{"LoopItems", testLoopItems},
 		{"Events", testEvents},
+		{"CommitStep", testCommitStep},
 		{"PageLimits", testPageLimits},
 		{"MalformedCursor", testMalformedCursor},
 		{"JobClaim", testJobClaim},

@@ -1,0 +1,162 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// A step's commit on PostgreSQL in one statement. What a step commit writes after the step
+// ran (its context values, its record, the run, its events, the end of its job) used to be
+// one statement each, each a round trip and, on this 2-CPU machine, a pair of context
+// switches for PostgreSQL's backend and the worker. Here they are the data-modifying CTEs of
+// one prepared statement (pgx's statement cache; one text per shape: how many values and
+// events, and which parts are present), whose last SELECT returns what the checks need:
+// the rows the run's update and the job's deletion touched, and the events' numbers.
+// The CTEs touch different tables, so their one shared snapshot changes nothing.
+
+// CommitStep writes c (storage.StepCommitter): in one statement inside a PostgreSQL
+// transaction, else through the calls it stands for.
+func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
+	if !q.pgTx() {
+		return storage.CommitStepByCalls(ctx, q, c)
+	}
+	if c.Complete != nil && c.Complete.LeaseToken == "" {
+		return leaseLost("complete job")
+	}
+	run := c.Run
+	run.UpdatedAt = orNow(run.UpdatedAt, now())
+	run.FinishedAt = dbTimePtr(run.FinishedAt)
+	rm, err := runToModel(run)
+	if err != nil {
+		return fmt.Errorf("store: update run: %w", err)
+	}
+	var b pgStatement
+	for _, p := range c.Context {
+		b.cte(`INSERT INTO "run_context" ("org_id", "run_id", "key", "value", "size", "parts") VALUES (%s, %s, %s, %s, %s, 0)
+ ON CONFLICT ("org_id", "run_id", "key") DO UPDATE SET "value" = excluded."value", "size" = excluded."size", "parts" = 0`,
+			c.OrgID, run.ID, p.Key, jsonArg(p.Value), len(p.Value))
+	}
+	if c.Step != nil {
+		m, err := stepToModel(c.OrgID, c.Step)
+		if err != nil {
+			return fmt.Errorf("store: put step: %w", err)
+		}
+		b.cte(`INSERT INTO "run_steps" ("org_id", "run_id", "idx", "type", "status", "input_summary",
+ "output", "effects", "decisions", "error", "started_at", "finished_at")
+ VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ ON CONFLICT ("org_id", "run_id", "idx") DO UPDATE SET "type" = excluded."type",
+ "status" = excluded."status", "input_summary" = excluded."input_summary",
+ "output" = excluded."output", "effects" = excluded."effects", "decisions" = excluded."decisions",
+ "error" = excluded."error", "started_at" = excluded."started_at", "finished_at" = excluded."finished_at"`,
+			m.OrgID, m.RunID, m.Idx, m.Type, m.Status, jsonArg(m.InputSummary), jsonArg(m.Output),
+			jsonArg(m.Effects), jsonArg(m.Decisions), m.Error, m.StartedAt, m.FinishedAt)
+	}
+	runCTE := b.cte(`UPDATE "runs" SET "status" = %s, "cursor" = %s, "reason" = %s, "updated_at" = %s,
+ "finished_at" = %s WHERE "org_id" = %s AND "id" = %s RETURNING 1`,
+		rm.Status, jsonArg(rm.Cursor), rm.Reason, rm.UpdatedAt, rm.FinishedAt, rm.OrgID, rm.ID)
+	eventsCTE := ""
+	if len(c.Events) > 0 {
+		t := now()
+		rows := make([]string, len(c.Events))
+		var args []any
+		for i := range c.Events {
+			e := &c.Events[i]
+			if e.DeliveryID == "" {
+				e.DeliveryID = newID()
+			}
+			e.Timestamp = orNow(e.Timestamp, t)
+			rows[i] = "(%s, %s, %s, %s, %s, %s)"
+			args = append(args, e.DeliveryID, e.OrgID, e.RunID, e.Event, e.Timestamp, jsonArg(nonEmpty(e.Payload)))
+		}
+		eventsCTE = b.cte(`INSERT INTO "events" ("delivery_id", "org_id", "run_id", "event", "ts", "payload") VALUES `+
+			strings.Join(rows, ", ")+` RETURNING "seq"`, args...)
+	}
+	jobCTE := ""
+	if j := c.Complete; j != nil {
+		jobCTE = b.cte(`DELETE FROM "jobs" WHERE "org_id" = %s AND "id" = %s AND "lease_token" = %s RETURNING 1`,
+			j.OrgID, j.ID, j.LeaseToken)
+	}
+	notifyCTE := ""
+	if run.Status != svctype.RunRunning {
+		// Delivered to every listener when the transaction commits (never if it rolls
+		// back), as UpdateRun does. A SELECT CTE runs only when read: the last SELECT does.
+		notifyCTE = b.cte(`SELECT pg_notify(%s, %s)`, runStatusChannel, run.OrgID+"\n"+run.ID)
+	}
+	final := []string{"(SELECT count(*) FROM " + runCTE + ")"}
+	if jobCTE != "" {
+		final = append(final, "(SELECT count(*) FROM "+jobCTE+")")
+	} else {
+		final = append(final, "1")
+	}
+	if eventsCTE != "" {
+		final = append(final, "(SELECT string_agg(seq::text, ',' ORDER BY seq) FROM "+eventsCTE+")")
+	} else {
+		final = append(final, "NULL::text")
+	}
+	if notifyCTE != "" {
+		final = append(final, "(SELECT count(*) FROM "+notifyCTE+")")
+	}
+	var (
+		runs, jobs int64
+		seqText    sql.NullString
+		notified   int64
+	)
+	dest := []any{&runs, &jobs, &seqText}
+	if notifyCTE != "" {
+		dest = append(dest, &notified)
+	}
+	if err := q.pgQueryRow(ctx, b.text("SELECT "+strings.Join(final, ", ")), b.args...).Scan(dest...); err != nil {
+		return wrap("commit step", err)
+	}
+	if runs == 0 {
+		return notFound("update run")
+	}
+	if jobs == 0 {
+		return leaseLost("complete job")
+	}
+	// One statement numbers its rows in VALUES order; they come back sorted (RETURNING's
+	// own order is not promised).
+	if seqText.Valid {
+		for i, f := range strings.Split(seqText.String, ",") {
+			if i >= len(c.Events) {
+				break
+			}
+			seq, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				return fmt.Errorf("store: commit step: event number %q: %w", f, err)
+			}
+			c.Events[i].Seq = seq
+		}
+	}
+	return nil
+}
+
+// pgStatement builds a statement of numbered CTEs with $n parameters.
+type pgStatement struct {
+	ctes []string
+	args []any
+}
+
+// cte adds a CTE whose %s are its arguments, numbered after those before, and returns its
+// name.
+func (s *pgStatement) cte(body string, args ...any) string {
+	ph := make([]any, len(args))
+	for i := range args {
+		ph[i] = "$" + strconv.Itoa(len(s.args)+i+1)
+	}
+	s.args = append(s.args, args...)
+	name := "c" + strconv.Itoa(len(s.ctes))
+	s.ctes = append(s.ctes, name+" AS ("+fmt.Sprintf(body, ph...)+")")
+	return name
+}
+
+// text is the statement: its CTEs, then final.
+func (s *pgStatement) text(final string) string {
+	return "WITH " + strings.Join(s.ctes, ",\n") + "\n" + final
+}

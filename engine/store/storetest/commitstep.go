@@ -1,0 +1,149 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// testCommitStep writes a step's commit through storage.CommitStep (one statement on
+// PostgreSQL) and through the calls it stands for, and checks that both leave the same
+// rows; that a commit whose job lost its lease, or whose run is not the organization's,
+// fails with the call's error and, rolled back, leaves nothing; and that events are
+// numbered in order.
+func testCommitStep(t *testing.T, b *bundle) {
+	commit := func(t *testing.T, way func(context.Context, storage.Tx, *storage.StepCommit) error, org string, r *svctype.Run, job *svctype.Job, final bool) error {
+		t.Helper()
+		finished := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+		return b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
+			run := *r
+			run.OrgID = org
+			run.Cursor = svctype.Cursor{Step: 1}
+			run.UpdatedAt = finished
+			sc := &storage.StepCommit{
+				OrgID: org, Run: &run,
+				Context: []storage.ContextPut{
+					{Key: "row", Value: json.RawMessage(`{"a":1,"s":"x"}`)},
+					{Key: "list", Value: json.RawMessage(`[1,2,3]`)},
+				},
+				Step: &svctype.StepRecord{RunID: r.ID, Index: 0, Type: "custom-table", Status: svctype.StepCompleted,
+					Output: json.RawMessage(`{"a":1}`), StartedAt: &finished, FinishedAt: &finished},
+				Events: []svctype.Event{
+					{OrgID: org, RunID: r.ID, Event: "step.started", Payload: json.RawMessage(`{"i":0}`)},
+					{OrgID: org, RunID: r.ID, Event: "step.completed", Payload: json.RawMessage(`{"i":1}`)},
+				},
+			}
+			if final {
+				run.Status, run.FinishedAt = svctype.RunCompleted, &finished
+				sc.Events = append(sc.Events, svctype.Event{OrgID: org, RunID: r.ID, Event: "workflow_run_completed", Payload: json.RawMessage(`{"i":2}`)})
+				sc.Complete = job
+			}
+			if err := way(ctx, tx, sc); err != nil {
+				return err
+			}
+			for i := 1; i < len(sc.Events); i++ {
+				if sc.Events[i].Seq <= sc.Events[i-1].Seq || sc.Events[0].Seq == 0 {
+					return errors.New("events not numbered in order")
+				}
+			}
+			return nil
+		})
+	}
+	type stored struct {
+		Status  svctype.RunStatus
+		Cursor  svctype.Cursor
+		Context map[string]string
+		Steps   []svctype.StepStatus
+		Events  []string
+	}
+	read := func(t *testing.T, r *svctype.Run) stored {
+		t.Helper()
+		got, err := b.s.GetRun(b.ctx, orgA, r.ID)
+		require.NoError(t, err)
+		out := stored{Status: got.Status, Cursor: got.Cursor, Context: map[string]string{}}
+		ctxVals, err := b.s.GetContext(b.ctx, orgA, r.ID)
+		require.NoError(t, err)
+		for k, v := range ctxVals {
+			var x any
+			require.NoError(t, json.Unmarshal(v, &x), k)
+			norm, _ := json.Marshal(x)
+			out.Context[k] = string(norm)
+		}
+		steps, err := b.s.ListSteps(b.ctx, orgA, r.ID)
+		require.NoError(t, err)
+		for _, s := range steps {
+			out.Steps = append(out.Steps, s.Status)
+		}
+		page, err := b.s.ListRunEvents(b.ctx, orgA, r.ID, svctype.ListOptions{Limit: 50})
+		require.NoError(t, err)
+		for _, e := range page.Items {
+			out.Events = append(out.Events, e.Event+" "+string(e.Payload))
+		}
+		return out
+	}
+	claim := func(t *testing.T, r *svctype.Run) *svctype.Job {
+		t.Helper()
+		j := &svctype.Job{OrgID: orgA, Kind: svctype.JobRunStep, RunID: r.ID, RunAt: time.Now().Add(-time.Second), Payload: json.RawMessage(`{}`)}
+		require.NoError(t, b.s.EnqueueJob(b.ctx, j))
+		claimed, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, claimed, 1)
+		return &claimed[0]
+	}
+
+	// Both ways, a step in the middle and the last one: the same rows.
+	for _, final := range []bool{false, true} {
+		var results []stored
+		for _, way := range []func(context.Context, storage.Tx, *storage.StepCommit) error{storage.CommitStep, commitByCalls} {
+			r := b.run(t, orgA, "wf", time.Time{})
+			job := claim(t, r)
+			require.NoError(t, commit(t, way, orgA, r, job, final))
+			results = append(results, read(t, r))
+			if final {
+				require.Zero(t, b.countJobs(t), "the run's job is done")
+			} else {
+				require.NoError(t, b.s.CompleteJob(b.ctx, job)) // still held: not completed
+			}
+		}
+		require.Equal(t, results[1], results[0], "one statement and the calls leave the same rows (final %v)", final)
+		want := svctype.RunRunning
+		if final {
+			want = svctype.RunCompleted
+		}
+		require.Equal(t, want, results[0].Status)
+		require.Equal(t, map[string]string{"row": `{"a":1,"s":"x"}`, "list": `[1,2,3]`}, results[0].Context)
+		require.Equal(t, []svctype.StepStatus{svctype.StepCompleted}, results[0].Steps)
+	}
+
+	// A lost lease: the call's error, and nothing written.
+	r := b.run(t, orgA, "wf", time.Time{})
+	job := claim(t, r)
+	lost := *job
+	lost.LeaseToken = "not-the-token"
+	err := commit(t, storage.CommitStep, orgA, r, &lost, true)
+	require.ErrorIs(t, err, storage.ErrLeaseLost)
+	after := read(t, r)
+	require.Equal(t, svctype.RunRunning, after.Status, "rolled back")
+	require.Empty(t, after.Context)
+	require.Empty(t, after.Steps)
+	require.Empty(t, after.Events)
+	require.NoError(t, b.s.CompleteJob(b.ctx, job), "the job still holds its own lease")
+
+	// Another organization's run: not found, and nothing written to either.
+	err = commit(t, storage.CommitStep, orgB, r, nil, false)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.Equal(t, svctype.RunRunning, read(t, r).Status)
+	require.Empty(t, read(t, r).Events)
+}
+
+// commitByCalls is storage.CommitStepByCalls as a CommitStep way.
+func commitByCalls(ctx context.Context, tx storage.Tx, c *storage.StepCommit) error {
+	return storage.CommitStepByCalls(ctx, tx, c)
+}
