@@ -252,6 +252,9 @@ type commit struct {
 	// at is the position of the step executing inside foreach elements ("2/5/0": step 2,
 	// element 5, sub-step 0), empty at the top level; it makes the calls' idempotency keys.
 	at string
+	// renew says the lease of the unit's job is kept by the commit's writes
+	// (storage.StepCommit.Renew), not at the unit's start (keepLease).
+	renew bool
 }
 
 // setEncoded gives the JSON of the output that setOutput will set under key, encoded
@@ -293,8 +296,14 @@ func (e *Core) stepOnce(ctx context.Context, job *svctype.Job, st *runState) err
 	}
 	err := e.unit(ctx, job, st, func(ctx context.Context, tx storage.Tx) error {
 		*c = commit{rec: rec}
-		if err := e.keepLease(ctx, tx, job); err != nil {
-			return err
+		// A store that commits a step in one statement keeps the job's lease in it: one
+		// statement fewer a step. The gate may end the run before any step: it renews first.
+		_, oneStatement := tx.(storage.StepCommitter)
+		c.renew = oneStatement && !(i == 0 && def.Condition != nil)
+		if !c.renew {
+			if err := e.keepLease(ctx, tx, job); err != nil {
+				return err
+			}
 		}
 		if i == 0 && def.Condition != nil {
 			ok, err := e.gate(ctx, tx, job, st, c)
@@ -539,6 +548,9 @@ func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job,
 			"result": map[string]any{"status": svctype.RunCompleted, "outputs": e.outputs(st, c)},
 		}))
 		sc.Complete = job
+	} else if c.renew {
+		job.Attempts = 0
+		sc.Renew, sc.Lease = job, e.lease
 	}
 	sc.Events = c.events
 	if err := storage.CommitStep(ctx, tx, sc); err != nil {

@@ -74,11 +74,14 @@ type Tx interface {
 }
 
 // StepCommit is what a step's commit writes once the step has run, in this order: the
-// whole context values (PutContext), the step record (PutStep, when Step is set), the run
-// (UpdateRun), the events (AppendEvents, which numbers them) and, when the run ends, the
-// deletion of its job (CompleteJob, when Complete is set).
+// lease of its job kept for Lease more (RenewJob, when Renew is set), the whole context
+// values (PutContext), the step record (PutStep, when Step is set), the run (UpdateRun),
+// the events (AppendEvents, which numbers them) and, when the run ends, the deletion of its
+// job (CompleteJob, when Complete is set). Renew and Complete are never both set.
 type StepCommit struct {
 	OrgID    string
+	Renew    *svctype.Job
+	Lease    time.Duration
 	Context  []ContextPut
 	Step     *svctype.StepRecord
 	Run      *svctype.Run
@@ -110,6 +113,14 @@ func CommitStep(ctx context.Context, tx Tx, c *StepCommit) error {
 
 // CommitStepByCalls writes c as the calls it stands for, one after another.
 func CommitStepByCalls(ctx context.Context, tx Runs, c *StepCommit) error {
+	if c.Renew != nil {
+		if c.Complete != nil {
+			return errors.New("storage: a step commit both renews and completes its job")
+		}
+		if err := tx.RenewJob(ctx, c.Renew, c.Lease); err != nil {
+			return err
+		}
+	}
 	for _, p := range c.Context {
 		if err := tx.PutContext(ctx, c.OrgID, c.Run.ID, p.Key, p.Value); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -29,6 +30,13 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 	if c.Complete != nil && c.Complete.LeaseToken == "" {
 		return leaseLost("complete job")
 	}
+	if c.Renew != nil && (c.Complete != nil || c.Lease <= 0) {
+		// Freeing a lease notifies the workers (RenewJob): not a step commit's case.
+		return storage.CommitStepByCalls(ctx, q, c)
+	}
+	if c.Renew != nil && c.Renew.LeaseToken == "" {
+		return leaseLost("renew job")
+	}
 	run := c.Run
 	run.UpdatedAt = orNow(run.UpdatedAt, now())
 	run.FinishedAt = dbTimePtr(run.FinishedAt)
@@ -37,6 +45,15 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 		return fmt.Errorf("store: update run: %w", err)
 	}
 	var b pgStatement
+	renewCTE := ""
+	var runAt, leaseUntil time.Time
+	if j := c.Renew; j != nil {
+		t := now()
+		runAt, leaseUntil = orNow(j.RunAt, t), dbTime(t.Add(c.Lease))
+		renewCTE = b.cte(`UPDATE "jobs" SET "run_at" = %s, "payload" = %s, "attempts" = %s, "lease_until" = %s
+ WHERE "org_id" = %s AND "id" = %s AND "lease_token" = %s RETURNING 1`,
+			runAt, jsonArg(j.Payload), j.Attempts, leaseUntil, j.OrgID, j.ID, j.LeaseToken)
+	}
 	for _, p := range c.Context {
 		b.cte(`INSERT INTO "run_context" ("org_id", "run_id", "key", "value", "size", "parts") VALUES (%s, %s, %s, %s, %s, 0)
  ON CONFLICT ("org_id", "run_id", "key") DO UPDATE SET "value" = excluded."value", "size" = excluded."size", "parts" = 0`,
@@ -89,9 +106,12 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 		notifyCTE = b.cte(`SELECT pg_notify(%s, %s)`, runStatusChannel, run.OrgID+"\n"+run.ID)
 	}
 	final := []string{"(SELECT count(*) FROM " + runCTE + ")"}
-	if jobCTE != "" {
+	switch {
+	case jobCTE != "":
 		final = append(final, "(SELECT count(*) FROM "+jobCTE+")")
-	} else {
+	case renewCTE != "":
+		final = append(final, "(SELECT count(*) FROM "+renewCTE+")")
+	default:
 		final = append(final, "1")
 	}
 	if eventsCTE != "" {
@@ -118,7 +138,14 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 		return notFound("update run")
 	}
 	if jobs == 0 {
+		if c.Renew != nil {
+			return leaseLost("renew job")
+		}
 		return leaseLost("complete job")
+	}
+	if j := c.Renew; j != nil {
+		j.RunAt = runAt
+		j.LeaseUntil = &leaseUntil
 	}
 	// One statement numbers its rows in VALUES order; they come back sorted (RETURNING's
 	// own order is not promised).

@@ -40,6 +40,9 @@ func testCommitStep(t *testing.T, b *bundle) {
 					{OrgID: org, RunID: r.ID, Event: "step.completed", Payload: json.RawMessage(`{"i":1}`)},
 				},
 			}
+			if !final && job != nil {
+				sc.Renew, sc.Lease = job, time.Hour
+			}
 			if final {
 				run.Status, run.FinishedAt = svctype.RunCompleted, &finished
 				sc.Events = append(sc.Events, svctype.Event{OrgID: org, RunID: r.ID, Event: "workflow_run_completed", Payload: json.RawMessage(`{"i":2}`)})
@@ -109,7 +112,11 @@ func testCommitStep(t *testing.T, b *bundle) {
 			if final {
 				require.Zero(t, b.countJobs(t), "the run's job is done")
 			} else {
-				require.NoError(t, b.s.CompleteJob(b.ctx, job)) // still held: not completed
+				require.WithinDuration(t, time.Now().Add(time.Hour), *job.LeaseUntil, time.Minute, "the lease kept for an hour")
+				again, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
+				require.NoError(t, err)
+				require.Empty(t, again, "the renewed lease holds")
+				require.NoError(t, b.s.CompleteJob(b.ctx, job)) // still held by its token
 			}
 		}
 		require.Equal(t, results[1], results[0], "one statement and the calls leave the same rows (final %v)", final)
@@ -122,22 +129,25 @@ func testCommitStep(t *testing.T, b *bundle) {
 		require.Equal(t, []svctype.StepStatus{svctype.StepCompleted}, results[0].Steps)
 	}
 
-	// A lost lease: the call's error, and nothing written.
+	// A lost lease, when the commit completes the job or renews it: the call's error, and
+	// nothing written.
 	r := b.run(t, orgA, "wf", time.Time{})
-	job := claim(t, r)
-	lost := *job
-	lost.LeaseToken = "not-the-token"
-	err := commit(t, storage.CommitStep, orgA, r, &lost, true)
-	require.ErrorIs(t, err, storage.ErrLeaseLost)
-	after := read(t, r)
-	require.Equal(t, svctype.RunRunning, after.Status, "rolled back")
-	require.Empty(t, after.Context)
-	require.Empty(t, after.Steps)
-	require.Empty(t, after.Events)
-	require.NoError(t, b.s.CompleteJob(b.ctx, job), "the job still holds its own lease")
+	for _, final := range []bool{true, false} {
+		job := claim(t, r)
+		lost := *job
+		lost.LeaseToken = "not-the-token"
+		err := commit(t, storage.CommitStep, orgA, r, &lost, final)
+		require.ErrorIs(t, err, storage.ErrLeaseLost, "final %v", final)
+		after := read(t, r)
+		require.Equal(t, svctype.RunRunning, after.Status, "rolled back")
+		require.Empty(t, after.Context)
+		require.Empty(t, after.Steps)
+		require.Empty(t, after.Events)
+		require.NoError(t, b.s.CompleteJob(b.ctx, job), "the job still holds its own lease")
+	}
 
 	// Another organization's run: not found, and nothing written to either.
-	err = commit(t, storage.CommitStep, orgB, r, nil, false)
+	err := commit(t, storage.CommitStep, orgB, r, nil, false)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	require.Equal(t, svctype.RunRunning, read(t, r).Status)
 	require.Empty(t, read(t, r).Events)
