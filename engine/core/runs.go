@@ -142,24 +142,23 @@ func (e *Core) startRunTx(ctx context.Context, tx storage.Tx, w *svctype.Workflo
 		shown, _ = json.Marshal(largeRef(run.ID, "input", storage.ContextRef{Size: int64(len(input))}))
 		run.Input = shown
 	}
-	if err := tx.CreateRun(ctx, run, now.Add(IdempotencyWindow)); err != nil {
-		return nil, err
-	}
-	run.Input = input // for Started: the worker's first claim reads nothing back
-	if err := tx.PutContext(ctx, w.OrgID, run.ID, "input", input); err != nil {
-		return nil, err
-	}
 	if job == nil {
 		job = &svctype.Job{OrgID: w.OrgID, Kind: svctype.JobRunStep, RunAt: now}
 	}
 	job.RunID = run.ID
-	if err := tx.EnqueueJob(ctx, job); err != nil {
+	evs := []svctype.Event{e.Event(run, EventRunStarted, map[string]any{
+		"run_id": run.ID, "workflow_id": w.ID, "input_payload": json.RawMessage(shown),
+	})}
+	// One statement on PostgreSQL (storage.RunStarter): the run, its input, its job, its
+	// event.
+	err := storage.StartRun(ctx, tx, &storage.RunStart{
+		Run: run, KeyExpires: now.Add(IdempotencyWindow), Input: input, Job: job, Events: evs,
+	})
+	run.Input = input // for Started: the worker's first claim reads nothing back
+	if err != nil {
 		return nil, err
 	}
-	ev := e.Event(run, EventRunStarted, map[string]any{
-		"run_id": run.ID, "workflow_id": w.ID, "input_payload": json.RawMessage(shown),
-	})
-	if err := e.Emit(ctx, tx, []svctype.Event{ev}, nil); err != nil {
+	if err := e.sink(ctx, tx, evs, nil); err != nil {
 		return nil, err
 	}
 	// Counted in the transaction: every way a run starts (execute, a schedule, a form)

@@ -143,6 +143,46 @@ func CommitStepByCalls(ctx context.Context, tx Runs, c *StepCommit) error {
 	return nil
 }
 
+// RunStart is what starting a run writes, in this order: the run (CreateRun, with
+// KeyExpires), its input as the context key "input" (PutContext), its first job
+// (EnqueueJob, which sets the job's ID) and its events (AppendEvents).
+type RunStart struct {
+	Run        *svctype.Run
+	KeyExpires time.Time
+	Input      json.RawMessage
+	Job        *svctype.Job
+	Events     []svctype.Event
+}
+
+// RunStarter is a Tx that writes a RunStart in one round trip to its database (one
+// statement on PostgreSQL), with the checks and errors of the calls it stands for.
+type RunStarter interface {
+	StartRun(ctx context.Context, r *RunStart) error
+}
+
+// StartRun writes r through tx: in one round trip when tx is a RunStarter, else as the
+// calls r stands for, in order.
+func StartRun(ctx context.Context, tx Tx, r *RunStart) error {
+	if rs, ok := tx.(RunStarter); ok {
+		return rs.StartRun(ctx, r)
+	}
+	return StartRunByCalls(ctx, tx, r)
+}
+
+// StartRunByCalls writes r as the calls it stands for, one after another.
+func StartRunByCalls(ctx context.Context, tx Runs, r *RunStart) error {
+	if err := tx.CreateRun(ctx, r.Run, r.KeyExpires); err != nil {
+		return err
+	}
+	if err := tx.PutContext(ctx, r.Run.OrgID, r.Run.ID, "input", r.Input); err != nil {
+		return err
+	}
+	if err := tx.EnqueueJob(ctx, r.Job); err != nil {
+		return err
+	}
+	return tx.AppendEvents(ctx, r.Events)
+}
+
 // Full is every part at once: the store the composition root (engine.New) runs with.
 type Full interface {
 	Store

@@ -55,9 +55,7 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 			runAt, jsonArg(j.Payload), j.Attempts, leaseUntil, j.OrgID, j.ID, j.LeaseToken)
 	}
 	for _, p := range c.Context {
-		b.cte(`INSERT INTO "run_context" ("org_id", "run_id", "key", "value", "size", "parts") VALUES (%s, %s, %s, %s, %s, 0)
- ON CONFLICT ("org_id", "run_id", "key") DO UPDATE SET "value" = excluded."value", "size" = excluded."size", "parts" = 0`,
-			c.OrgID, run.ID, p.Key, jsonArg(p.Value), len(p.Value))
+		b.putContext(c.OrgID, run.ID, p.Key, p.Value)
 	}
 	if c.Step != nil {
 		m, err := stepToModel(c.OrgID, c.Step)
@@ -77,23 +75,7 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 	runCTE := b.cte(`UPDATE "runs" SET "status" = %s, "cursor" = %s, "reason" = %s, "updated_at" = %s,
  "finished_at" = %s WHERE "org_id" = %s AND "id" = %s RETURNING 1`,
 		rm.Status, jsonArg(rm.Cursor), rm.Reason, rm.UpdatedAt, rm.FinishedAt, rm.OrgID, rm.ID)
-	eventsCTE := ""
-	if len(c.Events) > 0 {
-		t := now()
-		rows := make([]string, len(c.Events))
-		var args []any
-		for i := range c.Events {
-			e := &c.Events[i]
-			if e.DeliveryID == "" {
-				e.DeliveryID = newID()
-			}
-			e.Timestamp = orNow(e.Timestamp, t)
-			rows[i] = "(%s, %s, %s, %s, %s, %s)"
-			args = append(args, e.DeliveryID, e.OrgID, e.RunID, e.Event, e.Timestamp, jsonArg(nonEmpty(e.Payload)))
-		}
-		eventsCTE = b.cte(`INSERT INTO "events" ("delivery_id", "org_id", "run_id", "event", "ts", "payload") VALUES `+
-			strings.Join(rows, ", ")+` RETURNING "seq"`, args...)
-	}
+	eventsCTE := b.appendEvents(c.Events)
 	jobCTE := ""
 	if j := c.Complete; j != nil {
 		jobCTE = b.cte(`DELETE FROM "jobs" WHERE "org_id" = %s AND "id" = %s AND "lease_token" = %s RETURNING 1`,
@@ -114,11 +96,7 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 	default:
 		final = append(final, "1")
 	}
-	if eventsCTE != "" {
-		final = append(final, "(SELECT string_agg(seq::text, ',' ORDER BY seq) FROM "+eventsCTE+")")
-	} else {
-		final = append(final, "NULL::text")
-	}
+	final = append(final, seqsOf(eventsCTE))
 	if notifyCTE != "" {
 		final = append(final, "(SELECT count(*) FROM "+notifyCTE+")")
 	}
@@ -147,19 +125,118 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 		j.RunAt = runAt
 		j.LeaseUntil = &leaseUntil
 	}
-	// One statement numbers its rows in VALUES order; they come back sorted (RETURNING's
-	// own order is not promised).
-	if seqText.Valid {
-		for i, f := range strings.Split(seqText.String, ",") {
-			if i >= len(c.Events) {
-				break
-			}
-			seq, err := strconv.ParseInt(f, 10, 64)
-			if err != nil {
-				return fmt.Errorf("store: commit step: event number %q: %w", f, err)
-			}
-			c.Events[i].Seq = seq
+	return numberEvents(c.Events, seqText)
+}
+
+// StartRun writes r (storage.RunStarter): in one statement inside a PostgreSQL transaction
+// for a run without an idempotency key, else through the calls it stands for.
+func (q *querier) StartRun(ctx context.Context, r *storage.RunStart) error {
+	run, job := r.Run, r.Job
+	if !q.pgTx() || run.IdempotencyKey != "" || run.ID == "" {
+		return storage.StartRunByCalls(ctx, q, r)
+	}
+	if run.Status == "" {
+		run.Status = svctype.RunRunning
+	}
+	t := now()
+	run.CreatedAt = orNow(run.CreatedAt, t)
+	run.UpdatedAt = orNow(run.UpdatedAt, run.CreatedAt)
+	run.FinishedAt = dbTimePtr(run.FinishedAt)
+	m, err := runToModel(run)
+	if err != nil {
+		return fmt.Errorf("store: create run: %w", err)
+	}
+	job.RunAt = orNow(job.RunAt, t)
+	job.LeaseUntil = dbTimePtr(job.LeaseUntil)
+	jm := jobToModel(job)
+
+	var b pgStatement
+	runCTE := b.cte(`INSERT INTO "runs" ("org_id", "id", "workflow_id", "workflow_version", "status", "input",
+ "definition", "cursor", "reason", "idempotency_key", "created_at", "updated_at", "finished_at")
+ VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1`,
+		m.OrgID, m.ID, m.WorkflowID, m.WorkflowVersion, m.Status, jsonArg(m.Input), jsonArg(m.Definition),
+		jsonArg(m.Cursor), m.Reason, nil, m.CreatedAt, m.UpdatedAt, m.FinishedAt)
+	b.putContext(run.OrgID, run.ID, "input", r.Input)
+	jobCTE := b.cte(`INSERT INTO "jobs" ("org_id", "kind", "run_id", "workflow_id", "run_at", "attempts",
+ "lease_token", "lease_until", "payload") VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING "id"`,
+		jm.OrgID, jm.Kind, jm.RunID, jm.WorkflowID, jm.RunAt, jm.Attempts, jm.LeaseToken, jm.LeaseUntil, jsonArg(jm.Payload))
+	eventsCTE := b.appendEvents(r.Events)
+	final := []string{"(SELECT count(*) FROM " + runCTE + ")", "(SELECT id FROM " + jobCTE + ")", seqsOf(eventsCTE)}
+	var (
+		runs     int64
+		jobID    int64
+		seqText  sql.NullString
+		notified int64
+	)
+	dest := []any{&runs, &jobID, &seqText}
+	if jm.LeaseToken == nil && !jm.RunAt.After(t) {
+		// A due job wakes the workers of every process when the transaction commits, as
+		// EnqueueJob does.
+		final = append(final, "(SELECT count(*) FROM "+b.cte(`SELECT pg_notify(%s, '')`, jobsChannel)+")")
+		dest = append(dest, &notified)
+	}
+	if err := q.pgQueryRow(ctx, b.text("SELECT "+strings.Join(final, ", ")), b.args...).Scan(dest...); err != nil {
+		return wrap("start run", err)
+	}
+	if runs == 0 {
+		return conflict("create run")
+	}
+	job.ID = jobID
+	return numberEvents(r.Events, seqText)
+}
+
+// putContext adds the CTE of PutContext.
+func (s *pgStatement) putContext(orgID, runID, key string, value []byte) {
+	s.cte(`INSERT INTO "run_context" ("org_id", "run_id", "key", "value", "size", "parts") VALUES (%s, %s, %s, %s, %s, 0)
+ ON CONFLICT ("org_id", "run_id", "key") DO UPDATE SET "value" = excluded."value", "size" = excluded."size", "parts" = 0`,
+		orgID, runID, key, jsonArg(value), len(value))
+}
+
+// appendEvents adds the CTE of AppendEvents for evs (their delivery ids and times set as it
+// sets them) and returns its name, "" when there are none.
+func (s *pgStatement) appendEvents(evs []svctype.Event) string {
+	if len(evs) == 0 {
+		return ""
+	}
+	t := now()
+	rows := make([]string, len(evs))
+	var args []any
+	for i := range evs {
+		e := &evs[i]
+		if e.DeliveryID == "" {
+			e.DeliveryID = newID()
 		}
+		e.Timestamp = orNow(e.Timestamp, t)
+		rows[i] = "(%s, %s, %s, %s, %s, %s)"
+		args = append(args, e.DeliveryID, e.OrgID, e.RunID, e.Event, e.Timestamp, jsonArg(nonEmpty(e.Payload)))
+	}
+	return s.cte(`INSERT INTO "events" ("delivery_id", "org_id", "run_id", "event", "ts", "payload") VALUES `+
+		strings.Join(rows, ", ")+` RETURNING "seq"`, args...)
+}
+
+// seqsOf is the final SELECT's expression of the events' numbers, in order, comma-joined.
+func seqsOf(eventsCTE string) string {
+	if eventsCTE == "" {
+		return "NULL::text"
+	}
+	return "(SELECT string_agg(seq::text, ',' ORDER BY seq) FROM " + eventsCTE + ")"
+}
+
+// numberEvents sets each event's Seq from seqs (seqsOf's text). One statement numbers its
+// rows in VALUES order; they come back sorted (RETURNING's own order is not promised).
+func numberEvents(evs []svctype.Event, seqs sql.NullString) error {
+	if !seqs.Valid {
+		return nil
+	}
+	for i, f := range strings.Split(seqs.String, ",") {
+		if i >= len(evs) {
+			break
+		}
+		seq, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return fmt.Errorf("store: event number %q: %w", f, err)
+		}
+		evs[i].Seq = seq
 	}
 	return nil
 }

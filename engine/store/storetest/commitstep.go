@@ -157,3 +157,78 @@ func testCommitStep(t *testing.T, b *bundle) {
 func commitByCalls(ctx context.Context, tx storage.Tx, c *storage.StepCommit) error {
 	return storage.CommitStepByCalls(ctx, tx, c)
 }
+
+// testStartRun starts runs through storage.StartRun (one statement on PostgreSQL) and
+// through the calls it stands for, and checks that both leave the same rows, that the job
+// gets its id and the events their numbers, and that a run id taken already is a conflict
+// that, rolled back, leaves nothing.
+func testStartRun(t *testing.T, b *bundle) {
+	start := func(way func(context.Context, storage.Tx, *storage.RunStart) error, id string) (*svctype.Job, []svctype.Event, error) {
+		run := &svctype.Run{
+			ID: id, OrgID: orgA, WorkflowID: "wf", WorkflowVersion: 2, Status: svctype.RunRunning,
+			Input: json.RawMessage(`{"shown":true}`), Definition: json.RawMessage(`{"actions":[]}`),
+		}
+		job := &svctype.Job{OrgID: orgA, Kind: svctype.JobRunStep, RunID: id, RunAt: time.Now().Add(-time.Second)}
+		evs := []svctype.Event{
+			{OrgID: orgA, RunID: id, Event: "workflow_run_started", Payload: json.RawMessage(`{"i":0}`)},
+			{OrgID: orgA, RunID: id, Event: "other", Payload: json.RawMessage(`{"i":1}`)},
+		}
+		err := b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
+			return way(ctx, tx, &storage.RunStart{Run: run, Input: json.RawMessage(`{"full":[1,2]}`), Job: job, Events: evs})
+		})
+		return job, evs, err
+	}
+	type stored struct {
+		Run     svctype.Run
+		Input   string
+		Events  []string
+		JobKind string
+	}
+	read := func(t *testing.T, id string) stored {
+		t.Helper()
+		r, err := b.s.GetRun(b.ctx, orgA, id)
+		require.NoError(t, err)
+		r.ID, r.CreatedAt, r.UpdatedAt = "", time.Time{}, time.Time{}
+		c, err := b.s.GetContext(b.ctx, orgA, id, "input")
+		require.NoError(t, err)
+		out := stored{Run: *r, Input: string(c["input"])}
+		page, err := b.s.ListRunEvents(b.ctx, orgA, id, svctype.ListOptions{Limit: 10})
+		require.NoError(t, err)
+		for _, e := range page.Items {
+			out.Events = append(out.Events, e.Event+" "+string(e.Payload))
+		}
+		return out
+	}
+	var results []stored
+	for _, way := range []func(context.Context, storage.Tx, *storage.RunStart) error{storage.StartRun, startByCalls} {
+		id := newID()
+		job, evs, err := start(way, id)
+		require.NoError(t, err)
+		require.NotZero(t, job.ID)
+		require.NotZero(t, evs[0].Seq)
+		require.Less(t, evs[0].Seq, evs[1].Seq)
+		results = append(results, read(t, id))
+		claimed, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, claimed, 1, "the run's job is due")
+		require.Equal(t, job.ID, claimed[0].ID)
+		require.Equal(t, id, claimed[0].RunID)
+		require.NoError(t, b.s.CompleteJob(b.ctx, &claimed[0]))
+	}
+	require.Equal(t, results[1], results[0], "one statement and the calls leave the same rows")
+	require.JSONEq(t, `{"full":[1,2]}`, results[0].Input)
+
+	// A run id taken already: a conflict, and nothing else written.
+	id := newID()
+	_, _, err := start(storage.StartRun, id)
+	require.NoError(t, err)
+	_, _, err = start(storage.StartRun, id)
+	require.ErrorIs(t, err, storage.ErrConflict)
+	require.Len(t, read(t, id).Events, 2, "the second start's events were rolled back")
+	require.Equal(t, 1, b.countJobs(t), "only the first start's job")
+}
+
+// startByCalls is storage.StartRunByCalls as a StartRun way.
+func startByCalls(ctx context.Context, tx storage.Tx, r *storage.RunStart) error {
+	return storage.StartRunByCalls(ctx, tx, r)
+}

@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Full, countJobs func(tb t
 		{"LoopItems", testLoopItems},
 		{"Events", testEvents},
 		{"CommitStep", testCommitStep},
+		{"StartRun", testStartRun},
 		{"PageLimits", testPageLimits},
 		{"MalformedCursor", testMalformedCursor},
 		{"JobClaim", testJobClaim},
