@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // MatchOptions are the matcher step's properties. A nil pointer leaves that dimension out:
@@ -520,18 +521,39 @@ func buildBlocks(left, right Dataset, c *matchConfig) (b *blockIndex, lf, rf []f
 	rf = make([]features, right.Len())
 	lBlock := make([]int32, len(lf))
 	rBlock := make([]int32, len(rf))
-	fr := newFieldReader(c)
 	nBlocks := 0
+	// The left side's records are read on a goroutine of their own while this one reads
+	// the right side's and indexes their keys: each a walk over its own records (a Dataset
+	// is only read). The left keys are then looked up in the right side's index.
+	var lKeys []string // the left records' keys; "" with lKeyed false: none
+	var lKeyed []bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		fr := newFieldReader(c)
+		if len(c.matchOn) == 0 {
+			for i := range lf {
+				lf[i] = fr.read(left, i)
+				lBlock[i] = blockOrNone(lf[i].ok, 0)
+			}
+			return
+		}
+		lKeys, lKeyed = make([]string, len(lf)), make([]bool, len(lf))
+		var kb keyBuilder
+		for i := range lf {
+			lf[i] = fr.read(left, i)
+			if lf[i].ok && kb.buildValues(fr.keyValues()) {
+				lKeys[i], lKeyed[i] = kb.String(), true
+			}
+		}
+	})
+	fr := newFieldReader(c)
 	if len(c.matchOn) == 0 {
 		nBlocks = 1
 		for i := range rf {
 			rf[i] = fr.read(right, i)
 			rBlock[i] = blockOrNone(rf[i].ok, 0)
 		}
-		for i := range lf {
-			lf[i] = fr.read(left, i)
-			lBlock[i] = blockOrNone(lf[i].ok, 0)
-		}
+		wg.Wait()
 	} else {
 		index := make(map[string]int32)
 		var kb keyBuilder
@@ -549,13 +571,13 @@ func buildBlocks(left, right Dataset, c *matchConfig) (b *blockIndex, lf, rf []f
 			}
 			rBlock[i] = id
 		}
+		wg.Wait()
 		for i := range lf {
-			lf[i] = fr.read(left, i)
 			lBlock[i] = -1
-			if !lf[i].ok || !kb.buildValues(fr.keyValues()) {
+			if !lKeyed[i] {
 				continue
 			}
-			if id, found := kb.lookup(index); found {
+			if id, found := index[lKeys[i]]; found {
 				lBlock[i] = id
 			}
 		}
