@@ -135,16 +135,10 @@ func (q *querier) StartRun(ctx context.Context, r *storage.RunStart) error {
 	if !q.pgTx() || run.IdempotencyKey != "" || run.ID == "" {
 		return storage.StartRunByCalls(ctx, q, r)
 	}
-	if run.Status == "" {
-		run.Status = svctype.RunRunning
-	}
 	t := now()
-	run.CreatedAt = orNow(run.CreatedAt, t)
-	run.UpdatedAt = orNow(run.UpdatedAt, run.CreatedAt)
-	run.FinishedAt = dbTimePtr(run.FinishedAt)
-	m, err := runToModel(run)
+	m, err := newRunModel(run, t)
 	if err != nil {
-		return fmt.Errorf("store: create run: %w", err)
+		return err
 	}
 	job.RunAt = orNow(job.RunAt, t)
 	job.LeaseUntil = dbTimePtr(job.LeaseUntil)

@@ -240,21 +240,31 @@ func decodeTimeCursor(cursor string) (time.Time, string, error) {
 
 // Runs.
 
-func (q *querier) CreateRun(ctx context.Context, run *svctype.Run, keyExpires time.Time) error {
-	const op = "create run"
+// newRunModel fills a new run's defaults (id, status, times on the store's clock, as
+// t) and returns its row.
+func newRunModel(run *svctype.Run, t time.Time) (*runModel, error) {
 	if run.ID == "" {
 		run.ID = newID()
 	}
 	if run.Status == "" {
 		run.Status = svctype.RunRunning
 	}
-	t := now()
 	run.CreatedAt = orNow(run.CreatedAt, t)
 	run.UpdatedAt = orNow(run.UpdatedAt, run.CreatedAt)
 	run.FinishedAt = dbTimePtr(run.FinishedAt)
 	m, err := runToModel(run)
 	if err != nil {
-		return fmt.Errorf("store: %s: %w", op, err)
+		return nil, fmt.Errorf("store: create run: %w", err)
+	}
+	return m, nil
+}
+
+func (q *querier) CreateRun(ctx context.Context, run *svctype.Run, keyExpires time.Time) error {
+	const op = "create run"
+	t := now()
+	m, err := newRunModel(run, t)
+	if err != nil {
+		return err
 	}
 	insertRun := func(ctx context.Context, db bun.IDB) error {
 		var res sql.Result
