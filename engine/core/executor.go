@@ -314,6 +314,13 @@ func (e *Core) stepOnce(ctx context.Context, job *svctype.Job, st *runState) err
 		vars := e.scope(st, i)
 		out, key, status, err := e.execStep(ctx, tx, st, step, i, vars, c)
 		if paused, keep := isPause(err); paused {
+			if c.renew {
+				// The job's row before the run's, as a cancel takes them: pauseRun
+				// updates the run before it completes the job.
+				if err := e.keepLease(ctx, tx, job); err != nil {
+					return err
+				}
+			}
 			return e.pauseRun(ctx, tx, job, st, c, keep)
 		}
 		if err != nil {

@@ -96,8 +96,10 @@ type ContextPut struct {
 }
 
 // StepCommitter is a Tx that writes a StepCommit in one round trip to its database (one
-// statement on PostgreSQL), with the checks and errors of the calls it stands for. A Tx
-// without it is sent those calls one by one (CommitStep).
+// statement on PostgreSQL), with the checks and errors of the calls it stands for. On an
+// error the caller rolls the transaction back: unlike the calls, which stop at the first
+// failing check, the statement may have written the rest. It takes the job's row before
+// the run's, as a cancel does. A Tx without it is sent those calls one by one (CommitStep).
 type StepCommitter interface {
 	CommitStep(ctx context.Context, c *StepCommit) error
 }
@@ -155,7 +157,8 @@ type RunStart struct {
 }
 
 // RunStarter is a Tx that writes a RunStart in one round trip to its database (one
-// statement on PostgreSQL), with the checks and errors of the calls it stands for.
+// statement on PostgreSQL), with the checks and errors of the calls it stands for. On an
+// error the caller rolls the transaction back, as with StepCommitter.
 type RunStarter interface {
 	StartRun(ctx context.Context, r *RunStart) error
 }

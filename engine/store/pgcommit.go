@@ -87,7 +87,11 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 		// back), as UpdateRun does. A SELECT CTE runs only when read: the last SELECT does.
 		notifyCTE = b.cte(`SELECT pg_notify(%s, %s)`, runStatusChannel, run.OrgID+"\n"+run.ID)
 	}
-	final := []string{"(SELECT count(*) FROM " + runCTE + ")"}
+	// The job's row is locked before the run's, as every other transaction that takes both
+	// does (a cancel deletes the job, then updates the run): a CTE the final SELECT reads
+	// runs when it is read, and its subqueries are read in order. Run first, a commit and
+	// a cancel deadlocked (40P01).
+	var final []string
 	switch {
 	case jobCTE != "":
 		final = append(final, "(SELECT count(*) FROM "+jobCTE+")")
@@ -96,7 +100,7 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 	default:
 		final = append(final, "1")
 	}
-	final = append(final, seqsOf(eventsCTE))
+	final = append(final, "(SELECT count(*) FROM "+runCTE+")", seqsOf(eventsCTE))
 	if notifyCTE != "" {
 		final = append(final, "(SELECT count(*) FROM "+notifyCTE+")")
 	}
@@ -105,20 +109,21 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 		seqText    sql.NullString
 		notified   int64
 	)
-	dest := []any{&runs, &jobs, &seqText}
+	dest := []any{&jobs, &runs, &seqText}
 	if notifyCTE != "" {
 		dest = append(dest, &notified)
 	}
 	if err := q.pgQueryRow(ctx, b.text("SELECT "+strings.Join(final, ", ")), b.args...).Scan(dest...); err != nil {
 		return wrap("commit step", err)
 	}
+	// In the calls' order: a renewal's lease first, the run, a completion's lease.
+	if jobs == 0 && c.Renew != nil {
+		return leaseLost("renew job")
+	}
 	if runs == 0 {
 		return notFound("update run")
 	}
 	if jobs == 0 {
-		if c.Renew != nil {
-			return leaseLost("renew job")
-		}
 		return leaseLost("complete job")
 	}
 	if j := c.Renew; j != nil {
