@@ -58,9 +58,10 @@ type Store struct {
 	dialect  string
 	prepared *sqlitePrepared // nil on PostgreSQL
 
-	writer   fifoMutex       // SQLite only: see lockWriter
-	pgConfig *pgx.ConnConfig // PostgreSQL only: for connections outside the pool (LISTEN)
-	listen   listener
+	writer      fifoMutex       // SQLite only: see lockWriter
+	checkpoints *checkpointer   // SQLite files only: checkpoint.go
+	pgConfig    *pgx.ConnConfig // PostgreSQL only: for connections outside the pool (LISTEN)
+	listen      listener
 
 	// rr is where this Store's fair claim resumes: the organization it last took a job from.
 	rr struct {
@@ -123,12 +124,13 @@ func openSQLite(path string) (*Store, error) {
 	} else {
 		pragmas.Add("_pragma", "journal_mode(WAL)")
 		pragmas.Add("_pragma", "synchronous(NORMAL)")
-		// Each step is a small commit: a larger page cache, pages read through mmap, and
-		// fewer, larger checkpoints (the WAL grows to ~64 MiB between them and is cut back
-		// to that size after one). Measured: 3-step runs from ~495 to ~540 runs/s, step p99
-		// from ~23 ms to ~10 ms (docs/performance.md).
+		// Each step is a small commit: a larger page cache and pages read through mmap
+		// (3-step runs from ~495 to ~540 runs/s, step p99 from ~23 ms to ~10 ms with the
+		// checkpoints below; docs/performance.md). No commit checkpoints: a goroutine does,
+		// with a connection of its own (checkpoint.go); the WAL is cut back to 64 MiB after
+		// a checkpoint.
 		pragmas.Add("_pragma", "cache_size(-65536)")
-		pragmas.Add("_pragma", "wal_autocheckpoint(16000)")
+		pragmas.Add("_pragma", "wal_autocheckpoint(0)")
 		pragmas.Add("_pragma", "journal_size_limit(67108864)")
 		pragmas.Add("_pragma", "mmap_size(268435456)")
 		name = path // a plain path; a file: URI passes through as such
@@ -169,6 +171,12 @@ func openSQLite(path string) (*Store, error) {
 	s := newStore(w, r, dialectSQLite)
 	s.prepared = &sqlitePrepared{db: writer, read: r}
 	s.querier.prepared = s.prepared
+	if path != ":memory:" {
+		if s.checkpoints, err = startCheckpointer(name+sep+pragmas.Encode(), checkpointEvery); err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("store: sqlite: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -219,6 +227,9 @@ func (s *Store) Dialect() string { return s.dialect }
 func (s *Store) Close() error {
 	var errs []error
 	s.stopListening()
+	if s.checkpoints != nil {
+		errs = append(errs, s.checkpoints.close())
+	}
 	if s.prepared != nil {
 		s.prepared.close()
 	}
