@@ -554,17 +554,7 @@ func TestMatcherReadsCSVLegsAsBytes(t *testing.T) {
 	ev, err := b.Eng.Evidence(b.Ctx, "acme", a.ID)
 	require.NoError(t, err)
 	require.Contains(t, string(ev.Steps[0].InputSummary), `"bytes"`, "the legs were given as bytes")
-	for _, key := range []string{"matched", "unmatchedLeft", "unmatchedRight"} {
-		ca, err := b.St.GetContext(b.Ctx, "acme", a.ID, key)
-		require.NoError(t, err)
-		cd, err := b.St.GetContext(b.Ctx, "acme", d.ID, key)
-		require.NoError(t, err)
-		var va, vd []any
-		require.NoError(t, json.Unmarshal(ca[key], &va), key)
-		require.NoError(t, json.Unmarshal(cd[key], &vd), key)
-		require.NotEmpty(t, va, key)
-		require.Equal(t, vd, va, "%s: the same elements from bytes and from maps", key)
-	}
+	b.SameArrays(t, "acme", a.ID, d.ID, "matched", "unmatchedLeft", "unmatchedRight")
 }
 
 // TestMatcherLegErrors: a matcher's two doc: legs are read side by side; a leg that cannot

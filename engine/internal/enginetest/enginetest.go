@@ -233,3 +233,22 @@ func (b *Bundle) ExceptionTable(t *testing.T, org string) {
 	})
 	require.NoError(t, err)
 }
+
+// SameArrays requires that each of keys holds, in runs a and d of org, a non-empty JSON
+// array and the same elements in both (decoded, so that key order and number spelling do
+// not count): what a step on bytes and the same step on decoded values must store.
+func (b *Bundle) SameArrays(t *testing.T, org, a, d string, keys ...string) {
+	t.Helper()
+	for _, key := range keys {
+		ca, err := b.St.GetContext(b.Ctx, org, a, key)
+		require.NoError(t, err)
+		cd, err := b.St.GetContext(b.Ctx, org, d, key)
+		require.NoError(t, err)
+		var va, vd []any
+		require.NoError(t, json.Unmarshal(ca[key], &va), key)
+		require.NoError(t, json.Unmarshal(cd[key], &vd), key)
+		require.NotEmpty(t, va, key)
+		require.Equal(t, vd, va, "%s: the same elements both ways", key)
+	}
+}
+
