@@ -46,16 +46,13 @@ func (e *Core) resolveProps(ctx context.Context, orgID string, kind svctype.Step
 		}
 	}
 	// Documents, extracted as JSON bytes, side by side: each is read and extracted on its
-	// own (a 2-way matcher's two CSV files). On an error the property is left to the
-	// resolution below, which reports it as it always does.
+	// own (a 2-way matcher's two CSV files).
 	found := make([]any, len(docs))
+	errs := make([]error, len(docs))
 	var wg sync.WaitGroup
 	for i, name := range docs {
 		resolveDoc := func() {
-			r, err := e.eval.Resolve(svctype.WithRawJSON(kindContext(ctx, orgID, kind)), props[name], vars)
-			if err == nil {
-				found[i] = r
-			}
+			found[i], errs[i] = e.eval.Resolve(svctype.WithRawJSON(kindContext(ctx, orgID, kind)), props[name], vars)
 		}
 		if i == len(docs)-1 {
 			resolveDoc() // the last on this goroutine
@@ -65,9 +62,18 @@ func (e *Core) resolveProps(ctx context.Context, orgID string, kind svctype.Step
 	}
 	wg.Wait()
 	for i, name := range docs {
-		if found[i] != nil {
-			keep(name, found[i])
+		if errs[i] != nil {
+			// Resolved as any other property, here and in RawProperties' order (the left
+			// leg before the right): its error is then the one the run fails with, as it
+			// was before legs were taken as bytes; the map below would report whichever
+			// failing property its walk met first.
+			v, err := e.eval.Resolve(kindContext(ctx, orgID, kind), props[name], vars)
+			if err != nil {
+				return nil, err
+			}
+			found[i] = v
 		}
+		keep(name, found[i])
 	}
 	src := props
 	if got != nil {
