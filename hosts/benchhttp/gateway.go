@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -38,15 +37,12 @@ func gatewayPhase(ctx context.Context, bin, dir string, o loadOptions) (figs []f
 		return nil, err
 	}
 	args := serveArgs(dir, addrs[0], o.workers, "--gateway-addr", addrs[1], "--rate", gwRate, "--burst", gwRate)
-	srv, err := startProcess(ctx, bin, filepath.Join(dir, "server.log"), args, nil, "http://"+addrs[0], "http://"+addrs[1]+"/health")
+	p, ctx, err := startPhaseServe(ctx, bin, dir, args, "http://"+addrs[0], "http://"+addrs[1]+"/health", o.gwClients+8)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, srv.stop()) }()
-	ctx, cancel := watch(ctx, srv)
-	defer cancel(nil)
-	c := newClient(srv.base, o.gwClients+8)
-	defer c.close()
+	defer p.stop(&err)
+	c := p.c
 	gw := "http://" + addrs[1]
 
 	var acct struct {
@@ -78,7 +74,7 @@ func gatewayPhase(ctx context.Context, bin, dir string, o loadOptions) (figs []f
 		key, label, url, header, value string
 	}{
 		{"gateway", "gateway", gw + path, "Authorization", "Bearer " + key.Secret},
-		{"runtime_direct", "runtime direct (same route)", srv.base + path, "X-Org-Id", gwOrg},
+		{"runtime_direct", "runtime direct (same route)", p.srv.base + path, "X-Org-Id", gwOrg},
 	} {
 		n, elapsed, lat, fails := hammer(ctx, c.hc, target.url, target.header, target.value, o.gwRequests, o.gwClients)
 		if ctx.Err() != nil {

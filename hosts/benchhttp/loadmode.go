@@ -149,6 +149,32 @@ func watch(ctx context.Context, procs ...*server) (context.Context, context.Canc
 	return ctx, cancel
 }
 
+// phaseServe is the one `svcflow serve` of a load phase: the process, a context that
+// ends when it exits (watch), and a client of conns connections.
+type phaseServe struct {
+	srv    *server
+	c      *client
+	cancel context.CancelCauseFunc
+}
+
+// startPhaseServe starts `svcflow args` with its log in dir/server.log, answering at base
+// once healthURL does.
+func startPhaseServe(ctx context.Context, bin, dir string, args []string, base, healthURL string, conns int) (*phaseServe, context.Context, error) {
+	srv, err := startProcess(ctx, bin, filepath.Join(dir, "server.log"), args, nil, base, healthURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := watch(ctx, srv)
+	return &phaseServe{srv: srv, c: newClient(srv.base, conns), cancel: cancel}, ctx, nil
+}
+
+// stop closes the client and stops the process, joining its error to *errp.
+func (p *phaseServe) stop(errp *error) {
+	p.c.close()
+	p.cancel(nil)
+	*errp = errors.Join(*errp, p.srv.stop())
+}
+
 // serveArgs is `svcflow serve` on dir/bench.db at addr with no gateway (the default
 // 127.0.0.1:8081 may be another program's), then extra.
 func serveArgs(dir, addr string, workers int, extra ...string) []string {
@@ -234,16 +260,13 @@ func sqlitePhase(ctx context.Context, bin, dir string, o loadOptions) (figs []fi
 	if err != nil {
 		return nil, err
 	}
-	srv, err := startProcess(ctx, bin, filepath.Join(dir, "server.log"),
-		serveArgs(dir, addrs[0], o.workers, "--ops-addr", addrs[1]), nil, "http://"+addrs[0], "http://"+addrs[0]+"/health")
+	p, ctx, err := startPhaseServe(ctx, bin, dir, serveArgs(dir, addrs[0], o.workers, "--ops-addr", addrs[1]),
+		"http://"+addrs[0], "http://"+addrs[0]+"/health", o.clients+8)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, srv.stop()) }()
-	ctx, cancel := watch(ctx, srv)
-	defer cancel(nil)
-	c := newClient(srv.base, o.clients+8)
-	defer c.close()
+	defer p.stop(&err)
+	c := p.c
 	fmt.Printf("\nsqlite: svcflow serve --workers %d, %d clients, %d runs of the wait mode\n", o.workers, o.clients, o.runs)
 	figs, err = runFigures(ctx, c, "sqlite", "sqlite", []string{"http://" + addrs[1] + "/metrics"}, o)
 	if ctx.Err() != nil {

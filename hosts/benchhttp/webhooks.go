@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -99,16 +97,13 @@ func webhookPhase(ctx context.Context, bin, dir string, o loadOptions) (figs []f
 	if err != nil {
 		return nil, err
 	}
-	srv, err := startProcess(ctx, bin, filepath.Join(dir, "server.log"),
-		serveArgs(dir, addr, o.workers, "--allow-private-targets"), nil, "http://"+addr, "http://"+addr+"/health")
+	p, ctx, err := startPhaseServe(ctx, bin, dir, serveArgs(dir, addr, o.workers, "--allow-private-targets"),
+		"http://"+addr, "http://"+addr+"/health", o.clients+8)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, srv.stop()) }()
-	ctx, cancel := watch(ctx, srv)
-	defer cancel(nil)
-	c := newClient(srv.base, o.clients+8)
-	defer c.close()
+	defer p.stop(&err)
+	c := p.c
 	fmt.Printf("\nwebhooks: svcflow serve --workers %d, %d runs of an empty workflow from %d clients, workflow.started and workflow.completed to a receiver here: %d deliveries%s\n",
 		o.workers, o.hookRuns, o.clients, want, loadAverage())
 
