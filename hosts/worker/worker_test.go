@@ -4,12 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/signal"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -556,18 +552,10 @@ func TestWorkerCountsItsClaims(t *testing.T) {
 	waitFor(t, 30*time.Second, 10*time.Millisecond, "every job to be done", func() bool { return countJobs(t, eng) == 0 })
 	time.Sleep(100 * time.Millisecond) // idle: polls that find nothing
 
-	srv := httptest.NewServer(reg.Handler())
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	scraped := scrape(t, reg)
 	value := func(series string) float64 {
-		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(string(body))
-		require.NotNil(t, m, "%s in\n%s", series, body)
-		v, err := strconv.ParseFloat(m[1], 64)
-		require.NoError(t, err)
+		v, ok := scraped[series]
+		require.True(t, ok, "%s in %v", series, scraped)
 		return v
 	}
 	require.Equal(t, 6.0, value("svcflow_worker_jobs_claimed_total"), "each run is one job here")
