@@ -18,7 +18,8 @@ import (
 // switches for PostgreSQL's backend and the worker. Here they are the data-modifying CTEs of
 // one prepared statement (pgx's statement cache; one text per shape: how many values and
 // events, and which parts are present), whose last SELECT returns what the checks need:
-// the rows the run's update and the job's deletion touched, and the events' numbers.
+// the rows the run's update and the job's renewal or deletion touched, and the events'
+// numbers.
 // The CTEs touch different tables, so their one shared snapshot changes nothing.
 
 // CommitStep writes c (storage.StepCommitter): in one statement inside a PostgreSQL
@@ -50,9 +51,8 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 	if j := c.Renew; j != nil {
 		t := now()
 		runAt, leaseUntil = orNow(j.RunAt, t), dbTime(t.Add(c.Lease))
-		renewCTE = b.cte(`UPDATE "jobs" SET "run_at" = %s, "payload" = %s, "attempts" = %s, "lease_until" = %s
- WHERE "org_id" = %s AND "id" = %s AND "lease_token" = %s RETURNING 1`,
-			runAt, jsonArg(j.Payload), j.Attempts, leaseUntil, j.OrgID, j.ID, j.LeaseToken)
+		renewCTE = b.cte(pgRenewJobCTE, runAt, jsonArg(j.Payload), j.Attempts, leaseUntil, leaseUntil,
+			j.OrgID, j.ID, j.LeaseToken)
 	}
 	for _, p := range c.Context {
 		b.putContext(c.OrgID, run.ID, p.Key, p.Value)
@@ -62,18 +62,11 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 		if err != nil {
 			return fmt.Errorf("store: put step: %w", err)
 		}
-		b.cte(`INSERT INTO "run_steps" ("org_id", "run_id", "idx", "type", "status", "input_summary",
- "output", "effects", "decisions", "error", "started_at", "finished_at")
- VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
- ON CONFLICT ("org_id", "run_id", "idx") DO UPDATE SET "type" = excluded."type",
- "status" = excluded."status", "input_summary" = excluded."input_summary",
- "output" = excluded."output", "effects" = excluded."effects", "decisions" = excluded."decisions",
- "error" = excluded."error", "started_at" = excluded."started_at", "finished_at" = excluded."finished_at"`,
+		b.cte(asCTE(sqlPutStep),
 			m.OrgID, m.RunID, m.Idx, m.Type, m.Status, jsonArg(m.InputSummary), jsonArg(m.Output),
 			jsonArg(m.Effects), jsonArg(m.Decisions), m.Error, m.StartedAt, m.FinishedAt)
 	}
-	runCTE := b.cte(`UPDATE "runs" SET "status" = %s, "cursor" = %s, "reason" = %s, "updated_at" = %s,
- "finished_at" = %s WHERE "org_id" = %s AND "id" = %s RETURNING 1`,
+	runCTE := b.cte(asCTE(sqlUpdateRun)+" RETURNING 1",
 		rm.Status, jsonArg(rm.Cursor), rm.Reason, rm.UpdatedAt, rm.FinishedAt, rm.OrgID, rm.ID)
 	eventsCTE := b.appendEvents(c.Events)
 	jobCTE := ""
@@ -150,14 +143,11 @@ func (q *querier) StartRun(ctx context.Context, r *storage.RunStart) error {
 	jm := jobToModel(job)
 
 	var b pgStatement
-	runCTE := b.cte(`INSERT INTO "runs" ("org_id", "id", "workflow_id", "workflow_version", "status", "input",
- "definition", "cursor", "reason", "idempotency_key", "created_at", "updated_at", "finished_at")
- VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1`,
+	runCTE := b.cte(asCTE(sqlInsertRun)+" RETURNING 1",
 		m.OrgID, m.ID, m.WorkflowID, m.WorkflowVersion, m.Status, jsonArg(m.Input), jsonArg(m.Definition),
 		jsonArg(m.Cursor), m.Reason, nil, m.CreatedAt, m.UpdatedAt, m.FinishedAt)
 	b.putContext(run.OrgID, run.ID, "input", r.Input)
-	jobCTE := b.cte(`INSERT INTO "jobs" ("org_id", "kind", "run_id", "workflow_id", "run_at", "attempts",
- "lease_token", "lease_until", "payload") VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING "id"`,
+	jobCTE := b.cte(asCTE(sqlEnqueueJob)+` RETURNING "id"`,
 		jm.OrgID, jm.Kind, jm.RunID, jm.WorkflowID, jm.RunAt, jm.Attempts, jm.LeaseToken, jm.LeaseUntil, jsonArg(jm.Payload))
 	eventsCTE := b.appendEvents(r.Events)
 	final := []string{"(SELECT count(*) FROM " + runCTE + ")", "(SELECT id FROM " + jobCTE + ")", seqsOf(eventsCTE)}
@@ -186,8 +176,7 @@ func (q *querier) StartRun(ctx context.Context, r *storage.RunStart) error {
 
 // putContext adds the CTE of PutContext.
 func (s *pgStatement) putContext(orgID, runID, key string, value []byte) {
-	s.cte(`INSERT INTO "run_context" ("org_id", "run_id", "key", "value", "size", "parts") VALUES (%s, %s, %s, %s, %s, 0)
- ON CONFLICT ("org_id", "run_id", "key") DO UPDATE SET "value" = excluded."value", "size" = excluded."size", "parts" = 0`,
+	s.cte(asCTE(sqlPutContext),
 		orgID, runID, key, jsonArg(value), len(value))
 }
 
@@ -206,11 +195,10 @@ func (s *pgStatement) appendEvents(evs []svctype.Event) string {
 			e.DeliveryID = newID()
 		}
 		e.Timestamp = orNow(e.Timestamp, t)
-		rows[i] = "(%s, %s, %s, %s, %s, %s)"
+		rows[i] = eventRow
 		args = append(args, e.DeliveryID, e.OrgID, e.RunID, e.Event, e.Timestamp, jsonArg(nonEmpty(e.Payload)))
 	}
-	return s.cte(`INSERT INTO "events" ("delivery_id", "org_id", "run_id", "event", "ts", "payload") VALUES `+
-		strings.Join(rows, ", ")+` RETURNING "seq"`, args...)
+	return s.cte(eventsInsert+strings.Join(rows, ", ")+` RETURNING "seq"`, args...)
 }
 
 // seqsOf is the final SELECT's expression of the events' numbers, in order, comma-joined.
@@ -239,6 +227,20 @@ func numberEvents(evs []svctype.Event, seqs sql.NullString) error {
 	}
 	return nil
 }
+
+// The CTEs are the SQLite fast path's statements (sqlitefast.go), the ones the calls
+// send, with their ? as cte's %s.
+var (
+	pgRenewJobCTE = asCTE(strings.Replace(sqlRenewJob, `CASE WHEN ? IS NULL`, `CASE WHEN ?::timestamptz IS NULL`, 1)) + " RETURNING 1"
+	// eventsInsert and eventRow make sqlAppendEvent's insert of several rows.
+	eventsInsert, eventRow = func() (string, string) {
+		head, row, _ := strings.Cut(asCTE(sqlAppendEvent), "VALUES ")
+		return head + "VALUES ", row
+	}()
+)
+
+// asCTE is a statement with ? placeholders (none inside a string literal) as a cte body.
+func asCTE(q string) string { return strings.ReplaceAll(q, "?", "%s") }
 
 // pgStatement builds a statement of numbered CTEs with $n parameters.
 type pgStatement struct {
