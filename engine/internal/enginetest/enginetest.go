@@ -251,4 +251,3 @@ func (b *Bundle) SameArrays(t *testing.T, org, a, d string, keys ...string) {
 		require.Equal(t, vd, va, "%s: the same elements both ways", key)
 	}
 }
-
