@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/svcflow/svcflow/engine/internal/jsonw"
 )
@@ -190,10 +192,13 @@ func extractCSV(data []byte, limit int) ([]map[string]any, error) {
 	return t.records()
 }
 
-// csvTable reads a CSV document's cells; nil for a document without a header.
+// csvTable reads a CSV document's shape (csvShape); nil for a document without a header.
+// Its cells are read again when its records are written (table.eachRow).
 func csvTable(data []byte, limit int) (*table, error) {
-	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, utf8BOM)))
+	data = bytes.TrimPrefix(data, utf8BOM)
+	r := csv.NewReader(bytes.NewReader(data))
 	r.FieldsPerRecord = -1
+	r.ReuseRecord = true
 	header, err := r.Read()
 	if errors.Is(err, io.EOF) {
 		return nil, nil
@@ -201,8 +206,8 @@ func csvTable(data []byte, limit int) (*table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("csv: %w", err)
 	}
-	t := &table{limit: limit, size: len(data)}
-	t.header = header
+	t := &table{limit: limit, size: len(data), header: slices.Clone(header), csv: data}
+	t.plain = !csvReaderOnly.Load() && bytes.IndexByte(data, '"') < 0 && bytes.IndexByte(data, '\r') < 0
 	for {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -211,7 +216,7 @@ func csvTable(data []byte, limit int) (*table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("csv: %w", err)
 		}
-		t.add(rec)
+		t.count(rec)
 	}
 	return t, nil
 }
@@ -278,34 +283,159 @@ func extractJSON(data []byte, limit int) ([]map[string]any, error) {
 	return out, nil
 }
 
-// table is a header and rows of text cells, turned into typed records.
+// csvReaderOnly turns eachRow's fast path off: tests compare it with csv.Reader's reading.
+var csvReaderOnly atomic.Bool
+
+// table is a header and rows of text cells, turned into typed records. Its shape (how
+// many rows, how many columns, which are numeric) is counted as rows are added. An XLSX
+// sheet's rows are kept (rows); a CSV document's are not: they are read again from the
+// document when the records are written (eachRow), since holding a million rows' cells as
+// strings cost about 130 bytes a row, three times the document.
 type table struct {
 	header []string
 	rows   [][]string
+	// csv is the CSV document the rows are read from again, when it is one. plain says it
+	// has no '"' and no '\r': each record is then one line, its cells the line cut at
+	// commas, and it is read again without a csv.Reader.
+	csv   []byte
+	plain bool
 	// n counts the non-empty rows; only the first limit are kept.
 	n     int
 	cols  int
 	limit int
 	size  int // of the document, in bytes: it bounds the cells (cellLimit)
+	// text[j]: a non-empty cell of column j kept so far is not a number (isNumber);
+	// seen[j]: one is non-empty.
+	text, seen []bool
 }
 
+// add counts row and keeps it: an XLSX sheet's rows.
 func (t *table) add(row []string) {
-	last := -1
-	for i, c := range row {
-		if strings.TrimSpace(c) != "" {
-			last = i
-		}
+	if row = t.count(row); row != nil {
+		t.rows = append(t.rows, row)
 	}
+}
+
+// count counts row into the table's shape and returns it without its trailing empty
+// cells, or nil when it is not kept: empty, or past the limit.
+func (t *table) count(row []string) []string {
+	last := lastCell(row)
 	if last < 0 {
-		return
+		return nil
 	}
 	t.n++
 	if t.n > t.limit {
-		return
+		return nil
 	}
 	row = row[:last+1]
 	t.cols = max(t.cols, len(row))
-	t.rows = append(t.rows, row)
+	for len(t.seen) < len(row) {
+		t.seen, t.text = append(t.seen, false), append(t.text, false)
+	}
+	for j, c := range row {
+		c = strings.TrimSpace(c)
+		if c == "" {
+			continue
+		}
+		t.seen[j] = true
+		if !t.text[j] && !isNumber(c) {
+			t.text[j] = true
+		}
+	}
+	return row
+}
+
+// lastCell is the index of row's last cell that is not blank, -1 when none is.
+func lastCell(row []string) int {
+	for i := len(row) - 1; i >= 0; i-- {
+		if strings.TrimSpace(row[i]) != "" {
+			return i
+		}
+	}
+	return -1
+}
+
+// eachRow calls f with every kept row, in order, without its trailing empty cells. The
+// slice is reused; its strings stay valid after f returns only when stable is set
+// (otherwise they may be views of the document's bytes).
+func (t *table) eachRow(stable bool, f func(row []string) error) error {
+	if t.csv == nil {
+		for _, row := range t.rows {
+			if err := f(row); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	kept := 0
+	each := func(row []string) error {
+		last := lastCell(row)
+		if last < 0 {
+			return nil
+		}
+		kept++
+		return f(row[:last+1])
+	}
+	if !t.plain {
+		r := csv.NewReader(bytes.NewReader(t.csv))
+		r.FieldsPerRecord = -1
+		r.ReuseRecord = true
+		if _, err := r.Read(); err != nil { // the header
+			return fmt.Errorf("csv: %w", err)
+		}
+		for kept < t.limit {
+			rec, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("csv: %w", err)
+			}
+			if err := each(rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Without quotes and carriage returns, a record is a line that is not empty (the
+	// reader skips those), its cells the line cut at commas: what csv.Reader reads.
+	data, header := t.csv, true
+	cells := make([]string, 0, len(t.header)+1)
+	for len(data) > 0 && kept < t.limit {
+		var line []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			line, data = data, nil
+		}
+		if len(line) == 0 {
+			continue
+		}
+		if header {
+			header = false
+			continue
+		}
+		var s string
+		if stable {
+			s = string(line)
+		} else {
+			s = unsafe.String(unsafe.SliceData(line), len(line))
+		}
+		cells = cells[:0]
+		for {
+			i := strings.IndexByte(s, ',')
+			if i < 0 {
+				cells = append(cells, s)
+				break
+			}
+			cells = append(cells, s[:i])
+			s = s[i+1:]
+		}
+		if err := each(cells); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // columns checks the table's size and gives its columns' names and which are numeric.
@@ -314,13 +444,13 @@ func (t *table) columns() (names []string, numeric []bool, err error) {
 		return nil, nil, &TooManyRowsError{Rows: t.n, Limit: t.limit}
 	}
 	cols := max(t.cols, len(t.header))
-	if limit := cellLimit(t.size); len(t.rows)*cols > limit {
+	if limit := cellLimit(t.size); t.n*cols > limit {
 		return nil, nil, &TooManyCellsError{Limit: limit, Size: t.size}
 	}
 	names = columnNames(t.header, cols)
 	numeric = make([]bool, len(names))
-	for j := range names {
-		numeric[j] = t.numericColumn(j)
+	for j := range min(len(names), len(t.seen)) {
+		numeric[j] = t.seen[j] && !t.text[j]
 	}
 	return names, numeric, nil
 }
@@ -345,12 +475,14 @@ func (t *table) appendJSON(dst []byte) ([]byte, error) {
 	}
 	// Grown once to about the output's size: the cells' text plus every row's keys.
 	// Growing by doubling copied the output about twice over.
-	dst = slices.Grow(dst, t.size+len(t.rows)*perRow+2)
+	dst = slices.Grow(dst, t.size+t.n*perRow+2)
 	dst = append(dst, '[')
-	for i, row := range t.rows {
-		if i > 0 {
+	first := true
+	err = t.eachRow(false, func(row []string) error {
+		if !first {
 			dst = append(dst, ',')
 		}
+		first = false
 		dst = append(dst, '{')
 		for k, j := range order {
 			if k > 0 {
@@ -368,12 +500,17 @@ func (t *table) appendJSON(dst []byte) ([]byte, error) {
 				dst = append(dst, "null"...)
 			default:
 				f, _ := strconv.ParseFloat(strings.TrimSpace(cell), 64)
+				var err error
 				if dst, err = jsonw.AppendFloat(dst, f); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		}
 		dst = append(dst, '}')
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return append(dst, ']'), nil
 }
@@ -383,8 +520,8 @@ func (t *table) records() ([]map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, len(t.rows))
-	for i, row := range t.rows {
+	out := make([]map[string]any, 0, t.n)
+	err = t.eachRow(true, func(row []string) error {
 		rec := make(map[string]any, len(names))
 		for j, name := range names {
 			cell := ""
@@ -401,27 +538,13 @@ func (t *table) records() ([]map[string]any, error) {
 				rec[name] = f
 			}
 		}
-		out[i] = rec
+		out = append(out, rec)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
-}
-
-func (t *table) numericColumn(j int) bool {
-	seen := false
-	for _, row := range t.rows {
-		if j >= len(row) {
-			continue
-		}
-		c := strings.TrimSpace(row[j])
-		if c == "" {
-			continue
-		}
-		if !isNumber(c) {
-			return false
-		}
-		seen = true
-	}
-	return seen
 }
 
 // isNumber reports whether s is a decimal number that converts to float64 without losing

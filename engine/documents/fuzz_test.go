@@ -130,6 +130,7 @@ func FuzzExtractCSV(f *testing.F) {
 		"a,a,a,column_2\n1,2,3,4,5\n", "a\n007\n1e3\n-0\n.5\n+1\n", "a\nNaN\nInf\n1\n", "a\n1234567890123456\n",
 		"a,\"b\nc\"\n\"x\"\"y\",2\n", "a,b\n1,\"unterminated\n", "a\n1\n2\n3\n4\n", "a;b\n1;2\n", " a , b \n 1 , 2 \n",
 		"h\n" + strings.Repeat(",", 40) + "x\n1\n1\n",
+		"\n\na,b\n\n1,2\n  \n,\n3,4,5", "a,b\r\n1,2\r\n", "a\n 1 \n2 ,  \n", "a,b,c\n1,,\n,  ,x\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -173,6 +174,16 @@ func FuzzExtractCSV(f *testing.F) {
 			if !bytes.Equal(raw, want) {
 				t.Fatalf("as bytes:\n%s\njson.Marshal of the maps:\n%s", raw, want)
 			}
+		}
+		// A document without quotes or carriage returns is read again by cutting its lines
+		// at commas: the same records as csv.Reader's.
+		var slow []byte
+		var slowErr error
+		documents.WithCSVReaderOnly(func() {
+			slow, slowErr = documents.ExtractJSONLimit(documents.MediaCSV, "f.csv", data, documents.MaxRows)
+		})
+		if (rawErr == nil) != (slowErr == nil) || !bytes.Equal(raw, slow) {
+			t.Fatalf("cut at commas (%v):\n%s\nread by csv.Reader (%v):\n%s", rawErr, raw, slowErr, slow)
 		}
 	})
 }
