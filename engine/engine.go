@@ -47,6 +47,10 @@ type Config struct {
 	// written in the same transaction as its version row. documents.NewDirBlobs(dir) keeps
 	// it in a directory instead.
 	Blobs documents.BlobStore
+	// MaxDocumentBytes is the largest content one document version may have; 0 means
+	// documents.MaxSize (25 MiB). A matcher's leg given as a CSV document of a million
+	// records is about 40 MB.
+	MaxDocumentBytes int
 	// StepObserver, when set, is told how long each committed unit of run work took (one
 	// step, or one foreach element), transaction included: metrics and benchmarks use it.
 	StepObserver func(stepType string, d time.Duration)
@@ -146,7 +150,7 @@ func New(cfg Config) (*Engine, error) {
 	e.Webhooks = webhooks.New(c, cfg.Store, e.OrgConfig, webhooks.Options{Keyring: cfg.Keyring,
 		AllowPrivateTargets: cfg.AllowPrivateTargets, DeliveryTimeout: cfg.DeliveryTimeout})
 	e.HITL = hitl.New(c, cfg.Store, model)
-	e.Documents = docs.New(c, cfg.Store, cfg.Blobs)
+	e.Documents = docs.New(c, cfg.Store, cfg.Blobs, cfg.MaxDocumentBytes)
 	e.Forms = extforms.New(c, cfg.Store)
 	e.Agents = agents.New(c, cfg.Store, model)
 	e.Authoring = authoring.New(c, e.Actions, cfg.Store).WithModel(model)

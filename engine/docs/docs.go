@@ -61,15 +61,24 @@ type Documents struct {
 	log   *slog.Logger
 	now   func() time.Time
 	refs  *docRefs
+	// maxSize is the largest content one version may have, in bytes.
+	maxSize int
 }
 
 // New returns the documents over st, their content in blobs (nil: in the database, with
-// its version row).
-func New(c *core.Core, st Store, blobs documents.BlobStore) *Documents {
-	d := &Documents{core: c, store: st, blobs: blobs, log: c.Logger(), now: c.Now}
+// its version row). One version's content is at most maxSize bytes (0: documents.MaxSize,
+// 25 MiB).
+func New(c *core.Core, st Store, blobs documents.BlobStore, maxSize int) *Documents {
+	if maxSize <= 0 {
+		maxSize = documents.MaxSize
+	}
+	d := &Documents{core: c, store: st, blobs: blobs, log: c.Logger(), now: c.Now, maxSize: maxSize}
 	d.refs = &docRefs{e: d, cache: map[docRowsKey][]any{}}
 	return d
 }
+
+// MaxSize is the largest content one version may have, in bytes.
+func (e *Documents) MaxSize() int { return e.maxSize }
 
 // Register puts the doc: resolver on c's evaluator and the expiry job on c.
 func (e *Documents) Register(c *core.Core) {
@@ -136,7 +145,7 @@ func (e *Documents) uploadDocumentTx(ctx context.Context, tx Store, orgID string
 		return nil, err
 	}
 	now := e.now().UTC()
-	name, contentType, tags, err := checkUpload(in, now)
+	name, contentType, tags, err := checkUpload(in, now, e.maxSize)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +187,7 @@ func (e *Documents) AddDocumentVersion(ctx context.Context, orgID, id string, co
 	if err := core.CheckOrg(orgID); err != nil {
 		return nil, err
 	}
-	if err := checkContent(content); err != nil {
+	if err := checkContent(content, e.maxSize); err != nil {
 		return nil, err
 	}
 	var doc *documents.Document
@@ -354,7 +363,7 @@ func (e *Documents) appendDocumentEvent(ctx context.Context, tx Store, doc *docu
 }
 
 // checkUpload validates a new document and returns its name, content type and tags.
-func checkUpload(in DocumentUpload, now time.Time) (string, string, []string, error) {
+func checkUpload(in DocumentUpload, now time.Time, maxSize int) (string, string, []string, error) {
 	ve := &core.ValidationError{}
 	name := strings.TrimSpace(in.Name)
 	switch {
@@ -371,7 +380,7 @@ func checkUpload(in DocumentUpload, now time.Time) (string, string, []string, er
 	}
 	tags, tagProblems := normalizeTags(in.Tags)
 	ve.Problems = append(ve.Problems, tagProblems...)
-	if err := checkContent(in.Content); err != nil {
+	if err := checkContent(in.Content, maxSize); err != nil {
 		ve.Problems = append(ve.Problems, err.(*core.ValidationError).Problems...)
 	}
 	switch {
@@ -387,12 +396,12 @@ func checkUpload(in DocumentUpload, now time.Time) (string, string, []string, er
 	return name, contentType, tags, nil
 }
 
-func checkContent(content []byte) error {
+func checkContent(content []byte, maxSize int) error {
 	switch {
 	case len(content) == 0:
 		return core.Invalid("/file", "is empty")
-	case len(content) > documents.MaxSize:
-		return core.Invalid("/file", "is larger than the 25 MiB limit")
+	case len(content) > maxSize:
+		return core.Invalid("/file", "is larger than the %s limit", documents.SizeText(maxSize))
 	}
 	return nil
 }

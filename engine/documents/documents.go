@@ -8,6 +8,7 @@ package documents
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -15,14 +16,18 @@ import (
 
 // Limits.
 const (
-	// MaxSize is the largest content one version may have: 25 MiB.
+	// MaxSize is the largest content one version may have by default: 25 MiB. A deployment
+	// sets its own (engine.Config.MaxDocumentBytes, svcflow --max-document-mib).
 	MaxSize = 25 << 20
 	// MaxRows is the most rows a doc: reference extracts from one version (spec section 8).
 	MaxRows = 10_000
 	// MaxMatchRows is the most rows the matchers (matcher, nway_match) take from a document
 	// given as one of their legs: they read the document whole, by design, and keep nothing
-	// of it in the run's context but their results. MaxSize bounds it as well.
-	MaxMatchRows = 1_000_000
+	// of it in the run's context but their results. The document size limit bounds it as
+	// well. It is twice the million records a leg of a large reconciliation holds, so that
+	// a leg of "a million" with its duplicates and unrelated records (1,028,616 in the
+	// generated 1,000,000 × 1,000,000 set) is not refused a few rows short.
+	MaxMatchRows = 2_000_000
 	// MinCells is the most cells (rows × columns, counting the empty cells a short row is
 	// given) a table may always extract to; a document larger than MinCells bytes may have
 	// one cell per byte. A stored cell costs at least a byte in CSV and about two in XLSX,
@@ -38,6 +43,15 @@ const (
 	// MaxContentTypeLength bounds a declared content type, in bytes.
 	MaxContentTypeLength = 255
 )
+
+// SizeText writes a size limit for people: "25 MiB", or its bytes when it is not a whole
+// number of MiB.
+func SizeText(n int) string {
+	if n%(1<<20) == 0 {
+		return strconv.Itoa(n>>20) + " MiB"
+	}
+	return strconv.Itoa(n) + " bytes"
+}
 
 // IDPrefix starts every document id: doc_<uuid>.
 const IDPrefix = "doc_"

@@ -3031,7 +3031,7 @@ type ClientInterface interface {
 
 	// UploadDocumentWithBody Upload a document (version 1)
 	//
-	// multipart/form-data with a `file` part (at most 25 MiB, else 413 body_too_large) and optional `name`, `tags`, `content_type` and `expires_at`. Emits document.uploaded.
+	// multipart/form-data with a `file` part (at most 25 MiB unless the deployment sets another limit, svcflow --max-document-mib; else 413 body_too_large) and optional `name`, `tags`, `content_type` and `expires_at`. Emits document.uploaded.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3059,7 +3059,7 @@ type ClientInterface interface {
 
 	// CreateDocumentVersionWithBody Upload a new version of a document
 	//
-	// multipart/form-data with a `file` part (at most 25 MiB) and an optional `content_type`. The new version is the latest plus one; earlier versions stay readable (doc:<id>@<N>). Emits document.version_created.
+	// multipart/form-data with a `file` part (at most 25 MiB unless the deployment sets another limit) and an optional `content_type`. The new version is the latest plus one; earlier versions stay readable (doc:<id>@<N>). Emits document.version_created.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4223,7 +4223,7 @@ func (c *Client) ListDocuments(ctx context.Context, params *ListDocumentsParams,
 
 // UploadDocumentWithBody Upload a document (version 1)
 //
-// multipart/form-data with a `file` part (at most 25 MiB, else 413 body_too_large) and optional `name`, `tags`, `content_type` and `expires_at`. Emits document.uploaded.
+// multipart/form-data with a `file` part (at most 25 MiB unless the deployment sets another limit, svcflow --max-document-mib; else 413 body_too_large) and optional `name`, `tags`, `content_type` and `expires_at`. Emits document.uploaded.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4291,7 +4291,7 @@ func (c *Client) GetDocumentContent(ctx context.Context, documentId string, para
 
 // CreateDocumentVersionWithBody Upload a new version of a document
 //
-// multipart/form-data with a `file` part (at most 25 MiB) and an optional `content_type`. The new version is the latest plus one; earlier versions stay readable (doc:<id>@<N>). Emits document.version_created.
+// multipart/form-data with a `file` part (at most 25 MiB unless the deployment sets another limit) and an optional `content_type`. The new version is the latest plus one; earlier versions stay readable (doc:<id>@<N>). Emits document.version_created.
 //
 // Takes any type of body and a specified content type.
 //
@@ -11061,7 +11061,7 @@ type ClientWithResponsesInterface interface {
 
 	// UploadDocumentWithBodyWithResponse Upload a document (version 1)
 	//
-	// multipart/form-data with a `file` part (at most 25 MiB, else 413 body_too_large) and optional `name`, `tags`, `content_type` and `expires_at`. Emits document.uploaded.
+	// multipart/form-data with a `file` part (at most 25 MiB unless the deployment sets another limit, svcflow --max-document-mib; else 413 body_too_large) and optional `name`, `tags`, `content_type` and `expires_at`. Emits document.uploaded.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11095,7 +11095,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateDocumentVersionWithBodyWithResponse Upload a new version of a document
 	//
-	// multipart/form-data with a `file` part (at most 25 MiB) and an optional `content_type`. The new version is the latest plus one; earlier versions stay readable (doc:<id>@<N>). Emits document.version_created.
+	// multipart/form-data with a `file` part (at most 25 MiB unless the deployment sets another limit) and an optional `content_type`. The new version is the latest plus one; earlier versions stay readable (doc:<id>@<N>). Emits document.version_created.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18404,7 +18404,7 @@ func (c *ClientWithResponses) ListDocumentsWithResponse(ctx context.Context, par
 
 // UploadDocumentWithBodyWithResponse Upload a document (version 1)
 //
-// multipart/form-data with a `file` part (at most 25 MiB, else 413 body_too_large) and optional `name`, `tags`, `content_type` and `expires_at`. Emits document.uploaded.
+// multipart/form-data with a `file` part (at most 25 MiB unless the deployment sets another limit, svcflow --max-document-mib; else 413 body_too_large) and optional `name`, `tags`, `content_type` and `expires_at`. Emits document.uploaded.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18462,7 +18462,7 @@ func (c *ClientWithResponses) GetDocumentContentWithResponse(ctx context.Context
 
 // CreateDocumentVersionWithBodyWithResponse Upload a new version of a document
 //
-// multipart/form-data with a `file` part (at most 25 MiB) and an optional `content_type`. The new version is the latest plus one; earlier versions stay readable (doc:<id>@<N>). Emits document.version_created.
+// multipart/form-data with a `file` part (at most 25 MiB unless the deployment sets another limit) and an optional `content_type`. The new version is the latest plus one; earlier versions stay readable (doc:<id>@<N>). Emits document.version_created.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //

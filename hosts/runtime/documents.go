@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -8,7 +9,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,15 +19,28 @@ import (
 	"github.com/svcflow/svcflow/engine/documents"
 )
 
-// Upload limits. One file is at most documents.MaxSize (25 MiB): larger is 413
-// body_too_large. The request may be 1 MiB larger, for the other fields and the multipart
-// framing; a body past that is cut off while it is read, also 413.
+// Upload limits. One file is at most the engine's document size (Documents.MaxSize: 25 MiB
+// unless the deployment sets another): larger is 413 body_too_large. The request may be
+// uploadFraming larger, for the other fields and the multipart framing; a body past that is
+// cut off while it is read, also 413.
 const (
-	maxUploadBytes = documents.MaxSize + 1<<20
+	uploadFraming = 1 << 20
 	// uploadMemory: a file part up to this size is held in memory, a larger one in a
 	// temporary file removed when the request ends.
 	uploadMemory = 8 << 20
 )
+
+// maxDocumentBytes is the largest file an upload may carry: the engine's limit (the
+// default one for a server built without an engine, to describe its routes).
+func (s *Server) maxDocumentBytes() int {
+	if s.eng == nil {
+		return documents.MaxSize
+	}
+	return s.eng.Documents.MaxSize()
+}
+
+// maxUploadBytes is the largest upload request body.
+func (s *Server) maxUploadBytes() int64 { return int64(s.maxDocumentBytes()) + uploadFraming }
 
 const codeMalformedMultipart = "malformed_multipart"
 
@@ -116,10 +129,11 @@ func (s *Server) registerDocuments() {
 	upload := huma.Middlewares{s.readMultipart}
 
 	o := op("upload-document", http.MethodPost, "/documents", "Upload a document (version 1)", "Documents")
-	o.Description = "multipart/form-data with a `file` part (at most 25 MiB, else 413 body_too_large) and " +
+	o.Description = "multipart/form-data with a `file` part (at most 25 MiB unless the deployment sets another limit, " +
+		"svcflow --max-document-mib; else 413 body_too_large) and " +
 		"optional `name`, `tags`, `content_type` and `expires_at`. Emits document.uploaded."
 	o.DefaultStatus = http.StatusCreated
-	o.MaxBodyBytes = maxUploadBytes
+	o.MaxBodyBytes = s.maxUploadBytes()
 	o.Middlewares = upload
 	o.RequestBody = uploadBody(true)
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType}
@@ -128,7 +142,7 @@ func (s *Server) registerDocuments() {
 		RawBody multipart.Form
 	}) (*struct{ Body Document }, error) {
 		form := &in.RawBody
-		content, filename, partType, err := readFilePart(form)
+		content, filename, partType, err := readFilePart(form, s.maxDocumentBytes())
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{})
 		}
@@ -181,10 +195,10 @@ func (s *Server) registerDocuments() {
 	})
 
 	o = op("create-document-version", http.MethodPost, "/documents/{documentId}/versions", "Upload a new version of a document", "Documents")
-	o.Description = "multipart/form-data with a `file` part (at most 25 MiB) and an optional `content_type`. " +
+	o.Description = "multipart/form-data with a `file` part (at most 25 MiB unless the deployment sets another limit) and an optional `content_type`. " +
 		"The new version is the latest plus one; earlier versions stay readable (doc:<id>@<N>). Emits document.version_created."
 	o.DefaultStatus = http.StatusCreated
-	o.MaxBodyBytes = maxUploadBytes
+	o.MaxBodyBytes = s.maxUploadBytes()
 	o.Middlewares = upload
 	o.RequestBody = uploadBody(false)
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType}
@@ -193,7 +207,7 @@ func (s *Server) registerDocuments() {
 		RawBody multipart.Form
 	}) (*struct{ Body Document }, error) {
 		form := &in.RawBody
-		content, filename, partType, err := readFilePart(form)
+		content, filename, partType, err := readFilePart(form, s.maxDocumentBytes())
 		if err != nil {
 			return nil, s.fail(ctx, err, documentNotFound)
 		}
@@ -249,7 +263,7 @@ func (s *Server) registerDocuments() {
 // parsed. Temporary files go when the request ends.
 func (s *Server) readMultipart(ctx huma.Context, next func(huma.Context)) {
 	r, w := humachi.Unwrap(ctx)
-	r.Body = http.MaxBytesReader(w, r.Body, maxUploadBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, s.maxUploadBytes())
 	err := r.ParseMultipartForm(uploadMemory)
 	if r.MultipartForm != nil {
 		defer func() { _ = r.MultipartForm.RemoveAll() }()
@@ -264,7 +278,7 @@ func (s *Server) readMultipart(ctx huma.Context, next func(huma.Context)) {
 	)
 	switch {
 	case errors.As(err, &tooLarge):
-		p = newProblem(http.StatusRequestEntityTooLarge, codeBodyTooLarge, "a document upload is at most 25 MiB")
+		p = newProblem(http.StatusRequestEntityTooLarge, codeBodyTooLarge, "a document upload is at most "+documents.SizeText(s.maxDocumentBytes()))
 	case errors.Is(err, http.ErrNotMultipart), errors.Is(err, http.ErrMissingBoundary):
 		p = newProblem(http.StatusUnsupportedMediaType, codeUnsupportedMedia, "uploads must be multipart/form-data")
 	default:
@@ -286,7 +300,7 @@ func formValue(form *multipart.Form, name string) string {
 
 // readFilePart reads the one `file` part of an upload and returns its bytes, its file name
 // (base name only) and the Content-Type its part header declared.
-func readFilePart(form *multipart.Form) ([]byte, string, string, error) {
+func readFilePart(form *multipart.Form, maxSize int) ([]byte, string, string, error) {
 	headers := form.File["file"]
 	switch {
 	case len(headers) == 0:
@@ -296,20 +310,23 @@ func readFilePart(form *multipart.Form) ([]byte, string, string, error) {
 		return nil, "", "", engine.Invalid("/file", "required: the content, as a file part named file")
 	case len(headers) > 1:
 		return nil, "", "", engine.Invalid("/file", "exactly one file part named file")
-	case headers[0].Size > documents.MaxSize:
-		return nil, "", "", tooLargeProblem()
+	case headers[0].Size > int64(maxSize):
+		return nil, "", "", tooLargeProblem(maxSize)
 	}
 	f, err := headers[0].Open()
 	if err != nil {
 		return nil, "", "", err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, documents.MaxSize+1))
-	if err != nil {
+	// Read into a buffer of the part's size: io.ReadAll would grow its slice by doubling,
+	// holding up to twice a large file at once.
+	buf := bytes.NewBuffer(make([]byte, 0, headers[0].Size+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, int64(maxSize)+1)); err != nil {
 		return nil, "", "", err
 	}
-	if len(data) > documents.MaxSize {
-		return nil, "", "", tooLargeProblem()
+	data := buf.Bytes()
+	if len(data) > maxSize {
+		return nil, "", "", tooLargeProblem(maxSize)
 	}
 	name := path.Base(strings.ReplaceAll(headers[0].Filename, `\`, "/"))
 	if name == "." || name == "/" {
@@ -318,8 +335,8 @@ func readFilePart(form *multipart.Form) ([]byte, string, string, error) {
 	return data, name, headers[0].Header.Get("Content-Type"), nil
 }
 
-func tooLargeProblem() *Problem {
-	return newProblem(http.StatusRequestEntityTooLarge, codeBodyTooLarge,
-		"the file is larger than "+strconv.Itoa(documents.MaxSize>>20)+" MiB",
-		&ProblemDetail{Location: "body.file", Pointer: "/file", Message: "at most 25 MiB"})
+func tooLargeProblem(maxSize int) *Problem {
+	limit := documents.SizeText(maxSize)
+	return newProblem(http.StatusRequestEntityTooLarge, codeBodyTooLarge, "the file is larger than "+limit,
+		&ProblemDetail{Location: "body.file", Pointer: "/file", Message: "at most " + limit})
 }

@@ -13,7 +13,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/documents"
+	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 // part is one part of a multipart/form-data body: a file part when filename is set (its
@@ -214,6 +218,39 @@ func TestDocumentUploadLimit(t *testing.T) {
 
 	got := ok[documentDoc](t, b.do(t, http.MethodGet, "/documents/"+d.ID, orgA, nil), http.StatusOK)
 	require.Equal(t, 1, got.Version, "no refused upload made a version")
+}
+
+// TestDocumentUploadConfiguredLimit: a deployment's own limit (engine.Config.MaxDocumentBytes,
+// svcflow --max-document-mib) replaces the 25 MiB: a larger file is taken, one byte past
+// the limit is 413 naming it, and the refused upload leaves nothing behind.
+func TestDocumentUploadConfiguredLimit(t *testing.T) {
+	t.Parallel()
+	st := store.OpenTest(t, "sqlite")
+	const limit = 26 << 20
+	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet(), Keyring: testKeyring(t), MaxDocumentBytes: limit})
+	require.NoError(t, err)
+	srv := runtime.New(eng, runtime.Options{Logger: testlog.Quiet(), Version: "test", IdentityKey: testIdentityKey})
+	b := &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API(), logs: &bytes.Buffer{}}
+
+	pastDefault := strings.Repeat("x", documents.MaxSize+1)
+	d := b.uploadDocument(t, orgA, filePart("big.bin", "", pastDefault))
+	require.Equal(t, int64(documents.MaxSize+1), d.SizeBytes)
+	atLimit := strings.Repeat("y", limit)
+	v := ok[documentDoc](t, b.post(t, "/documents/"+d.ID+"/versions", orgA, filePart("big.bin", "", atLimit)), http.StatusCreated)
+	require.Equal(t, 2, v.Version)
+
+	p := problem(t, b.post(t, "/documents", orgA, filePart("bigger.bin", "", atLimit+"x")), http.StatusRequestEntityTooLarge, "body_too_large")
+	require.Contains(t, p.Detail, "26 MiB")
+	p = problem(t, b.post(t, "/documents/"+d.ID+"/versions", orgA, filePart("bigger.bin", "", atLimit+"x")), http.StatusRequestEntityTooLarge, "body_too_large")
+	require.Contains(t, p.Detail, "26 MiB")
+	// Past the request's limit too (the file and 1 MiB of framing): cut off while read.
+	p = problem(t, b.post(t, "/documents", orgA, filePart("huge.bin", "", atLimit+strings.Repeat("x", 2<<20))), http.StatusRequestEntityTooLarge, "body_too_large")
+	require.Contains(t, p.Detail, "26 MiB")
+
+	listed := ok[list[documentDoc]](t, b.do(t, http.MethodGet, "/documents", orgA, nil), http.StatusOK)
+	require.Len(t, listed.Items, 1, "no refused upload made a document")
+	got := ok[documentDoc](t, b.do(t, http.MethodGet, "/documents/"+d.ID, orgA, nil), http.StatusOK)
+	require.Equal(t, 2, got.Version, "no refused upload made a version")
 }
 
 func TestDocumentBadRequests(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/documents"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/gateway"
@@ -55,6 +56,11 @@ usage:
                                                   # SVC_LICENSE_KEY: the signing key (base64 seed)
 
 DSN: sqlite:PATH, sqlite::memory:, or postgres://... (default sqlite:./svcflow.db)
+
+--max-document-mib N (serve, runtime): the largest document version an upload may carry,
+  in MiB (default 25, at most 1024). --documents-dir DIR (serve, runtime, worker): document
+  content as files under DIR instead of in the database; every process of a deployment
+  needs the same DIR
 
 call flags: --io-concurrency N (calls to other systems in flight, default 512),
   --io-per-org N (default 256), --allow-private-targets (actions, OAuth tools and token
@@ -137,12 +143,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	otlpEndpoint := fs.String("otlp-endpoint", "", "serve, runtime, worker: the OTLP/HTTP collector's base URL (http://localhost:4318) to send traces to; empty: the OTEL_EXPORTER_OTLP_* variables decide (tracing is off without them)")
 	healthAddr := fs.String("health-addr", "", "worker: a listen address for GET /healthz and GET /readyz (serve, runtime and gateway answer them on their own addresses); empty: none")
 	grace := fs.Duration("grace", 2*time.Second, "rotate-master-key: how long to wait for writes under the old key before the confirming pass")
+	documentsDir := fs.String("documents-dir", "", "serve, runtime, worker: keep document content as files under this directory instead of in the database (every runtime and worker of a deployment needs the same directory); empty: in the database")
+	maxDocMiB := fs.Int("max-document-mib", documents.MaxSize>>20, "serve, runtime: the largest document version a client may upload, in MiB (1 to 1024); a CSV of a million records is about 40 MB")
 	openapiVersion := fs.String("version", "3.1", "openapi: the document's OpenAPI version, 3.1 or 3.0 (Huma's downgrade, for tools that read 3.0 only)")
 	if err := fs.Parse(rest); err != nil {
 		return 2
 	}
 	if *healthAddr != "" && cmd != "worker" {
 		fmt.Fprintf(stderr, "svcflow %s: --health-addr is for worker; %s answers /healthz and /readyz on its own address\n", cmd, cmd)
+		return 2
+	}
+	if *maxDocMiB < 1 || *maxDocMiB > maxDocumentMiB {
+		fmt.Fprintf(stderr, "svcflow %s: --max-document-mib is from 1 to %d, not %d\n", cmd, maxDocumentMiB, *maxDocMiB)
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -248,8 +260,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 				log.Info("tracing: sending spans over OTLP", "url", tr.URL)
 			}
 			cfg := engine.Config{Store: st, Logger: log, Keyring: keys, AllowPrivateTargets: *allowPrivate, Lease: *lease, Meter: meter, TracerProvider: tp,
-				IOConcurrency: *ioConcurrency, IOPerOrg: *ioPerOrg,
+				IOConcurrency: *ioConcurrency, IOPerOrg: *ioPerOrg, MaxDocumentBytes: *maxDocMiB << 20,
 				OAuth: engine.OAuthOptions{APIs: apis, AllowPrivateTargets: *allowPrivate, RedirectURL: *oauthRedirect}}
+			if *documentsDir != "" {
+				cfg.Blobs = documents.NewDirBlobs(*documentsDir)
+			}
 			idKey, err := identityKey(os.Getenv(envIdentityKey))
 			if err != nil {
 				return err
@@ -417,6 +432,11 @@ func gatewayOptions(getenv func(string) string, log *slog.Logger, rate float64, 
 	o.Mailer, err = gateway.NewSMTPMailer(gateway.SMTPOptions{Addr: smtpAddr, From: smtpFrom, User: smtpUser, Password: getenv(envSMTPPassword)})
 	return o, err
 }
+
+// maxDocumentMiB bounds --max-document-mib: a document version is one value in one row
+// (PostgreSQL's bytea holds at most 1 GB) and is held whole in memory while it is uploaded
+// and extracted.
+const maxDocumentMiB = 1024
 
 // usageFlush is how often a gateway saves the usage it counted.
 const usageFlush = 5 * time.Second

@@ -76,6 +76,11 @@ func TestBadUsage(t *testing.T) {
 	// serve, runtime and gateway answer the probes on their own addresses.
 	require.Equal(t, 2, run([]string{"serve", "--health-addr", "127.0.0.1:0"}, &out, &errOut))
 	require.Contains(t, errOut.String(), "--health-addr is for worker")
+	for _, mib := range []string{"0", "1025", "-1"} {
+		errOut.Reset()
+		require.Equal(t, 2, run([]string{"serve", "--max-document-mib", mib}, &out, &errOut))
+		require.Contains(t, errOut.String(), "--max-document-mib is from 1 to 1024")
+	}
 	require.Equal(t, 0, run([]string{"help"}, &out, &errOut))
 	require.Contains(t, out.String(), "svcflow serve")
 }
