@@ -688,6 +688,13 @@ func (e *Core) afterCommit(ctx context.Context, job *svctype.Job, st *runState, 
 	var sf *stepFailure
 	switch {
 	case err == nil:
+		if st.run.Status != svctype.RunRunning {
+			// Ended or paused: no step reads these variables again (a paused run is
+			// loaded from the store when it resumes). A large output stored in parts
+			// would be joined into one buffer for nothing (a matcher's million pairs:
+			// 170 MB more at the run's end).
+			return nil
+		}
 		for k, v := range c.outputs {
 			st.vars[k] = varValue(v, c.encoded[k])
 		}
