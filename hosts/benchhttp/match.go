@@ -10,6 +10,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -27,12 +30,32 @@ const matchFlow = `{"actions": [{"type": "matcher", "properties": {
   "left": %s, "right": %s, "matchOn": ["counterparty"], "tolerance": 0.05, "dateWindowDays": 3,
   "outputMatched": "matched", "outputUnmatchedLeft": "unmatched_left", "outputUnmatchedRight": "unmatched_right"}}]}`
 
-// matchMode runs the inline and the doc: variants repeat times each against one server.
-func matchMode(ctx context.Context, bin, dir, data string, workers, repeat, pageSize int) error {
+// matchMode runs the inline and the doc: variants (those named in variants) repeat times
+// each against one server, which keeps document content as files when docFiles is set. It prints, for each run, the server process's peak resident set
+// over that run alone (VmHWM, reset before it starts) beside the size of the input.
+func matchMode(ctx context.Context, bin, dir, data string, workers, repeat, pageSize int, variants []string, docFiles bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	srv, err := startServer(ctx, bin, dir, workers)
+	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(data, name)) }
+	var csvBytes [2]int64
+	for i, name := range []string{"left.csv", "right.csv"} {
+		fi, err := os.Stat(filepath.Join(data, name))
+		if err != nil {
+			return err
+		}
+		csvBytes[i] = fi.Size()
+	}
+	// Files past the server's default document limit (25 MiB) are what --max-document-mib
+	// is for: the server is started with the largest file's size, rounded up.
+	var extra []string
+	if largest := max(csvBytes[0], csvBytes[1]); largest > 25<<20 {
+		extra = append(extra, "--max-document-mib", fmt.Sprint(largest>>20+1))
+	}
+	if docFiles {
+		extra = append(extra, "--documents-dir", filepath.Join(dir, "documents"))
+	}
+	srv, err := startServer(ctx, bin, dir, workers, extra...)
 	if err != nil {
 		return err
 	}
@@ -40,28 +63,34 @@ func matchMode(ctx context.Context, bin, dir, data string, workers, repeat, page
 	c := newClient(srv.base, 4)
 	defer c.close()
 	const org = "bench-match"
+	peak := peakMeter{pid: srv.cmd.Process.Pid}
 
-	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(data, name)) }
-	left, err := read("left.json")
-	if err != nil {
-		return err
-	}
-	right, err := read("right.json")
-	if err != nil {
-		return err
-	}
-	inline, err := c.createWorkflow(ctx, org, "match-inline", fmt.Sprintf(matchFlow, `"@input.left"`, `"@input.right"`))
-	if err != nil {
-		return err
-	}
-	body := bytes.Join([][]byte{[]byte(`{"input": {"left": `), left, []byte(`, "right": `), right, []byte(`}}`)}, nil)
-	fmt.Printf("match: %s and %s, %.1f MB of JSON inline\n", filepath.Join(data, "left.json"), filepath.Join(data, "right.json"), float64(len(body))/1e6)
-	for i := range repeat {
-		if err := c.timeMatch(ctx, org, inline, body, fmt.Sprintf("inline JSON #%d", i+1), pageSize); err != nil {
+	if slices.Contains(variants, "inline") {
+		left, err := read("left.json")
+		if err != nil {
 			return err
 		}
+		right, err := read("right.json")
+		if err != nil {
+			return err
+		}
+		inline, err := c.createWorkflow(ctx, org, "match-inline", fmt.Sprintf(matchFlow, `"@input.left"`, `"@input.right"`))
+		if err != nil {
+			return err
+		}
+		body := bytes.Join([][]byte{[]byte(`{"input": {"left": `), left, []byte(`, "right": `), right, []byte(`}}`)}, nil)
+		fmt.Printf("match: %s and %s, %.1f MB of JSON inline\n", filepath.Join(data, "left.json"), filepath.Join(data, "right.json"), float64(len(body))/1e6)
+		for i := range repeat {
+			peak.reset()
+			if err := c.timeMatch(ctx, org, inline, body, fmt.Sprintf("inline JSON #%d", i+1), pageSize); err != nil {
+				return err
+			}
+			peak.print(int64(len(body)), "of JSON")
+		}
 	}
-
+	if !slices.Contains(variants, "doc") {
+		return nil
+	}
 	uploadStart := time.Now()
 	var refs [2]string
 	for i, name := range []string{"left.csv", "right.csv"} {
@@ -73,17 +102,86 @@ func matchMode(ctx context.Context, bin, dir, data string, workers, repeat, page
 			return err
 		}
 	}
-	fmt.Printf("  uploaded left.csv and right.csv in %.3f s\n", time.Since(uploadStart).Seconds())
+	fmt.Printf("  uploaded left.csv and right.csv (%.1f MB) in %.3f s\n", float64(csvBytes[0]+csvBytes[1])/1e6, time.Since(uploadStart).Seconds())
 	docs, err := c.createWorkflow(ctx, org, "match-doc", fmt.Sprintf(matchFlow, `"doc:`+refs[0]+`"`, `"doc:`+refs[1]+`"`))
 	if err != nil {
 		return err
 	}
 	for i := range repeat {
+		peak.reset()
 		if err := c.timeMatch(ctx, org, docs, []byte(`{"input": {}}`), fmt.Sprintf("doc: CSV #%d", i+1), pageSize); err != nil {
 			return err
 		}
+		peak.print(csvBytes[0]+csvBytes[1], "of CSV documents")
 	}
 	return nil
+}
+
+// peakMeter follows a process's memory over one measured run: its peak resident set
+// (VmHWM in /proc/PID/status, reset to the current resident set before the run with
+// clear_refs "5", Linux 4.0 and later; the bench's user owns the server process), and the
+// peaks of its two parts, sampled every 10 ms: anonymous memory (the Go heap, stacks) and
+// file pages mapped into it (SQLite reads the database through mmap: those pages are the
+// kernel's page cache, shared and reclaimable, and count in VmHWM too).
+type peakMeter struct {
+	pid     int
+	cleared bool
+	stop    chan struct{}
+	done    chan struct{}
+	anon    int64 // peak RssAnon, kB
+	file    int64 // peak RssFile, kB
+}
+
+// statusKB reads the kB fields named of /proc/PID/status.
+func statusKB(pid int, names ...string) []int64 {
+	out := make([]int64, len(names))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return out
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		for i, name := range names {
+			if v, ok := strings.CutPrefix(line, name+":"); ok {
+				out[i], _ = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			}
+		}
+	}
+	return out
+}
+
+func (p *peakMeter) reset() {
+	p.cleared = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.pid), []byte("5"), 0) == nil
+	p.anon, p.file = 0, 0
+	p.stop, p.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			kb := statusKB(p.pid, "RssAnon", "RssFile")
+			p.anon, p.file = max(p.anon, kb[0]), max(p.file, kb[1])
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// print ends the run's sampling and prints its peaks against input bytes of input (what
+// they are).
+func (p *peakMeter) print(input int64, what string) {
+	close(p.stop)
+	<-p.done
+	hwm := statusKB(p.pid, "VmHWM")[0]
+	since := "over this run (peak reset before it)"
+	if !p.cleared {
+		since = "of the whole process (the peak could not be reset)"
+	}
+	mib := func(kb int64) float64 { return float64(kb) / 1024 }
+	fmt.Printf("    server peak RSS %.0f MiB %s: %.2fx the %.1f MB %s; sampled peaks: anonymous %.0f MiB (%.2fx), database pages mapped %.0f MiB\n",
+		mib(hwm), since, float64(hwm<<10)/float64(input), float64(input)/1e6, what, mib(p.anon), float64(p.anon<<10)/float64(input), mib(p.file))
 }
 
 func (c *client) createWorkflow(ctx context.Context, org, name, def string) (string, error) {

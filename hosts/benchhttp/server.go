@@ -38,7 +38,7 @@ type server struct {
 // opsAddr, when set (-ops-addr), is where the server serves /metrics and Go's profiler.
 var opsAddr string
 
-func startServer(ctx context.Context, bin, dir string, workers int) (*server, error) {
+func startServer(ctx context.Context, bin, dir string, workers int, extra ...string) (*server, error) {
 	addr, err := svcbin.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -50,6 +50,7 @@ func startServer(ctx context.Context, bin, dir string, workers int) (*server, er
 	if opsAddr != "" {
 		args = append(args, "--ops-addr", opsAddr)
 	}
+	args = append(args, extra...)
 	return startProcess(ctx, bin, filepath.Join(dir, "server.log"), args, nil, "http://"+addr, "http://"+addr+"/health")
 }
 
