@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet fuzz openapi client lint-openapi build bench bench-runs bench-runs-traced bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http e2e load chaos
+.PHONY: help run test test-short vet fuzz openapi client lint-openapi build bench bench-runs bench-runs-traced bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http bench-match-million e2e load chaos
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -110,3 +110,12 @@ bench-match-http: ## the matcher end to end over HTTP (inline JSON, doc: CSV) be
 	$(GO) run ./match/cmd/benchmatch -n $(MATCH_N) -write "$$d" && \
 	$(GO) run ./hosts/benchhttp -mode match -data "$$d" && \
 	for i in 1 2 3; do $(PYTHON) hosts/benchhttp/pandas_match.py "$$d"; $(PYTHON) hosts/benchhttp/pandas_match.py "$$d" --csv; done
+
+bench-match-million: ## 1,000,000 x 1,028,616 from two CSV documents over HTTP: time, the server's peak memory (files, with and without GOMEMLIMIT), pandas on the same files
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	$(GO) run ./match/cmd/benchmatch -n 1000000 -write "$$d" && \
+	$(GO) build -o "$$d/svcflow" ./hosts/svcflow && \
+	$(GO) run ./hosts/benchhttp -mode match -data "$$d" -variants doc -repeat 2 -binary "$$d/svcflow" && \
+	$(GO) run ./hosts/benchhttp -mode match -data "$$d" -variants doc -repeat 2 -doc-files -binary "$$d/svcflow" && \
+	GOMEMLIMIT=300MiB $(GO) run ./hosts/benchhttp -mode match -data "$$d" -variants doc -repeat 2 -doc-files -binary "$$d/svcflow" && \
+	$(PYTHON) hosts/benchhttp/pandas_match.py "$$d" --csv
