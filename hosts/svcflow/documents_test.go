@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"mime/multipart"
 	"net/http"
@@ -35,17 +33,7 @@ func TestDocumentsAsFilesAcrossProcesses(t *testing.T) {
 
 	call := func(method, path, contentType string, body []byte) (int, map[string]any) {
 		t.Helper()
-		req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("X-Org-Id", "acme")
-		req.Header.Set("Content-Type", contentType)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(b, &m), string(b))
-		return resp.StatusCode, m
+		return orgCall(t, base, "acme", method, path, contentType, body)
 	}
 	upload := func(name string, content []byte) (int, map[string]any) {
 		t.Helper()

@@ -202,17 +202,7 @@ func TestWaitAcrossProcesses(t *testing.T) {
 
 			call := func(method, path, body string) (int, map[string]any) {
 				t.Helper()
-				req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-				require.NoError(t, err)
-				req.Header.Set("X-Org-Id", "acme")
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := http.DefaultClient.Do(req)
-				require.NoError(t, err)
-				defer resp.Body.Close()
-				b, _ := io.ReadAll(resp.Body)
-				var m map[string]any
-				require.NoError(t, json.Unmarshal(b, &m), string(b))
-				return resp.StatusCode, m
+				return orgCall(t, base, "acme", method, path, "application/json", []byte(body))
 			}
 			code, _ := call("POST", "/custom-tables", `{"name": "notes", "fields": {"text": "text"}}`)
 			require.Equal(t, 201, code)
@@ -231,6 +221,22 @@ func TestWaitAcrossProcesses(t *testing.T) {
 			t.Logf("%s: execute?wait answered in %v (the worker is another process)", dialect, took)
 		})
 	}
+}
+
+// orgCall sends one request as org to the runtime at base and decodes its JSON answer.
+func orgCall(t *testing.T, base, org, method, path, contentType string, body []byte) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("X-Org-Id", org)
+	req.Header.Set("Content-Type", contentType)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m), string(b))
+	return resp.StatusCode, m
 }
 
 // process is the real binary running in a test.
