@@ -149,6 +149,29 @@ func TestDocumentLifecycle(t *testing.T) {
 	})
 }
 
+// TestConfiguredDocumentLimit: engine.Config.MaxDocumentBytes replaces the 25 MiB for
+// new documents and new versions alike, and a refused one stores nothing.
+func TestConfiguredDocumentLimit(t *testing.T) {
+	t.Parallel()
+	st := store.OpenTest(t, "sqlite")
+	eng, err := engine.New(engine.Config{Store: st, MaxDocumentBytes: 1000})
+	require.NoError(t, err)
+	ctx := t.Context()
+	d, err := eng.UploadDocument(ctx, "acme", engine.DocumentUpload{Name: "a.bin", Content: bytes.Repeat([]byte("x"), 1000)})
+	require.NoError(t, err)
+	_, err = eng.UploadDocument(ctx, "acme", engine.DocumentUpload{Name: "b.bin", Content: bytes.Repeat([]byte("x"), 1001)})
+	var ve *engine.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, "/file", ve.Problems[0].Pointer)
+	require.Contains(t, ve.Problems[0].Message, "1000 bytes")
+	_, err = eng.AddDocumentVersion(ctx, "acme", d.ID, bytes.Repeat([]byte("x"), 1001), "")
+	require.ErrorAs(t, err, &ve)
+	page, err := eng.ListDocuments(ctx, "acme", documents.ListFilter{})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1)
+	require.Equal(t, 1, page.Items[0].Version)
+}
+
 func TestDocumentValidation(t *testing.T) {
 	t.Parallel()
 	b := enginetest.Setup(t, "sqlite")
