@@ -11,13 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/procmem"
 )
 
 // The match mode: the 2-way matcher end to end over HTTP on the files benchmatch -write
@@ -128,29 +127,12 @@ type peakMeter struct {
 	cleared bool
 	stop    chan struct{}
 	done    chan struct{}
-	anon    int64 // peak RssAnon, kB
-	file    int64 // peak RssFile, kB
-}
-
-// statusKB reads the kB fields named of /proc/PID/status.
-func statusKB(pid int, names ...string) []int64 {
-	out := make([]int64, len(names))
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return out
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		for i, name := range names {
-			if v, ok := strings.CutPrefix(line, name+":"); ok {
-				out[i], _ = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			}
-		}
-	}
-	return out
+	anon    uint64 // peak RssAnon, bytes
+	file    uint64 // peak RssFile, bytes
 }
 
 func (p *peakMeter) reset() {
-	p.cleared = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.pid), []byte("5"), 0) == nil
+	p.cleared = procmem.ResetPeak(p.pid)
 	p.anon, p.file = 0, 0
 	p.stop, p.done = make(chan struct{}), make(chan struct{})
 	go func() {
@@ -158,8 +140,8 @@ func (p *peakMeter) reset() {
 		t := time.NewTicker(10 * time.Millisecond)
 		defer t.Stop()
 		for {
-			kb := statusKB(p.pid, "RssAnon", "RssFile")
-			p.anon, p.file = max(p.anon, kb[0]), max(p.file, kb[1])
+			b, _ := procmem.Bytes(p.pid, "RssAnon", "RssFile")
+			p.anon, p.file = max(p.anon, b[0]), max(p.file, b[1])
 			select {
 			case <-p.stop:
 				return
@@ -174,14 +156,16 @@ func (p *peakMeter) reset() {
 func (p *peakMeter) print(input int64, what string) {
 	close(p.stop)
 	<-p.done
-	hwm := statusKB(p.pid, "VmHWM")[0]
+	b, _ := procmem.Bytes(p.pid, "VmHWM")
+	hwm := b[0]
 	since := "over this run (peak reset before it)"
 	if !p.cleared {
 		since = "of the whole process (the peak could not be reset)"
 	}
-	mib := func(kb int64) float64 { return float64(kb) / 1024 }
+	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
+	ratio := func(b uint64) float64 { return float64(b) / float64(input) }
 	fmt.Printf("    server peak RSS %.0f MiB %s: %.2fx the %.1f MB %s; sampled peaks: anonymous %.0f MiB (%.2fx), database pages mapped %.0f MiB\n",
-		mib(hwm), since, float64(hwm<<10)/float64(input), float64(input)/1e6, what, mib(p.anon), float64(p.anon<<10)/float64(input), mib(p.file))
+		mib(hwm), since, ratio(hwm), float64(input)/1e6, what, mib(p.anon), ratio(p.anon), mib(p.file))
 }
 
 func (c *client) createWorkflow(ctx context.Context, org, name, def string) (string, error) {

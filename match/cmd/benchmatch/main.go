@@ -24,7 +24,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -38,6 +37,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/svcflow/svcflow/internal/procmem"
 	"github.com/svcflow/svcflow/match"
 	"github.com/svcflow/svcflow/match/internal/gen"
 )
@@ -151,7 +151,7 @@ func rawTwoWay(p gen.Profile, fuzzy float64, from string) (bool, error) {
 	}
 	input := uint64(len(leftJSON) + len(rightJSON))
 	inputHeap := settledHeap()
-	rssReset := resetPeakRSS()
+	rssReset := procmem.ResetPeak(0)
 
 	tol, win := p.Tolerance, float64(p.WindowDays)
 	opts := match.MatchOptions{MatchOn: []string{"counterparty"}, Tolerance: &tol, DateWindowDays: &win, DescriptionKey: "description"}
@@ -186,7 +186,8 @@ func rawTwoWay(p gen.Profile, fuzzy float64, from string) (bool, error) {
 	if runErr != nil {
 		return false, runErr
 	}
-	rss, rssOK := peakRSSBytes()
+	hwm, rssOK := procmem.Bytes(0, "VmHWM")
+	rss := hwm[0]
 
 	fmt.Printf("benchmatch -raw: standard profile (%s), GOMAXPROCS %d\n", source, runtime.GOMAXPROCS(0))
 	fmt.Printf("\n2-way matcher on raw JSON: %d ledger x %d bank records, %.1f MiB of JSON (left %.1f, right %.1f); matchOn [counterparty], tolerance %.2f, dateWindowDays %d, fuzzyThreshold %s\n",
@@ -243,23 +244,6 @@ type counter struct{ n int64 }
 func (c *counter) Write(p []byte) (int, error) {
 	c.n += int64(len(p))
 	return len(p), nil
-}
-
-// resetPeakRSS sets the process's peak RSS (VmHWM) to its current RSS (Linux's
-// clear_refs "5"), so that the peak measured from here on is not the generator's.
-func resetPeakRSS() bool {
-	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
-}
-
-// peakRSSBytes is VmHWM in bytes.
-func peakRSSBytes() (uint64, bool) {
-	v := peakRSS()
-	kb, ok := strings.CutSuffix(v, " kB")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(strings.TrimSpace(kb), 10, 64)
-	return n << 10, err == nil
 }
 
 // writeSet writes the 2-way set's records without descriptions (the comparison matches on
@@ -420,18 +404,11 @@ func measure(f func()) (time.Duration, uint64) {
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
-// peakRSS is the process's peak resident set (VmHWM), where Linux reports it.
+// peakRSS is the process's peak resident set (VmHWM) in MiB, where Linux reports it.
 func peakRSS() string {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
+	b, ok := procmem.Bytes(0, "VmHWM")
+	if !ok {
 		return "n/a"
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "n/a"
+	return fmt.Sprintf("%.1f MiB", mib(b[0]))
 }
