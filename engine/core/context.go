@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"reflect"
 	"slices"
@@ -142,12 +143,35 @@ func largeRef(runID, key string, ref storage.ContextRef) map[string]any {
 }
 
 // encoded is a context value's JSON as it is stored: whole, or a large array in parts of
-// per elements.
+// per elements, either encoded already (parts) or to be encoded one part at a time as it
+// is written (array).
 type encoded struct {
 	whole  []byte
 	parts  []json.RawMessage
+	array  svctype.EncodedArray
 	length int
 	per    int
+}
+
+// large reports whether e is stored in parts.
+func (e encoded) large() bool { return e.parts != nil || e.array != nil }
+
+// partSeq yields e's parts: those encoded, or each part of its array encoded into the
+// bytes of the one before, once the store has written it.
+func (e encoded) partSeq() iter.Seq2[json.RawMessage, error] {
+	if e.array == nil {
+		return storage.Parts(e.parts...)
+	}
+	return func(yield func(json.RawMessage, error) bool) {
+		var buf []byte
+		for i := 0; i < e.length; i += e.per {
+			var err error
+			buf, err = e.array.AppendArray(buf[:0], i, min(i+e.per, e.length))
+			if !yield(buf, err) || err != nil {
+				return
+			}
+		}
+	}
 }
 
 // encodeOutput encodes a step's output for the store. A large array is encoded straight
@@ -212,23 +236,24 @@ func encodeArray(a svctype.EncodedArray) (encoded, error) {
 		b, err := a.AppendArray(make([]byte, 0, avg*n+64), 0, n)
 		return encoded{whole: b}, err
 	}
+	// Its elements are bytes already: the store encodes it part by part as it writes the
+	// parts (partSeq), so that a million pairs (170 MB) are never held encoded beside the
+	// records they were copied from. Its size is taken part by part here, in one buffer.
 	per := partLength(avg, n)
-	out := encoded{length: n, per: per}
 	size := 0
+	var buf []byte
 	for i := 0; i < n; i += per {
-		part, err := a.AppendArray(make([]byte, 0, avg*per+avg), i, min(i+per, n))
-		if err != nil {
+		if buf, err = a.AppendArray(buf[:0], i, min(i+per, n)); err != nil {
 			return encoded{}, err
 		}
-		out.parts = append(out.parts, part)
-		size += len(part)
+		size += len(buf)
 	}
 	if size <= LargeValueBytes {
 		// The sample was larger than the rest: small after all, stored whole.
 		b, err := a.AppendArray(make([]byte, 0, size+64), 0, n)
 		return encoded{whole: b}, err
 	}
-	return out, nil
+	return encoded{array: a, length: n, per: per}, nil
 }
 
 // varValue is what the run's variables hold of an output after its commit: the output
@@ -257,9 +282,16 @@ func varValue(v any, e encoded) any {
 	if !ok {
 		return v
 	}
-	if e.parts == nil {
+	if !e.large() {
 		// Small (stored whole): decoded, an ordinary value.
 		return materialize(a)
+	}
+	if e.parts == nil {
+		b, err := a.AppendArray(make([]byte, 0, 64), 0, a.Len())
+		if err != nil {
+			return materialize(a)
+		}
+		return expr.NewLazyArray(b, a.Len())
 	}
 	n := 0
 	for _, p := range e.parts {
@@ -363,13 +395,13 @@ func arrayLength(v any) (int, bool) {
 // putValue writes one context key of a step commit: a large array in parts, anything
 // else whole.
 func putValue(ctx context.Context, tx storage.Tx, orgID, runID, key string, v encoded) error {
-	if v.parts != nil {
-		return tx.PutContextParts(ctx, orgID, runID, key, v.parts, v.length, v.per)
+	if v.large() {
+		return tx.PutContextParts(ctx, orgID, runID, key, v.partSeq(), v.length, v.per)
 	}
 	b := v.whole
 	if len(b) > LargeValueBytes {
 		if parts, length, per, ok := splitArray(b); ok {
-			return tx.PutContextParts(ctx, orgID, runID, key, parts, length, per)
+			return tx.PutContextParts(ctx, orgID, runID, key, storage.Parts(parts...), length, per)
 		}
 	}
 	return tx.PutContext(ctx, orgID, runID, key, b)

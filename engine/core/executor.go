@@ -532,7 +532,7 @@ func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job,
 		if err != nil {
 			return &stepFailure{fmt.Errorf("output %q is not JSON: %w", k, err)}
 		}
-		if b.parts == nil && len(b.whole) <= LargeValueBytes {
+		if !b.large() && len(b.whole) <= LargeValueBytes {
 			sc.Context = append(sc.Context, storage.ContextPut{Key: k, Value: b.whole})
 			continue
 		}

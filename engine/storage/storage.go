@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -283,8 +284,10 @@ type Runs interface {
 	GetContext(ctx context.Context, orgID, runID string, keys ...string) (map[string]json.RawMessage, error)
 	// PutContextParts inserts or replaces one key whose value is the JSON array made of
 	// parts: each part a JSON array of per consecutive elements (the last may hold fewer),
-	// length elements in all.
-	PutContextParts(ctx context.Context, orgID, runID, key string, parts []json.RawMessage, length, per int) error
+	// length elements in all. The parts are taken one at a time, each written before the
+	// next is asked for (a part's bytes may be reused for the next); an error the sequence
+	// yields ends it and is returned.
+	PutContextParts(ctx context.Context, orgID, runID, key string, parts iter.Seq2[json.RawMessage, error], length, per int) error
 	// ContextSlice reads key so that the elements [from, to) of an array are at hand: the
 	// value Whole, or only the parts that hold those elements. A missing key (or run) is
 	// a slice with Found false.
@@ -370,4 +373,15 @@ type ContextRef struct {
 	Size   int64
 	Length int
 	Parts  bool
+}
+
+// Parts is a PutContextParts sequence of parts already encoded.
+func Parts(parts ...json.RawMessage) iter.Seq2[json.RawMessage, error] {
+	return func(yield func(json.RawMessage, error) bool) {
+		for _, p := range parts {
+			if !yield(p, nil) {
+				return
+			}
+		}
+	}
 }

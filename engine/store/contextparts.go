@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -87,15 +88,10 @@ func migrateV19(ctx context.Context, db bun.IDB, postgres bool) error {
 	return err
 }
 
-func (q *querier) PutContextParts(ctx context.Context, orgID, runID, key string, parts []json.RawMessage, length, per int) error {
+func (q *querier) PutContextParts(ctx context.Context, orgID, runID, key string, parts iter.Seq2[json.RawMessage, error], length, per int) error {
 	const op = "put context parts"
-	if len(parts) == 0 || per < 1 {
+	if per < 1 {
 		return fmt.Errorf("store: %s: no parts", op)
-	}
-	info, _ := json.Marshal(partsInfo{Length: length, Per: per})
-	var size int64
-	for _, p := range parts {
-		size += int64(len(p))
 	}
 	return wrap(op, q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
 		if _, err := db.NewDelete().Model((*contextPartModel)(nil)).
@@ -103,17 +99,29 @@ func (q *querier) PutContextParts(ctx context.Context, orgID, runID, key string,
 			return err
 		}
 		// One statement a part, its value a bound argument: bun would render a part of a
-		// few hundred kilobytes into the statement's text.
+		// few hundred kilobytes into the statement's text. Each part is written before the
+		// next is made, so a large value is never all held at once.
 		insert := `INSERT INTO "run_context_parts" ("org_id", "run_id", "key", "part", "value") VALUES (?, ?, ?, ?, ?)`
 		if q.dialect == dialectPostgres {
 			insert = pgPlaceholders(insert)
 		}
-		for i, p := range parts {
-			if err := q.rawExec(ctx, db, insert, orgID, runID, key, i, string(p)); err != nil {
+		var size int64
+		n := 0
+		for p, err := range parts {
+			if err != nil {
 				return err
 			}
+			if err := q.rawExec(ctx, db, insert, orgID, runID, key, n, string(p)); err != nil {
+				return err
+			}
+			size += int64(len(p))
+			n++
 		}
-		m := &contextModel{OrgID: orgID, RunID: runID, Key: key, Value: info, Size: size, Parts: len(parts)}
+		if n == 0 {
+			return errors.New("no parts")
+		}
+		info, _ := json.Marshal(partsInfo{Length: length, Per: per})
+		m := &contextModel{OrgID: orgID, RunID: runID, Key: key, Value: info, Size: size, Parts: n}
 		_, err := db.NewInsert().Model(m).
 			On("CONFLICT (org_id, run_id, key) DO UPDATE").
 			Set("value = EXCLUDED.value").

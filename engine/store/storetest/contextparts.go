@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -28,11 +29,37 @@ func testContextParts(t *testing.T, b *bundle) {
 	whole := "[" + strings.Join(els, ",") + "]"
 	require.NoError(t, b.s.PutContext(b.ctx, orgA, r.ID, "small", json.RawMessage(`{"a":1}`)))
 	require.NoError(t, b.s.PutContext(b.ctx, orgA, r.ID, "big", json.RawMessage(`"first written whole"`)))
-	require.NoError(t, b.s.PutContextParts(b.ctx, orgA, r.ID, "big", parts, 10, 3))
+	require.NoError(t, b.s.PutContextParts(b.ctx, orgA, r.ID, "big", storage.Parts(parts...), 10, 3))
 
 	got, err := b.s.GetContext(b.ctx, orgA, r.ID)
 	require.NoError(t, err)
 	require.JSONEq(t, whole, string(got["big"]), "joined back whole")
+
+	// The parts are taken one at a time: each may be made in the bytes of the one before
+	// (the core encodes a large output that way), and a sequence that fails part way
+	// writes nothing.
+	reused := func(yield func(json.RawMessage, error) bool) {
+		var buf []byte
+		for _, p := range parts {
+			buf = append(buf[:0], p...)
+			if !yield(buf, nil) {
+				return
+			}
+		}
+	}
+	require.NoError(t, b.s.PutContextParts(b.ctx, orgA, r.ID, "big", reused, 10, 3))
+	got, err = b.s.GetContext(b.ctx, orgA, r.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, whole, string(got["big"]), "each part stored before the next was made")
+	failing := func(yield func(json.RawMessage, error) bool) {
+		if yield(json.RawMessage(`["half"]`), nil) {
+			yield(nil, errors.New("encoding failed"))
+		}
+	}
+	require.ErrorContains(t, b.s.PutContextParts(b.ctx, orgA, r.ID, "big", failing, 2, 1), "encoding failed")
+	got, err = b.s.GetContext(b.ctx, orgA, r.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, whole, string(got["big"]), "a failed sequence changed nothing")
 	require.JSONEq(t, `{"a":1}`, string(got["small"]))
 	one, err := b.s.GetContext(b.ctx, orgA, r.ID, "big")
 	require.NoError(t, err)
@@ -92,7 +119,7 @@ func testContextParts(t *testing.T, b *bundle) {
 	require.NotContains(t, large, "text")
 
 	// Fewer parts over more: the array is the new one.
-	require.NoError(t, b.s.PutContextParts(b.ctx, orgA, r.ID, "big", []json.RawMessage{json.RawMessage(`[1,2]`), json.RawMessage(`[3]`)}, 3, 2))
+	require.NoError(t, b.s.PutContextParts(b.ctx, orgA, r.ID, "big", storage.Parts(json.RawMessage(`[1,2]`), json.RawMessage(`[3]`)), 3, 2))
 	got, err = b.s.GetContext(b.ctx, orgA, r.ID, "big")
 	require.NoError(t, err)
 	require.JSONEq(t, `[1,2,3]`, string(got["big"]))
@@ -107,7 +134,7 @@ func testContextParts(t *testing.T, b *bundle) {
 	require.Nil(t, s.Parts)
 
 	// Another organization reads nothing of org A's run, and writes nothing into it.
-	require.NoError(t, b.s.PutContextParts(b.ctx, orgA, r.ID, "big", parts, 10, 3))
+	require.NoError(t, b.s.PutContextParts(b.ctx, orgA, r.ID, "big", storage.Parts(parts...), 10, 3))
 	s, err = b.s.ContextSlice(b.ctx, orgB, r.ID, "big", 0, 10)
 	require.NoError(t, err)
 	require.False(t, s.Found)
@@ -115,7 +142,7 @@ func testContextParts(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Empty(t, small)
 	require.Empty(t, large)
-	require.NoError(t, b.s.PutContextParts(b.ctx, orgB, r.ID, "big", []json.RawMessage{json.RawMessage(`["evil"]`)}, 1, 1))
+	require.NoError(t, b.s.PutContextParts(b.ctx, orgB, r.ID, "big", storage.Parts(json.RawMessage(`["evil"]`)), 1, 1))
 	got, err = b.s.GetContext(b.ctx, orgA, r.ID, "big")
 	require.NoError(t, err)
 	require.JSONEq(t, whole, string(got["big"]), "org B's write is its own")
