@@ -66,6 +66,11 @@ type Config struct {
 	// the queue (at a step boundary) so that queued runs, of any organization, take their
 	// turn (default 100ms). A run that ends within its slice never goes back to the queue.
 	Slice time.Duration
+	// ChainTime is how long a unit of run work may go on running and committing, in its
+	// transaction, the quick steps that follow its first (steps that run wholly inside a
+	// transaction: no outside call, pause, loop or read run ahead), bounded by Slice too
+	// (default DefaultChainTime). Negative commits every step in a transaction of its own.
+	ChainTime time.Duration
 	// IOConcurrency is how many calls of steps' IO halves (HTTP actions, queries, model
 	// calls) may be in flight at once in this process (default DefaultIOConcurrency). A call
 	// holds no step slot of its worker, so this is much larger than the slots.
@@ -123,7 +128,7 @@ type feature interface{ Register(c *core.Core) }
 // feature's part of engine/storage (Store is storage.Full), which the compiler checks.
 func New(cfg Config) (*Engine, error) {
 	c, err := core.New(core.Config{Store: cfg.Store, Env: cfg.Env, Logger: cfg.Logger, Now: cfg.Now, Lease: cfg.Lease,
-		StepObserver: cfg.StepObserver, Meter: cfg.Meter, TracerProvider: cfg.TracerProvider, Slice: cfg.Slice, IOConcurrency: cfg.IOConcurrency, IOPerOrg: cfg.IOPerOrg,
+		StepObserver: cfg.StepObserver, Meter: cfg.Meter, TracerProvider: cfg.TracerProvider, Slice: cfg.Slice, ChainTime: cfg.ChainTime, IOConcurrency: cfg.IOConcurrency, IOPerOrg: cfg.IOPerOrg,
 		CallTimeout: cfg.CallTimeout, WaitPoll: cfg.WaitPoll})
 	if err != nil {
 		return nil, err

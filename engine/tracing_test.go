@@ -102,7 +102,9 @@ func TestRunTrace(t *testing.T) {
 	slices := r.named("run.slice")
 	require.Len(t, slices, 1, "one worker claim ran the whole run")
 	require.Equal(t, run.SpanContext().SpanID(), slices[0].Parent().SpanID())
-	require.Equal(t, int64(3), attrs(slices[0])[tracing.SliceUnits].AsInt64())
+	// Two units: the first step, then the model call with the step after it, which runs
+	// wholly inside a transaction and commits with it (quick steps commit together).
+	require.Equal(t, int64(2), attrs(slices[0])[tracing.SliceUnits].AsInt64())
 	require.Equal(t, "ended", attrs(slices[0])[tracing.SliceEnd].AsString())
 
 	steps := r.named("step *")
@@ -119,6 +121,11 @@ func TestRunTrace(t *testing.T) {
 		require.Equal(t, "completed", a[tracing.StepOutcome].AsString())
 	}
 	require.Equal(t, []string{"step note", "step action", "step note"}, names, "an organization's action does not name a span")
+	_, ok := attrs(steps[1])[tracing.StepCommittedWith]
+	require.False(t, ok, "the model call opened its own unit")
+	require.Equal(t, int64(1), attrs(steps[2])[tracing.StepCommittedWith].AsInt64(), "the last step committed with the model call")
+	require.False(t, steps[2].StartTime().Before(steps[1].StartTime()))
+	require.True(t, steps[2].EndTime().After(steps[2].StartTime()))
 	require.Equal(t, "summarise", attrs(steps[1])[tracing.StepType].AsString())
 
 	chats := r.named("chat small-model")

@@ -55,6 +55,11 @@ type Config struct {
 	// the queue (at a step boundary) so that queued runs, of any organization, take their
 	// turn (default 100ms). A run that ends within its slice never goes back to the queue.
 	Slice time.Duration
+	// ChainTime is how long a unit of run work may go on running and committing, in its
+	// transaction, the quick steps that follow its first (steps that run wholly inside a
+	// transaction: no outside call, pause, loop or read run ahead), bounded by Slice too
+	// (default DefaultChainTime). Negative commits every step in a transaction of its own.
+	ChainTime time.Duration
 	// IOConcurrency is how many outside calls (step calls, webhook deliveries) may be in
 	// flight at once in this process (default DefaultIOConcurrency). A call holds no step
 	// slot of its worker, so this is much larger than the slots.
@@ -89,7 +94,9 @@ type Core struct {
 	// claims their job again.
 	states *runCache
 	slice  time.Duration
-	io     *ioPool
+	// chainTime bounds a unit's chain of quick steps (chain.go); negative: none.
+	chainTime time.Duration
+	io        *ioPool
 	// callTimeout bounds one call of an IO half.
 	callTimeout time.Duration
 	waits       waitHub
@@ -114,13 +121,16 @@ func New(cfg Config) (*Core, error) {
 		return nil, errors.New("engine: Config.Store is required")
 	}
 	e := &Core{store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: cfg.Now, lease: cfg.Lease, obs: cfg.StepObserver, meter: cfg.Meter,
-		slice: cfg.Slice, waitPoll: cfg.WaitPoll, states: newRunCache(stateCacheSize),
+		slice: cfg.Slice, chainTime: cfg.ChainTime, waitPoll: cfg.WaitPoll, states: newRunCache(stateCacheSize),
 		io: newIOPool(cfg.IOConcurrency, cfg.IOPerOrg), callTimeout: cfg.CallTimeout}
 	if e.callTimeout <= 0 {
 		e.callTimeout = DefaultCallTimeout
 	}
 	if e.slice <= 0 {
 		e.slice = 100 * time.Millisecond
+	}
+	if e.chainTime == 0 {
+		e.chainTime = DefaultChainTime
 	}
 	if e.waitPoll <= 0 {
 		e.waitPoll = 500 * time.Millisecond

@@ -185,14 +185,21 @@ func (e *Core) advanceRun(ctx context.Context, job *svctype.Job) error {
 			return e.yieldRun(commitCtx, job, st)
 		}
 		began := time.Now()
+		at := st.run.Cursor.Step
 		stepCtx, span := e.startStep(commitCtx, st)
-		err := e.stepOnce(stepCtx, job, st)
+		chained, err := e.stepOnce(stepCtx, job, st)
 		endStep(span, st, err)
 		if err != nil {
 			return err
 		}
+		for _, s := range chained {
+			e.traceChained(commitCtx, st, at, s)
+		}
 		stepped, units = true, units+1
 		took, typ := time.Since(began), e.stepType(st)
+		if len(chained) > 0 {
+			typ = st.ent.def.Actions[at].Type // the unit's first step names it
+		}
 		e.meter.Record(MetricStepSeconds, took.Seconds(), typ)
 		if e.obs != nil {
 			e.obs(typ, took)
@@ -252,6 +259,9 @@ type commit struct {
 	// at is the position of the step executing inside foreach elements ("2/5/0": step 2,
 	// element 5, sub-step 0), empty at the top level; it makes the calls' idempotency keys.
 	at string
+	// earlier are the commits of the steps before this one in the same transaction
+	// (chainSteps): their outputs are not in the run's variables until it commits.
+	earlier []*commit
 	// renew says the lease of the unit's job is kept by the commit's writes
 	// (storage.StepCommit.Renew), not at the unit's start (keepLease).
 	renew bool
@@ -276,64 +286,97 @@ func (c *commit) setOutput(key string, v any) {
 	c.outputs[key] = v
 }
 
-// stepOnce commits the next unit of work of a run: the top-level gate, one step, or one
-// element of a foreach.
-func (e *Core) stepOnce(ctx context.Context, job *svctype.Job, st *runState) error {
+// stepOnce commits the next unit of work of a run: the top-level gate, one step and the
+// quick steps after it (chainSteps), or one batch of a foreach. It returns the steps
+// committed with the unit's first.
+func (e *Core) stepOnce(ctx context.Context, job *svctype.Job, st *runState) ([]chainedStep, error) {
 	def := st.ent.def
 	i := st.run.Cursor.Step
 	if i >= len(def.Actions) {
-		return e.commitStep(ctx, job, st, &commit{})
+		return nil, e.commitStep(ctx, job, st, &commit{})
 	}
 	step := &def.Actions[i]
 	if _, pauses := e.stepPause(step); step.Type == LoopStep && !pauses {
-		return e.loopOnce(ctx, job, st, i, step)
+		return nil, e.loopOnce(ctx, job, st, i, step)
 	}
 	started := e.now().UTC()
 	rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepCompleted, StartedAt: &started}
 	c := &commit{}
 	if err := e.workAhead(ctx, job, st, step, i); err != nil {
-		return e.afterCommit(ctx, job, st, c, i, step, err)
+		return nil, e.afterCommit(ctx, job, st, c, i, step, err)
 	}
-	err := e.unit(ctx, job, st, func(ctx context.Context, tx storage.Tx) error {
-		*c = commit{rec: rec}
-		// A store that commits a step in one statement keeps the job's lease in it: one
-		// statement fewer a step. The gate may end the run before any step: it renews first.
-		_, oneStatement := tx.(storage.StepCommitter)
-		c.renew = oneStatement && !(i == 0 && def.Condition != nil)
-		if !c.renew {
+	began := time.Now() // the chain's time counts from here: its work outside is done
+	snapshot := *st.run
+	var chained []chainedStep
+	stop := len(def.Actions)
+	for {
+		err := e.unit(ctx, job, st, func(ctx context.Context, tx storage.Tx) error {
+			chained = nil
+			if err := e.stepUnit(ctx, tx, job, st, step, i, rec, c); err != nil {
+				return err
+			}
+			return e.chainSteps(ctx, tx, job, st, began, stop, c, &chained)
+		})
+		var broken *chainBroken
+		if errors.As(err, &broken) {
+			// A step after the first did not commit with it (it failed, or the store
+			// refused its writes): the unit rolled back whole. It runs again with its
+			// chain stopping before that step, which then fails, or succeeds, in a unit
+			// of its own, as it would have without chains.
+			*st.run = snapshot
+			stop = broken.index
+			continue
+		}
+		if err = e.afterCommit(ctx, job, st, c, i, step, err); err != nil {
+			return nil, err
+		}
+		for _, s := range chained {
+			e.applyOutputs(st, s.c)
+		}
+		return chained, nil
+	}
+}
+
+// stepUnit runs step i of the run in tx and writes its commit, as c.
+func (e *Core) stepUnit(ctx context.Context, tx storage.Tx, job *svctype.Job, st *runState, step *svctype.Step, i int, rec svctype.StepRecord, c *commit) error {
+	def := st.ent.def
+	*c = commit{rec: rec}
+	// A store that commits a step in one statement keeps the job's lease in it: one
+	// statement fewer a step. The gate may end the run before any step: it renews first.
+	_, oneStatement := tx.(storage.StepCommitter)
+	c.renew = oneStatement && !(i == 0 && def.Condition != nil)
+	if !c.renew {
+		if err := e.keepLease(ctx, tx, job); err != nil {
+			return err
+		}
+	}
+	if i == 0 && def.Condition != nil {
+		ok, err := e.gate(ctx, tx, job, st, c)
+		if err != nil || !ok {
+			return err
+		}
+	}
+	vars := e.scope(st, i)
+	out, key, status, err := e.execStep(ctx, tx, st, step, i, vars, c)
+	if paused, keep := isPause(err); paused {
+		if c.renew {
+			// The job's row before the run's, as a cancel takes them: pauseRun
+			// updates the run before it completes the job.
 			if err := e.keepLease(ctx, tx, job); err != nil {
 				return err
 			}
 		}
-		if i == 0 && def.Condition != nil {
-			ok, err := e.gate(ctx, tx, job, st, c)
-			if err != nil || !ok {
-				return err
-			}
-		}
-		vars := e.scope(st, i)
-		out, key, status, err := e.execStep(ctx, tx, st, step, i, vars, c)
-		if paused, keep := isPause(err); paused {
-			if c.renew {
-				// The job's row before the run's, as a cancel takes them: pauseRun
-				// updates the run before it completes the job.
-				if err := e.keepLease(ctx, tx, job); err != nil {
-					return err
-				}
-			}
-			return e.pauseRun(ctx, tx, job, st, c, keep)
-		}
-		if err != nil {
-			return &stepFailure{err}
-		}
-		c.rec.Status = status
-		if status == svctype.StepCompleted {
-			applyOutput(c.setOutput, key, out)
-			c.rec.Output = summarize(out)
-		}
-		return e.writeCommit(ctx, tx, job, st, c, i+1)
-	})
-	return e.afterCommit(ctx, job, st, c, i, step, err)
+		return e.pauseRun(ctx, tx, job, st, c, keep)
+	}
+	if err != nil {
+		return &stepFailure{err}
+	}
+	c.rec.Status = status
+	if status == svctype.StepCompleted {
+		applyOutput(c.setOutput, key, out)
+		c.rec.Output = summarize(out)
+	}
+	return e.writeCommit(ctx, tx, job, st, c, i+1)
 }
 
 // gate evaluates definition.condition before the first step. When false the run ends as
@@ -591,6 +634,11 @@ func (e *Core) outputs(st *runState, c *commit) map[string]any {
 	for k, v := range st.vars {
 		put(k, v)
 	}
+	for _, p := range c.earlier {
+		for k, v := range p.outputs {
+			put(k, v)
+		}
+	}
 	for k, v := range c.outputs {
 		put(k, v)
 	}
@@ -688,16 +736,7 @@ func (e *Core) afterCommit(ctx context.Context, job *svctype.Job, st *runState, 
 	var sf *stepFailure
 	switch {
 	case err == nil:
-		if st.run.Status != svctype.RunRunning {
-			// Ended or paused: no step reads these variables again (a paused run is
-			// loaded from the store when it resumes). A large output stored in parts
-			// would be joined into one buffer for nothing (a matcher's million pairs:
-			// 170 MB more at the run's end).
-			return nil
-		}
-		for k, v := range c.outputs {
-			st.vars[k] = varValue(v, c.encoded[k])
-		}
+		e.applyOutputs(st, c)
 		return nil
 	case errors.As(err, &sf):
 		return e.failRun(ctx, job, st, i, step, sf.err)
@@ -711,6 +750,20 @@ func (e *Core) afterCommit(ctx context.Context, job *svctype.Job, st *runState, 
 		}
 		*st = *fresh
 		return err
+	}
+}
+
+// applyOutputs sets a committed step's outputs in the run's variables.
+func (e *Core) applyOutputs(st *runState, c *commit) {
+	if st.run.Status != svctype.RunRunning {
+		// Ended or paused: no step reads these variables again (a paused run is loaded
+		// from the store when it resumes). A large output stored in parts would be joined
+		// into one buffer for nothing (a matcher's million pairs: 170 MB more at the
+		// run's end).
+		return
+	}
+	for k, v := range c.outputs {
+		st.vars[k] = varValue(v, c.encoded[k])
 	}
 }
 

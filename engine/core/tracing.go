@@ -62,13 +62,19 @@ func (e *Core) startStep(ctx context.Context, st *runState) (context.Context, tr
 	if e.tracer == nil || i >= len(st.ent.def.Actions) {
 		return ctx, nil
 	}
-	step := &st.ent.def.Actions[i]
-	typ := step.Type
-	attrs := []attribute.KeyValue{tracing.OrgID.String(st.run.OrgID), tracing.RunID.String(st.run.ID),
-		tracing.StepIndex.Int(i), tracing.StepType.String(typ)}
+	var attrs []attribute.KeyValue
 	if l := st.run.Cursor.Loop; l != nil {
 		attrs = append(attrs, tracing.LoopElement.Int(l.Next))
 	}
+	return e.startStepAt(ctx, st, i, attrs)
+}
+
+// startStepAt starts the span of step i, with attrs besides the ones every step span has.
+func (e *Core) startStepAt(ctx context.Context, st *runState, i int, attrs []attribute.KeyValue, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	step := &st.ent.def.Actions[i]
+	typ := step.Type
+	attrs = append([]attribute.KeyValue{tracing.OrgID.String(st.run.OrgID), tracing.RunID.String(st.run.ID),
+		tracing.StepIndex.Int(i), tracing.StepType.String(typ)}, attrs...)
 	// A span's name is kept to a small set: a built-in kind names it, an organization's own
 	// action (any name) does not.
 	name := "step " + typ
@@ -76,7 +82,18 @@ func (e *Core) startStep(ctx context.Context, st *runState) (context.Context, tr
 	if _, pause := e.stepPause(step); !builtin && !pause && typ != LoopStep {
 		name = "step action"
 	}
-	return e.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+	return e.tracer.Start(ctx, name, append(opts, trace.WithAttributes(attrs...))...)
+}
+
+// traceChained emits the span of a step committed in the transaction of step first
+// (chainSteps), beside first's: its own start and end, and the step it committed with.
+func (e *Core) traceChained(ctx context.Context, st *runState, first int, s chainedStep) {
+	if e.tracer == nil {
+		return
+	}
+	_, span := e.startStepAt(ctx, st, s.index, []attribute.KeyValue{tracing.StepCommittedWith.Int(first),
+		tracing.StepOutcome.String("completed")}, trace.WithTimestamp(s.began))
+	span.End(trace.WithTimestamp(s.ended))
 }
 
 // endStep ends a unit's span with its outcome. Neither the failure's message nor anything

@@ -48,6 +48,9 @@ const (
 	// StepOutcome: completed, failed, paused, error (the unit did not commit: a store
 	// error or a lost lease; the step runs again).
 	StepOutcome = attribute.Key("svcflow.step.outcome")
+	// StepCommittedWith is, on the span of a step committed in the transaction of an
+	// earlier step (quick steps commit together), that step's index.
+	StepCommittedWith = attribute.Key("svcflow.step.committed_with")
 	// LoopElement is the first foreach element a unit of a loop step ran.
 	LoopElement      = attribute.Key("svcflow.loop.element")
 	DeliveryID       = attribute.Key("svcflow.delivery_id")

@@ -350,7 +350,10 @@ func TestTwoWorkersShareRuns(t *testing.T) {
 	t.Logf("steps committed: worker A %d, worker B %d", a, b)
 	require.Positive(t, a, "worker A did some of the work")
 	require.Positive(t, b, "worker B did some of the work")
-	require.Equal(t, int64(2*runs), a+b, "each step committed once")
+	// A unit commits a run's write and its quick step after it together, or (past the
+	// unit's time) one of them: the rows above show each write landed once.
+	require.GreaterOrEqual(t, a+b, int64(runs), "at least a unit a run")
+	require.LessOrEqual(t, a+b, int64(2*runs), "at most a unit a step")
 }
 
 // dueStore hides the jobs whose run_at the test clock has not reached (and hands them back

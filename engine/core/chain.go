@@ -1,0 +1,124 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// Quick steps commit together. After a top-level step has written its commit, the steps
+// that follow it and run wholly inside a transaction (a kind with Run and no IO half, no
+// pause, no loop, not a read run ahead of its transaction) are run and committed in the
+// same transaction, up to ChainSteps of them and for at most Config.ChainTime (default
+// DefaultChainTime) from the unit's start, never longer than the run's slice. Each keeps its own step record, events and
+// context values; what changes is one transaction, so one commit (on PostgreSQL one WAL
+// flush, on SQLite one turn of the writer), for a run of quick steps instead of one each.
+//
+// A crash, a lost lease or a store error rolls the unit back whole: every step in it runs
+// again, and none of them made an outside call, so nothing is done twice. When a step
+// after the first fails, the unit is run again with its chain stopping before that step
+// (stepOnce), so that the steps before it are committed and it fails in a unit of its own,
+// as without chains.
+const (
+	ChainSteps       = 64
+	DefaultChainTime = 20 * time.Millisecond
+)
+
+// chainedStep is a step committed in the transaction of the step before it.
+type chainedStep struct {
+	index        int
+	c            *commit
+	began, ended time.Time
+}
+
+// chainBroken is a step of a chain, at index, that did not complete in the unit's
+// transaction.
+type chainBroken struct {
+	index int
+	err   error
+}
+
+func (b *chainBroken) Error() string { return "a step chained to the one before it: " + b.err.Error() }
+func (b *chainBroken) Unwrap() error { return b.err }
+
+// chainSteps runs and commits, in tx, the quick steps that follow the commit first, before
+// step stop, while the run is running and the unit has time left. began is the unit's
+// start; each step committed is appended to chained.
+func (e *Core) chainSteps(ctx context.Context, tx storage.Tx, job *svctype.Job, st *runState, began time.Time, stop int, first *commit, chained *[]chainedStep) error {
+	def := st.ent.def
+	budget := min(e.slice, e.chainTime)
+	for len(*chained) < ChainSteps && st.run.Status == svctype.RunRunning && time.Since(began) < budget {
+		i := st.run.Cursor.Step
+		if i >= min(stop, len(def.Actions)) {
+			return nil
+		}
+		step := &def.Actions[i]
+		ok, err := e.chainable(ctx, tx, st, step)
+		if err != nil {
+			return &chainBroken{i, err}
+		}
+		if !ok {
+			return nil
+		}
+		stepBegan := time.Now()
+		started := e.now().UTC()
+		c := &commit{rec: svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepCompleted, StartedAt: &started},
+			earlier: append([]*commit{first}, commits(*chained)...)}
+		// The step sees the outputs of the steps before it in this unit, not yet in
+		// st.vars (they are set there once the unit has committed).
+		vars := e.scope(st, i)
+		for _, p := range c.earlier {
+			for k, v := range p.outputs {
+				vars[k] = varValue(v, p.encoded[k])
+			}
+		}
+		out, key, status, err := e.execStep(ctx, tx, st, step, i, vars, c)
+		if err != nil {
+			return &chainBroken{i, fmt.Errorf("step %d (%s): %w", i, step.Type, err)}
+		}
+		c.rec.Status = status
+		if status == svctype.StepCompleted {
+			applyOutput(c.setOutput, key, out)
+			c.rec.Output = summarize(out)
+		}
+		if err := e.writeCommit(ctx, tx, job, st, c, i+1); err != nil {
+			return &chainBroken{i, err}
+		}
+		*chained = append(*chained, chainedStep{index: i, c: c, began: stepBegan, ended: time.Now()})
+	}
+	return nil
+}
+
+func commits(steps []chainedStep) []*commit {
+	out := make([]*commit, len(steps))
+	for i := range steps {
+		out[i] = steps[i].c
+	}
+	return out
+}
+
+// chainable reports whether step runs wholly inside a transaction, whichever way its
+// filter goes: it may then commit with the step before it.
+func (e *Core) chainable(ctx context.Context, q storage.Runs, st *runState, step *svctype.Step) (bool, error) {
+	for _, s := range []*svctype.Step{step, step.OnFalse} {
+		if s == nil {
+			continue
+		}
+		if _, pauses := e.stepPause(s); pauses || s.Type == LoopStep {
+			return false, nil
+		}
+		kind, ok, err := e.lookupKind(ctx, q, st.run.OrgID, s.Type)
+		if err != nil || !ok {
+			return false, err
+		}
+		if kind.IO != nil || kind.Run == nil || kind.ReadOnly != nil && kind.ReadOnly(s.Properties) {
+			// An outside call is made before its transaction, and a read runs ahead of
+			// it (workAhead): either opens a unit of its own.
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,162 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/internal/enginetest"
+	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/engine/svctype"
+)
+
+// chainWorkflow writes a row, looks from outside the run's transaction for the rows this
+// run has committed, then writes another row.
+const chainWorkflow = `{"actions": [
+  {"type": "custom-table", "outputKey": "first",
+   "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{__run_id}}", "n": 1}}},
+  {"type": "peek", "outputKey": "seen", "properties": {}},
+  {"type": "custom-table", "outputKey": "second",
+   "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{__run_id}}", "n": "@seen.committed"}}}
+]}`
+
+// peek counts, through the engine (committed data, another connection), the rows of
+// notes the step's run has written.
+func registerPeek(b *enginetest.Bundle) {
+	b.Eng.RegisterStep("peek", func(ctx context.Context, call *svctype.StepCall) (any, error) {
+		rows, err := b.Eng.ReadRows(ctx, call.OrgID, "notes", map[string]any{"text": call.RunID}, 0)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"committed": len(rows)}, nil
+	})
+}
+
+// chainBundle is an engine whose SQLite store is a file, as deployments have it: its
+// reads have connections of their own beside the writer (an in-memory database has one
+// connection, which a step's transaction holds).
+func chainBundle(t *testing.T, dialect string, chainTime time.Duration) *enginetest.Bundle {
+	cfg := engine.Config{Slice: time.Minute, ChainTime: chainTime}
+	var b *enginetest.Bundle
+	if dialect == "sqlite" {
+		st, err := store.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "svcflow.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		require.NoError(t, st.Migrate(context.Background()))
+		cfg.Store = st
+		eng, err := engine.New(cfg)
+		require.NoError(t, err)
+		b = &enginetest.Bundle{Eng: eng, St: st, Ctx: context.Background()}
+	} else {
+		b = enginetest.Setup(t, dialect, cfg)
+	}
+	b.CustomerTables(t, "acme")
+	registerPeek(b)
+	return b
+}
+
+// Quick steps that follow one another commit in one transaction: the step after a write
+// does not see it committed, and both writes land once the run ends. With chains off
+// (a negative ChainTime) or an outside call between them, each step commits on its own.
+func TestQuickStepsCommitTogether(t *testing.T) {
+	t.Parallel()
+	for _, d := range enginetest.Dialects {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			for _, tc := range []struct {
+				name      string
+				chainTime time.Duration
+				def       string
+				seen      float64
+			}{
+				{"chained", time.Minute, chainWorkflow, 0},
+				{"chains off", -1, chainWorkflow, 1},
+				{"an outside call between", time.Minute, `{"actions": [
+  {"type": "custom-table", "outputKey": "first",
+   "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{__run_id}}", "n": 1}}},
+  {"type": "outside", "properties": {}},
+  {"type": "peek", "outputKey": "seen", "properties": {}},
+  {"type": "custom-table", "outputKey": "second",
+   "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{__run_id}}", "n": "@seen.committed"}}}
+]}`, 1},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					b := chainBundle(t, d, tc.chainTime)
+					b.Eng.Environment().RegisterStepKind("outside", svctype.StepKind{IO: func(context.Context, *svctype.StepCall) (any, error) {
+						return map[string]any{"called": true}, nil
+					}})
+					w := b.Workflow(t, "acme", "chain", tc.def)
+					doc := b.Execute(t, "acme", w.ID, `{}`)
+					require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+					require.Equal(t, map[string]any{"committed": tc.seen}, doc.Context["seen"])
+					for i, s := range doc.Steps {
+						require.Equal(t, svctype.StepCompleted, s.Status, "step %d", i)
+					}
+					rows, err := b.Eng.ReadRows(b.Ctx, "acme", "notes", map[string]any{"text": doc.ID}, 0)
+					require.NoError(t, err)
+					require.Len(t, rows, 2, "each write once")
+					// Every step's events, in order, whether or not it committed with another.
+					want := []string{"workflow_run_started"}
+					for range doc.Steps {
+						want = append(want, "step.started", "step.completed")
+					}
+					require.Equal(t, append(want, "workflow_run_completed"), b.Events(t, "acme", doc.ID))
+					done := b.EventPayload(t, "acme", doc.ID, engine.EventRunCompleted)["result"].(map[string]any)["outputs"].(map[string]any)
+					require.Equal(t, map[string]any{"committed": tc.seen}, done["seen"], "the end event has the outputs of the steps committed with the last")
+					require.Contains(t, done, "first")
+				})
+			}
+		})
+	}
+}
+
+// A step that fails after steps it would have committed with: the steps before it commit,
+// once each, and the run fails at it, as without chains. The earlier steps ran twice (the
+// unit rolled back whole, then ran without its chain); their writes did not land twice.
+func TestChainedStepFails(t *testing.T) {
+	t.Parallel()
+	for _, d := range enginetest.Dialects {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			b := chainBundle(t, d, time.Minute)
+			var runs atomic.Int32
+			b.Eng.RegisterStep("count", func(context.Context, *svctype.StepCall) (any, error) {
+				return map[string]any{"n": runs.Add(1)}, nil
+			})
+			b.Eng.RegisterStep("explode", func(context.Context, *svctype.StepCall) (any, error) {
+				return nil, errors.New("boom")
+			})
+			w := b.Workflow(t, "acme", "fails", `{"actions": [
+  {"type": "custom-table", "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{__run_id}}", "n": 1}}},
+  {"type": "count", "outputKey": "c", "properties": {}},
+  {"type": "custom-table", "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{__run_id}}", "n": "@c.n"}}},
+  {"type": "explode", "properties": {}},
+  {"type": "custom-table", "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{__run_id}}", "n": 9}}}
+]}`)
+			doc := b.Execute(t, "acme", w.ID, `{}`)
+			require.Equal(t, svctype.RunFailed, doc.Status)
+			require.Contains(t, doc.Reason, "step 3 (explode): boom")
+			require.Len(t, doc.Steps, 5)
+			require.Equal(t, svctype.StepPending, doc.Steps[4].Status)
+			for i := range 3 {
+				require.Equal(t, svctype.StepCompleted, doc.Steps[i].Status, "step %d", i)
+			}
+			require.Equal(t, svctype.StepFailed, doc.Steps[3].Status)
+			rows, err := b.Eng.ReadRows(b.Ctx, "acme", "notes", map[string]any{"text": doc.ID}, 0)
+			require.NoError(t, err)
+			require.Len(t, rows, 2, "the two writes before the failing step, once each")
+			ns := []any{rows[0].Data["n"], rows[1].Data["n"]}
+			require.ElementsMatch(t, []any{float64(1), float64(2)}, ns, "the committed count is the second run of the step")
+			require.Equal(t, int32(2), runs.Load())
+			require.Equal(t, []string{"workflow_run_started",
+				"step.started", "step.completed", "step.started", "step.completed", "step.started", "step.completed",
+				"step.failed", "workflow_run_failed"}, b.Events(t, "acme", doc.ID))
+		})
+	}
+}
