@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet fuzz openapi client lint-openapi build bench bench-runs bench-runs-traced bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http bench-match-million e2e load chaos
+.PHONY: help run test test-short vet fuzz openapi client lint-openapi build bench bench-runs bench-runs-traced bench-chain bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http bench-match-million e2e load chaos
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -49,7 +49,7 @@ client: ## regenerate the Go client examples/client/client.gen.go from openapi/o
 build: ## build ./bin/svcflow
 	$(GO) build -o bin/svcflow ./hosts/svcflow
 
-bench: bench-runs bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-runs-pg bench-queue bench-match bench-tables bench-foreach ## every benchmark of docs/performance.md
+bench: bench-runs bench-chain bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-runs-pg bench-queue bench-match bench-tables bench-foreach ## every benchmark of docs/performance.md
 
 bench-runs: ## runs/s and per-step overhead through the real worker on SQLite
 	$(GO) test -run '^$$' -bench 'BenchmarkRuns/sqlite' -benchtime 3000x ./hosts/worker/
@@ -57,6 +57,9 @@ bench-runs: ## runs/s and per-step overhead through the real worker on SQLite
 bench-runs-traced: ## bench-runs with tracing off and on (every span exported to memory), the same minute
 	$(GO) test -run '^$$' -bench 'BenchmarkRuns/(sqlite|traced)$$' -benchtime 3000x ./hosts/worker/
 	$(GO) test -run '^$$' -bench 'BenchmarkStepSpans' -benchmem ./engine/core/
+
+bench-chain: ## runs/s of three quick steps (table writes) committing in one transaction and in one each, on SQLite and PostgreSQL
+	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkChainedSteps' -benchtime 3000x ./hosts/worker/
 
 bench-io: ## 200 runs whose http action waits 1 s beside 1,000 fast runs: fast runs/s kept, slow runs' end
 	$(GO) test -run '^$$' -bench 'BenchmarkSlowCallsBesideFastRuns' -benchtime 1x ./hosts/worker/
