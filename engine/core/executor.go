@@ -854,6 +854,9 @@ func summarize(v any) json.RawMessage {
 	case svctype.RawJSON:
 		out, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(x)})
 		return out
+	case svctype.SourceRecords:
+		out, _ := json.Marshal(map[string]any{"truncated": true, "length": x.Len(), "bytes": x.Size()})
+		return out
 	case svctype.ContextOutputs:
 		m := make(map[string]json.RawMessage, len(x))
 		for k, el := range x {
@@ -873,7 +876,8 @@ func summarize(v any) json.RawMessage {
 		for _, el := range x {
 			arr, ok := el.([]any)
 			_, raw := el.(svctype.RawJSON)
-			if raw || ok && len(arr) > 256 {
+			_, src := el.(svctype.SourceRecords)
+			if raw || src || ok && len(arr) > 256 {
 				return summarize(svctype.ContextOutputs(x))
 			}
 		}

@@ -517,8 +517,16 @@ func (r *docRefs) resolve(ctx context.Context, ref string) (any, error) {
 		return nil, fmt.Errorf("document %s version %d: %w", id, v.Version, err)
 	}
 	if svctype.RawJSONWanted(ctx) {
-		// A matcher's leg: the records as JSON bytes, no map per record (not cached).
-		b, err := documents.ExtractJSONLimit(v.ContentType, doc.Name, data, limit)
+		// A matcher's leg (not cached): a plain CSV document's records read from its own
+		// bytes, else the records as JSON bytes; no map per record either way.
+		recs, ok, err := documents.ReadCSVRecords(v.ContentType, doc.Name, data, limit)
+		if ok {
+			return recs, nil
+		}
+		var b []byte
+		if err == nil {
+			b, err = documents.ExtractJSONLimit(v.ContentType, doc.Name, data, limit)
+		}
 		var tooMany *documents.TooManyRowsError
 		if errors.As(err, &tooMany) {
 			return nil, fmt.Errorf("document %s version %d has %w", id, v.Version, err)

@@ -580,6 +580,76 @@ func TestMatcherReadsCSVLegsAsBytes(t *testing.T) {
 	b.SameArrays(t, "acme", a.ID, d.ID, "matched", "unmatchedLeft", "unmatchedRight")
 }
 
+// TestMatcherReadsPlainCSVLegsFromTheirBytes: a matcher's doc: legs that are plain CSV
+// (no quotes, no carriage returns) are read from the documents' own bytes, never written as
+// JSON, and match as the same records decoded do: numbers in any written form, blank
+// numeric cells (null), text that looks numeric, bytes that are not UTF-8, blank lines,
+// short rows, keys on a numeric column and on a text one.
+func TestMatcherReadsPlainCSVLegsFromTheirBytes(t *testing.T) {
+	t.Parallel()
+	b := enginetest.Setup(t, "sqlite")
+	var left, right strings.Builder
+	left.WriteString("\xEF\xBB\xBFref,amount,date,memo,code,num\n\n")
+	right.WriteString("ref,amount,date,memo,code,num,extra\n")
+	nums := []string{"%d", "%d.0", " %d ", "%d00e-2"}
+	forms := []string{"%d.%02d", " %d.%02d ", "+%d.%02d", "%d.%02d0"}
+	for i := range 300 {
+		amount := fmt.Sprintf(forms[i%len(forms)], i, i%100)
+		if i%11 == 0 {
+			amount = "  " // null in a numeric column
+		}
+		memo := fmt.Sprintf("<a & b> %d", i)
+		if i%13 == 0 {
+			memo = "caf\xe9 \xff" // not UTF-8
+		}
+		fmt.Fprintf(&left, "R%03d,%s,2026-02-%02d,%s,%03d,"+nums[i%len(nums)]+"\n", i, amount, 1+i%28, memo, i%40, i%40)
+		if i%17 == 0 {
+			left.WriteString(",,,\n\n") // a blank row and a blank line
+		}
+		if i%5 != 0 {
+			fmt.Fprintf(&right, "R%03d,%de-2,2026-02-%02d,%s,%03d,%d", i, i*100+(i+1)%100, 1+(i+2)%28, memo, i%40, i%40)
+			if i%7 == 0 {
+				right.WriteString(",x,\n") // a trailing cell, then an empty one
+			} else {
+				right.WriteString("\n")
+			}
+		}
+	}
+	l := b.Upload(t, "acme", "left.csv", "text/csv", left.String())
+	r := b.Upload(t, "acme", "right.csv", "text/csv", right.String())
+	lrecs, err := documents.ExtractLimit("text/csv", "left.csv", []byte(left.String()), documents.MaxRows)
+	require.NoError(t, err)
+	rrecs, err := documents.ExtractLimit("text/csv", "right.csv", []byte(right.String()), documents.MaxRows)
+	require.NoError(t, err)
+	input, err := json.Marshal(map[string]any{"l": lrecs, "r": rrecs})
+	require.NoError(t, err)
+	for name, props := range map[string]string{
+		"text key":                    `"matchOn": ["ref"], "tolerance": 0.05, "dateWindowDays": 3, "descriptionField": "memo"`,
+		"text key that looks numeric": `"matchOn": ["code"], "amountField": "amount", "tolerance": 0.5`,
+		"numeric key":                 `"matchOn": ["num"], "amountField": "amount", "tolerance": 0.5`,
+		"two keys":                    `"matchOn": ["ref", "code"], "dateWindowDays": 2`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			onBytes := b.Workflow(t, "acme", name+" bytes", `{"actions": [{"type": "matcher", "properties": {
+			  "left": "doc:`+l.ID+`", "right": "doc:`+r.ID+`", `+props+`}}]}`)
+			decoded := b.Workflow(t, "acme", name+" decoded", `{"actions": [{"type": "matcher", "properties": {
+			  "left": "@input.l", "right": "@input.r", `+props+`}}]}`)
+			a := b.Execute(t, "acme", onBytes.ID, `{}`)
+			d := b.Execute(t, "acme", decoded.ID, string(input))
+			require.Equal(t, svctype.RunCompleted, a.Status, a.Reason)
+			require.Equal(t, svctype.RunCompleted, d.Status, d.Reason)
+			ev, err := b.Eng.Evidence(b.Ctx, "acme", a.ID)
+			require.NoError(t, err)
+			var summary map[string]any
+			require.NoError(t, json.Unmarshal(ev.Steps[0].InputSummary, &summary))
+			require.Equal(t, map[string]any{"truncated": true, "length": float64(len(lrecs)), "bytes": float64(left.Len() - 3)}, summary["left"],
+				"the left leg was read from the document's bytes (its byte order mark left out)")
+			require.EqualValues(t, len(rrecs), summary["right"].(map[string]any)["length"])
+			b.SameArrays(t, "acme", a.ID, d.ID, "matched", "unmatchedLeft", "unmatchedRight")
+		})
+	}
+}
+
 // TestMatcherLegErrors: a matcher's two doc: legs are read side by side; a leg that cannot
 // be read fails the run with that leg's reason, the left's when both fail, as when they
 // were read one after the other.

@@ -196,6 +196,9 @@ func extractCSV(data []byte, limit int) ([]map[string]any, error) {
 // Its cells are read again when its records are written (table.eachRow).
 func csvTable(data []byte, limit int) (*table, error) {
 	data = bytes.TrimPrefix(data, utf8BOM)
+	if !csvReaderOnly.Load() && bytes.IndexByte(data, '"') < 0 && bytes.IndexByte(data, '\r') < 0 {
+		return plainTable(data, limit), nil
+	}
 	r := csv.NewReader(bytes.NewReader(data))
 	r.FieldsPerRecord = -1
 	r.ReuseRecord = true
@@ -219,6 +222,30 @@ func csvTable(data []byte, limit int) (*table, error) {
 		t.count(rec)
 	}
 	return t, nil
+}
+
+// plainTable is csvTable for a plain document (no '"', no '\r'): its lines cut at commas,
+// as csv.Reader reads them; nil when it has no header.
+func plainTable(data []byte, limit int) *table {
+	var t *table
+	cells := []string(nil)
+	for at := 0; at < len(data); {
+		start, end := at, len(data)
+		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
+			end = at + i
+		}
+		at = end + 1
+		if end == start {
+			continue // csv.Reader skips empty lines
+		}
+		if t == nil {
+			t = &table{limit: limit, size: len(data), header: cutCells(nil, data[start:end], true), csv: data, plain: true}
+			continue
+		}
+		cells = cutCells(cells[:0], data[start:end], false)
+		t.count(cells)
+	}
+	return t
 }
 
 // ExtractJSONLimit is ExtractLimit's records as one JSON array, the bytes json.Marshal
@@ -397,45 +424,60 @@ func (t *table) eachRow(stable bool, f func(row []string) error) error {
 		}
 		return nil
 	}
-	// Without quotes and carriage returns, a record is a line that is not empty (the
-	// reader skips those), its cells the line cut at commas: what csv.Reader reads.
-	data, header := t.csv, true
+	return t.plainRows(stable, func(_, _ int, row []string) error { return f(row) })
+}
+
+// plainRows calls f with every kept row of a plain document (t.plain), in order: the
+// offsets in t.csv of its line, and its cells without the trailing empty ones (views of
+// the document's bytes unless stable). Without quotes and carriage returns, a record is a
+// line that is not empty (the reader skips those), its cells the line cut at commas: what
+// csv.Reader reads.
+func (t *table) plainRows(stable bool, f func(start, end int, row []string) error) error {
+	data, header, at, kept := t.csv, true, 0, 0
 	cells := make([]string, 0, len(t.header)+1)
-	for len(data) > 0 && kept < t.limit {
-		var line []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			line, data = data, nil
+	for at < len(data) && kept < t.limit {
+		start, end := at, len(data)
+		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
+			end = at + i
 		}
-		if len(line) == 0 {
+		at = end + 1
+		if end == start {
 			continue
 		}
 		if header {
 			header = false
 			continue
 		}
-		var s string
-		if stable {
-			s = string(line)
-		} else {
-			s = unsafe.String(unsafe.SliceData(line), len(line))
+		cells = cutCells(cells[:0], data[start:end], stable)
+		last := lastCell(cells)
+		if last < 0 {
+			continue
 		}
-		cells = cells[:0]
-		for {
-			i := strings.IndexByte(s, ',')
-			if i < 0 {
-				cells = append(cells, s)
-				break
-			}
-			cells = append(cells, s[:i])
-			s = s[i+1:]
-		}
-		if err := each(cells); err != nil {
+		kept++
+		if err := f(start, end, cells[:last+1]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// cutCells appends the cells of a plain document's line (no quotes): the line cut at
+// commas, views of its bytes unless stable.
+func cutCells(cells []string, line []byte, stable bool) []string {
+	var s string
+	if stable {
+		s = string(line)
+	} else {
+		s = unsafe.String(unsafe.SliceData(line), len(line))
+	}
+	for {
+		i := strings.IndexByte(s, ',')
+		if i < 0 {
+			return append(cells, s)
+		}
+		cells = append(cells, s[:i])
+		s = s[i+1:]
+	}
 }
 
 // columns checks the table's size and gives its columns' names and which are numeric.
@@ -458,24 +500,13 @@ func (t *table) columns() (names []string, numeric []bool, err error) {
 // appendJSON appends the records as one JSON array: each the bytes json.Marshal writes for
 // the record records() makes of its row (keys sorted, numbers in their shortest form).
 func (t *table) appendJSON(dst []byte) ([]byte, error) {
-	names, numeric, err := t.columns()
+	w, err := t.rowWriter()
 	if err != nil {
 		return nil, err
 	}
-	order := make([]int, len(names))
-	for j := range order {
-		order[j] = j
-	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(names[a], names[b]) })
-	keys := make([][]byte, len(names))
-	perRow := 2 // {}, and a comma between rows
-	for j, name := range names {
-		keys[j] = append(jsonw.AppendString(nil, name), ':')
-		perRow += len(keys[j]) + 3 // a comma, and the quotes of a text cell
-	}
 	// Grown once to about the output's size: the cells' text plus every row's keys.
 	// Growing by doubling copied the output about twice over.
-	dst = slices.Grow(dst, t.size+t.n*perRow+2)
+	dst = slices.Grow(dst, t.size+t.n*w.perRow+2)
 	dst = append(dst, '[')
 	first := true
 	err = t.eachRow(false, func(row []string) error {
@@ -483,36 +514,73 @@ func (t *table) appendJSON(dst []byte) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = append(dst, '{')
-		for k, j := range order {
-			if k > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, keys[j]...)
-			cell := ""
-			if j < len(row) {
-				cell = row[j]
-			}
-			switch {
-			case !numeric[j]:
-				dst = jsonw.AppendString(dst, cell)
-			case strings.TrimSpace(cell) == "":
-				dst = append(dst, "null"...)
-			default:
-				f, _ := strconv.ParseFloat(strings.TrimSpace(cell), 64)
-				var err error
-				if dst, err = jsonw.AppendFloat(dst, f); err != nil {
-					return err
-				}
-			}
-		}
-		dst = append(dst, '}')
-		return nil
+		var err error
+		dst, err = w.append(dst, row)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return append(dst, ']'), nil
+}
+
+// rowWriter writes a table's rows as JSON objects.
+type rowWriter struct {
+	numeric []bool
+	order   []int    // the columns by name
+	keys    [][]byte // `"name":` of each column
+	perRow  int      // about the bytes of a row's object besides its cells' text
+}
+
+func (t *table) rowWriter() (*rowWriter, error) {
+	names, numeric, err := t.columns()
+	if err != nil {
+		return nil, err
+	}
+	w := &rowWriter{numeric: numeric, order: make([]int, len(names)), keys: make([][]byte, len(names)), perRow: 2}
+	for j := range w.order {
+		w.order[j] = j
+	}
+	slices.SortFunc(w.order, func(a, b int) int { return strings.Compare(names[a], names[b]) })
+	for j, name := range names {
+		w.keys[j] = append(jsonw.AppendString(nil, name), ':')
+		w.perRow += len(w.keys[j]) + 3 // a comma, and the quotes of a text cell
+	}
+	return w, nil
+}
+
+// append appends row's object: the bytes json.Marshal writes for the record records()
+// makes of it.
+func (w *rowWriter) append(dst []byte, row []string) ([]byte, error) {
+	dst = append(dst, '{')
+	for k, j := range w.order {
+		if k > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, w.keys[j]...)
+		cell := ""
+		if j < len(row) {
+			cell = row[j]
+		}
+		switch {
+		case !w.numeric[j]:
+			dst = jsonw.AppendString(dst, cell)
+		case strings.TrimSpace(cell) == "":
+			dst = append(dst, "null"...)
+		default:
+			text := strings.TrimSpace(cell)
+			if ShortestNumber(text) {
+				dst = append(dst, text...)
+				break
+			}
+			f, _ := strconv.ParseFloat(text, 64)
+			var err error
+			if dst, err = jsonw.AppendFloat(dst, f); err != nil {
+				return dst, err
+			}
+		}
+	}
+	return append(dst, '}'), nil
 }
 
 func (t *table) records() ([]map[string]any, error) {

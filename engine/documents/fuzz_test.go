@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/xuri/excelize/v2"
 
@@ -185,7 +186,82 @@ func FuzzExtractCSV(f *testing.F) {
 		if (rawErr == nil) != (slowErr == nil) || !bytes.Equal(raw, slow) {
 			t.Fatalf("cut at commas (%v):\n%s\nread by csv.Reader (%v):\n%s", rawErr, raw, slowErr, slow)
 		}
+		checkCSVRecords(t, data, raw, rawErr)
 	})
+}
+
+// jsonString is s as encoding/json gives it back: each byte that is not UTF-8 is U+FFFD.
+func jsonString(t *testing.T, s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkCSVRecords: a plain document read as CSVRecords has the records of the JSON array
+// raw (ExtractJSONLimit's, or its error rawErr), each AppendJSON the element's bytes, each
+// cell as its key's value says; any other document is not read so.
+func checkCSVRecords(t *testing.T, data, raw []byte, rawErr error) {
+	t.Helper()
+	recs, ok, err := documents.ReadCSVRecords(documents.MediaCSV, "f.csv", data, documents.MaxRows)
+	body := bytes.TrimPrefix(data, utf8BOM)
+	plain := bytes.IndexByte(body, '"') < 0 && bytes.IndexByte(body, '\r') < 0
+	header, _, _ := bytes.Cut(bytes.TrimLeft(body, "\n"), []byte("\n"))
+	plain = plain && utf8.Valid(header)
+	if ok != (plain && err == nil) || (err == nil) != (rawErr == nil) && plain {
+		t.Fatalf("plain %v: read as records %v (%v); as JSON: %v", plain, ok, err, rawErr)
+	}
+	if !ok {
+		return
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		t.Fatal(err)
+	}
+	if recs.Len() != len(elems) {
+		t.Fatalf("%d records, %d in the JSON", recs.Len(), len(elems))
+	}
+	var cells []string
+	for i, want := range elems {
+		got, err := recs.AppendJSON(nil, i)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("record %d: %s (%v), want %s", i, got, err, want)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(want, &m); err != nil {
+			t.Fatal(err)
+		}
+		cells = recs.Cells(cells[:0], i)
+		if len(m) != len(recs.Names()) {
+			t.Fatalf("record %d has %d keys, %d names", i, len(m), len(recs.Names()))
+		}
+		for j, name := range recs.Names() {
+			cell := ""
+			if j < len(cells) {
+				cell = cells[j]
+			}
+			v, present := m[name]
+			switch {
+			case !present:
+				t.Fatalf("record %d: no key %q", i, name)
+			case recs.Numeric(j) && strings.TrimSpace(cell) == "":
+				if v != nil {
+					t.Fatalf("record %d: %q is %v for a blank numeric cell", i, name, v)
+				}
+			case recs.Numeric(j):
+				if _, isNum := v.(float64); !isNum {
+					t.Fatalf("record %d: %q is %T in a numeric column", i, name, v)
+				}
+			case v != jsonString(t, cell):
+				t.Fatalf("record %d: %q is %q, the cell %q", i, name, v, cell)
+			}
+		}
+	}
 }
 
 // FuzzExtractJSON also decodes the input with json.Unmarshal: extraction succeeds exactly

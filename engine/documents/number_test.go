@@ -1,10 +1,14 @@
 package documents
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // referenceNumber is the regular expression isNumber replaced, kept as the definition the
@@ -75,4 +79,46 @@ func FuzzIsNumber(f *testing.F) {
 			t.Fatalf("isNumber(%q) = %v, the pattern %v", s, got, want)
 		}
 	})
+}
+
+// ShortestNumber says a number cell is its own JSON only when it is: for numbers written
+// in many forms (random digits, points, signs, exponents, zeros), a text it accepts is what
+// encoding/json writes for the text's float64.
+func TestShortestNumber(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 11))
+	accepted := 0
+	for range 400_000 {
+		var b strings.Builder
+		if rng.IntN(4) == 0 {
+			b.WriteByte("-+"[rng.IntN(2)])
+		}
+		for range rng.IntN(18) {
+			b.WriteByte(byte('0' + rng.IntN(10)*rng.IntN(2)))
+		}
+		if rng.IntN(2) == 0 {
+			b.WriteByte('.')
+			for range rng.IntN(18) {
+				b.WriteByte(byte('0' + rng.IntN(10)*rng.IntN(2)))
+			}
+		}
+		if rng.IntN(8) == 0 {
+			b.WriteString("e" + strconv.Itoa(rng.IntN(40)-20))
+		}
+		s := b.String()
+		f, err := strconv.ParseFloat(s, 64)
+		want, _ := json.Marshal(f)
+		if ShortestNumber(s) {
+			accepted++
+			require.NoError(t, err, s)
+			require.Equal(t, string(want), s, "accepted %q", s)
+		}
+	}
+	require.Greater(t, accepted, 10_000, "most plain numbers are accepted")
+	for _, s := range []string{"0", "-0", "12.5", "0.000001", "123456789012345", "0.1"} {
+		require.True(t, ShortestNumber(s), s)
+	}
+	for _, s := range []string{"12.50", "+1", ".5", "1.", "007", "1e3", "0.0000001", "1234567890123456", "1.0", ""} {
+		require.False(t, ShortestNumber(s), s)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/svcflow/svcflow/engine/documents"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/match"
 )
@@ -165,11 +166,22 @@ func records(v any, prop string) ([]match.Record, error) {
 	return out, nil
 }
 
-func isRaw(v any) bool { _, ok := v.(svctype.RawJSON); return ok }
+// isRaw reports whether v is a leg given as bytes: JSON, or a CSV document's.
+func isRaw(v any) bool {
+	switch v.(type) {
+	case svctype.RawJSON, *documents.CSVRecords:
+		return true
+	}
+	return false
+}
 
-// dataset is a leg as the matcher reads it: records held as JSON bytes (a large input's
-// array, svctype.RawJSON), or decoded records.
+// dataset is a leg as the matcher reads it: a CSV document's records read from its bytes,
+// records held as JSON bytes (a large input's array, a document's records, svctype.RawJSON),
+// or decoded records.
 func dataset(v any, prop string) (match.Dataset, error) {
+	if recs, ok := v.(*documents.CSVRecords); ok {
+		return newCSVLeg(recs), nil
+	}
 	if raw, ok := v.(svctype.RawJSON); ok {
 		d, err := match.NewRawRecords(raw)
 		if err != nil {

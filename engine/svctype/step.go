@@ -151,6 +151,8 @@ type StepKind struct {
 	// RawProperties names properties this kind also takes as RawJSON: when one is written
 	// as a plain path into a large value the engine holds as bytes ("@input.bank"), the
 	// step gets that array's bytes instead of its decoded elements (the matchers' legs).
+	// A doc: reference there may also be given as its document's records read from the
+	// document's bytes (SourceRecords: a plain CSV file, documents.CSVRecords).
 	RawProperties []string
 	Validate      func(props map[string]any) []PropertyProblem
 	// FailedEvent, when set, is emitted whenever a step of this kind fails, also when its
@@ -214,6 +216,15 @@ type RawJSON []byte
 
 // MarshalJSON writes the bytes held.
 func (r RawJSON) MarshalJSON() ([]byte, error) { return r, nil }
+
+// SourceRecords is an array of records a prefix resolver gives for a property of
+// StepKind.RawProperties, read from its document's own bytes rather than made into JSON
+// (documents.CSVRecords); the kind reads it through its concrete type. The engine
+// summarises it by its length and size, and never encodes it.
+type SourceRecords interface {
+	Len() int
+	Size() int
+}
 
 // EncodedArray is a step output that is a JSON array already encoded, element by element
 // (a matcher's pairs written from its records' bytes): the engine stores it part by part

@@ -1,0 +1,133 @@
+package documents
+
+import (
+	"bytes"
+	"math"
+	"unicode/utf8"
+)
+
+// CSVRecords is a CSV document's records read from the document's own bytes, for a reader
+// that goes through them one by one (a matcher's leg): it holds the document and two
+// offsets a record. The same records as one JSON array (ExtractJSONLimit) are about twice
+// the document, and as maps (ExtractLimit) about ten times. Only a plain document, without
+// '"' and '\r', is read so: each record is then one line, its cells the line cut at commas.
+// It is read by one goroutine at a time.
+type CSVRecords struct {
+	data  []byte   // the document, without its byte order mark
+	off   []uint32 // record i is the line data[off[2i]:off[2i+1]]
+	names []string
+	w     *rowWriter
+	cells []string
+}
+
+// ReadCSVRecords reads a CSV document's records as ExtractLimit does, into CSVRecords. ok
+// is false, with no error, when it does not read the document so: not CSV, not plain, or
+// a column name that is not UTF-8 (ExtractJSONLimit reads those). It fails as ExtractLimit does: TooManyRowsError,
+// TooManyCellsError, a malformed document. data is kept, not copied: it must not change
+// while the CSVRecords is in use.
+func ReadCSVRecords(contentType, name string, data []byte, limit int) (r *CSVRecords, ok bool, err error) {
+	if f, err := DetectFormat(contentType, name); err != nil || f != FormatCSV {
+		return nil, false, nil
+	}
+	data = bytes.TrimPrefix(data, utf8BOM)
+	if csvReaderOnly.Load() || len(data) > math.MaxUint32 || bytes.IndexByte(data, '"') >= 0 || bytes.IndexByte(data, '\r') >= 0 {
+		return nil, false, nil
+	}
+	t, err := csvTable(data, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	r = &CSVRecords{data: data}
+	if t == nil {
+		return r, true, nil // no header: no records
+	}
+	if r.w, err = t.rowWriter(); err != nil {
+		return nil, false, err
+	}
+	r.names, _, _ = t.columns()
+	for _, n := range r.names {
+		if !utf8.ValidString(n) {
+			// Its key in the JSON is not its text (bytes that are not UTF-8 become
+			// U+FFFD, and two such names one key): read as JSON, where that is settled.
+			return nil, false, nil
+		}
+	}
+	r.off = make([]uint32, 0, 2*min(t.n, t.limit))
+	err = t.plainRows(false, func(start, end int, _ []string) error {
+		r.off = append(r.off, uint32(start), uint32(end))
+		return nil
+	})
+	return r, true, err
+}
+
+// Len is the number of records.
+func (r *CSVRecords) Len() int { return len(r.off) / 2 }
+
+// Size is the document's size in bytes.
+func (r *CSVRecords) Size() int { return len(r.data) }
+
+// Names are the records' keys, one a column, in the columns' order: every record has each
+// of them.
+func (r *CSVRecords) Names() []string { return r.names }
+
+// Numeric reports whether column j's values are numbers (or null, when blank) in every
+// record; the others' are strings.
+func (r *CSVRecords) Numeric(j int) bool { return r.w.numeric[j] }
+
+// Cells appends record i's cells to dst, without its trailing empty ones: views of the
+// document's bytes, valid as long as the CSVRecords is.
+func (r *CSVRecords) Cells(dst []string, i int) []string {
+	line := r.data[r.off[2*i]:r.off[2*i+1]]
+	dst = cutCells(dst, line, false)
+	return dst[:lastCell(dst)+1]
+}
+
+// AppendJSON appends record i's JSON: the bytes ExtractJSONLimit writes for it.
+func (r *CSVRecords) AppendJSON(dst []byte, i int) ([]byte, error) {
+	r.cells = r.Cells(r.cells[:0], i)
+	return r.w.append(dst, r.cells)
+}
+
+// ShortestNumber reports whether s, a number cell's trimmed text, is already its JSON: what
+// ExtractJSONLimit writes for it (its float64 in the shortest form, as encoding/json
+// writes it). That is s when it has a digit before any point, no sign but '-', no leading
+// zero, no exponent, no trailing zero after a point, at most 15 significant digits (so its
+// float64 gives it back, and no shorter text does) and is at least 1e-6 when below 1 (no
+// exponent form). A reader can then take s as it is, without a conversion.
+func ShortestNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	intStart := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	intLen := i - intStart
+	if intLen == 0 || intLen > 1 && s[intStart] == '0' || intLen > 15 {
+		return false
+	}
+	if i == len(s) {
+		return true
+	}
+	if s[i] != '.' {
+		return false
+	}
+	i++
+	fracStart := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	fracLen := i - fracStart
+	if i != len(s) || fracLen == 0 || s[i-1] == '0' {
+		return false
+	}
+	if s[intStart] != '0' {
+		return intLen+fracLen <= 15
+	}
+	zeros := 0 // after the point, before the first significant digit
+	for s[fracStart+zeros] == '0' {
+		zeros++
+	}
+	return zeros < 6 && fracLen-zeros <= 15
+}
