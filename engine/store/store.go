@@ -124,12 +124,15 @@ func openSQLite(path string) (*Store, error) {
 	} else {
 		pragmas.Add("_pragma", "journal_mode(WAL)")
 		pragmas.Add("_pragma", "synchronous(NORMAL)")
-		// Each step is a small commit: a larger page cache and pages read through mmap
-		// (3-step runs from ~495 to ~540 runs/s, step p99 from ~23 ms to ~10 ms with the
-		// checkpoints below; docs/performance.md). No commit checkpoints: a goroutine does,
+		// Each step is a small commit: pages read through mmap (3-step runs from ~495 to
+		// ~540 runs/s, step p99 from ~23 ms to ~10 ms with the checkpoints below;
+		// docs/performance.md). A page cache of 16 MiB a connection: 64 MiB, each of the
+		// writer, the readers and the checkpointer, measured no faster (runs, keyed reads
+		// on a million rows, foreach writes) and held about 100 MiB more while a large
+		// output was written (docs/decisions.md). No commit checkpoints: a goroutine does,
 		// with a connection of its own (checkpoint.go); the WAL is cut back to 64 MiB after
 		// a checkpoint.
-		pragmas.Add("_pragma", "cache_size(-65536)")
+		pragmas.Add("_pragma", "cache_size(-16384)")
 		pragmas.Add("_pragma", "wal_autocheckpoint(0)")
 		pragmas.Add("_pragma", "journal_size_limit(67108864)")
 		pragmas.Add("_pragma", "mmap_size(268435456)")
