@@ -120,5 +120,5 @@ bench-match-million: ## 1,000,000 x 1,028,616 from two CSV documents over HTTP: 
 	$(GO) build -o "$$d/svcflow" ./hosts/svcflow && \
 	$(GO) run ./hosts/benchhttp -mode match -data "$$d" -variants doc -repeat 2 -binary "$$d/svcflow" && \
 	$(GO) run ./hosts/benchhttp -mode match -data "$$d" -variants doc -repeat 2 -doc-files -binary "$$d/svcflow" && \
-	GOMEMLIMIT=300MiB $(GO) run ./hosts/benchhttp -mode match -data "$$d" -variants doc -repeat 2 -doc-files -binary "$$d/svcflow" && \
+	GOMEMLIMIT=150MiB $(GO) run ./hosts/benchhttp -mode match -data "$$d" -variants doc -repeat 2 -doc-files -binary "$$d/svcflow" && \
 	$(PYTHON) hosts/benchhttp/pandas_match.py "$$d" --csv
