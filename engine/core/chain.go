@@ -79,11 +79,7 @@ func (e *Core) chainSteps(ctx context.Context, tx storage.Tx, job *svctype.Job, 
 		if err != nil {
 			return &chainBroken{i, fmt.Errorf("step %d (%s): %w", i, step.Type, err)}
 		}
-		c.rec.Status = status
-		if status == svctype.StepCompleted {
-			applyOutput(c.setOutput, key, out)
-			c.rec.Output = summarize(out)
-		}
+		c.complete(status, key, out)
 		if err := e.writeCommit(ctx, tx, job, st, c, i+1); err != nil {
 			return &chainBroken{i, err}
 		}

@@ -276,6 +276,15 @@ func (c *commit) setEncoded(key string, b encoded) {
 	c.encoded[key] = b
 }
 
+// complete records a step's status in c and, when it completed, its output under key.
+func (c *commit) complete(status svctype.StepStatus, key string, out any) {
+	c.rec.Status = status
+	if status == svctype.StepCompleted {
+		applyOutput(c.setOutput, key, out)
+		c.rec.Output = summarize(out)
+	}
+}
+
 func (c *commit) setOutput(key string, v any) {
 	if key == "" {
 		return
@@ -371,11 +380,7 @@ func (e *Core) stepUnit(ctx context.Context, tx storage.Tx, job *svctype.Job, st
 	if err != nil {
 		return &stepFailure{err}
 	}
-	c.rec.Status = status
-	if status == svctype.StepCompleted {
-		applyOutput(c.setOutput, key, out)
-		c.rec.Output = summarize(out)
-	}
+	c.complete(status, key, out)
 	return e.writeCommit(ctx, tx, job, st, c, i+1)
 }
 

@@ -329,11 +329,7 @@ func (e *Core) skipLoop(ctx context.Context, tx storage.Tx, job *svctype.Job, st
 		if err != nil {
 			return &stepFailure{err}
 		}
-		c.rec.Status = status
-		if status == svctype.StepCompleted {
-			applyOutput(c.setOutput, key, out)
-			c.rec.Output = summarize(out)
-		}
+		c.complete(status, key, out)
 	}
 	return e.writeCommit(ctx, tx, job, st, c, i+1)
 }
