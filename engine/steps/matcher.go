@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +28,10 @@ const (
 // MatcherSchemaVersion names the shape of the matcher's results (pairs {left, right} and the
 // unmatched source records).
 const MatcherSchemaVersion = "svc.match-pair.v1"
+
+// releaseAfterRecords is the total record count from which a matcher on bytes collects
+// and returns its index's memory before its outputs are written (docs/decisions.md).
+const releaseAfterRecords = 500_000
 
 // LargeMatchInput is the total record count above which matcher.started is emitted.
 const LargeMatchInput = 10000
@@ -230,6 +235,13 @@ func runMatcherOnBytes(call *svctype.StepCall, p map[string]any, fail func(error
 	res, err := match.MatchDatasets(left, right, opts)
 	if err != nil {
 		return nil, fail(err)
+	}
+	if left.Len()+right.Len() >= releaseAfterRecords {
+		// The matcher's index is garbage now; what lives on is the legs and the pairs,
+		// which the outputs are written from. Collect and give the memory back before
+		// the outputs are written: else the collector's goal, set while the index was
+		// live, lets the writing's garbage grow the heap to about twice that.
+		debug.FreeOSMemory()
 	}
 	matched, ul, ur := res.Outputs()
 	call.Emit(EventMatcherCompleted, map[string]any{
