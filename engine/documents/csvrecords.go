@@ -7,14 +7,14 @@ import (
 )
 
 // CSVRecords is a CSV document's records read from the document's own bytes, for a reader
-// that goes through them one by one (a matcher's leg): it holds the document and two
-// offsets a record. The same records as one JSON array (ExtractJSONLimit) are about twice
+// that goes through them one by one (a matcher's leg): it holds the document and where
+// each record's line starts. The same records as one JSON array (ExtractJSONLimit) are about twice
 // the document, and as maps (ExtractLimit) about ten times. Only a plain document, without
 // '"' and '\r', is read so: each record is then one line, its cells the line cut at commas.
 // It is read by one goroutine at a time.
 type CSVRecords struct {
 	data  []byte   // the document, without its byte order mark
-	off   []uint32 // record i is the line data[off[2i]:off[2i+1]]
+	start []uint32 // record i is the line that starts at data[start[i]]
 	names []string
 	w     *rowWriter
 	cells []string
@@ -52,16 +52,16 @@ func ReadCSVRecords(contentType, name string, data []byte, limit int) (r *CSVRec
 			return nil, false, nil
 		}
 	}
-	r.off = make([]uint32, 0, 2*min(t.n, t.limit))
-	err = t.plainRows(false, func(start, end int, _ []string) error {
-		r.off = append(r.off, uint32(start), uint32(end))
+	r.start = make([]uint32, 0, min(t.n, t.limit))
+	err = t.plainRows(false, func(start, _ int, _ []string) error {
+		r.start = append(r.start, uint32(start))
 		return nil
 	})
 	return r, true, err
 }
 
 // Len is the number of records.
-func (r *CSVRecords) Len() int { return len(r.off) / 2 }
+func (r *CSVRecords) Len() int { return len(r.start) }
 
 // Size is the document's size in bytes.
 func (r *CSVRecords) Size() int { return len(r.data) }
@@ -77,7 +77,10 @@ func (r *CSVRecords) Numeric(j int) bool { return r.w.numeric[j] }
 // Cells appends record i's cells to dst, without its trailing empty ones: views of the
 // document's bytes, valid as long as the CSVRecords is.
 func (r *CSVRecords) Cells(dst []string, i int) []string {
-	line := r.data[r.off[2*i]:r.off[2*i+1]]
+	line := r.data[r.start[i]:]
+	if end := bytes.IndexByte(line, '\n'); end >= 0 {
+		line = line[:end]
+	}
 	dst = cutCells(dst, line, false)
 	return dst[:lastCell(dst)+1]
 }
