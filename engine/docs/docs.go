@@ -512,21 +512,26 @@ func (r *docRefs) resolve(ctx context.Context, ref string) (any, error) {
 		return rows, nil
 	}
 	blobs, _ := r.e.documentBlobs(r.e.store)
-	data, err := blobs.Get(ctx, documents.BlobKey{OrgID: org, DocumentID: id, Version: v.Version})
-	if err != nil {
-		return nil, fmt.Errorf("document %s version %d: %w", id, v.Version, err)
-	}
+	blobKey := documents.BlobKey{OrgID: org, DocumentID: id, Version: v.Version}
 	if svctype.RawJSONWanted(ctx) {
 		// A matcher's leg (not cached): a plain CSV document's records read from its own
-		// bytes, else the records as JSON bytes; no map per record either way.
+		// bytes, else the records as JSON bytes; no map per record either way. A file
+		// is mapped rather than read: the leg is then held by the file's pages, not on
+		// the heap, where the collector would let twice it grow.
+		data, unmap, err := readBlob(ctx, blobs, blobKey)
+		if err != nil {
+			return nil, fmt.Errorf("document %s version %d: %w", id, v.Version, err)
+		}
 		recs, ok, err := documents.ReadCSVRecords(v.ContentType, doc.Name, data, limit)
 		if ok {
+			recs.Hold(unmap)
 			return recs, nil
 		}
 		var b []byte
 		if err == nil {
-			b, err = documents.ExtractJSONLimit(v.ContentType, doc.Name, data, limit)
+			b, err = documents.ExtractJSONLimit(v.ContentType, doc.Name, data, limit) // a copy
 		}
+		unmap()
 		var tooMany *documents.TooManyRowsError
 		if errors.As(err, &tooMany) {
 			return nil, fmt.Errorf("document %s version %d has %w", id, v.Version, err)
@@ -535,6 +540,10 @@ func (r *docRefs) resolve(ctx context.Context, ref string) (any, error) {
 			return nil, fmt.Errorf("document %s version %d: %w", id, v.Version, err)
 		}
 		return svctype.RawJSON(b), nil
+	}
+	data, err := blobs.Get(ctx, blobKey)
+	if err != nil {
+		return nil, fmt.Errorf("document %s version %d: %w", id, v.Version, err)
 	}
 	recs, err := documents.ExtractLimit(v.ContentType, doc.Name, data, limit)
 	var tooMany *documents.TooManyRowsError
@@ -550,6 +559,16 @@ func (r *docRefs) resolve(ctx context.Context, ref string) (any, error) {
 	}
 	r.store(key, rows)
 	return rows, nil
+}
+
+// readBlob maps a blob when its store can (documents.BlobMapper), else reads it; unmap
+// releases a mapping (nothing read from data may be used after it).
+func readBlob(ctx context.Context, blobs documents.BlobStore, key documents.BlobKey) (data []byte, unmap func(), err error) {
+	if m, ok := blobs.(documents.BlobMapper); ok {
+		return m.Map(ctx, key)
+	}
+	data, err = blobs.Get(ctx, key)
+	return data, func() {}, err
 }
 
 // parseDocRef splits doc_<id>[@<N>]; version 0 means the latest.

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -648,6 +650,64 @@ func TestMatcherReadsPlainCSVLegsFromTheirBytes(t *testing.T) {
 			b.SameArrays(t, "acme", a.ID, d.ID, "matched", "unmatchedLeft", "unmatchedRight")
 		})
 	}
+}
+
+// TestMatcherMapsCSVLegFiles: with document content as files, a matcher's plain CSV legs
+// are the files mapped, not read: the run matches as the same records decoded do, and once
+// nothing refers to the legs the mappings are released (Linux: /proc/self/maps).
+func TestMatcherMapsCSVLegFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st := store.OpenTest(t, "sqlite")
+	eng, err := engine.New(engine.Config{Store: st, Blobs: documents.NewDirBlobs(dir)})
+	require.NoError(t, err)
+	b := &enginetest.Bundle{Eng: eng, St: st, Ctx: context.Background()}
+	var left, right strings.Builder
+	left.WriteString("ref,amount\n")
+	right.WriteString("ref,amount\n")
+	for i := range 2000 {
+		fmt.Fprintf(&left, "R%04d,%d.%02d\n", i, i, i%100)
+		if i%3 != 0 {
+			fmt.Fprintf(&right, "R%04d,%d.%02d\n", i, i, (i+1)%100)
+		}
+	}
+	l := b.Upload(t, "acme", "left.csv", "text/csv", left.String())
+	r := b.Upload(t, "acme", "right.csv", "text/csv", right.String())
+	lrecs, err := documents.ExtractLimit("text/csv", "left.csv", []byte(left.String()), documents.MaxRows)
+	require.NoError(t, err)
+	rrecs, err := documents.ExtractLimit("text/csv", "right.csv", []byte(right.String()), documents.MaxRows)
+	require.NoError(t, err)
+	input, err := json.Marshal(map[string]any{"l": lrecs, "r": rrecs})
+	require.NoError(t, err)
+	props := `"matchOn": ["ref"], "tolerance": 0.05`
+	mapped := b.Workflow(t, "acme", "mapped", `{"actions": [{"type": "matcher", "properties": {
+	  "left": "doc:`+l.ID+`", "right": "doc:`+r.ID+`", `+props+`}}]}`)
+	decoded := b.Workflow(t, "acme", "decoded", `{"actions": [{"type": "matcher", "properties": {
+	  "left": "@input.l", "right": "@input.r", `+props+`}}]}`)
+	a := b.Execute(t, "acme", mapped.ID, `{}`)
+	d := b.Execute(t, "acme", decoded.ID, string(input))
+	require.Equal(t, svctype.RunCompleted, a.Status, a.Reason)
+	require.Equal(t, svctype.RunCompleted, d.Status, d.Reason)
+	b.SameArrays(t, "acme", a.ID, d.ID, "matched", "unmatchedLeft", "unmatchedRight")
+
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skip("no /proc/self/maps: mappings not observable here")
+	}
+	// A leg as the matcher gets it: the document's file, mapped while it is held.
+	leg, err := eng.Evaluator().Resolve(svctype.WithRawJSON(svctype.WithOrg(b.Ctx, "acme")), "doc:"+l.ID, nil)
+	require.NoError(t, err)
+	recs, ok := leg.(*documents.CSVRecords)
+	require.True(t, ok, "%T", leg)
+	require.Equal(t, len(lrecs), recs.Len())
+	maps, _ = os.ReadFile("/proc/self/maps")
+	require.Contains(t, string(maps), dir, "the leg's file is mapped")
+	runtime.KeepAlive(recs)
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		maps, _ = os.ReadFile("/proc/self/maps")
+		return !strings.Contains(string(maps), dir)
+	}, 10*time.Second, 20*time.Millisecond, "the legs' mappings are released once nothing refers to them")
 }
 
 // TestMatcherLegErrors: a matcher's two doc: legs are read side by side; a leg that cannot

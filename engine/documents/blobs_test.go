@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,4 +53,59 @@ func TestDirBlobsRejectsBadKeys(t *testing.T) {
 		require.Error(t, err, "%+v", key)
 		require.NotErrorIs(t, err, svctype.ErrNotFound, "%+v", key)
 	}
+}
+
+// mappedUnder counts this process's mappings of files under dir (Linux: /proc/self/maps);
+// -1 where that cannot be read.
+func mappedUnder(t *testing.T, dir string) int {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, line := range strings.Split(string(maps), "\n") {
+		if strings.Contains(line, dir) {
+			n++
+		}
+	}
+	return n
+}
+
+// DirBlobs.Map maps a blob's file: the content, also after the blob is deleted (a Put
+// renames, a Delete unlinks: the mapped file is never changed), until unmap.
+func TestDirBlobsMap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	b := documents.NewDirBlobs(dir)
+	key := documents.BlobKey{OrgID: "o", DocumentID: "doc_1", Version: 1}
+	content := strings.Repeat("id,amount\nA,1\n", 1000)
+	require.NoError(t, b.Put(ctx, key, []byte(content)))
+	data, unmap, err := b.Map(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, content, string(data))
+	if n := mappedUnder(t, dir); n >= 0 {
+		require.Positive(t, n, "the file is mapped, not read")
+	}
+	require.NoError(t, b.Put(ctx, key, []byte("replaced")))
+	require.NoError(t, b.Delete(ctx, key))
+	require.Equal(t, content, string(data), "the mapped content stays what was mapped")
+	unmap()
+	unmap() // twice is once
+	if n := mappedUnder(t, dir); n >= 0 {
+		require.Zero(t, n)
+	}
+
+	_, _, err = b.Map(ctx, key)
+	require.ErrorIs(t, err, svctype.ErrNotFound)
+	empty := documents.BlobKey{OrgID: "o", DocumentID: "doc_2", Version: 1}
+	require.NoError(t, b.Put(ctx, empty, nil))
+	data, unmap, err = b.Map(ctx, empty)
+	require.NoError(t, err)
+	require.Empty(t, data)
+	unmap()
+	_, _, err = b.Map(ctx, documents.BlobKey{OrgID: "o", DocumentID: "../x", Version: 1})
+	require.Error(t, err)
+	require.NotErrorIs(t, err, svctype.ErrNotFound)
 }

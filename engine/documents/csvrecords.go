@@ -3,6 +3,7 @@ package documents
 import (
 	"bytes"
 	"math"
+	"runtime"
 	"unicode/utf8"
 )
 
@@ -58,6 +59,14 @@ func ReadCSVRecords(contentType, name string, data []byte, limit int) (r *CSVRec
 		return nil
 	})
 	return r, true, err
+}
+
+// Hold has release called once r can no longer be reached (runtime.AddCleanup): for
+// records read from a mapped document (BlobMapper), the unmapping. Nothing read from r
+// (Cells, a Value made of a cell) is kept past r itself: the matcher's reads end before
+// its result, which refers to r, is dropped.
+func (r *CSVRecords) Hold(release func()) {
+	runtime.AddCleanup(r, func(f func()) { f() }, release)
 }
 
 // Len is the number of records.

@@ -145,6 +145,14 @@ type Store interface {
 	GetEventSubject(ctx context.Context, orgID, deliveryID string) (*EventSubject, error)
 }
 
+// BlobMapper is a BlobStore that can map a blob's content into memory instead of reading
+// it (DirBlobs): a reader that keeps a large document for a while (a matcher's CSV leg,
+// CSVRecords.Hold) then holds none of it on the Go heap. unmap releases the mapping;
+// nothing read from data may be used after it.
+type BlobMapper interface {
+	Map(ctx context.Context, key BlobKey) (data []byte, unmap func(), err error)
+}
+
 // BlobStore keeps document content, one blob per version. Get and Delete of a missing blob
 // are svctype.ErrNotFound; Put replaces.
 type BlobStore interface {
