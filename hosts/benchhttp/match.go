@@ -164,7 +164,7 @@ func (p *peakMeter) print(input int64, what string) {
 	}
 	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
 	ratio := func(b uint64) float64 { return float64(b) / float64(input) }
-	fmt.Printf("    server peak RSS %.0f MiB %s: %.2fx the %.1f MB %s; sampled peaks: anonymous %.0f MiB (%.2fx), database pages mapped %.0f MiB\n",
+	fmt.Printf("    server peak RSS %.0f MiB %s: %.2fx the %.1f MB %s; sampled peaks: anonymous %.0f MiB (%.2fx), files mapped (the binary, the database, documents) %.0f MiB\n",
 		mib(hwm), since, ratio(hwm), float64(input)/1e6, what, mib(p.anon), ratio(p.anon), mib(p.file))
 }
 
