@@ -558,28 +558,49 @@ func TestMatcherReadsCSVLegsAsBytes(t *testing.T) {
 			fmt.Fprintf(&right, "R%03d,%d.%02d,2026-02-%02d,café\n", i, i, (i+1)%100, 1+(i+2)%28)
 		}
 	}
-	l := b.Upload(t, "acme", "left.csv", "text/csv", left.String())
-	r := b.Upload(t, "acme", "right.csv", "text/csv", right.String())
-	props := `"matchOn": ["ref"], "tolerance": 0.05, "dateWindowDays": 3`
-	onBytes := b.Workflow(t, "acme", "csv-bytes", `{"actions": [{"type": "matcher", "properties": {
-	  "left": "doc:`+l.ID+`", "right": "doc:`+r.ID+`", `+props+`}}]}`)
-	decoded := b.Workflow(t, "acme", "csv-decoded", `{"actions": [{"type": "matcher", "properties": {
-	  "left": "@input.l", "right": "@input.r", `+props+`}}]}`)
-	lrecs, err := documents.ExtractLimit("text/csv", "left.csv", []byte(left.String()), documents.MaxRows)
-	require.NoError(t, err)
-	rrecs, err := documents.ExtractLimit("text/csv", "right.csv", []byte(right.String()), documents.MaxRows)
-	require.NoError(t, err)
-	input, err := json.Marshal(map[string]any{"l": lrecs, "r": rrecs})
-	require.NoError(t, err)
-
-	a := b.Execute(t, "acme", onBytes.ID, `{}`)
-	d := b.Execute(t, "acme", decoded.ID, string(input))
-	require.Equal(t, svctype.RunCompleted, a.Status, a.Reason)
-	require.Equal(t, svctype.RunCompleted, d.Status, d.Reason)
+	legs := uploadCSVLegs(t, b, left.String(), right.String())
+	a := legs.matchAsDecoded(t, b, "csv", `"matchOn": ["ref"], "tolerance": 0.05, "dateWindowDays": 3`)
 	ev, err := b.Eng.Evidence(b.Ctx, "acme", a.ID)
 	require.NoError(t, err)
 	require.Contains(t, string(ev.Steps[0].InputSummary), `"bytes"`, "the legs were given as bytes")
+}
+
+// csvLegs are two CSV documents of acme, and the same records decoded as an execute input
+// {"l": [...], "r": [...]}.
+type csvLegs struct {
+	l, r         *documents.Document
+	lrecs, rrecs []map[string]any
+	input        string
+}
+
+func uploadCSVLegs(t *testing.T, b *enginetest.Bundle, left, right string) *csvLegs {
+	t.Helper()
+	c := &csvLegs{l: b.Upload(t, "acme", "left.csv", "text/csv", left), r: b.Upload(t, "acme", "right.csv", "text/csv", right)}
+	var err error
+	c.lrecs, err = documents.ExtractLimit("text/csv", "left.csv", []byte(left), documents.MaxRows)
+	require.NoError(t, err)
+	c.rrecs, err = documents.ExtractLimit("text/csv", "right.csv", []byte(right), documents.MaxRows)
+	require.NoError(t, err)
+	input, err := json.Marshal(map[string]any{"l": c.lrecs, "r": c.rrecs})
+	require.NoError(t, err)
+	c.input = string(input)
+	return c
+}
+
+// matchAsDecoded runs a matcher with props over the legs as doc: references and over the
+// same records inline: both complete, with the same arrays. It returns the doc: run.
+func (c *csvLegs) matchAsDecoded(t *testing.T, b *enginetest.Bundle, name, props string) *engine.RunStatusDoc {
+	t.Helper()
+	onDocs := b.Workflow(t, "acme", name+" documents", `{"actions": [{"type": "matcher", "properties": {
+	  "left": "doc:`+c.l.ID+`", "right": "doc:`+c.r.ID+`", `+props+`}}]}`)
+	decoded := b.Workflow(t, "acme", name+" decoded", `{"actions": [{"type": "matcher", "properties": {
+	  "left": "@input.l", "right": "@input.r", `+props+`}}]}`)
+	a := b.Execute(t, "acme", onDocs.ID, `{}`)
+	d := b.Execute(t, "acme", decoded.ID, c.input)
+	require.Equal(t, svctype.RunCompleted, a.Status, a.Reason)
+	require.Equal(t, svctype.RunCompleted, d.Status, d.Reason)
 	b.SameArrays(t, "acme", a.ID, d.ID, "matched", "unmatchedLeft", "unmatchedRight")
+	return a
 }
 
 // TestMatcherReadsPlainCSVLegsFromTheirBytes: a matcher's doc: legs that are plain CSV
@@ -617,14 +638,7 @@ func TestMatcherReadsPlainCSVLegsFromTheirBytes(t *testing.T) {
 			}
 		}
 	}
-	l := b.Upload(t, "acme", "left.csv", "text/csv", left.String())
-	r := b.Upload(t, "acme", "right.csv", "text/csv", right.String())
-	lrecs, err := documents.ExtractLimit("text/csv", "left.csv", []byte(left.String()), documents.MaxRows)
-	require.NoError(t, err)
-	rrecs, err := documents.ExtractLimit("text/csv", "right.csv", []byte(right.String()), documents.MaxRows)
-	require.NoError(t, err)
-	input, err := json.Marshal(map[string]any{"l": lrecs, "r": rrecs})
-	require.NoError(t, err)
+	legs := uploadCSVLegs(t, b, left.String(), right.String())
 	for name, props := range map[string]string{
 		"text key":                    `"matchOn": ["ref"], "tolerance": 0.05, "dateWindowDays": 3, "descriptionField": "memo"`,
 		"text key that looks numeric": `"matchOn": ["code"], "amountField": "amount", "tolerance": 0.5`,
@@ -632,22 +646,14 @@ func TestMatcherReadsPlainCSVLegsFromTheirBytes(t *testing.T) {
 		"two keys":                    `"matchOn": ["ref", "code"], "dateWindowDays": 2`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			onBytes := b.Workflow(t, "acme", name+" bytes", `{"actions": [{"type": "matcher", "properties": {
-			  "left": "doc:`+l.ID+`", "right": "doc:`+r.ID+`", `+props+`}}]}`)
-			decoded := b.Workflow(t, "acme", name+" decoded", `{"actions": [{"type": "matcher", "properties": {
-			  "left": "@input.l", "right": "@input.r", `+props+`}}]}`)
-			a := b.Execute(t, "acme", onBytes.ID, `{}`)
-			d := b.Execute(t, "acme", decoded.ID, string(input))
-			require.Equal(t, svctype.RunCompleted, a.Status, a.Reason)
-			require.Equal(t, svctype.RunCompleted, d.Status, d.Reason)
+			a := legs.matchAsDecoded(t, b, name, props)
 			ev, err := b.Eng.Evidence(b.Ctx, "acme", a.ID)
 			require.NoError(t, err)
 			var summary map[string]any
 			require.NoError(t, json.Unmarshal(ev.Steps[0].InputSummary, &summary))
-			require.Equal(t, map[string]any{"truncated": true, "length": float64(len(lrecs)), "bytes": float64(left.Len() - 3)}, summary["left"],
+			require.Equal(t, map[string]any{"truncated": true, "length": float64(len(legs.lrecs)), "bytes": float64(left.Len() - 3)}, summary["left"],
 				"the left leg was read from the document's bytes (its byte order mark left out)")
-			require.EqualValues(t, len(rrecs), summary["right"].(map[string]any)["length"])
-			b.SameArrays(t, "acme", a.ID, d.ID, "matched", "unmatchedLeft", "unmatchedRight")
+			require.EqualValues(t, len(legs.rrecs), summary["right"].(map[string]any)["length"])
 		})
 	}
 }
@@ -671,35 +677,19 @@ func TestMatcherMapsCSVLegFiles(t *testing.T) {
 			fmt.Fprintf(&right, "R%04d,%d.%02d\n", i, i, (i+1)%100)
 		}
 	}
-	l := b.Upload(t, "acme", "left.csv", "text/csv", left.String())
-	r := b.Upload(t, "acme", "right.csv", "text/csv", right.String())
-	lrecs, err := documents.ExtractLimit("text/csv", "left.csv", []byte(left.String()), documents.MaxRows)
-	require.NoError(t, err)
-	rrecs, err := documents.ExtractLimit("text/csv", "right.csv", []byte(right.String()), documents.MaxRows)
-	require.NoError(t, err)
-	input, err := json.Marshal(map[string]any{"l": lrecs, "r": rrecs})
-	require.NoError(t, err)
-	props := `"matchOn": ["ref"], "tolerance": 0.05`
-	mapped := b.Workflow(t, "acme", "mapped", `{"actions": [{"type": "matcher", "properties": {
-	  "left": "doc:`+l.ID+`", "right": "doc:`+r.ID+`", `+props+`}}]}`)
-	decoded := b.Workflow(t, "acme", "decoded", `{"actions": [{"type": "matcher", "properties": {
-	  "left": "@input.l", "right": "@input.r", `+props+`}}]}`)
-	a := b.Execute(t, "acme", mapped.ID, `{}`)
-	d := b.Execute(t, "acme", decoded.ID, string(input))
-	require.Equal(t, svctype.RunCompleted, a.Status, a.Reason)
-	require.Equal(t, svctype.RunCompleted, d.Status, d.Reason)
-	b.SameArrays(t, "acme", a.ID, d.ID, "matched", "unmatchedLeft", "unmatchedRight")
+	legs := uploadCSVLegs(t, b, left.String(), right.String())
+	legs.matchAsDecoded(t, b, "mapped", `"matchOn": ["ref"], "tolerance": 0.05`)
 
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		t.Skip("no /proc/self/maps: mappings not observable here")
 	}
 	// A leg as the matcher gets it: the document's file, mapped while it is held.
-	leg, err := eng.Evaluator().Resolve(svctype.WithRawJSON(svctype.WithOrg(b.Ctx, "acme")), "doc:"+l.ID, nil)
+	leg, err := eng.Evaluator().Resolve(svctype.WithRawJSON(svctype.WithOrg(b.Ctx, "acme")), "doc:"+legs.l.ID, nil)
 	require.NoError(t, err)
 	recs, ok := leg.(*documents.CSVRecords)
 	require.True(t, ok, "%T", leg)
-	require.Equal(t, len(lrecs), recs.Len())
+	require.Equal(t, len(legs.lrecs), recs.Len())
 	maps, _ = os.ReadFile("/proc/self/maps")
 	require.Contains(t, string(maps), dir, "the leg's file is mapped")
 	runtime.KeepAlive(recs)
