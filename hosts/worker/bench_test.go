@@ -48,6 +48,20 @@ func executeN(b *testing.B, eng *engine.Engine, wfID string, n int) {
 	}
 }
 
+// timeRuns times b.N runs of wfID, started by executeN, through a worker of concurrency 4
+// in this process, from the worker's start until the last run ends; the worker is stopped.
+func timeRuns(b *testing.B, eng *engine.Engine, wfID string) time.Duration {
+	b.Helper()
+	b.ResetTimer()
+	stop := startWorker(b, eng, worker.Options{Concurrency: 4})
+	executeN(b, eng, wfID, b.N)
+	waitDrained(b, eng)
+	elapsed := b.Elapsed()
+	b.StopTimer()
+	require.NoError(b, stop())
+	return elapsed
+}
+
 // waitDrained polls until the jobs table is empty: every run started has ended.
 func waitDrained(b *testing.B, eng *engine.Engine) {
 	b.Helper()
@@ -89,13 +103,7 @@ func benchmarkRuns(b *testing.B, tp trace.TracerProvider) {
 		TracerProvider: tp,
 	})
 	wfID := ledgerSetup(b, eng)
-	b.ResetTimer()
-	stop := startWorker(b, eng, worker.Options{Concurrency: 4})
-	executeN(b, eng, wfID, b.N)
-	waitDrained(b, eng)
-	elapsed := b.Elapsed()
-	b.StopTimer()
-	require.NoError(b, stop())
+	elapsed := timeRuns(b, eng, wfID)
 	checkLedger(b, eng, b.N)
 
 	rps := float64(b.N) / elapsed.Seconds()

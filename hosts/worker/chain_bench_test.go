@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/svcflow/svcflow/engine"
-	"github.com/svcflow/svcflow/hosts/worker"
 )
 
 // writesFlow is ledgerFlow without its read: three custom-table writes, each quick, so
@@ -42,15 +41,7 @@ func BenchmarkChainedSteps(b *testing.B) {
 				eng := newEngine(b, cfg)
 				ledgerSetup(b, eng)
 				wfID := createWorkflow(b, eng, "writes", writesFlow)
-				b.ResetTimer()
-				stop := startWorker(b, eng, worker.Options{Concurrency: 4})
-				executeN(b, eng, wfID, b.N)
-				waitDrained(b, eng)
-				elapsed := b.Elapsed()
-				b.StopTimer()
-				if err := stop(); err != nil {
-					b.Fatal(err)
-				}
+				elapsed := timeRuns(b, eng, wfID)
 				if n := countRows(b, eng, "ledger"); n != 2*b.N {
 					b.Fatalf("%d ledger rows, want %d", n, 2*b.N)
 				}
