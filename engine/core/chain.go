@@ -3,8 +3,10 @@ package core
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
+	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -50,6 +52,16 @@ func (b *chainBroken) Unwrap() error { return b.err }
 func (e *Core) chainSteps(ctx context.Context, tx storage.Tx, job *svctype.Job, st *runState, began time.Time, stop int, first *commit, chained *[]chainedStep) error {
 	def := st.ent.def
 	budget := min(e.slice, e.chainTime)
+	// The commits before the next step in this unit, and their outputs as it sees them:
+	// not in st.vars until the unit has committed. Each output is made a variable once.
+	earlier := []*commit{first}
+	pending := expr.Vars{}
+	add := func(c *commit) {
+		for k, v := range c.outputs {
+			pending[k] = varValue(v, c.encoded[k])
+		}
+	}
+	add(first)
 	for len(*chained) < ChainSteps && st.run.Status == svctype.RunRunning && time.Since(began) < budget {
 		i := st.run.Cursor.Step
 		if i >= min(stop, len(def.Actions)) {
@@ -66,15 +78,9 @@ func (e *Core) chainSteps(ctx context.Context, tx storage.Tx, job *svctype.Job, 
 		stepBegan := time.Now()
 		started := e.now().UTC()
 		c := &commit{rec: svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepCompleted, StartedAt: &started},
-			earlier: append([]*commit{first}, commits(*chained)...)}
-		// The step sees the outputs of the steps before it in this unit, not yet in
-		// st.vars (they are set there once the unit has committed).
+			earlier: earlier[:len(earlier):len(earlier)]}
 		vars := e.scope(st, i)
-		for _, p := range c.earlier {
-			for k, v := range p.outputs {
-				vars[k] = varValue(v, p.encoded[k])
-			}
-		}
+		maps.Copy(vars, pending)
 		out, key, status, err := e.execStep(ctx, tx, st, step, i, vars, c)
 		if err != nil {
 			return &chainBroken{i, fmt.Errorf("step %d (%s): %w", i, step.Type, err)}
@@ -84,16 +90,10 @@ func (e *Core) chainSteps(ctx context.Context, tx storage.Tx, job *svctype.Job, 
 			return &chainBroken{i, err}
 		}
 		*chained = append(*chained, chainedStep{index: i, c: c, began: stepBegan, ended: time.Now()})
+		earlier = append(earlier, c)
+		add(c)
 	}
 	return nil
-}
-
-func commits(steps []chainedStep) []*commit {
-	out := make([]*commit, len(steps))
-	for i := range steps {
-		out[i] = steps[i].c
-	}
-	return out
 }
 
 // chainable reports whether step runs wholly inside a transaction, whichever way its
