@@ -31,7 +31,7 @@ func ReadCSVRecords(contentType, name string, data []byte, limit int) (r *CSVRec
 		return nil, false, nil
 	}
 	data = bytes.TrimPrefix(data, utf8BOM)
-	if csvReaderOnly.Load() || len(data) > math.MaxUint32 || bytes.IndexByte(data, '"') >= 0 || bytes.IndexByte(data, '\r') >= 0 {
+	if !isPlain(data) || len(data) > math.MaxUint32 {
 		return nil, false, nil
 	}
 	t, err := csvTable(data, limit)

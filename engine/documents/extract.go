@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"mime"
 	"path"
 	"slices"
@@ -196,7 +197,7 @@ func extractCSV(data []byte, limit int) ([]map[string]any, error) {
 // Its cells are read again when its records are written (table.eachRow).
 func csvTable(data []byte, limit int) (*table, error) {
 	data = bytes.TrimPrefix(data, utf8BOM)
-	if !csvReaderOnly.Load() && bytes.IndexByte(data, '"') < 0 && bytes.IndexByte(data, '\r') < 0 {
+	if isPlain(data) {
 		return plainTable(data, limit), nil
 	}
 	r := csv.NewReader(bytes.NewReader(data))
@@ -210,7 +211,6 @@ func csvTable(data []byte, limit int) (*table, error) {
 		return nil, fmt.Errorf("csv: %w", err)
 	}
 	t := &table{limit: limit, size: len(data), header: slices.Clone(header), csv: data}
-	t.plain = !csvReaderOnly.Load() && bytes.IndexByte(data, '"') < 0 && bytes.IndexByte(data, '\r') < 0
 	for {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -224,20 +224,35 @@ func csvTable(data []byte, limit int) (*table, error) {
 	return t, nil
 }
 
-// plainTable is csvTable for a plain document (no '"', no '\r'): its lines cut at commas,
-// as csv.Reader reads them; nil when it has no header.
+// isPlain reports whether a CSV document (without its byte order mark) has no '"' and no
+// '\r': each record is then one line, its cells the line cut at commas, as csv.Reader
+// reads them.
+func isPlain(data []byte) bool {
+	return !csvReaderOnly.Load() && bytes.IndexByte(data, '"') < 0 && bytes.IndexByte(data, '\r') < 0
+}
+
+// plainLines yields the offsets of a plain document's lines that are not empty (csv.Reader
+// skips those), the header first.
+func plainLines(data []byte) iter.Seq2[int, int] {
+	return func(yield func(start, end int) bool) {
+		for at := 0; at < len(data); {
+			start, end := at, len(data)
+			if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
+				end = at + i
+			}
+			at = end + 1
+			if end > start && !yield(start, end) {
+				return
+			}
+		}
+	}
+}
+
+// plainTable is csvTable for a plain document (isPlain); nil when it has no header.
 func plainTable(data []byte, limit int) *table {
 	var t *table
 	cells := []string(nil)
-	for at := 0; at < len(data); {
-		start, end := at, len(data)
-		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
-			end = at + i
-		}
-		at = end + 1
-		if end == start {
-			continue // csv.Reader skips empty lines
-		}
+	for start, end := range plainLines(data) {
 		if t == nil {
 			t = &table{limit: limit, size: len(data), header: cutCells(nil, data[start:end], true), csv: data, plain: true}
 			continue
@@ -433,22 +448,17 @@ func (t *table) eachRow(stable bool, f func(row []string) error) error {
 // line that is not empty (the reader skips those), its cells the line cut at commas: what
 // csv.Reader reads.
 func (t *table) plainRows(stable bool, f func(start, end int, row []string) error) error {
-	data, header, at, kept := t.csv, true, 0, 0
+	header, kept := true, 0
 	cells := make([]string, 0, len(t.header)+1)
-	for at < len(data) && kept < t.limit {
-		start, end := at, len(data)
-		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
-			end = at + i
-		}
-		at = end + 1
-		if end == start {
-			continue
-		}
+	for start, end := range plainLines(t.csv) {
 		if header {
 			header = false
 			continue
 		}
-		cells = cutCells(cells[:0], data[start:end], stable)
+		if kept == t.limit {
+			break
+		}
+		cells = cutCells(cells[:0], t.csv[start:end], stable)
 		last := lastCell(cells)
 		if last < 0 {
 			continue
