@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"mime"
 	"path"
 	"slices"
@@ -231,28 +230,24 @@ func isPlain(data []byte) bool {
 	return !csvReaderOnly.Load() && bytes.IndexByte(data, '"') < 0 && bytes.IndexByte(data, '\r') < 0
 }
 
-// plainLines yields the offsets of a plain document's lines that are not empty (csv.Reader
-// skips those), the header first.
-func plainLines(data []byte) iter.Seq2[int, int] {
-	return func(yield func(start, end int) bool) {
-		for at := 0; at < len(data); {
-			start, end := at, len(data)
-			if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
-				end = at + i
-			}
-			at = end + 1
-			if end > start && !yield(start, end) {
-				return
-			}
-		}
+// lineAt finds the end of the line of data that starts at start, and where the next one
+// starts.
+func lineAt(data []byte, start int) (end, next int) {
+	end = len(data)
+	if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
+		end = start + i
 	}
+	return end, end + 1
 }
 
 // plainTable is csvTable for a plain document (isPlain); nil when it has no header.
 func plainTable(data []byte, limit int) *table {
 	var t *table
 	cells := []string(nil)
-	for start, end := range plainLines(data) {
+	for start, end, next := 0, 0, 0; start < len(data); start = next {
+		if end, next = lineAt(data, start); end == start {
+			continue // csv.Reader skips empty lines
+		}
 		if t == nil {
 			t = &table{limit: limit, size: len(data), header: cutCells(nil, data[start:end], true), csv: data, plain: true}
 			continue
@@ -450,7 +445,10 @@ func (t *table) eachRow(stable bool, f func(row []string) error) error {
 func (t *table) plainRows(stable bool, f func(start, end int, row []string) error) error {
 	header, kept := true, 0
 	cells := make([]string, 0, len(t.header)+1)
-	for start, end := range plainLines(t.csv) {
+	for start, end, next := 0, 0, 0; start < len(t.csv); start = next {
+		if end, next = lineAt(t.csv, start); end == start {
+			continue
+		}
 		if header {
 			header = false
 			continue
