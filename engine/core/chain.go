@@ -53,15 +53,10 @@ func (e *Core) chainSteps(ctx context.Context, tx storage.Tx, job *svctype.Job, 
 	def := st.ent.def
 	budget := min(e.slice, e.chainTime)
 	// The commits before the next step in this unit, and their outputs as it sees them:
-	// not in st.vars until the unit has committed. Each output is made a variable once.
+	// not in st.vars until the unit has committed. Each output is made a variable once,
+	// and only when a step follows to read it (a large one may be decoded for it).
 	earlier := []*commit{first}
-	pending := expr.Vars{}
-	add := func(c *commit) {
-		for k, v := range c.outputs {
-			pending[k] = varValue(v, c.encoded[k])
-		}
-	}
-	add(first)
+	pending, added := expr.Vars{}, 0
 	for len(*chained) < ChainSteps && st.run.Status == svctype.RunRunning && time.Since(began) < budget {
 		i := st.run.Cursor.Step
 		if i >= min(stop, len(def.Actions)) {
@@ -79,6 +74,11 @@ func (e *Core) chainSteps(ctx context.Context, tx storage.Tx, job *svctype.Job, 
 		started := e.now().UTC()
 		c := &commit{rec: svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepCompleted, StartedAt: &started},
 			earlier: earlier[:len(earlier):len(earlier)]}
+		for ; added < len(earlier); added++ {
+			for k, v := range earlier[added].outputs {
+				pending[k] = varValue(v, earlier[added].encoded[k])
+			}
+		}
 		vars := e.scope(st, i)
 		maps.Copy(vars, pending)
 		out, key, status, err := e.execStep(ctx, tx, st, step, i, vars, c)
@@ -91,7 +91,6 @@ func (e *Core) chainSteps(ctx context.Context, tx storage.Tx, job *svctype.Job, 
 		}
 		*chained = append(*chained, chainedStep{index: i, c: c, began: stepBegan, ended: time.Now()})
 		earlier = append(earlier, c)
-		add(c)
 	}
 	return nil
 }
