@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -303,12 +304,16 @@ func (e *HITL) expireApproval(ctx context.Context, job *svctype.Job) error {
 	return err
 }
 
+// validRole is a role as the gateway lets an organization give it to a person: 1-100
+// characters, no surrounding spaces.
+func validRole(s string) bool { return s != "" && len(s) <= 100 && strings.TrimSpace(s) == s }
+
 // approvalProblems checks a PbotApproval step's properties at create time.
 func approvalProblems(props map[string]any, at string) []core.Problem {
 	var out []core.Problem
 	if v, ok := props["approver_role"]; ok {
-		if s, isString := v.(string); !isString || s == "" || len(s) > 100 {
-			out = append(out, core.Problem{Pointer: at + "/approver_role", Message: "a role name: 1-100 characters"})
+		if s, isString := v.(string); !isString || !validRole(s) {
+			out = append(out, core.Problem{Pointer: at + "/approver_role", Message: "a role name: 1-100 characters, no surrounding spaces"})
 		}
 	}
 	if v, ok := props["expires_in_seconds"]; ok {

@@ -211,6 +211,7 @@ func (e *HITL) requestForm(ctx context.Context, tx storage.Tx, pc *core.PauseCal
 	now := e.now().UTC()
 	p := svctype.FormPause{ID: "fp_" + uuid.NewString(), OrgID: run.OrgID, RunID: run.ID, WorkflowID: run.WorkflowID,
 		StepIndex: pc.Index, Status: svctype.FormPauseOpen, ExpectedKeys: expected, CreatedAt: now, UpdatedAt: now}
+	p.AssigneeRole, _ = props["assignee_role"].(string)
 	if p.Schema, err = json.Marshal(schema); err != nil {
 		return err
 	}
@@ -235,13 +236,21 @@ func (e *HITL) requestForm(ctx context.Context, tx storage.Tx, pc *core.PauseCal
 	}
 	pc.Emit(
 		pc.Event(core.EventStepStarted, map[string]any{"run_id": run.ID, "step_index": pc.Index, "step_type": pc.Step.Type}),
-		pc.Event(EventFormPauseCreated, map[string]any{
+		pc.Event(EventFormPauseCreated, withRole(map[string]any{
 			"form_pause_id": p.ID, "run_id": run.ID, "step_id": strconv.Itoa(pc.Index), "expected_keys": expected, "expires_at": p.ExpiresAt,
-		}))
-	pc.SetInputSummary(map[string]any{"expected_keys": expected, "ttl_seconds": props["ttl_seconds"]})
+		}, p.AssigneeRole)))
+	pc.SetInputSummary(withRole(map[string]any{"expected_keys": expected, "ttl_seconds": props["ttl_seconds"]}, p.AssigneeRole))
 	pc.AddEffect(svctype.Effect{Kind: "form_pause_created", Target: p.ID,
-		Detail: map[string]any{"expected_keys": expected, "expires_at": p.ExpiresAt}})
+		Detail: withRole(map[string]any{"expected_keys": expected, "expires_at": p.ExpiresAt}, p.AssigneeRole)})
 	return nil
+}
+
+// withRole adds a pause's assignee_role to m when the step names one.
+func withRole(m map[string]any, role string) map[string]any {
+	if role != "" {
+		m["assignee_role"] = role
+	}
+	return m
 }
 
 // formJob enqueues a timer of pause p due after wait (run_at on the store's clock).
@@ -450,6 +459,11 @@ func formProblems(props map[string]any, at string) []core.Problem {
 			if n, isNumber := el.(float64); !isNumber || n <= 0 || n > maxPauseSeconds {
 				out = append(out, core.Problem{Pointer: fmt.Sprintf("%s/reminder_intervals/%d", at, i), Message: "a number of seconds greater than 0, at most 315,360,000 (ten years)"})
 			}
+		}
+	}
+	if v, ok := props["assignee_role"]; ok {
+		if s, isString := v.(string); !isString || !validRole(s) {
+			out = append(out, core.Problem{Pointer: at + "/assignee_role", Message: "a role name: 1-100 characters, no surrounding spaces: the role whose people may take the form"})
 		}
 	}
 	if v, ok := props["intent"]; ok {

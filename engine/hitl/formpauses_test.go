@@ -3,6 +3,7 @@ package hitl_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -197,4 +198,43 @@ func TestCancelClosesThePause(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, pending.Items)
 	require.Zero(t, store.CountAllJobs(t, b.St), "no timer left")
+}
+
+// A PbotForm step's assignee_role is the pause's: kept with it (each dialect), on its
+// pending list, in form_pause_created and its effect; a step without one leaves it empty.
+// A role the gateway could never give a person is refused when the workflow is created.
+func TestFormPauseAssigneeRole(t *testing.T) {
+	t.Parallel()
+	enginetest.ForEachDialect(t, func(t *testing.T, b *enginetest.Bundle) {
+		wf := b.Workflow(t, "o", "kyc", `{"actions": [
+			{"type": "PbotForm", "properties": {"expected_keys": ["iban"], "assignee_role": "finance"}},
+			{"type": "PbotForm", "properties": {"expected_keys": ["note"]}}]}`)
+		doc := b.Execute(t, "o", wf.ID, `{}`)
+		p, err := b.Eng.FormPause(b.Ctx, "o", doc.ID, 0)
+		require.NoError(t, err)
+		require.Equal(t, "finance", p.AssigneeRole)
+		pending, err := b.Eng.PendingForms(b.Ctx, "o", svctype.ListOptions{})
+		require.NoError(t, err)
+		require.Len(t, pending.Items, 1)
+		require.Equal(t, "finance", pending.Items[0].AssigneeRole)
+		require.Equal(t, "finance", b.EventPayload(t, "o", doc.ID, engine.EventFormPauseCreated)["assignee_role"])
+
+		_, err = b.Eng.SubmitForm(b.Ctx, "o", doc.ID, 0, engine.FormSubmission{Data: map[string]any{"iban": "DE02"}, ClaimedBy: "ann@example.com"})
+		require.NoError(t, err)
+		_, err = b.Eng.Work(b.Ctx)
+		require.NoError(t, err)
+		p, err = b.Eng.FormPause(b.Ctx, "o", doc.ID, 1)
+		require.NoError(t, err)
+		require.Equal(t, svctype.FormPauseOpen, p.Status)
+		require.Empty(t, p.AssigneeRole, "a step without a role: any person of the organization")
+	})
+
+	b := enginetest.Setup(t, "sqlite")
+	for _, role := range []string{`""`, `" finance"`, `7`, `"` + strings.Repeat("r", 101) + `"`} {
+		_, err := b.Eng.CreateWorkflow(b.Ctx, "o", engine.WorkflowInput{Name: "bad", Definition: json.RawMessage(
+			`{"actions": [{"type": "PbotForm", "properties": {"expected_keys": ["x"], "assignee_role": ` + role + `}}]}`)})
+		var ve *engine.ValidationError
+		require.ErrorAs(t, err, &ve, role)
+		require.Equal(t, "/definition/actions/0/properties/assignee_role", ve.Problems[0].Pointer, role)
+	}
 }

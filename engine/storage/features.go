@@ -284,6 +284,10 @@ type Gateway interface {
 	// ListOrgUsers pages an organization's people by email.
 	ListOrgUsers(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.OrgUser], error)
 	DeleteOrgUser(ctx context.Context, orgID, email string) error
+	// PutSignInPolicy sets who may sign in to an organization's SDK.
+	PutSignInPolicy(ctx context.Context, p *svctype.SignInPolicy) error
+	// GetSignInPolicy is an organization's policy; ErrNotFound when it never set one.
+	GetSignInPolicy(ctx context.Context, orgID string) (*svctype.SignInPolicy, error)
 
 	// Operator administration: above accounts, so these reads name no account.
 	// ListAccounts pages every account, oldest first.

@@ -23,6 +23,7 @@ type formPauseModel struct {
 	StepIndex         int             `bun:"step_index,notnull"`
 	Status            string          `bun:"status,notnull"`
 	ExpectedKeys      json.RawMessage `bun:"expected_keys,type:text"`
+	AssigneeRole      string          `bun:"assignee_role,notnull"`
 	Schema            json.RawMessage `bun:"schema,type:text"`
 	ReminderIntervals json.RawMessage `bun:"reminder_intervals,type:text"`
 	ExpiresAt         *time.Time      `bun:"expires_at"`
@@ -46,14 +47,14 @@ func formPauseToModel(p *svctype.FormPause) (*formPauseModel, error) {
 		}
 	}
 	return &formPauseModel{OrgID: p.OrgID, ID: p.ID, RunID: p.RunID, WorkflowID: p.WorkflowID, StepIndex: p.StepIndex,
-		Status: string(p.Status), ExpectedKeys: keys, Schema: nonEmpty(p.Schema), ReminderIntervals: reminders,
+		Status: string(p.Status), ExpectedKeys: keys, AssigneeRole: p.AssigneeRole, Schema: nonEmpty(p.Schema), ReminderIntervals: reminders,
 		ExpiresAt: dbTimePtr(p.ExpiresAt), SubmissionID: p.SubmissionID, Submission: nonEmpty(p.Submission),
 		SubmittedAt: dbTimePtr(p.SubmittedAt), ClaimedBy: p.ClaimedBy, CreatedAt: dbTime(p.CreatedAt), UpdatedAt: dbTime(p.UpdatedAt)}, nil
 }
 
 func (m *formPauseModel) toFormPause() (svctype.FormPause, error) {
 	p := svctype.FormPause{OrgID: m.OrgID, ID: m.ID, RunID: m.RunID, WorkflowID: m.WorkflowID, StepIndex: m.StepIndex,
-		Status: svctype.FormPauseStatus(m.Status), Schema: m.Schema, ExpiresAt: utcPtr(m.ExpiresAt),
+		Status: svctype.FormPauseStatus(m.Status), AssigneeRole: m.AssigneeRole, Schema: m.Schema, ExpiresAt: utcPtr(m.ExpiresAt),
 		SubmissionID: m.SubmissionID, Submission: m.Submission, SubmittedAt: utcPtr(m.SubmittedAt), ClaimedBy: m.ClaimedBy,
 		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 	if len(m.ExpectedKeys) > 0 {

@@ -80,6 +80,7 @@ type sessionModel struct {
 	OrgID     string    `bun:"org_id,notnull"`
 	KeyID     string    `bun:"key_id,notnull"`
 	Email     string    `bun:"email,notnull"`
+	FormID    string    `bun:"form_id,notnull"`
 	CreatedAt time.Time `bun:"created_at,notnull"`
 	ExpiresAt time.Time `bun:"expires_at,notnull"`
 }
@@ -88,7 +89,7 @@ type sessionModel struct {
 func (q *querier) CreateSession(ctx context.Context, s *svctype.Session) error {
 	s.CreatedAt = orNow(s.CreatedAt, now())
 	_, err := q.w.NewInsert().Model(&sessionModel{Hash: s.Hash, Prefix: s.Prefix, OrgID: s.OrgID, KeyID: s.KeyID, Email: s.Email,
-		CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt}).Exec(ctx)
+		FormID: s.FormID, CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt}).Exec(ctx)
 	return wrap("create session", err)
 }
 
@@ -109,7 +110,7 @@ func (q *querier) SessionByHash(ctx context.Context, hash string) (*svctype.Sess
 		return nil, wrap("session by hash", err)
 	}
 	s := &svctype.Session{Hash: m.Hash, Prefix: m.Prefix, OrgID: m.OrgID, KeyID: m.KeyID, Email: m.Email,
-		CreatedAt: m.CreatedAt.UTC(), ExpiresAt: m.ExpiresAt.UTC(), AccountStatus: m.AccountStatus}
+		FormID: m.FormID, CreatedAt: m.CreatedAt.UTC(), ExpiresAt: m.ExpiresAt.UTC(), AccountStatus: m.AccountStatus}
 	for _, t := range []*time.Time{m.KeyRevoked, m.KeyExpires} {
 		if t != nil && (s.KeyEnded == nil || t.Before(*s.KeyEnded)) {
 			s.KeyEnded = utcPtr(t)
@@ -438,6 +439,41 @@ type v15Tier struct {
 	UpdatedAt   time.Time `bun:"updated_at,notnull"`
 }
 
+type signInPolicyModel struct {
+	bun.BaseModel `bun:"table:gateway_signin_policies,alias:gsp"`
+
+	OrgID     string    `bun:"org_id,pk"`
+	Anyone    bool      `bun:"anyone,notnull"`
+	Domains   string    `bun:"domains,type:text,notnull"`
+	UpdatedAt time.Time `bun:"updated_at,notnull"`
+}
+
+// PutSignInPolicy sets an organization's sign-in policy.
+func (q *querier) PutSignInPolicy(ctx context.Context, p *svctype.SignInPolicy) error {
+	p.UpdatedAt = orNow(p.UpdatedAt, now())
+	if p.Domains == nil {
+		p.Domains = []string{}
+	}
+	b, err := json.Marshal(p.Domains)
+	if err != nil {
+		return err
+	}
+	_, err = q.w.NewInsert().Model(&signInPolicyModel{OrgID: p.OrgID, Anyone: p.Anyone, Domains: string(b), UpdatedAt: p.UpdatedAt}).
+		On("CONFLICT (org_id) DO UPDATE").Set("anyone = EXCLUDED.anyone").Set("domains = EXCLUDED.domains").
+		Set("updated_at = EXCLUDED.updated_at").Exec(ctx)
+	return wrap("put sign-in policy", err)
+}
+
+// GetSignInPolicy reads an organization's sign-in policy.
+func (q *querier) GetSignInPolicy(ctx context.Context, orgID string) (*svctype.SignInPolicy, error) {
+	var m signInPolicyModel
+	if err := q.r.NewSelect().Model(&m).Where("org_id = ?", orgID).Scan(ctx); err != nil {
+		return nil, wrap("get sign-in policy", err)
+	}
+	p := &svctype.SignInPolicy{OrgID: m.OrgID, Anyone: m.Anyone, UpdatedAt: m.UpdatedAt.UTC()}
+	return p, wrap("get sign-in policy", json.Unmarshal([]byte(m.Domains), &p.Domains))
+}
+
 type v15License struct {
 	bun.BaseModel `bun:"table:gateway_licenses"`
 
@@ -474,6 +510,46 @@ func init() {
 				}
 				_, err = tx.NewAddColumn().Model((*v14Account)(nil)).ColumnExpr("tier VARCHAR NOT NULL DEFAULT ''").Exec(ctx)
 				return err
+			})
+		},
+	})
+}
+
+// Schema 20261128000200, frozen: who may sign in (gateway_signin_policies), the public form
+// a session was opened on (gateway_sessions.form_id), the role a form pause is assigned to
+// (form_pauses.assignee_role).
+
+type v20SignInPolicy struct {
+	bun.BaseModel `bun:"table:gateway_signin_policies"`
+
+	OrgID     string    `bun:"org_id,pk"`
+	Anyone    bool      `bun:"anyone,notnull"`
+	Domains   string    `bun:"domains,type:text,notnull"`
+	UpdatedAt time.Time `bun:"updated_at,notnull"`
+}
+
+func init() {
+	migrations.Add(migrate.Migration{
+		Name:    "20261128000200",
+		Comment: "gateway sign-in policies; a session's form; a form pause's assignee role",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			postgres := m.DB().Dialect().Name() == dialect.PG
+			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				if _, err := tx.NewCreateTable().Model((*v20SignInPolicy)(nil)).IfNotExists().Exec(ctx); err != nil {
+					return err
+				}
+				for _, c := range []struct{ table, column string }{{"gateway_sessions", "form_id"}, {"form_pauses", "assignee_role"}} {
+					exists, err := hasColumn(ctx, tx, postgres, c.table, c.column)
+					if err != nil {
+						return err
+					}
+					if !exists {
+						if _, err := tx.ExecContext(ctx, "ALTER TABLE "+c.table+" ADD COLUMN "+c.column+" VARCHAR NOT NULL DEFAULT ''"); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
 			})
 		},
 	})

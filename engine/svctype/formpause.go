@@ -19,13 +19,16 @@ const (
 
 // FormPause is a PbotForm step waiting for a person's submission.
 type FormPause struct {
-	ID                string          `json:"form_pause_id"`
-	OrgID             string          `json:"-"`
-	RunID             string          `json:"run_id"`
-	WorkflowID        string          `json:"workflow_id"`
-	StepIndex         int             `json:"step_id"`
-	Status            FormPauseStatus `json:"status"`
-	ExpectedKeys      []string        `json:"expected_keys"`
+	ID           string          `json:"form_pause_id"`
+	OrgID        string          `json:"-"`
+	RunID        string          `json:"run_id"`
+	WorkflowID   string          `json:"workflow_id"`
+	StepIndex    int             `json:"step_id"`
+	Status       FormPauseStatus `json:"status"`
+	ExpectedKeys []string        `json:"expected_keys"`
+	// AssigneeRole is the role whose people may take the pause ("" : any person of the
+	// organization), as the PbotForm step names it.
+	AssigneeRole      string          `json:"assignee_role,omitempty"`
 	Schema            json.RawMessage `json:"schema"`
 	ReminderIntervals []float64       `json:"reminder_intervals,omitempty"`
 	ExpiresAt         *time.Time      `json:"expires_at"`

@@ -97,6 +97,9 @@ type Session struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	KeyEnded  *time.Time
+	// FormID is the public form whose sign-in opened the session ("" for an SDK sign-in
+	// with the publishable key): such a session works on that form only.
+	FormID string
 	// AccountStatus is the owning account's (a suspension ends its sessions too).
 	AccountStatus string
 }
@@ -108,6 +111,16 @@ type OrgUser struct {
 	Email         string    `json:"email"`
 	ApproverRoles []string  `json:"approver_roles"`
 	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+// SignInPolicy is who may sign in to an organization's SDK: always the people its backend
+// added (OrgUser); also anyone whose email's domain is in Domains; or, with Anyone, every
+// mailbox (a public portal). Without a policy an organization admits its people only.
+type SignInPolicy struct {
+	OrgID     string    `json:"-"`
+	Anyone    bool      `json:"anyone" doc:"Let every mailbox sign in (a public portal). People the organization did not add, and whose domain is not listed, sign in as guests: they work no tasks and read no submitted data."`
+	Domains   []string  `json:"domains" maxItems:"100" doc:"Email domains whose people may sign in, as the people added do (lower case, e.g. example.com)."`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Tier is a plan the platform operator puts accounts on: each key's rate limit, a daily

@@ -105,6 +105,32 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	_, err = b.s.SessionByHash(b.ctx, "sh")
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
+	// A session opened on a public form's sign-in keeps the form's id.
+	require.NoError(t, b.s.CreateSession(b.ctx, &svctype.Session{Hash: "shf", Prefix: "svc_sess_cd", OrgID: "org_p", Email: "ann@example.com",
+		FormID: "frm-org_p-1", ExpiresAt: at.Add(time.Hour)}))
+	got, err = b.s.SessionByHash(b.ctx, "shf")
+	require.NoError(t, err)
+	require.Equal(t, "frm-org_p-1", got.FormID)
+	require.Empty(t, got.KeyID)
+
+	// Who may sign in, per organization: none set is not found; a second put replaces.
+	_, err = b.s.GetSignInPolicy(b.ctx, "org_p")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &svctype.SignInPolicy{OrgID: "org_p", Domains: []string{"example.com", "corp.example"}}))
+	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &svctype.SignInPolicy{OrgID: "org_q", Anyone: true}))
+	pol, err := b.s.GetSignInPolicy(b.ctx, "org_p")
+	require.NoError(t, err)
+	require.False(t, pol.Anyone)
+	require.Equal(t, []string{"example.com", "corp.example"}, pol.Domains)
+	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &svctype.SignInPolicy{OrgID: "org_p", Anyone: true}))
+	pol, err = b.s.GetSignInPolicy(b.ctx, "org_p")
+	require.NoError(t, err)
+	require.True(t, pol.Anyone)
+	require.Equal(t, []string{}, pol.Domains)
+	pol, err = b.s.GetSignInPolicy(b.ctx, "org_q")
+	require.NoError(t, err)
+	require.True(t, pol.Anyone, "each organization its own")
+
 	// Approver roles, per organization.
 	require.NoError(t, b.s.PutOrgUser(b.ctx, &svctype.OrgUser{OrgID: "org_p", Email: "ann@example.com", ApproverRoles: []string{"finance"}}))
 	require.NoError(t, b.s.PutOrgUser(b.ctx, &svctype.OrgUser{OrgID: "org_p", Email: "ann@example.com", ApproverRoles: []string{"finance", "legal"}}))
