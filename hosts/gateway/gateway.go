@@ -126,6 +126,7 @@ type Server struct {
 
 	identityKey  []byte
 	mailer       Mailer
+	mails        sync.WaitGroup // codes being mailed
 	sessionTTL   time.Duration
 	operatorHash string
 	signingKey   ed25519.PrivateKey
@@ -478,6 +479,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		// takes the submission and records who submitted.
 		if secret := bearer(r); strings.HasPrefix(secret, PrefixSession) {
 			c, err := s.session(r.Context(), secret)
+			if err == nil && c.Session.FormID != "" && c.Session.FormID != formID {
+				err = errSessionOtherForm
+			}
 			if err != nil {
 				s.writeErr(w, r, err)
 				return

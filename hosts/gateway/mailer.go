@@ -95,6 +95,13 @@ func (m *SMTPMailer) SendCode(ctx context.Context, to, org, code string, ttl tim
 	return nil
 }
 
+// mailConfigured reports whether m can bring a code to a person: a development mailer that
+// does not even log the codes brings them to no one.
+func mailConfigured(m Mailer) bool {
+	lm, isLog := m.(LogMailer)
+	return !isLog || lm.ShowCodes
+}
+
 // LogMailer is the development mailer (no --smtp-addr): it logs that a code was sent, and
 // the code itself only when ShowCodes is set (local development, never production).
 type LogMailer struct {

@@ -2,13 +2,16 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
@@ -23,11 +26,50 @@ type UserPath struct {
 	Email string `path:"email" maxLength:"254" doc:"The person's email, as they sign in with it."`
 }
 
+// person is who an email is in an organization, as its backend set it up.
+type person struct {
+	// MaySignIn: the organization lets the person sign in to its SDK.
+	MaySignIn bool
+	// Member: a person of the organization (added, or of a listed domain); a person who
+	// may sign in and is no member is a guest (the organization lets anyone sign in).
+	Member bool
+	// Roles are the roles the backend gave the person (approvals they decide, form pauses
+	// assigned to them).
+	Roles []string
+}
+
+// person reads who email is in orgID: the people the organization added (with their
+// roles), then its sign-in policy (its domains, or anyone).
+func (s *Server) person(ctx context.Context, orgID, email string) (person, error) {
+	u, err := s.store.GetOrgUser(ctx, orgID, email)
+	if err == nil {
+		return person{MaySignIn: true, Member: true, Roles: u.ApproverRoles}, nil
+	}
+	if !errors.Is(err, storage.ErrNotFound) {
+		return person{}, err
+	}
+	pol, err := s.store.GetSignInPolicy(ctx, orgID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return person{Roles: []string{}}, nil
+	}
+	if err != nil {
+		return person{}, err
+	}
+	_, domain, _ := strings.Cut(email, "@")
+	if slices.Contains(pol.Domains, domain) {
+		return person{MaySignIn: true, Member: true, Roles: []string{}}, nil
+	}
+	return person{MaySignIn: pol.Anyone, Roles: []string{}}, nil
+}
+
+// domainOK is an email domain as a policy lists it: lower case, dotted, no @.
+var domainOK = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$`)
+
 var roleOK = func(r string) bool { return r != "" && len(r) <= 100 && strings.TrimSpace(r) == r }
 
 func (s *Server) registerPeople() {
 	o := huma.Operation{OperationID: "list-org-users", Method: http.MethodGet, Path: "/gateway/orgs/{orgId}/users",
-		Summary: "An organization's people and their approver roles", Tags: []string{"People"}}
+		Summary: "The people an organization added, and their roles", Tags: []string{"People"}}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgPath
 		Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"500"`
@@ -44,9 +86,11 @@ func (s *Server) registerPeople() {
 	})
 
 	o = huma.Operation{OperationID: "put-org-user", Method: http.MethodPut, Path: "/gateway/orgs/{orgId}/users/{email}",
-		Summary: "Set a person's approver roles", Tags: []string{"People"}, MaxBodyBytes: 1 << 16,
-		Description: "The roles replace the person's earlier ones; a signed-in person whose approver_roles include an approval's " +
-			"approver_role may decide it (POST /sdk/tasks/{taskId}/decide). Applies to open sessions at once."}
+		Summary: "Add a person, with their roles", Tags: []string{"People"}, MaxBodyBytes: 1 << 16,
+		Description: "Adds the person to the organization (they may sign in to its SDK and work its tasks) or replaces their " +
+			"roles. A signed-in person whose approver_roles include an approval's approver_role may decide it " +
+			"(POST /sdk/tasks/{taskId}/decide), and one whose roles include a form pause's assignee_role may submit it. " +
+			"Applies to open sessions at once."}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		UserPath
 		Body struct {
@@ -76,8 +120,61 @@ func (s *Server) registerPeople() {
 		return &struct{ Body svctype.OrgUser }{Body: *u}, nil
 	})
 
+	o = huma.Operation{OperationID: "get-org-signin-policy", Method: http.MethodGet, Path: "/gateway/orgs/{orgId}/sign-in",
+		Summary: "Who may sign in to the organization's SDK", Tags: []string{"People"},
+		Description: "The people the organization added (PUT /gateway/orgs/{orgId}/users/{email}) always may; also everyone of " +
+			"the listed domains; or, with anyone, every mailbox (as a guest unless added or of a listed domain). " +
+			"An organization that never set it admits its people only."}
+	huma.Register(s.api, o, func(ctx context.Context, in *OrgPath) (*struct{ Body svctype.SignInPolicy }, error) {
+		if _, err := s.ownOrg(ctx, *in); err != nil {
+			return nil, s.fail(ctx, err, "organization not found")
+		}
+		pol, err := s.store.GetSignInPolicy(ctx, in.OrgID)
+		if errors.Is(err, storage.ErrNotFound) {
+			pol, err = &svctype.SignInPolicy{OrgID: in.OrgID, Domains: []string{}}, nil
+		}
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		return &struct{ Body svctype.SignInPolicy }{Body: *pol}, nil
+	})
+
+	o = huma.Operation{OperationID: "put-org-signin-policy", Method: http.MethodPut, Path: "/gateway/orgs/{orgId}/sign-in",
+		Summary: "Set who may sign in to the organization's SDK", Tags: []string{"People"}, MaxBodyBytes: 1 << 16,
+		Description: "Replaces the policy. A person it no longer admits is signed out at their next request (401 session_ended). " +
+			"anyone: true is for public portals: people neither added nor of a listed domain sign in as guests, who work no " +
+			"tasks and read no submitted data."}
+	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+		OrgPath
+		Body struct {
+			Anyone  bool     `json:"anyone" required:"false" doc:"Let every mailbox sign in (as a guest unless added or of a listed domain)."`
+			Domains []string `json:"domains" required:"false" maxItems:"100" doc:"Email domains whose people may sign in and work the organization's tasks, e.g. example.com."`
+		}
+	}) (*struct{ Body svctype.SignInPolicy }, error) {
+		if _, err := s.ownOrg(ctx, in.OrgPath); err != nil {
+			return nil, s.fail(ctx, err, "organization not found")
+		}
+		domains := []string{}
+		for i, d := range in.Body.Domains {
+			d = strings.ToLower(d)
+			if len(d) > 253 || !domainOK.MatchString(d) {
+				return nil, invalid("/domains/"+strconv.Itoa(i), "an email domain such as example.com: no @, no scheme, no wildcard")
+			}
+			if !slices.Contains(domains, d) {
+				domains = append(domains, d)
+			}
+		}
+		pol := &svctype.SignInPolicy{OrgID: in.OrgID, Anyone: in.Body.Anyone, Domains: domains, UpdatedAt: s.now().UTC()}
+		if err := s.store.PutSignInPolicy(ctx, pol); err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		return &struct{ Body svctype.SignInPolicy }{Body: *pol}, nil
+	})
+
 	o = huma.Operation{OperationID: "delete-org-user", Method: http.MethodDelete, Path: "/gateway/orgs/{orgId}/users/{email}",
-		Summary: "Remove a person's approver roles", Tags: []string{"People"}, DefaultStatus: http.StatusNoContent}
+		Summary: "Remove a person", Tags: []string{"People"}, DefaultStatus: http.StatusNoContent,
+		Description: "The person's roles go, and so does their sign-in unless the organization's policy still admits them " +
+			"(their domain, or anyone): their open sessions end at their next request."}
 	huma.Register(s.api, o, func(ctx context.Context, in *UserPath) (*struct{}, error) {
 		if _, err := s.ownOrg(ctx, in.OrgPath); err != nil {
 			return nil, s.fail(ctx, err, "organization not found")

@@ -60,7 +60,19 @@ var (
 	errCodeInvalid    = newProblem(http.StatusUnauthorized, "code_invalid",
 		"the code is wrong, expired, used or out of tries: ask for a new one with POST /sdk/auth/start")
 	errNotApprover = newProblem(http.StatusForbidden, "not_an_approver", "your approver_roles do not include this approval's role")
-	errMailFailed  = newProblem(http.StatusBadGateway, "mail_failed", "the code could not be sent; try again")
+	errNotAMember  = newProblem(http.StatusForbidden, "not_a_member",
+		"you signed in as a guest (the organization lets anyone sign in, but has not added you): guests work no tasks")
+	errNotAssignee = newProblem(http.StatusForbidden, "not_an_assignee", "this form is assigned to a role that is not among your roles")
+	errMailNotConfigured = newProblem(http.StatusServiceUnavailable, "mail_not_configured",
+		"this gateway has no mail server, so no sign-in code can reach anyone: start it with --smtp-addr host:port "+
+			"(and --smtp-from), or, for local development only, --dev-show-codes to log the codes")
+	errFormSessionOnSDK = newProblem(http.StatusForbidden, "form_session_on_sdk_route",
+		"this session was opened on a public form's sign-in and works on that form only: sign in with the publishable key "+
+			"(POST /sdk/auth/start, /sdk/auth/verify) for the SDK")
+	errSessionOtherForm = newProblem(http.StatusForbidden, "session_for_another_form",
+		"this session was opened on another form's sign-in and works on that form only: sign in on this form")
+	errSessionEnded = newProblem(http.StatusUnauthorized, "session_ended",
+		"the organization no longer lets this person sign in: the session has ended")
 )
 
 // sdkCaller is who calls an SDK route: an organization through its publishable key, and,
@@ -70,6 +82,8 @@ type sdkCaller struct {
 	// Email is the signed-in person ("" for an anonymous publishable-key session).
 	Email   string
 	Session *svctype.Session
+	// Person is who Email is in the organization (nil for an anonymous session).
+	Person *person
 }
 
 // sdkAuth authenticates an SDK credential and takes a token from its key's bucket.
@@ -103,7 +117,11 @@ func (s *Server) sdkCredential(ctx context.Context, secret string) (*sdkCaller, 
 	case strings.HasPrefix(secret, PrefixRuntime):
 		return nil, errRuntimeKeyOnSDK
 	case strings.HasPrefix(secret, PrefixSession):
-		return s.session(ctx, secret)
+		c, err := s.session(ctx, secret)
+		if err == nil && c.Session.FormID != "" {
+			return nil, errFormSessionOnSDK
+		}
+		return c, err
 	case strings.HasPrefix(secret, PrefixPublishable):
 		k, err := s.lookupKey(ctx, secret)
 		if err != nil {
@@ -132,7 +150,21 @@ func (s *Server) session(ctx context.Context, secret string) (*sdkCaller, error)
 	case ss.AccountStatus == svctype.AccountSuspended:
 		return nil, errSuspended
 	}
-	return &sdkCaller{OrgID: ss.OrgID, KeyID: ss.KeyID, Email: ss.Email, Session: ss}, nil
+	c := &sdkCaller{OrgID: ss.OrgID, KeyID: ss.KeyID, Email: ss.Email, Session: ss}
+	if ss.FormID != "" {
+		return c, nil // a form's session: anyone may sign in to a public form
+	}
+	// Who may sign in is read on every request: a person removed, or a policy narrowed,
+	// ends their sessions at once.
+	p, err := s.person(ctx, ss.OrgID, ss.Email)
+	if err != nil {
+		return nil, err
+	}
+	if !p.MaySignIn {
+		return nil, errSessionEnded
+	}
+	c.Person = &p
+	return c, nil
 }
 
 // rateLimited is a 429 with Retry-After.
@@ -149,7 +181,8 @@ type SDKAuthHeader struct {
 
 // Permissions are what a signed-in person may do.
 type Permissions struct {
-	ApproverRoles []string `json:"approver_roles" doc:"The approval roles the person may decide (set by the organization's backend: PUT /gateway/orgs/{orgId}/users/{email})."`
+	ApproverRoles []string `json:"approver_roles" doc:"The person's roles (set by the organization's backend: PUT /gateway/orgs/{orgId}/users/{email}): the approvals they may decide and the form pauses assigned to them."`
+	Member        bool     `json:"member" doc:"True for a person of the organization (added by its backend, or of a domain it lists); false for an anonymous session or a guest (signed in only because the organization lets anyone): they work no tasks and read no submitted data."`
 }
 
 // SessionInfo is a session as the SDK sees it.
@@ -161,16 +194,12 @@ type SessionInfo struct {
 	Permissions Permissions `json:"permissions"`
 }
 
-// permissions reads a person's roles in an organization (none when the backend set none).
-func (s *Server) permissions(ctx context.Context, orgID, email string) (Permissions, error) {
-	u, err := s.store.GetOrgUser(ctx, orgID, email)
-	if errors.Is(err, storage.ErrNotFound) {
-		return Permissions{ApproverRoles: []string{}}, nil
+// permissions are what the caller may do: nothing for an anonymous session.
+func (c *sdkCaller) permissions() Permissions {
+	if c.Person == nil {
+		return Permissions{ApproverRoles: []string{}}
 	}
-	if err != nil {
-		return Permissions{}, err
-	}
-	return Permissions{ApproverRoles: u.ApproverRoles}, nil
+	return Permissions{ApproverRoles: c.Person.Roles, Member: c.Person.Member}
 }
 
 func normalEmail(v string) (string, bool) {
@@ -190,8 +219,10 @@ func newCode() (string, error) {
 	return fmt.Sprintf("%06d", n.Int64()), nil
 }
 
-func codeHash(salt, orgID, email, code string) string {
-	sum := sha256.Sum256([]byte("svcflow sign-in code\x00" + salt + "\x00" + orgID + "\x00" + email + "\x00" + code))
+// codeHash binds a code to its organization, its email and where it was asked for (a
+// public form's id, or "" for the SDK), so that it opens a session there only.
+func codeHash(salt, orgID, formID, email, code string) string {
+	sum := sha256.Sum256([]byte("svcflow sign-in code\x00" + salt + "\x00" + orgID + "\x00" + formID + "\x00" + email + "\x00" + code))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -200,7 +231,8 @@ func (s *Server) registerSDKAuth() {
 		Tags: []string{"SDK"}, DefaultStatus: http.StatusAccepted, MaxBodyBytes: 1 << 12,
 		Description: fmt.Sprintf("With the organization's publishable key: mails a %d-digit code to email, valid %d minutes, single use, "+
 			"%d tries. A new code replaces the last. At most %d codes per person per ten minutes (429). The answer is the same "+
-			"whoever the email belongs to.", 6, int(CodeTTL.Minutes()), CodeAttempts, codeSends)}
+			"whoever the email belongs to: a person the organization does not let sign in (PUT /gateway/orgs/{orgId}/sign-in) "+
+			"gets it too, and no mail. 503 mail_not_configured when the gateway has no mail server.", 6, int(CodeTTL.Minutes()), CodeAttempts, codeSends)}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		SDKAuthHeader
 		Body struct {
@@ -211,7 +243,7 @@ func (s *Server) registerSDKAuth() {
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		if err := s.startSignIn(ctx, c.OrgID, c.KeyID, in.Body.Email); err != nil {
+		if err := s.startSignIn(ctx, c.OrgID, c.KeyID, "", in.Body.Email); err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
 		return codeSent(), nil
@@ -232,7 +264,7 @@ func (s *Server) registerSDKAuth() {
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		out, err := s.verifySignIn(ctx, c.OrgID, in.Body.Email, in.Body.Code)
+		out, err := s.verifySignIn(ctx, c.OrgID, "", in.Body.Email, in.Body.Code)
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
@@ -246,12 +278,9 @@ func (s *Server) registerSDKAuth() {
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		info := SessionInfo{OrgID: c.OrgID, Anonymous: c.Email == "", Permissions: Permissions{ApproverRoles: []string{}}}
+		info := SessionInfo{OrgID: c.OrgID, Anonymous: c.Email == "", Permissions: c.permissions()}
 		if c.Session != nil {
 			info.Email, info.ExpiresAt = c.Email, &c.Session.ExpiresAt
-			if info.Permissions, err = s.permissions(ctx, c.OrgID, c.Email); err != nil {
-				return nil, s.fail(ctx, err, "")
-			}
 		}
 		return &struct{ Body SessionInfo }{Body: info}, nil
 	})
@@ -274,14 +303,29 @@ func (s *Server) registerSDKAuth() {
 }
 
 // startSignIn mails a new code to email for orgID (keyID: the publishable key asked with,
-// "" on a hosted form).
-func (s *Server) startSignIn(ctx context.Context, orgID, keyID, rawEmail string) error {
+// "" on a hosted form; formID: the public form whose sign-in asks, "" for the SDK). A
+// person the organization does not let sign in to its SDK gets the same answer, and no
+// code is kept or mailed. The mail goes out after the answer, so that answer takes as
+// long whoever asks, and no request waits on the mail server.
+func (s *Server) startSignIn(ctx context.Context, orgID, keyID, formID, rawEmail string) error {
 	email, ok := normalEmail(rawEmail)
 	if !ok {
 		return invalid("/email", "an email address")
 	}
+	if !mailConfigured(s.mailer) {
+		return errMailNotConfigured
+	}
 	if ok, wait := s.allowLocalKey("code\x00"+orgID+"\x00"+email, rate.Limit(float64(codeSends)/600), codeSends); !ok {
 		return rateLimited(wait, "too many codes asked for this email")
+	}
+	if formID == "" {
+		p, err := s.person(ctx, orgID, email)
+		if err != nil {
+			return err
+		}
+		if !p.MaySignIn {
+			return nil
+		}
 	}
 	code, err := newCode()
 	if err != nil {
@@ -294,20 +338,35 @@ func (s *Server) startSignIn(ctx context.Context, orgID, keyID, rawEmail string)
 	now := s.now().UTC()
 	sc := &svctype.SignInCode{ID: "code_" + uuid.NewString(), OrgID: orgID, KeyID: keyID, Email: email, Salt: hex.EncodeToString(salt),
 		ExpiresAt: now.Add(CodeTTL), CreatedAt: now}
-	sc.Hash = codeHash(sc.Salt, orgID, email, code)
+	sc.Hash = codeHash(sc.Salt, orgID, formID, email, code)
 	if err := s.store.PutSignInCode(ctx, sc); err != nil {
 		return err
 	}
-	// The store is done with: the mail goes out with nothing held.
-	if err := s.mailer.SendCode(ctx, email, orgID, code, CodeTTL); err != nil {
-		s.log.WarnContext(ctx, "sign-in code not sent", "org_id", orgID, "err", err)
-		return errMailFailed
-	}
+	// The store is done with: the mail goes out with nothing held, and the request does
+	// not wait for it.
+	s.mails.Add(1)
+	go func() {
+		defer s.mails.Done()
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mailTimeout)
+		defer cancel()
+		if err := s.mailer.SendCode(mctx, email, orgID, code, CodeTTL); err != nil {
+			s.log.WarnContext(mctx, "sign-in code not sent", "org_id", orgID, "err", err)
+		}
+	}()
 	return nil
 }
 
-// verifySignIn checks a code and opens a session.
-func (s *Server) verifySignIn(ctx context.Context, orgID, rawEmail, code string) (*SignedIn, error) {
+// WaitMails waits for the sign-in codes being mailed (each bounded by mailTimeout): a
+// gateway on its way out lets them go.
+func (s *Server) WaitMails() { s.mails.Wait() }
+
+// mailTimeout bounds the sending of one code.
+const mailTimeout = 30 * time.Second
+
+// verifySignIn checks a code and opens a session: for the SDK (formID ""), or for the one
+// public form formID whose sign-in mailed the code. A code works only where it was asked
+// for, and an SDK code only while the organization still lets the person sign in.
+func (s *Server) verifySignIn(ctx context.Context, orgID, formID, rawEmail, code string) (*SignedIn, error) {
 	email, ok := normalEmail(rawEmail)
 	if !ok {
 		return nil, invalid("/email", "an email address")
@@ -320,9 +379,20 @@ func (s *Server) verifySignIn(ctx context.Context, orgID, rawEmail, code string)
 	if err != nil {
 		return nil, err
 	}
-	want := codeHash(sc.Salt, orgID, email, strings.TrimSpace(code))
+	want := codeHash(sc.Salt, orgID, formID, email, strings.TrimSpace(code))
 	if subtle.ConstantTimeCompare([]byte(want), []byte(sc.Hash)) != 1 {
 		return nil, errCodeInvalid
+	}
+	c := &sdkCaller{OrgID: orgID, Email: email}
+	if formID == "" {
+		p, err := s.person(ctx, orgID, email)
+		if err != nil {
+			return nil, err
+		}
+		if !p.MaySignIn {
+			return nil, errCodeInvalid
+		}
+		c.Person = &p
 	}
 	if err := s.store.UseSignInCode(ctx, orgID, sc.ID, now); err != nil {
 		if errors.Is(err, storage.ErrConflict) {
@@ -334,15 +404,12 @@ func (s *Server) verifySignIn(ctx context.Context, orgID, rawEmail, code string)
 	if err != nil {
 		return nil, err
 	}
-	ss := &svctype.Session{Hash: hash, Prefix: shown, OrgID: orgID, KeyID: sc.KeyID, Email: email, CreatedAt: now, ExpiresAt: now.Add(s.sessionTTL)}
+	ss := &svctype.Session{Hash: hash, Prefix: shown, OrgID: orgID, KeyID: sc.KeyID, Email: email, FormID: formID,
+		CreatedAt: now, ExpiresAt: now.Add(s.sessionTTL)}
 	if err := s.store.CreateSession(ctx, ss); err != nil {
 		return nil, err
 	}
-	perms, err := s.permissions(ctx, orgID, email)
-	if err != nil {
-		return nil, err
-	}
-	return &SignedIn{SessionToken: secret, ExpiresAt: ss.ExpiresAt, Email: email, Permissions: perms}, nil
+	return &SignedIn{SessionToken: secret, ExpiresAt: ss.ExpiresAt, Email: email, FormID: formID, Permissions: c.permissions()}, nil
 }
 
 // CodeSent is the answer of a sign-in start.
@@ -360,6 +427,7 @@ type SignedIn struct {
 	SessionToken string      `json:"session_token" doc:"Shown once. Send as Authorization: Bearer on SDK and public routes."`
 	ExpiresAt    time.Time   `json:"expires_at"`
 	Email        string      `json:"email"`
+	FormID       string      `json:"form_id,omitempty" doc:"For a session opened on a public form's sign-in: the form, the one place the session works."`
 	Permissions  Permissions `json:"permissions"`
 }
 
@@ -454,6 +522,7 @@ type Task struct {
 	StepID       int             `json:"step_id"`
 	WorkflowID   string          `json:"workflow_id"`
 	ApproverRole string          `json:"approver_role,omitempty"`
+	AssigneeRole string          `json:"assignee_role,omitempty" doc:"A form's: the role it is assigned to (none: any person of the organization)."`
 	Comment      string          `json:"comment,omitempty"`
 	Payload      json.RawMessage `json:"request_payload,omitempty"`
 	Schema       json.RawMessage `json:"schema,omitempty"`
@@ -467,7 +536,8 @@ const tasksCap = 500
 func (s *Server) registerSDKTasks() {
 	o := huma.Operation{OperationID: "sdk-get-form-pause", Method: http.MethodGet, Path: "/sdk/forms/run/{runId}/{stepId}",
 		Summary: "A run's form pause, for the SDK", Tags: []string{"SDK"},
-		Description: "The runtime's GET /forms/{runId}/{stepId} for the credential's organization; an anonymous publishable-key session may read it."}
+		Description: "The runtime's GET /forms/{runId}/{stepId} for the credential's organization. An anonymous publishable-key " +
+			"session, or a guest, may read the form but not what was submitted: submission and claimed_by are left out."}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		SDKAuthHeader
 		RunStep
@@ -480,13 +550,20 @@ func (s *Server) registerSDKTasks() {
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
+		if !c.permissions().Member {
+			if b, err = withoutSubmission(b); err != nil {
+				return nil, s.fail(ctx, err, "")
+			}
+		}
 		return &struct{ Body json.RawMessage }{Body: b}, nil
 	})
 
 	o = huma.Operation{OperationID: "sdk-submit-form-pause", Method: http.MethodPost, Path: "/sdk/forms/run/{runId}/{stepId}/submit",
 		Summary: "Submit a run's form pause as the signed-in person", Tags: []string{"SDK"}, MaxBodyBytes: 1 << 20,
-		Description: "Needs a signed-in session (an anonymous publishable-key session gets 403 signin_required with a hint). " +
-			"The pause records claimed_by: the person's email. Otherwise as POST /forms/{runId}/{stepId}/submit."}
+		Description: "Needs a signed-in person of the organization (an anonymous publishable-key session gets 403 signin_required " +
+			"with a hint, a guest 403 not_a_member) and, when the pause names an assignee_role, that role among the person's " +
+			"roles (403 not_an_assignee); nothing changes in the run otherwise. The pause records claimed_by: the person's email. " +
+			"Otherwise as POST /forms/{runId}/{stepId}/submit."}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		SDKAuthHeader
 		RunStep
@@ -498,10 +575,22 @@ func (s *Server) registerSDKTasks() {
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		if c.Email == "" {
-			return nil, errSignInRequired
+		if err := c.mayWork(); err != nil {
+			return nil, err
 		}
-		b, err := s.runtimeCall(ctx, c, http.MethodPost, fmt.Sprintf("/forms/%s/%d/submit", url.PathEscape(in.RunID), in.StepID), nil, in.Body)
+		path := fmt.Sprintf("/forms/%s/%d", url.PathEscape(in.RunID), in.StepID)
+		b, err := s.runtimeCall(ctx, c, http.MethodGet, path, nil, nil)
+		if err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		var p svctype.FormPause
+		if err := json.Unmarshal(b, &p); err != nil {
+			return nil, s.fail(ctx, err, "")
+		}
+		if !c.mayTake(p.AssigneeRole) {
+			return nil, errNotAssignee
+		}
+		b, err = s.runtimeCall(ctx, c, http.MethodPost, path+"/submit", nil, in.Body)
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
@@ -510,8 +599,9 @@ func (s *Server) registerSDKTasks() {
 
 	o = huma.Operation{OperationID: "sdk-list-tasks", Method: http.MethodGet, Path: "/sdk/tasks", Summary: "The signed-in person's tasks",
 		Tags: []string{"SDK"},
-		Description: fmt.Sprintf("The pending approvals whose approver_role is among the person's approver_roles, and the open form "+
-			"pauses, newest first (at most %d of each). Needs a signed-in session.", tasksCap)}
+		Description: fmt.Sprintf("The pending approvals whose approver_role is among the person's roles, and the open form "+
+			"pauses they may take (no assignee_role, or one among their roles), newest first (at most %d of each). Needs a "+
+			"signed-in session; a guest has none.", tasksCap)}
 	huma.Register(s.api, o, func(ctx context.Context, in *SDKAuthHeader) (*struct {
 		Body struct {
 			Items []Task `json:"items"`
@@ -553,8 +643,8 @@ func (s *Server) registerSDKTasks() {
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		if c.Email == "" {
-			return nil, errSignInRequired
+		if err := c.mayWork(); err != nil {
+			return nil, err
 		}
 		b, err := s.runtimeCall(ctx, c, http.MethodGet, "/approvals/by-id/"+url.PathEscape(in.TaskID), nil, nil)
 		if err != nil {
@@ -564,11 +654,7 @@ func (s *Server) registerSDKTasks() {
 		if err := json.Unmarshal(b, &a); err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		perms, err := s.permissions(ctx, c.OrgID, c.Email)
-		if err != nil {
-			return nil, s.fail(ctx, err, "")
-		}
-		if !slices.Contains(perms.ApproverRoles, a.ApproverRole) {
+		if !slices.Contains(c.permissions().ApproverRoles, a.ApproverRole) {
 			return nil, errNotApprover
 		}
 		b, err = s.runtimeCall(ctx, c, http.MethodPost, fmt.Sprintf("/approvals/%s/%d", url.PathEscape(a.RunID), a.StepIndex), nil, in.Body)
@@ -579,13 +665,13 @@ func (s *Server) registerSDKTasks() {
 	})
 }
 
-// tasks lists what a signed-in person may act on.
+// tasks lists what a signed-in person may act on: nothing for a guest.
 func (s *Server) tasks(ctx context.Context, c *sdkCaller) ([]Task, error) {
-	perms, err := s.permissions(ctx, c.OrgID, c.Email)
-	if err != nil {
-		return nil, err
-	}
 	items := []Task{}
+	perms := c.permissions()
+	if !perms.Member {
+		return items, nil
+	}
 	if len(perms.ApproverRoles) > 0 {
 		b, err := s.runtimeCall(ctx, c, http.MethodGet, "/approvals", url.Values{"status": {"pending"}, "limit": {fmt.Sprint(tasksCap)}}, nil)
 		if err != nil {
@@ -611,9 +697,41 @@ func (s *Server) tasks(ctx context.Context, c *sdkCaller) ([]Task, error) {
 		return nil, err
 	}
 	for _, p := range forms.Items {
-		items = append(items, Task{TaskID: p.ID, Kind: "form", RunID: p.RunID, StepID: p.StepIndex, WorkflowID: p.WorkflowID,
-			Schema: p.Schema, ExpiresAt: p.ExpiresAt, CreatedAt: p.CreatedAt})
+		if c.mayTake(p.AssigneeRole) {
+			items = append(items, Task{TaskID: p.ID, Kind: "form", RunID: p.RunID, StepID: p.StepIndex, WorkflowID: p.WorkflowID,
+				AssigneeRole: p.AssigneeRole, Schema: p.Schema, ExpiresAt: p.ExpiresAt, CreatedAt: p.CreatedAt})
+		}
 	}
 	slices.SortStableFunc(items, func(a, b Task) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return items, nil
+}
+
+// mayWork: only a signed-in person of the organization works its tasks.
+func (c *sdkCaller) mayWork() error {
+	switch {
+	case c.Email == "":
+		return errSignInRequired
+	case !c.permissions().Member:
+		return errNotAMember
+	}
+	return nil
+}
+
+// mayTake reports whether the caller may take a form pause assigned to role ("": any
+// person of the organization).
+func (c *sdkCaller) mayTake(role string) bool {
+	p := c.permissions()
+	return p.Member && (role == "" || slices.Contains(p.ApproverRoles, role))
+}
+
+// withoutSubmission is a form pause's JSON without what was submitted and who submitted
+// it, for a caller who may read the form but not its answers.
+func withoutSubmission(b json.RawMessage) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "submission")
+	delete(m, "claimed_by")
+	return json.Marshal(m)
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/json"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
@@ -139,6 +140,7 @@ type sdkBundle struct {
 	*bundle
 	eng  *engine.Engine
 	mail *mailbox
+	srv  *gateway.Server
 }
 
 func setupSDK(t *testing.T, o gateway.Options) *sdkBundle {
@@ -156,9 +158,26 @@ func setupSDK(t *testing.T, o gateway.Options) *sdkBundle {
 	require.NoError(t, err)
 	o.Store, o.RuntimeURL, o.Now, o.IdentityKey, o.Mailer = st, u, b.clock.now, idKey, mailer
 	o.Logger = testlog.Tee(slog.NewTextHandler(&lockedWriter{w: b.logs}, nil))
-	b.gw = httptest.NewServer(gateway.New(o).Handler())
+	b.srv = gateway.New(o)
+	b.gw = httptest.NewServer(b.srv.Handler())
 	t.Cleanup(b.gw.Close)
 	return b
+}
+
+// code is the code of the newest message to `to`, once every code asked for was mailed.
+func (b *sdkBundle) code(t *testing.T, to string) (string, mailMsg) {
+	t.Helper()
+	b.srv.WaitMails()
+	return b.mail.lastCode(t, to)
+}
+
+// addPerson adds email to org's people with roles (the management token mgmt).
+func (b *sdkBundle) addPerson(t *testing.T, mgmt, org, email string, roles ...string) {
+	t.Helper()
+	rb, err := json.Marshal(map[string]any{"approver_roles": append([]string{}, roles...)})
+	require.NoError(t, err)
+	code, p, _ := b.call(t, "PUT", "/gateway/orgs/"+org+"/users/"+email, mgmt, string(rb))
+	require.Equal(t, http.StatusOK, code, p)
 }
 
 type lockedWriter struct {
@@ -177,7 +196,7 @@ func (b *sdkBundle) signIn(t *testing.T, pk, email string) string {
 	t.Helper()
 	code, p, _ := b.call(t, "POST", "/sdk/auth/start", pk, `{"email": "`+email+`"}`)
 	require.Equal(t, http.StatusAccepted, code, p)
-	c, _ := b.mail.lastCode(t, email)
+	c, _ := b.code(t, email)
 	code, p, _ = b.call(t, "POST", "/sdk/auth/verify", pk, `{"email": "`+email+`", "code": "`+c+`"}`)
 	require.Equal(t, http.StatusOK, code, p)
 	return p["session_token"].(string)
@@ -187,12 +206,14 @@ func TestSignInWithACodeByMail(t *testing.T) {
 	t.Parallel()
 	b := setupSDK(t, gateway.Options{})
 	mgmt, live, pk := b.signup(t, "ops@platform.example", "cust-a")
+	code, p, _ := b.call(t, "PUT", "/gateway/orgs/cust-a/sign-in", mgmt, `{"domains": ["example.com"]}`)
+	require.Equal(t, http.StatusOK, code, p)
 
-	code, p, _ := b.call(t, "POST", "/sdk/auth/start", pk, `{"email": "Ann@Example.com"}`)
+	code, p, _ = b.call(t, "POST", "/sdk/auth/start", pk, `{"email": "Ann@Example.com"}`)
 	require.Equal(t, http.StatusAccepted, code, p)
 	require.Equal(t, "sent", p["status"])
 	require.EqualValues(t, 600, p["expires_in_seconds"])
-	c, msg := b.mail.lastCode(t, "ann@example.com")
+	c, msg := b.code(t, "ann@example.com")
 	require.True(t, msg.TLS, "STARTTLS was taken")
 	require.Equal(t, "mailer", msg.User, "SMTP AUTH over TLS")
 	require.Equal(t, "no-reply@svcflow.test", msg.From)
@@ -216,7 +237,7 @@ func TestSignInWithACodeByMail(t *testing.T) {
 	session := p["session_token"].(string)
 	require.True(t, strings.HasPrefix(session, gateway.PrefixSession))
 	require.Equal(t, "ann@example.com", p["email"])
-	require.Equal(t, map[string]any{"approver_roles": []any{}}, p["permissions"])
+	require.Equal(t, map[string]any{"approver_roles": []any{}, "member": true}, p["permissions"], "of a listed domain")
 	exp, err := time.Parse(time.RFC3339, p["expires_at"].(string))
 	require.NoError(t, err)
 	require.WithinDuration(t, b.clock.now().Add(gateway.DefaultSessionTTL), exp, 2*time.Second)
@@ -234,7 +255,7 @@ func TestSignInWithACodeByMail(t *testing.T) {
 
 	// Five tries, then even the right code is refused.
 	b.call(t, "POST", "/sdk/auth/start", pk, `{"email": "cara@example.com"}`)
-	c, _ = b.mail.lastCode(t, "cara@example.com")
+	c, _ = b.code(t, "cara@example.com")
 	for range gateway.CodeAttempts {
 		code, _ := verify("cara@example.com", wrong)
 		require.Equal(t, http.StatusUnauthorized, code)
@@ -244,7 +265,7 @@ func TestSignInWithACodeByMail(t *testing.T) {
 
 	// Ten minutes, then the code is spent.
 	b.call(t, "POST", "/sdk/auth/start", pk, `{"email": "dan@example.com"}`)
-	c, _ = b.mail.lastCode(t, "dan@example.com")
+	c, _ = b.code(t, "dan@example.com")
 	b.clock.add(gateway.CodeTTL + time.Second)
 	code, _ = verify("dan@example.com", c)
 	require.Equal(t, http.StatusUnauthorized, code, "expired")
@@ -261,6 +282,7 @@ func TestSignInWithACodeByMail(t *testing.T) {
 	}
 
 	// Credentials of the wrong kind, each its own answer; a bad email changes nothing.
+	b.srv.WaitMails()
 	sent := b.mail.count()
 	for _, tc := range []struct {
 		cred   string
@@ -279,6 +301,7 @@ func TestSignInWithACodeByMail(t *testing.T) {
 	}
 	code, p, _ = b.call(t, "POST", "/sdk/auth/start", pk, `{"email": "not an email"}`)
 	require.Equal(t, http.StatusUnprocessableEntity, code)
+	b.srv.WaitMails()
 	require.Equal(t, sent, b.mail.count(), "nothing was sent")
 
 	// Signing out ends the session; revoking the publishable key ends the others.
@@ -342,6 +365,7 @@ func TestSDKTasksFollowApproverRoles(t *testing.T) {
 	code, p, _ = b.call(t, "PUT", "/gateway/orgs/cust-a/users/ann@example.com", live, `{"approver_roles": []}`)
 	require.Equal(t, http.StatusForbidden, code, "a runtime key does not manage people")
 
+	b.addPerson(t, mgmt, "cust-a", "bob@example.com")
 	ann := b.signIn(t, pk, "ann@example.com")
 	bob := b.signIn(t, pk, "bob@example.com")
 	annB := b.signIn(t, pkB, "ann@example.com")
@@ -433,8 +457,10 @@ func TestSDKTasksFollowApproverRoles(t *testing.T) {
 func TestPublicFormSignInThroughTheGateway(t *testing.T) {
 	t.Parallel()
 	b := setupSDK(t, gateway.Options{})
-	_, live, pk := b.signup(t, "ops@platform.example", "cust-a")
-	_, _, pkB := b.signup(t, "other@platform.example", "cust-b")
+	mgmt, live, pk := b.signup(t, "ops@platform.example", "cust-a")
+	mgmtB, _, pkB := b.signup(t, "other@platform.example", "cust-b")
+	b.addPerson(t, mgmt, "cust-a", "ann@example.com")
+	b.addPerson(t, mgmtB, "cust-b", "ann@example.com")
 	code, f, _ := b.call(t, "POST", "/external-forms", live, `{"name": "Contact", "is_public": true, "settings": {"requireAuth": true},
 		"schema": {"version": "form_schema_v1", "pages": [{"id": "p1", "fields": [{"key": "email", "type": "email", "label": "Email", "required": true}]}]}}`)
 	require.Equal(t, http.StatusCreated, code, f)

@@ -75,8 +75,10 @@ func (s *Server) Flush(ctx context.Context) error {
 	return nil
 }
 
-// RunFlusher flushes the usage every interval until ctx is done, then once more.
+// RunFlusher flushes the usage every interval until ctx is done, then once more, and waits
+// for the sign-in codes still being mailed (each bounded by mailTimeout).
 func (s *Server) RunFlusher(ctx context.Context, interval time.Duration) {
+	defer s.WaitMails()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -262,7 +262,7 @@ func (s *Server) registerWeb() {
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		if err := s.startSignIn(ctx, org, "", in.Body.Email); err != nil {
+		if err := s.startSignIn(ctx, org, "", in.FormID, in.Body.Email); err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
 		return codeSent(), nil
@@ -281,7 +281,7 @@ func (s *Server) registerWeb() {
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		out, err := s.verifySignIn(ctx, org, in.Body.Email, in.Body.Code)
+		out, err := s.verifySignIn(ctx, org, in.FormID, in.Body.Email, in.Body.Code)
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}

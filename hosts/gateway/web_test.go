@@ -238,7 +238,7 @@ func TestHostedFormSignIn(t *testing.T) {
 	code, p, _ := b.call(t, "POST", base+"/auth/start", "", `{"email": "ann@example.com"}`)
 	require.Equal(t, http.StatusAccepted, code, p)
 	require.Equal(t, "sent", p["status"])
-	c, _ := b.mail.lastCode(t, "ann@example.com")
+	c, _ := b.code(t, "ann@example.com")
 	code, p, _ = b.call(t, "POST", base+"/auth/verify", "", `{"email": "ann@example.com", "code": "`+c+`"}`)
 	require.Equal(t, http.StatusOK, code, p)
 	session, _ := p["session_token"].(string)
@@ -276,7 +276,7 @@ func TestHostedFormSignIn(t *testing.T) {
 
 	code, p, _ = b.call(t, "POST", base+"/auth/start", "", `{"email": "bob@example.com"}`)
 	require.Equal(t, http.StatusAccepted, code, p)
-	c, _ = b.mail.lastCode(t, "bob@example.com")
+	c, _ = b.code(t, "bob@example.com")
 	wrong := "000000"
 	if c == wrong {
 		wrong = "111111"
