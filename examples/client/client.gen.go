@@ -1000,6 +1000,7 @@ type FormGenerateBody struct {
 
 // FormPause defines model for FormPause.
 type FormPause struct {
+	AssigneeRole      *string     `json:"assignee_role,omitempty"`
 	ClaimedBy         *string     `json:"claimed_by,omitempty"`
 	CreatedAt         time.Time   `json:"created_at"`
 	ExpectedKeys      *[]string   `json:"expected_keys"`

@@ -132,6 +132,19 @@ func (m *mailbox) lastCode(t *testing.T, to string) (string, mailMsg) {
 
 func (m *mailbox) count() int { m.mu.Lock(); defer m.mu.Unlock(); return len(m.msgs) }
 
+// countTo is how many messages reached to.
+func (m *mailbox) countTo(to string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, msg := range m.msgs {
+		if msg.To == to {
+			n++
+		}
+	}
+	return n
+}
+
 var idKey = []byte("the-identity-key-of-these-tests-0123456789")
 
 // sdkBundle is a runtime and a gateway sharing an identity key, a worker's engine, and a
@@ -156,7 +169,10 @@ func setupSDK(t *testing.T, o gateway.Options) *sdkBundle {
 	mailer, err := gateway.NewSMTPMailer(gateway.SMTPOptions{Addr: b.mail.addr, From: "svcflow <no-reply@svcflow.test>",
 		User: "mailer", Password: "mail-pass", TLS: &tls.Config{RootCAs: b.mail.pool, ServerName: "127.0.0.1"}})
 	require.NoError(t, err)
-	o.Store, o.RuntimeURL, o.Now, o.IdentityKey, o.Mailer = st, u, b.clock.now, idKey, mailer
+	o.Store, o.RuntimeURL, o.Now, o.IdentityKey = st, u, b.clock.now, idKey
+	if o.Mailer == nil {
+		o.Mailer = mailer
+	}
 	o.Logger = testlog.Tee(slog.NewTextHandler(&lockedWriter{w: b.logs}, nil))
 	b.srv = gateway.New(o)
 	b.gw = httptest.NewServer(b.srv.Handler())

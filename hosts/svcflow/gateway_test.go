@@ -167,7 +167,14 @@ func TestServeSignsInByMail(t *testing.T) {
 	_, live := gatewayCall(t, p.gateway, "POST", "/gateway/orgs/cust-a/keys", mgmt, `{"kind": "runtime"}`)
 	_, pk := gatewayCall(t, p.gateway, "POST", "/gateway/orgs/cust-a/keys", mgmt, `{"kind": "publishable"}`)
 
-	code, started := gatewayCall(t, p.gateway, "POST", "/sdk/auth/start", pk["secret"].(string), `{"email": "ann@example.com"}`)
+	// The publishable key is public: a stranger who asks gets "sent" and no mail, and a
+	// paused run's form is not theirs to list or submit.
+	code, started := gatewayCall(t, p.gateway, "POST", "/sdk/auth/start", pk["secret"].(string), `{"email": "mallory@attacker.example"}`)
+	require.Equal(t, http.StatusAccepted, code, started)
+	require.Equal(t, "sent", started["status"])
+	code, started = gatewayCall(t, p.gateway, "PUT", "/gateway/orgs/cust-a/users/ann@example.com", mgmt, `{"approver_roles": ["finance"]}`)
+	require.Equal(t, http.StatusOK, code, started)
+	code, started = gatewayCall(t, p.gateway, "POST", "/sdk/auth/start", pk["secret"].(string), `{"email": "ann@example.com"}`)
 	require.Equal(t, http.StatusAccepted, code, started)
 	var msg string
 	require.Eventually(t, func() bool {
@@ -193,4 +200,44 @@ func TestServeSignsInByMail(t *testing.T) {
 	require.Equal(t, "ann@example.com", subs["items"].([]any)[0].(map[string]any)["submitted_by"])
 	require.NotContains(t, p.logs.String(), m[1], "the code is never logged")
 	require.NotContains(t, p.logs.String(), session)
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	require.Empty(t, sink.all["mallory@attacker.example"], "no mail to whom the organization does not let sign in (asked before ann's, which came)")
+}
+
+// TestServeWithoutAMailServer: svcflow serve without --smtp-addr answers a sign-in with 503
+// mail_not_configured naming the flags, not "sent"; with --dev-show-codes it logs the code,
+// which signs the person in.
+func TestServeWithoutAMailServer(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	for _, showCodes := range []bool{false, true} {
+		dir := t.TempDir()
+		args := []string{"serve", "--db", "sqlite:" + dir + "/svcflow.db", "--runtime-addr", "127.0.0.1:0"}
+		if showCodes {
+			args = append(args, "--dev-show-codes")
+		}
+		p := startProcessEnv(t, bin, dir, envWithout(), args...)
+		_, acct := gatewayCall(t, p.gateway, "POST", "/gateway/signup", "", `{"email": "ops@platform.example", "name": "P"}`)
+		mgmt := acct["management_token"].(string)
+		gatewayCall(t, p.gateway, "POST", "/gateway/orgs", mgmt, `{"id": "cust-a", "name": "A"}`)
+		gatewayCall(t, p.gateway, "PUT", "/gateway/orgs/cust-a/users/ann@example.com", mgmt, `{"approver_roles": []}`)
+		_, pk := gatewayCall(t, p.gateway, "POST", "/gateway/orgs/cust-a/keys", mgmt, `{"kind": "publishable"}`)
+		code, res := gatewayCall(t, p.gateway, "POST", "/sdk/auth/start", pk["secret"].(string), `{"email": "ann@example.com"}`)
+		if !showCodes {
+			require.Equal(t, http.StatusServiceUnavailable, code, res)
+			require.Equal(t, "mail_not_configured", res["code"])
+			require.Contains(t, res["detail"], "--smtp-addr")
+			require.Contains(t, res["detail"], "--dev-show-codes")
+			continue
+		}
+		require.Equal(t, http.StatusAccepted, code, res)
+		var m []string
+		require.Eventually(t, func() bool {
+			m = regexp.MustCompile(`code=(\d{6})`).FindStringSubmatch(p.logs.String())
+			return m != nil
+		}, 5*time.Second, 10*time.Millisecond)
+		code, res = gatewayCall(t, p.gateway, "POST", "/sdk/auth/verify", pk["secret"].(string), `{"email": "ann@example.com", "code": "`+m[1]+`"}`)
+		require.Equal(t, http.StatusOK, code, res)
+	}
 }

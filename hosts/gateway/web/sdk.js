@@ -287,7 +287,8 @@
           codeWrap.hidden = false;
           email.readOnly = true;
           btn.textContent = 'Sign in';
-          setStatus(status, 'We sent a code to ' + email.value.trim() + '. It works for 10 minutes.', 'good');
+          // The same words whoever asks: the gateway does not tell who may sign in.
+          setStatus(status, 'If ' + email.value.trim() + ' may sign in here, a code is on its way. It works for 10 minutes.', 'good');
           code.focus();
           return;
         }
@@ -415,7 +416,7 @@
         return;
       }
       if (res.status === 401 && d.code === 'form_signin_required' || res.status === 403 && d.code === 'signin_required' ||
-          res.status === 401 && (d.code === 'unknown_session' || d.code === 'session_expired')) {
+          res.status === 401 && (d.code === 'unknown_session' || d.code === 'session_expired' || d.code === 'session_ended')) {
         dropSession(this.scope);
         return this.signIn(data);
       }
