@@ -36,6 +36,12 @@ var (
 	ErrNoMasterKey = orgconfig.ErrNoMasterKey
 	// ErrAgentFormsDisabled: the organization does not have the agent_forms feature (403).
 	ErrAgentFormsDisabled = hitl.ErrAgentFormsDisabled
+	// ErrApprovalExpired: a decision at or after an approval's expires_at (410), even
+	// before the worker's timer decided it.
+	ErrApprovalExpired = hitl.ErrApprovalExpired
+	// ErrFormPauseExpired: a submission at or after a form pause's expires_at (410), even
+	// before the worker's timer closed it.
+	ErrFormPauseExpired = hitl.ErrFormPauseExpired
 	// ErrFormExpired: a submission to an external form after its expires_at (410).
 	ErrFormExpired = extforms.ErrFormExpired
 	// ErrFormSigninRequired: a submission to an external form with settings.requireAuth and

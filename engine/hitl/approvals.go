@@ -43,6 +43,13 @@ type Store interface {
 // ErrAgentFormsDisabled: the organization does not have the agent_forms feature (403).
 var ErrAgentFormsDisabled = errors.New("agent_forms_disabled")
 
+// Deadlines that passed: a decision or a submit at or after the pause's expires_at is
+// refused, even before the worker's timer has closed the pause (410).
+var (
+	ErrApprovalExpired  = errors.New("the approval expired: it takes no decision after its expires_at")
+	ErrFormPauseExpired = errors.New("the form expired: it takes no submission after its expires_at")
+)
+
 // HITL is the pauses for people of every organization: approvals, form pauses and the
 // forms a model drafts for them.
 type HITL struct {
@@ -202,6 +209,9 @@ func (e *HITL) DecideApproval(ctx context.Context, orgID, runID string, stepInde
 		}
 		if err != nil {
 			return err
+		}
+		if a.ExpiresAt != nil && !e.now().Before(*a.ExpiresAt) {
+			return ErrApprovalExpired
 		}
 		if err := e.decide(ctx, tx, run, a, d); err != nil {
 			return err

@@ -44,8 +44,11 @@ type GeneratedForm struct {
 	Schema *forms.Schema `json:"schema"`
 	// Source is "llm" (the model's form) or "fallback" (one text field per expected key).
 	Source string `json:"source"`
-	// Attempts is how many model calls were made (0 when the organization has no key).
-	Attempts int `json:"attempts"`
+	// Attempts is 1 or 2 (spec): the model calls made, or 1 for a fallback drafted with no
+	// model call (the organization has no model key).
+	Attempts int `json:"attempts" minimum:"1" maximum:"2"`
+	// ModelCalls is how many model calls were made: 0 when the organization has no key.
+	ModelCalls int `json:"model_calls" minimum:"0" maximum:"2"`
 	// Form is the external form created with the schema (only with FormGeneration.Create).
 	Form *svctype.ExternalForm `json:"form,omitempty"`
 }
@@ -112,7 +115,7 @@ func blankForm() *forms.Schema {
 // organization's key and base URL are read through secret (org config), and nothing is
 // written. A PbotForm step calls it as its IO half (formDraftKind), outside any transaction.
 func (e *HITL) draftForm(ctx context.Context, orgID string, in FormGeneration, secret func(ctx context.Context, key string) (string, error)) (*GeneratedForm, error) {
-	fallback := &GeneratedForm{Schema: fallbackForm(in.ExpectedKeys), Source: "fallback"}
+	fallback := &GeneratedForm{Schema: fallbackForm(in.ExpectedKeys), Source: "fallback", Attempts: 1}
 	key, err := secret(ctx, orgconfig.LLMAPIKey)
 	if errors.Is(err, core.ErrNotFound) || errors.Is(err, orgconfig.ErrNoMasterKey) {
 		return fallback, nil
@@ -135,7 +138,7 @@ func (e *HITL) draftForm(ctx context.Context, orgID string, in FormGeneration, s
 			in.Intent, strings.Join(in.ExpectedKeys, ", "), hints)},
 	}
 	for attempt := 1; attempt <= 2; attempt++ {
-		fallback.Attempts = attempt
+		fallback.Attempts, fallback.ModelCalls = attempt, attempt
 		resp, err := model.Chat(ctx, agent.Request{Model: orgconfig.DefaultLLMModel, Messages: msgs, MaxTokens: 4000, JSON: true})
 		if err != nil {
 			e.log.WarnContext(ctx, "form generation: the model failed; falling back", "org_id", orgID, "err", err)
@@ -143,7 +146,7 @@ func (e *HITL) draftForm(ctx context.Context, orgID string, in FormGeneration, s
 		}
 		s, why := checkGenerated(resp.Message.Content, in.ExpectedKeys)
 		if why == "" {
-			return &GeneratedForm{Schema: s, Source: "llm", Attempts: attempt}, nil
+			return &GeneratedForm{Schema: s, Source: "llm", Attempts: attempt, ModelCalls: attempt}, nil
 		}
 		msgs = append(msgs, resp.Message, agent.Message{Role: agent.RoleUser,
 			Content: "That form is not valid: " + why + ". Answer the corrected form_schema_v1 JSON only."})

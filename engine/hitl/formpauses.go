@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -136,7 +138,7 @@ func (e *HITL) pauseSchema(ctx context.Context, tx storage.Tx, p *core.PauseCall
 		return formSchema(props, expected)
 	case g == nil || g.Source != "llm":
 		reason := "the organization has no " + orgconfig.LLMAPIKey
-		if g != nil && g.Attempts > 0 {
+		if g != nil && g.ModelCalls > 0 {
 			reason = fmt.Sprintf("no valid form from the model in %d attempts", g.Attempts)
 		}
 		decide(FormSchemaFallback, reason)
@@ -226,6 +228,9 @@ func (e *HITL) requestForm(ctx context.Context, tx storage.Tx, pc *core.PauseCal
 	for i, v := range reminders {
 		secs, _ := v.(float64)
 		p.ReminderIntervals = append(p.ReminderIntervals, secs)
+		if p.ExpiresAt != nil && !now.Add(time.Duration(secs*float64(time.Second))).Before(*p.ExpiresAt) {
+			continue // due when the form has closed: a reminder of nothing
+		}
 		if err := e.formJob(ctx, tx, &p, JobFormReminder, formTimerPayload{FormPauseID: p.ID, ReminderIndex: i},
 			time.Duration(secs*float64(time.Second))); err != nil {
 			return err
@@ -310,10 +315,13 @@ func (e *HITL) SubmitForm(ctx context.Context, orgID, runID string, stepIndex in
 		if p.Status != svctype.FormPauseOpen || run.Status != svctype.RunPaused {
 			return fmt.Errorf("%w: the form of run %s at step %d is %s", core.ErrConflict, runID, stepIndex, p.Status)
 		}
+		now := e.now().UTC()
+		if p.ExpiresAt != nil && !now.Before(*p.ExpiresAt) {
+			return ErrFormPauseExpired
+		}
 		if err := checkSubmission(p, sub.Data); err != nil {
 			return err
 		}
-		now := e.now().UTC()
 		p.Status, p.SubmissionID, p.SubmittedAt, p.ClaimedBy, p.UpdatedAt = svctype.FormPauseSubmitted, "sub_"+uuid.NewString(), &now, sub.ClaimedBy, now
 		if p.Submission, err = json.Marshal(sub.Data); err != nil {
 			return err
@@ -344,9 +352,15 @@ func (e *HITL) SubmitForm(ctx context.Context, orgID, runID string, stepIndex in
 	return out, nil
 }
 
-// checkSubmission: every expected key present, and the data valid against the schema.
+// checkSubmission: every expected key present, none the engine owns, and the data valid
+// against the schema.
 func checkSubmission(p *svctype.FormPause, data map[string]any) error {
 	var problems []core.Problem
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		if core.OwnedContextKey(k) {
+			problems = append(problems, core.Problem{Pointer: "/data/" + k, Message: ownedKeyMessage})
+		}
+	}
 	var missing []string
 	for _, k := range p.ExpectedKeys {
 		if v, ok := data[k]; !ok || v == nil {
@@ -410,6 +424,10 @@ func (e *HITL) formTimer(ctx context.Context, job *svctype.Job) error {
 			return nil
 		}
 		if job.Kind == JobFormReminder {
+			if i := pl.ReminderIndex; p.ExpiresAt != nil && i < len(p.ReminderIntervals) &&
+				!p.CreatedAt.Add(time.Duration(p.ReminderIntervals[i]*float64(time.Second))).Before(*p.ExpiresAt) {
+				return nil // due at or after the expiry (a job enqueued before that rule): no reminder of a closed form
+			}
 			return e.core.Emit(ctx, tx, []svctype.Event{e.core.Event(run, EventFormReminder, map[string]any{
 				"run_id": run.ID, "step_id": strconv.Itoa(p.StepIndex), "form_pause_id": p.ID,
 				"reminder_index": pl.ReminderIndex, "expires_at": p.ExpiresAt,
@@ -441,6 +459,10 @@ func formProblems(props map[string]any, at string) []core.Problem {
 		s, isString := k.(string)
 		if !isString || !forms.ValidKey(s) {
 			out = append(out, core.Problem{Pointer: fmt.Sprintf("%s/expected_keys/%d", at, i), Message: "a snake_case key (letters, digits, _; starting with a letter)"})
+			continue
+		}
+		if core.OwnedContextKey(s) {
+			out = append(out, core.Problem{Pointer: fmt.Sprintf("%s/expected_keys/%d", at, i), Message: ownedKeyMessage})
 			continue
 		}
 		expected = append(expected, s)
@@ -477,9 +499,27 @@ func formProblems(props map[string]any, at string) []core.Problem {
 		}
 	}
 	if _, ok := props["schema"]; ok && len(out) == 0 {
-		if _, err := formSchema(props, expected); err != nil {
+		s, err := formSchema(props, expected)
+		if err != nil {
 			out = append(out, core.Problem{Pointer: at + "/schema", Message: err.Error()})
+		}
+		for _, pg := range schemaPages(s) {
+			for _, f := range pg.Fields {
+				if core.OwnedContextKey(f.Key) {
+					out = append(out, core.Problem{Pointer: at + "/schema", Message: fmt.Sprintf("field %q: %s", f.Key, ownedKeyMessage)})
+				}
+			}
 		}
 	}
 	return out
+}
+
+// ownedKeyMessage says why a form may not collect a key the engine owns.
+const ownedKeyMessage = "a key the engine owns (input, or one starting with __): a submission cannot set it"
+
+func schemaPages(s *forms.Schema) []forms.Page {
+	if s == nil {
+		return nil
+	}
+	return s.Pages
 }

@@ -1106,11 +1106,14 @@ type GenerateBody struct {
 
 // GeneratedForm defines model for GeneratedForm.
 type GeneratedForm struct {
-	// Attempts Model calls made: 1 or 2 (0 when the organization has no model key).
+	// Attempts 1 or 2: the model calls made, or 1 for the fallback drafted without a model call.
 	Attempts int64 `json:"attempts"`
 
 	// Form The external form created, only with create.
 	Form *ExternalForm `json:"form,omitempty"`
+
+	// ModelCalls The model calls made: 0 when the organization has no model key (api:llm_api_key).
+	ModelCalls int64 `json:"model_calls"`
 
 	// Schema The form_schema_v1 document.
 	Schema Schema `json:"schema"`
@@ -2933,7 +2936,7 @@ type ClientInterface interface {
 
 	// DecideApprovalWithBody Decide the approval a run is paused at
 	//
-	// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided.
+	// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided; 410 approval_expired at or after its expires_at.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2942,7 +2945,7 @@ type ClientInterface interface {
 
 	// DecideApproval Decide the approval a run is paused at
 	//
-	// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided.
+	// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided; 410 approval_expired at or after its expires_at.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3186,7 +3189,7 @@ type ClientInterface interface {
 
 	// SubmitFormWithBody Submit a run's form pause
 	//
-	// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email).
+	// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email). At or after the pause's expires_at 410 form_expired, even before the pause is closed. A key the engine owns (input, __...) is 422.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3195,7 +3198,7 @@ type ClientInterface interface {
 
 	// SubmitForm Submit a run's form pause
 	//
-	// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email).
+	// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email). At or after the pause's expires_at 410 form_expired, even before the pause is closed. A key the engine owns (input, __...) is 422.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3995,7 +3998,7 @@ func (c *Client) GetPendingApproval(ctx context.Context, runId string, params *G
 
 // DecideApprovalWithBody Decide the approval a run is paused at
 //
-// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided.
+// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided; 410 approval_expired at or after its expires_at.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4014,7 +4017,7 @@ func (c *Client) DecideApprovalWithBody(ctx context.Context, runId string, stepI
 
 // DecideApproval Decide the approval a run is paused at
 //
-// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided.
+// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided; 410 approval_expired at or after its expires_at.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4578,7 +4581,7 @@ func (c *Client) GetFormPause(ctx context.Context, runId string, stepId int64, p
 
 // SubmitFormWithBody Submit a run's form pause
 //
-// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email).
+// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email). At or after the pause's expires_at 410 form_expired, even before the pause is closed. A key the engine owns (input, __...) is 422.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4597,7 +4600,7 @@ func (c *Client) SubmitFormWithBody(ctx context.Context, runId string, stepId in
 
 // SubmitForm Submit a run's form pause
 //
-// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email).
+// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email). At or after the pause's expires_at 410 form_expired, even before the pause is closed. A key the engine owns (input, __...) is 422.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10953,7 +10956,7 @@ type ClientWithResponsesInterface interface {
 
 	// DecideApprovalWithBodyWithResponse Decide the approval a run is paused at
 	//
-	// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided.
+	// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided; 410 approval_expired at or after its expires_at.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10962,7 +10965,7 @@ type ClientWithResponsesInterface interface {
 
 	// DecideApprovalWithResponse Decide the approval a run is paused at
 	//
-	// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided.
+	// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided; 410 approval_expired at or after its expires_at.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11236,7 +11239,7 @@ type ClientWithResponsesInterface interface {
 
 	// SubmitFormWithBodyWithResponse Submit a run's form pause
 	//
-	// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email).
+	// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email). At or after the pause's expires_at 410 form_expired, even before the pause is closed. A key the engine owns (input, __...) is 422.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11245,7 +11248,7 @@ type ClientWithResponsesInterface interface {
 
 	// SubmitFormWithResponse Submit a run's form pause
 	//
-	// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email).
+	// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email). At or after the pause's expires_at 410 form_expired, even before the pause is closed. A key the engine owns (input, __...) is 422.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12922,6 +12925,8 @@ type DecideApprovalResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationproblemJSON410 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -12951,6 +12956,11 @@ func (r DecideApprovalResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r DecideApprovalResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r DecideApprovalResponse) GetApplicationproblemJSON410() *Problem {
+	return r.ApplicationproblemJSON410
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -14825,6 +14835,8 @@ type SubmitFormResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationproblemJSON410 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -14854,6 +14866,11 @@ func (r SubmitFormResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r SubmitFormResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r SubmitFormResponse) GetApplicationproblemJSON410() *Problem {
+	return r.ApplicationproblemJSON410
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -18218,7 +18235,7 @@ func (c *ClientWithResponses) GetPendingApprovalWithResponse(ctx context.Context
 
 // DecideApprovalWithBodyWithResponse Decide the approval a run is paused at
 //
-// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided.
+// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided; 410 approval_expired at or after its expires_at.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18233,7 +18250,7 @@ func (c *ClientWithResponses) DecideApprovalWithBodyWithResponse(ctx context.Con
 
 // DecideApprovalWithResponse Decide the approval a run is paused at
 //
-// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided.
+// Records the decision (the decider is actor api, or actor user with the person's email when the gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and __approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the run is not paused at that step or the approval was decided; 410 approval_expired at or after its expires_at.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18699,7 +18716,7 @@ func (c *ClientWithResponses) GetFormPauseWithResponse(ctx context.Context, runI
 
 // SubmitFormWithBodyWithResponse Submit a run's form pause
 //
-// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email).
+// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email). At or after the pause's expires_at 410 form_expired, even before the pause is closed. A key the engine owns (input, __...) is 422.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18714,7 +18731,7 @@ func (c *ClientWithResponses) SubmitFormWithBodyWithResponse(ctx context.Context
 
 // SubmitFormWithResponse Submit a run's form pause
 //
-// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email).
+// The first valid submit adds each key to the run's context (@<key>), emits form_submitted and resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, the pause records claimed_by (the signed-in person's email). At or after the pause's expires_at 410 form_expired, even before the pause is closed. A key the engine owns (input, __...) is 422.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20537,6 +20554,13 @@ func ParseDecideApprovalResponse(rsp *http.Response) (*DecideApprovalResponse, e
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON410 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22094,6 +22118,13 @@ func ParseSubmitFormResponse(rsp *http.Response) (*SubmitFormResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON410 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Problem

@@ -66,8 +66,8 @@ func (s *Server) registerApprovals() {
 		"gateway vouches for a signed-in person with X-Svc-Identity), sets __approved, __comment and " +
 		"__approval_decisions[stepId] in the run's context, emits pbot_approval_decided and resumes the run: " +
 		"approved, it continues; rejected, it ends as rejected. stepId is the zero-based step index. 409 when the " +
-		"run is not paused at that step or the approval was decided."
-	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
+		"run is not paused at that step or the approval was decided; 410 approval_expired at or after its expires_at."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusGone}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		RunPath
 		StepID int `path:"stepId" minimum:"0" doc:"The zero-based index of the approval step."`

@@ -113,6 +113,10 @@ func problemFor(ctx context.Context, log *slog.Logger, err error, f failure) *Pr
 			&ProblemDetail{Location: "query.cursor", Message: "not a cursor this listing issued"})
 	case errors.Is(err, engine.ErrInvalidOrg):
 		return newProblem(http.StatusBadRequest, codeInvalidOrg, "X-Org-Id is not a valid organization id")
+	case errors.Is(err, engine.ErrApprovalExpired):
+		return newProblem(http.StatusGone, "approval_expired", "the approval expired: it takes no decision after its expires_at")
+	case errors.Is(err, engine.ErrFormPauseExpired):
+		return newProblem(http.StatusGone, "form_expired", "the form expired: it takes no submission after its expires_at")
 	case errors.Is(err, engine.ErrFormExpired):
 		return newProblem(http.StatusGone, "form_expired", "the form no longer accepts submissions: it expired")
 	case errors.Is(err, engine.ErrFormSigninRequired):

@@ -28,10 +28,11 @@ type FormCreate struct {
 
 // GeneratedForm is the answer of POST /forms/generate.
 type GeneratedForm struct {
-	Schema   *forms.Schema `json:"schema" doc:"The form_schema_v1 document."`
-	Source   string        `json:"source" enum:"llm,fallback" doc:"llm: the model's form; fallback: one text field per expected key."`
-	Attempts int           `json:"attempts" doc:"Model calls made: 1 or 2 (0 when the organization has no model key)."`
-	Form     *ExternalForm `json:"form,omitempty" doc:"The external form created, only with create."`
+	Schema     *forms.Schema `json:"schema" doc:"The form_schema_v1 document."`
+	Source     string        `json:"source" enum:"llm,fallback" doc:"llm: the model's form; fallback: one text field per expected key."`
+	Attempts   int           `json:"attempts" minimum:"1" maximum:"2" doc:"1 or 2: the model calls made, or 1 for the fallback drafted without a model call."`
+	ModelCalls int           `json:"model_calls" minimum:"0" maximum:"2" doc:"The model calls made: 0 when the organization has no model key (api:llm_api_key)."`
+	Form       *ExternalForm `json:"form,omitempty" doc:"The external form created, only with create."`
 }
 
 func (s *Server) registerFeatures() {
@@ -78,7 +79,7 @@ func (s *Server) registerFeatures() {
 		if err != nil {
 			return nil, s.fail(ctx, err, failure{})
 		}
-		out := GeneratedForm{Schema: g.Schema, Source: g.Source, Attempts: g.Attempts}
+		out := GeneratedForm{Schema: g.Schema, Source: g.Source, Attempts: g.Attempts, ModelCalls: g.ModelCalls}
 		if g.Form != nil {
 			f := externalFormOf(*g.Form)
 			out.Form = &f

@@ -54,8 +54,9 @@ func (s *Server) registerForms() {
 	o.Description = "The first valid submit adds each key to the run's context (@<key>), emits form_submitted and " +
 		"resumes the run, once. A submit missing an expected key, or failing the schema, is 422 naming each problem " +
 		"and changes nothing; any later submit (two racing included) is 409. With X-Svc-Identity from the gateway, " +
-		"the pause records claimed_by (the signed-in person's email)."
-	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
+		"the pause records claimed_by (the signed-in person's email). At or after the pause's expires_at 410 " +
+		"form_expired, even before the pause is closed. A key the engine owns (input, __...) is 422."
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusGone}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		FormPath
 		IdentityHeader

@@ -73,6 +73,8 @@ func TestGenerateFormRoute(t *testing.T) {
 	g := ok[map[string]any](t, b.do(t, http.MethodPost, "/forms/generate", orgA, body), http.StatusOK)
 	require.Equal(t, "fallback", g["source"])
 	require.Contains(t, g, "schema")
+	require.EqualValues(t, 1, g["attempts"], "the spec's attempts are 1 or 2: the fallback is the one attempt")
+	require.EqualValues(t, 0, g["model_calls"], "no model was called")
 	problem(t, b.do(t, http.MethodPost, "/forms/generate", orgA, map[string]any{"intent": "x", "expected_keys": []string{"Bad Key"}}),
 		http.StatusUnprocessableEntity, "validation_failed")
 	// create stores the schema as an external form; its fields are checked first.
