@@ -62,7 +62,7 @@ var (
 	errNotApprover = newProblem(http.StatusForbidden, "not_an_approver", "your approver_roles do not include this approval's role")
 	errNotAMember  = newProblem(http.StatusForbidden, "not_a_member",
 		"you signed in as a guest (the organization lets anyone sign in, but has not added you): guests work no tasks")
-	errNotAssignee = newProblem(http.StatusForbidden, "not_an_assignee", "this form is assigned to a role that is not among your roles")
+	errNotAssignee       = newProblem(http.StatusForbidden, "not_an_assignee", "this form is assigned to a role that is not among your roles")
 	errMailNotConfigured = newProblem(http.StatusServiceUnavailable, "mail_not_configured",
 		"this gateway has no mail server, so no sign-in code can reach anyone: start it with --smtp-addr host:port "+
 			"(and --smtp-from), or, for local development only, --dev-show-codes to log the codes")
