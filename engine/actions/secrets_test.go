@@ -99,3 +99,26 @@ func TestHTTPActionNamesAnOrgConfigURLNeverItsValue(t *testing.T) {
 		})
 	}
 }
+
+// TestLLMActionNamesTheBaseURLKey: an api:llm_base_url that is not a URL fails an llm
+// action naming the key, never quoting the value. On SQLite and PostgreSQL.
+func TestLLMActionNamesTheBaseURLKey(t *testing.T) {
+	t.Parallel()
+	testlog.Secret("secrettoken123")
+	for _, d := range enginetest.Dialects {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			b := actionSetup(t, d, false)
+			b.Config(t, "org-a", "api:llm_api_key", llmAPIKeyValue)
+			b.Config(t, "org-a", "api:llm_base_url", "secrettoken123:xyz")
+			b.Action(t, "org-a", svctype.Action{Name: "summarise", Kind: svctype.ActionLLM, Template: "Summarise {{input.text}}"})
+			w := b.Workflow(t, "org-a", "llm", `{"actions": [{"type": "summarise", "properties": {}}]}`)
+			doc := b.Execute(t, "org-a", w.ID, `{"text": "hello"}`)
+			require.Equal(t, svctype.RunFailed, doc.Status)
+			require.Contains(t, doc.Reason, "org config api:llm_base_url: llm: base URL is not an http(s) URL")
+			all := b.Everything(t, "org-a", doc.ID)
+			require.NotContains(t, all, "secrettoken123")
+			require.NotContains(t, all, llmAPIKeyValue)
+		})
+	}
+}
