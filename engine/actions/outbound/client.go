@@ -357,9 +357,20 @@ type call struct {
 }
 
 // causeText is the package's causeText with the addresses and names a secret URL led to
-// left out: a dial error names the address dialled, a lookup the name looked up.
+// left out (HiddenCause).
 func (st *call) causeText(err error) string {
-	if st == nil || len(st.hide) == 0 {
+	if st == nil {
+		return causeText(err)
+	}
+	return HiddenCause(err, st.hide)
+}
+
+// HiddenCause is why a request got no answer, for a request whose URL is a secret: without
+// the URL (net/http's url.Error quotes it), the address dialled or the name looked up, and
+// with each of hide (the URL, its host, its host name) redacted from what is left. With
+// hide empty it is the cause with the URL left out only.
+func HiddenCause(err error, hide []string) string {
+	if len(hide) == 0 {
 		return causeText(err)
 	}
 	var dns *net.DNSError
@@ -371,11 +382,11 @@ func (st *call) causeText(err error) string {
 	case errors.As(err, &te):
 		return (&TargetError{Reason: te.Reason}).Error()
 	case errors.As(err, &dns):
-		return Redact("lookup: "+dns.Err, st.hide)
+		return Redact("lookup: "+dns.Err, hide)
 	case errors.As(err, &op) && op.Err != nil:
-		return Redact(op.Op+": "+op.Err.Error(), st.hide)
+		return Redact(op.Op+": "+op.Err.Error(), hide)
 	}
-	return Redact(causeText(err), st.hide)
+	return Redact(causeText(err), hide)
 }
 
 type callKey struct{}
