@@ -6,6 +6,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -142,6 +143,10 @@ func New(cfg Config) (*Engine, error) {
 	modelHTTP := outbound.NewHTTPClient(cfg.AllowPrivateTargets, 0, 16)
 	model := func(baseURL, apiKey string) (agent.Model, error) {
 		m, err := factory(baseURL, apiKey, modelHTTP)
+		if err != nil && baseURL != "" {
+			// Every caller's base URL is the org config value: named, never quoted.
+			return nil, fmt.Errorf("org config %s: %w", orgconfig.LLMBaseURL, err)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -65,6 +65,7 @@ type Options struct {
 type Client struct {
 	chat                openai.ChatCompletionService
 	apiKey              string
+	hosts               []string // the base URL's host and host name, which errors do not quote
 	timeout             time.Duration
 	maxCompletionTokens bool
 }
@@ -79,7 +80,9 @@ func New(o Options) (*Client, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("llm: base URL %q is not an http(s) URL", redactURL(base))
+		// Not quoted: a base URL may be a secret (an org config value), and a value that is
+		// no URL at all may be a key pasted into the wrong field. The caller names it.
+		return nil, errors.New("llm: base URL is not an http(s) URL")
 	}
 	retries := o.MaxRetries
 	switch {
@@ -110,6 +113,7 @@ func New(o Options) (*Client, error) {
 	return &Client{
 		chat:                openai.NewChatCompletionService(opts...),
 		apiKey:              o.APIKey,
+		hosts:               []string{u.Host, u.Hostname()},
 		timeout:             timeout,
 		maxCompletionTokens: o.MaxCompletionTokens,
 	}, nil
@@ -296,11 +300,11 @@ func (c *Client) classify(ctx, callCtx context.Context, st *callState, err error
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return &agent.ModelError{Kind: agent.ModelErrorTimeout, Err: err}
+		return &agent.ModelError{Kind: agent.ModelErrorTimeout, Err: c.unquoted(err)}
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) || errors.As(err, &ne) {
-		return &agent.ModelError{Kind: agent.ModelErrorUnavailable, Err: err}
+		return &agent.ModelError{Kind: agent.ModelErrorUnavailable, Err: c.unquoted(err)}
 	}
 	return &agent.ModelError{Kind: agent.ModelErrorOther, Status: st.status,
 		Message: c.redact(err.Error())}
@@ -431,10 +435,27 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
-// redactURL drops a password from a URL before it goes into an error message.
-func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		return u.Redacted()
+// unquoted is a transport error without the request's URL (net/http's url.Error quotes
+// it) and with the base URL's host left out of the rest (a lookup names the host): the
+// base URL may be a secret. The chain is kept for errors.Is and errors.As.
+func (c *Client) unquoted(err error) error {
+	text := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		text = ue.Err.Error()
 	}
-	return "(unparsable)"
+	for _, h := range c.hosts {
+		if h != "" {
+			text = strings.ReplaceAll(text, h, "(the base URL's host)")
+		}
+	}
+	return &transportError{text: text, err: err}
 }
+
+type transportError struct {
+	text string
+	err  error
+}
+
+func (e *transportError) Error() string { return e.text }
+func (e *transportError) Unwrap() error { return e.err }

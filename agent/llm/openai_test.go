@@ -530,6 +530,22 @@ func TestChatConnectionRefusedIsUnavailable(t *testing.T) {
 		Messages: []agent.Message{{Role: agent.RoleUser, Content: "hi"}}})
 	require.ErrorIs(t, err, agent.ErrModelUnavailable)
 	require.NotContains(t, err.Error(), testKey)
+	host := strings.TrimPrefix(url, "http://")
+	require.NotContains(t, err.Error(), host, "a base URL may be a secret: its host is not quoted")
+	require.NotContains(t, err.Error(), "/v1", "nor the URL")
+}
+
+// TestChatUnknownHostNotQuoted: a base URL whose host does not resolve fails unavailable,
+// without the host (a lookup error names it) or the URL.
+func TestChatUnknownHostNotQuoted(t *testing.T) {
+	t.Parallel()
+	c, err := llm.New(llm.Options{BaseURL: "http://secret-llm-gateway.invalid/acct-77/v1", APIKey: testKey, MaxRetries: -1})
+	require.NoError(t, err)
+	_, err = c.Chat(context.Background(), agent.Request{Model: "m",
+		Messages: []agent.Message{{Role: agent.RoleUser, Content: "hi"}}})
+	require.ErrorIs(t, err, agent.ErrModelUnavailable)
+	require.NotContains(t, err.Error(), "secret-llm-gateway")
+	require.NotContains(t, err.Error(), "acct-77")
 }
 
 func TestBaseURLWithPathPrefix(t *testing.T) {
@@ -564,6 +580,10 @@ func TestNewRefusesBadBaseURLs(t *testing.T) {
 		require.Error(t, err, base)
 		require.NotContains(t, err.Error(), "hunter2")
 	}
+	// A value that is no URL (a key pasted into the base URL's field) is not quoted either.
+	_, err := llm.New(llm.Options{BaseURL: "secrettoken123:xyz"})
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "secrettoken123")
 }
 
 func TestChatRefusesInvalidRequestsBeforeSending(t *testing.T) {

@@ -42,7 +42,7 @@ func FuzzActionReferences(f *testing.F) {
 		}}
 		var got string
 		var err error
-		fuzzbound.Within(t, "secretValue", func() { got, err = actions.SecretValue(ctx, call, v) })
+		fuzzbound.Within(t, "secretValue", func() { got, _, err = actions.SecretValue(ctx, call, v) })
 
 		// What the run asks for, and what it makes of the answer.
 		var prefix, key string

@@ -160,16 +160,17 @@ func recordRequest(_ context.Context, call *svctype.StepCall) (any, error) {
 
 // secretValue resolves an action field: a value that is an orgconfig:<key> reference is the
 // key's value; a value with one after a space ("Bearer orgconfig:api:crm") has it replaced.
-func secretValue(ctx context.Context, call *svctype.StepCall, v string) (string, error) {
+// secret is the org config value it holds ("" when none), which errors must not show.
+func secretValue(ctx context.Context, call *svctype.StepCall, v string) (resolved, secret string, err error) {
 	before, ref, ok := headerRef(v)
 	if !ok {
-		return v, nil
+		return v, "", nil
 	}
 	s, err := call.Secret(ctx, strings.TrimPrefix(ref, orgconfig.Prefix))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return before + s, nil
+	return before + s, s, nil
 }
 
 // bodyProperties are the properties an action sends: without the engine's own (__*).
@@ -194,13 +195,18 @@ func templateScope(call *svctype.StepCall) map[string]any {
 
 func (e *Actions) httpAction(a *svctype.Action) svctype.IOFunc {
 	return func(ctx context.Context, call *svctype.StepCall) (any, error) {
-		target := a.URL
+		// secrets are the org config values the request carries: redacted, whatever their
+		// length, from anything the target answers that an error or the evidence keeps.
+		var secrets []string
+		target, urlName := a.URL, ""
 		if strings.HasPrefix(target, orgconfig.Prefix) {
 			s, err := call.Secret(ctx, strings.TrimPrefix(target, orgconfig.Prefix))
 			if err != nil {
 				return nil, err
 			}
-			target = s
+			// The URL is a secret: errors and evidence name the reference, never the value.
+			target, urlName = s, a.URL
+			secrets = append(secrets, s)
 		} else {
 			v, err := call.Resolve(ctx, target, templateScope(call))
 			if err != nil {
@@ -210,11 +216,14 @@ func (e *Actions) httpAction(a *svctype.Action) svctype.IOFunc {
 		}
 		headers := make(map[string]string, len(a.Headers))
 		for name, v := range a.Headers {
-			s, err := secretValue(ctx, call, v)
+			s, secret, err := secretValue(ctx, call, v)
 			if err != nil {
 				return nil, fmt.Errorf("header %s: %w", name, err)
 			}
 			headers[name] = s
+			if secret != "" {
+				secrets = append(secrets, secret)
+			}
 		}
 		method := a.HTTPMethod
 		if method == "" {
@@ -227,7 +236,7 @@ func (e *Actions) httpAction(a *svctype.Action) svctype.IOFunc {
 			props = call.Raw
 		}
 		req := outbound.Request{Method: method, URL: target, Headers: headers, IdempotencyKey: call.IdempotencyKey,
-			RetryNonIdempotent: a.RetryNonIdempotent}
+			RetryNonIdempotent: a.RetryNonIdempotent, Secrets: secrets, URLName: urlName}
 		if a.TimeoutSeconds > 0 {
 			req.Timeout = time.Duration(a.TimeoutSeconds) * time.Second
 		}
@@ -235,6 +244,9 @@ func (e *Actions) httpAction(a *svctype.Action) svctype.IOFunc {
 		if method == http.MethodGet || method == http.MethodDelete {
 			var err error
 			if req.URL, err = withQuery(req.URL, body); err != nil {
+				if urlName != "" {
+					return nil, fmt.Errorf("url %s: %w", urlName, err)
+				}
 				return nil, err
 			}
 		} else {
@@ -245,7 +257,9 @@ func (e *Actions) httpAction(a *svctype.Action) svctype.IOFunc {
 			return nil, actionError(err)
 		}
 		evidence := map[string]any{"method": method, "status": resp.Status, "attempts": len(resp.Attempts)}
-		if u, perr := url.Parse(req.URL); perr == nil {
+		if urlName != "" {
+			evidence["host"] = urlName // the URL is a secret: its reference stands for it
+		} else if u, perr := url.Parse(req.URL); perr == nil {
 			evidence["host"] = u.Host
 		}
 		out := resp.Body
@@ -269,7 +283,8 @@ func withQuery(raw string, props map[string]any) (string, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("url: %w", err)
+		// url.Parse's error quotes the URL, which may be a secret: say what, not where.
+		return "", errors.New("url: malformed URL")
 	}
 	q := u.Query()
 	for k, v := range props {
@@ -312,7 +327,7 @@ func (e *Actions) dbAction(a *svctype.Action) svctype.IOFunc {
 		}
 		rows, err := e.db.Query(ctx, dsn, a.Query, params, dbquery.Options{})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("datasource %s: %w", a.Datasource, err)
 		}
 		out := make([]any, len(rows))
 		for i, r := range rows {

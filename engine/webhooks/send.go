@@ -213,15 +213,29 @@ func (e *Webhooks) post(ctx context.Context, d *svctype.Delivery, url string, se
 func (e *Webhooks) send(ctx context.Context, d *svctype.Delivery, url string, secret []byte) sentAnswer {
 	ctx, cancel := context.WithTimeout(ctx, e.deliveryTimeout)
 	defer cancel()
+	// The catch-all's address is an org config value: an error names the key and quotes
+	// nothing of the value (not even the text before its first ':', which net/http would
+	// call its scheme).
+	target, hide := "the target address", []string(nil)
+	if d.Target == TargetCatchAll {
+		target = "the catch-all address (org config " + CatchAllKey + ")"
+		hide = []string{url}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(d.Body))
+	if err == nil && (req.URL.Scheme != "http" && req.URL.Scheme != "https" || req.URL.Host == "") {
+		err = errors.New("not an http or https URL")
+	}
 	if err != nil {
-		return sentAnswer{err: events.Permanent(fmt.Errorf("the target address is not usable: %w", outbound.ErrInvalidRequest))}
+		return sentAnswer{err: events.Permanent(fmt.Errorf("%s is not usable: %w", target, outbound.ErrInvalidRequest))}
+	}
+	if hide != nil {
+		hide = append(hide, req.URL.Host, req.URL.Hostname())
 	}
 	req.Header = events.Headers(d.ID, secret, d.Body, e.now())
 	began := time.Now()
 	resp, err := e.hooks.Do(req)
 	if err != nil {
-		return sentAnswer{latency: time.Since(began), err: deliveryError(err, e.deliveryTimeout)}
+		return sentAnswer{latency: time.Since(began), err: deliveryError(err, e.deliveryTimeout, hide)}
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, events.MaxResponseBody))
 	_ = resp.Body.Close()
@@ -229,13 +243,18 @@ func (e *Webhooks) send(ctx context.Context, d *svctype.Delivery, url string, se
 }
 
 // deliveryError says why a request got no answer without the address's path or query
-// (they may carry a token): the guard's refusal, a timeout, or a connection failure.
-func deliveryError(err error, timeout time.Duration) error {
+// (they may carry a token): the guard's refusal, a timeout, or a connection failure. hide,
+// for an address that is a secret whole (the catch-all's), is the URL, its host and host
+// name, none of which the error may quote.
+func deliveryError(err error, timeout time.Duration, hide []string) error {
 	switch {
 	case errors.Is(err, outbound.ErrTargetNotAllowed):
 		return events.Permanent(fmt.Errorf("%s: %w", outbound.CodeTargetNotAllowed, outbound.ErrTargetNotAllowed))
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("no answer within %s", timeout)
+	}
+	if hide != nil {
+		return fmt.Errorf("connection failed: %s", outbound.HiddenCause(err, hide))
 	}
 	var ue interface{ Unwrap() error }
 	if errors.As(err, &ue) && ue.Unwrap() != nil {

@@ -45,7 +45,7 @@ const (
 
 	dialTimeout    = 10 * time.Second
 	excerptLen     = 256
-	minSecretLen   = 6 // header values shorter than this are not blanked from excerpts
+	minSecretLen   = 6 // header values shorter than this, unless named in Request.Secrets, are not blanked
 	defaultAgent   = "svcflow"
 	jsonMediaType  = "application/json"
 	idempotencyHdr = "Idempotency-Key"
@@ -95,6 +95,17 @@ type Request struct {
 	// have been sent: say so only when the target deduplicates (an idempotency key it
 	// honours). A connection that was never made is retried for every method.
 	RetryNonIdempotent bool
+	// Secrets are the values the request carries that must never appear in an error: the
+	// org config values resolved into its headers or its URL. Each is redacted from the
+	// excerpt of an answer whatever its length (Redact). Header values, the URL's path,
+	// password and query values of 6 bytes or more are redacted as well, in case a secret
+	// was written into the action literally.
+	Secrets []string
+	// URLName, when set, says that the URL itself is a secret (an org config value) and is
+	// what errors call the target instead of its host: "orgconfig:api:crm". Errors then
+	// never quote the URL's scheme, host or an address it resolved to, and its host is
+	// redacted from an answer's excerpt and a connection error's text.
+	URLName string
 }
 
 // Response is the final answer of a call.
@@ -191,21 +202,33 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	if method == "" {
 		method = http.MethodGet
 	}
-	fail := &Error{Method: method}
+	fail := &Error{Method: method, Host: r.URLName}
 	u, err := url.Parse(r.URL)
 	if err != nil {
 		// url.Parse quotes the URL, which may hold credentials: say what, not where.
 		fail.Code, fail.Err = CodeInvalidRequest, fmt.Errorf("%w: malformed URL", ErrInvalidRequest)
 		return nil, fail
 	}
-	fail.Host = u.Host
+	st := &call{
+		retryable: r.RetryNonIdempotent || idempotent(method),
+		timeout:   r.Timeout,
+	}
+	if r.URLName == "" {
+		fail.Host = u.Host
+	} else {
+		st.hide = []string{r.URL, u.Host, u.Hostname()}
+	}
 	if !validMethod(method) {
 		fail.Code, fail.Err = CodeInvalidRequest, fmt.Errorf("%w: malformed method", ErrInvalidRequest)
 		return nil, fail
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		fail.Code = CodeTargetNotAllowed
-		fail.Err = &TargetError{Host: u.Host, Reason: fmt.Sprintf("scheme %q (only http and https)", u.Scheme)}
+		fail.Err = &TargetError{Host: fail.Host, Reason: fmt.Sprintf("scheme %q (only http and https)", u.Scheme)}
+		if r.URLName != "" {
+			// The text before the first ':' of a value that is no URL is the value.
+			fail.Err = &TargetError{Host: fail.Host, Reason: "not an http or https URL"}
+		}
 		return nil, fail
 	}
 	if u.Hostname() == "" {
@@ -218,7 +241,10 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 		if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
 			if err := CheckAddr(ip); err != nil {
 				te := err.(*TargetError)
-				te.Host = u.Host
+				te.Host = fail.Host
+				if r.URLName != "" {
+					te.Addr = netip.Addr{}
+				}
 				fail.Code, fail.Err = CodeTargetNotAllowed, te
 				return nil, fail
 			}
@@ -230,10 +256,6 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 		return nil, fail
 	}
 
-	st := &call{
-		retryable: r.RetryNonIdempotent || idempotent(method),
-		timeout:   r.Timeout,
-	}
 	if st.timeout <= 0 {
 		st.timeout = c.opts.Timeout
 	}
@@ -262,7 +284,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	resp, err := c.rc.Do(req)
 	fail.Attempts = st.attempts
 	if err != nil {
-		c.classify(ctx, fail, err)
+		c.classify(ctx, st, fail, err)
 		return nil, fail
 	}
 	defer resp.Body.Close()
@@ -272,7 +294,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 		if errors.Is(err, ErrBodyTooLarge) {
 			fail.Code, fail.Err = CodeBodyTooLarge, fmt.Errorf("%w: over %d bytes", ErrBodyTooLarge, c.opts.MaxBodyBytes)
 		} else {
-			c.classify(ctx, fail, err)
+			c.classify(ctx, st, fail, err)
 		}
 		return nil, fail
 	}
@@ -286,7 +308,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 		return out, nil
 	}
 	fail.Code, fail.Err = CodeHTTPStatus, ErrStatus
-	fail.Excerpt = excerpt(data, secretsOf(req.Request, u))
+	fail.Excerpt = excerpt(data, append(append(secretsOf(req.Request, u), r.Secrets...), st.hide...))
 	if d, ok := retryAfter(resp.Header, c.now()); ok {
 		fail.RetryAfter = d
 	}
@@ -294,7 +316,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 }
 
 // classify fills fail's code and error for a call that got no usable answer.
-func (c *Client) classify(ctx context.Context, fail *Error, err error) {
+func (c *Client) classify(ctx context.Context, st *call, fail *Error, err error) {
 	var te *TargetError
 	switch {
 	case ctx.Err() != nil:
@@ -303,11 +325,15 @@ func (c *Client) classify(ctx context.Context, fail *Error, err error) {
 			fail.Code = CodeTimeout
 		}
 	case errors.As(err, &te):
-		fail.Code, fail.Err = CodeTargetNotAllowed, &TargetError{Host: fail.Host, Addr: te.Addr, Reason: te.Reason}
+		addr := te.Addr
+		if len(st.hide) > 0 {
+			addr = netip.Addr{} // what a secret name resolved to is not for an error either
+		}
+		fail.Code, fail.Err = CodeTargetNotAllowed, &TargetError{Host: fail.Host, Addr: addr, Reason: te.Reason}
 	case isTimeout(err):
 		fail.Code, fail.Err = CodeTimeout, ErrTimeout
 	default:
-		fail.Code, fail.Err = CodeConnection, errors.New(causeText(err))
+		fail.Code, fail.Err = CodeConnection, errors.New(st.causeText(err))
 	}
 }
 
@@ -325,6 +351,42 @@ type call struct {
 	timeout   time.Duration
 	started   time.Time
 	attempts  []Attempt
+	// hide is what an error must not quote when the URL is a secret (Request.URLName):
+	// the URL, its host and its host name.
+	hide []string
+}
+
+// causeText is the package's causeText with the addresses and names a secret URL led to
+// left out (HiddenCause).
+func (st *call) causeText(err error) string {
+	if st == nil {
+		return causeText(err)
+	}
+	return HiddenCause(err, st.hide)
+}
+
+// HiddenCause is why a request got no answer, for a request whose URL is a secret: without
+// the URL (net/http's url.Error quotes it), the address dialled or the name looked up, and
+// with each of hide (the URL, its host, its host name) redacted from what is left. With
+// hide empty it is the cause with the URL left out only.
+func HiddenCause(err error, hide []string) string {
+	if len(hide) == 0 {
+		return causeText(err)
+	}
+	var dns *net.DNSError
+	var op *net.OpError
+	var te *TargetError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return causeText(err)
+	case errors.As(err, &te):
+		return (&TargetError{Reason: te.Reason}).Error()
+	case errors.As(err, &dns):
+		return Redact("lookup: "+dns.Err, hide)
+	case errors.As(err, &op) && op.Err != nil:
+		return Redact(op.Op+": "+op.Err.Error(), hide)
+	}
+	return Redact(causeText(err), hide)
 }
 
 type callKey struct{}
@@ -349,7 +411,7 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 	if st != nil {
 		a := Attempt{Duration: time.Since(st.started)}
 		if err != nil {
-			a.Error = causeText(err)
+			a.Error = st.causeText(err)
 		} else {
 			a.Status = resp.StatusCode
 		}
@@ -583,12 +645,9 @@ func secretsOf(req *http.Request, u *url.URL) []string {
 // values would only blank words such as "application/json" in an excerpt.
 var notSecret = map[string]bool{"Content-Type": true, "Accept": true, "User-Agent": true, idempotencyHdr: true}
 
-// excerpt is the start of a body on one line, with secrets blanked.
+// excerpt is the start of a body on one line, with secrets blanked (Redact).
 func excerpt(data []byte, secrets []string) string {
-	s := string(data)
-	for _, sec := range secrets {
-		s = strings.ReplaceAll(s, sec, "[redacted]")
-	}
+	s := Redact(string(data), secrets)
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > excerptLen {
 		cut := excerptLen
