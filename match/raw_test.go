@@ -375,3 +375,28 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	c.writes++
 	return c.w.Write(p)
 }
+
+// Numbers are keys by their digits: two 30-digit account numbers that one float64 holds
+// both of are two keys, on raw records and on records decoded with UseNumber; 1.0 and 1
+// are still one.
+func TestMatchOnBigNumbersIsExact(t *testing.T) {
+	t.Parallel()
+	left := rawRecords(t, `[{"acct": 123456789012345678901234567891}, {"acct": 1.0}]`)
+	right := rawRecords(t, `[{"acct": 123456789012345678901234567890}, {"acct": 1}, {"acct": 1234567890123456789012345678910e-1}]`)
+	res, err := MatchDatasets(left, right, MatchOptions{MatchOn: []string{"acct"}})
+	require.NoError(t, err)
+	require.Equal(t, []IndexPair{{0, 2}, {1, 1}}, res.Pairs)
+
+	decode := func(r *RawRecords) []Record {
+		var out []Record
+		dec := json.NewDecoder(bytes.NewReader(r.data))
+		dec.UseNumber()
+		require.NoError(t, dec.Decode(&out))
+		return out
+	}
+	got, err := Match(decode(left), decode(right), MatchOptions{MatchOn: []string{"acct"}})
+	require.NoError(t, err)
+	require.Len(t, got.Matched, 2)
+	require.Equal(t, 0, got.Matched[0].LeftIndex)
+	require.Equal(t, 2, got.Matched[0].RightIndex)
+}
