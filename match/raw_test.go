@@ -158,15 +158,19 @@ func TestRawValuesReadAsDecoded(t *testing.T) {
 		}
 
 		for j, name := range names {
-			for _, decoded := range []map[string]any{asNumber, asFloat} {
+			for k, decoded := range []map[string]any{asNumber, asFloat} {
 				if decoded == nil {
 					continue
 				}
 				v, where := vals[j], fmt.Sprintf("%s field %q", rec, name)
-				wantKey, wantKeyOK := keyText(nil, decoded[name])
-				gotKey, gotKeyOK := valueKey(nil, v)
-				require.Equal(t, wantKeyOK, gotKeyOK, where)
-				require.Equal(t, string(wantKey), string(gotKey), where)
+				// Keys as json.Number gives them: a number is a key by its digits, and
+				// 123456789012345678 is not the float64 nearest it.
+				if k == 0 {
+					wantKey, wantKeyOK := keyText(nil, decoded[name])
+					gotKey, gotKeyOK := valueKey(nil, v)
+					require.Equal(t, wantKeyOK, gotKeyOK, where)
+					require.Equal(t, string(wantKey), string(gotKey), where)
+				}
 				wantNum, wantNumOK := number(decoded[name])
 				gotNum, gotNumOK := valueNumber(v)
 				require.Equal(t, wantNumOK, gotNumOK, where)
@@ -181,7 +185,9 @@ func TestRawValuesReadAsDecoded(t *testing.T) {
 				gotDay, gotDayOK := valueDay(v)
 				require.Equal(t, wantDayOK, gotDayOK, where)
 				require.Equal(t, wantDay, gotDay, where)
-				require.Equal(t, text(decoded[name]), valueText(v), where)
+				if k == 0 {
+					require.Equal(t, text(decoded[name]), valueText(v), where)
+				}
 			}
 		}
 		if floatErr != nil {

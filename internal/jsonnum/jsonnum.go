@@ -194,6 +194,9 @@ func Exact(s string) (float64, bool) {
 // and numbers that differ have two.
 func AppendKey(dst []byte, s string) []byte {
 	if f, ok := Exact(s); ok {
+		if f == 0 {
+			return append(dst, '0') // -0 is 0 (Cmp says so): one key
+		}
 		return appendFloat(dst, f)
 	}
 	var buf [40]byte
