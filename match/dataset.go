@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/svcflow/svcflow/internal/jsonnum"
 )
 
 // Dataset is one side of a match read record by record: the matcher asks for a few
@@ -132,10 +134,7 @@ func valueKey(dst []byte, v Value) ([]byte, bool) {
 	case KindString, KindBool:
 		return append(dst, v.Text...), true
 	case KindNumber:
-		if f, err := strconv.ParseFloat(v.Text, 64); err == nil {
-			return appendNumber(dst, f), true
-		}
-		return append(dst, v.Text...), true
+		return jsonnum.AppendKey(dst, v.Text), true
 	}
 	dec := json.NewDecoder(strings.NewReader(v.Text))
 	dec.UseNumber()

@@ -158,15 +158,19 @@ func TestRawValuesReadAsDecoded(t *testing.T) {
 		}
 
 		for j, name := range names {
-			for _, decoded := range []map[string]any{asNumber, asFloat} {
+			for k, decoded := range []map[string]any{asNumber, asFloat} {
 				if decoded == nil {
 					continue
 				}
 				v, where := vals[j], fmt.Sprintf("%s field %q", rec, name)
-				wantKey, wantKeyOK := keyText(nil, decoded[name])
-				gotKey, gotKeyOK := valueKey(nil, v)
-				require.Equal(t, wantKeyOK, gotKeyOK, where)
-				require.Equal(t, string(wantKey), string(gotKey), where)
+				// Keys as json.Number gives them: a number is a key by its digits, and
+				// 123456789012345678 is not the float64 nearest it.
+				if k == 0 {
+					wantKey, wantKeyOK := keyText(nil, decoded[name])
+					gotKey, gotKeyOK := valueKey(nil, v)
+					require.Equal(t, wantKeyOK, gotKeyOK, where)
+					require.Equal(t, string(wantKey), string(gotKey), where)
+				}
 				wantNum, wantNumOK := number(decoded[name])
 				gotNum, gotNumOK := valueNumber(v)
 				require.Equal(t, wantNumOK, gotNumOK, where)
@@ -181,7 +185,9 @@ func TestRawValuesReadAsDecoded(t *testing.T) {
 				gotDay, gotDayOK := valueDay(v)
 				require.Equal(t, wantDayOK, gotDayOK, where)
 				require.Equal(t, wantDay, gotDay, where)
-				require.Equal(t, text(decoded[name]), valueText(v), where)
+				if k == 0 {
+					require.Equal(t, text(decoded[name]), valueText(v), where)
+				}
 			}
 		}
 		if floatErr != nil {
@@ -374,4 +380,29 @@ type countingWriter struct {
 func (c *countingWriter) Write(p []byte) (int, error) {
 	c.writes++
 	return c.w.Write(p)
+}
+
+// Numbers are keys by their digits: two 30-digit account numbers that one float64 holds
+// both of are two keys, on raw records and on records decoded with UseNumber; 1.0 and 1
+// are still one.
+func TestMatchOnBigNumbersIsExact(t *testing.T) {
+	t.Parallel()
+	left := rawRecords(t, `[{"acct": 123456789012345678901234567891}, {"acct": 1.0}]`)
+	right := rawRecords(t, `[{"acct": 123456789012345678901234567890}, {"acct": 1}, {"acct": 1234567890123456789012345678910e-1}]`)
+	res, err := MatchDatasets(left, right, MatchOptions{MatchOn: []string{"acct"}})
+	require.NoError(t, err)
+	require.Equal(t, []IndexPair{{0, 2}, {1, 1}}, res.Pairs)
+
+	decode := func(r *RawRecords) []Record {
+		var out []Record
+		dec := json.NewDecoder(bytes.NewReader(r.data))
+		dec.UseNumber()
+		require.NoError(t, dec.Decode(&out))
+		return out
+	}
+	got, err := Match(decode(left), decode(right), MatchOptions{MatchOn: []string{"acct"}})
+	require.NoError(t, err)
+	require.Len(t, got.Matched, 2)
+	require.Equal(t, 0, got.Matched[0].LeftIndex)
+	require.Equal(t, 2, got.Matched[0].RightIndex)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/svcflow/svcflow/internal/jsonnum"
 )
 
 // Record is one source record as JSON decodes it: numbers are float64 (json.Number and Go
@@ -235,12 +237,13 @@ func keyText(dst []byte, v any) ([]byte, bool) {
 		return strconv.AppendBool(dst, x), true
 	case map[string]any, []any:
 		return appendCanonical(dst, x), true
+	case json.Number:
+		// Its digits, not the float64 nearest them: two 30-digit account numbers that
+		// differ in the last digit are two keys.
+		return jsonnum.AppendKey(dst, string(x)), true
 	}
 	if f, ok := number(v); ok {
 		return appendNumber(dst, f), true
-	}
-	if n, ok := v.(json.Number); ok { // not a float64 (huge exponent): keep its text
-		return append(dst, n...), true
 	}
 	return appendCanonical(dst, v), true
 }
@@ -281,6 +284,8 @@ func appendCanonical(dst []byte, v any) []byte {
 		return appendJSONString(dst, x)
 	case bool:
 		return strconv.AppendBool(dst, x)
+	case json.Number:
+		return jsonnum.AppendKey(dst, string(x))
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -332,10 +337,7 @@ func appendCanonical(dst []byte, v any) []byte {
 		return append(dst, b...)
 	}
 	if n, ok := generic.(json.Number); ok {
-		if f, err := n.Float64(); err == nil {
-			return appendNumber(dst, f)
-		}
-		return append(dst, n...)
+		return jsonnum.AppendKey(dst, string(n))
 	}
 	return appendCanonical(dst, generic)
 }

@@ -115,7 +115,7 @@ func TestHTTPActionPassthroughGetAndFailures(t *testing.T) {
 	require.Equal(t, map[string]any{"template": "{{input.name}}", "path": "@input.name"}, got[0].Body)
 	require.Equal(t, "GET", got[1].Method)
 	require.Equal(t, "n=2&q=Ada", got[1].Query)
-	require.Equal(t, map[string]any{"status": 200.0, "text": "plain words"}, doc.Context["found"])
+	require.Equal(t, map[string]any{"status": json.Number("200"), "text": "plain words"}, doc.Context["found"])
 
 	// A missing org config key fails the step naming the key; nothing is sent.
 	w = b.Workflow(t, "o", "nokey", `{"actions": [{"type": "secretless", "properties": {}}]}`)
@@ -165,8 +165,8 @@ func TestDBActionBindsParameters(t *testing.T) {
 	doc := b.Execute(t, "o", w.ID, string(in))
 	require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
 	require.Equal(t, []any{
-		map[string]any{"name": "Ada", "tier": 1.0},
-		map[string]any{"name": evil, "tier": 2.0},
+		map[string]any{"name": "Ada", "tier": json.Number("1")},
+		map[string]any{"name": evil, "tier": json.Number("2")},
 	}, doc.Context["rows"])
 	require.NotContains(t, b.Everything(t, "o", doc.ID), path, "the datasource is a secret too")
 
@@ -245,7 +245,7 @@ func TestLLMAction(t *testing.T) {
 	out := doc.Context["s"].(map[string]any)
 	require.Equal(t, "summary / Summarise the ledger for Ada", out["text"])
 	require.Equal(t, "small-model", out["model"])
-	require.Equal(t, 16.0, out["usage"].(map[string]any)["total_tokens"])
+	require.Equal(t, json.Number("16"), out["usage"].(map[string]any)["total_tokens"])
 	require.Equal(t, []string{"Bearer " + llmAPIKeyValue}, keys())
 	// The call's tokens are counted for its organization (svcflow_model_tokens_total).
 	m := b.Meter()
@@ -275,8 +275,8 @@ func TestStoredCustomTableAndNWayActions(t *testing.T) {
 	doc := b.Execute(t, "o", w.ID, `{"who": "Ada", "bank": [{"inv": "A", "amount": 1}, {"inv": "B", "amount": 1}], "erp": [{"inv": "A", "amount": 1}, {"inv": "B", "amount": 2}]}`)
 	require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
 	counts := doc.Context["matchGroupCounts"].(map[string]any)
-	require.Equal(t, 1.0, counts["full"])
-	require.Equal(t, 1.0, counts["variance"])
+	require.Equal(t, json.Number("1"), counts["full"])
+	require.Equal(t, json.Number("1"), counts["variance"])
 	rows, err := b.Eng.ReadRows(b.Ctx, "o", "exceptions", nil, 0)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)

@@ -373,7 +373,7 @@ func TestReactLoopStep(t *testing.T) {
 			status, err = b.eng.RunStatus(b.ctx, "acme", run.ID)
 			require.NoError(t, err)
 			require.Equal(t, svctype.RunCompleted, status.Status, status.Reason)
-			require.Equal(t, map[string]any{"status": "completed", "answer": "approved by a person", "confidence": 0.75, "iterations": 2.0},
+			require.Equal(t, map[string]any{"status": "completed", "answer": "approved by a person", "confidence": json.Number("0.75"), "iterations": json.Number("2")},
 				status.Context["verdict"])
 			rows, err := b.eng.ReadRows(b.ctx, "acme", "notes", nil, 0)
 			require.NoError(t, err)

@@ -51,7 +51,7 @@ func TestReadOnlyStepRunsBeforeItsTransaction(t *testing.T) {
 	doc := b.Execute(t, "o1", w.ID, `{}`)
 	require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
 	require.NoError(t, wroteMeanwhile, "the step ran while the SQLite writer was free")
-	require.Equal(t, []any{map[string]any{"a": 1.0}}, doc.Context["pairs"])
+	require.Equal(t, []any{map[string]any{"a": json.Number("1")}}, doc.Context["pairs"])
 	require.Equal(t, []any{}, doc.Context["rest"])
 
 	page, err := b.Eng.RunEvents(b.Ctx, "o1", doc.ID, svctype.ListOptions{Limit: 100})

@@ -2,7 +2,9 @@ package core_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -94,7 +96,7 @@ func TestQuickStepsCommitTogether(t *testing.T) {
 					w := b.Workflow(t, "acme", "chain", tc.def)
 					doc := b.Execute(t, "acme", w.ID, `{}`)
 					require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
-					require.Equal(t, map[string]any{"committed": tc.seen}, doc.Context["seen"])
+					require.Equal(t, map[string]any{"committed": json.Number(fmt.Sprint(tc.seen))}, doc.Context["seen"])
 					for i, s := range doc.Steps {
 						require.Equal(t, svctype.StepCompleted, s.Status, "step %d", i)
 					}
@@ -152,7 +154,7 @@ func TestChainedStepFails(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, rows, 2, "the two writes before the failing step, once each")
 			ns := []any{rows[0].Data["n"], rows[1].Data["n"]}
-			require.ElementsMatch(t, []any{float64(1), float64(2)}, ns, "the committed count is the second run of the step")
+			require.ElementsMatch(t, []any{json.Number("1"), json.Number("2")}, ns, "the committed count is the second run of the step")
 			require.Equal(t, int32(2), runs.Load())
 			require.Equal(t, []string{"workflow_run_started",
 				"step.started", "step.completed", "step.started", "step.completed", "step.started", "step.completed",

@@ -17,6 +17,7 @@ import (
 
 	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/jsonnum"
 )
 
 //go:embed definition.schema.json
@@ -240,7 +241,7 @@ func (e *Core) checkLoop(s *svctype.Step, at string, c *checked) []Problem {
 	p := s.Properties
 	mode, _ := p["mode"].(string)
 	if m, ok := p["max_iterations"]; ok {
-		if n, isNum := m.(float64); !isNum || n < 1 || n != math.Trunc(n) || n > MaxIterations {
+		if n, isNum := svctype.Float(m); !isNum || n < 1 || n != math.Trunc(n) || n > MaxIterations {
 			out = append(out, Problem{Pointer: at + "/properties/max_iterations", Message: fmt.Sprintf("must be an integer from 1 to %d (default %d)", MaxIterations, DefaultMaxIterations)})
 		}
 	}
@@ -285,7 +286,7 @@ func (e *Core) checkLoop(s *svctype.Step, at string, c *checked) []Problem {
 		}
 		var st svctype.Step
 		b, _ := json.Marshal(el)
-		if err := json.Unmarshal(b, &st); err != nil {
+		if err := jsonnum.Unmarshal(b, &st); err != nil {
 			out = append(out, Problem{Pointer: sub, Message: err.Error()})
 			continue
 		}
@@ -301,7 +302,7 @@ func loopSteps(p map[string]any) ([]svctype.Step, error) {
 		return nil, err
 	}
 	var out []svctype.Step
-	if err := json.Unmarshal(b, &out); err != nil {
+	if err := jsonnum.Unmarshal(b, &out); err != nil {
 		return nil, fmt.Errorf("loop steps: %w", err)
 	}
 	return out, nil

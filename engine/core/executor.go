@@ -15,6 +15,7 @@ import (
 	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/jsonnum"
 )
 
 // ClaimBatch is how many jobs Work claims at a time.
@@ -908,7 +909,7 @@ func normalize(v any) any {
 	switch v.(type) {
 	case *expr.Lazy, svctype.EncodedArray:
 		return v // JSON already, kept as bytes
-	case nil, string, bool, float64, map[string]any, []any:
+	case nil, string, bool, float64, json.Number, map[string]any, []any:
 		if !containsGoTypes(v) {
 			return v
 		}
@@ -918,7 +919,7 @@ func normalize(v any) any {
 		return v
 	}
 	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
+	if err := jsonnum.Unmarshal(b, &out); err != nil {
 		return v
 	}
 	return out
@@ -926,7 +927,7 @@ func normalize(v any) any {
 
 func containsGoTypes(v any) bool {
 	switch x := v.(type) {
-	case nil, string, bool, float64, *expr.Lazy, svctype.EncodedArray:
+	case nil, string, bool, float64, json.Number, *expr.Lazy, svctype.EncodedArray:
 		return false
 	case map[string]any:
 		for _, el := range x {

@@ -80,7 +80,7 @@ func TestIOStepCommitsItsResult(t *testing.T) {
 		doc := b.Execute(t, "org-a", w.ID, `{"x": 7, "items": ["a", "b"]}`)
 		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
 		run := doc.ID
-		require.Equal(t, map[string]any{"echo": 7.0, "key": run + "/0"}, doc.Context["first"])
+		require.Equal(t, map[string]any{"echo": json.Number("7"), "key": run + "/0"}, doc.Context["first"])
 		require.Equal(t, []any{
 			map[string]any{"echo": "a!", "key": run + "/1/0/1"},
 			map[string]any{"echo": "b!", "key": run + "/1/1/1"},
@@ -89,7 +89,7 @@ func TestIOStepCommitsItsResult(t *testing.T) {
 		// Each call was made once, with its position as its key, and the one after the
 		// in-element step saw that step's output.
 		require.Equal(t, []receivedCall{
-			{run + "/0", 1, 7.0},
+			{run + "/0", 1, json.Number("7")},
 			{run + "/1/0/0", 1, "a"}, {run + "/1/0/1", 1, "a!"},
 			{run + "/1/1/0", 1, "b"}, {run + "/1/1/1", 1, "b!"},
 		}, r.received())
@@ -167,7 +167,7 @@ func TestIOCallRepeatedAfterACrashWithTheSameKey(t *testing.T) {
 			require.Equal(t, []receivedCall{{run.ID + "/0", 1, nil}, {run.ID + "/0", 2, nil}}, calls)
 			doc, err := second.RunStatus(ctx, "org-a", run.ID)
 			require.NoError(t, err)
-			require.Equal(t, map[string]any{"try": 2.0}, doc.Context["out"])
+			require.Equal(t, map[string]any{"try": json.Number("2")}, doc.Context["out"])
 			ev, err := second.Evidence(ctx, "org-a", run.ID)
 			require.NoError(t, err)
 			var call *svctype.Effect

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"slices"
 
+	"fmt"
 	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/internal/jsonw"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/jsonnum"
 )
 
 // encodeValue is json.Marshal for what a step's output is after normalize: nil, bool,
@@ -30,6 +32,11 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return append(b, "false"...), nil
 	case float64:
 		return jsonw.AppendFloat(b, x)
+	case json.Number:
+		if !jsonnum.Valid(string(x)) {
+			return b, fmt.Errorf("json: invalid number literal %q", string(x))
+		}
+		return append(b, x...), nil
 	case string:
 		return jsonw.AppendString(b, x), nil
 	case []any:

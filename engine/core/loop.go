@@ -11,6 +11,7 @@ import (
 	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/jsonnum"
 )
 
 // loopItem is what a committed foreach element leaves behind: its last step's output and
@@ -46,7 +47,7 @@ func (e *Core) planLoop(ctx context.Context, st *runState, step *svctype.Step, v
 		return nil, fmt.Errorf("loop items %v did not resolve to an array (got %s)", step.Properties["items"], TypeName(resolved))
 	}
 	max := DefaultMaxIterations
-	if m, ok := step.Properties["max_iterations"].(float64); ok && m >= 1 {
+	if m, ok := svctype.Float(step.Properties["max_iterations"]); ok && m >= 1 {
 		// A definition stored before MaxIterations existed may say more.
 		max = int(min(m, MaxIterations))
 	}
@@ -83,7 +84,7 @@ func TypeName(v any) string {
 		return "object"
 	case string:
 		return "string"
-	case float64, int:
+	case float64, int, json.Number:
 		return "number"
 	case bool:
 		return "boolean"
@@ -301,7 +302,7 @@ func (e *Core) endLoop(ctx context.Context, job *svctype.Job, st *runState, i in
 		results := make([]any, 0, len(raw))
 		for _, r := range raw {
 			var it loopItem
-			if err := json.Unmarshal(r, &it); err != nil {
+			if err := jsonnum.Unmarshal(r, &it); err != nil {
 				return fmt.Errorf("loop item: %w", err)
 			}
 			results = append(results, it.Output)

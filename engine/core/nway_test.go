@@ -33,7 +33,7 @@ func TestNWayMatchStep(t *testing.T) {
 		counts := doc.Context["matchGroupCounts"].(map[string]any)
 		// I1 full (within 0.1 and the bank:erp override), I2 variance (cards 50.5 vs bank 50
 		// over 0.1), I3 missing_leg (no cards), I9 an orphan.
-		require.Equal(t, map[string]any{"groups": float64(3), "full": float64(1), "variance": float64(1), "missing_leg": float64(1), "orphan": float64(1)}, counts)
+		require.Equal(t, map[string]any{"groups": json.Number("3"), "full": json.Number("1"), "variance": json.Number("1"), "missing_leg": json.Number("1"), "orphan": json.Number("1")}, counts)
 		require.Len(t, doc.Context["matchGroups"], 3)
 		require.Len(t, doc.Context["matchOrphans"], 1)
 		exc := doc.Context["matchGroupExceptions"].([]any)
@@ -69,7 +69,7 @@ func TestNWayMatchStep(t *testing.T) {
 		require.Equal(t, map[string]any{"bank": float64(4), "erp": float64(4), "cards": float64(2)}, started["leg_counts"])
 		done := b.EventPayload(t, "o1", doc.ID, "nway_matcher.completed")
 		require.Equal(t, "svc.match-group.v1", done["schema_version"])
-		require.Equal(t, counts, done["counts"])
+		require.JSONEq(t, jsonText(t, counts), jsonText(t, done["counts"]), "the event says the counts the context holds")
 		require.Equal(t, "/runs/"+doc.ID+"/context/matchGroups", done["result_reference"])
 	})
 }
@@ -130,8 +130,8 @@ func TestNWayRulesAndAction(t *testing.T) {
 	// The call's own tolerances were discarded: B matches on amount (2 = 1 + 1) but fails
 	// the stored rule (two bank lines).
 	counts := doc.Context["matchGroupCounts"].(map[string]any)
-	require.Equal(t, float64(1), counts["full"])
-	require.Equal(t, float64(1), counts["variance"])
+	require.Equal(t, json.Number("1"), counts["full"])
+	require.Equal(t, json.Number("1"), counts["variance"])
 	exc := doc.Context["matchGroupExceptions"].([]any)[0].(map[string]any)
 	require.Contains(t, exc["discrepancy_fields"], "rule:single_bank_line")
 
@@ -167,8 +167,8 @@ func TestNWayLegsFromDocuments(t *testing.T) {
 		doc = b.Execute(t, "o1", w2.ID, `{}`)
 		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
 		// The second step overwrote the fixed keys: version 2 has B at 25.
-		require.Equal(t, float64(1), doc.Context["matchGroupCounts"].(map[string]any)["variance"])
-		require.Equal(t, float64(1), doc.Context["latest"].(map[string]any)["matchGroupCounts"].(map[string]any)["variance"])
+		require.Equal(t, json.Number("1"), doc.Context["matchGroupCounts"].(map[string]any)["variance"])
+		require.Equal(t, json.Number("1"), doc.Context["latest"].(map[string]any)["matchGroupCounts"].(map[string]any)["variance"])
 		// Version 1 agreed in full: the first step's completion event says so.
 		page, err := b.Eng.RunEvents(b.Ctx, "o1", doc.ID, svctype.ListOptions{Limit: 100})
 		require.NoError(t, err)
@@ -189,4 +189,13 @@ func TestNWayLegsFromDocuments(t *testing.T) {
 		require.Contains(t, doc.Reason, "has no version 9")
 		require.Contains(t, b.Events(t, "o1", doc.ID), "nway_matcher.failed")
 	})
+}
+
+// jsonText is v's JSON: the context's numbers are json.Number, an event's payload as a
+// test decodes it float64; their JSON is one.
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/jsonnum"
 )
 
 // Execute starts a run of the workflow's current version and returns it in status running;
@@ -124,6 +125,12 @@ func normalizeInput(input json.RawMessage) (json.RawMessage, error) {
 	if err := json.Compact(&buf, input); err != nil {
 		return nil, Invalid("/input", "is not valid JSON")
 	}
+	// A number is kept as the text it came with (docs/decisions.md, "Numbers kept
+	// exactly"), but one no float64 holds is refused: a step that computes with it could
+	// not, and a client that sent 1e400 meant something else.
+	if ptr, found := jsonnum.OutOfRange(buf.Bytes()); found {
+		return nil, Invalid("/input"+ptr, "number out of range (larger than a 64-bit float holds)")
+	}
 	return buf.Bytes(), nil
 }
 
@@ -231,7 +238,11 @@ func inputVar(input json.RawMessage) any {
 		return expr.NewLazy(input)
 	}
 	var in any
-	_ = json.Unmarshal(input, &in)
+	if err := jsonnum.Unmarshal(input, &in); err != nil {
+		// Checked at the start (normalizeInput); a run stored before that check may
+		// hold what does not decode, and its steps read an input of nothing.
+		return nil
+	}
 	return in
 }
 
@@ -243,7 +254,7 @@ func decodeContext(raw map[string]json.RawMessage) map[string]any {
 			continue
 		}
 		var x any
-		if err := json.Unmarshal(v, &x); err == nil {
+		if err := jsonnum.Unmarshal(v, &x); err == nil {
 			out[k] = x
 		}
 	}

@@ -48,7 +48,7 @@ func TestRunEndToEnd(t *testing.T) {
 			require.Equal(t, "custom-table", s.Type)
 			require.Equal(t, svctype.StepCompleted, s.Status)
 		}
-		require.Equal(t, map[string]any{"table": "customers", "written": float64(1), "dropped": []any{"junk"}}, doc.Context["saved"])
+		require.Equal(t, map[string]any{"table": "customers", "written": json.Number("1"), "dropped": []any{"junk"}}, doc.Context["saved"])
 		vip := doc.Context["vip"].([]any)
 		require.Len(t, vip, 1)
 		require.Equal(t, "Ada", vip[0].(map[string]any)["name"])
@@ -57,7 +57,7 @@ func TestRunEndToEnd(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, rows, 1)
 		require.Equal(t, fmt.Sprintf("Hello Ada, run %s step 2", doc.ID), rows[0].Data["text"])
-		require.Equal(t, float64(1), rows[0].Data["n"])
+		require.Equal(t, json.Number("1"), rows[0].Data["n"])
 
 		require.Equal(t, []string{
 			"workflow_run_started",
@@ -330,7 +330,7 @@ func testForeachBatches(t *testing.T, dialect string) {
 		done := doc.Context["done"].([]any)
 		require.Len(t, done, n)
 		for i, v := range done {
-			require.Equal(t, float64(i), v)
+			require.Equal(t, json.Number(fmt.Sprint(i)), v)
 		}
 		rows, err := b.Eng.ReadRows(b.Ctx, "o1", "seen", nil, 0)
 		require.NoError(t, err)
@@ -391,18 +391,18 @@ func TestForeachCheckpointsPerElement(t *testing.T) {
 		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
 		done := doc.Context["done"].([]any)
 		require.Len(t, done, 12)
-		require.Equal(t, map[string]any{"sku": "s7", "i": float64(7)}, done[7])
+		require.Equal(t, map[string]any{"sku": "s7", "i": json.Number("7")}, done[7])
 		rows, err = b.Eng.ReadRows(b.Ctx, "o1", "seen", nil, 0)
 		require.NoError(t, err)
 		require.Len(t, rows, 13, "each element's row exactly once, plus the total")
-		seen := map[float64]int{}
+		seen := map[json.Number]int{}
 		for _, r := range rows {
-			seen[r.Data["i"].(float64)]++
+			seen[r.Data["i"].(json.Number)]++
 		}
 		for i := 0; i < 12; i++ {
-			require.Equal(t, 1, seen[float64(i)], "element %d", i)
+			require.Equal(t, 1, seen[json.Number(fmt.Sprint(i))], "element %d", i)
 		}
-		require.Equal(t, 1, seen[12], "the total row says 12")
+		require.Equal(t, 1, seen["12"], "the total row says 12")
 		loopStarted := b.EventPayload(t, "o1", run.ID, "loop.started")
 		require.Equal(t, map[string]any{"run_id": run.ID, "step_id": "0", "step_index": float64(0), "mode": "foreach", "total_items": float64(12)}, loopStarted)
 	})
@@ -516,7 +516,7 @@ func TestReadLimits(t *testing.T) {
 		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
 		require.Len(t, doc.Context["dflt"], steps.DefaultReadLimit, "a read without limit is bounded")
 		require.Len(t, doc.Context["some"], 3)
-		require.Equal(t, float64(0), doc.Context["dflt"].([]any)[0].(map[string]any)["i"], "oldest first")
+		require.Equal(t, json.Number("0"), doc.Context["dflt"].([]any)[0].(map[string]any)["i"], "oldest first")
 
 		for _, n := range []string{"10001", "0", `"ten"`, "2.5"} {
 			doc = b.Execute(t, "o1", w.ID, `{"n": `+n+`}`)
@@ -690,6 +690,6 @@ func TestReadsOutsideTheWriter(t *testing.T) {
 		doc := b.Execute(t, "o1", w.ID, `{}`)
 		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
 		require.EqualValues(t, 1, reads.Load(), "read once, ahead of the transaction")
-		require.Equal(t, float64(0), doc.Context["n"])
+		require.Equal(t, json.Number("0"), doc.Context["n"])
 	})
 }

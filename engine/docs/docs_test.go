@@ -283,12 +283,12 @@ func TestForeachOverDocument(t *testing.T) {
 			lines = append(lines, line{r.Data["source"].(string), r.Data["invoice"].(string), r.Data["customer"].(string), r.Data["amount"]})
 		}
 		require.Equal(t, []line{
-			{"latest", "INV-6", "Cy", 60.25},
-			{"v2", "INV-3", "Zed", 30.0},
-			{"v2", "INV-4", "Ann", 40.0},
-			{"v2", "INV-5", "Bo", 50.0},
-			{"v1", "INV-1", "Smith, John", 10.5},
-			{"v1", "INV-2", "Acme", 20.0},
+			{"latest", "INV-6", "Cy", json.Number("60.25")},
+			{"v2", "INV-3", "Zed", json.Number("30")},
+			{"v2", "INV-4", "Ann", json.Number("40")},
+			{"v2", "INV-5", "Bo", json.Number("50")},
+			{"v1", "INV-1", "Smith, John", json.Number("10.5")},
+			{"v1", "INV-2", "Acme", json.Number("20")},
 		}, lines)
 	})
 }
@@ -346,7 +346,7 @@ func TestDocumentReferenceErrors(t *testing.T) {
 	b.Eng.RegisterStep("echo", func(_ context.Context, call *svctype.StepCall) (any, error) { return call.Properties, nil })
 	doc := b.Execute(t, "acme", w.ID, `{}`)
 	require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
-	require.Equal(t, []any{map[string]any{"n": float64(1)}}, doc.Context["out"])
+	require.Equal(t, []any{map[string]any{"n": json.Number("1")}}, doc.Context["out"])
 }
 
 func TestDocumentExpiry(t *testing.T) {

@@ -3,6 +3,7 @@ package expr
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 
@@ -383,4 +384,45 @@ func TestConditionConcurrentEval(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// Numbers from JSON are json.Number (decoded with UseNumber, as the engine does) and
+// compare on their decimal digits: two 30-digit integers that one float64 holds both of
+// differ, and so do 0.1 and the decimal nearest the float64 0.1.
+func TestConditionExactNumbers(t *testing.T) {
+	t.Parallel()
+	vars := Vars{"input": map[string]any{
+		"a":    json.Number("123456789012345678901234567891"),
+		"b":    json.Number("123456789012345678901234567890"),
+		"d":    json.Number("0.1000000000000000055511151231257827"),
+		"one":  json.Number("1.0"),
+		"f":    0.1,
+		"i":    int64(1),
+		"text": "123456789012345678901234567891",
+	}}
+	for _, tc := range []struct {
+		cond string
+		want bool
+	}{
+		{`{"equal": ["@input.a", "@input.b"]}`, false},
+		{`{"equal": ["@input.a", "@input.a"]}`, true},
+		{`{"notEqual": ["@input.a", "@input.b"]}`, true},
+		{`{"greaterThan": ["@input.a", "@input.b"]}`, true},
+		{`{"lessThan": ["@input.a", "@input.b"]}`, false},
+		{`{"greaterThanOrEqual": ["@input.b", "@input.a"]}`, false},
+		{`{"equal": ["@input.d", "@input.f"]}`, false},
+		{`{"greaterThan": ["@input.d", "@input.f"]}`, true},
+		{`{"equal": ["@input.one", "@input.i"]}`, true},
+		{`{"equal": ["@input.a", "@input.text"]}`, false},
+		{`{"in": ["@input.a", ["@input.b", "@input.a"]]}`, true},
+		{`{"in": ["@input.a", ["@input.b"]]}`, false},
+	} {
+		var c any
+		dec := json.NewDecoder(strings.NewReader(tc.cond))
+		dec.UseNumber()
+		require.NoError(t, dec.Decode(&c))
+		got, err := EvalCondition(context.Background(), c, vars)
+		require.NoError(t, err, tc.cond)
+		require.Equal(t, tc.want, got, tc.cond)
+	}
 }

@@ -1,8 +1,9 @@
 package expr
 
 import (
-	"encoding/json"
 	"sync"
+
+	"github.com/svcflow/svcflow/internal/jsonnum"
 )
 
 // Lazy is a JSON value held as its bytes and decoded the first time a path reaches into
@@ -33,7 +34,7 @@ func (l *Lazy) Raw() []byte { return l.raw }
 // Value returns the decoded value, decoding it the first time (nil when raw is not JSON).
 func (l *Lazy) Value() any {
 	l.once.Do(func() {
-		if err := json.Unmarshal(l.raw, &l.val); err != nil {
+		if err := jsonnum.Unmarshal(l.raw, &l.val); err != nil {
 			l.val = nil
 		}
 	})

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -94,7 +95,7 @@ func step(v any, seg string) any {
 			return utf8.RuneCountInString(x)
 		}
 		return nil
-	case nil, float64, bool:
+	case nil, float64, bool, json.Number:
 		return nil
 	}
 	return reflectStep(reflect.ValueOf(v), seg)

@@ -3,6 +3,7 @@ package expr
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -74,7 +75,7 @@ func (e *Evaluator) Resolve(ctx context.Context, value any, vars Vars) (any, err
 
 func resolve(ctx context.Context, value any, vars Vars, prefixes []prefix) (any, error) {
 	switch v := value.(type) {
-	case nil, bool, float64:
+	case nil, bool, float64, json.Number:
 		return v, nil
 	case string:
 		return resolveString(ctx, v, vars, prefixes)

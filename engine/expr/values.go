@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/svcflow/svcflow/internal/jsonnum"
 )
 
 // Values are what encoding/json decodes into an any (map[string]any, []any, float64,
@@ -83,7 +85,7 @@ func list(v any) ([]any, bool) {
 	switch x := v.(type) {
 	case []any:
 		return x, true
-	case nil, string, float64, bool, map[string]any, []byte:
+	case nil, string, float64, json.Number, bool, map[string]any, []byte:
 		return nil, false
 	}
 	rv := reflect.ValueOf(v)
@@ -102,7 +104,7 @@ func object(v any) (map[string]any, bool) {
 	switch x := v.(type) {
 	case map[string]any:
 		return x, true
-	case nil, string, float64, bool, []any:
+	case nil, string, float64, json.Number, bool, []any:
 		return nil, false
 	}
 	rv := reflect.ValueOf(v)
@@ -126,7 +128,7 @@ func size(v any) (int, bool) {
 		return len(x), true
 	case map[string]any:
 		return len(x), true
-	case nil, float64, bool, []byte:
+	case nil, float64, json.Number, bool, []byte:
 		return 0, false
 	}
 	rv := reflect.ValueOf(v)
@@ -179,6 +181,9 @@ func equalValues(a, b any) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
+	if c, ok, isNumber := exactCompare(a, b); isNumber {
+		return ok && c == 0
+	}
 	if x, ok := number(a); ok {
 		y, ok := number(b)
 		return ok && x == y
@@ -229,6 +234,9 @@ func equalValues(a, b any) bool {
 // compare orders two numbers, two strings (lexically, so ISO 8601 dates order by
 // time) or two times. ok is false for any other pair, and for NaN.
 func compare(a, b any) (c int, ok bool) {
+	if c, ok, isNumber := exactCompare(a, b); isNumber {
+		return c, ok
+	}
 	if x, ok := number(a); ok {
 		y, ok := number(b)
 		if !ok || math.IsNaN(x) || math.IsNaN(y) {
@@ -258,6 +266,36 @@ func compare(a, b any) (c int, ok bool) {
 		return 0, false
 	}
 	return strings.Compare(x, y), true
+}
+
+// exactCompare compares two numbers of which one at least is a json.Number (a number
+// from JSON, kept as its text) on their decimal digits, not as float64s: two 30-digit
+// account numbers that differ in the last digit differ. isNumber is false when neither is
+// a json.Number (the caller compares as before) and ok false when the other is not a
+// number.
+func exactCompare(a, b any) (c int, ok, isNumber bool) {
+	x, xn := a.(json.Number)
+	y, yn := b.(json.Number)
+	switch {
+	case xn && yn:
+		c, ok = jsonnum.Cmp(string(x), string(y))
+		return c, ok, true
+	case xn:
+		f, isNum := number(b)
+		if !isNum {
+			return 0, false, true
+		}
+		c, ok = jsonnum.CmpFloat(string(x), f)
+		return c, ok, true
+	case yn:
+		f, isNum := number(a)
+		if !isNum {
+			return 0, false, true
+		}
+		c, ok = jsonnum.CmpFloat(string(y), f)
+		return -c, ok, true
+	}
+	return 0, false, false
 }
 
 // asTime reads a time.Time, or an RFC 3339 string, as a time. It lets a Go caller put

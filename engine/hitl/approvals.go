@@ -118,7 +118,7 @@ func (e *HITL) requestApproval(ctx context.Context, tx storage.Tx, p *core.Pause
 	if a.RequestPayload, err = json.Marshal(payload); err != nil {
 		return fmt.Errorf("request_payload: %w", err)
 	}
-	if secs, ok := props["expires_in_seconds"].(float64); ok && secs > 0 {
+	if secs, ok := svctype.Float(props["expires_in_seconds"]); ok && secs > 0 {
 		at := a.CreatedAt.Add(time.Duration(secs * float64(time.Second)))
 		a.ExpiresAt = &at
 		payload, _ := json.Marshal(map[string]string{"approval_id": a.ID})
@@ -327,7 +327,7 @@ func approvalProblems(props map[string]any, at string) []core.Problem {
 		}
 	}
 	if v, ok := props["expires_in_seconds"]; ok {
-		if n, isNumber := v.(float64); !isNumber || n <= 0 || n > maxPauseSeconds {
+		if n, isNumber := svctype.Float(v); !isNumber || n <= 0 || n > maxPauseSeconds {
 			out = append(out, core.Problem{Pointer: at + "/expires_in_seconds", Message: "a number of seconds greater than 0, at most 315,360,000 (ten years)"})
 		}
 	}

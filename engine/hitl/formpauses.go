@@ -217,7 +217,7 @@ func (e *HITL) requestForm(ctx context.Context, tx storage.Tx, pc *core.PauseCal
 	if p.Schema, err = json.Marshal(schema); err != nil {
 		return err
 	}
-	if ttl, ok := props["ttl_seconds"].(float64); ok && ttl > 0 {
+	if ttl, ok := svctype.Float(props["ttl_seconds"]); ok && ttl > 0 {
 		at := now.Add(time.Duration(ttl * float64(time.Second)))
 		p.ExpiresAt = &at
 		if err := e.formJob(ctx, tx, &p, JobFormExpire, formTimerPayload{FormPauseID: p.ID}, at.Sub(now)); err != nil {
@@ -226,7 +226,7 @@ func (e *HITL) requestForm(ctx context.Context, tx storage.Tx, pc *core.PauseCal
 	}
 	reminders, _ := props["reminder_intervals"].([]any)
 	for i, v := range reminders {
-		secs, _ := v.(float64)
+		secs, _ := svctype.Float(v)
 		p.ReminderIntervals = append(p.ReminderIntervals, secs)
 		if p.ExpiresAt != nil && !now.Add(time.Duration(secs*float64(time.Second))).Before(*p.ExpiresAt) {
 			continue // due when the form has closed: a reminder of nothing
@@ -468,7 +468,7 @@ func formProblems(props map[string]any, at string) []core.Problem {
 		expected = append(expected, s)
 	}
 	if v, ok := props["ttl_seconds"]; ok {
-		if n, isNumber := v.(float64); !isNumber || n < 0 || n > maxPauseSeconds {
+		if n, isNumber := svctype.Float(v); !isNumber || n < 0 || n > maxPauseSeconds {
 			out = append(out, core.Problem{Pointer: at + "/ttl_seconds", Message: "a number of seconds, 0 or more (0: never expires), at most 315,360,000 (ten years)"})
 		}
 	}
@@ -478,7 +478,7 @@ func formProblems(props map[string]any, at string) []core.Problem {
 			out = append(out, core.Problem{Pointer: at + "/reminder_intervals", Message: "an array of seconds after the pause opens"})
 		}
 		for i, el := range arr {
-			if n, isNumber := el.(float64); !isNumber || n <= 0 || n > maxPauseSeconds {
+			if n, isNumber := svctype.Float(el); !isNumber || n <= 0 || n > maxPauseSeconds {
 				out = append(out, core.Problem{Pointer: fmt.Sprintf("%s/reminder_intervals/%d", at, i), Message: "a number of seconds greater than 0, at most 315,360,000 (ten years)"})
 			}
 		}

@@ -2,6 +2,7 @@ package oauthtools
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -123,7 +124,7 @@ func buildSheetsAppend(apis APIs, props map[string]any) (outbound.Request, error
 	}
 	for i, cell := range row {
 		switch cell.(type) {
-		case string, float64, int, int64, bool, nil:
+		case string, float64, json.Number, int, int64, bool, nil:
 		default:
 			return outbound.Request{}, fmt.Errorf(`property "values": cell %d must be a string, a number, a boolean or null`, i)
 		}

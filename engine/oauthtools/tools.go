@@ -13,6 +13,7 @@ package oauthtools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -215,7 +216,7 @@ func text(props map[string]any, name string) (string, error) {
 			return "", fmt.Errorf("property %q is empty", name)
 		}
 		return x, nil
-	case float64, int, int64, bool:
+	case float64, json.Number, int, int64, bool:
 		return fmt.Sprint(x), nil
 	}
 	return "", fmt.Errorf("property %q must be a string", name)

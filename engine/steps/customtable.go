@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -204,6 +205,11 @@ func readLimit(v any) (int, error) {
 	switch x := v.(type) {
 	case float64:
 		n = x
+	case json.Number:
+		var err error
+		if n, err = x.Float64(); err != nil {
+			return 0, fmt.Errorf("must be an integer from 1 to %d (default %d), got %s", MaxReadLimit, DefaultReadLimit, x)
+		}
 	case int:
 		n = float64(x)
 	case int64:

@@ -124,7 +124,7 @@ func numberProps(p map[string]any, out []svctype.PropertyProblem, static bool, d
 		if !ok || v == nil || (static && isDynamic(v)) {
 			continue
 		}
-		n, isNum := v.(float64)
+		n, isNum := svctype.Float(v)
 		if !isNum {
 			out = append(out, svctype.PropertyProblem{Pointer: "/" + name, Message: fmt.Sprintf("must be a number, got %v", v)})
 			continue
@@ -273,7 +273,7 @@ func kindOf(v any) string {
 		return "object"
 	case string:
 		return "string"
-	case float64:
+	case float64, json.Number:
 		return "number"
 	case bool:
 		return "boolean"

@@ -105,7 +105,7 @@ func nwayOptions(p map[string]any, static bool) (match.NWayOptions, []svctype.Pr
 			tol := match.Tolerance{}
 			tol.Type, _ = t["type"].(string)
 			if v, ok := t["value"]; ok {
-				n, isNum := v.(float64)
+				n, isNum := svctype.Float(v)
 				if !isNum {
 					out = append(out, svctype.PropertyProblem{Pointer: at + "/value", Message: "must be a number"})
 				}
@@ -118,7 +118,7 @@ func nwayOptions(p map[string]any, static bool) (match.NWayOptions, []svctype.Pr
 				}
 				tol.Pairs = map[string]float64{}
 				for k, v := range pm {
-					n, isNum := v.(float64)
+					n, isNum := svctype.Float(v)
 					if !isNum {
 						out = append(out, svctype.PropertyProblem{Pointer: at + "/pairs/" + k, Message: "must be a number"})
 					}

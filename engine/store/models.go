@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/jsonnum"
 )
 
 // The runtime models: how rows are read and written. They follow the latest schema, which
@@ -319,7 +320,8 @@ func (m *tableModel) toTable() (*svctype.Table, error) {
 
 func (m *rowModel) toRow() (svctype.Row, error) {
 	r := svctype.Row{ID: m.ID, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
-	if err := json.Unmarshal(m.Data, &r.Data); err != nil {
+	// Numbers as json.Number: a row gives back the digits it was written with.
+	if err := jsonnum.Unmarshal(m.Data, &r.Data); err != nil {
 		return r, err
 	}
 	if r.Data == nil {

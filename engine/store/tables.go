@@ -14,6 +14,7 @@ import (
 
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/jsonnum"
 )
 
 // Custom tables and their rows. A row's data is one JSON object; rows written by UpsertRow
@@ -210,8 +211,9 @@ func newRow(orgID, table string, row map[string]any) (*rowModel, svctype.Row, er
 }
 
 // keyHash identifies a row by its key columns: the hex SHA-256 of the JSON of
-// [[key, value], ...] in keys order, values passed through a JSON round trip first so that
-// equal JSON values (1 and 1.0) hash alike.
+// [[key, value], ...] in keys order, values passed through a JSON round trip first and
+// numbers written in their canonical form (jsonnum.AppendKey) so that equal JSON values
+// (1 and 1.0) hash alike, and two 30-digit numbers that differ hash apart.
 func keyHash(keys []string, row map[string]any) (string, error) {
 	return hashPairs(keys, row, false)
 }
@@ -228,6 +230,9 @@ func hashPairs(keys []string, row map[string]any, decoded bool) (string, error) 
 		err       error
 	)
 	if decoded {
+		for i := range pairs {
+			pairs[i][1] = canonicalNumbers(pairs[i][1])
+		}
 		canonical, err = json.Marshal(pairs)
 	} else {
 		_, canonical, err = normalizeJSON(pairs)
@@ -239,19 +244,43 @@ func hashPairs(keys []string, row map[string]any, decoded bool) (string, error) 
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// normalizeJSON returns v as encoding/json decodes it (numbers float64, objects maps) and
-// its canonical encoding (object keys sorted).
+// normalizeJSON returns v as encoding/json decodes it (numbers json.Number, kept as
+// written; objects maps) and its canonical encoding (object keys sorted, numbers in
+// canonical form).
 func normalizeJSON(v any) (any, []byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, nil, err
 	}
 	var n any
-	if err := json.Unmarshal(b, &n); err != nil {
+	if err := jsonnum.Unmarshal(b, &n); err != nil {
 		return nil, nil, err
 	}
-	b, err = json.Marshal(n)
+	b, err = json.Marshal(canonicalNumbers(n))
 	return n, b, err
+}
+
+// canonicalNumbers is v with every json.Number in its canonical form (jsonnum.AppendKey:
+// 1.0 is 1, as a float64 wrote it before numbers were kept as text, so that keys hashed
+// then hash alike now); maps and arrays are copied, v is not changed.
+func canonicalNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		return json.Number(jsonnum.AppendKey(nil, string(x)))
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, el := range x {
+			out[k] = canonicalNumbers(el)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, el := range x {
+			out[i] = canonicalNumbers(el)
+		}
+		return out
+	}
+	return v
 }
 
 // ReadRows returns the rows whose columns equal every where entry as JSON values, oldest
@@ -422,7 +451,7 @@ func (q *querier) patchRows(ctx context.Context, db bun.IDB, orgID, table string
 		for _, m := range ms {
 			var data map[string]any
 			if withData {
-				if err := json.Unmarshal(m.Data, &data); err != nil {
+				if err := jsonnum.Unmarshal(m.Data, &data); err != nil {
 					return nil, err
 				}
 			}
@@ -481,7 +510,7 @@ func normalizeMap(m map[string]any) (map[string]any, []byte, error) {
 
 func mergedData(raw json.RawMessage, patch map[string]any) (map[string]any, error) {
 	var data map[string]any
-	if err := json.Unmarshal(raw, &data); err != nil {
+	if err := jsonnum.Unmarshal(raw, &data); err != nil {
 		return nil, err
 	}
 	if data == nil {
@@ -660,8 +689,16 @@ func (q *querier) rowConditions(where map[string]any) ([]condition, error) {
 		switch v := v.(type) {
 		case string:
 			conds = append(conds, condition{expr: member + "je.type = 'text' AND je.atom = ?)", args: []any{k, v}})
-		case float64:
-			conds = append(conds, condition{expr: member + "je.type IN ('integer', 'real') AND je.atom = ?)", args: []any{k, v}})
+		case json.Number:
+			f, exact := jsonnum.Exact(string(v))
+			if exact {
+				conds = append(conds, condition{expr: member + "je.type IN ('integer', 'real') AND je.atom = ?)", args: []any{k, f}})
+				continue
+			}
+			// SQLite reads such a number as the float64 nearest it, which others share:
+			// the member's JSON text (kept as written) must be the where's.
+			f, _ = v.Float64()
+			conds = append(conds, condition{expr: member + "je.type IN ('integer', 'real') AND je.atom = ? AND tr.data -> je.fullkey = ?)", args: []any{k, f, string(v)}})
 		case bool:
 			jsonType := "false"
 			if v {

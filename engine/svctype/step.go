@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/svcflow/svcflow/internal/jsonnum"
 	"log/slog"
 )
 
@@ -44,13 +45,32 @@ type StepFilter struct {
 	Condition any `json:"condition"`
 }
 
-// ParseDefinition decodes a definition; structural validation is the engine's.
+// ParseDefinition decodes a definition; structural validation is the engine's. Numbers in
+// its properties and conditions are json.Number, kept as written (read a setting with
+// Float).
 func ParseDefinition(raw json.RawMessage) (*Definition, error) {
 	var d Definition
-	if err := json.Unmarshal(raw, &d); err != nil {
+	if err := jsonnum.Unmarshal(raw, &d); err != nil {
 		return nil, err
 	}
 	return &d, nil
+}
+
+// Float reads a number from a definition's properties or a decoded JSON value: numbers
+// are json.Number there (kept as written, docs/decisions.md "Numbers kept exactly"); a
+// float64 that a Go caller put in is one too. For a setting (a count, a number of
+// seconds), not for data: data compares exactly, as its text.
+func Float(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	case int:
+		return float64(x), true
+	}
+	return 0, false
 }
 
 // StepFunc runs one step kind. It returns the step's output (stored under outputKey) or an

@@ -1018,7 +1018,7 @@ func testRows(t *testing.T, b *bundle) {
 	r1, err := b.s.InsertRow(b.ctx, orgA, "t", map[string]any{"email": "a@x", "n": 1})
 	require.NoError(t, err)
 	require.NotEmpty(t, r1.ID)
-	require.Equal(t, map[string]any{"email": "a@x", "n": float64(1)}, r1.Data)
+	require.Equal(t, map[string]any{"email": "a@x", "n": json.Number("1")}, r1.Data)
 	r2, err := b.s.InsertRow(b.ctx, orgA, "t", map[string]any{"email": "a@x", "n": 1})
 	require.NoError(t, err, "InsertRow appends, even identical rows")
 	require.NotEqual(t, r1.ID, r2.ID)
@@ -1049,7 +1049,7 @@ func testUpsert(t *testing.T, b *bundle) {
 	rows, err := b.s.ReadRows(b.ctx, orgA, "t", nil, 0)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
-	require.Equal(t, map[string]any{"email": "a@x", "n": float64(1), "w": "second"}, rows[0].Data, "data replaced")
+	require.Equal(t, map[string]any{"email": "a@x", "n": json.Number("1"), "w": "second"}, rows[0].Data, "data replaced")
 
 	tests := []struct {
 		name string
@@ -1196,7 +1196,7 @@ func testListRows(t *testing.T, b *bundle) {
 	page, err = b.s.ListRows(b.ctx, orgA, "t", nil, svctype.ListOptions{Limit: 100000})
 	require.NoError(t, err)
 	require.Len(t, page.Items, 500, "page size capped")
-	require.Equal(t, map[string]any{"email": "u0@x", "n": float64(0)}, page.Items[0].Data)
+	require.Equal(t, map[string]any{"email": "u0@x", "n": json.Number("0")}, page.Items[0].Data)
 
 	// Another org's table of the same name is its own; a missing table has no rows.
 	pb, err := b.s.ListRows(b.ctx, orgB, "t", nil, svctype.ListOptions{Limit: 1})
@@ -1228,10 +1228,10 @@ func testUpdateRows(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Len(t, rows, 3)
 	require.Equal(t, map[string]any{
-		"name": "a", "group": float64(1), "status": "done", "obj": map[string]any{"x": float64(2)}, "gone": nil,
+		"name": "a", "group": json.Number("1"), "status": "done", "obj": map[string]any{"x": json.Number("2")}, "gone": nil,
 	}, rows[0].Data, "set replaces top-level columns")
 	require.Equal(t, map[string]any{
-		"name": "b", "group": float64(1), "status": "done", "obj": map[string]any{"x": float64(2)}, "gone": nil,
+		"name": "b", "group": json.Number("1"), "status": "done", "obj": map[string]any{"x": json.Number("2")}, "gone": nil,
 	}, rows[1].Data)
 	require.Equal(t, map[string]any{"name": "c", "group": "1"}, rows[2].Data, "not matched")
 	require.False(t, rows[0].UpdatedAt.Before(rows[0].CreatedAt))
