@@ -12,7 +12,7 @@ import (
 
 // FormSubmitBody is the body of POST /forms/{runId}/{stepId}/submit.
 type FormSubmitBody struct {
-	Data map[string]any `json:"data" doc:"The submission, flat: {<key>: <value>}. Every expected key is required; values are checked against the pause's form_schema_v1."`
+	Data Object `json:"data" doc:"The submission, flat: {<key>: <value>}. Every expected key is required; values are checked against the pause's form_schema_v1."`
 }
 
 // FormPath names a run's form pause.

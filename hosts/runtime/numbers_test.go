@@ -127,3 +127,35 @@ func TestOutOfRangeNumberIsRefused(t *testing.T) {
 	rec := b.do(t, http.MethodGet, "/runs/"+run.ID+"/status", orgA, nil)
 	require.Contains(t, rec.Body.String(), `"tiny":1e-400`)
 }
+
+// A person's form submission and a rows update are data too: a 30-digit number submitted
+// to a form pause reaches the run's context with its digits, and one set by
+// PATCH /custom-tables/{name}/rows is the row's, exactly.
+func TestSubmittedNumbersKeptExactly(t *testing.T) {
+	t.Parallel()
+	const big = "123456789012345678901234567891"
+	b := setupOn(t, "sqlite")
+	w := ok[workflowDoc](t, b.do(t, http.MethodPost, "/workflows", orgA, workflowBody("ask", `{"actions": [
+	  {"type": "PbotForm", "properties": {"expected_keys": ["account"], "schema": {"version": "form_schema_v1",
+	    "pages": [{"id": "p", "fields": [{"key": "account", "type": "number", "label": "Account", "required": true}]}]}}}]}`)), http.StatusCreated)
+	run := ok[runRef](t, b.do(t, http.MethodPost, "/workflows/"+w.ID+"/execute", orgA, `{"input": {}}`), http.StatusAccepted)
+	b.work(t)
+	ok[map[string]any](t, b.do(t, http.MethodPost, "/forms/"+run.ID+"/0/submit", orgA, `{"data": {"account": `+big+`}}`), http.StatusOK)
+	b.work(t)
+	rec := b.do(t, http.MethodGet, "/runs/"+run.ID+"/status", orgA, nil)
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Contains(t, rec.Body.String(), `"account":`+big, "the submitted number, digit for digit")
+	rec = b.do(t, http.MethodGet, "/forms/"+run.ID+"/0", orgA, nil)
+	require.Contains(t, rec.Body.String(), `"account":`+big)
+
+	ok[map[string]any](t, b.do(t, http.MethodPost, "/custom-tables", orgA, map[string]any{
+		"name": "accounts", "fields": map[string]string{"name": "text", "n": "number"}}), http.StatusCreated)
+	wr := ok[workflowDoc](t, b.do(t, http.MethodPost, "/workflows", orgA, workflowBody("row", `{"actions": [
+	  {"type": "custom-table", "properties": {"table": "accounts", "operation": "write", "fields": {"name": "ada", "n": 1}}}]}`)), http.StatusCreated)
+	ok[runRef](t, b.do(t, http.MethodPost, "/workflows/"+wr.ID+"/execute", orgA, `{"input": {}}`), http.StatusAccepted)
+	b.work(t)
+	ok[map[string]any](t, b.do(t, http.MethodPatch, "/custom-tables/accounts/rows", orgA, `{"where": {"name": "ada"}, "set": {"n": `+big+`}}`), http.StatusOK)
+	rec = b.do(t, http.MethodGet, "/custom-tables/accounts/rows", orgA, nil)
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Contains(t, rec.Body.String(), `"n":`+big, rec.Body.String())
+}

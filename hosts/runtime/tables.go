@@ -30,9 +30,9 @@ type IndexBody struct {
 
 // RowsUpdate is the body of PATCH /custom-tables/{name}/rows.
 type RowsUpdate struct {
-	Where map[string]any `json:"where" doc:"Column to value: the rows to change ({} matches every row)."`
-	Set   map[string]any `json:"set" doc:"Column to new value; only declared columns."`
-	Scan  bool           `json:"scan,omitempty" doc:"Allow a where that no index serves on a table of more than 10,000 rows (it reads every row); refused with 422 scan_refused otherwise."`
+	Where Object `json:"where" doc:"Column to value: the rows to change ({} matches every row)."`
+	Set   Object `json:"set" doc:"Column to new value; only declared columns."`
+	Scan  bool   `json:"scan,omitempty" doc:"Allow a where that no index serves on a table of more than 10,000 rows (it reads every row); refused with 422 scan_refused otherwise."`
 }
 
 // RowsUpdated is the answer of PATCH /custom-tables/{name}/rows.

@@ -7,6 +7,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/jsonnum"
 )
 
 // JSONObject is a JSON object carried as its raw bytes. The schema accepts any object, so
@@ -30,7 +31,7 @@ func (o *JSONObject) UnmarshalJSON(b []byte) error {
 
 // Schema is an object with any members.
 func (JSONObject) Schema(huma.Registry) *huma.Schema {
-	return &huma.Schema{Type: huma.TypeObject, AdditionalProperties: true}
+	return &huma.Schema{Type: huma.TypeObject, AdditionalProperties: &huma.Schema{}}
 }
 
 // List is the body of every list route (DESIGN.md, "lists").
@@ -94,4 +95,24 @@ var jsonFormat = huma.Format{
 		return huma.DefaultJSONFormat.Marshal(w, v)
 	},
 	Unmarshal: huma.DefaultJSONFormat.Unmarshal,
+}
+
+// Object is a JSON object whose numbers are kept as the client wrote them (json.Number):
+// a submission's or a row's values are data (an account number, an amount), not floats
+// to round. Its schema is any JSON object.
+type Object map[string]any
+
+// UnmarshalJSON decodes an object with its numbers as json.Number.
+func (o *Object) UnmarshalJSON(b []byte) error {
+	var m map[string]any
+	if err := jsonnum.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*o = m
+	return nil
+}
+
+// Schema is an object of any members, as map[string]any's would be.
+func (Object) Schema(huma.Registry) *huma.Schema {
+	return &huma.Schema{Type: huma.TypeObject, AdditionalProperties: &huma.Schema{}}
 }
