@@ -12,6 +12,8 @@ type (
 	DSL = authoring.DSL
 	// LLMOptions are a drafting request's model options.
 	LLMOptions = authoring.LLMOptions
+	// WorkflowOwnedError refuses deleting a workflow a process publishes (an ErrConflict).
+	WorkflowOwnedError = authoring.WorkflowOwnedError
 )
 
 // Process studio errors.

@@ -50,6 +50,9 @@ var (
 	// ErrFormTriggerMissing: an external form's trigger workflow no longer exists, so a
 	// submission would start nothing (409); nothing is stored.
 	ErrFormTriggerMissing = extforms.ErrFormTriggerMissing
+	// ErrIdempotencyKeyReused: an Idempotency-Key repeated with another workflow or input
+	// than its first request (422 idempotency_key_reused); nothing is started.
+	ErrIdempotencyKeyReused = core.ErrIdempotencyKeyReused
 	// ErrSchemaBehind: the database answers but lacks migrations this build has (Ready).
 	ErrSchemaBehind = storage.ErrSchemaBehind
 )

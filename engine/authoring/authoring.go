@@ -41,6 +41,13 @@ func New(c *core.Core, a *actions.Actions, st storage.Full) *Authoring {
 	return &Authoring{core: c, actions: a, store: st}
 }
 
+// Register plugs drafting's job into the run core, and refuses the deletion of a workflow
+// a process publishes.
+func (a *Authoring) Register(c *core.Core) {
+	c.RegisterJob(JobGenerate, a.generateJob)
+	c.OnDeleteWorkflow(a.refuseOwnedDelete)
+}
+
 // AuthoringModes are the ways a process is authored.
 var AuthoringModes = []string{"process_first", "workflow_first"}
 
@@ -393,19 +400,29 @@ func (a *Authoring) Publish(ctx context.Context, orgID, bundleID, note string) (
 			}
 			out.TablesCreated = append(out.TablesCreated, t.Name)
 		}
-		w, err := a.core.PutWorkflowTx(ctx, tx, orgID, p.WorkflowID, core.WorkflowInput{Name: p.Name, Definition: c.dsl.Definition},
+		// The process's workflow, or a new one when it has none: never published, or deleted
+		// before deleting a process's workflow was refused (issue 31).
+		workflowID := p.WorkflowID
+		if workflowID != "" {
+			if _, err := tx.GetWorkflow(ctx, orgID, workflowID); errors.Is(err, core.ErrNotFound) {
+				workflowID = ""
+			} else if err != nil {
+				return err
+			}
+		}
+		w, err := a.core.PutWorkflowTx(ctx, tx, orgID, workflowID, core.WorkflowInput{Name: p.Name, Definition: c.dsl.Definition},
 			func(n string) bool { return names[n] })
 		if err != nil {
 			return err
 		}
 		out.Workflow = w
-		if err := storage.In[storage.Authoring](tx).PublishBundle(ctx, orgID, b.ID, note, w.ID, now); err != nil {
+		if err := storage.In[storage.Authoring](tx).PublishBundle(ctx, orgID, b.ID, note, w.ID, w.Version, now); err != nil {
 			if errors.Is(err, core.ErrConflict) {
 				return ErrAlreadyPublished
 			}
 			return err
 		}
-		if err := storage.In[storage.Authoring](tx).SetProcessPublished(ctx, orgID, p.ID, b.ID, w.ID, now); err != nil {
+		if err := storage.In[storage.Authoring](tx).SetProcessPublished(ctx, orgID, p.ID, b.ID, w.ID, w.Version, now); err != nil {
 			return err
 		}
 		ev, err := a.core.OrgEvent(orgID, "workflow_creation_status", map[string]any{
@@ -450,7 +467,10 @@ func sameColumns(have, want map[string]string) (string, bool) {
 	return "", true
 }
 
-// ExecuteProcess runs a process's published workflow.
+// ExecuteProcess runs the workflow version the process's last publication put: an edit of
+// the workflow outside the studio (PUT /workflows/{id}) changes nothing here until a bundle
+// is published. ErrNotPublished before a publication, or when the workflow is gone (deleted
+// before that was refused): publishing again creates it.
 func (a *Authoring) ExecuteProcess(ctx context.Context, orgID, processID string, input json.RawMessage) (*svctype.Run, error) {
 	p, err := a.GetProcess(ctx, orgID, processID)
 	if err != nil {
@@ -459,20 +479,49 @@ func (a *Authoring) ExecuteProcess(ctx context.Context, orgID, processID string,
 	if p.PublishedBundleID == "" || p.WorkflowID == "" {
 		return nil, ErrNotPublished
 	}
-	return a.core.Execute(ctx, orgID, p.WorkflowID, input, core.ExecuteOptions{})
+	run, err := a.core.Execute(ctx, orgID, p.WorkflowID, input, core.ExecuteOptions{WorkflowVersion: p.WorkflowVersion})
+	if errors.Is(err, core.ErrNotFound) {
+		return nil, ErrNotPublished
+	}
+	return run, err
 }
 
-// PublishedWorkflow is the workflow a published process runs (ErrNotPublished when none):
-// what an external form with trigger_process_id starts.
-func (a *Authoring) PublishedWorkflow(ctx context.Context, orgID, processID string) (string, error) {
+// PublishedWorkflow is the workflow and version a published process runs (ErrNotPublished
+// when none): what an external form with trigger_process_id starts.
+func (a *Authoring) PublishedWorkflow(ctx context.Context, orgID, processID string) (string, int, error) {
 	p, err := a.GetProcess(ctx, orgID, processID)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if p.WorkflowID == "" {
-		return "", ErrNotPublished
+		return "", 0, ErrNotPublished
 	}
-	return p.WorkflowID, nil
+	return p.WorkflowID, p.WorkflowVersion, nil
+}
+
+// WorkflowOwnedError refuses the deletion of a workflow a process publishes: the process
+// would be left with nothing to run. It is an ErrConflict.
+type WorkflowOwnedError struct {
+	ProcessID, ProcessName string
+}
+
+func (e *WorkflowOwnedError) Error() string {
+	return fmt.Sprintf("the workflow is published by process %q (%s): it changes through the process studio", e.ProcessName, e.ProcessID)
+}
+
+// Is makes errors.Is(err, core.ErrConflict) hold.
+func (e *WorkflowOwnedError) Is(target error) bool { return target == core.ErrConflict }
+
+// refuseOwnedDelete is the core's delete hook: a workflow a process publishes stays.
+func (a *Authoring) refuseOwnedDelete(ctx context.Context, tx storage.Tx, orgID, workflowID string) error {
+	p, err := storage.In[storage.Authoring](tx).ProcessOfWorkflow(ctx, orgID, workflowID)
+	if errors.Is(err, core.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return &WorkflowOwnedError{ProcessID: p.ID, ProcessName: p.Name}
 }
 
 // compactJSON is b without insignificant white space (b was checked to be JSON).

@@ -44,9 +44,6 @@ type ModelFunc func(baseURL, apiKey string) (agent.Model, error)
 // WithModel gives drafting its model client builder.
 func (a *Authoring) WithModel(m ModelFunc) *Authoring { a.model = m; return a }
 
-// Register plugs drafting's job into the run core.
-func (a *Authoring) Register(c *core.Core) { c.RegisterJob(JobGenerate, a.generateJob) }
-
 // LLMOptions are a drafting request's model options.
 type LLMOptions struct {
 	Model       string

@@ -16,8 +16,12 @@ type WorkflowInput struct {
 // ExecuteOptions tunes Execute.
 type ExecuteOptions struct {
 	// IdempotencyKey, when set, makes a retry within IdempotencyWindow return the run the
-	// first call started instead of starting another.
+	// first call started instead of starting another; the key repeated with another
+	// workflow or input is ErrIdempotencyKeyReused.
 	IdempotencyKey string
+	// WorkflowVersion, when above 0, runs that version of the workflow (one it had and
+	// still keeps: ErrNotFound otherwise) instead of its current one.
+	WorkflowVersion int
 }
 
 // IdempotencyWindow is how long an Idempotency-Key names its run.

@@ -35,6 +35,9 @@ var (
 	// ErrNoSecrets: no secret source is registered (SetSecrets), so a step's call cannot
 	// read a secret.
 	ErrNoSecrets = errors.New("this engine has no secret source")
+	// ErrIdempotencyKeyReused: an Idempotency-Key seen within IdempotencyWindow came with
+	// another request (another workflow or input) than the one it started its run with.
+	ErrIdempotencyKeyReused = errors.New("the idempotency key was used with another request")
 )
 
 // Problem is one thing wrong with an input, located by a JSON pointer.

@@ -21,6 +21,7 @@ import (
 //   - event sinks: RegisterSink, told of every event in the transaction that emits it
 //     (webhook fan-out);
 //   - cancel hooks: OnCancel, run in the transaction that cancels a run;
+//   - workflow delete hooks: OnDeleteWorkflow, which may refuse a workflow's deletion;
 //   - the secret source: SetSecrets, what StepCall.Secret reads (org config);
 //   - prefix resolvers: Evaluator().RegisterPrefix (doc:).
 //
@@ -57,6 +58,10 @@ type StepSource interface {
 // running or paused), to close what the run waits for and remove its timers.
 type CancelHook func(ctx context.Context, tx storage.Tx, run *svctype.Run, actor svctype.Actor) error
 
+// DeleteWorkflowHook runs in the transaction that deletes a workflow, before anything is
+// deleted; an error refuses the deletion (a feature that owns the workflow says so).
+type DeleteWorkflowHook func(ctx context.Context, tx storage.Tx, orgID, workflowID string) error
+
 // SecretSource returns the plaintext of one of an organization's secrets (org config) for
 // an outside call; a missing key is an error wrapping svctype.ErrNotFound.
 type SecretSource func(ctx context.Context, orgID, key string) (string, error)
@@ -68,6 +73,7 @@ type registry struct {
 	sinks   []EventSink
 	sources []StepSource
 	cancels []CancelHook
+	deletes []DeleteWorkflowHook
 	secrets SecretSource
 }
 
@@ -116,6 +122,13 @@ func (e *Core) OnCancel(h CancelHook) {
 	e.reg.mu.Lock()
 	defer e.reg.mu.Unlock()
 	e.reg.cancels = append(e.reg.cancels, h)
+}
+
+// OnDeleteWorkflow adds a hook run in the transaction of every workflow deletion.
+func (e *Core) OnDeleteWorkflow(h DeleteWorkflowHook) {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	e.reg.deletes = append(e.reg.deletes, h)
 }
 
 // SetSecrets sets where StepCall.Secret reads secrets from.
@@ -170,6 +183,12 @@ func (e *Core) cancelHooks() []CancelHook {
 	e.reg.mu.RLock()
 	defer e.reg.mu.RUnlock()
 	return e.reg.cancels
+}
+
+func (e *Core) deleteWorkflowHooks() []DeleteWorkflowHook {
+	e.reg.mu.RLock()
+	defer e.reg.mu.RUnlock()
+	return e.reg.deletes
 }
 
 // Secret returns the plaintext of one of the organization's secrets through the registered

@@ -3,6 +3,8 @@ package core
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,12 +85,19 @@ func (e *Core) StartTx(ctx context.Context, tx storage.Tx, orgID, workflowID str
 		return nil, nil, err
 	}
 	now := e.now().UTC()
+	var request string
 	if opts.IdempotencyKey != "" {
 		if len(opts.IdempotencyKey) > 255 {
 			return nil, nil, Invalid("/Idempotency-Key", "at most 255 characters")
 		}
-		id, err := tx.RunIDForIdempotencyKey(ctx, orgID, opts.IdempotencyKey, now)
+		if request, err = idempotencyRequest(workflowID, input); err != nil {
+			return nil, nil, err
+		}
+		id, kept, err := tx.RunIDForIdempotencyKey(ctx, orgID, opts.IdempotencyKey, now)
 		if err == nil {
+			if kept != "" && kept != request {
+				return nil, nil, ErrIdempotencyKeyReused
+			}
 			run, err := tx.GetRun(ctx, orgID, id)
 			return run, nil, err
 		}
@@ -96,17 +105,46 @@ func (e *Core) StartTx(ctx context.Context, tx storage.Tx, orgID, workflowID str
 			return nil, nil, err
 		}
 	}
-	w, err := tx.GetWorkflow(ctx, orgID, workflowID)
+	var w *svctype.Workflow
+	if opts.WorkflowVersion > 0 {
+		w, err = tx.GetWorkflowVersion(ctx, orgID, workflowID, opts.WorkflowVersion)
+	} else {
+		w, err = tx.GetWorkflow(ctx, orgID, workflowID)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	job := &svctype.Job{OrgID: w.OrgID, Kind: svctype.JobRunStep, RunAt: now}
-	run, err := e.startRunTx(ctx, tx, w, input, opts.IdempotencyKey, now, job)
+	run, err := e.startRunTx(ctx, tx, w, input, idempotency{opts.IdempotencyKey, request}, now, job)
 	if errors.Is(err, ErrConflict) && opts.IdempotencyKey != "" {
 		return nil, nil, errKeyRace
 	}
 	return run, job, err
 }
+
+// idempotencyRequest is the digest kept with an Idempotency-Key: the workflow and the
+// input, its objects' keys sorted, so that the same request written in another key order
+// is the same request. Only a keyed call pays for it.
+func idempotencyRequest(workflowID string, input json.RawMessage) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.UseNumber() // numbers as written: 1.0 and 1 are two requests, as their bytes are
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", Invalid("/input", "is not valid JSON")
+	}
+	h := sha256.New()
+	h.Write([]byte(workflowID))
+	h.Write([]byte{0})
+	enc := json.NewEncoder(h)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// idempotency is the key a run is started with and the digest of its request.
+type idempotency struct{ key, request string }
 
 func normalizeInput(input json.RawMessage) (json.RawMessage, error) {
 	if len(input) == 0 || string(input) == "null" {
@@ -135,11 +173,11 @@ func normalizeInput(input json.RawMessage) (json.RawMessage, error) {
 }
 
 // startRunTx inserts the run, its input, its first job and workflow_run_started.
-func (e *Core) startRunTx(ctx context.Context, tx storage.Tx, w *svctype.Workflow, input json.RawMessage, key string, now time.Time, job *svctype.Job) (*svctype.Run, error) {
+func (e *Core) startRunTx(ctx context.Context, tx storage.Tx, w *svctype.Workflow, input json.RawMessage, key idempotency, now time.Time, job *svctype.Job) (*svctype.Run, error) {
 	run := &svctype.Run{
 		ID: "run-" + uuid.NewString(), OrgID: w.OrgID, WorkflowID: w.ID, WorkflowVersion: w.Version,
 		Status: svctype.RunRunning, Input: input, Definition: w.Definition,
-		IdempotencyKey: key, CreatedAt: now, UpdatedAt: now,
+		IdempotencyKey: key.key, IdempotencyRequest: key.request, CreatedAt: now, UpdatedAt: now,
 	}
 	// A large input is stored once, as the context key input: the run's row and
 	// workflow_run_started carry a reference to it (on SQLite, a row is rewritten whole at

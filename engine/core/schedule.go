@@ -156,7 +156,7 @@ func (e *Core) fireSchedule(ctx context.Context, job *svctype.Job) error {
 		input, _ := json.Marshal(map[string]any{"schedule": map[string]any{
 			"slot": job.RunAt.UTC().Format(time.RFC3339), "fired_at": now.Format(time.RFC3339),
 		}})
-		if _, err := e.startRunTx(ctx, tx, w, input, "", now, nil); err != nil {
+		if _, err := e.startRunTx(ctx, tx, w, input, idempotency{}, now, nil); err != nil {
 			return err
 		}
 		job.RunAt = sp.nextSlot(p.Anchor, now).UTC()

@@ -130,12 +130,18 @@ func (e *Core) ListWorkflows(ctx context.Context, orgID string, opts svctype.Lis
 }
 
 // DeleteWorkflow removes a workflow, its versions and its schedule. Its runs stay readable;
-// runs still in progress finish on the version they started with.
+// runs still in progress finish on the version they started with. A delete hook
+// (OnDeleteWorkflow) may refuse it: nothing is deleted then.
 func (e *Core) DeleteWorkflow(ctx context.Context, orgID, id string) error {
 	if err := CheckOrg(orgID); err != nil {
 		return err
 	}
 	return e.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+		for _, h := range e.deleteWorkflowHooks() {
+			if err := h(ctx, tx, orgID, id); err != nil {
+				return err
+			}
+		}
 		if err := tx.DeleteWorkflow(ctx, orgID, id); err != nil {
 			return err
 		}

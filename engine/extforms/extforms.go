@@ -178,6 +178,11 @@ func checkExternalForm(ctx context.Context, q Store, orgID string, in ExternalFo
 		ps = append(ps, core.Problem{Pointer: "/trigger_workflow_id", Message: both}, core.Problem{Pointer: "/trigger_process_id", Message: both})
 	case in.TriggerProcessID != "":
 		p, err := q.GetProcess(ctx, orgID, in.TriggerProcessID)
+		if err == nil && p.WorkflowID != "" {
+			// A process whose workflow was deleted (before that was refused) runs nothing
+			// until it is published again.
+			_, err = q.GetWorkflow(ctx, orgID, p.WorkflowID)
+		}
 		switch {
 		case errors.Is(err, core.ErrNotFound) || (err == nil && p.WorkflowID == ""):
 			ps = append(ps, core.Problem{Pointer: "/trigger_process_id", Message: "no published process has this id in the organization"})
@@ -509,9 +514,10 @@ func (e *Forms) SubmitPublicForm(ctx context.Context, formID string, sub PublicS
 		}
 		s = &svctype.FormSubmission{ID: "sub_" + uuid.NewString(), OrgID: orgID, FormID: f.ID,
 			Payload: payload, SubmittedBy: by, SubmittedAt: now}
-		workflowID := f.TriggerWorkflowID
+		workflowID, opts := f.TriggerWorkflowID, core.ExecuteOptions{}
 		if f.TriggerProcessID != "" {
-			// The process's published workflow, as of this submission.
+			// The version the process published, as of this submission (not a later edit of
+			// its workflow outside the studio).
 			p, err := storage.In[storage.Authoring](tx).GetProcess(ctx, orgID, f.TriggerProcessID)
 			if errors.Is(err, core.ErrNotFound) || (err == nil && p.WorkflowID == "") {
 				return ErrFormTriggerMissing
@@ -519,10 +525,10 @@ func (e *Forms) SubmitPublicForm(ctx context.Context, formID string, sub PublicS
 			if err != nil {
 				return err
 			}
-			workflowID = p.WorkflowID
+			workflowID, opts.WorkflowVersion = p.WorkflowID, p.WorkflowVersion
 		}
 		if workflowID != "" {
-			r, j, err := e.core.StartTx(ctx, tx, orgID, workflowID, payload, core.ExecuteOptions{})
+			r, j, err := e.core.StartTx(ctx, tx, orgID, workflowID, payload, opts)
 			if errors.Is(err, core.ErrNotFound) {
 				return ErrFormTriggerMissing
 			}

@@ -320,13 +320,16 @@ type Authoring interface {
 	CreateProcess(ctx context.Context, p *svctype.Process) error
 	GetProcess(ctx context.Context, orgID, id string) (*svctype.Process, error)
 	ListProcesses(ctx context.Context, orgID, projectID string, opts svctype.ListOptions) (svctype.Page[svctype.Process], error)
-	// SetProcessPublished records a publication on the process.
-	SetProcessPublished(ctx context.Context, orgID, id, bundleID, workflowID string, at time.Time) error
+	// SetProcessPublished records a publication on the process: the bundle, and the workflow
+	// and version it put (what the process runs from then on).
+	SetProcessPublished(ctx context.Context, orgID, id, bundleID, workflowID string, workflowVersion int, at time.Time) error
+	// ProcessOfWorkflow returns the process that publishes the workflow, or ErrNotFound.
+	ProcessOfWorkflow(ctx context.Context, orgID, workflowID string) (*svctype.Process, error)
 	// CreateBundle inserts b as its process's next version (b.Version is set).
 	CreateBundle(ctx context.Context, b *svctype.Bundle) error
 	GetBundle(ctx context.Context, orgID, id string) (*svctype.Bundle, error)
 	// PublishBundle marks a draft published; ErrConflict when it was published already.
-	PublishBundle(ctx context.Context, orgID, id, note, workflowID string, at time.Time) error
+	PublishBundle(ctx context.Context, orgID, id, note, workflowID string, workflowVersion int, at time.Time) error
 	CreateGeneration(ctx context.Context, g *svctype.Generation) error
 	GetGeneration(ctx context.Context, orgID, id string) (*svctype.Generation, error)
 	// FinishGeneration writes a generation's outcome, once: ErrConflict when it is no

@@ -262,9 +262,10 @@ type Runs interface {
 	// Runs. CreateRun inserts a run (Definition included). When run.IdempotencyKey is set,
 	// the key is recorded until keyExpires; if an unexpired record of that key already exists
 	// in the org, CreateRun inserts nothing and returns ErrConflict.
-	// RunIDForIdempotencyKey returns the run id recorded for an unexpired key, or ErrNotFound.
+	// RunIDForIdempotencyKey returns the run id recorded for an unexpired key and the
+	// IdempotencyRequest of that run's start ('' when none was kept), or ErrNotFound.
 	CreateRun(ctx context.Context, run *svctype.Run, keyExpires time.Time) error
-	RunIDForIdempotencyKey(ctx context.Context, orgID, key string, now time.Time) (string, error)
+	RunIDForIdempotencyKey(ctx context.Context, orgID, key string, now time.Time) (runID, request string, err error)
 	GetRun(ctx context.Context, orgID, id string) (*svctype.Run, error)
 	// UpdateRun writes Status, Cursor, Reason, UpdatedAt and FinishedAt of an existing run.
 	// A store that implements RunStatusWatcher announces, at commit, a status other than

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -37,6 +38,7 @@ type processModel struct {
 	Description       string     `bun:"description,notnull"`
 	AuthoringMode     string     `bun:"authoring_mode,notnull"`
 	WorkflowID        string     `bun:"workflow_id,notnull"`
+	WorkflowVersion   int        `bun:"workflow_version,notnull"`
 	PublishedBundleID string     `bun:"published_bundle_id,notnull"`
 	PublishedAt       *time.Time `bun:"published_at"`
 	CreatedAt         time.Time  `bun:"created_at,notnull"`
@@ -45,7 +47,7 @@ type processModel struct {
 
 func (m *processModel) toProcess() (svctype.Process, error) {
 	return svctype.Process{ID: m.ID, OrgID: m.OrgID, ProjectID: m.ProjectID, Name: m.Name, Description: m.Description,
-		AuthoringMode: m.AuthoringMode, WorkflowID: m.WorkflowID, PublishedBundleID: m.PublishedBundleID,
+		AuthoringMode: m.AuthoringMode, WorkflowID: m.WorkflowID, WorkflowVersion: m.WorkflowVersion, PublishedBundleID: m.PublishedBundleID,
 		PublishedAt: utcPtr(m.PublishedAt), CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}, nil
 }
 
@@ -63,13 +65,14 @@ type bundleModel struct {
 	PublishNote     string     `bun:"publish_note,notnull"`
 	PublishedAt     *time.Time `bun:"published_at"`
 	WorkflowID      string     `bun:"workflow_id,notnull"`
+	WorkflowVersion int        `bun:"workflow_version,notnull"`
 	CreatedAt       time.Time  `bun:"created_at,notnull"`
 }
 
 func (m *bundleModel) toBundle() *svctype.Bundle {
 	return &svctype.Bundle{ID: m.ID, OrgID: m.OrgID, ProcessID: m.ProcessID, Version: m.Version, Status: m.Status,
 		DeploymentShape: m.DeploymentShape, Summary: m.Summary, DSL: json.RawMessage(m.DSL), PublishNote: m.PublishNote,
-		PublishedAt: utcPtr(m.PublishedAt), WorkflowID: m.WorkflowID, CreatedAt: m.CreatedAt.UTC()}
+		PublishedAt: utcPtr(m.PublishedAt), WorkflowID: m.WorkflowID, WorkflowVersion: m.WorkflowVersion, CreatedAt: m.CreatedAt.UTC()}
 }
 
 // CreateProject inserts p.
@@ -124,14 +127,26 @@ func (q *querier) ListProcesses(ctx context.Context, orgID, projectID string, op
 }
 
 // SetProcessPublished records a publication.
-func (q *querier) SetProcessPublished(ctx context.Context, orgID, id, bundleID, workflowID string, at time.Time) error {
+func (q *querier) SetProcessPublished(ctx context.Context, orgID, id, bundleID, workflowID string, workflowVersion int, at time.Time) error {
 	const op = "set process published"
 	res, err := q.w.NewUpdate().Model((*processModel)(nil)).Set("published_bundle_id = ?", bundleID).Set("workflow_id = ?", workflowID).
-		Set("published_at = ?", at).Set("updated_at = ?", at).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
+		Set("workflow_version = ?", workflowVersion).Set("published_at = ?", at).Set("updated_at = ?", at).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
 	if err != nil {
 		return wrap(op, err)
 	}
 	return checkAffected(op, res, notFound)
+}
+
+// ProcessOfWorkflow returns the process that publishes the workflow (one at most: a
+// publication creates the workflow of a process that has none).
+func (q *querier) ProcessOfWorkflow(ctx context.Context, orgID, workflowID string) (*svctype.Process, error) {
+	var m processModel
+	if err := q.w.NewSelect().Model(&m).Where("org_id = ? AND workflow_id = ?", orgID, workflowID).
+		OrderExpr("created_at, id").Limit(1).Scan(ctx); err != nil {
+		return nil, wrap("process of workflow", err)
+	}
+	p, _ := m.toProcess()
+	return &p, nil
 }
 
 // CreateBundle inserts b as the next version of its process. Two composing at once may
@@ -161,10 +176,10 @@ func (q *querier) GetBundle(ctx context.Context, orgID, id string) (*svctype.Bun
 }
 
 // PublishBundle marks a draft published, once.
-func (q *querier) PublishBundle(ctx context.Context, orgID, id, note, workflowID string, at time.Time) error {
+func (q *querier) PublishBundle(ctx context.Context, orgID, id, note, workflowID string, workflowVersion int, at time.Time) error {
 	const op = "publish bundle"
 	res, err := q.w.NewUpdate().Model((*bundleModel)(nil)).Set("status = ?", svctype.BundlePublished).Set("publish_note = ?", note).
-		Set("workflow_id = ?", workflowID).Set("published_at = ?", at).
+		Set("workflow_id = ?", workflowID).Set("workflow_version = ?", workflowVersion).Set("published_at = ?", at).
 		Where("org_id = ? AND id = ? AND status = ?", orgID, id, svctype.BundleDraft).Exec(ctx)
 	if err != nil {
 		return wrap(op, err)
@@ -248,6 +263,43 @@ func init() {
 					}
 				}
 				return nil
+			})
+		},
+	})
+}
+
+// Schema 20261128000230, frozen: the workflow version a publication put, on the process
+// (what it runs) and on the bundle; the request an idempotency key was first used with.
+// A process published before it is taken to run its workflow's version of then (the latest:
+// what it ran until now); a key kept before it matches any request.
+
+func init() {
+	migrations.Add(migrate.Migration{
+		Name:    "20261128000230",
+		Comment: "published workflow versions of processes and bundles; idempotency key requests",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			postgres := m.DB().Dialect().Name() == dialect.PG
+			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				for _, c := range []struct{ table, column, def string }{
+					{"studio_processes", "workflow_version", "INTEGER NOT NULL DEFAULT 0"},
+					{"studio_bundles", "workflow_version", "INTEGER NOT NULL DEFAULT 0"},
+					{"idempotency_keys", "request", "VARCHAR NOT NULL DEFAULT ''"},
+				} {
+					exists, err := hasColumn(ctx, tx, postgres, c.table, c.column)
+					if err != nil {
+						return err
+					}
+					if exists {
+						continue
+					}
+					if _, err := tx.ExecContext(ctx, "ALTER TABLE "+c.table+" ADD COLUMN "+c.column+" "+c.def); err != nil {
+						return err
+					}
+				}
+				_, err := tx.ExecContext(ctx, `UPDATE studio_processes SET workflow_version = COALESCE((SELECT w.version FROM workflows w
+					WHERE w.org_id = studio_processes.org_id AND w.id = studio_processes.workflow_id), 0)
+					WHERE workflow_id <> '' AND workflow_version = 0`)
+				return err
 			})
 		},
 	})

@@ -66,6 +66,9 @@ type idempotencyModel struct {
 	Key       string    `bun:"key,pk"`
 	RunID     string    `bun:"run_id"`
 	ExpiresAt time.Time `bun:"expires_at"`
+	// Request is svctype.Run.IdempotencyRequest ('' for a key kept before schema
+	// 20261128000230: it matches any request).
+	Request string `bun:"request"`
 }
 
 type contextModel struct {

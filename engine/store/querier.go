@@ -299,6 +299,7 @@ func (q *querier) CreateRun(ctx context.Context, run *svctype.Run, keyExpires ti
 		}
 		key := &idempotencyModel{
 			OrgID: run.OrgID, Key: run.IdempotencyKey, RunID: run.ID, ExpiresAt: dbTime(keyExpires),
+			Request: run.IdempotencyRequest,
 		}
 		res, err := db.NewInsert().Model(key).On("CONFLICT DO NOTHING").Exec(ctx)
 		if err != nil {
@@ -311,15 +312,15 @@ func (q *querier) CreateRun(ctx context.Context, run *svctype.Run, keyExpires ti
 	})
 }
 
-func (q *querier) RunIDForIdempotencyKey(ctx context.Context, orgID, key string, at time.Time) (string, error) {
-	var runID string
-	err := q.r.NewSelect().Model((*idempotencyModel)(nil)).Column("run_id").
+func (q *querier) RunIDForIdempotencyKey(ctx context.Context, orgID, key string, at time.Time) (string, string, error) {
+	var m idempotencyModel
+	err := q.r.NewSelect().Model(&m).Column("run_id", "request").
 		Where("org_id = ? AND key = ? AND expires_at > ?", orgID, key, dbTime(at)).
-		Scan(ctx, &runID)
+		Scan(ctx)
 	if err != nil {
-		return "", wrap("run for idempotency key", err)
+		return "", "", wrap("run for idempotency key", err)
 	}
-	return runID, nil
+	return m.RunID, m.Request, nil
 }
 
 func (q *querier) GetRun(ctx context.Context, orgID, id string) (*svctype.Run, error) {

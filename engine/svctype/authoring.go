@@ -17,13 +17,16 @@ type Project struct {
 // Process is a business process authored in the studio: its bundles are its versions, and
 // the published one is the workflow it runs.
 type Process struct {
-	ID                string     `json:"id"`
-	OrgID             string     `json:"-"`
-	ProjectID         string     `json:"project_id"`
-	Name              string     `json:"name"`
-	Description       string     `json:"description"`
-	AuthoringMode     string     `json:"authoring_mode"`
-	WorkflowID        string     `json:"workflow_id,omitempty"`
+	ID            string `json:"id"`
+	OrgID         string `json:"-"`
+	ProjectID     string `json:"project_id"`
+	Name          string `json:"name"`
+	Description   string `json:"description"`
+	AuthoringMode string `json:"authoring_mode"`
+	WorkflowID    string `json:"workflow_id,omitempty"`
+	// WorkflowVersion is the version of WorkflowID its last publication put: what the
+	// process runs, whatever later edits of the workflow outside the studio.
+	WorkflowVersion   int        `json:"workflow_version,omitempty"`
 	PublishedBundleID string     `json:"published_bundle_id,omitempty"`
 	PublishedAt       *time.Time `json:"published_at,omitempty"`
 	CreatedAt         time.Time  `json:"created_at"`
@@ -50,7 +53,9 @@ type Bundle struct {
 	PublishNote     string          `json:"publish_note,omitempty"`
 	PublishedAt     *time.Time      `json:"published_at,omitempty"`
 	WorkflowID      string          `json:"workflow_id,omitempty"`
-	CreatedAt       time.Time       `json:"created_at"`
+	// WorkflowVersion is the version of WorkflowID its publication put.
+	WorkflowVersion int       `json:"workflow_version,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
 }
 
 // Generation statuses.

@@ -81,9 +81,13 @@ type Run struct {
 	Cursor          Cursor          `json:"cursor"`
 	Reason          string          `json:"reason,omitempty"`
 	IdempotencyKey  string          `json:"-"`
-	CreatedAt       time.Time       `json:"created_at"`
-	UpdatedAt       time.Time       `json:"updated_at"`
-	FinishedAt      *time.Time      `json:"finished_at,omitempty"`
+	// IdempotencyRequest is a digest of the request that carried IdempotencyKey (the
+	// workflow and the input), kept with the key: the key repeated with another request is
+	// refused rather than answered with this run.
+	IdempotencyRequest string     `json:"-"`
+	CreatedAt          time.Time  `json:"created_at"`
+	UpdatedAt          time.Time  `json:"updated_at"`
+	FinishedAt         *time.Time `json:"finished_at,omitempty"`
 }
 
 // Cursor is where a run stands: the next top-level step, and inside a foreach loop the

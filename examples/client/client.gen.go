@@ -690,6 +690,7 @@ type Bundle struct {
 	Summary         *string     `json:"summary,omitempty"`
 	Version         int64       `json:"version"`
 	WorkflowId      *string     `json:"workflow_id,omitempty"`
+	WorkflowVersion *int64      `json:"workflow_version,omitempty"`
 }
 
 // CancelBody defines model for CancelBody.
@@ -1542,6 +1543,7 @@ type Process struct {
 	PublishedBundleId *string    `json:"published_bundle_id,omitempty"`
 	UpdatedAt         time.Time  `json:"updated_at"`
 	WorkflowId        *string    `json:"workflow_id,omitempty"`
+	WorkflowVersion   *int64     `json:"workflow_version,omitempty"`
 }
 
 // ProcessBody defines model for ProcessBody.
@@ -3400,7 +3402,7 @@ type ClientInterface interface {
 
 	// ExecuteProcessWithBody Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow the process published: 202 {id, status: running}. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3409,7 +3411,7 @@ type ClientInterface interface {
 
 	// ExecuteProcess Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow the process published: 202 {id, status: running}. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3590,6 +3592,8 @@ type ClientInterface interface {
 
 	// DeleteWorkflow Delete a workflow (its runs stay)
 	//
+	// Deletes the workflow, its versions and its schedule; its runs stay readable. A workflow a process of the studio publishes is not deleted: 409 workflow_owned_by_process, naming the process.
+	//
 	// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
 	DeleteWorkflow(ctx context.Context, id string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -3614,7 +3618,7 @@ type ClientInterface interface {
 
 	// ExecuteWorkflowWithBody Start a run of the workflow's current version
 	//
-	// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started.
+	// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started; the key with another request (another workflow or input) is 422 idempotency_key_reused and starts nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3623,7 +3627,7 @@ type ClientInterface interface {
 
 	// ExecuteWorkflow Start a run of the workflow's current version
 	//
-	// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started.
+	// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started; the key with another request (another workflow or input) is 422 idempotency_key_reused and starts nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5062,7 +5066,7 @@ func (c *Client) ComposeBundle(ctx context.Context, processId string, params *Co
 
 // ExecuteProcessWithBody Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow the process published: 202 {id, status: running}. 409 process_not_published before a bundle is published.
+// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5081,7 +5085,7 @@ func (c *Client) ExecuteProcessWithBody(ctx context.Context, processId string, p
 
 // ExecuteProcess Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow the process published: 202 {id, status: running}. 409 process_not_published before a bundle is published.
+// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5512,6 +5516,8 @@ func (c *Client) CreateWorkflowFromAi(ctx context.Context, params *CreateWorkflo
 
 // DeleteWorkflow Delete a workflow (its runs stay)
 //
+// Deletes the workflow, its versions and its schedule; its runs stay readable. A workflow a process of the studio publishes is not deleted: 409 workflow_owned_by_process, naming the process.
+//
 // Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
 func (c *Client) DeleteWorkflow(ctx context.Context, id string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteWorkflowRequest(c.Server, id, params)
@@ -5576,7 +5582,7 @@ func (c *Client) UpdateWorkflow(ctx context.Context, id string, params *UpdateWo
 
 // ExecuteWorkflowWithBody Start a run of the workflow's current version
 //
-// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started.
+// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started; the key with another request (another workflow or input) is 422 idempotency_key_reused and starts nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5595,7 +5601,7 @@ func (c *Client) ExecuteWorkflowWithBody(ctx context.Context, id string, params 
 
 // ExecuteWorkflow Start a run of the workflow's current version
 //
-// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started.
+// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started; the key with another request (another workflow or input) is 422 idempotency_key_reused and starts nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11472,7 +11478,7 @@ type ClientWithResponsesInterface interface {
 
 	// ExecuteProcessWithBodyWithResponse Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow the process published: 202 {id, status: running}. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11481,7 +11487,7 @@ type ClientWithResponsesInterface interface {
 
 	// ExecuteProcessWithResponse Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow the process published: 202 {id, status: running}. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11686,6 +11692,8 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteWorkflowWithResponse Delete a workflow (its runs stay)
 	//
+	// Deletes the workflow, its versions and its schedule; its runs stay readable. A workflow a process of the studio publishes is not deleted: 409 workflow_owned_by_process, naming the process.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
@@ -11714,7 +11722,7 @@ type ClientWithResponsesInterface interface {
 
 	// ExecuteWorkflowWithBodyWithResponse Start a run of the workflow's current version
 	//
-	// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started.
+	// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started; the key with another request (another workflow or input) is 422 idempotency_key_reused and starts nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11723,7 +11731,7 @@ type ClientWithResponsesInterface interface {
 
 	// ExecuteWorkflowWithResponse Start a run of the workflow's current version
 	//
-	// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started.
+	// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started; the key with another request (another workflow or input) is 422 idempotency_key_reused and starts nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17628,6 +17636,8 @@ type DeleteWorkflowResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -17647,6 +17657,11 @@ func (r DeleteWorkflowResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r DeleteWorkflowResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r DeleteWorkflowResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -19111,7 +19126,7 @@ func (c *ClientWithResponses) ComposeBundleWithResponse(ctx context.Context, pro
 
 // ExecuteProcessWithBodyWithResponse Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow the process published: 202 {id, status: running}. 409 process_not_published before a bundle is published.
+// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19126,7 +19141,7 @@ func (c *ClientWithResponses) ExecuteProcessWithBodyWithResponse(ctx context.Con
 
 // ExecuteProcessWithResponse Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow the process published: 202 {id, status: running}. 409 process_not_published before a bundle is published.
+// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19481,6 +19496,8 @@ func (c *ClientWithResponses) CreateWorkflowFromAiWithResponse(ctx context.Conte
 
 // DeleteWorkflowWithResponse Delete a workflow (its runs stay)
 //
+// Deletes the workflow, its versions and its schedule; its runs stay readable. A workflow a process of the studio publishes is not deleted: 409 workflow_owned_by_process, naming the process.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
@@ -19533,7 +19550,7 @@ func (c *ClientWithResponses) UpdateWorkflowWithResponse(ctx context.Context, id
 
 // ExecuteWorkflowWithBodyWithResponse Start a run of the workflow's current version
 //
-// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started.
+// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started; the key with another request (another workflow or input) is 422 idempotency_key_reused and starts nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19548,7 +19565,7 @@ func (c *ClientWithResponses) ExecuteWorkflowWithBodyWithResponse(ctx context.Co
 
 // ExecuteWorkflowWithResponse Start a run of the workflow's current version
 //
-// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started.
+// Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with the status document in status `running` (continue with GET /runs/{runId}/status?wait=). A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started; the key with another request (another workflow or input) is 422 idempotency_key_reused and starts nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24343,6 +24360,13 @@ func ParseDeleteWorkflowResponse(rsp *http.Response) (*DeleteWorkflowResponse, e
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Problem

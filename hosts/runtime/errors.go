@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -84,12 +85,21 @@ type failure struct {
 // logged and never returned.
 func problemFor(ctx context.Context, log *slog.Logger, err error, f failure) *Problem {
 	var (
-		ve *engine.ValidationError
-		p  *Problem
+		ve    *engine.ValidationError
+		p     *Problem
+		owned *engine.WorkflowOwnedError
 	)
 	switch {
 	case errors.As(err, &p):
 		return p
+	case errors.Is(err, engine.ErrIdempotencyKeyReused):
+		return newProblem(http.StatusUnprocessableEntity, "idempotency_key_reused",
+			"the Idempotency-Key was used in the last 24 hours with another request (another workflow or input): use a new key for a new request",
+			&ProblemDetail{Location: "header.Idempotency-Key", Message: "already used with another request"})
+	case errors.As(err, &owned):
+		return newProblem(http.StatusConflict, "workflow_owned_by_process",
+			fmt.Sprintf("process %q (%s) publishes this workflow: it is changed by publishing a bundle of the process, and is not deleted on its own",
+				owned.ProcessName, owned.ProcessID))
 	case errors.As(err, &ve):
 		details := make([]*ProblemDetail, 0, len(ve.Problems))
 		for _, pr := range ve.Problems {

@@ -275,8 +275,9 @@ func (s *Server) registerStudio() {
 
 	o = op("execute-process", http.MethodPost, "/process-studio/processes/{processId}/execute", "Run the process's published version", tags...)
 	o.DefaultStatus = http.StatusAccepted
-	o.Description = "As POST /workflows/{id}/execute on the workflow the process published: 202 {id, status: running}. " +
-		"409 process_not_published before a bundle is published."
+	o.Description = "As POST /workflows/{id}/execute on the workflow version the process's last publication put " +
+		"(the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} " +
+		"is not run here until a bundle is published. 409 process_not_published before a bundle is published."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		ProcessPath

@@ -170,8 +170,10 @@ func (s *Server) registerWorkflows() {
 	})
 
 	o = op("delete-workflow", http.MethodDelete, "/workflows/{id}", "Delete a workflow (its runs stay)", "Workflows")
+	o.Description = "Deletes the workflow, its versions and its schedule; its runs stay readable. " +
+		"A workflow a process of the studio publishes is not deleted: 409 workflow_owned_by_process, naming the process."
 	o.DefaultStatus = http.StatusNoContent
-	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgParam
 		ID string `path:"id" doc:"Workflow id."`
@@ -189,7 +191,8 @@ func (s *Server) registerWorkflows() {
 		"With `?wait=<duration>` (a Go duration such as `500ms` or `30s`, at most 60s) the answer comes " +
 		"when the run ends or pauses, 200 with the run's status document, or at the deadline, 202 with " +
 		"the status document in status `running` (continue with GET /runs/{runId}/status?wait=). " +
-		"A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started."
+		"A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started; " +
+		"the key with another request (another workflow or input) is 422 idempotency_key_reused and starts nothing."
 	o.Responses = map[string]*huma.Response{
 		"200": {Description: "With ?wait=: the run ended or paused within the wait; the body is its status document."},
 	}

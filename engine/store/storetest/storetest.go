@@ -405,12 +405,13 @@ func testRunList(t *testing.T, b *bundle) {
 
 func testIdempotency(t *testing.T, b *bundle) {
 	expires := time.Now().Add(time.Hour)
-	first := &svctype.Run{OrgID: orgA, WorkflowID: "wf", Status: svctype.RunRunning, IdempotencyKey: "key"}
+	first := &svctype.Run{OrgID: orgA, WorkflowID: "wf", Status: svctype.RunRunning, IdempotencyKey: "key", IdempotencyRequest: "sha256:abc"}
 	require.NoError(t, b.s.CreateRun(b.ctx, first, expires))
 
-	id, err := b.s.RunIDForIdempotencyKey(b.ctx, orgA, "key", time.Now())
+	id, request, err := b.s.RunIDForIdempotencyKey(b.ctx, orgA, "key", time.Now())
 	require.NoError(t, err)
 	require.Equal(t, first.ID, id)
+	require.Equal(t, "sha256:abc", request, "the request the key was first used with is kept with it")
 
 	second := &svctype.Run{ID: newID(), OrgID: orgA, WorkflowID: "wf", Status: svctype.RunRunning, IdempotencyKey: "key"}
 	require.ErrorIs(t, b.s.CreateRun(b.ctx, second, expires), storage.ErrConflict)
@@ -421,9 +422,9 @@ func testIdempotency(t *testing.T, b *bundle) {
 	inB := &svctype.Run{OrgID: orgB, WorkflowID: "wf", Status: svctype.RunRunning, IdempotencyKey: "key"}
 	require.NoError(t, b.s.CreateRun(b.ctx, inB, expires))
 
-	_, err = b.s.RunIDForIdempotencyKey(b.ctx, orgA, "key", expires.Add(time.Second))
+	_, _, err = b.s.RunIDForIdempotencyKey(b.ctx, orgA, "key", expires.Add(time.Second))
 	require.ErrorIs(t, err, storage.ErrNotFound, "an expired key names no run")
-	_, err = b.s.RunIDForIdempotencyKey(b.ctx, orgA, "other", time.Now())
+	_, _, err = b.s.RunIDForIdempotencyKey(b.ctx, orgA, "other", time.Now())
 	require.ErrorIs(t, err, storage.ErrNotFound)
 }
 
@@ -435,7 +436,7 @@ func testIdempotencyExpiry(t *testing.T, b *bundle) {
 
 	time.Sleep(400 * time.Millisecond)
 	require.NoError(t, b.s.CreateRun(b.ctx, again, time.Now().Add(time.Hour)), "an expired key may be used again")
-	id, err := b.s.RunIDForIdempotencyKey(b.ctx, orgA, "key", time.Now())
+	id, _, err := b.s.RunIDForIdempotencyKey(b.ctx, orgA, "key", time.Now())
 	require.NoError(t, err)
 	require.Equal(t, again.ID, id)
 	_, err = b.s.GetRun(b.ctx, orgA, first.ID)
@@ -1375,7 +1376,7 @@ func testTenancy(t *testing.T, b *bundle) {
 			u.OrgID, u.Status = orgB, svctype.RunCancelled
 			return b.s.UpdateRun(b.ctx, &u)
 		}},
-		{"RunIDForIdempotencyKey", func() error { _, err := b.s.RunIDForIdempotencyKey(b.ctx, orgB, "idem", time.Now()); return err }},
+		{"RunIDForIdempotencyKey", func() error { _, _, err := b.s.RunIDForIdempotencyKey(b.ctx, orgB, "idem", time.Now()); return err }},
 		{"GetTable", func() error { _, err := b.s.GetTable(b.ctx, orgB, "tbl"); return err }},
 		{"InsertRow", func() error { _, err := b.s.InsertRow(b.ctx, orgB, "tbl", map[string]any{"k": "b"}); return err }},
 		{"UpsertRow", func() error {
@@ -1464,7 +1465,7 @@ func testTenancy(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.Equal(t, row.Data, rows[0].Data)
-	id, err := b.s.RunIDForIdempotencyKey(b.ctx, orgA, "idem", time.Now())
+	id, _, err := b.s.RunIDForIdempotencyKey(b.ctx, orgA, "idem", time.Now())
 	require.NoError(t, err)
 	require.Equal(t, run.ID, id)
 }
@@ -1516,7 +1517,7 @@ func testTxRollback(t *testing.T, b *bundle) {
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = b.s.GetRun(b.ctx, orgA, runID)
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = b.s.RunIDForIdempotencyKey(b.ctx, orgA, "k", time.Now())
+	_, _, err = b.s.RunIDForIdempotencyKey(b.ctx, orgA, "k", time.Now())
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	c, err := b.s.GetContext(b.ctx, orgA, runID)
 	require.NoError(t, err)
@@ -1620,7 +1621,7 @@ func testTxSurvivesConflict(t *testing.T, b *bundle) {
 		if err := tx.CreateRun(ctx, again, time.Now().Add(time.Hour)); !errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("CreateRun: want a conflict, got %v", err)
 		}
-		id, err := tx.RunIDForIdempotencyKey(ctx, orgA, "k", time.Now())
+		id, _, err := tx.RunIDForIdempotencyKey(ctx, orgA, "k", time.Now())
 		if err != nil {
 			return err
 		}
