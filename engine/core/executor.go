@@ -800,6 +800,21 @@ func (e *Core) failRun(ctx context.Context, job *svctype.Job, st *runState, i in
 		}
 		now := e.now().UTC()
 		rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepFailed, Error: cause.Error(), FinishedAt: &now}
+		if step.Type == LoopStep && st.run.Cursor.Loop != nil {
+			// The elements committed before the failure made their effects (their rows are
+			// in the tables): the failed step's record keeps them, as endLoop would have.
+			items, err := tx.ListLoopItems(ctx, st.run.OrgID, st.run.ID, i)
+			if err != nil {
+				return err
+			}
+			for _, r := range items {
+				var it loopItem
+				if err := json.Unmarshal(r, &it); err != nil {
+					return fmt.Errorf("loop item: %w", err)
+				}
+				rec.Effects = append(rec.Effects, it.Effects...)
+			}
+		}
 		for _, key := range slices.Sorted(maps.Keys(calls)) {
 			rec.Effects = append(rec.Effects, calls[key].effect())
 		}

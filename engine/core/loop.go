@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -34,11 +35,13 @@ type loopPlan struct {
 	steps []svctype.Step
 }
 
-func (e *Core) planLoop(ctx context.Context, st *runState, step *svctype.Step, vars expr.Vars) (*loopPlan, error) {
+// planLoop resolves a foreach's items (the items property, or what it was pinned to when
+// the loop started) and its steps.
+func (e *Core) planLoop(ctx context.Context, st *runState, step *svctype.Step, itemsProp any, vars expr.Vars) (*loopPlan, error) {
 	if mode, _ := step.Properties["mode"].(string); mode != loopForeach {
 		return nil, fmt.Errorf("loop mode %q is not available in this build (foreach is)", mode)
 	}
-	resolved, err := e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), step.Properties["items"], vars)
+	resolved, err := e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), itemsProp, vars)
 	if err != nil {
 		return nil, fmt.Errorf("loop items: %w", err)
 	}
@@ -121,7 +124,7 @@ func (e *Core) runElement(ctx context.Context, tx storage.Tx, st *runState, plan
 
 // inlineLoop runs a loop nested in a foreach element, whole, in the element's transaction.
 func (e *Core) inlineLoop(ctx context.Context, tx storage.Tx, st *runState, step *svctype.Step, index int, vars expr.Vars, c *commit) (any, error) {
-	plan, err := e.planLoop(ctx, st, step, vars)
+	plan, err := e.planLoop(ctx, st, step, step.Properties["items"], vars)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +148,14 @@ const (
 	ForeachBatch     = 500
 	ForeachBatchTime = 50 * time.Millisecond
 )
+
+// shorterBatch rolls a batch back to run it again with its first n elements only: the
+// element after them failed.
+type shorterBatch struct{ n int }
+
+func (s *shorterBatch) Error() string {
+	return fmt.Sprintf("foreach: the batch ends after %d elements", s.n)
+}
 
 // batchable reports whether a foreach's elements may commit in batches: every one of its
 // steps is a kind that runs wholly inside the transaction.
@@ -177,7 +188,25 @@ func (e *Core) loopOnce(ctx context.Context, job *svctype.Job, st *runState, i i
 	mode, _ := step.Properties["mode"].(string)
 	stepID := strconv.Itoa(i)
 	rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepProcessing}
-	plan, planErr := e.planLoop(ctx, st, step, vars)
+	// A loop reads one version of what it loops over: its items are pinned when it starts
+	// (a doc: reference to the version it read) and every later slice reads the pin.
+	items, pinned := step.Properties["items"], ""
+	var planErr error
+	if lc := st.run.Cursor.Loop; lc != nil && lc.Items != "" {
+		items = lc.Items
+	} else if lc == nil {
+		// A reference that cannot be pinned is read as written: reading it says what is
+		// wrong with it, naming it.
+		if p, err := e.eval.Pin(svctype.WithOrg(ctx, st.run.OrgID), items); err == nil {
+			if s, ok := p.(string); ok && p != items {
+				items, pinned = s, s
+			}
+		}
+	}
+	var plan *loopPlan
+	if planErr == nil {
+		plan, planErr = e.planLoop(ctx, st, step, items, vars)
+	}
 
 	if st.run.Cursor.Loop == nil {
 		c := &commit{}
@@ -210,11 +239,11 @@ func (e *Core) loopOnce(ctx context.Context, job *svctype.Job, st *runState, i i
 			}
 			now := e.now().UTC()
 			c.rec.StartedAt = &now
-			c.rec.InputSummary = summarize(map[string]any{"items": len(plan.items), "mode": mode})
+			c.rec.InputSummary = loopSummary(len(plan.items), mode, pinned)
 			if err := tx.PutStep(ctx, st.run.OrgID, &c.rec); err != nil {
 				return err
 			}
-			st.run.Cursor.Loop = &svctype.LoopCursor{Next: 0, Total: len(plan.items)}
+			st.run.Cursor.Loop = &svctype.LoopCursor{Next: 0, Total: len(plan.items), Items: pinned}
 			st.run.UpdatedAt = now
 			if err := tx.UpdateRun(ctx, st.run); err != nil {
 				return err
@@ -243,48 +272,74 @@ func (e *Core) loopOnce(ctx context.Context, job *svctype.Job, st *runState, i i
 		}
 		budget := min(e.slice, ForeachBatchTime)
 		c := &commit{}
-		err := e.unit(ctx, job, st, func(ctx context.Context, tx storage.Tx) error {
-			*c = commit{rec: rec, inner: true}
-			if err := e.keepLease(ctx, tx, job); err != nil {
-				return err
-			}
-			began := time.Now()
-			k := first
-			var outputs []json.RawMessage
-			for ; k < len(plan.items) && k-first < batch; k++ {
-				if k > first && time.Since(began) >= budget {
-					break
+		// A batch whose element k fails commits the elements before k (the unit runs again,
+		// ending before k) and k fails in a unit of its own, as it would unbatched and as a
+		// chain does: the outcome never depends on batching.
+		var err error
+		for {
+			err = e.unit(ctx, job, st, func(ctx context.Context, tx storage.Tx) error {
+				*c = commit{rec: rec, inner: true}
+				if err := e.keepLease(ctx, tx, job); err != nil {
+					return err
 				}
-				mark := len(c.rec.Effects)
-				out, err := e.runElement(ctx, tx, st, plan, i, k, vars, c)
-				if err != nil {
-					return &stepFailure{err}
+				began := time.Now()
+				k := first
+				var outputs []json.RawMessage
+				for ; k < len(plan.items) && k-first < batch; k++ {
+					if k > first && time.Since(began) >= budget {
+						break
+					}
+					mark := len(c.rec.Effects)
+					out, err := e.runElement(ctx, tx, st, plan, i, k, vars, c)
+					if err != nil {
+						if k > first {
+							return &shorterBatch{n: k - first}
+						}
+						return &stepFailure{err}
+					}
+					item, err := json.Marshal(loopItem{Output: out, Effects: c.rec.Effects[mark:]})
+					if err != nil {
+						return &stepFailure{fmt.Errorf("element %d output is not JSON: %w", k, err)}
+					}
+					outputs = append(outputs, item)
 				}
-				item, err := json.Marshal(loopItem{Output: out, Effects: c.rec.Effects[mark:]})
-				if err != nil {
-					return &stepFailure{fmt.Errorf("element %d output is not JSON: %w", k, err)}
+				if err := tx.PutLoopItems(ctx, st.run.OrgID, st.run.ID, i, first, outputs); err != nil {
+					return err
 				}
-				outputs = append(outputs, item)
+				st.run.Cursor.Loop = &svctype.LoopCursor{Next: k, Total: len(plan.items), Items: lc.Items}
+				st.run.UpdatedAt = e.now().UTC()
+				if err := tx.UpdateRun(ctx, st.run); err != nil {
+					return err
+				}
+				if len(c.events) == 0 {
+					return nil
+				}
+				return e.Emit(ctx, tx, c.events, nil)
+			})
+			var sb *shorterBatch
+			if !errors.As(err, &sb) {
+				break
 			}
-			if err := tx.PutLoopItems(ctx, st.run.OrgID, st.run.ID, i, first, outputs); err != nil {
-				return err
-			}
-			st.run.Cursor.Loop = &svctype.LoopCursor{Next: k, Total: len(plan.items)}
-			st.run.UpdatedAt = e.now().UTC()
-			if err := tx.UpdateRun(ctx, st.run); err != nil {
-				return err
-			}
-			if len(c.events) == 0 {
-				return nil
-			}
-			return e.Emit(ctx, tx, c.events, nil)
-		})
+			st.run.Cursor.Loop, batch = lc, sb.n
+		}
 		if err != nil {
 			st.run.Cursor.Loop = lc
 		}
 		return e.afterCommit(ctx, job, st, &commit{}, i, step, err)
 	}
+	// The step's record is written again as it ends: with what it read, as when it began.
+	rec.InputSummary = loopSummary(len(plan.items), mode, lc.Items)
 	return e.endLoop(ctx, job, st, i, step, rec)
+}
+
+// loopSummary is a foreach's input summary: its element count and mode, and the items
+// reference it pinned (the document version it read), if any.
+func loopSummary(items int, mode, pinned string) json.RawMessage {
+	summary := map[string]any{"items": items, "mode": mode}
+	if pinned != "" {
+		summary["items_read"] = pinned
+	}
+	return summarize(summary)
 }
 
 // endLoop gathers the committed elements into result_key and completes the step.

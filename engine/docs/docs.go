@@ -83,7 +83,27 @@ func (e *Documents) MaxSize() int { return e.maxSize }
 // Register puts the doc: resolver on c's evaluator and the expiry job on c.
 func (e *Documents) Register(c *core.Core) {
 	c.Evaluator().RegisterPrefix(DocPrefix, e.Resolve)
+	c.Evaluator().RegisterPin(DocPrefix, e.Pin)
 	c.RegisterJob(JobDocumentExpire, e.Expire)
+}
+
+// Pin names the version a doc: reference (without its prefix) reads now: doc_<id> becomes
+// doc_<id>@<latest>; a reference with its version is already exact. What a foreach reads
+// its items from, once, so that a version uploaded while it runs is not mixed in.
+func (e *Documents) Pin(ctx context.Context, ref string) (string, error) {
+	org := svctype.OrgFrom(ctx)
+	id, version, err := parseDocRef(ref)
+	if err != nil || version > 0 || org == "" {
+		return ref, err
+	}
+	_, v, err := e.store.GetDocumentVersion(ctx, org, id, 0)
+	if errors.Is(err, core.ErrNotFound) {
+		return ref, nil // Resolve says what is missing
+	}
+	if err != nil {
+		return "", err
+	}
+	return id + "@" + strconv.Itoa(v.Version), nil
 }
 
 // Resolve reads a doc: reference (without its prefix) of the organization in ctx as an

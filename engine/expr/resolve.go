@@ -23,6 +23,8 @@ type Evaluator struct {
 	// snapshot it started with. Longest prefix first, so that "doc:v2:" would win
 	// over "doc:".
 	prefixes []prefix
+	// pins are the prefixes' pinners (Pin), replaced like prefixes.
+	pins map[string]PrefixPinner
 }
 
 type prefix struct {

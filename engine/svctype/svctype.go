@@ -102,6 +102,9 @@ type Cursor struct {
 type LoopCursor struct {
 	Next  int `json:"next"`
 	Total int `json:"total"`
+	// Items is the loop's items property as pinned when it started (a doc: reference with
+	// the version it read), read again by every later slice; empty when nothing was pinned.
+	Items string `json:"items,omitempty"`
 }
 
 // StepRecord is the durable record of one top-level step of a run: what the evidence
