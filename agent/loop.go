@@ -71,7 +71,7 @@ type Config struct {
 	// OnStuck is the stuck detection (DefaultStuckIterations, escalate, when nil).
 	OnStuck *OnStuck
 	Budget  Budget
-	// MaxTokens caps each reply (0: the provider's default).
+	// MaxTokens caps each reply below what the budget has left, which always caps it.
 	MaxTokens int
 }
 
@@ -267,18 +267,31 @@ func (l *Loop) decide(ctx context.Context, cfg Config, st *State, began time.Tim
 		st.end(StatusBudgetExceeded, fmt.Sprintf("budget_exceeded: wall time %s", b.Wall))
 		return nil
 	}
-	req := Request{Model: cfg.Model, Messages: st.Messages, Tools: append(l.Tools.Tools(), ImplicitTools()...), MaxTokens: cfg.MaxTokens}
+	req := Request{Model: cfg.Model, Messages: st.Messages, Tools: append(l.Tools.Tools(), ImplicitTools()...)}
 	count := l.Tokens
 	if count == nil {
 		count = EstimateTokens
 	}
-	if prompt := count(req); st.Usage.InputTokens+prompt > b.InputTokens {
+	prompt := count(req)
+	if st.Usage.InputTokens+prompt > b.InputTokens {
 		what := "the prompt"
 		if st.ModelCalls == 0 {
 			what = "the prompt alone"
 		}
 		st.end(StatusBudgetExceeded, fmt.Sprintf("budget_exceeded: %s is about %d input tokens, over the input budget of %d (%d used)",
 			what, prompt, b.InputTokens, st.Usage.InputTokens))
+		return nil
+	}
+	// The reply may spend what the budget has left, no more: the output tokens left, and
+	// the tokens in all left once the prompt is counted (cfg.MaxTokens caps it further).
+	// Without the cap one reply could spend the whole output budget and more.
+	req.MaxTokens = min(b.OutputTokens-st.Usage.OutputTokens, b.TotalTokens-st.Usage.TotalTokens-prompt)
+	if cfg.MaxTokens > 0 {
+		req.MaxTokens = min(req.MaxTokens, cfg.MaxTokens)
+	}
+	if req.MaxTokens < 1 {
+		st.end(StatusBudgetExceeded, fmt.Sprintf("budget_exceeded: no tokens left for a reply (%d of %d output tokens used, %d of %d in all, and a prompt of about %d)",
+			st.Usage.OutputTokens, b.OutputTokens, st.Usage.TotalTokens, b.TotalTokens, prompt))
 		return nil
 	}
 	resp, err := l.Model.Chat(ctx, req)

@@ -253,6 +253,43 @@ func TestLoopBudgets(t *testing.T) {
 		require.Contains(t, st.Reason, "output tokens")
 		require.Equal(t, []string{"lookup", "lookup"}, actions(st), "the iterations before stay in the trace")
 	})
+	// Each call's max_tokens is what the budget has left (issue 31: no cap was set, so one
+	// reply could spend the whole output budget): the output tokens left, the tokens in all
+	// left once the prompt is counted, and Config.MaxTokens when lower.
+	for _, tc := range []struct {
+		name      string
+		maxTokens int
+		want      []int
+	}{
+		{"each reply is capped by what the budget has left", 0, []int{1000, 600, 100}},
+		{"Config.MaxTokens caps it lower", 700, []int{700, 600, 100}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var caps []int
+			// A provider stops a reply at max_tokens; this one would write 400 tokens.
+			m := agent.ModelFunc(func(_ context.Context, req agent.Request) (*agent.Response, error) {
+				caps = append(caps, req.MaxTokens)
+				out, finish := min(400, req.MaxTokens), agent.FinishToolCalls
+				if out < 400 {
+					finish = agent.FinishLength
+				}
+				return &agent.Response{Message: call(fmt.Sprint(len(caps)), "lookup", `{"q": "a"}`), FinishReason: finish,
+					Usage: agent.Usage{InputTokens: 100, OutputTokens: out, TotalTokens: 100 + out}}, nil
+			})
+			l := &agent.Loop{Model: m, Tools: &toolbox{}, Checkpoints: &saves{}, Tokens: func(agent.Request) int { return 100 },
+				Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }}
+			cfg := agent.Config{Objective: "o", Model: "m", MaxTokens: tc.maxTokens, OnStuck: &agent.OnStuck{Iterations: 0},
+				Budget: agent.Budget{OutputTokens: 1000, TotalTokens: 1200}}
+			st := agent.Start(cfg)
+			require.NoError(t, l.Run(context.Background(), cfg, st))
+			require.Equal(t, tc.want, caps)
+			require.Equal(t, agent.StatusBudgetExceeded, st.Status)
+			require.Contains(t, st.Reason, "no tokens left for a reply")
+			require.LessOrEqual(t, st.Usage.OutputTokens, 1000, "never over the output budget")
+			require.LessOrEqual(t, st.Usage.TotalTokens, 1200, "never over the budget in all")
+		})
+	}
 	t.Run("model calls", func(t *testing.T) {
 		t.Parallel()
 		m := &script{turns: []agent.Message{call("1", "lookup", `{"q": "a"}`), call("2", "lookup", `{"q": "b"}`), call("3", "lookup", `{"q": "c"}`)}}

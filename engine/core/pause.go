@@ -140,6 +140,36 @@ func (e *Core) pauseRun(ctx context.Context, tx storage.Tx, job *svctype.Job, st
 	return tx.CompleteJob(ctx, job)
 }
 
+// cancelSteps ends, as cancelled, the steps of a run being cancelled that are still in
+// progress: the step it is paused at, a foreach between two of its slices. Their records
+// keep what they hold (the effects of the elements committed).
+func (e *Core) cancelSteps(ctx context.Context, tx storage.Tx, run *svctype.Run) error {
+	statuses, err := tx.StepStatuses(ctx, run.OrgID, run.ID)
+	if err != nil {
+		return err
+	}
+	open := false
+	for _, st := range statuses {
+		open = open || st == svctype.StepProcessing
+	}
+	if !open {
+		return nil
+	}
+	recs, err := tx.ListSteps(ctx, run.OrgID, run.ID)
+	if err != nil {
+		return err
+	}
+	for i := range recs {
+		if rec := &recs[i]; rec.Status == svctype.StepProcessing {
+			rec.RunID, rec.Status, rec.FinishedAt = run.ID, svctype.StepCancelled, run.FinishedAt
+			if err := tx.PutStep(ctx, run.OrgID, rec); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Resume is how a paused run goes on past the step it paused at.
 type Resume struct {
 	// Step is the paused step's record as it ends (its Index names the step).

@@ -394,6 +394,9 @@ func (e *Core) CancelRun(ctx context.Context, orgID, runID, reason string, actor
 			}
 		}
 		e.finish(run, svctype.RunCancelled, reason)
+		if err := e.cancelSteps(ctx, tx, run); err != nil {
+			return err
+		}
 		if err := tx.UpdateRun(ctx, run); err != nil {
 			return err
 		}

@@ -16,7 +16,10 @@ import (
 // A schedule's slots: with `every` <n><unit> (m, h, d, w) alone, every interval from the
 // moment the schedule was saved; with `at` HH:MM, anchored at that wall-clock time in
 // `timezone` (default UTC), every interval (default one day). Day and week intervals step
-// by calendar days, so 09:00 stays 09:00 across daylight-saving changes. A slot missed while
+// by calendar days, so 09:00 stays 09:00 across daylight-saving changes. A wall time that a
+// change of clocks skips (02:30 on a spring-forward night) fires at the instant it would
+// have had, moved forward by the gap (03:30), and one that happens twice (01:30 on a
+// fall-back night) fires once, at the first: as cron and systemd do. A slot missed while
 // no worker ran fires once when one starts; the next slot is the first after that moment,
 // never a backlog.
 
@@ -67,7 +70,7 @@ func (sp *scheduleSpec) nextSlot(anchor, after time.Time) time.Time {
 	anchor = anchor.In(sp.loc)
 	base, minK := anchor, 1
 	if sp.at {
-		base, minK = time.Date(anchor.Year(), anchor.Month(), anchor.Day(), sp.hh, sp.mm, 0, 0, sp.loc), 0
+		base, minK = wallClock(anchor.Year(), anchor.Month(), anchor.Day(), sp.hh, sp.mm, 0, 0, sp.loc), 0
 	}
 	var slot func(k int) time.Time
 	var guess int
@@ -87,9 +90,15 @@ func (sp *scheduleSpec) nextSlot(anchor, after time.Time) time.Time {
 		if sp.unit == 'w' {
 			days = 7 * sp.n
 		}
-		// Calendar days, so the wall-clock time holds across daylight-saving changes.
+		// Calendar days, so the wall-clock time holds across daylight-saving changes. The
+		// wall time is the schedule's (with `at`) or the anchor's, never base's clock, which
+		// a gap on the anchor day has moved.
+		hh, mm, ss, ns := anchor.Hour(), anchor.Minute(), anchor.Second(), anchor.Nanosecond()
+		if sp.at {
+			hh, mm, ss, ns = sp.hh, sp.mm, 0, 0
+		}
 		slot = func(k int) time.Time {
-			return time.Date(base.Year(), base.Month(), base.Day()+k*days, base.Hour(), base.Minute(), base.Second(), base.Nanosecond(), sp.loc)
+			return wallClock(base.Year(), base.Month(), base.Day()+k*days, hh, mm, ss, ns, sp.loc)
 		}
 		guess = int(after.Sub(base).Hours()/24) / days
 	}
@@ -101,6 +110,50 @@ func (sp *scheduleSpec) nextSlot(anchor, after time.Time) time.Time {
 		k++
 	}
 	return slot(k)
+}
+
+// wallClock is the instant of a wall-clock time in loc, defined where time.Date leaves the
+// choice open: in a gap (a spring-forward night) it is the time moved forward by the gap,
+// read with the offset before the change (02:30 EST, that is 03:30 EDT); in an overlap (a
+// fall-back night) it is the first of the two instants. time.Date picks either side in
+// both cases, depending on the zone.
+func wallClock(year int, month time.Month, day, hh, mm, ss, ns int, loc *time.Location) time.Time {
+	t := time.Date(year, month, day, hh, mm, ss, ns, loc)
+	naive := time.Date(year, month, day, hh, mm, ss, ns, time.UTC)
+	at := func(off int) time.Time { return naive.Add(-time.Duration(off) * time.Second) }
+	isWall := func(c time.Time) bool {
+		c = c.In(loc)
+		return time.Date(c.Year(), c.Month(), c.Day(), c.Hour(), c.Minute(), c.Second(), c.Nanosecond(), time.UTC).Equal(naive) // naive is normalised: day 32 is the next month's first
+	}
+	offset := func(c time.Time) int { _, off := c.In(loc).Zone(); return off }
+	start, end := t.ZoneBounds()
+	var changes []time.Time // the changes of offset next to t
+	for _, c := range []time.Time{start, end} {
+		if !c.IsZero() {
+			changes = append(changes, c)
+		}
+	}
+	first := time.Time{}
+	if isWall(t) {
+		first = t
+	}
+	for _, c := range changes {
+		for _, off := range []int{offset(c.Add(-time.Nanosecond)), offset(c)} {
+			if cand := at(off); isWall(cand) && (first.IsZero() || cand.Before(first)) {
+				first = cand
+			}
+		}
+	}
+	if !first.IsZero() {
+		return first.In(loc)
+	}
+	for _, c := range changes {
+		before, after := offset(c.Add(-time.Nanosecond)), offset(c)
+		if after > before && !at(before).Before(c) && at(after).Before(c) {
+			return at(before).In(loc) // in the gap that c opens
+		}
+	}
+	return t
 }
 
 type schedulePayload struct {

@@ -2,7 +2,6 @@ package documents
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -160,7 +159,9 @@ func ContentTypeFor(declared, name string) string {
 // whose cells are all empty are skipped. An empty header cell, or a value beyond the
 // header, is named column_<n> (1-based); a repeated name gets _2, _3, ... JSON values keep
 // their own types. A table of more than max(MinCells, len(data)) cells, rows × columns, is
-// a *TooManyCellsError.
+// a *TooManyCellsError. A CSV field that does not start with '"' may hold one (`55" screen`),
+// as Python's csv module reads it; a quoted field whose quotes are wrong is a
+// *csv.ParseError naming its line and column (csvReader).
 func Extract(contentType, name string, data []byte) ([]map[string]any, error) {
 	return ExtractLimit(contentType, name, data, MaxRows)
 }
@@ -199,9 +200,7 @@ func csvTable(data []byte, limit int) (*table, error) {
 	if isPlain(data) {
 		return plainTable(data, limit), nil
 	}
-	r := csv.NewReader(bytes.NewReader(data))
-	r.FieldsPerRecord = -1
-	r.ReuseRecord = true
+	r := newCSVReader(data)
 	header, err := r.Read()
 	if errors.Is(err, io.EOF) {
 		return nil, nil
@@ -414,9 +413,7 @@ func (t *table) eachRow(stable bool, f func(row []string) error) error {
 		return f(row[:last+1])
 	}
 	if !t.plain {
-		r := csv.NewReader(bytes.NewReader(t.csv))
-		r.FieldsPerRecord = -1
-		r.ReuseRecord = true
+		r := newCSVReader(t.csv)
 		if _, err := r.Read(); err != nil { // the header
 			return fmt.Errorf("csv: %w", err)
 		}

@@ -64,6 +64,24 @@ func TestExtractCSV(t *testing.T) {
 			},
 		},
 		{
+			// As Python's csv module reads them (issue 31): a '"' in a field that does not
+			// start with one is a character of the field.
+			name: "a quote inside a field that is not quoted",
+			data: "item,size,qty\nTV,55\" screen,1\nTV,\"55\"\" screen\",2\nRuler,12\",3\nnote,he said \"hi\" twice,4\nx\"\"y,\"\",5\n",
+			want: []map[string]any{
+				{"item": "TV", "size": `55" screen`, "qty": 1.0},
+				{"item": "TV", "size": `55" screen`, "qty": 2.0},
+				{"item": "Ruler", "size": `12"`, "qty": 3.0},
+				{"item": "note", "size": `he said "hi" twice`, "qty": 4.0},
+				{"item": `x""y`, "size": "", "qty": 5.0},
+			},
+		},
+		{
+			name: "a quote in a header that is not quoted, CRLF",
+			data: "size (\"),n\r\n55,1\r\n",
+			want: []map[string]any{{`size (")`: 55.0, "n": 1.0}},
+		},
+		{
 			name: "header only",
 			data: "a,b\n",
 			want: []map[string]any{},
@@ -88,10 +106,23 @@ func TestExtractCSV(t *testing.T) {
 	}
 }
 
+// A field that starts with '"' and whose quotes are wrong is refused, with its line and
+// column: read on as csv.Reader's LazyQuotes does, it would take the rest of the document
+// as one cell.
 func TestExtractCSVErrors(t *testing.T) {
 	t.Parallel()
-	_, err := documents.Extract("text/csv", "x.csv", []byte("a,b\n1,\"unterminated\n"))
-	require.ErrorContains(t, err, "csv:")
+	for _, tc := range []struct{ data, want string }{
+		{"a,b\n1,\"unterminated\n", `csv: parse error on line 2, column 17: extraneous or missing " in quoted-field`},
+		{"item,size\nTV,\"55\" screen\",2\n", `csv: parse error on line 2, column 7: extraneous or missing " in quoted-field`},
+		{"a,b\n\"x,1\ny,2\n", `csv: record on line 2; parse error on line 3, column 5: extraneous or missing " in quoted-field`},
+		{"a,b\r\n1,\"two\r\nlines\"x\r\n", `csv: record on line 2; parse error on line 3, column 6: extraneous or missing " in quoted-field`},
+		{"a,b\n55\" screen,1\n\"ab\"c,1\n", `csv: parse error on line 3, column 4: extraneous or missing " in quoted-field`},
+		{"a\n\n\n\"x\"y\n", `csv: parse error on line 4, column 3: extraneous or missing " in quoted-field`},
+		{"\"a\"b,c\n1,2\n", `csv: parse error on line 1, column 3: extraneous or missing " in quoted-field`},
+	} {
+		_, err := documents.Extract("text/csv", "x.csv", []byte(tc.data))
+		require.EqualError(t, err, tc.want, "%q", tc.data)
+	}
 }
 
 func TestExtractJSON(t *testing.T) {

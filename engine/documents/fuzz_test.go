@@ -122,9 +122,12 @@ func checkRecords(t *testing.T, recs []map[string]any, size int, table bool) {
 
 var utf8BOM = []byte("\xEF\xBB\xBF")
 
-// FuzzExtractCSV also reads the input with encoding/csv as extraction does: extraction fails
-// exactly when that does (or for a limit), and gives one record per row after the header
-// that has a non-blank cell.
+// FuzzExtractCSV also reads the input with encoding/csv: where its strict reading reads it,
+// extraction reads it (or refuses it for a limit) and gives one record per row after the
+// header that has a non-blank cell; where that reading first meets a quoted field whose
+// quotes are wrong, extraction fails with the same error; where it first meets a '"' in a
+// field that is not quoted, extraction reads the document as csv.Reader with LazyQuotes
+// does (as Python's csv module does), or fails for a quoted field after it.
 func FuzzExtractCSV(f *testing.F) {
 	for _, seed := range []string{
 		"", "\n", "a", "a,b\n1,2\n", "a,b\n1,2\n3\n", "invoice,amount\nINV-1,10\nINV-2,\n,\n", "\xEF\xBB\xBFa\n1\n",
@@ -132,24 +135,43 @@ func FuzzExtractCSV(f *testing.F) {
 		"a,\"b\nc\"\n\"x\"\"y\",2\n", "a,b\n1,\"unterminated\n", "a\n1\n2\n3\n4\n", "a;b\n1;2\n", " a , b \n 1 , 2 \n",
 		"h\n" + strings.Repeat(",", 40) + "x\n1\n1\n",
 		"\n\na,b\n\n1,2\n  \n,\n3,4,5", "a,b\r\n1,2\r\n", "a\n 1 \n2 ,  \n", "a,b,c\n1,,\n,  ,x\n",
+		"item,size\nTV,55\" screen\n", "a,b\n55\" x,1\n\"ab\"c,1\n", "a\n\"x\"\r", "a\r\n\r\n\"x\r\n", "a\"\"b,\"\"\n\"\"\"\"\r\n",
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		recs, err := extractBoth(t, documents.MediaCSV, data, true)
 
-		r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, utf8BOM)))
+		body := bytes.TrimPrefix(data, utf8BOM)
+		r := csv.NewReader(bytes.NewReader(body))
 		r.FieldsPerRecord = -1
 		rows, readErr := r.ReadAll()
+		var strictErr *csv.ParseError
+		bareQuote := errors.As(readErr, &strictErr) && errors.Is(strictErr.Err, csv.ErrBareQuote)
+		if bareQuote {
+			lazy := csv.NewReader(bytes.NewReader(body))
+			lazy.FieldsPerRecord, lazy.LazyQuotes = -1, true
+			rows, readErr = lazy.ReadAll()
+		}
 		var tooMany *documents.TooManyRowsError
 		var tooManyCells *documents.TooManyCellsError
+		var parseErr *csv.ParseError
 		switch {
+		case bareQuote && err != nil && !errors.As(err, &tooMany) && !errors.As(err, &tooManyCells):
+			// A quoted field after the bare quote is wrong: refused as csv.Reader refuses it.
+			if !errors.As(err, &parseErr) || !errors.Is(parseErr.Err, csv.ErrQuote) || parseErr.Line < strictErr.Line {
+				t.Fatalf("extraction: %v, after encoding/csv's %v", err, strictErr)
+			}
 		case errors.As(err, &tooMany), errors.As(err, &tooManyCells):
 			if readErr != nil {
 				t.Fatalf("refused for its size (%v), but encoding/csv does not read it: %v", err, readErr)
 			}
 		case (err == nil) != (readErr == nil):
 			t.Fatalf("extraction: %v; encoding/csv: %v", err, readErr)
+		case err != nil:
+			if err.Error() != "csv: "+readErr.Error() {
+				t.Fatalf("extraction: %v; encoding/csv: %v", err, readErr)
+			}
 		case err == nil:
 			want := 0
 			for i, row := range rows {

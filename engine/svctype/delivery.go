@@ -31,7 +31,8 @@ type Delivery struct {
 	Signed bool            `json:"signed"`
 	Body   json.RawMessage `json:"-"`
 	Status DeliveryStatus  `json:"status"`
-	// Attempts counts the requests sent (skips while a circuit is open are not attempts).
+	// Attempts counts the requests sent, in every round (a redelivery goes on counting);
+	// skips while a circuit is open are not attempts.
 	Attempts int `json:"attempts"`
 	// Recorded counts the delivery's attempt records (sends and skips, every round).
 	Recorded       int        `json:"-"`

@@ -195,6 +195,11 @@ func (e *Webhooks) delivery(ev *svctype.Event, id, target string, h *hookTarget)
 // deliveryPayload is a JobDeliver job's payload.
 type deliveryPayload struct {
 	DeliveryID string `json:"delivery_id"`
+	// SentBefore is the number of requests the delivery had sent when this round of retries
+	// began (a redelivery starts one): the delivery's attempts count every request sent, the
+	// round's retries are those after SentBefore. Zero for the first round, and for a job
+	// written before the field (whose delivery's attempts were its round's).
+	SentBefore int `json:"sent_before,omitempty"`
 }
 
 // webhookSecret is a registered target as the sender sees it.
@@ -271,8 +276,9 @@ func (e *Webhooks) ListDeliveries(ctx context.Context, orgID, webhookID string, 
 }
 
 // Redeliver sends a delivery that has ended (succeeded or failed) once more: the same
-// delivery_id and the same bytes, with a new round of retries. A delivery still pending is
-// core.ErrConflict: it is already going to be sent.
+// delivery_id and the same bytes, with a new round of retries. Its attempts go on counting
+// the requests sent, every round's. A delivery still pending is core.ErrConflict: it is
+// already going to be sent.
 func (e *Webhooks) Redeliver(ctx context.Context, orgID, id string) (*svctype.Delivery, error) {
 	if err := core.CheckOrg(orgID); err != nil {
 		return nil, err
@@ -288,11 +294,11 @@ func (e *Webhooks) Redeliver(ctx context.Context, orgID, id string) (*svctype.De
 			return fmt.Errorf("%w: delivery %s is pending: it is sent again by itself", core.ErrConflict, id)
 		}
 		now := e.now().UTC()
-		d.Status, d.Attempts, d.NextAttemptAt, d.UpdatedAt, d.CompletedAt = svctype.DeliveryPending, 0, &now, now, nil
+		d.Status, d.NextAttemptAt, d.UpdatedAt, d.CompletedAt = svctype.DeliveryPending, &now, now, nil
 		if err := tx.UpdateDelivery(ctx, d); err != nil {
 			return err
 		}
-		payload, _ := json.Marshal(deliveryPayload{DeliveryID: d.ID})
+		payload, _ := json.Marshal(deliveryPayload{DeliveryID: d.ID, SentBefore: d.Attempts})
 		if err := tx.EnqueueJob(ctx, &svctype.Job{OrgID: orgID, Kind: JobDeliver, RunID: d.RunID, Payload: payload}); err != nil {
 			return err
 		}

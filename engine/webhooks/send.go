@@ -92,14 +92,17 @@ func (e *Webhooks) Deliver(ctx context.Context, job *svctype.Job) error {
 	}
 
 	ctx, span := e.startAttempt(ctx, d)
-	outcome, status, err := e.attempt(ctx, job, d, url, secret)
+	// The requests this round has sent (never fewer than none: a job of an older round).
+	sent := max(d.Attempts-p.SentBefore, 0)
+	outcome, status, err := e.attempt(ctx, job, d, sent, url, secret)
 	endAttempt(span, outcome, status, err)
 	return err
 }
 
 // attempt sends d and records what the target answered: it returns the attempt's outcome
-// and the answer's status code.
-func (e *Webhooks) attempt(ctx context.Context, job *svctype.Job, d *svctype.Delivery, url string, secret []byte) (string, int, error) {
+// and the answer's status code. sent is the number of requests the delivery's round of
+// retries has sent before this one.
+func (e *Webhooks) attempt(ctx context.Context, job *svctype.Job, d *svctype.Delivery, sent int, url string, secret []byte) (string, int, error) {
 	ans := e.post(ctx, d, url, secret)
 	attempt := svctype.DeliveryAttempt{StatusCode: ans.status, LatencyMS: ans.latency.Milliseconds()}
 	if ans.err != nil {
@@ -117,8 +120,8 @@ func (e *Webhooks) attempt(ctx context.Context, job *svctype.Job, d *svctype.Del
 		return attempt.Outcome, ans.status, e.finishDelivery(ctx, job, d, url, &ok, attempt, svctype.DeliverySucceeded)
 	}
 	if outcome == events.OutcomeRetry {
-		// d.Attempts counts the attempts before this one: this is retry number d.Attempts+1.
-		if at, more := events.NextAttempt(d.Attempts+1, ans.retryAfter, e.now(), rand.Float64); more {
+		// The round sent `sent` requests before this one: this is its retry number sent+1.
+		if at, more := events.NextAttempt(sent+1, ans.retryAfter, e.now(), rand.Float64); more {
 			attempt.Outcome, attempt.NextAttemptAt = attemptRetry, &at
 			return attempt.Outcome, ans.status, e.scheduleDelivery(ctx, job, d, url, &ok, attempt, true)
 		}

@@ -313,3 +313,38 @@ func TestDocumentBadRequests(t *testing.T) {
 	got := ok[documentDoc](t, b.do(t, http.MethodGet, "/documents/"+doc.ID, orgA, nil), http.StatusOK)
 	require.Equal(t, 1, got.Version, "no refused upload left a version")
 }
+
+// A CSV export with a '"' inside a field that is not quoted (`55" screen`) is read as
+// Python's csv module reads it (issue 31: the step failed with a parse error); a quoted
+// field whose quotes are wrong fails the step with its line and column.
+func TestCSVWithBareQuotes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rec := b.do(t, http.MethodPost, "/custom-tables", orgA, map[string]any{
+		"name": "screens", "fields": map[string]string{"item": "text", "size": "text"},
+	})
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	importer := func(doc documentDoc) workflowDoc {
+		return ok[workflowDoc](t, b.do(t, http.MethodPost, "/workflows", orgA, workflowBody("import-"+doc.ID, `{"actions":[
+		  {"type":"loop","properties":{"mode":"foreach","items":"doc:`+doc.ID+`","steps":[
+		    {"type":"custom-table","properties":{"table":"screens","operation":"write","fields":{"item":"@item.item","size":"@item.size"}}}]}}]}`)), http.StatusCreated)
+	}
+	run := func(wf workflowDoc) map[string]any {
+		r := b.execute(t, orgA, wf.ID, nil)
+		b.work(t)
+		return ok[map[string]any](t, b.do(t, http.MethodGet, "/runs/"+r.ID+"/status", orgA, nil), http.StatusOK)
+	}
+
+	doc := b.uploadDocument(t, orgA, filePart("export.csv", "text/csv", "item,size\nTV,55\" screen\nruler,\"12\"\" long\"\n"))
+	status := run(importer(doc))
+	require.Equal(t, "completed", status["status"], status["reason"])
+	rows := ok[list[rowDoc]](t, b.do(t, http.MethodGet, "/custom-tables/screens/rows", orgA, nil), http.StatusOK)
+	require.Len(t, rows.Items, 2)
+	require.Equal(t, map[string]any{"item": "TV", "size": `55" screen`}, rows.Items[0].Data)
+	require.Equal(t, map[string]any{"item": "ruler", "size": `12" long`}, rows.Items[1].Data)
+
+	doc = b.uploadDocument(t, orgA, filePart("broken.csv", "text/csv", "item,size\nTV,55\" screen\n\"TV\" 2,\"55\"\n"))
+	status = run(importer(doc))
+	require.Equal(t, "failed", status["status"])
+	require.Contains(t, status["reason"], `parse error on line 3, column 4: extraneous or missing " in quoted-field`)
+}
