@@ -1021,6 +1021,11 @@ type FormPause struct {
 type FormSettings struct {
 	Branding *FormBranding `json:"branding,omitempty"`
 
+	// FrameAncestors The origins whose pages may show the hosted form page (the gateway's /forms/{formId}) in a frame: https://host or https://host:port (http only for localhost and 127.0.0.1), *.host for its subdomains. None may when empty (the default).
+	//
+	// Example: ["https://www.example.com"]
+	FrameAncestors *[]string `json:"frameAncestors,omitempty"`
+
 	// RedirectUrl An absolute http(s) URL to send the person to instead of the message.
 	RedirectUrl *string `json:"redirectUrl,omitempty"`
 
