@@ -156,6 +156,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, http.StatusBadGateway, "Unavailable", "The form cannot be shown right now.", 0)
 		return
 	}
+	s.formShown(r, formID, "read")
 	var f struct {
 		ID          string `json:"id"`
 		Name        string `json:"name"`
@@ -331,6 +332,9 @@ func (s *Server) publicFormOrg(ctx context.Context, formID string) (string, erro
 	s.proxy.ServeHTTP(bw, req)
 	if bw.status != 0 && bw.status != http.StatusOK {
 		return "", notFound
+	}
+	if r, ok := ctx.Value(requestKey{}).(*http.Request); ok {
+		s.formShown(r, formID, "auth")
 	}
 	var f struct {
 		Settings struct {
