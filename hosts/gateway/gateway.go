@@ -555,8 +555,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del("Authorization")
 		rec := &statusRecorder{ResponseWriter: w}
 		s.proxy.ServeHTTP(rec, r)
-		if shown := rec.status == http.StatusOK && r.Method == http.MethodGet && r.URL.Path == "/forms/public/"+formID; shown ||
-			(kind == "submit" && rec.status >= 200 && rec.status < 300) {
+		shown := rec.status == http.StatusOK && r.Method == http.MethodGet && r.URL.Path == "/forms/public/"+formID
+		taken := kind == "submit" && rec.status >= 200 && rec.status < 300
+		if shown || taken {
 			s.formShown(r, formID, kind)
 		}
 		return
