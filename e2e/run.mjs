@@ -167,6 +167,19 @@ await step('embed', async (page) => {
   must(names.includes('svc-form:submitted') && names.includes('form:submitted'), 'form events: ' + names);
 });
 
+// 5b. Frames: the site may frame the hosted page of a form that lists it in
+// settings.frameAncestors; not that of a form that lists nobody, nor the console.
+await step('frames', async (page) => {
+  await page.goto(new URL('/frames', cfg.embed).href, { waitUntil: 'load' }); // every frame loaded or refused
+  await page.frameLocator('#listed').locator('svc-form form').waitFor();
+  for (const id of ['unlisted', 'console']) {
+    const frame = await (await page.$('#' + id)).contentFrame();
+    must(!frame.url().startsWith(cfg.gateway), id + ': the browser refused the frame, showed ' + frame.url());
+    must(await frame.locator('svc-form, #steps, input').count() === 0, id + ': nothing of the gateway in the frame');
+  }
+  await shot(page, 'frames');
+});
+
 // 6. A schema the SDK cannot render says so instead of a blank element.
 await step('badSchema', async (page) => {
   await page.goto(cfg.embed + '?bad=1');

@@ -20,3 +20,7 @@ const (
 // ExternalFormOrg returns the organization an external form id names, and whether the id
 // has the shape of one. It reads nothing: the id may name no form.
 func ExternalFormOrg(formID string) (string, bool) { return extforms.ExternalFormOrg(formID) }
+
+// FrameAncestor reads an origin of an external form's settings.frameAncestors as the hosted
+// page's Content-Security-Policy names it, and whether it is one.
+func FrameAncestor(raw string) (string, bool) { return extforms.FrameAncestor(raw) }

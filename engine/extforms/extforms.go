@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -95,6 +97,8 @@ const (
 	maxFormMessage     = 2000
 	maxFormURL         = 2048
 	maxFormFooter      = 1000
+	// MaxFrameAncestors bounds settings.frameAncestors: a header, not a directory.
+	MaxFrameAncestors = 20
 )
 
 const externalFormPrefix = "frm-"
@@ -271,7 +275,59 @@ func checkFormSettings(s svctype.ExternalFormSettings) (svctype.ExternalFormSett
 			s.Branding = nil
 		}
 	}
+	if len(s.FrameAncestors) > MaxFrameAncestors {
+		ps = append(ps, core.Problem{Pointer: "/settings/frameAncestors", Message: fmt.Sprintf("at most %d origins", MaxFrameAncestors)})
+	}
+	var origins []string
+	for i, raw := range s.FrameAncestors {
+		o, ok := FrameAncestor(raw)
+		if !ok {
+			ps = append(ps, core.Problem{Pointer: fmt.Sprintf("/settings/frameAncestors/%d", i),
+				Message: "an origin: https://host or https://host:port (http only for localhost), no path; *.host for its subdomains"})
+			continue
+		}
+		if !slices.Contains(origins, o) {
+			origins = append(origins, o)
+		}
+	}
+	s.FrameAncestors = origins
 	return s, ps
+}
+
+// frameHost is a host name (optionally "*." for its subdomains), or an IPv4 address.
+var frameHost = regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
+
+// FrameAncestor reads an origin that may frame a form's hosted page (settings.frameAncestors)
+// and returns it as the page's Content-Security-Policy names it (lowercase, no trailing
+// slash). An origin is https://host[:port]; http only for localhost and 127.0.0.1, for
+// development; a host may start with "*." for its subdomains. It goes into a header, so
+// nothing else is taken: no path, query, user, IPv6 literal or space.
+func FrameAncestor(raw string) (string, bool) {
+	if len(raw) > 300 {
+		return "", false
+	}
+	scheme, rest, ok := strings.Cut(strings.ToLower(raw), "://")
+	if !ok {
+		return "", false
+	}
+	rest = strings.TrimSuffix(rest, "/")
+	host, port, hasPort := strings.Cut(rest, ":")
+	if !frameHost.MatchString(host) || len(host) > 253 {
+		return "", false
+	}
+	if hasPort {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+			return "", false
+		}
+	}
+	switch {
+	case scheme == "https":
+	case scheme == "http" && (host == "localhost" || host == "127.0.0.1"):
+	default:
+		return "", false
+	}
+	return scheme + "://" + rest, true
 }
 
 // checkPageURL says what is wrong with an absolute URL a page links to ("" when fine).
@@ -396,6 +452,7 @@ func externalFormChanges(old, f *svctype.ExternalForm) []string {
 	add(os.SuccessMessage != ns.SuccessMessage, "settings.successMessage")
 	add(os.RedirectURL != ns.RedirectURL, "settings.redirectUrl")
 	add(!sameBrand(os.Branding, ns.Branding), "settings.branding")
+	add(!slices.Equal(os.FrameAncestors, ns.FrameAncestors), "settings.frameAncestors")
 	return out
 }
 

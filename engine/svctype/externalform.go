@@ -32,6 +32,9 @@ type ExternalFormSettings struct {
 	SuccessMessage string             `json:"successMessage,omitempty"`
 	RedirectURL    string             `json:"redirectUrl,omitempty"`
 	Branding       *ExternalFormBrand `json:"branding,omitempty"`
+	// FrameAncestors are the origins (https://host[:port]) whose pages may show the hosted
+	// form page in a frame; none may when empty.
+	FrameAncestors []string `json:"frameAncestors,omitempty"`
 }
 
 // ExternalFormBrand is how the hosted page looks.

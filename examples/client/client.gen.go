@@ -1023,6 +1023,11 @@ type FormPause struct {
 type FormSettings struct {
 	Branding *FormBranding `json:"branding,omitempty"`
 
+	// FrameAncestors The origins whose pages may show the hosted form page (the gateway's /forms/{formId}) in a frame: https://host or https://host:port (http only for localhost and 127.0.0.1), *.host for its subdomains. None may when empty (the default).
+	//
+	// Example: ["https://www.example.com"]
+	FrameAncestors *[]string `json:"frameAncestors,omitempty"`
+
 	// RedirectUrl An absolute http(s) URL to send the person to instead of the message.
 	RedirectUrl *string `json:"redirectUrl,omitempty"`
 
@@ -1486,7 +1491,7 @@ type ProbeStatus string
 
 // Problem defines model for Problem.
 type Problem struct {
-	// Code Machine-readable problem code: not_found, conflict, validation_failed, target_not_allowed, malformed_json, missing_org, invalid_org, invalid_cursor, method_not_allowed, unsupported_media_type, body_too_large, internal, ...
+	// Code Machine-readable problem code: not_found, conflict, validation_failed, target_not_allowed, malformed_json, invalid_utf8, missing_org, invalid_org, invalid_cursor, method_not_allowed, unsupported_media_type, body_too_large, internal, ...
 	//
 	// Example: not_found
 	Code string `json:"code"`
@@ -17563,6 +17568,10 @@ type CreateWorkflowFromAiResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *LegacyFromAIAnswer
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
@@ -17576,6 +17585,16 @@ type CreateWorkflowFromAiResponse struct {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r CreateWorkflowFromAiResponse) GetJSON201() *LegacyFromAIAnswer {
 	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateWorkflowFromAiResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateWorkflowFromAiResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -24289,6 +24308,20 @@ func ParseCreateWorkflowFromAiResponse(rsp *http.Response) (*CreateWorkflowFromA
 			return nil, err
 		}
 		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Problem

@@ -52,7 +52,7 @@ func consoleAllows(method, path string) bool {
 func (s *Server) registerConsole() {
 	s.router.Get("/console", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := webFS.ReadFile("web/console.html")
-		s.pageHeaders(w)
+		pageHeaders(w, nil) // decides approvals: framed by no page, this origin's neither
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write(b)
 	})

@@ -7,6 +7,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -20,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -28,6 +30,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 	"github.com/go-chi/chi/v5"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 
 	"github.com/svcflow/svcflow/engine/storage"
@@ -93,7 +96,22 @@ type Options struct {
 	OperatorToken string
 	// Meter records the gateway's metrics (Metrics lists them); nil records nothing.
 	Meter svctype.Meter
+	// Limiters bounds the rate-limit buckets this process keeps (DefaultLimiters when 0):
+	// past it, the bucket used least recently is dropped first.
+	Limiters int
 }
+
+// Bounds of the in-memory rate limiting.
+const (
+	// DefaultLimiters is how many buckets (a key's, a visitor's for a form, a sign-in
+	// address's) a process keeps: a bucket dropped for room was idle longer than every
+	// bucket kept, and a bucket comes back full.
+	DefaultLimiters = 100_000
+	// shownForms is how many public form ids the process remembers the runtime showing,
+	// and shownFormTTL for how long, after which the next request asks again.
+	shownForms   = 20_000
+	shownFormTTL = 10 * time.Minute
+)
 
 // MetricRateLimited counts requests the gateway answered 429: a key's rate, a tier's
 // quota, a visitor's form limit, an SDK sign-in limit.
@@ -119,7 +137,10 @@ type Server struct {
 
 	mu       sync.Mutex
 	keys     map[string]cachedKey // by hash
-	limiters map[string]*rate.Limiter
+	limiters *lru.Cache[string, *rate.Limiter]
+	// forms are the public form ids the runtime showed (GET answered 200) and when: only
+	// those get a visitor bucket of their own (allowVisitor).
+	forms *lru.Cache[string, time.Time]
 
 	umu   sync.Mutex
 	usage map[usageKey]*svctype.Usage
@@ -142,7 +163,12 @@ type cachedKey struct {
 // New builds the gateway.
 func New(o Options) *Server {
 	s := &Server{store: o.Store, log: o.Logger, now: o.Now, rate: rate.Limit(o.Rate), burst: o.Burst, shared: o.Shared, leased: map[string]float64{},
-		keys: map[string]cachedKey{}, limiters: map[string]*rate.Limiter{}, usage: map[usageKey]*svctype.Usage{}}
+		keys: map[string]cachedKey{}, usage: map[usageKey]*svctype.Usage{}}
+	// golang-lru's Cache: a map bounded by dropping the least recently used entry, behind
+	// its own lock (its expirable variant ages entries on the wall clock, which tests cannot
+	// move, from a goroutine that never ends; an idle bucket needs no expiry, it refills).
+	s.limiters, _ = lru.New[string, *rate.Limiter](cmp.Or(max(o.Limiters, 0), DefaultLimiters))
+	s.forms, _ = lru.New[string, time.Time](shownForms)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -205,6 +231,7 @@ func New(o Options) *Server {
 	})
 	cfg := huma.DefaultConfig("svcflow gateway", o.Version)
 	cfg.CreateHooks = nil
+	cfg.Formats = runtime.JSONFormats() // a body that is not UTF-8: 400 invalid_utf8, as on the runtime
 	cfg.Info.Description = "Accounts, organizations and keys (management token), and the proxy of every runtime route (runtime key)."
 	s.api = humachi.New(r, cfg)
 	s.router = r
@@ -407,13 +434,10 @@ func (s *Server) allowShared(ctx context.Context, keyID string, limit rate.Limit
 // allowLocalKey takes a token from the in-memory bucket of key (made with r and burst).
 func (s *Server) allowLocalKey(keyID string, limit rate.Limit, burst int) (bool, time.Duration) {
 	s.mu.Lock()
-	l := s.limiters[keyID]
-	if l == nil {
-		if len(s.limiters) > 100_000 {
-			s.limiters = map[string]*rate.Limiter{}
-		}
+	l, ok := s.limiters.Get(keyID)
+	if !ok {
 		l = rate.NewLimiter(limit, burst)
-		s.limiters[keyID] = l
+		s.limiters.Add(keyID, l)
 	} else if l.Limit() != limit || l.Burst() != burst {
 		// The key's tier changed.
 		l.SetLimitAt(s.now(), limit)
@@ -435,17 +459,54 @@ const (
 )
 
 // allowVisitor takes a token from the visitor's bucket for the form: reads, submits and
-// sign-ins counted apart, a minute's worth each.
+// sign-ins counted apart, a minute's worth each. A form id the runtime has not shown (a
+// form that may not exist: the id comes from the URL) has no bucket of its own: every such
+// id a visitor sends shares one, so made-up ids neither grow the table nor get a fresh
+// allowance each.
 func (s *Server) allowVisitor(r *http.Request, formID, kind string) (bool, time.Duration) {
-	ip, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		ip = r.RemoteAddr
-	}
 	n := PublicReads
 	if kind != "read" {
 		n = PublicSubmits
 	}
-	return s.allowLocalKey("visitor\x00"+ip+"\x00"+formID+"\x00"+kind, rate.Limit(float64(n)/60), n)
+	key := "visitor\x00" + visitorOf(r) + "\x00" + kind
+	if s.formKnown(formID) {
+		key += "\x00" + formID
+	}
+	return s.allowLocalKey(key, rate.Limit(float64(n)/60), n)
+}
+
+// formShown records that the runtime showed the public form formID to r, a request of kind
+// counted by allowVisitor: from now on the form's visitors count in buckets of its own, and
+// r is counted in its visitor's at once (it was counted before as a request to an unknown id).
+func (s *Server) formShown(r *http.Request, formID, kind string) {
+	known := s.formKnown(formID)
+	s.forms.Add(formID, s.now())
+	if !known {
+		s.allowVisitor(r, formID, kind)
+	}
+}
+
+// formKnown reports whether the runtime showed formID within shownFormTTL.
+func (s *Server) formKnown(formID string) bool {
+	at, ok := s.forms.Get(formID)
+	return ok && s.now().Sub(at) < shownFormTTL
+}
+
+// visitorOf is who a public request comes from: its address, an IPv6 address by its /64
+// (what one subscriber is given), so that one visitor cannot be many.
+func visitorOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	if ip = ip.Unmap(); ip.Is6() {
+		return netip.PrefixFrom(ip, 64).Masked().String()
+	}
+	return ip.String()
 }
 
 // forward proxies a runtime route: the key's organization as X-Org-Id, the client's own
@@ -496,7 +557,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		r.Header.Del("Authorization")
-		s.proxy.ServeHTTP(w, r)
+		rec := &statusRecorder{ResponseWriter: w}
+		s.proxy.ServeHTTP(rec, r)
+		shown := rec.status == http.StatusOK && r.Method == http.MethodGet && r.URL.Path == "/forms/public/"+formID
+		taken := kind == "submit" && rec.status >= 200 && rec.status < 300
+		if shown || taken {
+			s.formShown(r, formID, kind)
+		}
 		return
 	}
 	k, err := s.runtimeKey(r.Context(), bearer(r))

@@ -156,12 +156,14 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, http.StatusBadGateway, "Unavailable", "The form cannot be shown right now.", 0)
 		return
 	}
+	s.formShown(r, formID, "read")
 	var f struct {
 		ID          string `json:"id"`
 		Name        string `json:"name"`
 		Description string `json:"description"`
 		Settings    struct {
-			Branding struct {
+			FrameAncestors []string `json:"frameAncestors"`
+			Branding       struct {
 				Name          string `json:"name"`
 				LogoURL       string `json:"logoUrl"`
 				Accent        string `json:"accent"`
@@ -202,18 +204,35 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, http.StatusInternalServerError, "Error", "The form cannot be shown right now.", 0)
 		return
 	}
-	s.pageHeaders(w)
+	pageHeaders(w, f.Settings.FrameAncestors)
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(out.Bytes())
 }
 
 // pageHeaders: the page loads scripts and data from this origin only; styles are its own
-// and the SDK's (inline); images from this origin or https (the form's logo).
-func (s *Server) pageHeaders(w http.ResponseWriter) {
+// and the SDK's (inline); images from this origin or https (the form's logo). Only the
+// pages of frameAncestors may show it in a frame (engine.FrameAncestor reads each; one it
+// does not read is left out); none may without one: a page that takes a person's input or
+// decision cannot be laid under another site's clicks.
+func pageHeaders(w http.ResponseWriter, frameAncestors []string) {
+	var origins []string
+	for _, raw := range frameAncestors {
+		if o, ok := engine.FrameAncestor(raw); ok {
+			origins = append(origins, o)
+		}
+	}
 	h := w.Header()
+	frame := "'none'"
+	if len(origins) > 0 {
+		// X-Frame-Options cannot name origins (ALLOW-FROM is gone from browsers): the CSP,
+		// which every browser that frames honours, is the rule then.
+		frame = strings.Join(origins, " ")
+	} else {
+		h.Set("X-Frame-Options", "DENY") // for browsers that predate frame-ancestors
+	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' https: data:; "+
-		"connect-src 'self'; frame-ancestors *; base-uri 'none'; form-action 'self'")
+		"connect-src 'self'; frame-ancestors "+frame+"; base-uri 'none'; form-action 'self'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 }
@@ -223,8 +242,11 @@ var errorPage = template.Must(template.New("error").Parse(`<!doctype html><html 
 	`<style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem}</style></head>` +
 	`<body><main><h1>{{.Title}}</h1><p role="alert">{{.Text}}</p></main></body></html>`))
 
+// pageError answers a hosted page's failure with a page that nothing may frame: it shows
+// no form, so the form's frameAncestors do not apply (an embedding site's frame shows the
+// browser's refusal instead).
 func (s *Server) pageError(w http.ResponseWriter, status int, title, text string, retry time.Duration) {
-	s.pageHeaders(w)
+	pageHeaders(w, nil)
 	if retry > 0 {
 		w.Header().Set("Retry-After", fmt.Sprint(secondsOf(retry)))
 	}
@@ -310,6 +332,9 @@ func (s *Server) publicFormOrg(ctx context.Context, formID string) (string, erro
 	s.proxy.ServeHTTP(bw, req)
 	if bw.status != 0 && bw.status != http.StatusOK {
 		return "", notFound
+	}
+	if r, ok := ctx.Value(requestKey{}).(*http.Request); ok {
+		s.formShown(r, formID, "auth")
 	}
 	var f struct {
 		Settings struct {

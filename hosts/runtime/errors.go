@@ -21,7 +21,7 @@ type Problem struct {
 	Type     string           `json:"type,omitempty" format:"uri" default:"about:blank" doc:"A URI reference to documentation for the problem type."`
 	Title    string           `json:"title" example:"Not Found" doc:"Short summary of the problem type (the status text)."`
 	Status   int              `json:"status" example:"404" doc:"HTTP status code."`
-	Code     string           `json:"code" example:"not_found" doc:"Machine-readable problem code: not_found, conflict, validation_failed, target_not_allowed, malformed_json, missing_org, invalid_org, invalid_cursor, method_not_allowed, unsupported_media_type, body_too_large, internal, ..."`
+	Code     string           `json:"code" example:"not_found" doc:"Machine-readable problem code: not_found, conflict, validation_failed, target_not_allowed, malformed_json, invalid_utf8, missing_org, invalid_org, invalid_cursor, method_not_allowed, unsupported_media_type, body_too_large, internal, ..."`
 	Detail   string           `json:"detail,omitempty" example:"workflow not found" doc:"Explanation specific to this occurrence."`
 	Instance string           `json:"instance,omitempty" format:"uri" doc:"A URI reference identifying this occurrence."`
 	Errors   []*ProblemDetail `json:"errors,omitempty" nullable:"false" doc:"Individual problems, each located in the request."`
@@ -271,7 +271,7 @@ func humaError(status int, msg string, errs ...error) huma.StatusError {
 		return newProblem(status, codeInternal, "internal error")
 	}
 	details := make([]*ProblemDetail, 0, len(errs))
-	bodyUnparsable := false
+	bodyUnparsable, notUTF8 := false, false
 	for _, err := range errs {
 		if err == nil {
 			continue
@@ -292,6 +292,9 @@ func humaError(status int, msg string, errs ...error) huma.StatusError {
 			// Huma's value here is the whole body: never echoed.
 			pd.Value = nil
 			switch {
+			case isInvalidUTF8(d.Message):
+				// Found while validating (a 400) or, on a route that skips it, decoding.
+				status, notUTF8 = http.StatusBadRequest, true
 			case status != http.StatusUnprocessableEntity:
 			case jsonSyntax.MatchString(d.Message):
 				// A body that is not JSON, found while decoding it (a route that skips
@@ -313,6 +316,9 @@ func humaError(status int, msg string, errs ...error) huma.StatusError {
 		code = codeMalformedJSON
 		if bodyUnparsable {
 			msg = "request body is not valid JSON"
+		}
+		if notUTF8 {
+			code, msg = codeInvalidUTF8, invalidUTF8+": JSON text must be UTF-8"
 		}
 	}
 	return newProblem(status, code, msg, details...)

@@ -36,10 +36,11 @@ type FormSettings struct {
 	SuccessMessage string        `json:"successMessage,omitempty" maxLength:"2000" doc:"Shown after a submission."`
 	RedirectURL    string        `json:"redirectUrl,omitempty" doc:"An absolute http(s) URL to send the person to instead of the message."`
 	Branding       *FormBranding `json:"branding,omitempty"`
+	FrameAncestors []string      `json:"frameAncestors,omitempty" maxItems:"20" example:"[\"https://www.example.com\"]" doc:"The origins whose pages may show the hosted form page (the gateway's /forms/{formId}) in a frame: https://host or https://host:port (http only for localhost and 127.0.0.1), *.host for its subdomains. None may when empty (the default)."`
 }
 
 func (s FormSettings) settings() svctype.ExternalFormSettings {
-	out := svctype.ExternalFormSettings{RequireAuth: s.RequireAuth, SuccessMessage: s.SuccessMessage, RedirectURL: s.RedirectURL}
+	out := svctype.ExternalFormSettings{RequireAuth: s.RequireAuth, SuccessMessage: s.SuccessMessage, RedirectURL: s.RedirectURL, FrameAncestors: s.FrameAncestors}
 	if b := s.Branding; b != nil {
 		out.Branding = &svctype.ExternalFormBrand{Name: b.Name, LogoURL: b.LogoURL, Accent: b.Accent, Footer: b.Footer, HidePoweredBy: b.HidePoweredBy}
 	}
@@ -47,7 +48,7 @@ func (s FormSettings) settings() svctype.ExternalFormSettings {
 }
 
 func formSettingsOf(s svctype.ExternalFormSettings) FormSettings {
-	out := FormSettings{RequireAuth: s.RequireAuth, SuccessMessage: s.SuccessMessage, RedirectURL: s.RedirectURL}
+	out := FormSettings{RequireAuth: s.RequireAuth, SuccessMessage: s.SuccessMessage, RedirectURL: s.RedirectURL, FrameAncestors: s.FrameAncestors}
 	if b := s.Branding; b != nil {
 		out.Branding = &FormBranding{Name: b.Name, LogoURL: b.LogoURL, Accent: b.Accent, Footer: b.Footer, HidePoweredBy: b.HidePoweredBy}
 	}

@@ -230,3 +230,51 @@ func TestPublicSubmitsRacing(t *testing.T) {
 	runs := ok[list[runRef]](t, b.do(t, http.MethodGet, "/runs?limit=500", orgA, nil), http.StatusOK)
 	require.Len(t, runs.Items, n)
 }
+
+// TestExternalFormFrameAncestors: settings.frameAncestors takes origins only, each checked
+// at create and replace (422 by pointer, nothing written), kept in their canonical form.
+func TestExternalFormFrameAncestors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	wf := b.createWorkflow(t, orgA, "contact")
+	body := formBody(wf.ID, true)
+	body["settings"] = map[string]any{"frameAncestors": []string{"https://WWW.Acme.example/", "https://www.acme.example", "https://*.acme.example:8443"}}
+	f := b.createForm(t, orgA, body)
+	require.Equal(t, []any{"https://www.acme.example", "https://*.acme.example:8443"}, f.Settings["frameAncestors"], "lowercase, no slash, once each")
+	pub := ok[map[string]any](t, b.do(t, http.MethodGet, "/forms/public/"+f.ID, "", nil), http.StatusOK)
+	require.Equal(t, f.Settings["frameAncestors"], pub["settings"].(map[string]any)["frameAncestors"], "the gateway's page reads them here")
+
+	for _, tc := range []struct {
+		origins  []string
+		pointers []string
+	}{
+		{[]string{"https://ok.example", "http://acme.example"}, []string{"/settings/frameAncestors/1"}},
+		{[]string{"*"}, []string{"/settings/frameAncestors/0"}},
+		{[]string{"https://acme.example/page"}, []string{"/settings/frameAncestors/0"}},
+		{[]string{"https://acme.example; script-src *"}, []string{"/settings/frameAncestors/0"}},
+		{[]string{"https://acme.example https://evil.example"}, []string{"/settings/frameAncestors/0"}},
+		{[]string{"'self'"}, []string{"/settings/frameAncestors/0"}},
+		{[]string{"https://user@acme.example"}, []string{"/settings/frameAncestors/0"}},
+		{[]string{"https://acme.example:0"}, []string{"/settings/frameAncestors/0"}},
+		{[]string{"javascript://acme.example"}, []string{"/settings/frameAncestors/0"}},
+		{[]string{"https://acme.example?x=1"}, []string{"/settings/frameAncestors/0"}},
+	} {
+		bad := formBody(wf.ID, true)
+		bad["settings"] = map[string]any{"frameAncestors": tc.origins}
+		p := problem(t, b.do(t, http.MethodPost, "/external-forms", orgA, bad), http.StatusUnprocessableEntity, "validation_failed")
+		require.Equal(t, tc.pointers, pointers(p), "%v", tc.origins)
+		p = problem(t, b.do(t, http.MethodPut, "/external-forms/"+f.ID, orgA, bad), http.StatusUnprocessableEntity, "validation_failed")
+		require.Equal(t, tc.pointers, pointers(p), "%v", tc.origins)
+	}
+	many := make([]string, 21)
+	for i := range many {
+		many[i] = "https://a" + strings.Repeat("b", i) + ".example"
+	}
+	bad := formBody(wf.ID, true)
+	bad["settings"] = map[string]any{"frameAncestors": many}
+	p := problem(t, b.do(t, http.MethodPost, "/external-forms", orgA, bad), http.StatusUnprocessableEntity, "validation_failed")
+	require.Equal(t, []string{"/settings/frameAncestors"}, pointers(p))
+	require.Equal(t, f, ok[externalFormDoc](t, b.do(t, http.MethodGet, "/external-forms/"+f.ID, orgA, nil), http.StatusOK), "refusals change nothing")
+	l := ok[list[externalFormDoc]](t, b.do(t, http.MethodGet, "/external-forms", orgA, nil), http.StatusOK)
+	require.Len(t, l.Items, 1)
+}

@@ -87,7 +87,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	cfg := huma.DefaultConfig("svcflow runtime", opts.Version)
 	// No $schema links in bodies: the wire shape is exactly the documented one.
 	cfg.CreateHooks = nil
-	cfg.Formats = map[string]huma.Format{"application/json": jsonFormat, "json": jsonFormat}
+	cfg.Formats = JSONFormats()
 	cfg.Info.Description = "The tenant-scoped runtime of svcflow: workflows, runs, registered actions, custom tables and webhook registrations. " +
 		"Every route but /health, /healthz, /readyz, /oauth/callback (whose state names the organization) and the public form routes under /forms/public/ " +
 		"(whose form id names it) takes the organization in the X-Org-Id header. " +

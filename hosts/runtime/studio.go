@@ -364,7 +364,7 @@ func (s *Server) registerStudio() {
 		"the deployment keeps it (svcflow --legacy-create-from-ai): then it drafts a bundle from {prompt, name?, llmOptions?} and " +
 		"publishes it at once as a process of the project \"Legacy create-from-ai\", answering 201 {workflow_id, process_id, bundle_id}."
 	o.DefaultStatus = http.StatusCreated
-	o.Errors = []int{http.StatusGone, http.StatusUnprocessableEntity, http.StatusConflict}
+	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusGone, http.StatusUnprocessableEntity, http.StatusConflict}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgParam
 		Body *LegacyFromAIBody

@@ -85,7 +85,8 @@ type jsonAppender interface {
 }
 
 // jsonFormat is Huma's JSON format, but a body that writes its own JSON (a page of a large
-// context value) is written as it is, not scanned again by encoding/json.
+// context value) is written as it is, not scanned again by encoding/json, and a body that
+// is not UTF-8 is refused (unmarshalUTF8).
 var jsonFormat = huma.Format{
 	Marshal: func(w io.Writer, v any) error {
 		if a, ok := v.(jsonAppender); ok {
@@ -94,7 +95,7 @@ var jsonFormat = huma.Format{
 		}
 		return huma.DefaultJSONFormat.Marshal(w, v)
 	},
-	Unmarshal: huma.DefaultJSONFormat.Unmarshal,
+	Unmarshal: unmarshalUTF8,
 }
 
 // Object is a JSON object whose numbers are kept as the client wrote them (json.Number):

@@ -120,6 +120,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 	waitStatus(approvalRun, "paused")
 
 	codeRe := regexp.MustCompile(`is (\d{6})`)
+	var framedForms [2]string // a form that lists the site in settings.frameAncestors, one that lists nobody
 	site := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/thanks" {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -130,6 +131,16 @@ func TestBrowserEndToEnd(t *testing.T) {
 			// A page of text alone: the floor the browser takes to paint anything here.
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			_, _ = fmt.Fprint(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Blank</title></head><body><h1>Contact us</h1></body></html>`)
+			return
+		}
+		if r.URL.Path == "/frames" {
+			// The site frames a hosted page that lists it, one that does not, and the console.
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_, _ = fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Frames</title></head><body>
+<iframe id="listed" title="listed" src="%s/forms/%s" width="600" height="500"></iframe>
+<iframe id="unlisted" title="unlisted" src="%s/forms/%s" width="600" height="200"></iframe>
+<iframe id="console" title="console" src="%s/console" width="600" height="200"></iframe></body></html>`,
+				gw, framedForms[0], gw, framedForms[1], gw)
 			return
 		}
 		if r.URL.Path == "/hook" {
@@ -167,6 +178,8 @@ func TestBrowserEndToEnd(t *testing.T) {
 	site.Start()
 	t.Cleanup(site.Close)
 	redirectForm := form("Redirecting", `{"redirectUrl": "`+site.URL+`/thanks"}`, schema)
+	framedForms[0] = form("Framed", `{"frameAncestors": ["`+site.URL+`"]}`, schema)
+	framedForms[1] = form("Not framed", `{}`, schema)
 	// Completed runs are delivered to the site's receiver: the console lists the deliveries.
 	call("POST", "/webhooks", live, `{"event": "workflow.completed", "url": "`+site.URL+`/hook", "secret": "whsec-e2e-0123456789"}`)
 	// A run the console watches: a slow call, then an approval.
