@@ -271,7 +271,8 @@ func TestWorkerSIGKILL(t *testing.T) {
 			require.NoError(t, err)
 			seen := map[int]int{}
 			for _, r := range rows {
-				seen[int(r.Data["i"].(float64))]++
+				f, _ := svctype.Float(r.Data["i"])
+				seen[int(f)]++
 			}
 			for i := range items {
 				require.Equal(t, 1, seen[i], "element %d's row", i)
@@ -340,7 +341,8 @@ func TestTwoWorkersShareRuns(t *testing.T) {
 	require.NoError(t, err)
 	seen := map[int]int{}
 	for _, r := range rows {
-		seen[int(r.Data["n"].(float64))]++
+		f, _ := svctype.Float(r.Data["n"])
+		seen[int(f)]++
 	}
 	for n := range runs {
 		require.Equal(t, 1, seen[n], "run %d's row", n)
