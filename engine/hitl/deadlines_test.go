@@ -2,7 +2,6 @@ package hitl_test
 
 import (
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,19 +13,6 @@ import (
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
-// clock is a time the test moves.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // A deadline that passed is a deadline: a submit or a decision at or after expires_at is
 // refused although the worker's timer has not closed the pause yet, and nothing changes;
 // one just before it is taken. (Each dialect.)
@@ -35,22 +21,22 @@ func TestDeadlinesAreCheckedAtTheSubmit(t *testing.T) {
 	for _, dialect := range enginetest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			clk := &clock{t: time.Now()}
-			b := enginetest.Setup(t, dialect, engine.Config{Now: clk.now})
+			clk := enginetest.NewClock(time.Now())
+			b := enginetest.Setup(t, dialect, engine.Config{Now: clk.Now})
 			wf := b.Workflow(t, "o", "deadlines", `{"actions": [
 				{"type": "PbotForm", "properties": {"expected_keys": ["note"], "ttl_seconds": 60}},
 				{"type": "PbotApproval", "properties": {"approver_role": "finance", "expires_in_seconds": 60}}]}`)
 			doc := b.Execute(t, "o", wf.ID, `{}`)
 			require.Equal(t, svctype.RunPaused, doc.Status)
 
-			clk.add(60 * time.Second) // exactly at expires_at
+			clk.Advance(60 * time.Second) // exactly at expires_at
 			_, err := b.Eng.SubmitForm(b.Ctx, "o", doc.ID, 0, engine.FormSubmission{Data: map[string]any{"note": "late"}})
 			require.ErrorIs(t, err, engine.ErrFormPauseExpired)
 			p, err := b.Eng.FormPause(b.Ctx, "o", doc.ID, 0)
 			require.NoError(t, err)
 			require.Equal(t, svctype.FormPauseOpen, p.Status, "the refusal changed nothing; the timer closes it")
 
-			clk.add(-time.Millisecond) // just before
+			clk.Advance(-time.Millisecond) // just before
 			_, err = b.Eng.SubmitForm(b.Ctx, "o", doc.ID, 0, engine.FormSubmission{Data: map[string]any{"note": "in time"}})
 			require.NoError(t, err)
 			_, err = b.Eng.Work(b.Ctx)
@@ -59,7 +45,7 @@ func TestDeadlinesAreCheckedAtTheSubmit(t *testing.T) {
 			require.NoError(t, err)
 			require.NotNil(t, a.ExpiresAt)
 
-			clk.add(60*time.Second + 2*time.Millisecond) // 2 ms past the approval's
+			clk.Advance(60*time.Second + 2*time.Millisecond) // 2 ms past the approval's
 			_, err = b.Eng.DecideApproval(b.Ctx, "o", doc.ID, 1, engine.ApprovalDecision{Approved: true})
 			require.ErrorIs(t, err, engine.ErrApprovalExpired)
 			a, err = b.Eng.PendingApproval(b.Ctx, "o", doc.ID)

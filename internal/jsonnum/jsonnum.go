@@ -197,7 +197,7 @@ func AppendKey(dst []byte, s string) []byte {
 		if f == 0 {
 			return append(dst, '0') // -0 is 0 (Cmp says so): one key
 		}
-		return appendFloat(dst, f)
+		return AppendFloat(dst, f)
 	}
 	var buf [40]byte
 	d, ok := parse(s, buf[:])
@@ -241,8 +241,9 @@ func AppendKey(dst []byte, s string) []byte {
 	return dst
 }
 
-// appendFloat writes f as encoding/json does.
-func appendFloat(dst []byte, f float64) []byte {
+// AppendFloat writes f as encoding/json does: shortest round-trip digits, plain notation
+// between 1e-6 and 1e21, exponent notation outside.
+func AppendFloat(dst []byte, f float64) []byte {
 	abs := math.Abs(f)
 	format := byte('f')
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
