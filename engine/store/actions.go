@@ -51,7 +51,7 @@ func (m *actionModel) toAction() (*svctype.Action, error) {
 // CreateAction inserts a registration; ErrConflict when the org has the name.
 func (q *querier) CreateAction(ctx context.Context, a *svctype.Action) error {
 	const op = "create action"
-	a.CreatedAt = orNow(a.CreatedAt, now())
+	a.CreatedAt = orNow(a.CreatedAt, q.now())
 	a.UpdatedAt = orNow(a.UpdatedAt, a.CreatedAt)
 	m, err := actionToModel(a)
 	if err != nil {
@@ -92,7 +92,7 @@ func (q *querier) ListActions(ctx context.Context, orgID string, opts svctype.Li
 // back its created_at; ErrNotFound when the org has no such action.
 func (q *querier) ReplaceAction(ctx context.Context, a *svctype.Action) error {
 	const op = "replace action"
-	a.UpdatedAt = orNow(a.UpdatedAt, now())
+	a.UpdatedAt = orNow(a.UpdatedAt, q.now())
 	m, err := actionToModel(a)
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)

@@ -50,7 +50,7 @@ func agentRunToModel(r *svctype.AgentRun) *agentRunModel {
 
 // CreateAgentRun inserts r (ErrConflict when its id is taken).
 func (q *querier) CreateAgentRun(ctx context.Context, r *svctype.AgentRun) error {
-	t := now()
+	t := q.now()
 	r.CreatedAt = orNow(r.CreatedAt, t)
 	r.UpdatedAt = orNow(r.UpdatedAt, r.CreatedAt)
 	m := agentRunToModel(r)
@@ -74,7 +74,7 @@ func (q *querier) GetAgentRun(ctx context.Context, orgID, id string) (*svctype.A
 // SaveAgentRun writes the status, reason, iterations, state and times of an existing run.
 func (q *querier) SaveAgentRun(ctx context.Context, r *svctype.AgentRun) error {
 	const op = "save agent run"
-	r.UpdatedAt = orNow(r.UpdatedAt, now())
+	r.UpdatedAt = orNow(r.UpdatedAt, q.now())
 	res, err := q.w.NewUpdate().Model(agentRunToModel(r)).
 		Column("status", "reason", "iterations", "state", "updated_at", "finished_at").
 		Where("org_id = ? AND id = ?", r.OrgID, r.ID).Exec(ctx)

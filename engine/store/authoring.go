@@ -77,7 +77,7 @@ func (m *bundleModel) toBundle() *svctype.Bundle {
 
 // CreateProject inserts p.
 func (q *querier) CreateProject(ctx context.Context, p *svctype.Project) error {
-	p.CreatedAt = orNow(p.CreatedAt, now())
+	p.CreatedAt = orNow(p.CreatedAt, q.now())
 	_, err := q.w.NewInsert().Model(&projectModel{ID: p.ID, OrgID: p.OrgID, Name: p.Name, Description: p.Description, CreatedAt: p.CreatedAt}).Exec(ctx)
 	return wrap("create project", err)
 }
@@ -100,7 +100,7 @@ func (q *querier) ListProjects(ctx context.Context, orgID string, opts svctype.L
 
 // CreateProcess inserts p.
 func (q *querier) CreateProcess(ctx context.Context, p *svctype.Process) error {
-	p.CreatedAt = orNow(p.CreatedAt, now())
+	p.CreatedAt = orNow(p.CreatedAt, q.now())
 	p.UpdatedAt = orNow(p.UpdatedAt, p.CreatedAt)
 	_, err := q.w.NewInsert().Model(&processModel{ID: p.ID, OrgID: p.OrgID, ProjectID: p.ProjectID, Name: p.Name, Description: p.Description,
 		AuthoringMode: p.AuthoringMode, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}).Exec(ctx)
@@ -154,7 +154,7 @@ func (q *querier) ProcessOfWorkflow(ctx context.Context, orgID, workflowID strin
 // which the caller retries.
 func (q *querier) CreateBundle(ctx context.Context, b *svctype.Bundle) error {
 	const op = "create bundle"
-	b.CreatedAt = orNow(b.CreatedAt, now())
+	b.CreatedAt = orNow(b.CreatedAt, q.now())
 	var last int
 	if err := q.w.NewSelect().Model((*bundleModel)(nil)).ColumnExpr("COALESCE(MAX(version), 0)").
 		Where("org_id = ? AND process_id = ?", b.OrgID, b.ProcessID).Scan(ctx, &last); err != nil {

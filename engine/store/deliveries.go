@@ -171,7 +171,7 @@ func (q *querier) GetCircuit(ctx context.Context, orgID, url string) (json.RawMe
 
 // PutCircuit stores the state of the organization's circuit for url.
 func (q *querier) PutCircuit(ctx context.Context, orgID, url string, state json.RawMessage) error {
-	m := circuitModel{OrgID: orgID, URLHash: urlHash(url), State: state, UpdatedAt: dbTime(now())}
+	m := circuitModel{OrgID: orgID, URLHash: urlHash(url), State: state, UpdatedAt: dbTime(q.now())}
 	_, err := q.w.NewInsert().Model(&m).
 		On("CONFLICT (org_id, url_hash) DO UPDATE").
 		Set("state = EXCLUDED.state, updated_at = EXCLUDED.updated_at").

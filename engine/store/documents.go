@@ -108,7 +108,7 @@ func (q *querier) CreateDocument(ctx context.Context, doc *documents.Document) e
 	if doc.ID == "" {
 		doc.ID = documents.IDPrefix + newID()
 	}
-	t := now()
+	t := q.now()
 	doc.CreatedAt = orNow(doc.CreatedAt, t)
 	doc.UpdatedAt = orNow(doc.UpdatedAt, doc.CreatedAt)
 	doc.ExpiresAt = dbTimePtr(doc.ExpiresAt)
@@ -172,7 +172,7 @@ func insertTags(ctx context.Context, db bun.IDB, orgID, id string, tags []string
 // writer does.
 func (q *querier) AddDocumentVersion(ctx context.Context, orgID, id string, v *documents.Version) (*documents.Document, error) {
 	const op = "add document version"
-	v.CreatedAt = orNow(v.CreatedAt, now())
+	v.CreatedAt = orNow(v.CreatedAt, q.now())
 	var doc *documents.Document
 	err := q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
 		var m documentModel

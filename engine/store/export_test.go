@@ -4,8 +4,8 @@ import "testing"
 
 // OpenTestBunOnly is OpenTest(t, "sqlite") with the prepared step-commit statements of
 // sqlitefast.go turned off, so that the suite also covers their bun twins on SQLite.
-func OpenTestBunOnly(t testing.TB) *Store {
-	s := OpenTest(t, dialectSQLite)
+func OpenTestBunOnly(t testing.TB, opts ...Option) *Store {
+	s := OpenTest(t, dialectSQLite, opts...)
 	s.prepared.off = true
 	s.prepared.close()
 	return s

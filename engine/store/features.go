@@ -37,7 +37,7 @@ func (q *querier) GetOrgFeatures(ctx context.Context, orgID string) (svctype.Org
 
 // PutOrgFeatures stores the organization's features.
 func (q *querier) PutOrgFeatures(ctx context.Context, orgID string, f svctype.OrgFeatures) error {
-	m := orgFeaturesModel{OrgID: orgID, AgentForms: f.AgentForms, UpdatedAt: dbTime(now())}
+	m := orgFeaturesModel{OrgID: orgID, AgentForms: f.AgentForms, UpdatedAt: dbTime(q.now())}
 	_, err := q.w.NewInsert().Model(&m).On("CONFLICT (org_id) DO UPDATE").
 		Set("agent_forms = EXCLUDED.agent_forms, updated_at = EXCLUDED.updated_at").Exec(ctx)
 	return wrap("put org features", err)

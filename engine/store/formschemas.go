@@ -53,7 +53,7 @@ func (q *querier) GeneratedFormSchema(ctx context.Context, k svctype.FormSchemaK
 // time, the first to commit wins and the second gets the first's.
 func (q *querier) KeepGeneratedFormSchema(ctx context.Context, s *svctype.GeneratedFormSchema) (*svctype.GeneratedFormSchema, error) {
 	m := generatedFormSchemaModel{OrgID: s.OrgID, WorkflowID: s.WorkflowID, WorkflowVersion: s.WorkflowVersion,
-		StepIndex: s.StepIndex, OnFalse: s.OnFalse, Schema: s.Schema, Attempts: s.Attempts, CreatedAt: orNow(s.CreatedAt, now())}
+		StepIndex: s.StepIndex, OnFalse: s.OnFalse, Schema: s.Schema, Attempts: s.Attempts, CreatedAt: orNow(s.CreatedAt, q.now())}
 	_, err := q.w.NewInsert().Model(&m).
 		On("CONFLICT (org_id, workflow_id, workflow_version, step_index, on_false) DO NOTHING").Exec(ctx)
 	if err != nil {

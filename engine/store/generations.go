@@ -58,7 +58,7 @@ func generationModelOf(g *svctype.Generation) (*generationModel, error) {
 
 // CreateGeneration inserts g.
 func (q *querier) CreateGeneration(ctx context.Context, g *svctype.Generation) error {
-	g.CreatedAt = orNow(g.CreatedAt, now())
+	g.CreatedAt = orNow(g.CreatedAt, q.now())
 	g.UpdatedAt = orNow(g.UpdatedAt, g.CreatedAt)
 	m, err := generationModelOf(g)
 	if err != nil {
@@ -81,7 +81,7 @@ func (q *querier) GetGeneration(ctx context.Context, orgID, id string) (*svctype
 // FinishGeneration writes an outcome of a generation still processing.
 func (q *querier) FinishGeneration(ctx context.Context, g *svctype.Generation) error {
 	const op = "finish generation"
-	g.UpdatedAt = orNow(g.UpdatedAt, now())
+	g.UpdatedAt = orNow(g.UpdatedAt, q.now())
 	m, err := generationModelOf(g)
 	if err != nil {
 		return err

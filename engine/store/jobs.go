@@ -14,7 +14,7 @@ import (
 // EnqueueJob inserts job and sets its ID. A job may be enqueued already leased (LeaseToken
 // and LeaseUntil set) by a caller that will run it at once; RunAt defaults to now.
 func (q *querier) EnqueueJob(ctx context.Context, job *svctype.Job) error {
-	job.RunAt = orNow(job.RunAt, now())
+	job.RunAt = orNow(job.RunAt, q.now())
 	job.LeaseUntil = dbTimePtr(job.LeaseUntil)
 	m := jobToModel(job)
 	m.ID = 0
@@ -34,7 +34,7 @@ func (q *querier) EnqueueJob(ctx context.Context, job *svctype.Job) error {
 	if err := q.w.NewInsert().Model(m).Returning("id").Scan(ctx, &job.ID); err != nil {
 		return wrap("enqueue job", err)
 	}
-	if q.dialect == dialectPostgres && m.LeaseToken == nil && !m.RunAt.After(now()) {
+	if q.dialect == dialectPostgres && m.LeaseToken == nil && !m.RunAt.After(q.now()) {
 		return q.notifyJobs(ctx, "enqueue job")
 	}
 	return nil
@@ -55,7 +55,7 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, lease time.Dur
 	if job.LeaseToken == "" {
 		return leaseLost(op)
 	}
-	t := now()
+	t := q.now()
 	runAt := orNow(job.RunAt, t)
 	var leaseUntil time.Time
 	if lease > 0 {

@@ -12,7 +12,7 @@ import (
 // the jobs table across organizations besides the claim, and says nothing of any one
 // organization.
 func (s *Store) JobStats(ctx context.Context) (map[string]int, error) {
-	t := now()
+	t := s.now()
 	var row struct {
 		Queued       int `bun:"queued"`
 		Scheduled    int `bun:"scheduled"`

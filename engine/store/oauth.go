@@ -69,7 +69,7 @@ func (m *oauthConnectionModel) toConnection() (*svctype.OAuthConnection, error) 
 // of that provider and account.
 func (q *querier) InsertOAuthConnection(ctx context.Context, c *svctype.OAuthConnection) error {
 	const op = "insert oauth connection"
-	c.CreatedAt = orNow(c.CreatedAt, now())
+	c.CreatedAt = orNow(c.CreatedAt, q.now())
 	c.UpdatedAt = orNow(c.UpdatedAt, c.CreatedAt)
 	c.Version = 1
 	m, err := oauthConnectionToModel(c)
@@ -89,7 +89,7 @@ func (q *querier) InsertOAuthConnection(ctx context.Context, c *svctype.OAuthCon
 // over ifVersion.
 func (q *querier) ReplaceOAuthConnection(ctx context.Context, c *svctype.OAuthConnection, ifVersion int64) error {
 	const op = "replace oauth connection"
-	c.UpdatedAt = orNow(c.UpdatedAt, now())
+	c.UpdatedAt = orNow(c.UpdatedAt, q.now())
 	m, err := oauthConnectionToModel(c)
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
@@ -228,7 +228,7 @@ type oauthStateModel struct {
 // CreateOAuthState inserts a state; the org's expired states go in the same transaction.
 func (q *querier) CreateOAuthState(ctx context.Context, s *svctype.OAuthState) error {
 	const op = "create oauth state"
-	s.CreatedAt = orNow(s.CreatedAt, now())
+	s.CreatedAt = orNow(s.CreatedAt, q.now())
 	m := &oauthStateModel{
 		OrgID: s.OrgID, StateHash: s.Hash, Provider: s.Provider, Account: s.Account,
 		RedirectURL: s.RedirectURL, ExpiresAt: dbTime(s.ExpiresAt), CreatedAt: s.CreatedAt,

@@ -36,7 +36,7 @@ func (m *orgConfigModel) toRecord() secrets.Record {
 // transaction) and the update follows in the same transaction, so "created" is exact.
 func (q *querier) PutOrgConfig(ctx context.Context, r *secrets.Record) (bool, error) {
 	const op = "put org config"
-	r.UpdatedAt = orNow(r.UpdatedAt, now())
+	r.UpdatedAt = orNow(r.UpdatedAt, q.now())
 	r.CreatedAt = r.UpdatedAt
 	m := &orgConfigModel{
 		OrgID: r.OrgID, KeyName: r.Key, Sealed: r.Sealed, MasterKeyID: r.KeyID,

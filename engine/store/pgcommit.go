@@ -39,7 +39,7 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 		return leaseLost("renew job")
 	}
 	run := c.Run
-	run.UpdatedAt = orNow(run.UpdatedAt, now())
+	run.UpdatedAt = orNow(run.UpdatedAt, q.now())
 	run.FinishedAt = dbTimePtr(run.FinishedAt)
 	rm, err := runToModel(run)
 	if err != nil {
@@ -49,7 +49,7 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 	renewCTE := ""
 	var runAt, leaseUntil time.Time
 	if j := c.Renew; j != nil {
-		t := now()
+		t := q.now()
 		runAt, leaseUntil = orNow(j.RunAt, t), dbTime(t.Add(c.Lease))
 		renewCTE = b.cte(pgRenewJobCTE, runAt, jsonArg(j.Payload), j.Attempts, leaseUntil, leaseUntil,
 			j.OrgID, j.ID, j.LeaseToken)
@@ -68,7 +68,7 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 	}
 	runCTE := b.cte(asCTE(sqlUpdateRun)+" RETURNING 1",
 		rm.Status, jsonArg(rm.Cursor), rm.Reason, rm.UpdatedAt, rm.FinishedAt, rm.OrgID, rm.ID)
-	eventsCTE := b.appendEvents(c.Events)
+	eventsCTE := b.appendEvents(c.Events, q.now())
 	jobCTE := ""
 	if j := c.Complete; j != nil {
 		jobCTE = b.cte(`DELETE FROM "jobs" WHERE "org_id" = %s AND "id" = %s AND "lease_token" = %s RETURNING 1`,
@@ -133,7 +133,7 @@ func (q *querier) StartRun(ctx context.Context, r *storage.RunStart) error {
 	if !q.pgTx() || run.IdempotencyKey != "" || run.ID == "" {
 		return storage.StartRunByCalls(ctx, q, r)
 	}
-	t := now()
+	t := q.now()
 	m, err := newRunModel(run, t)
 	if err != nil {
 		return err
@@ -149,7 +149,7 @@ func (q *querier) StartRun(ctx context.Context, r *storage.RunStart) error {
 	b.putContext(run.OrgID, run.ID, "input", r.Input)
 	jobCTE := b.cte(asCTE(sqlEnqueueJob)+` RETURNING "id"`,
 		jm.OrgID, jm.Kind, jm.RunID, jm.WorkflowID, jm.RunAt, jm.Attempts, jm.LeaseToken, jm.LeaseUntil, jsonArg(jm.Payload))
-	eventsCTE := b.appendEvents(r.Events)
+	eventsCTE := b.appendEvents(r.Events, t)
 	final := []string{"(SELECT count(*) FROM " + runCTE + ")", "(SELECT id FROM " + jobCTE + ")", seqsOf(eventsCTE)}
 	var (
 		runs     int64
@@ -181,12 +181,11 @@ func (s *pgStatement) putContext(orgID, runID, key string, value []byte) {
 }
 
 // appendEvents adds the CTE of AppendEvents for evs (their delivery ids and times set as it
-// sets them) and returns its name, "" when there are none.
-func (s *pgStatement) appendEvents(evs []svctype.Event) string {
+// sets them, t for a time not set) and returns its name, "" when there are none.
+func (s *pgStatement) appendEvents(evs []svctype.Event, t time.Time) string {
 	if len(evs) == 0 {
 		return ""
 	}
-	t := now()
 	rows := make([]string, len(evs))
 	var args []any
 	for i := range evs {

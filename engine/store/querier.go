@@ -22,6 +22,7 @@ type querier struct {
 	w       bun.IDB
 	r       bun.IDB
 	dialect string
+	clock   func() time.Time // the store's clock (WithNow); nil is time.Now: read it by now
 	inTx    bool
 
 	prepared *sqlitePrepared // SQLite only: the step-commit statements (sqlitefast.go)
@@ -33,6 +34,14 @@ type querier struct {
 }
 
 var _ storage.All = (*querier)(nil)
+
+// now is the store's clock in store form (dbTime).
+func (q *querier) now() time.Time {
+	if q.clock == nil {
+		return dbTime(time.Now())
+	}
+	return dbTime(q.clock())
+}
 
 // atomic runs fn in the current transaction, or in a new one on the writer: for the
 // methods that write more than one statement.
@@ -72,7 +81,7 @@ func (q *querier) CreateWorkflow(ctx context.Context, w *svctype.Workflow) error
 	if w.Version == 0 {
 		w.Version = 1
 	}
-	t := now()
+	t := q.now()
 	w.CreatedAt = orNow(w.CreatedAt, t)
 	w.UpdatedAt = orNow(w.UpdatedAt, w.CreatedAt)
 	m, err := workflowToModel(w)
@@ -103,7 +112,7 @@ func versionOf(m *workflowModel, at time.Time) *workflowVersionModel {
 
 func (q *querier) UpdateWorkflow(ctx context.Context, w *svctype.Workflow) error {
 	const op = "update workflow"
-	w.UpdatedAt = orNow(w.UpdatedAt, now())
+	w.UpdatedAt = orNow(w.UpdatedAt, q.now())
 	m, err := workflowToModel(w)
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
@@ -261,7 +270,7 @@ func newRunModel(run *svctype.Run, t time.Time) (*runModel, error) {
 
 func (q *querier) CreateRun(ctx context.Context, run *svctype.Run, keyExpires time.Time) error {
 	const op = "create run"
-	t := now()
+	t := q.now()
 	m, err := newRunModel(run, t)
 	if err != nil {
 		return err
@@ -346,7 +355,7 @@ func (q *querier) GetRun(ctx context.Context, orgID, id string) (*svctype.Run, e
 
 func (q *querier) UpdateRun(ctx context.Context, run *svctype.Run) error {
 	const op = "update run"
-	run.UpdatedAt = orNow(run.UpdatedAt, now())
+	run.UpdatedAt = orNow(run.UpdatedAt, q.now())
 	run.FinishedAt = dbTimePtr(run.FinishedAt)
 	m, err := runToModel(run)
 	if err != nil {

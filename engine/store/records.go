@@ -187,7 +187,7 @@ func (q *querier) AppendEvents(ctx context.Context, events []svctype.Event) erro
 	if len(events) == 0 {
 		return nil
 	}
-	t := now()
+	t := q.now()
 	ms := make([]eventModel, len(events))
 	for i := range events {
 		e := &events[i]

@@ -76,9 +76,21 @@ var (
 	_ storage.Tx   = (*storeTx)(nil)
 )
 
+// Option configures a Store at Open.
+type Option func(*Store)
+
+// WithNow sets the store's clock, nil meaning time.Now: the time it stamps on what it
+// writes and the now against which it sets and compares job leases and run_at. A test
+// hands the store the clock it hands the engine (engine.Config.Now), so that moving that
+// clock makes a timer due or a lease expire without waiting. Every process sharing a
+// database must keep clocks that agree (docs/decisions.md, "The store's clock").
+func WithNow(now func() time.Time) Option {
+	return func(s *Store) { s.clock = now }
+}
+
 // Open connects to the database named by dsn: sqlite:PATH, sqlite::memory: or
 // postgres://... (postgresql:// too). It does not migrate; call Migrate.
-func Open(ctx context.Context, dsn string) (*Store, error) {
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	var (
 		s   *Store
 		err error
@@ -94,6 +106,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	if err := s.ping(ctx); err != nil {
 		_ = s.Close()
@@ -257,7 +272,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storag
 	}
 	return s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		return fn(ctx, &storeTx{querier{
-			w: tx, r: tx, dialect: s.dialect, inTx: true, prepared: s.prepared, sqlTx: tx.Tx,
+			w: tx, r: tx, dialect: s.dialect, clock: s.clock, inTx: true, prepared: s.prepared, sqlTx: tx.Tx,
 			defs: map[string][]svctype.TableIndex{},
 		}})
 	})
@@ -294,7 +309,7 @@ func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]sv
 	if n <= 0 {
 		return nil, nil
 	}
-	t := now()
+	t := s.now()
 	cands, err := s.claimCandidates(ctx, t, n)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim jobs: %w", err)
@@ -510,7 +525,7 @@ func (s *Store) ExtendLeases(ctx context.Context, jobs []svctype.Job, lease time
 		return nil
 	}
 	ids, match, args := jobKeysWhere(keys)
-	until := dbTime(now().Add(lease))
+	until := dbTime(s.now().Add(lease))
 	var extended []claimCandidate // the org id and id of each job extended
 	var among any = bun.List(ids)
 	if s.dialect == dialectPostgres {

@@ -22,7 +22,9 @@ var dialects = []string{"sqlite", "postgres"}
 func TestConformance(t *testing.T) {
 	t.Run("sqlite-bun-only", func(t *testing.T) {
 		t.Parallel()
-		storetest.Run(t, func(t *testing.T) storage.Full { return store.OpenTestBunOnly(t) }, store.CountAllJobs)
+		storetest.Run(t, func(t *testing.T, now func() time.Time) storage.Full {
+			return store.OpenTestBunOnly(t, store.WithNow(now))
+		}, store.CountAllJobs)
 	})
 	for _, dialect := range dialects {
 		t.Run(dialect, func(t *testing.T) {
@@ -30,7 +32,9 @@ func TestConformance(t *testing.T) {
 			if dialect == "postgres" && os.Getenv(store.PostgresDSNEnv) == "" {
 				t.Skip(store.PostgresDSNEnv + " is unset: skipping the PostgreSQL suite")
 			}
-			storetest.Run(t, func(t *testing.T) storage.Full { return store.OpenTest(t, dialect) }, store.CountAllJobs)
+			storetest.Run(t, func(t *testing.T, now func() time.Time) storage.Full {
+				return store.OpenTest(t, dialect, store.WithNow(now))
+			}, store.CountAllJobs)
 		})
 	}
 }
@@ -150,9 +154,9 @@ func TestSQLiteFile(t *testing.T) {
 
 func TestSQLiteFileConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) storage.Full {
+	storetest.Run(t, func(t *testing.T, now func() time.Time) storage.Full {
 		ctx := context.Background()
-		s, err := store.Open(ctx, store.NewTestDSN(t, "sqlite"))
+		s, err := store.Open(ctx, store.NewTestDSN(t, "sqlite"), store.WithNow(now))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		require.NoError(t, s.Migrate(ctx))

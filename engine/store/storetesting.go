@@ -27,14 +27,15 @@ const PostgresDSNEnv = "SVC_TEST_POSTGRES_DSN"
 // OpenTest opens a fresh, migrated store for one test and closes it when the test ends.
 // dialect "sqlite" is a private in-memory database; "postgres" is a new schema, dropped
 // when the test ends, in the database named by SVC_TEST_POSTGRES_DSN (skipped when unset).
-func OpenTest(t testing.TB, dialect string) *Store {
+// opts are Open's (WithNow: the test's clock).
+func OpenTest(t testing.TB, dialect string, opts ...Option) *Store {
 	t.Helper()
 	dsn := "sqlite::memory:"
 	if dialect != dialectSQLite {
 		dsn = NewTestDSN(t, dialect)
 	}
 	ctx := context.Background()
-	s, err := Open(ctx, dsn)
+	s, err := Open(ctx, dsn, opts...)
 	if err != nil {
 		t.Fatalf("store.OpenTest: %v", err)
 	}
@@ -114,7 +115,7 @@ func MakeJobsDue(tb testing.TB, s storage.Full) {
 	if !ok {
 		tb.Fatalf("store.MakeJobsDue: %T is not a *store.Store", s)
 	}
-	t := now()
+	t := st.now()
 	unlock := st.lockWriter()
 	defer unlock()
 	_, err := st.write.NewUpdate().Model((*jobModel)(nil)).Set("run_at = ?", t).

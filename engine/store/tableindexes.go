@@ -182,7 +182,7 @@ func (q *querier) AddTableIndex(ctx context.Context, orgID, table string, ix svc
 				return nil, conflict(op)
 			}
 			ix.State = svctype.IndexBuilding
-			ix.CreatedAt = orNow(ix.CreatedAt, now()).UTC()
+			ix.CreatedAt = orNow(ix.CreatedAt, q.now()).UTC()
 			return append(defs, ix), nil
 		})
 	})
@@ -428,7 +428,7 @@ func (q *querier) ensureKeyIndex(ctx context.Context, db bun.IDB, orgID, table s
 	if q.dialect == dialectPostgres {
 		state = svctype.IndexBuilding
 	}
-	ix := svctype.TableIndex{Columns: slices.Clone(keys), State: state, CreatedAt: now().UTC()}
+	ix := svctype.TableIndex{Columns: slices.Clone(keys), State: state, CreatedAt: q.now().UTC()}
 	declared := false
 	err := q.changeIndexes(ctx, db, orgID, table, func(cur []svctype.TableIndex) ([]svctype.TableIndex, error) {
 		if slices.ContainsFunc(cur, func(d svctype.TableIndex) bool { return d.Key() == key }) {
@@ -497,7 +497,7 @@ func (q *querier) WaitOlderTransactions(ctx context.Context, since time.Time, po
 // DBNow is the database's clock (SQLite: this process's).
 func (q *querier) DBNow(ctx context.Context) (time.Time, error) {
 	if q.dialect != dialectPostgres {
-		return now(), nil
+		return q.now(), nil
 	}
 	var t time.Time
 	if err := q.r.NewRaw(`SELECT clock_timestamp()`).Scan(ctx, &t); err != nil {

@@ -23,7 +23,7 @@ import (
 
 func (q *querier) CreateTable(ctx context.Context, t *svctype.Table) error {
 	const op = "create table"
-	t.CreatedAt = orNow(t.CreatedAt, now())
+	t.CreatedAt = orNow(t.CreatedAt, q.now())
 	fields, err := json.Marshal(t.Fields)
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
@@ -68,7 +68,7 @@ func (q *querier) ListTables(ctx context.Context, orgID string, opts svctype.Lis
 // InsertRow appends a row and its index entries; ErrNotFound when the org has no such table.
 func (q *querier) InsertRow(ctx context.Context, orgID, table string, row map[string]any) (svctype.Row, error) {
 	const op = "insert row"
-	m, out, err := newRow(orgID, table, row)
+	m, out, err := newRow(orgID, table, row, q.now())
 	if err != nil {
 		return out, fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -110,7 +110,7 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 	if len(keys) == 0 {
 		return svctype.Row{}, false, fmt.Errorf("store: %s: no key columns", op)
 	}
-	m, out, err := newRow(orgID, table, row)
+	m, out, err := newRow(orgID, table, row, q.now())
 	if err != nil {
 		return out, false, fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -196,7 +196,8 @@ func within(cols, set []string) bool {
 	return true
 }
 
-func newRow(orgID, table string, row map[string]any) (*rowModel, svctype.Row, error) {
+// newRow is the model of row, created and updated at t.
+func newRow(orgID, table string, row map[string]any, t time.Time) (*rowModel, svctype.Row, error) {
 	if row == nil {
 		row = map[string]any{}
 	}
@@ -204,7 +205,6 @@ func newRow(orgID, table string, row map[string]any) (*rowModel, svctype.Row, er
 	if err != nil {
 		return nil, svctype.Row{}, err
 	}
-	t := now()
 	m := &rowModel{ID: newID(), OrgID: orgID, TableName: table, Data: data, CreatedAt: t, UpdatedAt: t}
 	out, err := m.toRow()
 	return m, out, err
@@ -388,7 +388,7 @@ func (q *querier) UpdateRows(ctx context.Context, orgID, table string, where, se
 		return 0, fmt.Errorf("store: %s: %w", op, err)
 	}
 	patchMap, _ := patchValue.(map[string]any)
-	t := now()
+	t := q.now()
 	var n int
 	err = q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
 		tx := q.within(db)

@@ -88,7 +88,7 @@ func (m *webhookModel) toWebhook() (*svctype.Webhook, error) {
 // InsertWebhook inserts a registration; ErrConflict when the org has one of that id.
 func (q *querier) InsertWebhook(ctx context.Context, w *svctype.Webhook) error {
 	const op = "insert webhook"
-	w.CreatedAt = orNow(w.CreatedAt, now())
+	w.CreatedAt = orNow(w.CreatedAt, q.now())
 	w.UpdatedAt = orNow(w.UpdatedAt, w.CreatedAt)
 	w.DisabledAt = dbTimePtr(w.DisabledAt)
 	m, err := webhookToModel(w)
@@ -135,7 +135,7 @@ func (q *querier) ListWebhooks(ctx context.Context, orgID string, f storage.Webh
 // UpdateWebhook overwrites the registration columns and reads back created_at.
 func (q *querier) UpdateWebhook(ctx context.Context, w *svctype.Webhook) error {
 	const op = "update webhook"
-	w.UpdatedAt = orNow(w.UpdatedAt, now())
+	w.UpdatedAt = orNow(w.UpdatedAt, q.now())
 	m, err := webhookToModel(w)
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)

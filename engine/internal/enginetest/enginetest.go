@@ -32,14 +32,15 @@ type Bundle struct {
 var Dialects = []string{"sqlite", "postgres"}
 
 // Setup returns an engine over a fresh test store of dialect, configured by cfg (whose
-// Store it sets).
+// Store it sets). The store keeps the engine's clock (cfg.Now): moving a Clock given as
+// Now moves both, so a timer falls due or a lease expires at once.
 func Setup(t *testing.T, dialect string, cfg ...engine.Config) *Bundle {
 	t.Helper()
-	st := store.OpenTest(t, dialect)
 	var c engine.Config
 	if len(cfg) > 0 {
 		c = cfg[0]
 	}
+	st := store.OpenTest(t, dialect, store.WithNow(c.Now))
 	c.Store = st
 	eng, err := engine.New(c)
 	require.NoError(t, err)

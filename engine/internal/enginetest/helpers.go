@@ -12,6 +12,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/internal/testclock"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -50,28 +51,12 @@ func (l *LockedBuffer) String() string {
 	return l.b.String()
 }
 
-// Clock is a settable engine clock (engine.Config.Now: Clock.Now).
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// Clock is the clock an engine and its store share in a test (engine.Config.Now and
+// store.WithNow: Clock.Now; Setup hands it to both).
+type Clock = testclock.Clock
 
-// NewClock returns a clock at t.
-func NewClock(t time.Time) *Clock { return &Clock{t: t} }
-
-// Now is the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// NewClock returns a clock stopped at t.
+func NewClock(t time.Time) *Clock { return testclock.New(t) }
 
 // OrgConfigEngine is an engine over a fresh SQLite store with a keyring, and org's config
 // holding values: what the orgconfig: fuzz targets resolve against.

@@ -19,13 +19,15 @@ import (
 
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/testclock"
 )
 
 // Run runs the suite. open returns an empty, migrated store for one subtest (and closes it
-// when the subtest ends); subtests run in parallel, each on its own store. countJobs counts
+// when the subtest ends) whose clock is now (store.WithNow): the suite moves it to make a
+// lease lapse or a key expire; subtests run in parallel, each on its own store. countJobs counts
 // the jobs of every organization in a store that open returned: the suite checks what is
 // left in the queue, and no engine interface reads tenant rows without an org id.
-func Run(t *testing.T, open func(t *testing.T) storage.Full, countJobs func(tb testing.TB, s storage.Full) int) {
+func Run(t *testing.T, open func(t *testing.T, now func() time.Time) storage.Full, countJobs func(tb testing.TB, s storage.Full) int) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, b *bundle)
@@ -48,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Full, countJobs func(tb t
 		{"MalformedCursor", testMalformedCursor},
 		{"JobClaim", testJobClaim},
 		{"JobLeaseExpiry", testJobLeaseExpiry},
+		{"JobClock", testJobClock},
 		{"JobRenew", testJobRenew},
 		{"JobExtendLeases", testJobExtendLeases},
 		{"JobDelete", testJobDelete},
@@ -85,8 +88,9 @@ func Run(t *testing.T, open func(t *testing.T) storage.Full, countJobs func(tb t
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := open(t)
-			tt.fn(t, &bundle{s: s, ctx: context.Background(), countJobs: func(t *testing.T) int { return countJobs(t, s) }})
+			clk := testclock.Running()
+			s := open(t, clk.Now)
+			tt.fn(t, &bundle{s: s, ctx: context.Background(), clk: clk, countJobs: func(t *testing.T) int { return countJobs(t, s) }})
 		})
 	}
 }
@@ -94,6 +98,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Full, countJobs func(tb t
 type bundle struct {
 	s         storage.Full
 	ctx       context.Context
+	clk       *testclock.Clock // the store's clock: it runs with the wall clock until moved
 	countJobs func(t *testing.T) int // every organization's jobs
 }
 
@@ -434,9 +439,9 @@ func testIdempotencyExpiry(t *testing.T, b *bundle) {
 	again := &svctype.Run{OrgID: orgA, WorkflowID: "wf", Status: svctype.RunRunning, IdempotencyKey: "key"}
 	require.ErrorIs(t, b.s.CreateRun(b.ctx, again, time.Now().Add(time.Hour)), storage.ErrConflict)
 
-	time.Sleep(400 * time.Millisecond)
-	require.NoError(t, b.s.CreateRun(b.ctx, again, time.Now().Add(time.Hour)), "an expired key may be used again")
-	id, _, err := b.s.RunIDForIdempotencyKey(b.ctx, orgA, "key", time.Now())
+	b.clk.Advance(400 * time.Millisecond)
+	require.NoError(t, b.s.CreateRun(b.ctx, again, b.clk.Now().Add(time.Hour)), "an expired key may be used again")
+	id, _, err := b.s.RunIDForIdempotencyKey(b.ctx, orgA, "key", b.clk.Now())
 	require.NoError(t, err)
 	require.Equal(t, again.ID, id)
 	_, err = b.s.GetRun(b.ctx, orgA, first.ID)
@@ -793,7 +798,7 @@ func testJobTenancy(t *testing.T, b *bundle) {
 
 	// The row is as the claim left it: its lease lapses on time, and the next claim sees
 	// the original payload and attempt count.
-	time.Sleep(lease + 100*time.Millisecond)
+	b.clk.Advance(lease + 100*time.Millisecond)
 	again, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, again, 1, "neither renewed, extended nor completed")
@@ -813,7 +818,7 @@ func testJobLeaseExpiry(t *testing.T, b *bundle) {
 	first, err := b.s.ClaimJobs(b.ctx, 1, 200*time.Millisecond)
 	require.NoError(t, err)
 	require.Len(t, first, 1)
-	time.Sleep(300 * time.Millisecond)
+	b.clk.Advance(300 * time.Millisecond)
 
 	second, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
 	require.NoError(t, err)
@@ -829,6 +834,30 @@ func testJobLeaseExpiry(t *testing.T, b *bundle) {
 	require.NoError(t, b.s.CompleteJob(b.ctx, &second[0]))
 	n := b.countJobs(t)
 	require.Zero(t, n)
+}
+
+// Jobs run on the store's clock (store.WithNow), not the wall clock: run_at defaults to it,
+// a job is due and a lease lapses by it.
+func testJobClock(t *testing.T, b *bundle) {
+	b.clk.Advance(24 * time.Hour)
+	now := b.job(t, orgA, time.Time{})
+	require.WithinDuration(t, b.clk.Now(), now.RunAt, time.Minute, "run_at is the store's now")
+	tomorrow := b.job(t, orgA, b.clk.Now().Add(24*time.Hour))
+	claimed, err := b.s.ClaimJobs(b.ctx, 10, time.Hour)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1, "a day ahead of the wall clock, only the job due now")
+	require.Equal(t, now.ID, claimed[0].ID)
+	require.WithinDuration(t, b.clk.Now().Add(time.Hour), *claimed[0].LeaseUntil, time.Minute)
+
+	b.clk.Advance(24 * time.Hour)
+	claimed, err = b.s.ClaimJobs(b.ctx, 10, time.Hour)
+	require.NoError(t, err)
+	require.Len(t, claimed, 2, "the lease lapsed and the next job fell due")
+	require.ElementsMatch(t, []int64{now.ID, tomorrow.ID}, []int64{claimed[0].ID, claimed[1].ID})
+	require.NoError(t, b.s.ExtendLeases(b.ctx, claimed, time.Hour))
+	for _, j := range claimed {
+		require.WithinDuration(t, b.clk.Now().Add(time.Hour), *j.LeaseUntil, time.Minute, "extended from the store's now")
+	}
 }
 
 func testJobRenew(t *testing.T, b *bundle) {
@@ -888,7 +917,7 @@ func testJobExtendLeases(t *testing.T, b *bundle) {
 	require.WithinDuration(t, time.Now().Add(time.Hour), *toExtend[0].LeaseUntil, 5*time.Second)
 	require.NoError(t, b.s.ExtendLeases(b.ctx, nil, time.Hour))
 
-	time.Sleep(300 * time.Millisecond)
+	b.clk.Advance(300 * time.Millisecond)
 	got, err := b.s.ClaimJobs(b.ctx, 10, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, got, 1, "only the job extended with a stale token expired")
