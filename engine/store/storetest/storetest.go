@@ -98,7 +98,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) storage.Ful
 type bundle struct {
 	s         storage.Full
 	ctx       context.Context
-	clk       *testclock.Clock // the store's clock: it runs with the wall clock until moved
+	clk       *testclock.Clock       // the store's clock: it runs with the wall clock until moved
 	countJobs func(t *testing.T) int // every organization's jobs
 }
 
