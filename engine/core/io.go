@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svcflow/svcflow/engine/storage"
@@ -111,8 +112,9 @@ func slotFrom(ctx context.Context) Slot {
 // ioPool limits the calls in flight: all together, and per organization so that one
 // organization's slow calls cannot take every place.
 type ioPool struct {
-	all    chan struct{}
-	perOrg int
+	all     chan struct{}
+	perOrg  int
+	waiting atomic.Int64 // calls in acquire, not yet given a place
 
 	mu   sync.Mutex
 	orgs map[string]*orgGate
@@ -144,6 +146,8 @@ func (p *ioPool) acquire(ctx context.Context, orgID string) (func(), error) {
 	}
 	g.refs++
 	p.mu.Unlock()
+	p.waiting.Add(1)
+	defer p.waiting.Add(-1)
 	drop := func() {
 		p.mu.Lock()
 		if g.refs--; g.refs == 0 {
@@ -173,6 +177,10 @@ func (p *ioPool) acquire(ctx context.Context, orgID string) (func(), error) {
 
 // InFlight reports how many calls of IO halves are in flight in this process.
 func (e *Core) InFlight() int { return len(e.io.all) }
+
+// IOWaiting reports how many calls of IO halves wait for a place in this process's I/O
+// pool (their organization's cap, or the pool's).
+func (e *Core) IOWaiting() int { return int(e.io.waiting.Load()) }
 
 // makeCall makes the call n names for the unit in progress and records it in calls. It
 // returns an error only when the call could not be attempted because of the store or the

@@ -122,8 +122,8 @@ func (e *HITL) requestApproval(ctx context.Context, tx storage.Tx, p *core.Pause
 		at := a.CreatedAt.Add(time.Duration(secs * float64(time.Second)))
 		a.ExpiresAt = &at
 		payload, _ := json.Marshal(map[string]string{"approval_id": a.ID})
-		// run_at on the store's clock: the wait from the engine's now.
-		job := &svctype.Job{OrgID: a.OrgID, Kind: JobApprovalExpire, RunID: a.RunID, RunAt: time.Now().Add(at.Sub(a.CreatedAt)), Payload: payload}
+		// Due at expires_at: the engine's clock is its store's (store.WithNow).
+		job := &svctype.Job{OrgID: a.OrgID, Kind: JobApprovalExpire, RunID: a.RunID, RunAt: at, Payload: payload}
 		if err := tx.EnqueueJob(ctx, job); err != nil {
 			return err
 		}

@@ -151,7 +151,8 @@ func TestApprovalSignersInSequence(t *testing.T) {
 // An approval past expires_at is decided as rejected, comment "expired", by the worker.
 func TestApprovalExpires(t *testing.T) {
 	t.Parallel()
-	b := enginetest.Setup(t, "sqlite")
+	clk := enginetest.NewClock(time.Now())
+	b := enginetest.Setup(t, "sqlite", engine.Config{Now: clk.Now})
 	w := b.Workflow(t, "o", "expiring", `{"actions": [{"type": "PbotApproval", "properties": {"expires_in_seconds": 0.2}}]}`)
 	doc := b.Execute(t, "o", w.ID, `{}`)
 	require.Equal(t, svctype.RunPaused, doc.Status)
@@ -159,7 +160,12 @@ func TestApprovalExpires(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, engine.DefaultApproverRole, a.ApproverRole)
 	require.NotNil(t, a.ExpiresAt)
-	time.Sleep(300 * time.Millisecond)
+	_, err = b.Eng.Work(b.Ctx)
+	require.NoError(t, err)
+	a, err = b.Eng.PendingApproval(b.Ctx, "o", doc.ID)
+	require.NoError(t, err)
+	require.Equal(t, svctype.ApprovalPending, a.Status, "not before it expires")
+	clk.Advance(300 * time.Millisecond)
 	_, err = b.Eng.Work(b.Ctx)
 	require.NoError(t, err)
 	doc, err = b.Eng.RunStatus(b.Ctx, "o", doc.ID)

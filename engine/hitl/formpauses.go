@@ -258,10 +258,11 @@ func withRole(m map[string]any, role string) map[string]any {
 	return m
 }
 
-// formJob enqueues a timer of pause p due after wait (run_at on the store's clock).
+// formJob enqueues a timer of pause p due wait after it was created (the engine's clock,
+// which is its store's: store.WithNow).
 func (e *HITL) formJob(ctx context.Context, tx storage.Tx, p *svctype.FormPause, kind string, payload formTimerPayload, wait time.Duration) error {
 	b, _ := json.Marshal(payload)
-	return tx.EnqueueJob(ctx, &svctype.Job{OrgID: p.OrgID, Kind: kind, RunID: p.RunID, RunAt: time.Now().Add(wait), Payload: b})
+	return tx.EnqueueJob(ctx, &svctype.Job{OrgID: p.OrgID, Kind: kind, RunID: p.RunID, RunAt: p.CreatedAt.Add(wait), Payload: b})
 }
 
 // FormPause returns the run's pause at stepIndex (its latest).

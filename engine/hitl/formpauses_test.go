@@ -119,17 +119,21 @@ func TestFormSubmitsRacing(t *testing.T) {
 // submission data; a reminder fires before it.
 func TestFormPauseExpiresAndReminds(t *testing.T) {
 	t.Parallel()
-	b := enginetest.Setup(t, "sqlite")
+	clk := enginetest.NewClock(time.Now())
+	b := enginetest.Setup(t, "sqlite", engine.Config{Now: clk.Now})
 	wf := formSetup(t, b, `{"actions": [
 		{"type": "PbotForm", "properties": {"expected_keys": ["note"], "ttl_seconds": 0.4, "reminder_intervals": [0.1, 30]}},
 		{"type": "custom-table", "properties": {"table": "payees", "operation": "write", "fields": {"holder": "{{note}}"}}}]}`)
 	doc := b.Execute(t, "o", wf, `{}`)
 	require.Equal(t, svctype.RunPaused, doc.Status)
-	time.Sleep(200 * time.Millisecond)
 	_, err := b.Eng.Work(b.Ctx)
 	require.NoError(t, err)
+	require.NotContains(t, b.Events(t, "o", doc.ID), engine.EventFormReminder, "not before it is due")
+	clk.Advance(200 * time.Millisecond)
+	_, err = b.Eng.Work(b.Ctx)
+	require.NoError(t, err)
 	require.Contains(t, b.Events(t, "o", doc.ID), engine.EventFormReminder, "the first reminder fired")
-	time.Sleep(300 * time.Millisecond)
+	clk.Advance(300 * time.Millisecond)
 	_, err = b.Eng.Work(b.Ctx)
 	require.NoError(t, err)
 	doc, err = b.Eng.RunStatus(b.Ctx, "o", doc.ID)

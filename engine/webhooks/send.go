@@ -284,8 +284,8 @@ func (e *Webhooks) scheduleDelivery(ctx context.Context, job *svctype.Job, d *sv
 		if err := tx.UpdateDelivery(ctx, d); err != nil {
 			return err
 		}
-		// run_at is on the store's clock: the wait from the engine's now, from the store's.
-		job.RunAt = time.Now().Add(attempt.NextAttemptAt.Sub(now))
+		// The engine's clock is its store's (store.WithNow): the job is due at the attempt.
+		job.RunAt = *attempt.NextAttemptAt
 		return tx.RenewJob(ctx, job, 0)
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/testclock"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -27,24 +28,14 @@ type deliveryDoc struct {
 	} `json:"attempt_list"`
 }
 
-// movingClock is a clock the test moves by hand.
-type movingClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *movingClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *movingClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
-
 // A redelivered delivery's attempts go on counting the requests sent (issue 31: it fell
 // back to the new round's count, attempts 1 beside two entries in attempt_list), while the
 // new round still has its own 5 retries.
 func TestRedeliveryCountsEveryRequestSent(t *testing.T) {
 	t.Parallel()
-	// In the past, so that what the engine enqueues at its now is due on the store's clock.
-	clock := &movingClock{t: time.Now().UTC().Add(-time.Hour).Truncate(time.Second)}
-	st := store.OpenTest(t, "sqlite")
+	// The engine's and the store's: moving it makes a retry due.
+	clock := testclock.New(time.Now().UTC().Truncate(time.Second))
+	st := store.OpenTest(t, "sqlite", store.WithNow(clock.Now))
 	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet(), Keyring: testKeyring(t),
 		Now: clock.Now, AllowPrivateTargets: true})
 	require.NoError(t, err)
@@ -88,8 +79,7 @@ func TestRedeliveryCountsEveryRequestSent(t *testing.T) {
 	for i := 0; i < 20 && d.Status != "succeeded"; i++ {
 		b.work(t)
 		d = ok[deliveryDoc](t, b.do(t, http.MethodGet, path, orgA, nil), http.StatusOK)
-		clock.Add(6 * time.Minute)
-		store.MakeJobsDue(t, st)
+		clock.Advance(6 * time.Minute)
 	}
 	require.Equal(t, "succeeded", d.Status, "the new round retries 5 times: %+v", d.AttemptList)
 	var outcomes []string

@@ -24,6 +24,7 @@ import (
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/metrics"
 	"github.com/svcflow/svcflow/hosts/worker"
+	"github.com/svcflow/svcflow/internal/testclock"
 )
 
 // received is one request a test receiver got.
@@ -318,14 +319,13 @@ func deliveryOutcomes(t testing.TB, eng *engine.Engine, orgID, id string) []stri
 
 // The circuit of a target address opens after 3 consecutive failures: deliveries to it are
 // skipped (recorded, rescheduled, not lost) for 5 minutes, then one goes through; its
-// success closes the circuit and the held deliveries follow. The engine's clock is a fake
-// one; store.MakeJobsDue stands for the real minutes.
+// success closes the circuit and the held deliveries follow. The engine and its store share
+// a clock that stands still until the test moves it: a retry is due only when it says so.
 func TestCircuitOpensForFiveMinutes(t *testing.T) {
 	t.Parallel()
-	// In the past: runs are enqueued at the engine's now, and the store claims what is due.
-	t0 := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
-	clock := &testClock{t: t0}
-	st := openStore(t, sharedDSN(t, "sqlite"))
+	t0 := time.Now().UTC().Truncate(time.Second)
+	clock := testclock.New(t0)
+	st := openStore(t, sharedDSN(t, "sqlite"), store.WithNow(clock.Now))
 	reg := metrics.New(nil, st, engine.Metrics()...)
 	eng := deliveryEngine(t, "", engine.Config{Store: st, Now: clock.Now, Meter: reg})
 	var mu sync.Mutex
@@ -382,19 +382,31 @@ func TestCircuitOpensForFiveMinutes(t *testing.T) {
 	require.NotNil(t, skipped)
 	require.Equal(t, t0.Add(5*time.Minute), *skipped.NextAttemptAt, "skipped until the circuit may let one through")
 
-	// 4 minutes later: still open, nothing is sent.
+	// 4 minutes later: still open. The retries due by then meet it: each is skipped (until
+	// 5 minutes), none is sent.
 	clock.Set(t0.Add(4 * time.Minute))
-	store.MakeJobsDue(t, st)
-	time.Sleep(300 * time.Millisecond)
+	waitFor(t, 10*time.Second, 5*time.Millisecond, "every retry due at 4 minutes to be tried", func() bool {
+		for _, d := range deliveriesOf(t, eng, org) {
+			if d.NextAttemptAt == nil || !d.NextAttemptAt.After(clock.Now()) {
+				return false
+			}
+		}
+		return true
+	})
 	require.Len(t, rc.requests(), 3)
+	for _, d := range deliveriesOf(t, eng, org) {
+		require.Equal(t, t0.Add(5*time.Minute), d.NextAttemptAt.UTC(), "held until the circuit may let one through")
+	}
 
 	// 5 minutes: one probe; it succeeds and the circuit closes, the held deliveries follow.
 	mu.Lock()
 	healthy = true
 	mu.Unlock()
+	// A delivery claimed while the probe is in flight is skipped until the probe's window
+	// ends: the clock moves on a minute each poll to bring it back.
 	clock.Set(t0.Add(5*time.Minute + time.Second))
 	waitFor(t, 10*time.Second, 20*time.Millisecond, "every delivery succeeds", func() bool {
-		store.MakeJobsDue(t, st)
+		defer clock.Advance(time.Minute)
 		for _, d := range deliveriesOf(t, eng, org) {
 			if d.Status != svctype.DeliverySucceeded {
 				return false
@@ -558,8 +570,8 @@ func TestRegisteredWebhookDeliveriesAreSigned(t *testing.T) {
 		require.NoError(t, err)
 	}
 	startWorker(t, eng, worker.Options{Concurrency: 2, Poll: 10 * time.Millisecond})
-	waitFor(t, 10*time.Second, 10*time.Millisecond, "two deliveries", func() bool { return len(rc.requests()) == 2 })
-	time.Sleep(200 * time.Millisecond) // nothing more comes
+	// Every delivery is a job made with its event: once no job is left, nothing more comes.
+	waitFor(t, 10*time.Second, 10*time.Millisecond, "every job to be done", func() bool { return countJobs(t, eng) == 0 })
 	got := rc.requests()
 	require.Len(t, got, 2, "only the registered events, and only the tagged document")
 	byEvent := map[string]received{}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,24 +39,16 @@ func TestFormDraftHoldsNeitherATransactionNorASlot(t *testing.T) {
 			require.NoError(t, err)
 			eng := newEngine(t, engine.Config{Store: openStore(t, sharedDSN(t, d)), Keyring: kr, AllowPrivateTargets: true})
 			fastWF := ledgerSetup(t, eng)
-			var fastRun atomic.Value
-			fastRun.Store("")
+			fastRun := make(chan string, 1) // the fast run's id, once it is started
 			received := make(chan struct{}, 1)
 			model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				received <- struct{}{}
 				w.Header().Set("Content-Type", "application/json")
-				deadline := time.Now().Add(10 * time.Second)
-				for time.Now().Before(deadline) {
-					if id := fastRun.Load().(string); id != "" {
-						run, err := eng.GetRun(r.Context(), org, id)
-						if err == nil && run.Status == svctype.RunCompleted {
-							content, _ := json.Marshal(supplierForm)
-							_, _ = fmt.Fprintf(w, `{"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
-								"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": %s}}]}`, content)
-							return
-						}
-					}
-					time.Sleep(5 * time.Millisecond)
+				if fastRunEnds(r.Context(), eng, fastRun) {
+					content, _ := json.Marshal(supplierForm)
+					_, _ = fmt.Fprintf(w, `{"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+						"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": %s}}]}`, content)
+					return
 				}
 				w.WriteHeader(http.StatusBadRequest) // not retried: the pause falls back
 				_, _ = fmt.Fprint(w, `{"error": {"message": "the fast run did not finish while this call was in flight"}}`)
@@ -76,7 +67,7 @@ func TestFormDraftHoldsNeitherATransactionNorASlot(t *testing.T) {
 
 			slow := execute(t, eng, formWF, json.RawMessage(`{}`))
 			<-received
-			fastRun.Store(execute(t, eng, fastWF, ledgerInput(1)))
+			fastRun <- execute(t, eng, fastWF, ledgerInput(1))
 			waitFor(t, 15*time.Second, 10*time.Millisecond, "the form run pauses", func() bool {
 				run, err := eng.GetRun(ctx, org, slow)
 				require.NoError(t, err)

@@ -107,11 +107,11 @@ func sharedDSN(tb testing.TB, dialect string) string {
 	return store.NewTestDSN(tb, dialect)
 }
 
-// openStore opens and migrates the database at dsn; it is closed at cleanup.
-func openStore(tb testing.TB, dsn string) *store.Store {
+// openStore opens (with opts) and migrates the database at dsn; it is closed at cleanup.
+func openStore(tb testing.TB, dsn string, opts ...store.Option) *store.Store {
 	tb.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, dsn)
+	st, err := store.Open(ctx, dsn, opts...)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = st.Close() })
 	require.NoError(tb, st.Migrate(ctx))
@@ -287,24 +287,6 @@ func (h *helperProc) kill() {
 		_ = h.cmd.Process.Kill()
 	}
 	<-h.exited
-}
-
-// testClock is a clock the test moves by hand.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
 }
 
 // runsOf lists a workflow's runs, newest first.

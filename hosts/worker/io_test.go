@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,21 +63,13 @@ func TestCallsHoldNeitherATransactionNorASlot(t *testing.T) {
 			t.Parallel()
 			eng := ioEngine(t, d, engine.Config{})
 			fastWF := ledgerSetup(t, eng)
-			var fastRun atomic.Value
-			fastRun.Store("")
+			fastRun := make(chan string, 1) // the fast run's id, once it is started
 			received := make(chan struct{}, 1)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				received <- struct{}{}
-				deadline := time.Now().Add(10 * time.Second)
-				for time.Now().Before(deadline) {
-					if id := fastRun.Load().(string); id != "" {
-						run, err := eng.GetRun(r.Context(), org, id)
-						if err == nil && run.Status == svctype.RunCompleted {
-							_, _ = fmt.Fprint(w, `{"fast_run_finished_first": true}`)
-							return
-						}
-					}
-					time.Sleep(5 * time.Millisecond)
+				if fastRunEnds(r.Context(), eng, fastRun) {
+					_, _ = fmt.Fprint(w, `{"fast_run_finished_first": true}`)
+					return
 				}
 				http.Error(w, "the fast run did not finish while this call was in flight", http.StatusGatewayTimeout)
 			}))
@@ -89,7 +80,7 @@ func TestCallsHoldNeitherATransactionNorASlot(t *testing.T) {
 
 			slow := execute(t, eng, slowWF, json.RawMessage(`{}`))
 			<-received
-			fastRun.Store(execute(t, eng, fastWF, ledgerInput(1)))
+			fastRun <- execute(t, eng, fastWF, ledgerInput(1))
 			waitFor(t, 15*time.Second, 10*time.Millisecond, "the slow run ends", func() bool {
 				run, err := eng.GetRun(context.Background(), org, slow)
 				require.NoError(t, err)
@@ -101,6 +92,19 @@ func TestCallsHoldNeitherATransactionNorASlot(t *testing.T) {
 			require.Equal(t, map[string]any{"fast_run_finished_first": true}, doc.Context["answer"])
 		})
 	}
+}
+
+// fastRunEnds waits (up to 10 s) for the id of the fast run of the tests above, then for
+// that run to complete, and says whether it did.
+func fastRunEnds(ctx context.Context, eng *engine.Engine, fastRun <-chan string) bool {
+	var id string
+	select {
+	case id = <-fastRun:
+	case <-time.After(10 * time.Second):
+		return false
+	}
+	status, err := eng.WaitRun(ctx, org, id, svctype.RunRunning, 10*time.Second)
+	return err == nil && status == svctype.RunCompleted
 }
 
 // One organization's slow calls take at most IOPerOrg places of the I/O pool: another
@@ -156,12 +160,13 @@ func TestIOPoolCapsEachOrganization(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("org-b's call did not go out while org-a's calls were in flight")
 	}
-	waitFor(t, 5*time.Second, 5*time.Millisecond, "org-a fills its places and org-b's call returns", func() bool {
+	// Every org-a call reaches the pool (a job waiting for a place gives its step slot back):
+	// two take org-a's places, the four others wait, and org-b's has returned.
+	waitFor(t, 5*time.Second, 5*time.Millisecond, "org-a's six calls at the pool", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return inFlight["org-a"] == 2 && eng.InFlight() == 2
+		return inFlight["org-a"] == 2 && eng.InFlight() == 2 && eng.IOWaiting() == 4
 	})
-	time.Sleep(50 * time.Millisecond) // room for a third org-a call, were the cap not held
 	require.Equal(t, 2, eng.InFlight())
 	releaseAll()
 	waitFor(t, 10*time.Second, 10*time.Millisecond, "every run ends", func() bool { return countJobs(t, eng) == 0 })

@@ -21,11 +21,14 @@ import (
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/metrics"
 	"github.com/svcflow/svcflow/hosts/worker"
+	"github.com/svcflow/svcflow/internal/testclock"
 )
 
 // registerSlow adds the "slow" step kind: 20ms of work that writes nothing.
 func registerSlow(eng *engine.Engine) {
 	eng.RegisterStep("slow", func(ctx context.Context, _ *svctype.StepCall) (any, error) {
+		// Stands for a step's work, so that a SIGKILL lands in the middle of a run (and a
+		// benchmark's worker has something to do): it waits for nothing.
 		time.Sleep(20 * time.Millisecond)
 		return nil, nil
 	})
@@ -92,12 +95,16 @@ func TestWorkerDrain(t *testing.T) {
 			t.Run(dialect+"/"+f.name, func(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
-				eng := newEngine(t, engine.Config{Store: store.OpenTest(t, dialect)})
+				// No chains: the step after the one in flight is a unit of its own, which the
+				// drain leaves to the next worker.
+				eng := newEngine(t, engine.Config{Store: store.OpenTest(t, dialect), ChainTime: -1})
 				_, err := eng.CreateTable(ctx, org, "marks", map[string]string{"step": "text"})
 				require.NoError(t, err)
 				entered := make(chan struct{}, 1)
 				release := make(chan struct{})
+				returned := make(chan struct{}) // closed when Run returns
 				var calls atomic.Int32
+				var early atomic.Bool // Run returned while this step was in flight
 				eng.RegisterStep("block", func(ctx context.Context, call *svctype.StepCall) (any, error) {
 					calls.Add(1)
 					select {
@@ -105,6 +112,11 @@ func TestWorkerDrain(t *testing.T) {
 					default:
 					}
 					<-release
+					select {
+					case <-returned:
+						early.Store(true)
+					default:
+					}
 					_, err := call.Tables.InsertRow(ctx, call.OrgID, "marks", map[string]any{"step": "block"})
 					return map[string]any{"ok": true}, err
 				})
@@ -118,19 +130,18 @@ func TestWorkerDrain(t *testing.T) {
 				defer cancel()
 				done := make(chan error, 1)
 				go func() {
-					done <- worker.New(eng, worker.Options{Concurrency: 2, Poll: 20 * time.Millisecond, Logger: quiet}).Run(runCtx)
+					err := worker.New(eng, worker.Options{Concurrency: 2, Poll: 20 * time.Millisecond, Logger: quiet}).Run(runCtx)
+					close(returned)
+					done <- err
 				}()
 				select {
 				case <-entered:
 				case <-time.After(10 * time.Second):
 					t.Fatal("the worker never started the blocking step")
 				}
+				// Run returns after the step in flight, not before: the step sees Run still
+				// running when it is released, and finds its commit made once Run returns.
 				cancel()
-				select {
-				case err := <-done:
-					t.Fatalf("Run returned (%v) while a step was in flight", err)
-				case <-time.After(300 * time.Millisecond):
-				}
 				close(release)
 				select {
 				case err := <-done:
@@ -138,6 +149,7 @@ func TestWorkerDrain(t *testing.T) {
 				case <-time.After(10 * time.Second):
 					t.Fatal("Run did not return after the step in flight finished")
 				}
+				require.False(t, early.Load(), "Run returned while a step was in flight")
 
 				run, err := eng.GetRun(ctx, org, runID)
 				require.NoError(t, err)
@@ -295,6 +307,8 @@ func TestTwoWorkersShareRuns(t *testing.T) {
 	for i := range engines {
 		engines[i] = newEngine(t, engine.Config{Store: openStore(t, dsn), StepObserver: func(string, time.Duration) { steps[i].Add(1) }})
 		engines[i].RegisterStep("pause", func(context.Context, *svctype.StepCall) (any, error) {
+			// Stands for a step's work: a worker busy with it leaves the next runs to the
+			// other one, which is how both come to share them. It waits for nothing.
 			time.Sleep(time.Millisecond)
 			return nil, nil
 		})
@@ -441,7 +455,7 @@ func TestSchedules(t *testing.T) {
 			t.Run(dialect+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
-				clock := &testClock{t: parse(tc.start)}
+				clock := testclock.New(parse(tc.start))
 				st := &dueStore{Store: store.OpenTest(t, dialect), now: clock.Now}
 				eng := newEngine(t, engine.Config{Store: st, Now: clock.Now})
 				_, err := eng.CreateTable(ctx, org, "ticks", map[string]string{"slot": "text"})
@@ -555,7 +569,9 @@ func TestWorkerCountsItsClaims(t *testing.T) {
 	stop := startWorker(t, eng, worker.Options{Concurrency: 2, Poll: 10 * time.Millisecond})
 	defer stop()
 	waitFor(t, 30*time.Second, 10*time.Millisecond, "every job to be done", func() bool { return countJobs(t, eng) == 0 })
-	time.Sleep(100 * time.Millisecond) // idle: polls that find nothing
+	waitFor(t, 10*time.Second, 10*time.Millisecond, "an idle poll", func() bool {
+		return scrape(t, reg)[`svcflow_worker_claims_total{outcome="empty"}`] > 0
+	})
 
 	scraped := scrape(t, reg)
 	value := func(series string) float64 {
