@@ -143,7 +143,7 @@ func catalogueScenarios() []catalogueScenario {
 			definition: `{"actions": [{"type": "PbotForm", "properties": {"expected_keys": ["answer"], "ttl_seconds": 0.3, "reminder_intervals": [0.05]}}]}`,
 			input:      `{}`, status: svctype.RunPaused,
 			after: func(t *testing.T, b *enginetest.Logged, org, runID string) svctype.RunStatus {
-				time.Sleep(400 * time.Millisecond)
+				b.Clock.Advance(400 * time.Millisecond) // past the reminder and the expiry
 				return svctype.RunCompleted
 			},
 			want: []string{"form_pause_created", "form_reminder", "form_expired"},
@@ -254,7 +254,7 @@ func TestEventCatalogue(t *testing.T) {
 	for _, dialect := range enginetest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			b := enginetest.SetupLogged(t, dialect, false)
+			b := enginetest.SetupLoggedAt(t, dialect, false, enginetest.NewClock(time.Now()))
 			const org = "evc"
 			b.Bundle.CustomerTables(t, org)
 			b.Bundle.ExceptionTable(t, org)

@@ -55,10 +55,11 @@ func TestReloadFailureAfterFailedCommit(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			st := &brokenStore{Store: store.OpenTest(t, dialect)}
+			clk := enginetest.NewClock(time.Now())
+			st := &brokenStore{Store: store.OpenTest(t, dialect, store.WithNow(clk.Now))}
 			var logs enginetest.LockedBuffer
 			const lease = 300 * time.Millisecond
-			eng, err := engine.New(engine.Config{Store: st, Lease: lease, Logger: testlog.Tee(slog.NewTextHandler(&logs, nil))})
+			eng, err := engine.New(engine.Config{Store: st, Lease: lease, Now: clk.Now, Logger: testlog.Tee(slog.NewTextHandler(&logs, nil))})
 			require.NoError(t, err)
 			b := &enginetest.Bundle{Eng: eng, St: st, Ctx: ctx}
 			b.CustomerTables(t, "acme")
@@ -86,10 +87,15 @@ func TestReloadFailureAfterFailedCommit(t *testing.T) {
 			require.NoError(t, err)
 			require.Empty(t, rows, "the failed commit wrote nothing")
 
-			time.Sleep(lease + 100*time.Millisecond)
 			_, err = eng.Work(ctx)
 			require.NoError(t, err)
 			doc, err := eng.RunStatus(ctx, "acme", run.ID)
+			require.NoError(t, err)
+			require.Equal(t, svctype.RunRunning, doc.Status, "nothing is claimed while the lease holds")
+			clk.Advance(lease + 100*time.Millisecond)
+			_, err = eng.Work(ctx)
+			require.NoError(t, err)
+			doc, err = eng.RunStatus(ctx, "acme", run.ID)
 			require.NoError(t, err)
 			require.Equal(t, svctype.RunCompleted, doc.Status, "another claim finishes the run")
 			rows, err = eng.ReadRows(ctx, "acme", "notes", nil, 0)

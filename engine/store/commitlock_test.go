@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // then, a moment later, updates the run. The commit must take the job's row before the
 // run's, as the cancel does: it then waits for the cancel and finds its job gone
 // (ErrLeaseLost). Run first, the two deadlocked (PostgreSQL's 40P01), and the cancel or
-// the step failed with it.
+// the step failed with it. The cancel updates the run once the commit waits behind it.
 func TestStepCommitBesideACancel(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range dialects {
@@ -46,7 +47,11 @@ func TestStepCommitBesideACancel(t *testing.T) {
 							return err
 						}
 						close(deleted)
-						time.Sleep(300 * time.Millisecond) // the commit is waiting by now
+						waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+						defer cancel()
+						if err := store.WaitBlockedBehind(waitCtx, s, tx); err != nil {
+							return fmt.Errorf("the commit never waited for the cancel: %w", err)
+						}
 						r := *run
 						now := time.Now()
 						r.Status, r.FinishedAt, r.Reason = svctype.RunCancelled, &now, "cancelled"

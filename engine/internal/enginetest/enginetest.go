@@ -25,6 +25,9 @@ type Bundle struct {
 	Eng *engine.Engine
 	St  engine.Store
 	Ctx context.Context
+	// Clock is the engine's and its store's clock when the bundle was set up with one
+	// (SetupLoggedAt), else nil: both read time.Now.
+	Clock *Clock
 }
 
 // Dialects are the stores every engine test runs on; postgres skips without
@@ -136,9 +139,21 @@ type Logged struct {
 // SetupLogged returns a Logged engine over a fresh test store of dialect.
 func SetupLogged(t *testing.T, dialect string, allowPrivate bool) *Logged {
 	t.Helper()
+	return SetupLoggedAt(t, dialect, allowPrivate, nil)
+}
+
+// SetupLoggedAt is SetupLogged with clk, when not nil, as the clock of the engine and its
+// store (Bundle.Clock).
+func SetupLoggedAt(t *testing.T, dialect string, allowPrivate bool, clk *Clock) *Logged {
+	t.Helper()
 	logs := &LockedBuffer{}
-	b := Setup(t, dialect, engine.Config{Keyring: NewKeyring(t, GenerateKey(t)), AllowPrivateTargets: allowPrivate,
-		Logger: testlog.Tee(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Meter: &Meter{}})
+	cfg := engine.Config{Keyring: NewKeyring(t, GenerateKey(t)), AllowPrivateTargets: allowPrivate,
+		Logger: testlog.Tee(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Meter: &Meter{}}
+	if clk != nil {
+		cfg.Now = clk.Now
+	}
+	b := Setup(t, dialect, cfg)
+	b.Clock = clk
 	return &Logged{Bundle: b, Logs: logs}
 }
 
