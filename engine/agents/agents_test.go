@@ -436,9 +436,19 @@ func TestWorkflowTool(t *testing.T) {
 	defer cancel()
 	for range 2 {
 		go func() {
+			// As a worker does: work whenever this process enqueues a job, and poll for the
+			// ones no wakeup announces.
+			wake, unsubscribe := b.eng.Wakeup()
+			defer unsubscribe()
+			poll := time.NewTicker(20 * time.Millisecond)
+			defer poll.Stop()
 			for ctx.Err() == nil {
 				_, _ = b.eng.Work(ctx)
-				time.Sleep(2 * time.Millisecond)
+				select {
+				case <-ctx.Done():
+				case <-wake:
+				case <-poll.C:
+				}
 			}
 		}()
 	}

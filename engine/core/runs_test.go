@@ -477,7 +477,7 @@ func TestRunGivesUpAfterMaxAttempts(t *testing.T) {
 			jobs, err := b.St.ClaimJobs(b.Ctx, 1, time.Millisecond)
 			require.NoError(t, err)
 			require.Len(t, jobs, 1)
-			time.Sleep(2 * time.Millisecond)
+			b.Clock.Advance(2 * time.Millisecond) // the lease lapses
 		}
 		_, err = b.Eng.Work(b.Ctx)
 		require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/engine/webhooks"
+	"github.com/svcflow/svcflow/internal/testclock"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -32,6 +33,8 @@ type webhookBundle struct {
 	key  []byte
 	logs *enginetest.LockedBuffer
 	ctx  context.Context
+	// clk is the engine's and the store's clock: it runs with the wall clock until moved.
+	clk *testclock.Clock
 	// lookups counts the names resolved.
 	lookups atomic.Int64
 }
@@ -46,7 +49,9 @@ var webhookHosts = map[string][]string{
 
 func setupWebhooks(t *testing.T, dialect string, cfg engine.Config) *webhookBundle {
 	t.Helper()
-	b := &webhookBundle{st: store.OpenTest(t, dialect), logs: &enginetest.LockedBuffer{}, ctx: context.Background()}
+	clk := testclock.Running()
+	cfg.Now = clk.Now
+	b := &webhookBundle{st: store.OpenTest(t, dialect, store.WithNow(clk.Now)), logs: &enginetest.LockedBuffer{}, ctx: context.Background(), clk: clk}
 	if cfg.Keyring == nil {
 		b.key = enginetest.GenerateKey(t)
 		cfg.Keyring = enginetest.NewKeyring(t, b.key)
@@ -270,7 +275,7 @@ func TestWebhookLifecycle(t *testing.T) {
 		require.Equal(t, doc.ID, page.Items[0].ID)
 
 		// PATCH: only what is given changes.
-		time.Sleep(2 * time.Millisecond)
+		b.clk.Advance(2 * time.Millisecond)
 		upd, err := b.eng.UpdateWebhook(b.ctx, org, w.ID, engine.WebhookPatch{URL: ptr("https://hooks.example.com/v2")})
 		require.NoError(t, err)
 		require.Equal(t, "https://hooks.example.com/v2", upd.URL)

@@ -90,7 +90,7 @@ func TestActionsRoutes(t *testing.T) {
 	require.Equal(t, []string{"invoice-lookup", "log-note", "month-end-recon", "notify-crm", "ping", "summarise-ticket"}, names)
 
 	// PUT replaces the whole registration.
-	time.Sleep(time.Millisecond) // updated_at moves past created_at
+	b.clk.Advance(time.Millisecond) // updated_at moves past created_at
 	repl := ok[actionDoc](t, b.do(t, http.MethodPut, "/actions/ping", orgA, map[string]any{
 		"kind": "http", "url": "https://status.example.com/v2/ping", "http_method": "GET",
 	}), http.StatusOK)

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/hosts/worker"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -101,13 +101,9 @@ func TestAgentExecuteWaits(t *testing.T) {
 	t.Parallel()
 	b := agentBundle(t, toolTurn("__complete__", `{"answer": "42", "confidence": 1}`))
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			_, _ = b.eng.Work(ctx)
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
+	stopped := make(chan error, 1)
+	go func() { stopped <- worker.New(b.eng, worker.Options{Logger: testlog.Quiet()}).Run(ctx) }()
+	defer func() { cancel(); <-stopped }()
 	w := b.do(t, http.MethodPost, "/agents/execute", "acme", map[string]any{"objective": "the answer"})
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	var status map[string]any

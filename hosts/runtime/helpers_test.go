@@ -18,6 +18,7 @@ import (
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/testclock"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -31,18 +32,21 @@ type bundle struct {
 	logs *bytes.Buffer
 	// oauth stands in for the OAuth providers and their APIs.
 	oauth *oauthtest.Provider
+	// clk is the engine's and the store's clock: it runs with the wall clock until moved.
+	clk *testclock.Clock
 }
 
 func setup(t testing.TB) *bundle {
 	t.Helper()
-	st := store.OpenTest(t, "sqlite")
+	clk := testclock.Running()
+	st := store.OpenTest(t, "sqlite", store.WithNow(clk.Now))
 	quiet := testlog.Quiet()
 	fake := oauthtest.New(t)
-	eng, err := engine.New(engine.Config{Store: st, Logger: quiet, Keyring: testKeyring(t), OAuth: testOAuth(fake)})
+	eng, err := engine.New(engine.Config{Store: st, Logger: quiet, Keyring: testKeyring(t), OAuth: testOAuth(fake), Now: clk.Now})
 	require.NoError(t, err)
 	logs := &bytes.Buffer{}
 	srv := runtime.New(eng, runtime.Options{Logger: testlog.Tee(slog.NewTextHandler(logs, nil)), Version: "test", IdentityKey: testIdentityKey})
-	return &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API(), logs: logs, oauth: fake}
+	return &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API(), logs: logs, oauth: fake, clk: clk}
 }
 
 // testIdentityKey is the key the test gateway signs identities with.

@@ -17,6 +17,7 @@ import (
 	"github.com/svcflow/svcflow/engine/documents"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/testclock"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -26,7 +27,7 @@ type Bundle struct {
 	St  engine.Store
 	Ctx context.Context
 	// Clock is the engine's and its store's clock when the bundle was set up with one
-	// (SetupLoggedAt), else nil: both read time.Now.
+	// (ForEachDialect, SetupLoggedAt), else nil: both read time.Now.
 	Clock *Clock
 }
 
@@ -50,13 +51,17 @@ func Setup(t *testing.T, dialect string, cfg ...engine.Config) *Bundle {
 	return &Bundle{Eng: eng, St: st, Ctx: context.Background()}
 }
 
-// ForEachDialect runs fn as a parallel subtest per store.
+// ForEachDialect runs fn as a parallel subtest per store. The engine and its store share
+// b.Clock, which runs with the wall clock until the test moves it.
 func ForEachDialect(t *testing.T, fn func(t *testing.T, b *Bundle)) {
 	t.Helper()
 	for _, d := range Dialects {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			fn(t, Setup(t, d))
+			clk := testclock.Running()
+			b := Setup(t, d, engine.Config{Now: clk.Now})
+			b.Clock = clk
+			fn(t, b)
 		})
 	}
 }
