@@ -56,18 +56,14 @@ func tableRowKeyColumns(ctx context.Context, tx bun.Tx) error {
 	return nil
 }
 
-// v3Row is a table_rows row as this migration reads and writes it.
+// v3Row is what the repair reads of a table_rows row.
 type v3Row struct {
-	bun.BaseModel `bun:"table:table_rows,alias:tr"`
+	bun.BaseModel `bun:"table:table_rows"`
 
-	ID         string          `bun:"id,pk"`
-	OrgID      string          `bun:"org_id,notnull"`
-	TableName  string          `bun:"table_name,notnull"`
-	KeyHash    *string         `bun:"key_hash"`
-	KeyColumns *string         `bun:"key_columns"`
-	Data       json.RawMessage `bun:"data,notnull"`
-	CreatedAt  time.Time       `bun:"created_at,notnull"`
-	UpdatedAt  time.Time       `bun:"updated_at,notnull"`
+	ID        string          `bun:"id"`
+	KeyHash   *string         `bun:"key_hash"`
+	Data      json.RawMessage `bun:"data"`
+	UpdatedAt time.Time       `bun:"updated_at"`
 }
 
 const (

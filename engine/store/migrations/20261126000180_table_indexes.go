@@ -15,12 +15,9 @@ func tableIndexes(ctx context.Context, tx bun.Tx) error {
 		return err
 	}
 	entries := `CREATE TABLE IF NOT EXISTS "table_index_entries" (
-			"org_id" VARCHAR NOT NULL,
-			"table_name" VARCHAR NOT NULL,
-			"index_key" VARCHAR NOT NULL,
-			"value_hash" VARCHAR NOT NULL,
-			"row_id" VARCHAR NOT NULL,
-			PRIMARY KEY ("org_id", "table_name", "index_key", "value_hash", "row_id"))`
+		"org_id" VARCHAR NOT NULL, "table_name" VARCHAR NOT NULL, "index_key" VARCHAR NOT NULL,
+		"value_hash" VARCHAR NOT NULL, "row_id" VARCHAR NOT NULL,
+		PRIMARY KEY ("org_id", "table_name", "index_key", "value_hash", "row_id"))`
 	if !postgres(tx) {
 		entries += " WITHOUT ROWID"
 	}

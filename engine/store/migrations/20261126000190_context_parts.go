@@ -16,11 +16,8 @@ func contextParts(ctx context.Context, tx bun.Tx) error {
 	}
 	return exec(ctx, tx,
 		`CREATE TABLE IF NOT EXISTS "run_context_parts" (
-			"org_id" VARCHAR NOT NULL,
-			"run_id" VARCHAR NOT NULL,
-			"key" VARCHAR NOT NULL,
-			"part" {int} NOT NULL,
-			"value" text NOT NULL,
+			"org_id" VARCHAR NOT NULL, "run_id" VARCHAR NOT NULL, "key" VARCHAR NOT NULL,
+			"part" {int} NOT NULL, "value" text NOT NULL,
 			PRIMARY KEY ("org_id", "run_id", "key", "part"))`,
 	)
 }

@@ -12,11 +12,8 @@ import (
 func gatewaySignInPolicies(ctx context.Context, tx bun.Tx) error {
 	err := exec(ctx, tx,
 		`CREATE TABLE IF NOT EXISTS "gateway_signin_policies" (
-			"org_id" VARCHAR NOT NULL,
-			"anyone" BOOLEAN NOT NULL,
-			"domains" text NOT NULL,
-			"updated_at" {time} NOT NULL,
-			PRIMARY KEY ("org_id"))`,
+			"org_id" VARCHAR NOT NULL, "anyone" BOOLEAN NOT NULL, "domains" text NOT NULL,
+			"updated_at" {time} NOT NULL, PRIMARY KEY ("org_id"))`,
 	)
 	if err != nil {
 		return err

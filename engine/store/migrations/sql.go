@@ -12,6 +12,13 @@ import (
 // step is one part of a migration, run in its transaction.
 type step func(ctx context.Context, tx bun.Tx) error
 
+// statements is a step that runs these statements in order (see exec).
+func statements(sql ...string) step {
+	return func(ctx context.Context, tx bun.Tx) error {
+		return exec(ctx, tx, sql...)
+	}
+}
+
 // inTx is a migration's Up: its steps in order, in one transaction.
 func inTx(steps ...step) func(context.Context, *migrate.Migrator, *migrate.Migration) error {
 	return func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
