@@ -277,9 +277,9 @@ func v3Fitting(candidates [][]string, data map[string]any) []string {
 	return fit
 }
 
-// v3KeyHash is keyHash (tables.go) as it was when these hashes were written, frozen with
-// the schema: the hex SHA-256 of the JSON of [[key, value], ...] in key order, values
-// through a JSON round trip.
+// v3KeyHash is the store's keyHash (engine/store/tables.go) as it was when these hashes
+// were written, frozen with the schema: the hex SHA-256 of the JSON of [[key, value], ...]
+// in key order, values through a JSON round trip.
 func v3KeyHash(keys []string, row map[string]any) (string, error) {
 	pairs := make([][2]any, len(keys))
 	for i, k := range keys {
