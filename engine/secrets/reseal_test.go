@@ -3,6 +3,7 @@ package secrets_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,8 +99,9 @@ func TestResealMovesEveryValue(t *testing.T) {
 }
 
 // TestResealWhileWriting: a process that has not seen the new key keeps writing under the
-// old one while Reseal runs, then stops (it saw the new key); Reseal's later passes move
-// what it wrote, and a write made after Reseal read a value is never undone.
+// old one while Reseal runs, then stops once it sees Reseal's work (with one write sealed
+// before it saw it); Reseal's later passes move what it wrote, and a write made after
+// Reseal read a value is never undone.
 func TestResealWhileWriting(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range dialects {
@@ -118,36 +120,51 @@ func TestResealWhileWriting(t *testing.T) {
 				last     sync.Map // org -> last value written
 				writeErr error
 			)
-			stop := make(chan struct{})
+			resealed := make(chan struct{}) // Reseal returned
+			write := func(org, v string) error {
+				sealed, id, err := stale.Seal(org, "api:k", []byte(v))
+				if err == nil {
+					_, err = st.PutOrgConfig(ctx, &secrets.Record{OrgID: org, Key: "api:k", Sealed: sealed, KeyID: id})
+				}
+				if err == nil {
+					last.Store(org, v)
+					writes.Add(1)
+				}
+				return err
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for i := 0; ; i++ {
 					select {
-					case <-stop:
+					case <-resealed:
 						return
 					default:
 					}
-					org := fmt.Sprintf("org_%02d", i%20)
-					v := fmt.Sprintf("written-%d-0123456789", i)
-					sealed, id, err := stale.Seal(org, "api:k", []byte(v))
-					if err == nil {
-						_, err = st.PutOrgConfig(ctx, &secrets.Record{OrgID: org, Key: "api:k", Sealed: sealed, KeyID: id})
-					}
-					if err != nil {
-						writeErr = err
+					if writeErr = write(fmt.Sprintf("org_%02d", i%20), fmt.Sprintf("written-%d-0123456789", i)); writeErr != nil {
 						return
 					}
-					last.Store(org, v)
-					writes.Add(1)
-					time.Sleep(time.Millisecond)
+					// The process sees the new key once Reseal has moved an organization's
+					// values; it had sealed one more value under the old key just before, and
+					// commits it, in an organization Reseal has passed: a later pass moves it.
+					var left svctype.Page[string]
+					left, writeErr = st.ListOrgConfigOrgs(ctx, secrets.ListFilter{NotKeyID: secrets.KeyID(newKey), ListOptions: svctype.ListOptions{Limit: 500}})
+					if writeErr != nil {
+						return
+					}
+					if len(left.Items) == 20 {
+						continue
+					}
+					for o := range 20 {
+						if org := fmt.Sprintf("org_%02d", o); !slices.Contains(left.Items, org) {
+							writeErr = write(org, "late-0123456789")
+							return
+						}
+					}
 				}
 			}()
-			go func() {
-				time.Sleep(60 * time.Millisecond)
-				close(stop)
-			}()
 			stats, err := secrets.Reseal(ctx, st, keyring(t, newKey, oldKey), secrets.ResealOptions{Grace: 100 * time.Millisecond})
+			close(resealed)
 			wg.Wait()
 			require.NoError(t, writeErr)
 			require.NoError(t, err)

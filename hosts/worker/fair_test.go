@@ -28,7 +28,7 @@ func newStarts() *starts { return &starts{at: map[string]int{}} }
 
 // fairSetup returns an engine over a fresh store of dialect whose "mark" step records run
 // starts, with a ledger table in each of orgs.
-func fairSetup(t *testing.T, dialect string, cfg engine.Config, orgs ...string) (*engine.Engine, *starts) {
+func fairSetup(t testing.TB, dialect string, cfg engine.Config, orgs ...string) (*engine.Engine, *starts) {
 	t.Helper()
 	cfg.Store = store.OpenTest(t, dialect)
 	eng := newEngine(t, cfg)
@@ -73,129 +73,189 @@ const markFlow = `{"actions": [
   {"type": "mark", "properties": {}}
 ]}`
 
+// burst is what runBurst measured.
+type burst struct {
+	runs int
+	// worst is the most runs accepted after a run that started before it.
+	worst    int
+	worstRun string
+	// latencies are the runs' times from Execute to completed, as their clients saw them.
+	latencies durations
+}
+
+// runBurst runs a burst from many clients in a closed loop (each executes a run, waits for
+// it to complete, and executes the next) through a worker of concurrency slots.
+func runBurst(tb testing.TB, dialect string, clients, perClient, concurrency int) *burst {
+	eng, st := fairSetup(tb, dialect, engine.Config{}, org)
+	wfID := createWorkflow(tb, eng, "burst", markFlow)
+	stop := startWorker(tb, eng, worker.Options{Concurrency: concurrency})
+	defer func() { require.NoError(tb, stop()) }()
+
+	type accepted struct {
+		id string
+		at time.Time
+	}
+	var (
+		mu   sync.Mutex
+		runs []accepted
+		out  burst
+		wg   sync.WaitGroup
+	)
+	errs := make(chan error, clients)
+	for c := range clients {
+		wg.Go(func() {
+			for i := range perClient {
+				began := time.Now()
+				run, err := eng.Execute(context.Background(), org, wfID, json.RawMessage(fmt.Sprintf(`{"c": %d, "i": %d}`, c, i)), engine.ExecuteOptions{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				status, err := eng.WaitRun(context.Background(), org, run.ID, svctype.RunRunning, 60*time.Second)
+				if err != nil || status != svctype.RunCompleted {
+					errs <- fmt.Errorf("run %s: %s %v", run.ID, status, err)
+					return
+				}
+				mu.Lock()
+				runs = append(runs, accepted{run.ID, run.CreatedAt})
+				out.latencies.observe("", time.Since(began))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(tb, err)
+	}
+	require.Len(tb, runs, clients*perClient)
+	out.runs = len(runs)
+
+	// How many runs accepted after a run started before it.
+	slices.SortFunc(runs, func(a, b accepted) int { return a.at.Compare(b.at) })
+	for i, r := range runs {
+		overtaken := 0
+		for _, later := range runs[i+1:] {
+			if later.at.After(r.at) && st.position(later.id) < st.position(r.id) {
+				overtaken++
+			}
+		}
+		if overtaken > out.worst {
+			out.worst, out.worstRun = overtaken, r.id
+		}
+	}
+	return &out
+}
+
 // A burst from many clients in a closed loop: runs start in the order they were accepted
-// (no run is overtaken by more than the runs that were claimed together with it), and the
-// slowest run waits about as long as the typical one, not for the burst to end.
+// (no run is overtaken by more than the runs that were claimed together with it), so none
+// waits for the burst to end. (How long they take: BenchmarkBurst.)
 func TestBurstRunsStartInAcceptanceOrder(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range dialects {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			const (
-				clients     = 40
-				perClient   = 10
-				concurrency = 4
-			)
-			eng, st := fairSetup(t, dialect, engine.Config{}, org)
-			wfID := createWorkflow(t, eng, "burst", markFlow)
-			startWorker(t, eng, worker.Options{Concurrency: concurrency})
-
-			type accepted struct {
-				id string
-				at time.Time
-			}
-			var (
-				mu        sync.Mutex
-				runs      []accepted
-				latencies durations
-				wg        sync.WaitGroup
-			)
-			errs := make(chan error, clients)
-			for c := range clients {
-				wg.Go(func() {
-					for i := range perClient {
-						began := time.Now()
-						run, err := eng.Execute(context.Background(), org, wfID, json.RawMessage(fmt.Sprintf(`{"c": %d, "i": %d}`, c, i)), engine.ExecuteOptions{})
-						if err != nil {
-							errs <- err
-							return
-						}
-						status, err := eng.WaitRun(context.Background(), org, run.ID, svctype.RunRunning, 60*time.Second)
-						if err != nil || status != svctype.RunCompleted {
-							errs <- fmt.Errorf("run %s: %s %v", run.ID, status, err)
-							return
-						}
-						mu.Lock()
-						runs = append(runs, accepted{run.ID, run.CreatedAt})
-						latencies.observe("", time.Since(began))
-						mu.Unlock()
-					}
-				})
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				require.NoError(t, err)
-			}
-			require.Len(t, runs, clients*perClient)
-
-			// How many runs accepted after a run started before it.
-			slices.SortFunc(runs, func(a, b accepted) int { return a.at.Compare(b.at) })
-			worst, worstRun := 0, ""
-			for i, r := range runs {
-				overtaken := 0
-				for _, later := range runs[i+1:] {
-					if later.at.After(r.at) && st.position(later.id) < st.position(r.id) {
-						overtaken++
-					}
-				}
-				if overtaken > worst {
-					worst, worstRun = overtaken, r.id
-				}
-			}
-			p50, p99 := latencies.percentile(50), latencies.percentile(99)
-			t.Logf("%s: %d runs from %d clients; start-to-completed p50 %v, p99 %v, max %v; most overtaken run: by %d later runs",
-				dialect, len(runs), clients, p50, p99, latencies.percentile(100), worst)
+			const concurrency = 4
+			got := runBurst(t, dialect, 40, 10, concurrency)
 			// Runs claimed together start in any order, a batch holds up to concurrency runs, and
 			// under -race on a loaded machine a slot's goroutine can be descheduled while others
 			// cycle: allow a few batches. Before fair claiming, runs that fell into the table
 			// were overtaken by the whole rest of the burst (hundreds here).
-			require.LessOrEqual(t, worst, 5*concurrency, "run %s was overtaken by %d runs accepted after it", worstRun, worst)
-			require.Less(t, p99, 10*p50+250*time.Millisecond, "p99 %v against p50 %v: some runs waited for the burst", p99, p50)
+			require.LessOrEqual(t, got.worst, 5*concurrency, "run %s was overtaken by %d runs accepted after it", got.worstRun, got.worst)
 		})
 	}
 }
 
+// BenchmarkBurst is TestBurstRunsStartInAcceptanceOrder's burst, measured: 400 runs from 40
+// clients in a closed loop through 4 slots, each run's time from Execute to completed
+// (p50, p99, max) and the most runs accepted after one that started before it. Before fair
+// claiming the p99 was 15.8 s against a p50 of 100 ms: some runs waited for the burst.
+func BenchmarkBurst(b *testing.B) {
+	for _, dialect := range dialects {
+		b.Run(dialect, func(b *testing.B) {
+			var got *burst
+			for b.Loop() {
+				got = runBurst(b, dialect, 40, 10, 4)
+			}
+			p50, p99, most := got.latencies.percentile(50), got.latencies.percentile(99), got.latencies.percentile(100)
+			b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+			b.ReportMetric(float64(most.Microseconds())/1000, "max-ms")
+			b.ReportMetric(float64(got.worst), "most-overtaken")
+			b.Logf("%s: %d runs; Execute to completed p50 %v, p99 %v, max %v; most overtaken run: by %d later runs",
+				dialect, got.runs, p50, p99, most, got.worst)
+		})
+	}
+}
+
+// backlogged is what runBacklog measured.
+type backlogged struct {
+	took          time.Duration // org B's run, from Execute to completed
+	aheadOfB      int           // org A's runs that started between B's acceptance and its start
+	leftInBacklog int           // org A's runs not started when B's completed
+}
+
+// runBacklog queues backlog runs of one organization, lets a worker of concurrency slots
+// start on them, then executes one run of another organization and waits for it.
+func runBacklog(tb testing.TB, dialect string, backlog, concurrency int) backlogged {
+	const orgB = "org-other"
+	ctx := context.Background()
+	eng, st := fairSetup(tb, dialect, engine.Config{}, org, orgB)
+	wfA := createWorkflow(tb, eng, "flood", markFlow)
+	wB, err := eng.CreateWorkflow(ctx, orgB, engine.WorkflowInput{Name: "single", Definition: json.RawMessage(markFlow)})
+	require.NoError(tb, err)
+	for i := range backlog {
+		execute(tb, eng, wfA, json.RawMessage(fmt.Sprintf(`{"i": %d}`, i)))
+	}
+	stop := startWorker(tb, eng, worker.Options{Concurrency: concurrency})
+	defer func() { require.NoError(tb, stop()) }()
+	waitFor(tb, 30*time.Second, time.Millisecond, "the backlog to start draining", func() bool { return st.count() >= 20 })
+
+	began := time.Now()
+	run, err := eng.Execute(ctx, orgB, wB.ID, nil, engine.ExecuteOptions{})
+	require.NoError(tb, err)
+	startedBefore := st.count() // B's run is accepted: every A run counted below started after
+	if pos := st.position(run.ID); pos >= 0 {
+		startedBefore = pos
+	}
+	status, err := eng.WaitRun(ctx, orgB, run.ID, svctype.RunRunning, 60*time.Second)
+	require.NoError(tb, err)
+	require.Equal(tb, svctype.RunCompleted, status)
+	return backlogged{took: time.Since(began), aheadOfB: st.position(run.ID) - startedBefore, leftInBacklog: backlog - st.count()}
+}
+
 // One organization's backlog of a thousand runs does not hold back another organization's
 // run: it starts within about one claim per busy slot, while the backlog is still there.
+// (How long it takes: BenchmarkBacklog.)
 func TestAnotherOrganizationIsNotHeldBackByABacklog(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range dialects {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			const (
-				backlog     = 1000
-				concurrency = 4
-				orgB        = "org-other"
-			)
-			ctx := context.Background()
-			eng, st := fairSetup(t, dialect, engine.Config{}, org, orgB)
-			wfA := createWorkflow(t, eng, "flood", markFlow)
-			wB, err := eng.CreateWorkflow(ctx, orgB, engine.WorkflowInput{Name: "single", Definition: json.RawMessage(markFlow)})
-			require.NoError(t, err)
-			for i := range backlog {
-				execute(t, eng, wfA, json.RawMessage(fmt.Sprintf(`{"i": %d}`, i)))
-			}
-			startWorker(t, eng, worker.Options{Concurrency: concurrency})
-			waitFor(t, 30*time.Second, time.Millisecond, "the backlog to start draining", func() bool { return st.count() >= 20 })
+			const backlog, concurrency = 1000, 4
+			got := runBacklog(t, dialect, backlog, concurrency)
+			t.Logf("%s: %d of org A's runs started between org B's acceptance and its start; %d of A's runs had not started yet",
+				dialect, got.aheadOfB, got.leftInBacklog)
+			require.LessOrEqual(t, got.aheadOfB, 2*concurrency, "org B's run waited behind org A's backlog")
+			require.Greater(t, got.leftInBacklog, backlog/2, "org B's run was not served only because the backlog ran out")
+		})
+	}
+}
 
-			began := time.Now()
-			run, err := eng.Execute(ctx, orgB, wB.ID, nil, engine.ExecuteOptions{})
-			require.NoError(t, err)
-			startedBefore := st.count() // B's run is accepted: every A run counted below started after
-			if pos := st.position(run.ID); pos >= 0 {
-				startedBefore = pos
+// BenchmarkBacklog is TestAnotherOrganizationIsNotHeldBackByABacklog, measured: how long
+// another organization's run takes from Execute to completed beside a backlog of 1,000 runs
+// (4 slots), and how many of the backlog's runs started before it.
+func BenchmarkBacklog(b *testing.B) {
+	for _, dialect := range dialects {
+		b.Run(dialect, func(b *testing.B) {
+			var got backlogged
+			for b.Loop() {
+				got = runBacklog(b, dialect, 1000, 4)
 			}
-			status, err := eng.WaitRun(ctx, orgB, run.ID, svctype.RunRunning, 60*time.Second)
-			require.NoError(t, err)
-			require.Equal(t, svctype.RunCompleted, status)
-			took := time.Since(began)
-			aheadOfB := st.position(run.ID) - startedBefore
-			leftInBacklog := backlog - st.count()
-			t.Logf("%s: org B's run completed in %v; %d of org A's runs started between its acceptance and its start; %d of A's runs had not started yet",
-				dialect, took, aheadOfB, leftInBacklog)
-			require.LessOrEqual(t, aheadOfB, 2*concurrency, "org B's run waited behind org A's backlog")
-			require.Greater(t, leftInBacklog, backlog/2, "org B's run was not served only because the backlog ran out")
+			b.ReportMetric(float64(got.took.Microseconds())/1000, "other-org-run-ms")
+			b.ReportMetric(float64(got.aheadOfB), "backlog-runs-ahead")
+			b.Logf("%s: org B's run completed in %v; %d of org A's runs started between its acceptance and its start",
+				dialect, got.took, got.aheadOfB)
 		})
 	}
 }
@@ -214,6 +274,8 @@ func TestLongRunsShareTheSlots(t *testing.T) {
 			ctx := context.Background()
 			eng, st := fairSetup(t, dialect, engine.Config{Slice: 20 * time.Millisecond})
 			eng.RegisterStep("slow", func(context.Context, *svctype.StepCall) (any, error) {
+				// Stands for an element's work, so that a long run outlasts its slice (the
+				// slice is measured on the wall clock): it waits for nothing.
 				time.Sleep(3 * time.Millisecond)
 				return map[string]any{"ok": true}, nil
 			})
