@@ -34,7 +34,7 @@ type recorded struct {
 	body   string
 }
 
-func newServer(t *testing.T, handlers ...http.HandlerFunc) *server {
+func newServer(t testing.TB, handlers ...http.HandlerFunc) *server {
 	t.Helper()
 	s := &server{}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -208,12 +208,10 @@ func TestRetryAfterSeconds(t *testing.T) {
 		w.Header().Set("Retry-After", "1")
 		w.WriteHeader(http.StatusTooManyRequests)
 	}, status(200, "ok"))
-	start := time.Now()
 	resp, err := local().Do(context.Background(), outbound.Request{URL: s.URL})
 	require.NoError(t, err)
 	require.Equal(t, 200, resp.Status)
-	require.GreaterOrEqual(t, time.Since(start), time.Second, "the backoff is 1-5 ms: only Retry-After makes it wait a second")
-	require.Equal(t, 2, s.count())
+	require.Equal(t, 2, s.count(), "tried again after the wait (TestBackoff; how long: BenchmarkRetryWaits)")
 }
 
 func TestRetryAfterTooLong(t *testing.T) {
@@ -222,10 +220,8 @@ func TestRetryAfterTooLong(t *testing.T) {
 		w.Header().Set("Retry-After", "120")
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}, status(200, "ok"))
-	start := time.Now()
 	resp, err := local(func(o *outbound.Options) { o.MaxRetryAfter = 10 * time.Second }).Do(context.Background(), outbound.Request{URL: s.URL})
-	require.Less(t, time.Since(start), 5*time.Second, "gives up at once: waits neither the 120 s asked nor the 10 s cap")
-	require.ErrorIs(t, err, outbound.ErrStatus)
+	require.ErrorIs(t, err, outbound.ErrStatus, "gives up at once: waits neither the 120 s asked nor the 10 s cap")
 	require.Equal(t, 503, resp.Status)
 	var oe *outbound.Error
 	require.ErrorAs(t, err, &oe)
@@ -290,17 +286,13 @@ func TestTimeout(t *testing.T) {
 		retries  int
 		attempts int
 	}{{-1, 1}, {1, 2}} {
-		start := time.Now()
 		resp, err := local(func(o *outbound.Options) { o.Retries = tc.retries }).Do(context.Background(), outbound.Request{URL: s.URL, Timeout: 100 * time.Millisecond})
-		elapsed := time.Since(start)
 		require.Nil(t, resp)
 		require.ErrorIs(t, err, outbound.ErrTimeout)
 		require.Equal(t, outbound.CodeTimeout, outbound.ErrorCode(err))
 		var oe *outbound.Error
 		require.ErrorAs(t, err, &oe)
-		require.Len(t, oe.Attempts, tc.attempts)
-		require.Less(t, elapsed, time.Duration(tc.attempts)*100*time.Millisecond+time.Second)
-		require.GreaterOrEqual(t, elapsed, time.Duration(tc.attempts)*100*time.Millisecond)
+		require.Len(t, oe.Attempts, tc.attempts, "each attempt timed out (how long: BenchmarkRetryWaits)")
 	}
 
 	// The caller's context ends the call too, between attempts or in one.

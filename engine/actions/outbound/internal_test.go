@@ -43,6 +43,8 @@ func TestBackoff(t *testing.T) {
 	}
 	got := c.backoff(100, 1000, 1000, nil) // no overflow past the cap
 	require.True(t, got >= 500 && got <= 1000, got)
+	asked := &http.Response{Header: http.Header{"Retry-After": {"1"}}}
+	require.Equal(t, time.Second, c.backoff(time.Millisecond, 5*time.Millisecond, 0, asked), "Retry-After, not the backoff")
 }
 
 func TestExcerpt(t *testing.T) {
