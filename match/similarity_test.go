@@ -195,12 +195,19 @@ func TestSimilarityThresholdIsExact(t *testing.T) {
 
 func TestSimilarityAllocations(t *testing.T) {
 	// Not parallel: AllocsPerRun measures the whole process.
-	if raceEnabled {
-		t.Skip("sync.Pool drops items under the race detector")
+	short := [2]string{"Invoice 4821 ACME Corp office supplies", "ACME CORP PAYMENT REF 4821 office supply"}
+	long := [2]string{strings.Repeat("Invoice 4821 ACME Corp office supplies ", 3), strings.Repeat("ACME CORP PAYMENT REF 4821 office supply ", 3)}
+	require.Greater(t, len(long[0]), smallMax, "the general path")
+
+	Similarity(short[0], short[1])
+	require.Zero(t, testing.AllocsPerRun(100, func() { Similarity(short[0], short[1]) }), "the stack path")
+	s := &simScratch{slots: map[rune]int32{}}
+	s.ratio(long[0], long[1])
+	require.Zero(t, testing.AllocsPerRun(100, func() { s.ratio(long[0], long[1]) }), "a scratch used again")
+	if !raceEnabled { // the race detector makes sync.Pool drop items on purpose
+		Similarity(long[0], long[1])
+		require.Zero(t, testing.AllocsPerRun(100, func() { Similarity(long[0], long[1]) }), "the scratch from the pool")
 	}
-	a, b := "Invoice 4821 ACME Corp office supplies", "ACME CORP PAYMENT REF 4821 office supply"
-	Similarity(a, b)
-	require.Zero(t, testing.AllocsPerRun(100, func() { Similarity(a, b) }))
 }
 
 // TestSWAR checks the 8-bytes-at-a-time helpers against their byte-wise definitions:
