@@ -104,6 +104,7 @@ func BenchmarkPausedAgents(b *testing.B) {
 		if err != nil || len(page.Items) < 500 {
 			b.Fatalf("paused agents: %d, %v", len(page.Items), err)
 		}
+		// A benchmark's settling time: goroutines that ended are counted until they exit.
 		time.Sleep(50 * time.Millisecond)
 		after := runtime.NumGoroutine()
 		b.ReportMetric(float64(after-before), "goroutines-added")

@@ -3,6 +3,7 @@ package extforms_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/internal/enginetest"
 	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -353,7 +355,8 @@ func TestSubmissionAndDeleteDoNotInterleave(t *testing.T) {
 	enginetest.ForEachDialect(t, func(t *testing.T, b *enginetest.Bundle) {
 		f, err := b.Eng.CreateExternalForm(b.Ctx, "o", intakeForm(""))
 		require.NoError(t, err)
-		locked, release := make(chan struct{}), make(chan struct{})
+		locked := make(chan struct{})
+		deleted := make(chan error, 1)
 		submitted := make(chan error, 1)
 		go func() {
 			submitted <- b.St.InTx(b.Ctx, func(ctx context.Context, stx engine.Tx) error {
@@ -362,24 +365,24 @@ func TestSubmissionAndDeleteDoNotInterleave(t *testing.T) {
 					return err
 				}
 				close(locked)
-				<-release
+				// The submission goes on only once the delete waits for it.
+				waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				if err := store.WaitBlockedBehind(waitCtx, b.St.(*store.Store), stx); err != nil {
+					return fmt.Errorf("the delete never waited for the submission: %w", err)
+				}
+				select {
+				case err := <-deleted:
+					return fmt.Errorf("the delete went through while a submission held the form (err %v)", err)
+				default:
+				}
 				return tx.CreateFormSubmission(ctx, &svctype.FormSubmission{ID: "sub_in-flight", OrgID: "o", FormID: f.ID,
 					Payload: json.RawMessage(`{}`), SubmittedAt: time.Now()})
 			})
 		}()
 		<-locked
-		deleted := make(chan error, 1)
 		go func() { deleted <- b.Eng.DeleteExternalForm(b.Ctx, "o", f.ID) }()
-		var early error
-		wentThrough := false
-		select {
-		case early = <-deleted:
-			wentThrough = true
-		case <-time.After(300 * time.Millisecond):
-		}
-		close(release)
 		require.NoError(t, <-submitted)
-		require.False(t, wentThrough, "the delete went through while a submission held the form (err %v)", early)
 		require.NoError(t, <-deleted)
 		left, err := b.St.ListFormSubmissions(b.Ctx, "o", f.ID, svctype.ListOptions{})
 		require.NoError(t, err)

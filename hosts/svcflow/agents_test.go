@@ -149,6 +149,8 @@ func TestAgentSurvivesSIGKILLAtEveryIteration(t *testing.T) {
 			if doc["status"] == "completed" && killed {
 				break
 			}
+			// Polls the other process: its agent's status is not pushed across the process
+			// boundary. It waits for a change, never to show that none comes.
 			time.Sleep(20 * time.Millisecond)
 		}
 		code, _, trace := call("GET", "/agents/"+id+"/trace", "")

@@ -148,7 +148,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 			return
 		}
 		if r.URL.Path == "/slow" {
-			time.Sleep(3 * time.Second)
+			time.Sleep(3 * time.Second) // a slow server: the console watches the run in flight
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = fmt.Fprint(w, `{"ok": true}`)
 			return

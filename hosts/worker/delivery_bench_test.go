@@ -53,6 +53,7 @@ func BenchmarkDeliveries(b *testing.B) {
 					break
 				}
 				if mode.every > 0 {
+					// The benchmark's arrival rate: event i is due i·every after the first.
 					time.Sleep(time.Until(began.Add(time.Duration(i) * mode.every)))
 				}
 				execute(b, eng, wf, json.RawMessage(`{}`))

@@ -159,7 +159,7 @@ func waitFor(tb testing.TB, timeout, interval time.Duration, what string, cond f
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(interval)
+		time.Sleep(interval) // polls for cond to hold: a wait for something to happen
 	}
 }
 

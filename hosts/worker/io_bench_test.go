@@ -71,7 +71,7 @@ func runMix(b *testing.B, fast, slow int, wait time.Duration) mixResult {
 		n := atReceiver.Add(1)
 		for m := maxAt.Load(); n > m && !maxAt.CompareAndSwap(m, n); m = maxAt.Load() {
 		}
-		time.Sleep(wait)
+		time.Sleep(wait) // a slow receiver: what the benchmark runs fast runs beside
 		atReceiver.Add(-1)
 		_, _ = fmt.Fprint(w, `{"ok": true}`)
 	}))
