@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet fuzz openapi client lint-openapi build bench bench-runs bench-runs-traced bench-chain bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http bench-match-million e2e load chaos
+.PHONY: help run test test-short vet fuzz openapi client lint-openapi build bench bench-runs bench-runs-traced bench-chain bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http bench-match-million bench-fair bench-waits e2e load chaos
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -88,6 +88,14 @@ bench-tables: ## a keyed read on a 1,000,000-row custom table (SQLite, PostgreSQ
 
 bench-foreach: ## a foreach of 50,000 custom-table upserts through the worker, on SQLite and PostgreSQL
 	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkForeachWrites' -benchtime 1x -timeout 20m ./hosts/worker/
+
+bench-fair: ## a burst's Execute-to-completed p50/p99 (400 runs, 40 clients) and another organization's run beside a 1,000-run backlog, SQLite and PostgreSQL
+	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkBurst|BenchmarkBacklog' -benchtime 1x ./hosts/worker/
+
+bench-waits: ## what the tests no longer time: retry waits (model and outbound clients), a status wait woken by a commit, the probes
+	$(GO) test -run '^$$' -bench 'BenchmarkChatRetryWaits' -benchtime 3x ./agent/llm/
+	$(GO) test -run '^$$' -bench 'BenchmarkRetryWaits' -benchtime 3x ./engine/actions/outbound/
+	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkStatusWait|BenchmarkProbes' -benchtime 50x ./hosts/runtime/
 
 bench-queue: ## 10,000 queued runs: goroutines and heap held while they wait
 	$(GO) test -run '^$$' -bench 'BenchmarkQueuedRuns' -benchtime 1x ./hosts/worker/

@@ -106,26 +106,6 @@ func NewTestDSN(t testing.TB, dialect string) string {
 	return u.String()
 }
 
-// MakeJobsDue sets the run_at of every job of s (a *Store) whose lease is free to now: a
-// test that advanced an engine's clock past a wait (a retry's backoff, an open circuit) uses
-// it so the worker claims those jobs without waiting the same time for real. A test
-// helper, like CountAllJobs: no engine interface touches jobs across organizations.
-func MakeJobsDue(tb testing.TB, s storage.Full) {
-	tb.Helper()
-	st, ok := s.(*Store)
-	if !ok {
-		tb.Fatalf("store.MakeJobsDue: %T is not a *store.Store", s)
-	}
-	t := st.now()
-	unlock := st.lockWriter()
-	defer unlock()
-	_, err := st.write.NewUpdate().Model((*jobModel)(nil)).Set("run_at = ?", t).
-		Where("lease_token IS NULL").Where("run_at > ?", t).Exec(context.Background())
-	if err != nil {
-		tb.Fatalf("store.MakeJobsDue: %v", err)
-	}
-}
-
 // StatementCounter counts, by their first words, the statements a PostgreSQL store sends:
 // each one a round trip (pgx's tracer sees every query, rendered by bun or prepared).
 type StatementCounter struct {

@@ -14,18 +14,20 @@ import (
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/worker"
+	"github.com/svcflow/svcflow/internal/testclock"
 )
 
 // BenchmarkPauseExpiry is issue 9's durability target: 10,000 runs paused at a PbotForm
 // (ttl_seconds one hour) on SQLite hold no goroutine; then all their expiries are made due
-// at once (store.MakeJobsDue, standing for the hour) and the worker (4 slots) closes every
+// at once (the clock of the engine and its store moved on by the hour) and the worker (4 slots) closes every
 // pause (form_expired) and finishes every run. Target: within the minute. Run with
 // -benchtime 1x (make bench-pauses).
 func BenchmarkPauseExpiry(b *testing.B) {
 	const pauses = 10_000
 	b.Run("sqlite", func(b *testing.B) {
-		st := openStore(b, "sqlite:"+filepath.Join(b.TempDir(), "bench.db"))
-		eng := newEngine(b, engine.Config{Store: st})
+		clk := testclock.Running()
+		st := openStore(b, "sqlite:"+filepath.Join(b.TempDir(), "bench.db"), store.WithNow(clk.Now))
+		eng := newEngine(b, engine.Config{Store: st, Now: clk.Now})
 		wf := createWorkflow(b, eng, "wait-for-answer", `{"actions": [
 			{"type": "PbotForm", "properties": {"expected_keys": ["answer"], "ttl_seconds": 3600}}]}`)
 		stop := startWorker(b, eng, worker.Options{Concurrency: 4})
@@ -51,7 +53,7 @@ func BenchmarkPauseExpiry(b *testing.B) {
 		idle := runtime.NumGoroutine()
 		b.ReportMetric(float64(idle), "goroutines-with-10k-pauses")
 
-		store.MakeJobsDue(b, st)
+		clk.Advance(time.Hour)
 		b.ResetTimer()
 		expiryBegan := time.Now()
 		stop = startWorker(b, eng, worker.Options{Concurrency: 4})
