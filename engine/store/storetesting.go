@@ -18,6 +18,7 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/svctype"
 )
 
 // PostgresDSNEnv names the environment variable holding the PostgreSQL server the tests
@@ -62,6 +63,25 @@ func CountAllJobs(tb testing.TB, s storage.Full) int {
 		tb.Fatalf("store.CountAllJobs: %v", err)
 	}
 	return int(n)
+}
+
+// AllJobs lists the jobs of every organization in s (a *Store), oldest run_at first: tests
+// read what is queued, and when. A test helper, like CountAllJobs.
+func AllJobs(tb testing.TB, s storage.Full) []svctype.Job {
+	tb.Helper()
+	st, ok := s.(*Store)
+	if !ok {
+		tb.Fatalf("store.AllJobs: %T is not a *store.Store", s)
+	}
+	var ms []jobModel
+	if err := st.read.NewSelect().Model(&ms).Order("run_at", "id").Scan(context.Background()); err != nil {
+		tb.Fatalf("store.AllJobs: %v", err)
+	}
+	jobs := make([]svctype.Job, len(ms))
+	for i := range ms {
+		jobs[i] = ms[i].toJob()
+	}
+	return jobs
 }
 
 // NewTestDSN returns a connection string to an empty database for one test, not yet

@@ -372,47 +372,6 @@ func TestTwoWorkersShareRuns(t *testing.T) {
 	require.LessOrEqual(t, a+b, int64(2*runs), "at most a unit a step")
 }
 
-// dueStore hides the jobs whose run_at the test clock has not reached (and hands them back
-// at once): the store claims by the real clock, while the engine computes slots with
-// Config.Now, which is all these tests move.
-type dueStore struct {
-	engine.Store
-	now func() time.Time
-
-	mu           sync.Mutex
-	scheduleNext time.Time // run_at of the schedule job when last claimed
-}
-
-func (s *dueStore) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]svctype.Job, error) {
-	jobs, err := s.Store.ClaimJobs(ctx, n, lease)
-	if err != nil {
-		return nil, err
-	}
-	due := jobs[:0]
-	for _, j := range jobs {
-		if j.Kind == svctype.JobSchedule {
-			s.mu.Lock()
-			s.scheduleNext = j.RunAt
-			s.mu.Unlock()
-		}
-		if j.RunAt.After(s.now()) {
-			err := s.Store.InTx(ctx, func(ctx context.Context, tx engine.Tx) error { return tx.RenewJob(ctx, &j, 0) })
-			if err != nil {
-				return nil, err
-			}
-			continue
-		}
-		due = append(due, j)
-	}
-	return due, nil
-}
-
-func (s *dueStore) next() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.scheduleNext
-}
-
 func TestSchedules(t *testing.T) {
 	t.Parallel()
 	type tick struct {
@@ -456,7 +415,7 @@ func TestSchedules(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
 				clock := testclock.New(parse(tc.start))
-				st := &dueStore{Store: store.OpenTest(t, dialect), now: clock.Now}
+				st := store.OpenTest(t, dialect, store.WithNow(clock.Now))
 				eng := newEngine(t, engine.Config{Store: st, Now: clock.Now})
 				_, err := eng.CreateTable(ctx, org, "ticks", map[string]string{"slot": "text"})
 				require.NoError(t, err)
@@ -482,8 +441,10 @@ func TestSchedules(t *testing.T) {
 						require.Equal(t, tk.slot, in.Schedule.Slot)
 						require.Equal(t, tk.at, in.Schedule.FiredAt)
 					}
-					require.Equal(t, 1, store.CountAllJobs(t, st.Store), "only the schedule job is left at %s", tk.at)
-					require.Equal(t, parse(tk.next), st.next().UTC(), "the schedule job is re-armed for the next slot after %s", tk.at)
+					jobs := store.AllJobs(t, st)
+					require.Len(t, jobs, 1, "only the schedule job is left at %s", tk.at)
+					require.Equal(t, svctype.JobSchedule, jobs[0].Kind)
+					require.Equal(t, parse(tk.next), jobs[0].RunAt.UTC(), "the schedule job is re-armed for the next slot after %s", tk.at)
 				}
 			})
 		}
