@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/svcflow/svcflow/engine/actions/outbound"
+	"github.com/svcflow/svcflow/engine/outbound"
 )
 
 // outboundHTTPClient is an *http.Client whose requests go through c, so that the calls

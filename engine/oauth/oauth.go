@@ -24,10 +24,10 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/oauth2"
 
-	"github.com/svcflow/svcflow/engine/actions/outbound"
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/oauthtools"
 	"github.com/svcflow/svcflow/engine/orgconfig"
+	"github.com/svcflow/svcflow/engine/outbound"
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
