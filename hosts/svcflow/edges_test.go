@@ -6,6 +6,8 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -213,4 +215,75 @@ func mustJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestServeLoopReadsOneDocumentVersion: a foreach over doc:<id> whose elements call
+// another system (so they commit one by one and the loop resumes between them) keeps
+// reading the version it started with when a new version is uploaded while it runs.
+func TestServeLoopReadsOneDocumentVersion(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	firstCall := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(firstCall) })
+		<-release
+		_, _ = w.Write([]byte(`{"ok": true}`))
+	}))
+	t.Cleanup(target.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	p := startProcessEnv(t, bin, dir, envWithout(), "serve", "--db", "sqlite:"+dir+"/svcflow.db",
+		"--runtime-addr", "127.0.0.1:0", "--allow-private-targets")
+	upload := func(path, content string) map[string]any {
+		t.Helper()
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		fw, err := mw.CreateFormFile("file", "lines.csv")
+		require.NoError(t, err)
+		_, _ = fw.Write([]byte(content))
+		require.NoError(t, mw.Close())
+		code, m := orgCall(t, p.base, "acme", "POST", path, mw.FormDataContentType(), body.Bytes())
+		require.Equal(t, http.StatusCreated, code, m)
+		return m
+	}
+	call := func(method, path, body string) map[string]any {
+		t.Helper()
+		code, m := orgCall(t, p.base, "acme", method, path, "application/json", []byte(body))
+		require.Less(t, code, 300, "%s %s: %v", method, path, m)
+		return m
+	}
+	doc := upload("/documents", "ref\nA1\nA2\nA3\n")
+	docID := doc["id"].(string)
+	call("POST", "/actions", `{"action_name": "notify", "kind": "http", "url": "`+target.URL+`/hook", "http_method": "PUT"}`)
+	call("POST", "/custom-tables", `{"name": "lines", "fields": {"ref": "text"}}`)
+	wf := call("POST", "/workflows", `{"name": "import", "definition": {"actions": [{"type": "loop", "properties": {"mode": "foreach",
+	  "items": "doc:`+docID+`", "steps": [{"type": "notify", "properties": {}},
+	  {"type": "custom-table", "properties": {"table": "lines", "operation": "write", "fields": {"ref": "@item.ref"}}}]}}]}}`)
+	run := call("POST", "/workflows/"+wf["id"].(string)+"/execute", `{}`)
+	<-firstCall // the loop has read its items and waits on its first element's call
+	upload("/documents/"+docID+"/versions", "ref\nB1\nB2\nB3\nB4\nB5\n")
+	close(release)
+
+	runID := run["id"].(string)
+	st := waitStatus(t, func(method, path string, body any, _ ...string) (int, map[string]any) {
+		return orgCall(t, p.base, "acme", method, path, "application/json", nil)
+	}, runID, "completed")
+	require.Equal(t, "completed", st["status"])
+	rows := call("GET", "/custom-tables/lines/rows", "")["items"].([]any)
+	var refs []any
+	for _, r := range rows {
+		refs = append(refs, r.(map[string]any)["data"].(map[string]any)["ref"])
+	}
+	require.Equal(t, []any{"A1", "A2", "A3"}, refs, "every element from the version the loop started with")
+	ev := call("GET", "/runs/"+runID+"/evidence", "")
+	require.Contains(t, mustJSON(t, ev), `"items_read"`, "the evidence names what the loop read")
+	require.Contains(t, mustJSON(t, ev), docID+"@1")
 }
