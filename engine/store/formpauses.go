@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -168,6 +169,28 @@ func init() {
 					}
 				}
 				return nil
+			})
+		},
+	})
+}
+
+// Schema 20261128000200, frozen: the role a form pause is assigned to
+// (form_pauses.assignee_role). The gateway's part of this migration (its sign-in policies,
+// a session's form) is the gateway's own now (hosts/gateway/gwstore).
+
+func init() {
+	migrations.Add(migrate.Migration{
+		Name:    "20261128000200",
+		Comment: "a form pause's assignee role",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			postgres := m.DB().Dialect().Name() == dialect.PG
+			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				exists, err := hasColumn(ctx, tx, postgres, "form_pauses", "assignee_role")
+				if err != nil || exists {
+					return err
+				}
+				_, err = tx.ExecContext(ctx, "ALTER TABLE form_pauses ADD COLUMN assignee_role VARCHAR NOT NULL DEFAULT ''")
+				return err
 			})
 		},
 	})

@@ -12,8 +12,8 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
 
@@ -32,7 +32,7 @@ func (s *Server) account(ctx context.Context, h AuthHeader) (*svctype.Account, e
 		return nil, errKeyOnMgmtRoute
 	}
 	a, err := s.store.AccountByToken(ctx, hashOf(secret))
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, gwstore.ErrNotFound) {
 		return nil, errUnknownToken
 	}
 	if err != nil {
@@ -53,11 +53,11 @@ func (s *Server) fail(ctx context.Context, err error, notFound string) error {
 		return err
 	case errors.As(err, &p):
 		return p
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, gwstore.ErrNotFound):
 		return newProblem(http.StatusNotFound, "not_found", notFound)
-	case errors.Is(err, storage.ErrConflict):
+	case errors.Is(err, gwstore.ErrConflict):
 		return newProblem(http.StatusConflict, "conflict", "it exists already")
-	case errors.Is(err, storage.ErrInvalidCursor):
+	case errors.Is(err, gwstore.ErrInvalidCursor):
 		return newProblem(http.StatusBadRequest, "invalid_cursor", "the cursor was not issued by this listing")
 	}
 	s.log.ErrorContext(ctx, "gateway request failed", "err", err)
@@ -123,7 +123,7 @@ func (s *Server) registerAccounts() {
 		a := &svctype.Account{ID: "acct_" + uuid.NewString(), Email: strings.ToLower(addr.Address), Name: strings.TrimSpace(in.Body.Name),
 			Status: svctype.AccountActive, TokenPrefix: shown, TokenHash: hash, CreatedAt: now, UpdatedAt: now}
 		if err := s.store.CreateAccount(ctx, a); err != nil {
-			if errors.Is(err, storage.ErrConflict) {
+			if errors.Is(err, gwstore.ErrConflict) {
 				return nil, newProblem(http.StatusConflict, "conflict", "an account with this email exists")
 			}
 			return nil, s.fail(ctx, err, "")

@@ -14,8 +14,8 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/license"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
@@ -70,7 +70,7 @@ func (s *Server) tier(ctx context.Context, name string) (*svctype.Tier, error) {
 		return c.t, nil
 	}
 	t, err := s.store.GetTier(ctx, name)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err != nil && !errors.Is(err, gwstore.ErrNotFound) {
 		return nil, err
 	}
 	s.tiers.mu.Lock()
@@ -197,7 +197,7 @@ func (s *Server) registerAdmin() {
 			}
 			if in.Body.Tier != "" {
 				if _, err := s.store.GetTier(ctx, in.Body.Tier); err != nil {
-					if errors.Is(err, storage.ErrNotFound) {
+					if errors.Is(err, gwstore.ErrNotFound) {
 						return nil, invalid("/tier", "no such tier")
 					}
 					return nil, s.fail(ctx, err, "")
@@ -276,7 +276,7 @@ func (s *Server) registerAdmin() {
 				return nil, errNoSigningKey
 			}
 			if _, err := s.store.GetAccount(ctx, in.Body.AccountID); err != nil {
-				if errors.Is(err, storage.ErrNotFound) {
+				if errors.Is(err, gwstore.ErrNotFound) {
 					return nil, invalid("/account_id", "no such account")
 				}
 				return nil, s.fail(ctx, err, "")

@@ -33,8 +33,8 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/identity"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
@@ -55,13 +55,6 @@ const (
 	// this process stops at once, through another within this.
 	keyCacheTTL = 5 * time.Second
 )
-
-// Store is what the gateway needs of a database: its accounts, organizations and keys, and
-// whether it can answer (GET /readyz).
-type Store interface {
-	storage.Gateway
-	storage.Readiness
-}
 
 // Options configure a gateway.
 type Options struct {
@@ -239,7 +232,7 @@ func New(o Options) *Server {
 	s.registerUsage()
 	s.registerLicensing(o.LicenseKey)
 	s.registerHealth(o)
-	runtime.RegisterProbes(s.api, "gateway-", s.log, func(ctx context.Context) error { return s.store.Ready(ctx) })
+	runtime.RegisterProbes(s.api, "gateway-", s.log, s.ready)
 	s.registerSDKAuth()
 	s.registerSDKTasks()
 	s.registerPeople()
@@ -354,7 +347,7 @@ func (s *Server) lookupKey(ctx context.Context, secret string) (*svctype.APIKey,
 	s.mu.Unlock()
 	if !ok || now.Sub(c.read) >= keyCacheTTL {
 		k, err := s.store.APIKeyByHash(ctx, h)
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, gwstore.ErrNotFound) {
 			return nil, errUnknownKey
 		}
 		if err != nil {
@@ -663,7 +656,7 @@ func (s *Server) registerHealth(o Options) {
 				}
 			}
 		}
-		if _, err := s.store.AccountByToken(ctx, hashOf("health")); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if _, err := s.store.AccountByToken(ctx, hashOf("health")); err != nil && !errors.Is(err, gwstore.ErrNotFound) {
 			out.Body.Store = "unreachable"
 		}
 		if out.Body.Runtime != "ok" || out.Body.Store != "ok" {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
 
@@ -45,11 +45,11 @@ func (s *Server) person(ctx context.Context, orgID, email string) (person, error
 	if err == nil {
 		return person{MaySignIn: true, Member: true, Roles: u.ApproverRoles}, nil
 	}
-	if !errors.Is(err, storage.ErrNotFound) {
+	if !errors.Is(err, gwstore.ErrNotFound) {
 		return person{}, err
 	}
 	pol, err := s.store.GetSignInPolicy(ctx, orgID)
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, gwstore.ErrNotFound) {
 		return person{Roles: []string{}}, nil
 	}
 	if err != nil {
@@ -130,7 +130,7 @@ func (s *Server) registerPeople() {
 			return nil, s.fail(ctx, err, "organization not found")
 		}
 		pol, err := s.store.GetSignInPolicy(ctx, in.OrgID)
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, gwstore.ErrNotFound) {
 			pol, err = &svctype.SignInPolicy{OrgID: in.OrgID, Domains: []string{}}, nil
 		}
 		if err != nil {

@@ -24,8 +24,8 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/identity"
 )
 
@@ -135,7 +135,7 @@ func (s *Server) sdkCredential(ctx context.Context, secret string) (*sdkCaller, 
 // session authenticates a session token.
 func (s *Server) session(ctx context.Context, secret string) (*sdkCaller, error) {
 	ss, err := s.store.SessionByHash(ctx, hashOf(secret))
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, gwstore.ErrNotFound) {
 		return nil, errUnknownSession
 	}
 	if err != nil {
@@ -373,7 +373,7 @@ func (s *Server) verifySignIn(ctx context.Context, orgID, formID, rawEmail, code
 	}
 	now := s.now().UTC()
 	sc, err := s.store.TrySignInCode(ctx, orgID, email, CodeAttempts, now)
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, gwstore.ErrNotFound) {
 		return nil, errCodeInvalid
 	}
 	if err != nil {
@@ -395,7 +395,7 @@ func (s *Server) verifySignIn(ctx context.Context, orgID, formID, rawEmail, code
 		c.Person = &p
 	}
 	if err := s.store.UseSignInCode(ctx, orgID, sc.ID, now); err != nil {
-		if errors.Is(err, storage.ErrConflict) {
+		if errors.Is(err, gwstore.ErrConflict) {
 			return nil, errCodeInvalid
 		}
 		return nil, err

@@ -1,4 +1,4 @@
-package store
+package gwstore
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -32,11 +30,11 @@ type signInCodeModel struct {
 }
 
 // PutSignInCode stores c as its (organization, email)'s one code.
-func (q *querier) PutSignInCode(ctx context.Context, c *svctype.SignInCode) error {
+func (s *Store) PutSignInCode(ctx context.Context, c *svctype.SignInCode) error {
 	c.CreatedAt = orNow(c.CreatedAt, now())
 	m := &signInCodeModel{ID: c.ID, OrgID: c.OrgID, Email: c.Email, KeyID: c.KeyID, Salt: c.Salt, Hash: c.Hash,
 		ExpiresAt: c.ExpiresAt, CreatedAt: c.CreatedAt}
-	_, err := q.w.NewInsert().Model(m).On("CONFLICT (org_id, email) DO UPDATE").
+	_, err := s.w.NewInsert().Model(m).On("CONFLICT (org_id, email) DO UPDATE").
 		Set("id = EXCLUDED.id").Set("key_id = EXCLUDED.key_id").Set("salt = EXCLUDED.salt").Set("hash = EXCLUDED.hash").
 		Set("attempts = 0").Set("expires_at = EXCLUDED.expires_at").Set("used_at = NULL").Set("created_at = EXCLUDED.created_at").
 		Exec(ctx)
@@ -45,9 +43,9 @@ func (q *querier) PutSignInCode(ctx context.Context, c *svctype.SignInCode) erro
 
 // TrySignInCode counts an attempt at a live code and returns it: one statement, so that
 // concurrent tries are each counted and none passes the limit.
-func (q *querier) TrySignInCode(ctx context.Context, orgID, email string, maxAttempts int, at time.Time) (*svctype.SignInCode, error) {
+func (s *Store) TrySignInCode(ctx context.Context, orgID, email string, maxAttempts int, at time.Time) (*svctype.SignInCode, error) {
 	var ms []signInCodeModel
-	err := q.w.NewUpdate().Model(&ms).Set("attempts = attempts + 1").
+	err := s.w.NewUpdate().Model(&ms).Set("attempts = attempts + 1").
 		Where("org_id = ? AND email = ? AND used_at IS NULL AND expires_at > ? AND attempts < ?", orgID, email, at, maxAttempts).
 		Returning("*").Scan(ctx)
 	if err != nil {
@@ -62,9 +60,9 @@ func (q *querier) TrySignInCode(ctx context.Context, orgID, email string, maxAtt
 }
 
 // UseSignInCode marks a code used, once.
-func (q *querier) UseSignInCode(ctx context.Context, orgID, id string, at time.Time) error {
+func (s *Store) UseSignInCode(ctx context.Context, orgID, id string, at time.Time) error {
 	const op = "use sign-in code"
-	res, err := q.w.NewUpdate().Model((*signInCodeModel)(nil)).Set("used_at = ?", at).
+	res, err := s.w.NewUpdate().Model((*signInCodeModel)(nil)).Set("used_at = ?", at).
 		Where("org_id = ? AND id = ? AND used_at IS NULL", orgID, id).Exec(ctx)
 	if err != nil {
 		return wrap(op, err)
@@ -85,23 +83,23 @@ type sessionModel struct {
 	ExpiresAt time.Time `bun:"expires_at,notnull"`
 }
 
-// CreateSession inserts s.
-func (q *querier) CreateSession(ctx context.Context, s *svctype.Session) error {
-	s.CreatedAt = orNow(s.CreatedAt, now())
-	_, err := q.w.NewInsert().Model(&sessionModel{Hash: s.Hash, Prefix: s.Prefix, OrgID: s.OrgID, KeyID: s.KeyID, Email: s.Email,
-		FormID: s.FormID, CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt}).Exec(ctx)
+// CreateSession inserts ss.
+func (s *Store) CreateSession(ctx context.Context, ss *svctype.Session) error {
+	ss.CreatedAt = orNow(ss.CreatedAt, now())
+	_, err := s.w.NewInsert().Model(&sessionModel{Hash: ss.Hash, Prefix: ss.Prefix, OrgID: ss.OrgID, KeyID: ss.KeyID, Email: ss.Email,
+		FormID: ss.FormID, CreatedAt: ss.CreatedAt, ExpiresAt: ss.ExpiresAt}).Exec(ctx)
 	return wrap("create session", err)
 }
 
 // SessionByHash finds a session and when its publishable key ended.
-func (q *querier) SessionByHash(ctx context.Context, hash string) (*svctype.Session, error) {
+func (s *Store) SessionByHash(ctx context.Context, hash string) (*svctype.Session, error) {
 	var m struct {
 		sessionModel  `bun:",extend"`
 		KeyRevoked    *time.Time `bun:"key_revoked"`
 		KeyExpires    *time.Time `bun:"key_expires"`
 		AccountStatus string     `bun:"account_status"`
 	}
-	err := q.r.NewSelect().Model(&m).ColumnExpr("gs.*").
+	err := s.r.NewSelect().Model(&m).ColumnExpr("gs.*").
 		ColumnExpr("gk.revoked_at AS key_revoked, gk.expires_at AS key_expires, COALESCE(ga.status, '') AS account_status").
 		Join("LEFT JOIN gateway_keys AS gk ON gk.id = gs.key_id AND gk.org_id = gs.org_id").
 		Join("LEFT JOIN gateway_orgs AS go ON go.id = gs.org_id").
@@ -109,20 +107,20 @@ func (q *querier) SessionByHash(ctx context.Context, hash string) (*svctype.Sess
 	if err != nil {
 		return nil, wrap("session by hash", err)
 	}
-	s := &svctype.Session{Hash: m.Hash, Prefix: m.Prefix, OrgID: m.OrgID, KeyID: m.KeyID, Email: m.Email,
+	ss := &svctype.Session{Hash: m.Hash, Prefix: m.Prefix, OrgID: m.OrgID, KeyID: m.KeyID, Email: m.Email,
 		FormID: m.FormID, CreatedAt: m.CreatedAt.UTC(), ExpiresAt: m.ExpiresAt.UTC(), AccountStatus: m.AccountStatus}
 	for _, t := range []*time.Time{m.KeyRevoked, m.KeyExpires} {
-		if t != nil && (s.KeyEnded == nil || t.Before(*s.KeyEnded)) {
-			s.KeyEnded = utcPtr(t)
+		if t != nil && (ss.KeyEnded == nil || t.Before(*ss.KeyEnded)) {
+			ss.KeyEnded = utcPtr(t)
 		}
 	}
-	return s, nil
+	return ss, nil
 }
 
 // EndSession removes an organization's session.
-func (q *querier) EndSession(ctx context.Context, orgID, hash string) error {
+func (s *Store) EndSession(ctx context.Context, orgID, hash string) error {
 	const op = "end session"
-	res, err := q.w.NewDelete().Model((*sessionModel)(nil)).Where("org_id = ? AND hash = ?", orgID, hash).Exec(ctx)
+	res, err := s.w.NewDelete().Model((*sessionModel)(nil)).Where("org_id = ? AND hash = ?", orgID, hash).Exec(ctx)
 	if err != nil {
 		return wrap(op, err)
 	}
@@ -144,7 +142,7 @@ func (m *orgUserModel) toUser() (svctype.OrgUser, error) {
 }
 
 // PutOrgUser sets a person's approver roles.
-func (q *querier) PutOrgUser(ctx context.Context, u *svctype.OrgUser) error {
+func (s *Store) PutOrgUser(ctx context.Context, u *svctype.OrgUser) error {
 	u.UpdatedAt = orNow(u.UpdatedAt, now())
 	if u.ApproverRoles == nil {
 		u.ApproverRoles = []string{}
@@ -153,16 +151,16 @@ func (q *querier) PutOrgUser(ctx context.Context, u *svctype.OrgUser) error {
 	if err != nil {
 		return err
 	}
-	_, err = q.w.NewInsert().Model(&orgUserModel{OrgID: u.OrgID, Email: u.Email, ApproverRoles: string(b), UpdatedAt: u.UpdatedAt}).
+	_, err = s.w.NewInsert().Model(&orgUserModel{OrgID: u.OrgID, Email: u.Email, ApproverRoles: string(b), UpdatedAt: u.UpdatedAt}).
 		On("CONFLICT (org_id, email) DO UPDATE").Set("approver_roles = EXCLUDED.approver_roles").
 		Set("updated_at = EXCLUDED.updated_at").Exec(ctx)
 	return wrap("put org user", err)
 }
 
 // GetOrgUser returns one of an organization's people.
-func (q *querier) GetOrgUser(ctx context.Context, orgID, email string) (*svctype.OrgUser, error) {
+func (s *Store) GetOrgUser(ctx context.Context, orgID, email string) (*svctype.OrgUser, error) {
 	var m orgUserModel
-	if err := q.r.NewSelect().Model(&m).Where("org_id = ? AND email = ?", orgID, email).Scan(ctx); err != nil {
+	if err := s.r.NewSelect().Model(&m).Where("org_id = ? AND email = ?", orgID, email).Scan(ctx); err != nil {
 		return nil, wrap("get org user", err)
 	}
 	u, err := m.toUser()
@@ -170,9 +168,9 @@ func (q *querier) GetOrgUser(ctx context.Context, orgID, email string) (*svctype
 }
 
 // ListOrgUsers pages an organization's people by email; the cursor is the last email.
-func (q *querier) ListOrgUsers(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.OrgUser], error) {
+func (s *Store) ListOrgUsers(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.OrgUser], error) {
 	limit := pageLimit(opts)
-	sel := q.r.NewSelect().Model((*orgUserModel)(nil)).Where("org_id = ?", orgID).OrderExpr("email ASC").Limit(int64(limit + 1))
+	sel := s.r.NewSelect().Model((*orgUserModel)(nil)).Where("org_id = ?", orgID).OrderExpr("email ASC").Limit(int64(limit + 1))
 	if opts.Cursor != "" {
 		after, err := base64.RawURLEncoding.DecodeString(opts.Cursor)
 		if err != nil || len(after) == 0 {
@@ -190,9 +188,9 @@ func (q *querier) ListOrgUsers(ctx context.Context, orgID string, opts svctype.L
 }
 
 // DeleteOrgUser removes a person's roles.
-func (q *querier) DeleteOrgUser(ctx context.Context, orgID, email string) error {
+func (s *Store) DeleteOrgUser(ctx context.Context, orgID, email string) error {
 	const op = "delete org user"
-	res, err := q.w.NewDelete().Model((*orgUserModel)(nil)).Where("org_id = ? AND email = ?", orgID, email).Exec(ctx)
+	res, err := s.w.NewDelete().Model((*orgUserModel)(nil)).Where("org_id = ? AND email = ?", orgID, email).Exec(ctx)
 	if err != nil {
 		return wrap(op, err)
 	}
@@ -200,25 +198,25 @@ func (q *querier) DeleteOrgUser(ctx context.Context, orgID, email string) error 
 }
 
 // ListAccounts pages every account, oldest first.
-func (q *querier) ListAccounts(ctx context.Context, opts svctype.ListOptions) (svctype.Page[svctype.Account], error) {
-	sel := q.r.NewSelect().Model((*accountModel)(nil))
+func (s *Store) ListAccounts(ctx context.Context, opts svctype.ListOptions) (svctype.Page[svctype.Account], error) {
+	sel := s.r.NewSelect().Model((*accountModel)(nil))
 	return pageByCreated(ctx, "list accounts", sel, false, opts,
 		func(m *accountModel) (time.Time, string) { return m.CreatedAt, m.ID },
 		func(m *accountModel) (svctype.Account, error) { return *m.toAccount(), nil })
 }
 
 // SetAccountStatus suspends or resumes an account.
-func (q *querier) SetAccountStatus(ctx context.Context, id, status string, at time.Time) error {
-	return q.setAccount(ctx, "set account status", id, "status", status, at)
+func (s *Store) SetAccountStatus(ctx context.Context, id, status string, at time.Time) error {
+	return s.setAccount(ctx, "set account status", id, "status", status, at)
 }
 
 // SetAccountTier puts an account on a tier.
-func (q *querier) SetAccountTier(ctx context.Context, id, tier string, at time.Time) error {
-	return q.setAccount(ctx, "set account tier", id, "tier", tier, at)
+func (s *Store) SetAccountTier(ctx context.Context, id, tier string, at time.Time) error {
+	return s.setAccount(ctx, "set account tier", id, "tier", tier, at)
 }
 
-func (q *querier) setAccount(ctx context.Context, op, id, col, value string, at time.Time) error {
-	res, err := q.w.NewUpdate().Model((*accountModel)(nil)).Set("? = ?", bun.Ident(col), value).Set("updated_at = ?", at).
+func (s *Store) setAccount(ctx context.Context, op, id, col, value string, at time.Time) error {
+	res, err := s.w.NewUpdate().Model((*accountModel)(nil)).Set("? = ?", bun.Ident(col), value).Set("updated_at = ?", at).
 		Where("id = ?", id).Exec(ctx)
 	if err != nil {
 		return wrap(op, err)
@@ -244,7 +242,7 @@ func (m *tierModel) toTier() (svctype.Tier, error) {
 }
 
 // PutTier creates or replaces a tier.
-func (q *querier) PutTier(ctx context.Context, t *svctype.Tier) error {
+func (s *Store) PutTier(ctx context.Context, t *svctype.Tier) error {
 	t.UpdatedAt = orNow(t.UpdatedAt, now())
 	if t.Features == nil {
 		t.Features = []string{}
@@ -253,7 +251,7 @@ func (q *querier) PutTier(ctx context.Context, t *svctype.Tier) error {
 	if err != nil {
 		return err
 	}
-	_, err = q.w.NewInsert().Model(&tierModel{Name: t.Name, Rate: t.Rate, Burst: t.Burst, RunsPerDay: t.RunsPerDay, Features: string(b),
+	_, err = s.w.NewInsert().Model(&tierModel{Name: t.Name, Rate: t.Rate, Burst: t.Burst, RunsPerDay: t.RunsPerDay, Features: string(b),
 		Description: t.Description, UpdatedAt: t.UpdatedAt}).
 		On("CONFLICT (name) DO UPDATE").Set("rate = EXCLUDED.rate").Set("burst = EXCLUDED.burst").
 		Set("runs_per_day = EXCLUDED.runs_per_day").Set("features = EXCLUDED.features").
@@ -262,9 +260,9 @@ func (q *querier) PutTier(ctx context.Context, t *svctype.Tier) error {
 }
 
 // GetTier returns a tier by name.
-func (q *querier) GetTier(ctx context.Context, name string) (*svctype.Tier, error) {
+func (s *Store) GetTier(ctx context.Context, name string) (*svctype.Tier, error) {
 	var m tierModel
-	if err := q.r.NewSelect().Model(&m).Where("name = ?", name).Scan(ctx); err != nil {
+	if err := s.r.NewSelect().Model(&m).Where("name = ?", name).Scan(ctx); err != nil {
 		return nil, wrap("get tier", err)
 	}
 	t, err := m.toTier()
@@ -272,9 +270,9 @@ func (q *querier) GetTier(ctx context.Context, name string) (*svctype.Tier, erro
 }
 
 // ListTiers lists every tier by name.
-func (q *querier) ListTiers(ctx context.Context) ([]svctype.Tier, error) {
+func (s *Store) ListTiers(ctx context.Context) ([]svctype.Tier, error) {
 	var ms []tierModel
-	if err := q.r.NewSelect().Model(&ms).OrderExpr("name ASC").Scan(ctx); err != nil {
+	if err := s.r.NewSelect().Model(&ms).OrderExpr("name ASC").Scan(ctx); err != nil {
 		return nil, wrap("list tiers", err)
 	}
 	out := make([]svctype.Tier, 0, len(ms))
@@ -310,7 +308,7 @@ func (m *licenseModel) toLicense() (svctype.IssuedLicense, error) {
 }
 
 // CreateLicense records an issued license.
-func (q *querier) CreateLicense(ctx context.Context, l *svctype.IssuedLicense) error {
+func (s *Store) CreateLicense(ctx context.Context, l *svctype.IssuedLicense) error {
 	l.CreatedAt = orNow(l.CreatedAt, now())
 	if l.Features == nil {
 		l.Features = []string{}
@@ -319,15 +317,15 @@ func (q *querier) CreateLicense(ctx context.Context, l *svctype.IssuedLicense) e
 	if err != nil {
 		return err
 	}
-	_, err = q.w.NewInsert().Model(&licenseModel{ID: l.ID, AccountID: l.AccountID, Licensee: l.Licensee, Seats: l.Seats, Features: string(b),
+	_, err = s.w.NewInsert().Model(&licenseModel{ID: l.ID, AccountID: l.AccountID, Licensee: l.Licensee, Seats: l.Seats, Features: string(b),
 		NotBefore: l.NotBefore, ExpiresAt: l.ExpiresAt, License: l.License, CreatedAt: l.CreatedAt}).Exec(ctx)
 	return wrap("create license", err)
 }
 
 // GetLicense finds a license by id.
-func (q *querier) GetLicense(ctx context.Context, id string) (*svctype.IssuedLicense, error) {
+func (s *Store) GetLicense(ctx context.Context, id string) (*svctype.IssuedLicense, error) {
 	var m licenseModel
-	if err := q.r.NewSelect().Model(&m).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := s.r.NewSelect().Model(&m).Where("id = ?", id).Scan(ctx); err != nil {
 		return nil, wrap("get license", err)
 	}
 	l, err := m.toLicense()
@@ -335,9 +333,9 @@ func (q *querier) GetLicense(ctx context.Context, id string) (*svctype.IssuedLic
 }
 
 // ListLicenses lists an account's licenses (every account's for ""), newest first.
-func (q *querier) ListLicenses(ctx context.Context, accountID string) ([]svctype.IssuedLicense, error) {
+func (s *Store) ListLicenses(ctx context.Context, accountID string) ([]svctype.IssuedLicense, error) {
 	var ms []licenseModel
-	sel := q.r.NewSelect().Model(&ms).OrderExpr("created_at DESC, id DESC")
+	sel := s.r.NewSelect().Model(&ms).OrderExpr("created_at DESC, id DESC")
 	if accountID != "" {
 		sel = sel.Where("account_id = ?", accountID)
 	}
@@ -356,9 +354,9 @@ func (q *querier) ListLicenses(ctx context.Context, accountID string) ([]svctype
 }
 
 // RevokeLicense marks a license revoked (once: a second revocation keeps the first time).
-func (q *querier) RevokeLicense(ctx context.Context, id string, at time.Time) error {
+func (s *Store) RevokeLicense(ctx context.Context, id string, at time.Time) error {
 	const op = "revoke license"
-	res, err := q.w.NewUpdate().Model((*licenseModel)(nil)).Set("revoked_at = COALESCE(revoked_at, ?)", at).Where("id = ?", id).Exec(ctx)
+	res, err := s.w.NewUpdate().Model((*licenseModel)(nil)).Set("revoked_at = COALESCE(revoked_at, ?)", at).Where("id = ?", id).Exec(ctx)
 	if err != nil {
 		return wrap(op, err)
 	}
@@ -366,9 +364,9 @@ func (q *querier) RevokeLicense(ctx context.Context, id string, at time.Time) er
 }
 
 // UsageByAccount sums each account's organizations' usage of days from..to.
-func (q *querier) UsageByAccount(ctx context.Context, from, to string) ([]svctype.AccountUsage, error) {
+func (s *Store) UsageByAccount(ctx context.Context, from, to string) ([]svctype.AccountUsage, error) {
 	var out []svctype.AccountUsage
-	err := q.r.NewSelect().TableExpr("gateway_usage AS gu").Join("JOIN gateway_orgs AS go ON go.id = gu.org_id").
+	err := s.r.NewSelect().TableExpr("gateway_usage AS gu").Join("JOIN gateway_orgs AS go ON go.id = gu.org_id").
 		ColumnExpr("go.account_id AS account_id").
 		ColumnExpr("SUM(gu.requests) AS requests, SUM(gu.rate_limited) AS rate_limited, SUM(gu.runs_started) AS runs_started").
 		Where("gu.day >= ? AND gu.day <= ?", from, to).GroupExpr("go.account_id").OrderExpr("go.account_id ASC").Scan(ctx, &out)
@@ -382,61 +380,11 @@ func (q *querier) UsageByAccount(ctx context.Context, from, to string) ([]svctyp
 }
 
 // RunsStartedOn is an organization's runs started on day.
-func (q *querier) RunsStartedOn(ctx context.Context, orgID, day string) (int64, error) {
+func (s *Store) RunsStartedOn(ctx context.Context, orgID, day string) (int64, error) {
 	var n int64
-	err := q.r.NewSelect().Model((*usageModel)(nil)).ColumnExpr("COALESCE(SUM(runs_started), 0)").
+	err := s.r.NewSelect().Model((*usageModel)(nil)).ColumnExpr("COALESCE(SUM(runs_started), 0)").
 		Where("org_id = ? AND day = ?", orgID, day).Scan(ctx, &n)
 	return n, wrap("runs started on", err)
-}
-
-// Schema 20261126000150, frozen: sign-in codes, sessions, approver roles, tiers, licenses.
-
-type v15Code struct {
-	bun.BaseModel `bun:"table:gateway_codes"`
-
-	ID        string     `bun:"id,notnull,unique"`
-	OrgID     string     `bun:"org_id,pk"`
-	Email     string     `bun:"email,pk"`
-	KeyID     string     `bun:"key_id,notnull"`
-	Salt      string     `bun:"salt,notnull"`
-	Hash      string     `bun:"hash,notnull"`
-	Attempts  int        `bun:"attempts,notnull"`
-	ExpiresAt time.Time  `bun:"expires_at,notnull"`
-	UsedAt    *time.Time `bun:"used_at"`
-	CreatedAt time.Time  `bun:"created_at,notnull"`
-}
-
-type v15Session struct {
-	bun.BaseModel `bun:"table:gateway_sessions"`
-
-	Hash      string    `bun:"hash,pk"`
-	Prefix    string    `bun:"prefix,notnull"`
-	OrgID     string    `bun:"org_id,notnull"`
-	KeyID     string    `bun:"key_id,notnull"`
-	Email     string    `bun:"email,notnull"`
-	CreatedAt time.Time `bun:"created_at,notnull"`
-	ExpiresAt time.Time `bun:"expires_at,notnull"`
-}
-
-type v15OrgUser struct {
-	bun.BaseModel `bun:"table:gateway_org_users"`
-
-	OrgID         string    `bun:"org_id,pk"`
-	Email         string    `bun:"email,pk"`
-	ApproverRoles string    `bun:"approver_roles,notnull"`
-	UpdatedAt     time.Time `bun:"updated_at,notnull"`
-}
-
-type v15Tier struct {
-	bun.BaseModel `bun:"table:gateway_tiers"`
-
-	Name        string    `bun:"name,pk"`
-	Rate        float64   `bun:"rate,notnull"`
-	Burst       int       `bun:"burst,notnull"`
-	RunsPerDay  int64     `bun:"runs_per_day,notnull"`
-	Features    string    `bun:"features,notnull"`
-	Description string    `bun:"description,notnull"`
-	UpdatedAt   time.Time `bun:"updated_at,notnull"`
 }
 
 type signInPolicyModel struct {
@@ -449,7 +397,7 @@ type signInPolicyModel struct {
 }
 
 // PutSignInPolicy sets an organization's sign-in policy.
-func (q *querier) PutSignInPolicy(ctx context.Context, p *svctype.SignInPolicy) error {
+func (s *Store) PutSignInPolicy(ctx context.Context, p *svctype.SignInPolicy) error {
 	p.UpdatedAt = orNow(p.UpdatedAt, now())
 	if p.Domains == nil {
 		p.Domains = []string{}
@@ -458,99 +406,18 @@ func (q *querier) PutSignInPolicy(ctx context.Context, p *svctype.SignInPolicy) 
 	if err != nil {
 		return err
 	}
-	_, err = q.w.NewInsert().Model(&signInPolicyModel{OrgID: p.OrgID, Anyone: p.Anyone, Domains: string(b), UpdatedAt: p.UpdatedAt}).
+	_, err = s.w.NewInsert().Model(&signInPolicyModel{OrgID: p.OrgID, Anyone: p.Anyone, Domains: string(b), UpdatedAt: p.UpdatedAt}).
 		On("CONFLICT (org_id) DO UPDATE").Set("anyone = EXCLUDED.anyone").Set("domains = EXCLUDED.domains").
 		Set("updated_at = EXCLUDED.updated_at").Exec(ctx)
 	return wrap("put sign-in policy", err)
 }
 
 // GetSignInPolicy reads an organization's sign-in policy.
-func (q *querier) GetSignInPolicy(ctx context.Context, orgID string) (*svctype.SignInPolicy, error) {
+func (s *Store) GetSignInPolicy(ctx context.Context, orgID string) (*svctype.SignInPolicy, error) {
 	var m signInPolicyModel
-	if err := q.r.NewSelect().Model(&m).Where("org_id = ?", orgID).Scan(ctx); err != nil {
+	if err := s.r.NewSelect().Model(&m).Where("org_id = ?", orgID).Scan(ctx); err != nil {
 		return nil, wrap("get sign-in policy", err)
 	}
 	p := &svctype.SignInPolicy{OrgID: m.OrgID, Anyone: m.Anyone, UpdatedAt: m.UpdatedAt.UTC()}
 	return p, wrap("get sign-in policy", json.Unmarshal([]byte(m.Domains), &p.Domains))
-}
-
-type v15License struct {
-	bun.BaseModel `bun:"table:gateway_licenses"`
-
-	ID        string     `bun:"id,pk"`
-	AccountID string     `bun:"account_id,notnull"`
-	Licensee  string     `bun:"licensee,notnull"`
-	Seats     int        `bun:"seats,notnull"`
-	Features  string     `bun:"features,notnull"`
-	NotBefore time.Time  `bun:"not_before,notnull"`
-	ExpiresAt time.Time  `bun:"expires_at,notnull"`
-	License   string     `bun:"license,notnull"`
-	CreatedAt time.Time  `bun:"created_at,notnull"`
-	RevokedAt *time.Time `bun:"revoked_at"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261126000150",
-		Comment: "gateway sign-in codes, sessions, approver roles, tiers, licenses; account tier",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				for _, model := range []any{(*v15Code)(nil), (*v15Session)(nil), (*v15OrgUser)(nil), (*v15Tier)(nil), (*v15License)(nil)} {
-					if _, err := tx.NewCreateTable().Model(model).IfNotExists().Exec(ctx); err != nil {
-						return err
-					}
-				}
-				if _, err := tx.NewCreateIndex().Model((*v15License)(nil)).Index("gateway_licenses_account").IfNotExists().
-					Column("account_id", "created_at", "id").Exec(ctx); err != nil {
-					return err
-				}
-				exists, err := hasColumn(ctx, tx, m.DB().Dialect().Name() == dialect.PG, "gateway_accounts", "tier")
-				if err != nil || exists {
-					return err
-				}
-				_, err = tx.NewAddColumn().Model((*v14Account)(nil)).ColumnExpr("tier VARCHAR NOT NULL DEFAULT ''").Exec(ctx)
-				return err
-			})
-		},
-	})
-}
-
-// Schema 20261128000200, frozen: who may sign in (gateway_signin_policies), the public form
-// a session was opened on (gateway_sessions.form_id), the role a form pause is assigned to
-// (form_pauses.assignee_role).
-
-type v20SignInPolicy struct {
-	bun.BaseModel `bun:"table:gateway_signin_policies"`
-
-	OrgID     string    `bun:"org_id,pk"`
-	Anyone    bool      `bun:"anyone,notnull"`
-	Domains   string    `bun:"domains,type:text,notnull"`
-	UpdatedAt time.Time `bun:"updated_at,notnull"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261128000200",
-		Comment: "gateway sign-in policies; a session's form; a form pause's assignee role",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			postgres := m.DB().Dialect().Name() == dialect.PG
-			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				if _, err := tx.NewCreateTable().Model((*v20SignInPolicy)(nil)).IfNotExists().Exec(ctx); err != nil {
-					return err
-				}
-				for _, c := range []struct{ table, column string }{{"gateway_sessions", "form_id"}, {"form_pauses", "assignee_role"}} {
-					exists, err := hasColumn(ctx, tx, postgres, c.table, c.column)
-					if err != nil {
-						return err
-					}
-					if !exists {
-						if _, err := tx.ExecContext(ctx, "ALTER TABLE "+c.table+" ADD COLUMN "+c.column+" VARCHAR NOT NULL DEFAULT ''"); err != nil {
-							return err
-						}
-					}
-				}
-				return nil
-			})
-		},
-	})
 }

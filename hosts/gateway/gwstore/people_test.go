@@ -1,4 +1,4 @@
-package storetest
+package gwstore_test
 
 import (
 	"sync"
@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 )
 
 // testGatewayPeople: sign-in codes (one per person, counted tries, single use, even when
@@ -36,15 +36,15 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.Equal(t, "h-c2", c.Hash)
 	require.Equal(t, 1, c.Attempts)
 	_, err = b.s.TrySignInCode(b.ctx, "org_q", "ann@example.com", 5, at)
-	require.ErrorIs(t, err, storage.ErrNotFound, "another organization's code")
+	require.ErrorIs(t, err, gwstore.ErrNotFound, "another organization's code")
 	_, err = b.s.TrySignInCode(b.ctx, "org_p", "ann@example.com", 5, at.Add(11*time.Minute))
-	require.ErrorIs(t, err, storage.ErrNotFound, "expired")
+	require.ErrorIs(t, err, gwstore.ErrNotFound, "expired")
 	for range 4 {
 		_, err = b.s.TrySignInCode(b.ctx, "org_p", "ann@example.com", 5, at)
 		require.NoError(t, err)
 	}
 	_, err = b.s.TrySignInCode(b.ctx, "org_p", "ann@example.com", 5, at)
-	require.ErrorIs(t, err, storage.ErrNotFound, "five tries, then no more")
+	require.ErrorIs(t, err, gwstore.ErrNotFound, "five tries, then no more")
 
 	// Many tries at once: exactly maxAttempts are let through.
 	require.NoError(t, b.s.PutSignInCode(b.ctx, code("c3")))
@@ -83,9 +83,9 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	}
 	wg.Wait()
 	require.Equal(t, 1, uses, "a code is used once")
-	require.ErrorIs(t, b.s.UseSignInCode(b.ctx, "org_q", c.ID, at), storage.ErrConflict, "another organization's code is never used")
+	require.ErrorIs(t, b.s.UseSignInCode(b.ctx, "org_q", c.ID, at), gwstore.ErrConflict, "another organization's code is never used")
 	_, err = b.s.TrySignInCode(b.ctx, "org_p", "ann@example.com", 5, at)
-	require.ErrorIs(t, err, storage.ErrNotFound, "a used code is spent")
+	require.ErrorIs(t, err, gwstore.ErrNotFound, "a used code is spent")
 
 	// Sessions end with their key.
 	s := &svctype.Session{Hash: "sh", Prefix: "svc_sess_ab", OrgID: "org_p", KeyID: "pk_p", Email: "ann@example.com", ExpiresAt: at.Add(time.Hour)}
@@ -100,10 +100,10 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.NotNil(t, got.KeyEnded)
 	require.WithinDuration(t, at, *got.KeyEnded, time.Second)
-	require.ErrorIs(t, b.s.EndSession(b.ctx, "org_q", "sh"), storage.ErrNotFound, "another organization's session")
+	require.ErrorIs(t, b.s.EndSession(b.ctx, "org_q", "sh"), gwstore.ErrNotFound, "another organization's session")
 	require.NoError(t, b.s.EndSession(b.ctx, "org_p", "sh"))
 	_, err = b.s.SessionByHash(b.ctx, "sh")
-	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, err, gwstore.ErrNotFound)
 
 	// A session opened on a public form's sign-in keeps the form's id.
 	require.NoError(t, b.s.CreateSession(b.ctx, &svctype.Session{Hash: "shf", Prefix: "svc_sess_cd", OrgID: "org_p", Email: "ann@example.com",
@@ -115,7 +115,7 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 
 	// Who may sign in, per organization: none set is not found; a second put replaces.
 	_, err = b.s.GetSignInPolicy(b.ctx, "org_p")
-	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, err, gwstore.ErrNotFound)
 	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &svctype.SignInPolicy{OrgID: "org_p", Domains: []string{"example.com", "corp.example"}}))
 	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &svctype.SignInPolicy{OrgID: "org_q", Anyone: true}))
 	pol, err := b.s.GetSignInPolicy(b.ctx, "org_p")
@@ -139,7 +139,7 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"finance", "legal"}, u.ApproverRoles)
 	_, err = b.s.GetOrgUser(b.ctx, "org_q", "ann@example.com")
-	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, err, gwstore.ErrNotFound)
 	users, err := b.s.ListOrgUsers(b.ctx, "org_p", svctype.ListOptions{Limit: 1})
 	require.NoError(t, err)
 	require.Len(t, users.Items, 1)
@@ -150,8 +150,8 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.Equal(t, []string{}, users.Items[0].ApproverRoles)
 	require.Empty(t, users.NextCursor)
 	_, err = b.s.ListOrgUsers(b.ctx, "org_p", svctype.ListOptions{Cursor: "!!"})
-	require.ErrorIs(t, err, storage.ErrInvalidCursor)
-	require.ErrorIs(t, b.s.DeleteOrgUser(b.ctx, "org_q", "bob@example.com"), storage.ErrNotFound)
+	require.ErrorIs(t, err, gwstore.ErrInvalidCursor)
+	require.ErrorIs(t, b.s.DeleteOrgUser(b.ctx, "org_q", "bob@example.com"), gwstore.ErrNotFound)
 	require.NoError(t, b.s.DeleteOrgUser(b.ctx, "org_p", "bob@example.com"))
 
 	// Operator: suspension and tier reach the account's keys.
@@ -171,7 +171,7 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Equal(t, svctype.AccountSuspended, k.AccountStatus)
 	require.Equal(t, "pro", k.Tier)
-	require.ErrorIs(t, b.s.SetAccountStatus(b.ctx, "acct_none", svctype.AccountActive, at), storage.ErrNotFound)
+	require.ErrorIs(t, b.s.SetAccountStatus(b.ctx, "acct_none", svctype.AccountActive, at), gwstore.ErrNotFound)
 	accounts, err := b.s.ListAccounts(b.ctx, svctype.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, accounts.Items, 2)
@@ -196,7 +196,7 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	got1, err := b.s.GetLicense(b.ctx, "lic_1")
 	require.NoError(t, err)
 	require.WithinDuration(t, at, *got1.RevokedAt, time.Second, "the first revocation stands")
-	require.ErrorIs(t, b.s.RevokeLicense(b.ctx, "lic_none", at), storage.ErrNotFound)
+	require.ErrorIs(t, b.s.RevokeLicense(b.ctx, "lic_none", at), gwstore.ErrNotFound)
 
 	// Usage across accounts, and one organization's runs of a day.
 	require.NoError(t, b.s.AddUsage(b.ctx, []svctype.Usage{

@@ -1,4 +1,4 @@
-package storetest
+package gwstore_test
 
 import (
 	"sync"
@@ -7,33 +7,33 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 )
 
-// testGateway is the gateway part of the suite (storage.Gateway): accounts found by their
-// token's hash, organizations and keys only through their account.
+// testGateway: accounts found by their token's hash, organizations and keys only through
+// their account, usage by organization.
 func testGateway(t *testing.T, b *bundle) {
 	a := &svctype.Account{ID: "acct_a", Email: "a@example.com", Name: "A", Status: svctype.AccountActive, TokenPrefix: "svc_mgmt_aaaa", TokenHash: "hash-a"}
 	require.NoError(t, b.s.CreateAccount(b.ctx, a))
 	other := &svctype.Account{ID: "acct_b", Email: "b@example.com", Name: "B", Status: svctype.AccountActive, TokenPrefix: "svc_mgmt_bbbb", TokenHash: "hash-b"}
 	require.NoError(t, b.s.CreateAccount(b.ctx, other))
 	require.ErrorIs(t, b.s.CreateAccount(b.ctx, &svctype.Account{ID: "acct_c", Email: "a@example.com", Status: "active", TokenHash: "hash-c"}),
-		storage.ErrConflict, "an email has one account")
+		gwstore.ErrConflict, "an email has one account")
 
 	got, err := b.s.AccountByToken(b.ctx, "hash-a")
 	require.NoError(t, err)
 	require.Equal(t, "acct_a", got.ID)
 	require.NoError(t, b.s.SetAccountToken(b.ctx, "acct_a", "svc_mgmt_new", "hash-a2", time.Now()))
 	_, err = b.s.AccountByToken(b.ctx, "hash-a")
-	require.ErrorIs(t, err, storage.ErrNotFound, "the old token stops at once")
+	require.ErrorIs(t, err, gwstore.ErrNotFound, "the old token stops at once")
 	got, err = b.s.AccountByToken(b.ctx, "hash-a2")
 	require.NoError(t, err)
 	require.Equal(t, "svc_mgmt_new", got.TokenPrefix)
 
 	require.NoError(t, b.s.CreateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_1", AccountID: "acct_a", Name: "one"}))
 	require.NoError(t, b.s.CreateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_2", AccountID: "acct_a", Name: "two", CreatedAt: time.Now().Add(time.Second)}))
-	require.ErrorIs(t, b.s.CreateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_1", AccountID: "acct_b", Name: "mine"}), storage.ErrConflict,
+	require.ErrorIs(t, b.s.CreateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_1", AccountID: "acct_b", Name: "mine"}), gwstore.ErrConflict,
 		"an organization id is global")
 	page, err := b.s.ListGatewayOrgs(b.ctx, "acct_a", svctype.ListOptions{})
 	require.NoError(t, err)
@@ -43,8 +43,8 @@ func testGateway(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Empty(t, page.Items)
 	_, err = b.s.GetGatewayOrg(b.ctx, "acct_b", "org_1")
-	require.ErrorIs(t, err, storage.ErrNotFound)
-	require.ErrorIs(t, b.s.UpdateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_1", AccountID: "acct_b", Name: "taken"}), storage.ErrNotFound)
+	require.ErrorIs(t, err, gwstore.ErrNotFound)
+	require.ErrorIs(t, b.s.UpdateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_1", AccountID: "acct_b", Name: "taken"}), gwstore.ErrNotFound)
 	require.NoError(t, b.s.UpdateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_1", AccountID: "acct_a", Name: "renamed"}))
 	o, err := b.s.GetGatewayOrg(b.ctx, "acct_a", "org_1")
 	require.NoError(t, err)
@@ -57,7 +57,7 @@ func testGateway(t *testing.T, b *bundle) {
 	require.Equal(t, "org_1", found.OrgID)
 	require.Nil(t, found.ExpiresAt)
 	at := time.Now().Add(time.Minute).UTC().Truncate(time.Second)
-	require.ErrorIs(t, b.s.EndAPIKey(b.ctx, "acct_b", "org_1", "key_1", at, true), storage.ErrNotFound, "another account's key")
+	require.ErrorIs(t, b.s.EndAPIKey(b.ctx, "acct_b", "org_1", "key_1", at, true), gwstore.ErrNotFound, "another account's key")
 	require.NoError(t, b.s.EndAPIKey(b.ctx, "acct_a", "org_1", "key_1", at, false))
 	found, err = b.s.GetAPIKey(b.ctx, "acct_a", "org_1", "key_1")
 	require.NoError(t, err)
