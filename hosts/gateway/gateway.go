@@ -136,7 +136,7 @@ type Server struct {
 	forms *lru.Cache[string, time.Time]
 
 	umu   sync.Mutex
-	usage map[usageKey]*svctype.Usage
+	usage map[usageKey]*gwstore.Usage
 
 	identityKey  []byte
 	mailer       Mailer
@@ -149,14 +149,14 @@ type Server struct {
 }
 
 type cachedKey struct {
-	key  *svctype.APIKey
+	key  *gwstore.APIKey
 	read time.Time
 }
 
 // New builds the gateway.
 func New(o Options) *Server {
 	s := &Server{store: o.Store, log: o.Logger, now: o.Now, rate: rate.Limit(o.Rate), burst: o.Burst, shared: o.Shared, leased: map[string]float64{},
-		keys: map[string]cachedKey{}, usage: map[usageKey]*svctype.Usage{}}
+		keys: map[string]cachedKey{}, usage: map[usageKey]*gwstore.Usage{}}
 	// golang-lru's Cache: a map bounded by dropping the least recently used entry, behind
 	// its own lock (its expirable variant ages entries on the wall clock, which tests cannot
 	// move, from a goroutine that never ends; an idle bucket needs no expiry, it refills).
@@ -323,7 +323,7 @@ var (
 )
 
 // runtimeKey authenticates a runtime key: the organization it opens.
-func (s *Server) runtimeKey(ctx context.Context, secret string) (*svctype.APIKey, error) {
+func (s *Server) runtimeKey(ctx context.Context, secret string) (*gwstore.APIKey, error) {
 	switch {
 	case secret == "":
 		return nil, errNoCredential
@@ -339,7 +339,7 @@ func (s *Server) runtimeKey(ctx context.Context, secret string) (*svctype.APIKey
 }
 
 // lookupKey finds a key by its secret (cached for keyCacheTTL) and checks it is current.
-func (s *Server) lookupKey(ctx context.Context, secret string) (*svctype.APIKey, error) {
+func (s *Server) lookupKey(ctx context.Context, secret string) (*gwstore.APIKey, error) {
 	h := hashOf(secret)
 	now := s.now()
 	s.mu.Lock()
@@ -366,7 +366,7 @@ func (s *Server) lookupKey(ctx context.Context, secret string) (*svctype.APIKey,
 		return nil, errRevokedKey
 	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
 		return nil, errExpiredKey
-	case k.AccountStatus == svctype.AccountSuspended:
+	case k.AccountStatus == gwstore.AccountSuspended:
 		return nil, errSuspended
 	}
 	return c.key, nil

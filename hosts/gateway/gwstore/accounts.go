@@ -25,8 +25,8 @@ type accountModel struct {
 	UpdatedAt   time.Time `bun:"updated_at,notnull"`
 }
 
-func (m *accountModel) toAccount() *svctype.Account {
-	return &svctype.Account{ID: m.ID, Email: m.Email, Name: m.Name, Status: m.Status, Tier: m.Tier, TokenPrefix: m.TokenPrefix,
+func (m *accountModel) toAccount() *Account {
+	return &Account{ID: m.ID, Email: m.Email, Name: m.Name, Status: m.Status, Tier: m.Tier, TokenPrefix: m.TokenPrefix,
 		TokenHash: m.TokenHash, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 }
 
@@ -40,8 +40,8 @@ type gatewayOrgModel struct {
 	UpdatedAt time.Time `bun:"updated_at,notnull"`
 }
 
-func (m *gatewayOrgModel) toOrg() (svctype.GatewayOrg, error) {
-	return svctype.GatewayOrg{ID: m.ID, AccountID: m.AccountID, Name: m.Name, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}, nil
+func (m *gatewayOrgModel) toOrg() (GatewayOrg, error) {
+	return GatewayOrg{ID: m.ID, AccountID: m.AccountID, Name: m.Name, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}, nil
 }
 
 type apiKeyModel struct {
@@ -58,14 +58,14 @@ type apiKeyModel struct {
 	RevokedAt *time.Time `bun:"revoked_at"`
 }
 
-func (m *apiKeyModel) toKey() (svctype.APIKey, error) {
-	k := svctype.APIKey{ID: m.ID, AccountID: m.AccountID, OrgID: m.OrgID, Kind: m.Kind, Prefix: m.Prefix, Hash: m.Hash,
+func (m *apiKeyModel) toKey() (APIKey, error) {
+	k := APIKey{ID: m.ID, AccountID: m.AccountID, OrgID: m.OrgID, Kind: m.Kind, Prefix: m.Prefix, Hash: m.Hash,
 		CreatedAt: m.CreatedAt.UTC(), ExpiresAt: utcPtr(m.ExpiresAt), RevokedAt: utcPtr(m.RevokedAt)}
 	return k, nil
 }
 
 // CreateAccount inserts a; ErrConflict when its email is taken.
-func (s *Store) CreateAccount(ctx context.Context, a *svctype.Account) error {
+func (s *Store) CreateAccount(ctx context.Context, a *Account) error {
 	t := now()
 	a.CreatedAt = orNow(a.CreatedAt, t)
 	a.UpdatedAt = orNow(a.UpdatedAt, a.CreatedAt)
@@ -76,7 +76,7 @@ func (s *Store) CreateAccount(ctx context.Context, a *svctype.Account) error {
 }
 
 // GetAccount returns an account by id.
-func (s *Store) GetAccount(ctx context.Context, id string) (*svctype.Account, error) {
+func (s *Store) GetAccount(ctx context.Context, id string) (*Account, error) {
 	var m accountModel
 	if err := s.w.NewSelect().Model(&m).Where("id = ?", id).Scan(ctx); err != nil {
 		return nil, wrap("get account", err)
@@ -85,7 +85,7 @@ func (s *Store) GetAccount(ctx context.Context, id string) (*svctype.Account, er
 }
 
 // AccountByToken finds the account whose management token hashes to hash.
-func (s *Store) AccountByToken(ctx context.Context, hash string) (*svctype.Account, error) {
+func (s *Store) AccountByToken(ctx context.Context, hash string) (*Account, error) {
 	var m accountModel
 	if err := s.r.NewSelect().Model(&m).Where("token_hash = ?", hash).Scan(ctx); err != nil {
 		return nil, wrap("account by token", err)
@@ -105,7 +105,7 @@ func (s *Store) SetAccountToken(ctx context.Context, id, prefix, hash string, at
 }
 
 // CreateGatewayOrg inserts o; ErrConflict when its id is taken.
-func (s *Store) CreateGatewayOrg(ctx context.Context, o *svctype.GatewayOrg) error {
+func (s *Store) CreateGatewayOrg(ctx context.Context, o *GatewayOrg) error {
 	t := now()
 	o.CreatedAt = orNow(o.CreatedAt, t)
 	o.UpdatedAt = orNow(o.UpdatedAt, o.CreatedAt)
@@ -115,7 +115,7 @@ func (s *Store) CreateGatewayOrg(ctx context.Context, o *svctype.GatewayOrg) err
 }
 
 // GetGatewayOrg returns one of the account's organizations.
-func (s *Store) GetGatewayOrg(ctx context.Context, accountID, orgID string) (*svctype.GatewayOrg, error) {
+func (s *Store) GetGatewayOrg(ctx context.Context, accountID, orgID string) (*GatewayOrg, error) {
 	var m gatewayOrgModel
 	if err := s.w.NewSelect().Model(&m).Where("account_id = ? AND id = ?", accountID, orgID).Scan(ctx); err != nil {
 		return nil, wrap("get gateway org", err)
@@ -125,14 +125,14 @@ func (s *Store) GetGatewayOrg(ctx context.Context, accountID, orgID string) (*sv
 }
 
 // ListGatewayOrgs pages the account's organizations, oldest first.
-func (s *Store) ListGatewayOrgs(ctx context.Context, accountID string, opts svctype.ListOptions) (svctype.Page[svctype.GatewayOrg], error) {
+func (s *Store) ListGatewayOrgs(ctx context.Context, accountID string, opts svctype.ListOptions) (svctype.Page[GatewayOrg], error) {
 	sel := s.r.NewSelect().Model((*gatewayOrgModel)(nil)).Where("account_id = ?", accountID)
 	return pageByCreated(ctx, "list gateway orgs", sel, false, opts,
 		func(m *gatewayOrgModel) (time.Time, string) { return m.CreatedAt, m.ID }, (*gatewayOrgModel).toOrg)
 }
 
 // UpdateGatewayOrg writes o's name.
-func (s *Store) UpdateGatewayOrg(ctx context.Context, o *svctype.GatewayOrg) error {
+func (s *Store) UpdateGatewayOrg(ctx context.Context, o *GatewayOrg) error {
 	const op = "update gateway org"
 	o.UpdatedAt = orNow(o.UpdatedAt, now())
 	res, err := s.w.NewUpdate().Model((*gatewayOrgModel)(nil)).Set("name = ?", o.Name).Set("updated_at = ?", o.UpdatedAt).
@@ -144,7 +144,7 @@ func (s *Store) UpdateGatewayOrg(ctx context.Context, o *svctype.GatewayOrg) err
 }
 
 // CreateAPIKey inserts k.
-func (s *Store) CreateAPIKey(ctx context.Context, k *svctype.APIKey) error {
+func (s *Store) CreateAPIKey(ctx context.Context, k *APIKey) error {
 	k.CreatedAt = orNow(k.CreatedAt, now())
 	_, err := s.w.NewInsert().Model(&apiKeyModel{ID: k.ID, AccountID: k.AccountID, OrgID: k.OrgID, Kind: k.Kind, Prefix: k.Prefix,
 		Hash: k.Hash, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt}).Exec(ctx)
@@ -152,7 +152,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *svctype.APIKey) error {
 }
 
 // GetAPIKey returns one of an organization's keys.
-func (s *Store) GetAPIKey(ctx context.Context, accountID, orgID, id string) (*svctype.APIKey, error) {
+func (s *Store) GetAPIKey(ctx context.Context, accountID, orgID, id string) (*APIKey, error) {
 	var m apiKeyModel
 	if err := s.w.NewSelect().Model(&m).Where("account_id = ? AND org_id = ? AND id = ?", accountID, orgID, id).Scan(ctx); err != nil {
 		return nil, wrap("get api key", err)
@@ -162,7 +162,7 @@ func (s *Store) GetAPIKey(ctx context.Context, accountID, orgID, id string) (*sv
 }
 
 // APIKeyByHash finds the key whose secret hashes to hash.
-func (s *Store) APIKeyByHash(ctx context.Context, hash string) (*svctype.APIKey, error) {
+func (s *Store) APIKeyByHash(ctx context.Context, hash string) (*APIKey, error) {
 	var m struct {
 		apiKeyModel   `bun:",extend"`
 		AccountStatus string `bun:"account_status"`
@@ -179,7 +179,7 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash string) (*svctype.APIKey,
 }
 
 // ListAPIKeys pages an organization's keys, newest first.
-func (s *Store) ListAPIKeys(ctx context.Context, accountID, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.APIKey], error) {
+func (s *Store) ListAPIKeys(ctx context.Context, accountID, orgID string, opts svctype.ListOptions) (svctype.Page[APIKey], error) {
 	sel := s.r.NewSelect().Model((*apiKeyModel)(nil)).Where("account_id = ? AND org_id = ?", accountID, orgID)
 	return pageByCreated(ctx, "list api keys", sel, true, opts,
 		func(m *apiKeyModel) (time.Time, string) { return m.CreatedAt, m.ID }, (*apiKeyModel).toKey)
@@ -212,7 +212,7 @@ type usageModel struct {
 }
 
 // AddUsage adds each delta to its row.
-func (s *Store) AddUsage(ctx context.Context, deltas []svctype.Usage) error {
+func (s *Store) AddUsage(ctx context.Context, deltas []Usage) error {
 	if len(deltas) == 0 {
 		return nil
 	}
@@ -270,16 +270,16 @@ func (s *Store) TakeTokens(ctx context.Context, keyID string, want, rate, burst 
 }
 
 // ListUsage returns an organization's usage rows of days from..to.
-func (s *Store) ListUsage(ctx context.Context, orgID, from, to string) ([]svctype.Usage, error) {
+func (s *Store) ListUsage(ctx context.Context, orgID, from, to string) ([]Usage, error) {
 	var ms []usageModel
 	err := s.r.NewSelect().Model(&ms).Where("org_id = ? AND day >= ? AND day <= ?", orgID, from, to).
 		OrderExpr("day ASC, class ASC").Scan(ctx)
 	if err != nil {
 		return nil, wrap("list usage", err)
 	}
-	out := make([]svctype.Usage, 0, len(ms))
+	out := make([]Usage, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, svctype.Usage{OrgID: m.OrgID, Day: m.Day, Class: m.Class, Requests: m.Requests, RateLimited: m.RateLimited, RunsStarted: m.RunsStarted})
+		out = append(out, Usage{OrgID: m.OrgID, Day: m.Day, Class: m.Class, Requests: m.Requests, RateLimited: m.RateLimited, RunsStarted: m.RunsStarted})
 	}
 	return out, nil
 }

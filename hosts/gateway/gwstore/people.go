@@ -30,7 +30,7 @@ type signInCodeModel struct {
 }
 
 // PutSignInCode stores c as its (organization, email)'s one code.
-func (s *Store) PutSignInCode(ctx context.Context, c *svctype.SignInCode) error {
+func (s *Store) PutSignInCode(ctx context.Context, c *SignInCode) error {
 	c.CreatedAt = orNow(c.CreatedAt, now())
 	m := &signInCodeModel{ID: c.ID, OrgID: c.OrgID, Email: c.Email, KeyID: c.KeyID, Salt: c.Salt, Hash: c.Hash,
 		ExpiresAt: c.ExpiresAt, CreatedAt: c.CreatedAt}
@@ -43,7 +43,7 @@ func (s *Store) PutSignInCode(ctx context.Context, c *svctype.SignInCode) error 
 
 // TrySignInCode counts an attempt at a live code and returns it: one statement, so that
 // concurrent tries are each counted and none passes the limit.
-func (s *Store) TrySignInCode(ctx context.Context, orgID, email string, maxAttempts int, at time.Time) (*svctype.SignInCode, error) {
+func (s *Store) TrySignInCode(ctx context.Context, orgID, email string, maxAttempts int, at time.Time) (*SignInCode, error) {
 	var ms []signInCodeModel
 	err := s.w.NewUpdate().Model(&ms).Set("attempts = attempts + 1").
 		Where("org_id = ? AND email = ? AND used_at IS NULL AND expires_at > ? AND attempts < ?", orgID, email, at, maxAttempts).
@@ -55,7 +55,7 @@ func (s *Store) TrySignInCode(ctx context.Context, orgID, email string, maxAttem
 		return nil, notFound("try sign-in code")
 	}
 	m := ms[0]
-	return &svctype.SignInCode{ID: m.ID, OrgID: m.OrgID, KeyID: m.KeyID, Email: m.Email, Salt: m.Salt, Hash: m.Hash,
+	return &SignInCode{ID: m.ID, OrgID: m.OrgID, KeyID: m.KeyID, Email: m.Email, Salt: m.Salt, Hash: m.Hash,
 		Attempts: m.Attempts, ExpiresAt: m.ExpiresAt.UTC(), CreatedAt: m.CreatedAt.UTC()}, nil
 }
 
@@ -84,7 +84,7 @@ type sessionModel struct {
 }
 
 // CreateSession inserts ss.
-func (s *Store) CreateSession(ctx context.Context, ss *svctype.Session) error {
+func (s *Store) CreateSession(ctx context.Context, ss *Session) error {
 	ss.CreatedAt = orNow(ss.CreatedAt, now())
 	_, err := s.w.NewInsert().Model(&sessionModel{Hash: ss.Hash, Prefix: ss.Prefix, OrgID: ss.OrgID, KeyID: ss.KeyID, Email: ss.Email,
 		FormID: ss.FormID, CreatedAt: ss.CreatedAt, ExpiresAt: ss.ExpiresAt}).Exec(ctx)
@@ -92,7 +92,7 @@ func (s *Store) CreateSession(ctx context.Context, ss *svctype.Session) error {
 }
 
 // SessionByHash finds a session and when its publishable key ended.
-func (s *Store) SessionByHash(ctx context.Context, hash string) (*svctype.Session, error) {
+func (s *Store) SessionByHash(ctx context.Context, hash string) (*Session, error) {
 	var m struct {
 		sessionModel  `bun:",extend"`
 		KeyRevoked    *time.Time `bun:"key_revoked"`
@@ -107,7 +107,7 @@ func (s *Store) SessionByHash(ctx context.Context, hash string) (*svctype.Sessio
 	if err != nil {
 		return nil, wrap("session by hash", err)
 	}
-	ss := &svctype.Session{Hash: m.Hash, Prefix: m.Prefix, OrgID: m.OrgID, KeyID: m.KeyID, Email: m.Email,
+	ss := &Session{Hash: m.Hash, Prefix: m.Prefix, OrgID: m.OrgID, KeyID: m.KeyID, Email: m.Email,
 		FormID: m.FormID, CreatedAt: m.CreatedAt.UTC(), ExpiresAt: m.ExpiresAt.UTC(), AccountStatus: m.AccountStatus}
 	for _, t := range []*time.Time{m.KeyRevoked, m.KeyExpires} {
 		if t != nil && (ss.KeyEnded == nil || t.Before(*ss.KeyEnded)) {
@@ -136,13 +136,13 @@ type orgUserModel struct {
 	UpdatedAt     time.Time `bun:"updated_at,notnull"`
 }
 
-func (m *orgUserModel) toUser() (svctype.OrgUser, error) {
-	u := svctype.OrgUser{OrgID: m.OrgID, Email: m.Email, UpdatedAt: m.UpdatedAt.UTC()}
+func (m *orgUserModel) toUser() (OrgUser, error) {
+	u := OrgUser{OrgID: m.OrgID, Email: m.Email, UpdatedAt: m.UpdatedAt.UTC()}
 	return u, json.Unmarshal([]byte(m.ApproverRoles), &u.ApproverRoles)
 }
 
 // PutOrgUser sets a person's approver roles.
-func (s *Store) PutOrgUser(ctx context.Context, u *svctype.OrgUser) error {
+func (s *Store) PutOrgUser(ctx context.Context, u *OrgUser) error {
 	u.UpdatedAt = orNow(u.UpdatedAt, now())
 	if u.ApproverRoles == nil {
 		u.ApproverRoles = []string{}
@@ -158,7 +158,7 @@ func (s *Store) PutOrgUser(ctx context.Context, u *svctype.OrgUser) error {
 }
 
 // GetOrgUser returns one of an organization's people.
-func (s *Store) GetOrgUser(ctx context.Context, orgID, email string) (*svctype.OrgUser, error) {
+func (s *Store) GetOrgUser(ctx context.Context, orgID, email string) (*OrgUser, error) {
 	var m orgUserModel
 	if err := s.r.NewSelect().Model(&m).Where("org_id = ? AND email = ?", orgID, email).Scan(ctx); err != nil {
 		return nil, wrap("get org user", err)
@@ -168,19 +168,19 @@ func (s *Store) GetOrgUser(ctx context.Context, orgID, email string) (*svctype.O
 }
 
 // ListOrgUsers pages an organization's people by email; the cursor is the last email.
-func (s *Store) ListOrgUsers(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.OrgUser], error) {
+func (s *Store) ListOrgUsers(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[OrgUser], error) {
 	limit := pageLimit(opts)
 	sel := s.r.NewSelect().Model((*orgUserModel)(nil)).Where("org_id = ?", orgID).OrderExpr("email ASC").Limit(int64(limit + 1))
 	if opts.Cursor != "" {
 		after, err := base64.RawURLEncoding.DecodeString(opts.Cursor)
 		if err != nil || len(after) == 0 {
-			return svctype.Page[svctype.OrgUser]{}, malformedCursor()
+			return svctype.Page[OrgUser]{}, malformedCursor()
 		}
 		sel = sel.Where("email > ?", string(after))
 	}
 	var ms []orgUserModel
 	if err := sel.Scan(ctx, &ms); err != nil {
-		return svctype.Page[svctype.OrgUser]{}, wrap("list org users", err)
+		return svctype.Page[OrgUser]{}, wrap("list org users", err)
 	}
 	page, err := pageOf(ms, limit, func(m *orgUserModel) string { return base64.RawURLEncoding.EncodeToString([]byte(m.Email)) },
 		(*orgUserModel).toUser)
@@ -198,11 +198,11 @@ func (s *Store) DeleteOrgUser(ctx context.Context, orgID, email string) error {
 }
 
 // ListAccounts pages every account, oldest first.
-func (s *Store) ListAccounts(ctx context.Context, opts svctype.ListOptions) (svctype.Page[svctype.Account], error) {
+func (s *Store) ListAccounts(ctx context.Context, opts svctype.ListOptions) (svctype.Page[Account], error) {
 	sel := s.r.NewSelect().Model((*accountModel)(nil))
 	return pageByCreated(ctx, "list accounts", sel, false, opts,
 		func(m *accountModel) (time.Time, string) { return m.CreatedAt, m.ID },
-		func(m *accountModel) (svctype.Account, error) { return *m.toAccount(), nil })
+		func(m *accountModel) (Account, error) { return *m.toAccount(), nil })
 }
 
 // SetAccountStatus suspends or resumes an account.
@@ -236,13 +236,13 @@ type tierModel struct {
 	UpdatedAt   time.Time `bun:"updated_at,notnull"`
 }
 
-func (m *tierModel) toTier() (svctype.Tier, error) {
-	t := svctype.Tier{Name: m.Name, Rate: m.Rate, Burst: m.Burst, RunsPerDay: m.RunsPerDay, Description: m.Description, UpdatedAt: m.UpdatedAt.UTC()}
+func (m *tierModel) toTier() (Tier, error) {
+	t := Tier{Name: m.Name, Rate: m.Rate, Burst: m.Burst, RunsPerDay: m.RunsPerDay, Description: m.Description, UpdatedAt: m.UpdatedAt.UTC()}
 	return t, json.Unmarshal([]byte(m.Features), &t.Features)
 }
 
 // PutTier creates or replaces a tier.
-func (s *Store) PutTier(ctx context.Context, t *svctype.Tier) error {
+func (s *Store) PutTier(ctx context.Context, t *Tier) error {
 	t.UpdatedAt = orNow(t.UpdatedAt, now())
 	if t.Features == nil {
 		t.Features = []string{}
@@ -260,7 +260,7 @@ func (s *Store) PutTier(ctx context.Context, t *svctype.Tier) error {
 }
 
 // GetTier returns a tier by name.
-func (s *Store) GetTier(ctx context.Context, name string) (*svctype.Tier, error) {
+func (s *Store) GetTier(ctx context.Context, name string) (*Tier, error) {
 	var m tierModel
 	if err := s.r.NewSelect().Model(&m).Where("name = ?", name).Scan(ctx); err != nil {
 		return nil, wrap("get tier", err)
@@ -270,12 +270,12 @@ func (s *Store) GetTier(ctx context.Context, name string) (*svctype.Tier, error)
 }
 
 // ListTiers lists every tier by name.
-func (s *Store) ListTiers(ctx context.Context) ([]svctype.Tier, error) {
+func (s *Store) ListTiers(ctx context.Context) ([]Tier, error) {
 	var ms []tierModel
 	if err := s.r.NewSelect().Model(&ms).OrderExpr("name ASC").Scan(ctx); err != nil {
 		return nil, wrap("list tiers", err)
 	}
-	out := make([]svctype.Tier, 0, len(ms))
+	out := make([]Tier, 0, len(ms))
 	for i := range ms {
 		t, err := ms[i].toTier()
 		if err != nil {
@@ -301,14 +301,14 @@ type licenseModel struct {
 	RevokedAt *time.Time `bun:"revoked_at"`
 }
 
-func (m *licenseModel) toLicense() (svctype.IssuedLicense, error) {
-	l := svctype.IssuedLicense{ID: m.ID, AccountID: m.AccountID, Licensee: m.Licensee, Seats: m.Seats, NotBefore: m.NotBefore.UTC(),
+func (m *licenseModel) toLicense() (IssuedLicense, error) {
+	l := IssuedLicense{ID: m.ID, AccountID: m.AccountID, Licensee: m.Licensee, Seats: m.Seats, NotBefore: m.NotBefore.UTC(),
 		ExpiresAt: m.ExpiresAt.UTC(), License: m.License, CreatedAt: m.CreatedAt.UTC(), RevokedAt: utcPtr(m.RevokedAt)}
 	return l, json.Unmarshal([]byte(m.Features), &l.Features)
 }
 
 // CreateLicense records an issued license.
-func (s *Store) CreateLicense(ctx context.Context, l *svctype.IssuedLicense) error {
+func (s *Store) CreateLicense(ctx context.Context, l *IssuedLicense) error {
 	l.CreatedAt = orNow(l.CreatedAt, now())
 	if l.Features == nil {
 		l.Features = []string{}
@@ -323,7 +323,7 @@ func (s *Store) CreateLicense(ctx context.Context, l *svctype.IssuedLicense) err
 }
 
 // GetLicense finds a license by id.
-func (s *Store) GetLicense(ctx context.Context, id string) (*svctype.IssuedLicense, error) {
+func (s *Store) GetLicense(ctx context.Context, id string) (*IssuedLicense, error) {
 	var m licenseModel
 	if err := s.r.NewSelect().Model(&m).Where("id = ?", id).Scan(ctx); err != nil {
 		return nil, wrap("get license", err)
@@ -333,7 +333,7 @@ func (s *Store) GetLicense(ctx context.Context, id string) (*svctype.IssuedLicen
 }
 
 // ListLicenses lists an account's licenses (every account's for ""), newest first.
-func (s *Store) ListLicenses(ctx context.Context, accountID string) ([]svctype.IssuedLicense, error) {
+func (s *Store) ListLicenses(ctx context.Context, accountID string) ([]IssuedLicense, error) {
 	var ms []licenseModel
 	sel := s.r.NewSelect().Model(&ms).OrderExpr("created_at DESC, id DESC")
 	if accountID != "" {
@@ -342,7 +342,7 @@ func (s *Store) ListLicenses(ctx context.Context, accountID string) ([]svctype.I
 	if err := sel.Scan(ctx); err != nil {
 		return nil, wrap("list licenses", err)
 	}
-	out := make([]svctype.IssuedLicense, 0, len(ms))
+	out := make([]IssuedLicense, 0, len(ms))
 	for i := range ms {
 		l, err := ms[i].toLicense()
 		if err != nil {
@@ -364,8 +364,8 @@ func (s *Store) RevokeLicense(ctx context.Context, id string, at time.Time) erro
 }
 
 // UsageByAccount sums each account's organizations' usage of days from..to.
-func (s *Store) UsageByAccount(ctx context.Context, from, to string) ([]svctype.AccountUsage, error) {
-	var out []svctype.AccountUsage
+func (s *Store) UsageByAccount(ctx context.Context, from, to string) ([]AccountUsage, error) {
+	var out []AccountUsage
 	err := s.r.NewSelect().TableExpr("gateway_usage AS gu").Join("JOIN gateway_orgs AS go ON go.id = gu.org_id").
 		ColumnExpr("go.account_id AS account_id").
 		ColumnExpr("SUM(gu.requests) AS requests, SUM(gu.rate_limited) AS rate_limited, SUM(gu.runs_started) AS runs_started").
@@ -374,7 +374,7 @@ func (s *Store) UsageByAccount(ctx context.Context, from, to string) ([]svctype.
 		return nil, wrap("usage by account", err)
 	}
 	if out == nil {
-		out = []svctype.AccountUsage{}
+		out = []AccountUsage{}
 	}
 	return out, nil
 }
@@ -397,7 +397,7 @@ type signInPolicyModel struct {
 }
 
 // PutSignInPolicy sets an organization's sign-in policy.
-func (s *Store) PutSignInPolicy(ctx context.Context, p *svctype.SignInPolicy) error {
+func (s *Store) PutSignInPolicy(ctx context.Context, p *SignInPolicy) error {
 	p.UpdatedAt = orNow(p.UpdatedAt, now())
 	if p.Domains == nil {
 		p.Domains = []string{}
@@ -413,11 +413,11 @@ func (s *Store) PutSignInPolicy(ctx context.Context, p *svctype.SignInPolicy) er
 }
 
 // GetSignInPolicy reads an organization's sign-in policy.
-func (s *Store) GetSignInPolicy(ctx context.Context, orgID string) (*svctype.SignInPolicy, error) {
+func (s *Store) GetSignInPolicy(ctx context.Context, orgID string) (*SignInPolicy, error) {
 	var m signInPolicyModel
 	if err := s.r.NewSelect().Model(&m).Where("org_id = ?", orgID).Scan(ctx); err != nil {
 		return nil, wrap("get sign-in policy", err)
 	}
-	p := &svctype.SignInPolicy{OrgID: m.OrgID, Anyone: m.Anyone, UpdatedAt: m.UpdatedAt.UTC()}
+	p := &SignInPolicy{OrgID: m.OrgID, Anyone: m.Anyone, UpdatedAt: m.UpdatedAt.UTC()}
 	return p, wrap("get sign-in policy", json.Unmarshal([]byte(m.Domains), &p.Domains))
 }

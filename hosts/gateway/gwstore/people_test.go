@@ -17,16 +17,16 @@ import (
 // usage across accounts).
 func testGatewayPeople(t *testing.T, b *bundle) {
 	at := time.Now().UTC().Truncate(time.Second)
-	require.NoError(t, b.s.CreateAccount(b.ctx, &svctype.Account{ID: "acct_p", Email: "p@example.com", Name: "P", Status: svctype.AccountActive, TokenHash: "ph"}))
-	require.NoError(t, b.s.CreateAccount(b.ctx, &svctype.Account{ID: "acct_q", Email: "q@example.com", Name: "Q", Status: svctype.AccountActive, TokenHash: "qh",
+	require.NoError(t, b.s.CreateAccount(b.ctx, &gwstore.Account{ID: "acct_p", Email: "p@example.com", Name: "P", Status: gwstore.AccountActive, TokenHash: "ph"}))
+	require.NoError(t, b.s.CreateAccount(b.ctx, &gwstore.Account{ID: "acct_q", Email: "q@example.com", Name: "Q", Status: gwstore.AccountActive, TokenHash: "qh",
 		CreatedAt: at.Add(time.Second)}))
-	require.NoError(t, b.s.CreateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_p", AccountID: "acct_p", Name: "p"}))
-	require.NoError(t, b.s.CreateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_q", AccountID: "acct_q", Name: "q"}))
-	require.NoError(t, b.s.CreateAPIKey(b.ctx, &svctype.APIKey{ID: "pk_p", AccountID: "acct_p", OrgID: "org_p", Kind: svctype.KeyPublishable, Prefix: "svc_pk_p", Hash: "pkh"}))
+	require.NoError(t, b.s.CreateGatewayOrg(b.ctx, &gwstore.GatewayOrg{ID: "org_p", AccountID: "acct_p", Name: "p"}))
+	require.NoError(t, b.s.CreateGatewayOrg(b.ctx, &gwstore.GatewayOrg{ID: "org_q", AccountID: "acct_q", Name: "q"}))
+	require.NoError(t, b.s.CreateAPIKey(b.ctx, &gwstore.APIKey{ID: "pk_p", AccountID: "acct_p", OrgID: "org_p", Kind: gwstore.KeyPublishable, Prefix: "svc_pk_p", Hash: "pkh"}))
 
 	// Codes: a second code replaces the first; tries are counted up to the limit.
-	code := func(id string) *svctype.SignInCode {
-		return &svctype.SignInCode{ID: id, OrgID: "org_p", KeyID: "pk_p", Email: "ann@example.com", Salt: "s-" + id, Hash: "h-" + id, ExpiresAt: at.Add(10 * time.Minute)}
+	code := func(id string) *gwstore.SignInCode {
+		return &gwstore.SignInCode{ID: id, OrgID: "org_p", KeyID: "pk_p", Email: "ann@example.com", Salt: "s-" + id, Hash: "h-" + id, ExpiresAt: at.Add(10 * time.Minute)}
 	}
 	require.NoError(t, b.s.PutSignInCode(b.ctx, code("c1")))
 	require.NoError(t, b.s.PutSignInCode(b.ctx, code("c2")))
@@ -88,7 +88,7 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.ErrorIs(t, err, gwstore.ErrNotFound, "a used code is spent")
 
 	// Sessions end with their key.
-	s := &svctype.Session{Hash: "sh", Prefix: "svc_sess_ab", OrgID: "org_p", KeyID: "pk_p", Email: "ann@example.com", ExpiresAt: at.Add(time.Hour)}
+	s := &gwstore.Session{Hash: "sh", Prefix: "svc_sess_ab", OrgID: "org_p", KeyID: "pk_p", Email: "ann@example.com", ExpiresAt: at.Add(time.Hour)}
 	require.NoError(t, b.s.CreateSession(b.ctx, s))
 	got, err := b.s.SessionByHash(b.ctx, "sh")
 	require.NoError(t, err)
@@ -106,7 +106,7 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.ErrorIs(t, err, gwstore.ErrNotFound)
 
 	// A session opened on a public form's sign-in keeps the form's id.
-	require.NoError(t, b.s.CreateSession(b.ctx, &svctype.Session{Hash: "shf", Prefix: "svc_sess_cd", OrgID: "org_p", Email: "ann@example.com",
+	require.NoError(t, b.s.CreateSession(b.ctx, &gwstore.Session{Hash: "shf", Prefix: "svc_sess_cd", OrgID: "org_p", Email: "ann@example.com",
 		FormID: "frm-org_p-1", ExpiresAt: at.Add(time.Hour)}))
 	got, err = b.s.SessionByHash(b.ctx, "shf")
 	require.NoError(t, err)
@@ -116,13 +116,13 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	// Who may sign in, per organization: none set is not found; a second put replaces.
 	_, err = b.s.GetSignInPolicy(b.ctx, "org_p")
 	require.ErrorIs(t, err, gwstore.ErrNotFound)
-	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &svctype.SignInPolicy{OrgID: "org_p", Domains: []string{"example.com", "corp.example"}}))
-	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &svctype.SignInPolicy{OrgID: "org_q", Anyone: true}))
+	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &gwstore.SignInPolicy{OrgID: "org_p", Domains: []string{"example.com", "corp.example"}}))
+	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &gwstore.SignInPolicy{OrgID: "org_q", Anyone: true}))
 	pol, err := b.s.GetSignInPolicy(b.ctx, "org_p")
 	require.NoError(t, err)
 	require.False(t, pol.Anyone)
 	require.Equal(t, []string{"example.com", "corp.example"}, pol.Domains)
-	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &svctype.SignInPolicy{OrgID: "org_p", Anyone: true}))
+	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &gwstore.SignInPolicy{OrgID: "org_p", Anyone: true}))
 	pol, err = b.s.GetSignInPolicy(b.ctx, "org_p")
 	require.NoError(t, err)
 	require.True(t, pol.Anyone)
@@ -132,9 +132,9 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.True(t, pol.Anyone, "each organization its own")
 
 	// Approver roles, per organization.
-	require.NoError(t, b.s.PutOrgUser(b.ctx, &svctype.OrgUser{OrgID: "org_p", Email: "ann@example.com", ApproverRoles: []string{"finance"}}))
-	require.NoError(t, b.s.PutOrgUser(b.ctx, &svctype.OrgUser{OrgID: "org_p", Email: "ann@example.com", ApproverRoles: []string{"finance", "legal"}}))
-	require.NoError(t, b.s.PutOrgUser(b.ctx, &svctype.OrgUser{OrgID: "org_p", Email: "bob@example.com"}))
+	require.NoError(t, b.s.PutOrgUser(b.ctx, &gwstore.OrgUser{OrgID: "org_p", Email: "ann@example.com", ApproverRoles: []string{"finance"}}))
+	require.NoError(t, b.s.PutOrgUser(b.ctx, &gwstore.OrgUser{OrgID: "org_p", Email: "ann@example.com", ApproverRoles: []string{"finance", "legal"}}))
+	require.NoError(t, b.s.PutOrgUser(b.ctx, &gwstore.OrgUser{OrgID: "org_p", Email: "bob@example.com"}))
 	u, err := b.s.GetOrgUser(b.ctx, "org_p", "ann@example.com")
 	require.NoError(t, err)
 	require.Equal(t, []string{"finance", "legal"}, u.ApproverRoles)
@@ -155,9 +155,9 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.NoError(t, b.s.DeleteOrgUser(b.ctx, "org_p", "bob@example.com"))
 
 	// Operator: suspension and tier reach the account's keys.
-	require.NoError(t, b.s.CreateAPIKey(b.ctx, &svctype.APIKey{ID: "rk_p", AccountID: "acct_p", OrgID: "org_p", Kind: svctype.KeyRuntime, Prefix: "svc_live_p", Hash: "rkh"}))
-	require.NoError(t, b.s.PutTier(b.ctx, &svctype.Tier{Name: "pro", Rate: 5, Burst: 10, RunsPerDay: 100, Features: []string{"agents"}}))
-	require.NoError(t, b.s.PutTier(b.ctx, &svctype.Tier{Name: "pro", Rate: 7, Burst: 10, RunsPerDay: 100, Features: []string{"agents", "agent_forms"}}))
+	require.NoError(t, b.s.CreateAPIKey(b.ctx, &gwstore.APIKey{ID: "rk_p", AccountID: "acct_p", OrgID: "org_p", Kind: gwstore.KeyRuntime, Prefix: "svc_live_p", Hash: "rkh"}))
+	require.NoError(t, b.s.PutTier(b.ctx, &gwstore.Tier{Name: "pro", Rate: 5, Burst: 10, RunsPerDay: 100, Features: []string{"agents"}}))
+	require.NoError(t, b.s.PutTier(b.ctx, &gwstore.Tier{Name: "pro", Rate: 7, Burst: 10, RunsPerDay: 100, Features: []string{"agents", "agent_forms"}}))
 	tier, err := b.s.GetTier(b.ctx, "pro")
 	require.NoError(t, err)
 	require.Equal(t, 7.0, tier.Rate)
@@ -166,12 +166,12 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Len(t, tiers, 1)
 	require.NoError(t, b.s.SetAccountTier(b.ctx, "acct_p", "pro", at))
-	require.NoError(t, b.s.SetAccountStatus(b.ctx, "acct_p", svctype.AccountSuspended, at))
+	require.NoError(t, b.s.SetAccountStatus(b.ctx, "acct_p", gwstore.AccountSuspended, at))
 	k, err := b.s.APIKeyByHash(b.ctx, "rkh")
 	require.NoError(t, err)
-	require.Equal(t, svctype.AccountSuspended, k.AccountStatus)
+	require.Equal(t, gwstore.AccountSuspended, k.AccountStatus)
 	require.Equal(t, "pro", k.Tier)
-	require.ErrorIs(t, b.s.SetAccountStatus(b.ctx, "acct_none", svctype.AccountActive, at), gwstore.ErrNotFound)
+	require.ErrorIs(t, b.s.SetAccountStatus(b.ctx, "acct_none", gwstore.AccountActive, at), gwstore.ErrNotFound)
 	accounts, err := b.s.ListAccounts(b.ctx, svctype.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, accounts.Items, 2)
@@ -179,10 +179,10 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.Equal(t, "pro", accounts.Items[0].Tier)
 
 	// Licenses.
-	l := &svctype.IssuedLicense{ID: "lic_1", AccountID: "acct_p", Licensee: "P Ltd", Seats: 5, Features: []string{"agents"},
+	l := &gwstore.IssuedLicense{ID: "lic_1", AccountID: "acct_p", Licensee: "P Ltd", Seats: 5, Features: []string{"agents"},
 		NotBefore: at, ExpiresAt: at.Add(24 * time.Hour), License: "svcl1.x.y"}
 	require.NoError(t, b.s.CreateLicense(b.ctx, l))
-	require.NoError(t, b.s.CreateLicense(b.ctx, &svctype.IssuedLicense{ID: "lic_2", AccountID: "acct_q", Licensee: "Q", Seats: 1,
+	require.NoError(t, b.s.CreateLicense(b.ctx, &gwstore.IssuedLicense{ID: "lic_2", AccountID: "acct_q", Licensee: "Q", Seats: 1,
 		NotBefore: at, ExpiresAt: at.Add(time.Hour), License: "svcl1.q.q"}))
 	mine, err := b.s.ListLicenses(b.ctx, "acct_p")
 	require.NoError(t, err)
@@ -199,7 +199,7 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.ErrorIs(t, b.s.RevokeLicense(b.ctx, "lic_none", at), gwstore.ErrNotFound)
 
 	// Usage across accounts, and one organization's runs of a day.
-	require.NoError(t, b.s.AddUsage(b.ctx, []svctype.Usage{
+	require.NoError(t, b.s.AddUsage(b.ctx, []gwstore.Usage{
 		{OrgID: "org_p", Day: "2026-11-25", Class: "execute", Requests: 3, RunsStarted: 3},
 		{OrgID: "org_p", Day: "2026-11-26", Class: "runs", Requests: 2, RateLimited: 1},
 		{OrgID: "org_q", Day: "2026-11-26", Class: "execute", Requests: 4, RunsStarted: 4},
@@ -207,7 +207,7 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	}))
 	byAccount, err := b.s.UsageByAccount(b.ctx, "2026-11-25", "2026-11-26")
 	require.NoError(t, err)
-	require.Equal(t, []svctype.AccountUsage{{AccountID: "acct_p", Requests: 5, RateLimited: 1, RunsStarted: 3},
+	require.Equal(t, []gwstore.AccountUsage{{AccountID: "acct_p", Requests: 5, RateLimited: 1, RunsStarted: 3},
 		{AccountID: "acct_q", Requests: 4, RunsStarted: 4}}, byAccount)
 	n, err := b.s.RunsStartedOn(b.ctx, "org_q", "2026-11-26")
 	require.NoError(t, err)
