@@ -6,56 +6,25 @@ import (
 	"hash/fnv"
 	"time"
 
-	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/migrate"
+
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore/migrations"
 )
 
-// migration is one step of the gateway's schema history. Its name (a timestamp) orders it
-// and is what the migrations table records; up runs in one transaction. A migration builds
-// its tables from models frozen in its own file (never the runtime models, which follow the
-// latest schema) with bun's query builder, so one step serves SQLite and PostgreSQL.
-type migration struct {
-	name    string
-	comment string
-	up      func(ctx context.Context, tx bun.Tx, postgres bool) error
-}
-
-// migrations is the gateway's schema history in the order it is applied: a new migration
-// is a new file (migration_<name>.go) and goes at the end, with a later name. Every step
-// creates IF NOT EXISTS and adds a column only when it is missing: the engine's migrations
-// created these tables (under the same names) before the gateway had migrations of its own,
-// and on such a database the steps adopt what is there, keeping every row, and record
-// themselves in the gateway's table. A step run twice, or by two processes at once,
-// converges.
-var migrations = []migration{
-	migration20261124000140, // accounts, organizations, keys, usage, buckets
-	migration20261126000150, // sign-in codes, sessions, approver roles, tiers, licenses; account tier
-	migration20261128000200, // sign-in policies; a session's form
-}
-
-// Where the gateway's migrations are recorded: tables of its own, beside the engine's
-// bun_migrations.
+// Where the gateway's migrations (migrations.All) are recorded: tables of its own, beside
+// the engine's bun_migrations.
 const (
 	migrationsTable      = "gateway_migrations"
 	migrationsLocksTable = "gateway_migration_locks"
 )
 
-// bunMigrations is the list as bun's migrator takes it, checked to be in name order (bun
-// applies in name order: the list's order must be that one).
-func bunMigrations() (*migrate.Migrations, error) {
+// schemaHistory is the migrations of gwstore/migrations, for bun's migrator.
+func schemaHistory() *migrate.Migrations {
 	ms := migrate.NewMigrations()
-	for i, m := range migrations {
-		if i > 0 && m.name <= migrations[i-1].name {
-			return nil, fmt.Errorf("gwstore: migration %s is listed after %s: the list is in name order", m.name, migrations[i-1].name)
-		}
-		ms.Add(migrate.Migration{Name: m.name, Comment: m.comment,
-			Up: func(ctx context.Context, mg *migrate.Migrator, _ *migrate.Migration) error {
-				postgres := mg.DB().Dialect().Name() == dialect.PG
-				return mg.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return m.up(ctx, tx, postgres) })
-			}})
+	for _, m := range migrations.All() {
+		ms.Add(m)
 	}
-	return ms, nil
+	return ms
 }
 
 // Migrate brings the gateway's schema up to date; it is safe to call on every start and
@@ -63,10 +32,6 @@ func bunMigrations() (*migrate.Migrations, error) {
 // per schema) for the duration, so processes starting together migrate one after the
 // other; on SQLite the one writer connection and SQLite's own locking serialize it.
 func (s *Store) Migrate(ctx context.Context) error {
-	ms, err := bunMigrations()
-	if err != nil {
-		return err
-	}
 	if s.postgres {
 		unlock, err := s.migrationLock(ctx)
 		if err != nil {
@@ -74,7 +39,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 		defer unlock()
 	}
-	m := migrate.NewMigrator(s.w, ms,
+	m := migrate.NewMigrator(s.w, schemaHistory(),
 		migrate.WithTableName(migrationsTable),
 		migrate.WithLocksTableName(migrationsLocksTable),
 		migrate.WithMarkAppliedOnSuccess(true),
@@ -134,47 +99,15 @@ func (s *Store) Ready(ctx context.Context) error {
 	for _, name := range applied {
 		have[name] = true
 	}
+	all := migrations.All()
 	missing := 0
-	for _, m := range migrations {
-		if !have[m.name] {
+	for _, m := range all {
+		if !have[m.Name] {
 			missing++
 		}
 	}
 	if missing > 0 {
-		return fmt.Errorf("gwstore: %d of %d gateway migrations not applied: %w", missing, len(migrations), ErrSchemaBehind)
-	}
-	return nil
-}
-
-// hasColumn reports whether table has column, in the current schema.
-func hasColumn(ctx context.Context, db bun.IDB, postgres bool, table, column string) (bool, error) {
-	var n int
-	var err error
-	if postgres {
-		err = db.NewRaw(`SELECT count(*) FROM information_schema.columns
-			WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?`, table, column).Scan(ctx, &n)
-	} else {
-		err = db.NewRaw(`SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, table, column).Scan(ctx, &n)
-	}
-	return n > 0, err
-}
-
-// addColumn adds column (of type and default def) to table unless it has one already.
-func addColumn(ctx context.Context, tx bun.Tx, postgres bool, table, column, def string) error {
-	exists, err := hasColumn(ctx, tx, postgres, table, column)
-	if err != nil || exists {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, "ALTER TABLE "+table+" ADD COLUMN "+column+" "+def)
-	return err
-}
-
-// createTables creates each model's table unless it exists.
-func createTables(ctx context.Context, tx bun.Tx, models ...any) error {
-	for _, model := range models {
-		if _, err := tx.NewCreateTable().Model(model).IfNotExists().Exec(ctx); err != nil {
-			return err
-		}
+		return fmt.Errorf("gwstore: %d of %d gateway migrations not applied: %w", missing, len(all), ErrSchemaBehind)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,23 +13,18 @@ import (
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore/migrations"
 )
 
 var dialects = []string{"sqlite", "postgres"}
 
-// TestMigrationList: the explicit list is the order bun applies (by name): names are
-// timestamps, unique and increasing, each in a file of its own name.
-func TestMigrationList(t *testing.T) {
-	t.Parallel()
-	names := gwstore.MigrationNames()
-	require.NotEmpty(t, names)
-	require.True(t, slices.IsSorted(names), "%v", names)
-	require.Len(t, slices.Compact(slices.Clone(names)), len(names), "unique names")
-	for _, name := range names {
-		require.Regexp(t, regexp.MustCompile(`^\d{14}$`), name)
-		_, err := os.Stat("migration_" + name + ".go")
-		require.NoError(t, err, "migration %s in a file of its own", name)
+// migrationNames are the ids of the gateway's migrations, in order.
+func migrationNames() []string {
+	var names []string
+	for _, m := range migrations.All() {
+		names = append(names, m.Name)
 	}
+	return names
 }
 
 // TestMigrateTwice: migrating again, and from two processes at once, keeps the data and
@@ -56,7 +50,7 @@ func TestMigrateTwice(t *testing.T) {
 			w := st.Shared().Writer()
 			var recorded []string
 			require.NoError(t, w.NewSelect().Table("gateway_migrations").Column("name").Order("name").Scan(ctx, &recorded))
-			require.Equal(t, gwstore.MigrationNames(), recorded)
+			require.Equal(t, migrationNames(), recorded)
 			var inEngine int
 			require.NoError(t, w.NewRaw("SELECT count(*) FROM bun_migrations WHERE name IN (?, ?)", "20261124000140", "20261126000150").Scan(ctx, &inEngine))
 			require.Zero(t, inEngine, "the engine records none of the gateway's migrations")
@@ -95,7 +89,7 @@ func TestAdoptEngineLayout(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range dialects {
 		names, stmts := oldLayout(t, dialect)
-		require.Equal(t, gwstore.MigrationNames(), names, "a section for each migration the gateway took over")
+		require.Equal(t, migrationNames(), names, "a section for each migration the gateway took over")
 		for stage := 1; stage <= len(names); stage++ {
 			t.Run(dialect+"/through-"+names[stage-1], func(t *testing.T) {
 				t.Parallel()
@@ -151,7 +145,7 @@ func TestAdoptEngineLayout(t *testing.T) {
 				require.NoError(t, st.Ready(ctx), "the engine's records of the gateway's old migrations do not trouble it")
 				var recorded []string
 				require.NoError(t, w.NewSelect().Table("gateway_migrations").Column("name").Order("name").Scan(ctx, &recorded))
-				require.Equal(t, gwstore.MigrationNames(), recorded)
+				require.Equal(t, migrationNames(), recorded)
 
 				// Everything is there, read through the gateway's store.
 				a, err := s.AccountByToken(ctx, "mgmt-hash")
