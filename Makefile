@@ -94,7 +94,7 @@ bench-fair: ## a burst's Execute-to-completed p50/p99 (400 runs, 40 clients) and
 
 bench-waits: ## what the tests no longer time: retry waits (model and outbound clients), a status wait woken by a commit, the probes
 	$(GO) test -run '^$$' -bench 'BenchmarkChatRetryWaits' -benchtime 3x ./agent/llm/
-	$(GO) test -run '^$$' -bench 'BenchmarkRetryWaits' -benchtime 3x ./engine/actions/outbound/
+	$(GO) test -run '^$$' -bench 'BenchmarkRetryWaits' -benchtime 3x ./engine/outbound/
 	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkStatusWait|BenchmarkProbes' -benchtime 50x ./hosts/runtime/
 
 bench-queue: ## 10,000 queued runs: goroutines and heap held while they wait

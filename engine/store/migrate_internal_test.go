@@ -58,7 +58,7 @@ func TestMigrateRepairsKeyHashes(t *testing.T) {
 
 			for _, tbl := range []struct{ org, name string }{{"o", "t1"}, {"o", "t2"}, {"o", "t3"}, {"p", "t1"}} {
 				_, err := s.write.NewRaw(`INSERT INTO custom_tables (org_id, name, fields, created_at) VALUES (?, ?, '{}', ?)`,
-					tbl.org, tbl.name, now()).Exec(ctx)
+					tbl.org, tbl.name, dbTime(time.Now())).Exec(ctx)
 				require.NoError(t, err)
 			}
 			seq := 0
@@ -74,7 +74,7 @@ func TestMigrateRepairsKeyHashes(t *testing.T) {
 				}
 				raw, err := json.Marshal(data)
 				require.NoError(t, err)
-				at := now().Add(time.Duration(seq) * time.Millisecond)
+				at := dbTime(time.Now()).Add(time.Duration(seq) * time.Millisecond)
 				_, err = s.write.NewRaw(`INSERT INTO table_rows (id, org_id, table_name, key_hash, data, created_at, updated_at)
 					VALUES (?, ?, ?, ?, ?, ?, ?)`, id, org, table, hash, string(raw), at, at).Exec(ctx)
 				require.NoError(t, err)

@@ -370,12 +370,6 @@ func utcPtr(t *time.Time) *time.Time {
 	return &v
 }
 
-// now is this process's clock, for the gateway's tables: they take no part in the jobs
-// that the store's own clock (WithNow, querier.now) drives.
-func now() time.Time {
-	return dbTime(time.Now())
-}
-
 // orNow returns t in store form, or the current time when t is zero.
 func orNow(t, current time.Time) time.Time {
 	if t.IsZero() {

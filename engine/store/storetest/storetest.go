@@ -79,9 +79,6 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) storage.Ful
 		{"ExternalForms", testExternalForms},
 		{"FormSchemas", testFormSchemas},
 		{"Agents", testAgents},
-		{"Gateway", testGateway},
-		{"GatewayBuckets", testGatewayBuckets},
-		{"GatewayPeople", testGatewayPeople},
 		{"Authoring", testAuthoring},
 		{"Ready", testReady},
 	}
