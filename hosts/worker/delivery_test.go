@@ -403,16 +403,27 @@ func TestCircuitOpensForFiveMinutes(t *testing.T) {
 	healthy = true
 	mu.Unlock()
 	// A delivery claimed while the probe is in flight is skipped until the probe's window
-	// ends: the clock moves on a minute each poll to bring it back.
+	// ends: whenever nothing is due (and so nothing in flight, whose lease a jump could
+	// lapse), the clock moves on to the next attempt.
 	clock.Set(t0.Add(5*time.Minute + time.Second))
 	waitFor(t, 10*time.Second, 20*time.Millisecond, "every delivery succeeds", func() bool {
-		defer clock.Advance(time.Minute)
+		var next time.Time
 		for _, d := range deliveriesOf(t, eng, org) {
-			if d.Status != svctype.DeliverySucceeded {
-				return false
+			if d.Status == svctype.DeliverySucceeded {
+				continue
+			}
+			if d.NextAttemptAt == nil || !d.NextAttemptAt.After(clock.Now()) {
+				return false // due, or in flight
+			}
+			if next.IsZero() || d.NextAttemptAt.Before(next) {
+				next = *d.NextAttemptAt
 			}
 		}
-		return true
+		if next.IsZero() {
+			return true
+		}
+		clock.Set(next)
+		return false
 	})
 	require.Len(t, rc.requests(), 3+4, "each delivery sent once more; no skipped one lost")
 
