@@ -39,7 +39,9 @@ type Config struct {
 	Env *Environment
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// Now is the clock; nil means time.Now.
+	// Now is the clock; nil means time.Now. A timer's due time (a form's expiry, a
+	// delivery's retry) is read on it and compared with the store's clock, so a store given
+	// a clock of its own (store.WithNow) is given this one.
 	Now func() time.Time
 	// Lease is how long a claimed job stays with its worker without a heartbeat
 	// (default 15s): a worker killed mid-run leaves its jobs claimable after at most this.
