@@ -293,7 +293,7 @@ func (s *Server) registerAdmin() {
 				days = 365
 			}
 			l := license.License{ID: "lic_" + uuid.NewString(), Licensee: strings.TrimSpace(in.Body.Licensee), Seats: in.Body.Seats,
-				Features: in.Body.Features, NotBefore: nb, ExpiresAt: nb.AddDate(0, 0, days)}
+				Features: in.Body.Features, NotBefore: nb, ExpiresAt: nb.AddDate(0, 0, days), IssuedAt: s.now()}
 			signed, err := license.Sign(l, s.signingKey)
 			if err != nil {
 				return nil, newProblem(http.StatusUnprocessableEntity, "validation_failed", err.Error())
