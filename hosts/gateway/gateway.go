@@ -251,6 +251,7 @@ func New(o Options) *Server {
 	s.registerSDKTasks()
 	s.registerPeople()
 	s.registerAdmin()
+	s.registerAccountLicenses()
 	s.registerWeb()
 	s.registerConsole()
 	r.NotFound(s.forward)
