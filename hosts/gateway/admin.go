@@ -12,8 +12,8 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/license"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
@@ -155,7 +155,7 @@ type (
 	}
 	tierListOutput struct {
 		Body struct {
-			Items []svctype.Tier `json:"items"`
+			Items []gwstore.Tier `json:"items"`
 		}
 	}
 	putTierInput struct {
@@ -168,15 +168,15 @@ type (
 			Description string   `json:"description,omitempty" maxLength:"500"`
 		}
 	}
-	tierOutput          struct{ Body svctype.Tier }
+	tierOutput          struct{ Body gwstore.Tier }
 	issueLicenseInput   struct{ Body LicenseRequest }
-	issuedLicenseOutput struct{ Body svctype.IssuedLicense }
+	issuedLicenseOutput struct{ Body gwstore.IssuedLicense }
 	listLicensesInput   struct {
 		AccountID string `query:"account_id" maxLength:"100" doc:"Only this account's."`
 	}
 	licenseListOutput struct {
 		Body struct {
-			Items []svctype.IssuedLicense `json:"items"`
+			Items []gwstore.IssuedLicense `json:"items"`
 		}
 	}
 	licensePath struct {
@@ -190,7 +190,7 @@ type (
 		Body struct {
 			From  string                 `json:"from"`
 			To    string                 `json:"to"`
-			Items []svctype.AccountUsage `json:"items"`
+			Items []gwstore.AccountUsage `json:"items"`
 		}
 	}
 )
@@ -208,11 +208,11 @@ func (s *Server) adminListAccounts(ctx context.Context, in *listAccountsInput) (
 }
 
 func (s *Server) adminSuspendAccount(ctx context.Context, in *AccountPath) (*accountOutput, error) {
-	return s.setAccountStatus(ctx, in.AccountID, svctype.AccountSuspended)
+	return s.setAccountStatus(ctx, in.AccountID, gwstore.AccountSuspended)
 }
 
 func (s *Server) adminResumeAccount(ctx context.Context, in *AccountPath) (*accountOutput, error) {
-	return s.setAccountStatus(ctx, in.AccountID, svctype.AccountActive)
+	return s.setAccountStatus(ctx, in.AccountID, gwstore.AccountActive)
 }
 
 func (s *Server) setAccountStatus(ctx context.Context, accountID, status string) (*accountOutput, error) {
@@ -226,7 +226,7 @@ func (s *Server) setAccountStatus(ctx context.Context, accountID, status string)
 func (s *Server) adminSetAccountTier(ctx context.Context, in *setTierInput) (*accountOutput, error) {
 	if in.Body.Tier != "" {
 		if _, err := s.store.GetTier(ctx, in.Body.Tier); err != nil {
-			if errors.Is(err, storage.ErrNotFound) {
+			if errors.Is(err, gwstore.ErrNotFound) {
 				return nil, invalid("/tier", "no such tier")
 			}
 			return nil, s.fail(ctx, err, "")
@@ -250,7 +250,7 @@ func (s *Server) adminListTiers(ctx context.Context, _ *struct{}) (*tierListOutp
 }
 
 func (s *Server) adminPutTier(ctx context.Context, in *putTierInput) (*tierOutput, error) {
-	t := &svctype.Tier{Name: in.Name, Rate: in.Body.Rate, Burst: in.Body.Burst, RunsPerDay: in.Body.RunsPerDay,
+	t := &gwstore.Tier{Name: in.Name, Rate: in.Body.Rate, Burst: in.Body.Burst, RunsPerDay: in.Body.RunsPerDay,
 		Features: in.Body.Features, Description: in.Body.Description, UpdatedAt: s.now().UTC()}
 	if err := s.store.PutTier(ctx, t); err != nil {
 		return nil, s.fail(ctx, err, "")
@@ -266,7 +266,7 @@ func (s *Server) adminIssueLicense(ctx context.Context, in *issueLicenseInput) (
 		return nil, errNoSigningKey
 	}
 	if _, err := s.store.GetAccount(ctx, in.Body.AccountID); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, gwstore.ErrNotFound) {
 			return nil, invalid("/account_id", "no such account")
 		}
 		return nil, s.fail(ctx, err, "")
@@ -291,7 +291,7 @@ func (s *Server) adminIssueLicense(ctx context.Context, in *issueLicenseInput) (
 	if l.Features == nil {
 		l.Features = []string{}
 	}
-	il := &svctype.IssuedLicense{ID: l.ID, AccountID: in.Body.AccountID, Licensee: l.Licensee, Seats: l.Seats, Features: l.Features,
+	il := &gwstore.IssuedLicense{ID: l.ID, AccountID: in.Body.AccountID, Licensee: l.Licensee, Seats: l.Seats, Features: l.Features,
 		NotBefore: l.NotBefore.Truncate(time.Second), ExpiresAt: l.ExpiresAt.Truncate(time.Second), License: signed, CreatedAt: s.now().UTC()}
 	if err := s.store.CreateLicense(ctx, il); err != nil {
 		return nil, s.fail(ctx, err, "")

@@ -12,8 +12,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/svcflow/svcflow/engine/storage"
-	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 )
 
 // Tiers as the proxy applies them: a tier's rate limit, daily run quota and features,
@@ -29,12 +28,12 @@ type tierCache struct {
 }
 
 type cachedTier struct {
-	t    *svctype.Tier // nil: no such tier (the defaults apply)
+	t    *gwstore.Tier // nil: no such tier (the defaults apply)
 	read time.Time
 }
 
 // tier returns a tier by name (nil when it does not exist).
-func (s *Server) tier(ctx context.Context, name string) (*svctype.Tier, error) {
+func (s *Server) tier(ctx context.Context, name string) (*gwstore.Tier, error) {
 	now := s.now()
 	s.tiers.mu.Lock()
 	c, ok := s.tiers.m[name]
@@ -43,7 +42,7 @@ func (s *Server) tier(ctx context.Context, name string) (*svctype.Tier, error) {
 		return c.t, nil
 	}
 	t, err := s.store.GetTier(ctx, name)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err != nil && !errors.Is(err, gwstore.ErrNotFound) {
 		return nil, err
 	}
 	s.tiers.mu.Lock()
@@ -65,7 +64,7 @@ const (
 // daily run quota for workflow executions (counted from the usage flushed by every gateway
 // plus this one's unflushed count, so it may run over by what other gateways counted in
 // their last flush interval).
-func (s *Server) tierAllows(ctx context.Context, t *svctype.Tier, orgID, method, path, class string) error {
+func (s *Server) tierAllows(ctx context.Context, t *gwstore.Tier, orgID, method, path, class string) error {
 	need := ""
 	switch {
 	case class == "agents":

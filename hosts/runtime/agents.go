@@ -9,7 +9,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/svcflow/svcflow/agent"
-	"github.com/svcflow/svcflow/engine/agents"
+	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -46,8 +46,8 @@ type AgentBody struct {
 	} `json:"config,omitzero"`
 }
 
-func (b AgentBody) input() agents.Input {
-	in := agents.Input{Objective: b.Objective, Model: b.Model, Config: agents.InputConfig{
+func (b AgentBody) input() engine.AgentInput {
+	in := engine.AgentInput{Objective: b.Objective, Model: b.Model, Config: engine.AgentInputConfig{
 		MaxIterations: b.Config.MaxIterations, OnStuck: b.Config.OnStuck, LLMBudget: b.Config.LLMBudget}}
 	for _, t := range b.Tools {
 		in.Tools = append(in.Tools, json.RawMessage(t))
@@ -116,6 +116,9 @@ func (s *Server) registerAgents() {
 		"running at the deadline: poll GET /agents/{agentId}/status); with async=true it answers 202 at once. " +
 		"A tool declaration of no known form, a budget below 1, or max_iterations above 1,000 is 422 naming the field."
 	o.DefaultStatus = http.StatusAccepted
+	o.Responses = map[string]*huma.Response{
+		"200": {Description: "Without async: the agent ended or paused within the wait; the body is its status."},
+	}
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusUnprocessableEntity}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgParam
@@ -130,7 +133,7 @@ func (s *Server) registerAgents() {
 			return nil, s.fail(ctx, err, failure{})
 		}
 		if !in.Async {
-			if r, err = s.eng.Agents.WaitAgent(ctx, in.OrgID, r.ID, agents.MaxWait); err != nil {
+			if r, err = s.eng.Agents.WaitAgent(ctx, in.OrgID, r.ID, engine.MaxAgentWait); err != nil {
 				return nil, s.fail(ctx, err, agentNotFound)
 			}
 		}
@@ -147,6 +150,13 @@ func (s *Server) registerAgents() {
 			Body   *AgentStatus
 		}{Status: status, Body: agentStatusOf(r, st, false)}, nil
 	})
+
+	// The 200 of a synchronous call has the body of the 202.
+	if ops := s.api.OpenAPI().Paths["/agents/execute"]; ops != nil && ops.Post != nil {
+		if ok, acc := ops.Post.Responses["200"], ops.Post.Responses["202"]; ok != nil && acc != nil {
+			ok.Content = acc.Content
+		}
+	}
 
 	o = op("get-agent-status", http.MethodGet, "/agents/{agentId}/status", "An agent run's status", "Agents")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}

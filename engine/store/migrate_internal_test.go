@@ -1,0 +1,223 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun/migrate"
+
+	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/store/migrations"
+)
+
+// openAt opens a fresh store migrated up to and including the migration named last.
+func openAt(t *testing.T, dialect, last string) *Store {
+	t.Helper()
+	ctx := context.Background()
+	dsn := "sqlite::memory:"
+	if dialect == dialectPostgres {
+		dsn = NewTestDSN(t, dialect)
+	}
+	s, err := Open(ctx, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	upTo := migrate.NewMigrations()
+	for _, m := range migrations.All() {
+		if m.Name <= last {
+			upTo.Add(m)
+		}
+	}
+	m := migrate.NewMigrator(s.write, upTo, migrate.WithMarkAppliedOnSuccess(true), migrate.WithUpsert(true))
+	require.NoError(t, m.Init(ctx))
+	_, err = m.Migrate(ctx)
+	require.NoError(t, err)
+	return s
+}
+
+// TestMigrateRepairsKeyHashes builds rows as the store wrote them before key_columns
+// existed, including rows patched on a key column the old way (data changed, key_hash
+// left at the old key), migrates, and checks that upserts find every row at its key.
+func TestMigrateRepairsKeyHashes(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{dialectSQLite, dialectPostgres} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			if dialect == dialectPostgres && os.Getenv(PostgresDSNEnv) == "" {
+				t.Skip(PostgresDSNEnv + " is unset")
+			}
+			ctx := context.Background()
+			s := openAt(t, dialect, "20261122000001")
+			_, err := s.write.NewRaw(`SELECT key_columns FROM table_rows`).Exec(ctx)
+			require.Error(t, err, "the schema before the repair has no key_columns")
+
+			for _, tbl := range []struct{ org, name string }{{"o", "t1"}, {"o", "t2"}, {"o", "t3"}, {"p", "t1"}} {
+				_, err := s.write.NewRaw(`INSERT INTO custom_tables (org_id, name, fields, created_at) VALUES (?, ?, '{}', ?)`,
+					tbl.org, tbl.name, now()).Exec(ctx)
+				require.NoError(t, err)
+			}
+			seq := 0
+			// oldRow writes a row the way UpsertRow did (keys nil: InsertRow), then, when
+			// patched is set, changes its data the way UpdateRows did: key_hash untouched.
+			oldRow := func(org, table string, keys []string, data, patched map[string]any) string {
+				t.Helper()
+				seq++
+				id := newID()
+				var hash any
+				if keys != nil {
+					hash = oldKeyHash(t, keys, data)
+				}
+				raw, err := json.Marshal(data)
+				require.NoError(t, err)
+				at := now().Add(time.Duration(seq) * time.Millisecond)
+				_, err = s.write.NewRaw(`INSERT INTO table_rows (id, org_id, table_name, key_hash, data, created_at, updated_at)
+					VALUES (?, ?, ?, ?, ?, ?, ?)`, id, org, table, hash, string(raw), at, at).Exec(ctx)
+				require.NoError(t, err)
+				if patched != nil {
+					raw, err := json.Marshal(patched)
+					require.NoError(t, err)
+					_, err = s.write.NewRaw(`UPDATE table_rows SET data = ?, updated_at = ? WHERE id = ?`, string(raw), at, id).Exec(ctx)
+					require.NoError(t, err)
+				}
+				return id
+			}
+			k := []string{"k"}
+			ne := []string{"n", "email"}
+			kept := oldRow("o", "t1", k, map[string]any{"k": "x", "v": 1}, nil)
+			patchedB := oldRow("o", "t1", k, map[string]any{"k": "a", "v": 1}, map[string]any{"k": "b", "v": 1})
+			dupB := oldRow("o", "t1", k, map[string]any{"k": "b", "v": 2}, nil) // upserted after the patch
+			moved := oldRow("o", "t1", k, map[string]any{"k": "c"}, map[string]any{"k": "d"})
+			swapE := oldRow("o", "t1", k, map[string]any{"k": "e"}, map[string]any{"k": "f"})
+			swapF := oldRow("o", "t1", k, map[string]any{"k": "f"}, map[string]any{"k": "e"})
+			unkeyed := oldRow("o", "t1", nil, map[string]any{"k": "b"}, nil)
+			composite := oldRow("o", "t2", ne, map[string]any{"n": 1, "email": "a@x"}, nil)
+			compositePatched := oldRow("o", "t2", ne, map[string]any{"n": 2, "email": "b@x"}, map[string]any{"n": 2, "email": "c@x"})
+			lone := oldRow("o", "t3", k, map[string]any{"k": "g"}, map[string]any{"k": "h"})
+			otherOrg := oldRow("p", "t1", k, map[string]any{"k": "b"}, nil)
+
+			before := map[string]*string{}
+			read := func() map[string]*rowModel {
+				t.Helper()
+				var rows []rowModel
+				require.NoError(t, s.write.NewSelect().Model(&rows).Scan(ctx))
+				out := map[string]*rowModel{}
+				for i := range rows {
+					out[rows[i].ID] = &rows[i]
+				}
+				return out
+			}
+			var old []rowModel
+			require.NoError(t, s.write.NewSelect().Model(&old).Column("id", "key_hash").Scan(ctx))
+			for _, r := range old {
+				before[r.ID] = r.KeyHash
+			}
+
+			require.NoError(t, s.Migrate(ctx))
+			require.NoError(t, s.Migrate(ctx), "a second run changes nothing")
+			rows := read()
+			require.Len(t, rows, 11, "no row is lost")
+			require.Equal(t, before[kept], rows[kept].KeyHash, "a consistent row keeps its hash")
+			require.Equal(t, `["k"]`, deref(rows[kept].KeyColumns))
+			require.Equal(t, `["n","email"]`, deref(rows[composite].KeyColumns), "key order found")
+			require.Nil(t, rows[patchedB].KeyHash, "the patched row whose new key a later upsert took loses its key")
+			require.Nil(t, rows[patchedB].KeyColumns)
+			require.Nil(t, rows[unkeyed].KeyHash, "InsertRow rows stay unkeyed")
+			require.Nil(t, rows[unkeyed].KeyColumns)
+			require.Equal(t, before[lone], rows[lone].KeyHash, "no key columns to recompute with: left as it was")
+			require.Nil(t, rows[lone].KeyColumns)
+			require.Equal(t, before[otherOrg], rows[otherOrg].KeyHash, "another org's table is its own")
+
+			upsert := func(org, table string, keys []string, data map[string]any) (string, bool) {
+				t.Helper()
+				r, inserted, err := s.UpsertRow(ctx, org, table, keys, data)
+				require.NoError(t, err)
+				return r.ID, inserted
+			}
+			for _, tt := range []struct {
+				name  string
+				table string
+				keys  []string
+				data  map[string]any
+				want  string // "" = a new row
+			}{
+				{"consistent row", "t1", k, map[string]any{"k": "x"}, kept},
+				{"the row an upsert wrote after the patch", "t1", k, map[string]any{"k": "b"}, dupB},
+				{"patched row at its new key", "t1", k, map[string]any{"k": "d"}, moved},
+				{"old key is free", "t1", k, map[string]any{"k": "c"}, ""},
+				{"old key of the demoted row is free", "t1", k, map[string]any{"k": "a"}, ""},
+				{"swapped keys", "t1", k, map[string]any{"k": "f"}, swapE},
+				{"swapped keys, the other", "t1", k, map[string]any{"k": "e"}, swapF},
+				{"composite, patched", "t2", ne, map[string]any{"n": 2, "email": "c@x"}, compositePatched},
+				{"composite", "t2", ne, map[string]any{"n": 1, "email": "a@x"}, composite},
+			} {
+				id, inserted := upsert("o", tt.table, tt.keys, tt.data)
+				if tt.want == "" {
+					require.True(t, inserted, tt.name)
+					continue
+				}
+				require.False(t, inserted, tt.name)
+				require.Equal(t, tt.want, id, tt.name)
+			}
+
+			// Repaired rows carry their key columns: a patch of one now moves the row.
+			n, err := s.UpdateRows(ctx, "o", "t1", map[string]any{"k": "x"}, map[string]any{"k": "y"})
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			id, inserted := upsert("o", "t1", k, map[string]any{"k": "y"})
+			require.False(t, inserted)
+			require.Equal(t, kept, id)
+			rowsAfter, err := s.ReadRows(ctx, "o", "t1", map[string]any{"k": "b"}, 0)
+			require.NoError(t, err)
+			require.Len(t, rowsAfter, 3, "the demoted row, the upserted b, and the unkeyed one")
+		})
+	}
+}
+
+// oldKeyHash is a row's key hash as the store wrote it before migration 20261123000001:
+// the hex SHA-256 of the JSON of [[key, value], ...] (the test's values come back from a
+// JSON round trip as they went in).
+func oldKeyHash(t *testing.T, keys []string, row map[string]any) string {
+	t.Helper()
+	pairs := make([][2]any, len(keys))
+	for i, k := range keys {
+		pairs[i] = [2]any{k, row[k]}
+	}
+	b, err := json.Marshal(pairs)
+	require.NoError(t, err)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+// TestReadyWantsEveryMigration: a database migrated by an older build (every migration but
+// the last) answers, yet is not ready for this one until Migrate has run.
+func TestReadyWantsEveryMigration(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{dialectSQLite, dialectPostgres} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			if dialect == dialectPostgres && os.Getenv(PostgresDSNEnv) == "" {
+				t.Skip(PostgresDSNEnv + " is unset")
+			}
+			ctx := context.Background()
+			all := migrations.All()
+			s := openAt(t, dialect, all[len(all)-2].Name)
+			err := s.Ready(ctx)
+			require.ErrorIs(t, err, storage.ErrSchemaBehind)
+			require.Contains(t, err.Error(), "1 of ")
+			require.NoError(t, s.Migrate(ctx))
+			require.NoError(t, s.Ready(ctx))
+		})
+	}
+}
