@@ -85,13 +85,29 @@ func (s *Server) writeError(ctx huma.Context, err huma.StatusError) {
 	_ = s.api.Marshal(ctx.BodyWriter(), ct, body)
 }
 
-func (s *Server) registerAdmin() {
+// statusError is err as an answer: err itself when it is one (every error fail returns),
+// else a 500.
+func statusError(err error) huma.StatusError {
+	if se, ok := err.(huma.StatusError); ok {
+		return se
+	}
+	return newProblem(http.StatusInternalServerError, "internal", "the gateway failed; the error is logged").(*problem)
+}
+
+// registerSecuritySchemes declares the gateway's bearer credentials in the OpenAPI document:
+// each route that takes one names it (accountRoute, operatorRoute).
+func (s *Server) registerSecuritySchemes() {
 	oapi := s.api.OpenAPI()
 	if oapi.Components.SecuritySchemes == nil {
 		oapi.Components.SecuritySchemes = map[string]*huma.SecurityScheme{}
 	}
 	oapi.Components.SecuritySchemes[operatorScheme] = &huma.SecurityScheme{Type: "http", Scheme: "bearer",
 		Description: "The platform operator's token (SVC_OPERATOR_TOKEN)."}
+	oapi.Components.SecuritySchemes[managementScheme] = &huma.SecurityScheme{Type: "http", Scheme: "bearer",
+		Description: "The account's management token (svc_mgmt_...)."}
+}
+
+func (s *Server) registerAdmin() {
 
 	huma.Register(s.api, s.operatorRoute(huma.Operation{OperationID: "admin-list-accounts", Method: http.MethodGet, Path: "/admin/accounts",
 		Summary: "Every account"}), s.adminListAccounts)

@@ -136,26 +136,34 @@ func TestOperatorRoutesNeedAToken(t *testing.T) {
 	for _, route := range []string{"/sdk/auth/start", "/sdk/tasks/{taskId}/decide", "/admin/tiers/{name}", "/gateway/licenses", "/gateway/orgs/{orgId}/users/{email}"} {
 		require.Contains(t, paths, route)
 	}
-	// Every operator route declares the operator's bearer token, once, as a security scheme.
+	// Every operator route declares the operator's bearer token, every management route the
+	// account's, as a security scheme: none takes an Authorization parameter.
 	schemes := doc["components"].(map[string]any)["securitySchemes"].(map[string]any)
 	require.Equal(t, map[string]any{"type": "http", "scheme": "bearer", "description": "The platform operator's token (SVC_OPERATOR_TOKEN)."}, schemes["operatorToken"])
-	operatorOps := 0
+	require.Equal(t, map[string]any{"type": "http", "scheme": "bearer", "description": "The account's management token (svc_mgmt_...)."}, schemes["managementToken"])
+	byScheme := map[string]int{}
 	for path, item := range paths {
 		for _, op := range item.(map[string]any) {
 			op := op.(map[string]any)
-			if !strings.HasPrefix(path, "/admin/") {
+			scheme := ""
+			switch {
+			case strings.HasPrefix(path, "/admin/"):
+				scheme = "operatorToken"
+			case strings.HasPrefix(path, "/gateway/") && path != "/gateway/signup":
+				scheme = "managementToken"
+			default:
 				require.NotContains(t, op, "security", path)
 				continue
 			}
-			operatorOps++
-			require.Equal(t, []any{map[string]any{"operatorToken": []any{}}}, op["security"], path)
+			byScheme[scheme]++
+			require.Equal(t, []any{map[string]any{scheme: []any{}}}, op["security"], path)
 			params, _ := op["parameters"].([]any)
 			for _, p := range params {
 				require.NotEqual(t, "Authorization", p.(map[string]any)["name"], path)
 			}
 		}
 	}
-	require.Equal(t, 10, operatorOps)
+	require.Equal(t, map[string]int{"operatorToken": 10, "managementToken": 16}, byScheme)
 }
 
 // TestOperatorTokenCheckedFirst: the operator token is checked before anything of the

@@ -235,6 +235,7 @@ func New(o Options) *Server {
 	cfg.Info.Description = "Accounts, organizations and keys (management token), and the proxy of every runtime route (runtime key)."
 	s.api = humachi.New(r, cfg)
 	s.router = r
+	s.registerSecuritySchemes()
 	s.registerAccounts()
 	s.registerUsage()
 	s.registerLicensing(o.LicenseKey, o.LicensePreviousKeys)

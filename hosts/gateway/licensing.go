@@ -97,14 +97,10 @@ func (s *Server) registerLicensing(pub ed25519.PublicKey, previous []ed25519.Pub
 
 // registerAccountLicenses is the account's view of the licenses the operator issued it.
 func (s *Server) registerAccountLicenses() {
-	huma.Register(s.api, huma.Operation{OperationID: "list-licenses", Method: http.MethodGet, Path: "/gateway/licenses",
-		Summary: "The account's on-premises licenses", Tags: []string{"Licensing"}}, s.accountLicenses)
+	huma.Register(s.api, s.accountRoute(huma.Operation{OperationID: "list-licenses", Method: http.MethodGet, Path: "/gateway/licenses",
+		Summary: "The account's on-premises licenses", Tags: []string{"Licensing"}}), s.accountLicenses)
 }
 
-func (s *Server) accountLicenses(ctx context.Context, in *AuthHeader) (*licenseListOutput, error) {
-	a, err := s.account(ctx, *in)
-	if err != nil {
-		return nil, s.fail(ctx, err, "")
-	}
-	return s.licenses(ctx, a.ID)
+func (s *Server) accountLicenses(ctx context.Context, _ *struct{}) (*licenseListOutput, error) {
+	return s.licenses(ctx, accountIn(ctx).ID)
 }
