@@ -15,9 +15,9 @@ import (
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/internal/enginetest"
-	"github.com/svcflow/svcflow/engine/steps"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/engine/tables"
 )
 
 const threeSteps = `{
@@ -514,7 +514,7 @@ func TestReadLimits(t *testing.T) {
 		    "fields": {"i": "@dflt.length"}}}]}`)
 		doc := b.Execute(t, "o1", w.ID, `{"n": 3}`)
 		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
-		require.Len(t, doc.Context["dflt"], steps.DefaultReadLimit, "a read without limit is bounded")
+		require.Len(t, doc.Context["dflt"], tables.DefaultReadLimit, "a read without limit is bounded")
 		require.Len(t, doc.Context["some"], 3)
 		require.Equal(t, json.Number("0"), doc.Context["dflt"].([]any)[0].(map[string]any)["i"], "oldest first")
 

@@ -209,7 +209,6 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 		}))
 	}
 	call := e.stepCall(st, step, index, pm, vars, c)
-	call.Tables = cachedTables{TableStore: tx, cache: &e.tables}
 	var out any
 	if read != nil {
 		// Run ahead of this transaction (workAhead): its output and its events.
@@ -247,6 +246,7 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 		out = r.out
 	}
 	if kind.Run != nil {
+		e.BindStepCall(tx, call)
 		var err error
 		if out, err = kind.Run(ctx, call); err != nil {
 			return nil, "", "", err
@@ -266,7 +266,8 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 }
 
 // stepCall is what a step kind gets; its Emit and AddEffect write into c (nothing when c is
-// nil), and it has no Tables: the caller in a transaction sets them.
+// nil). What features keep in a transaction is not in it yet: the caller binds it
+// (BindStepCall) before the kind's Run half runs.
 func (e *Core) stepCall(st *runState, step *svctype.Step, index int, pm map[string]any, vars expr.Vars, c *commit) *svctype.StepCall {
 	var call *svctype.StepCall
 	if c == nil {
