@@ -214,7 +214,6 @@ type All interface {
 	ExternalForms
 	OrgConfig
 	Documents
-	Gateway
 	Authoring
 }
 
