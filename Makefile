@@ -36,9 +36,11 @@ FUZZTIME ?= 30s
 fuzz: ## every fuzz target (func Fuzz... in a _test.go) for FUZZTIME (default 30s), one after another; CI's .ci/fuzz runs them all at once
 	FUZZTIME=$(FUZZTIME) GO=$(GO) .ci/fuzz --serial
 
-openapi: ## regenerate openapi/openapi.yaml (3.1) and openapi/openapi-3.0.yaml (Huma's 3.0 downgrade) from the code
+openapi: ## regenerate openapi/openapi.yaml (3.1), openapi-3.0.yaml (Huma's 3.0 downgrade) and the integrator's integrator.yaml, integrator-3.0.yaml from the code
 	$(GO) run ./hosts/svcflow openapi > openapi/openapi.yaml
 	$(GO) run ./hosts/svcflow openapi --version 3.0 > openapi/openapi-3.0.yaml
+	$(GO) run ./hosts/svcflow openapi --doc integrator > openapi/integrator.yaml
+	$(GO) run ./hosts/svcflow openapi --doc integrator --version 3.0 > openapi/integrator-3.0.yaml
 
 lint-openapi: ## lint openapi/openapi.yaml and openapi-3.0.yaml with Redocly CLI (openapi/redocly.yaml; npm ci in openapi/ when needed)
 	bash .ci/lint-openapi

@@ -94,9 +94,10 @@ type Key struct {
 }
 
 func (s *Server) registerAccounts() {
-	o := huma.Operation{OperationID: "signup", Method: http.MethodPost, Path: "/gateway/signup", Summary: "Create an account",
+	o := publicOp(huma.Operation{OperationID: "signup", Method: http.MethodPost, Path: "/gateway/signup", Summary: "Create an account",
 		Tags: []string{"Accounts"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
-		Description: "Self-serve signup: the account and its management token (svc_mgmt_...), shown once."}
+		Description: "Self-serve signup: the account and its management token (svc_mgmt_...), shown once."},
+		http.StatusConflict, http.StatusUnprocessableEntity)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		Body struct {
 			Email string `json:"email" maxLength:"254"`
@@ -138,7 +139,7 @@ func (s *Server) registerAccounts() {
 		return out, nil
 	})
 
-	o = huma.Operation{OperationID: "get-account", Method: http.MethodGet, Path: "/gateway/account", Summary: "The account", Tags: []string{"Accounts"}}
+	o = managementOp(huma.Operation{OperationID: "get-account", Method: http.MethodGet, Path: "/gateway/account", Summary: "The account", Tags: []string{"Accounts"}})
 	huma.Register(s.api, o, func(ctx context.Context, in *AuthHeader) (*struct{ Body Account }, error) {
 		a, err := s.account(ctx, *in)
 		if err != nil {
@@ -147,9 +148,9 @@ func (s *Server) registerAccounts() {
 		return &struct{ Body Account }{Body: accountOf(a)}, nil
 	})
 
-	o = huma.Operation{OperationID: "regenerate-token", Method: http.MethodPost, Path: "/gateway/account/regenerate-token",
+	o = managementOp(huma.Operation{OperationID: "regenerate-token", Method: http.MethodPost, Path: "/gateway/account/regenerate-token",
 		Summary: "Replace the management token", Tags: []string{"Accounts"},
-		Description: "The new token is shown once; the old one stops working at once."}
+		Description: "The new token is shown once; the old one stops working at once."})
 	huma.Register(s.api, o, func(ctx context.Context, in *AuthHeader) (*struct {
 		Body struct {
 			ManagementToken string `json:"management_token"`
@@ -185,7 +186,8 @@ type orgBody struct {
 }
 
 func (s *Server) registerOrgs() {
-	o := huma.Operation{OperationID: "list-gateway-orgs", Method: http.MethodGet, Path: "/gateway/orgs", Summary: "The account's organizations", Tags: []string{"Organizations"}}
+	o := managementOp(huma.Operation{OperationID: "list-gateway-orgs", Method: http.MethodGet, Path: "/gateway/orgs", Summary: "The account's organizations", Tags: []string{"Organizations"}},
+		http.StatusBadRequest, http.StatusUnprocessableEntity)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		AuthHeader
 		Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"500"`
@@ -213,6 +215,7 @@ func (s *Server) registerOrgs() {
 	o = huma.Operation{OperationID: "create-gateway-org", Method: http.MethodPost, Path: "/gateway/orgs", Summary: "Create an organization",
 		Tags: []string{"Organizations"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
 		Description: "Each customer of an embedding platform is one organization. Its id is global: 409 when any account has it."}
+	o = managementOp(o, http.StatusConflict, http.StatusUnprocessableEntity)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		AuthHeader
 		Body orgBody
@@ -238,8 +241,8 @@ func (s *Server) registerOrgs() {
 		return &struct{ Body *svctype.GatewayOrg }{Body: org}, nil
 	})
 
-	o = huma.Operation{OperationID: "update-gateway-org", Method: http.MethodPut, Path: "/gateway/orgs/{orgId}", Summary: "Rename an organization",
-		Tags: []string{"Organizations"}, MaxBodyBytes: 1 << 16}
+	o = managementOp(huma.Operation{OperationID: "update-gateway-org", Method: http.MethodPut, Path: "/gateway/orgs/{orgId}", Summary: "Rename an organization",
+		Tags: []string{"Organizations"}, MaxBodyBytes: 1 << 16}, http.StatusNotFound, http.StatusUnprocessableEntity)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		AuthHeader
 		OrgID string `path:"orgId"`
@@ -303,7 +306,8 @@ func (s *Server) registerKeys() {
 		return &Key{APIKey: *k, Secret: secret}, nil
 	}
 
-	o := huma.Operation{OperationID: "list-keys", Method: http.MethodGet, Path: "/gateway/orgs/{orgId}/keys", Summary: "An organization's keys", Tags: []string{"Keys"}}
+	o := managementOp(huma.Operation{OperationID: "list-keys", Method: http.MethodGet, Path: "/gateway/orgs/{orgId}/keys", Summary: "An organization's keys", Tags: []string{"Keys"}},
+		http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgPath
 		Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"500"`
@@ -327,6 +331,7 @@ func (s *Server) registerKeys() {
 	o = huma.Operation{OperationID: "create-key", Method: http.MethodPost, Path: "/gateway/orgs/{orgId}/keys", Summary: "Create a key",
 		Tags: []string{"Keys"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
 		Description: "kind runtime (svc_live_..., server-side calls to the runtime) or publishable (svc_pk_..., the browser SDK). The key is shown once."}
+	o = managementOp(o, http.StatusNotFound, http.StatusUnprocessableEntity)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgPath
 		Body struct {
@@ -346,6 +351,7 @@ func (s *Server) registerKeys() {
 
 	o = huma.Operation{OperationID: "delete-key", Method: http.MethodDelete, Path: "/gateway/orgs/{orgId}/keys/{keyId}", Summary: "Revoke a key",
 		Tags: []string{"Keys"}, DefaultStatus: http.StatusNoContent, Description: "The key stops working at once (401 key_revoked)."}
+	o = managementOp(o, http.StatusNotFound)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgPath
 		KeyID string `path:"keyId"`
@@ -364,6 +370,7 @@ func (s *Server) registerKeys() {
 	o = huma.Operation{OperationID: "rotate-key", Method: http.MethodPost, Path: "/gateway/orgs/{orgId}/keys/{keyId}/rotate", Summary: "Rotate a key",
 		Tags: []string{"Keys"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
 		Description: "A new key of the same kind, shown once; the old one keeps working for grace_seconds (default 0: it stops at once)."}
+	o = managementOp(o, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgPath
 		KeyID string `path:"keyId"`

@@ -385,8 +385,8 @@ func (s *Server) registerAdmin() {
 			return out, nil
 		})
 
-	huma.Register(s.api, huma.Operation{OperationID: "list-licenses", Method: http.MethodGet, Path: "/gateway/licenses",
-		Summary: "The account's on-premises licenses", Tags: []string{"Licensing"}},
+	huma.Register(s.api, managementOp(huma.Operation{OperationID: "list-licenses", Method: http.MethodGet, Path: "/gateway/licenses",
+		Summary: "The account's on-premises licenses", Tags: []string{"Licensing"}}),
 		func(ctx context.Context, in *AuthHeader) (*struct {
 			Body struct {
 				Items []svctype.IssuedLicense `json:"items"`

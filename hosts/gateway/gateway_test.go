@@ -75,7 +75,7 @@ func setup(t *testing.T, o gateway.Options) *bundle {
 	require.NoError(t, err)
 	o.Store, o.RuntimeURL, o.Now = st, u, b.clock.now
 	o.Logger = testlog.Tee(slog.NewTextHandler(b.logs, nil))
-	b.gw = httptest.NewServer(gateway.New(o).Handler())
+	b.gw = httptest.NewServer(checked(t, gateway.New(o).Handler()))
 	t.Cleanup(b.gw.Close)
 	return b
 }
@@ -340,7 +340,7 @@ func TestSharedRateLimitHoldsAcrossGateways(t *testing.T) {
 	st := store.OpenTest(t, "postgres")
 	noop := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	opts := gateway.Options{Store: st, Runtime: noop, Rate: 0.01, Burst: 20, Shared: true}
-	one, two := httptest.NewServer(gateway.New(opts).Handler()), httptest.NewServer(gateway.New(opts).Handler())
+	one, two := httptest.NewServer(checked(t, gateway.New(opts).Handler())), httptest.NewServer(checked(t, gateway.New(opts).Handler()))
 	t.Cleanup(one.Close)
 	t.Cleanup(two.Close)
 	b := &bundle{gw: one, clock: &clock{t: time.Now()}}

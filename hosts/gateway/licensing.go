@@ -20,6 +20,7 @@ var errNoLicensing = newProblem(http.StatusNotFound, "licensing_not_configured",
 func (s *Server) registerLicensing(pub ed25519.PublicKey) {
 	o := huma.Operation{OperationID: "license-public-key", Method: http.MethodGet, Path: "/licensing/public-key",
 		Summary: "The key licenses are verified with", Tags: []string{"Licensing"}}
+	o = publicOp(o, http.StatusNotFound)
 	huma.Register(s.api, o, func(ctx context.Context, _ *struct{}) (*struct {
 		Body struct {
 			Algorithm string `json:"algorithm"`
@@ -43,6 +44,7 @@ func (s *Server) registerLicensing(pub ed25519.PublicKey) {
 		Summary: "Check an on-premises license", Tags: []string{"Licensing"}, MaxBodyBytes: 1 << 16,
 		Description: "valid is true when the signature verifies with this gateway's public key and now is within not_before..expires_at; " +
 			"otherwise reason says why (bad_signature, malformed, not_yet_valid, expired, revoked). The payload is returned when the signature verifies."}
+	o = publicOp(o, http.StatusNotFound, http.StatusUnprocessableEntity)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		Body struct {
 			License string `json:"license" maxLength:"8192"`
