@@ -42,7 +42,7 @@ openapi: ## regenerate openapi/openapi.yaml (3.1), openapi-3.0.yaml (Huma's 3.0 
 	$(GO) run ./hosts/svcflow openapi --doc integrator > openapi/integrator.yaml
 	$(GO) run ./hosts/svcflow openapi --doc integrator --version 3.0 > openapi/integrator-3.0.yaml
 
-lint-openapi: ## lint openapi/openapi.yaml and openapi-3.0.yaml with Redocly CLI (openapi/redocly.yaml; npm ci in openapi/ when needed)
+lint-openapi: ## lint openapi/'s four documents (runtime, integrator; 3.1 and 3.0) with Redocly CLI (openapi/redocly.yaml; npm ci in openapi/ when needed)
 	bash .ci/lint-openapi
 
 client: ## regenerate the Go client examples/client/client.gen.go from openapi/openapi-3.0.yaml (oapi-codegen, pinned in examples/client/tools.mod)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +60,9 @@ func IntegratorOpenAPI(version string) (*huma.OpenAPI, error) {
 	}
 	if len(rt.Webhooks) > 0 {
 		doc.Webhooks = rt.Webhooks
+	}
+	if err := dropUnused(doc); err != nil {
+		return nil, err
 	}
 	// An Authorization header parameter says less than the operation's security, and
 	// OpenAPI has tools ignore it: the schemes are the one place a credential is named.
@@ -195,6 +199,45 @@ func sameJSON(a, b any) (bool, error) {
 	}
 	return string(ja) == string(jb), nil
 }
+
+// dropUnused removes the component schemas that no operation reaches (the runtime's
+// /health answer, the gateway answering /health itself).
+func dropUnused(doc *huma.OpenAPI) error {
+	schemas := doc.Components.Schemas.Map()
+	used := map[string]bool{}
+	var reach func(v any) error
+	reach = func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		for _, m := range refRe.FindAllStringSubmatch(string(b), -1) {
+			if name := m[1]; !used[name] {
+				used[name] = true
+				if s := schemas[name]; s != nil {
+					if err := reach(s); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	if err := reach(doc.Paths); err != nil {
+		return err
+	}
+	if err := reach(doc.Webhooks); err != nil {
+		return err
+	}
+	for name := range schemas {
+		if !used[name] {
+			delete(schemas, name)
+		}
+	}
+	return nil
+}
+
+var refRe = regexp.MustCompile(`"\$ref":"#/components/schemas/([^"]+)"`)
 
 // rewriteRefs renames the references of s and of the schemas within it.
 func rewriteRefs(s *huma.Schema, renamed map[string]string, seen map[*huma.Schema]bool) {
