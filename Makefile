@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet fuzz openapi client lint-openapi build bench bench-runs bench-runs-traced bench-chain bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http bench-match-million e2e load chaos
+.PHONY: help run test test-short vet fuzz openapi client client-ts test-ts ts-deps lint-openapi build bench bench-runs bench-runs-traced bench-chain bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http bench-match-million e2e load chaos
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -47,6 +47,19 @@ lint-openapi: ## lint openapi/'s four documents (runtime, integrator; 3.1 and 3.
 
 client: ## regenerate the Go client examples/client/client.gen.go from openapi/openapi-3.0.yaml (oapi-codegen, pinned in examples/client/tools.mod)
 	$(GO) generate ./examples/client
+
+# The TypeScript client's dependencies, pinned by clients/typescript/package-lock.json: `npm ci`
+# when they are missing or the lock file is newer than the install.
+TS := clients/typescript
+ts-deps:
+	@if [ ! -x $(TS)/node_modules/.bin/tsc ] || [ $(TS)/package-lock.json -nt $(TS)/node_modules/.package-lock.json ]; then \
+	  cd $(TS) && npm ci --no-audit --no-fund; fi
+
+client-ts: ts-deps ## regenerate the TypeScript client's types clients/typescript/src/integrator.ts from openapi/integrator.yaml (openapi-typescript, pinned)
+	cd $(TS) && npm run --silent generate
+
+test-ts: ts-deps ## the TypeScript client's tests (node --test) against the real binary (go build), and its types against openapi/integrator.yaml
+	cd $(TS) && npm test
 
 build: ## build ./bin/svcflow
 	$(GO) build -o bin/svcflow ./hosts/svcflow
