@@ -84,6 +84,7 @@ func declareAnswers(o *huma.OpenAPI) {
 			if strings.HasPrefix(path, "/admin/") {
 				operatorAnswers(op)
 			}
+			describeRefusals(op)
 			problem := problemContent(op)
 			if op.RequestBody != nil && problem != nil {
 				for _, status := range []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType} {
@@ -97,6 +98,42 @@ func declareAnswers(o *huma.OpenAPI) {
 					r.Headers = map[string]*huma.Param{}
 				}
 				r.Headers["Retry-After"] = retryAfter()
+			}
+		}
+	}
+}
+
+// refusals say, by credential, what a refused one is answered (the problem's code).
+var refusals = map[string]map[int]string{
+	SchemeManagement: {
+		http.StatusUnauthorized: "No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated).",
+		http.StatusForbidden:    "An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended).",
+	},
+	SchemePublishable: {
+		http.StatusUnauthorized: "No credential (unauthorized); an unknown, revoked or expired key (unknown_key, key_revoked, key_expired); " +
+			"a session that is not known, has expired or whose person the organization no longer admits (unknown_session, session_expired, session_ended); " +
+			"on sign-in, a wrong, expired, used or exhausted code (code_invalid).",
+		http.StatusForbidden: "A runtime key or a management token (runtime_key_on_sdk_route, management_token_on_sdk_route), a public form's session " +
+			"(form_session_on_sdk_route), a suspended account (account_suspended); where the route needs a person: an anonymous session " +
+			"(signin_required), a guest (not_a_member), a person without the role (not_an_assignee, not_an_approver).",
+		http.StatusTooManyRequests:    "rate_limited: the key's rate limit is spent, or (sign-in) too many codes were asked for this email.",
+		http.StatusServiceUnavailable: "mail_not_configured: the gateway has no mail server, so no code can be sent.",
+	},
+	SchemeOperator: {
+		http.StatusUnauthorized: "Not the operator's token (unknown_operator_token).",
+		http.StatusNotFound:     "admin_not_configured: the gateway has no operator token; or what the path names does not exist (not_found).",
+	},
+}
+
+// describeRefusals gives an operation's refusals by its credential their codes, where they
+// have only their status's text.
+func describeRefusals(op *huma.Operation) {
+	for _, req := range op.Security {
+		for scheme := range req {
+			for status, text := range refusals[scheme] {
+				if r := op.Responses[strconv.Itoa(status)]; r != nil && r.Description == http.StatusText(status) {
+					r.Description = text
+				}
 			}
 		}
 	}

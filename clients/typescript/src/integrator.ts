@@ -4133,7 +4133,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description Not the operator's token (unknown_operator_token). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4142,7 +4142,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not Found */
+            /** @description admin_not_configured: the gateway has no operator token; or what the path names does not exist (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4200,7 +4200,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description Not the operator's token (unknown_operator_token). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4209,7 +4209,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not Found */
+            /** @description admin_not_configured: the gateway has no operator token; or what the path names does not exist (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4267,7 +4267,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description Not the operator's token (unknown_operator_token). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4276,7 +4276,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not Found */
+            /** @description admin_not_configured: the gateway has no operator token; or what the path names does not exist (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4338,7 +4338,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description Not the operator's token (unknown_operator_token). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4347,7 +4347,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not Found */
+            /** @description admin_not_configured: the gateway has no operator token; or what the path names does not exist (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4424,7 +4424,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description Not the operator's token (unknown_operator_token). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4433,7 +4433,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not Found */
+            /** @description admin_not_configured: the gateway has no operator token; or what the path names does not exist (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4493,7 +4493,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description Not the operator's token (unknown_operator_token). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4502,7 +4502,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not Found */
+            /** @description admin_not_configured: the gateway has no operator token; or what the path names does not exist (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4587,7 +4587,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description Not the operator's token (unknown_operator_token). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4596,7 +4596,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not Found */
+            /** @description admin_not_configured: the gateway has no operator token; or what the path names does not exist (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4652,7 +4652,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description Not the operator's token (unknown_operator_token). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4661,7 +4661,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not Found */
+            /** @description admin_not_configured: the gateway has no operator token; or what the path names does not exist (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4723,7 +4723,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description Not the operator's token (unknown_operator_token). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4732,7 +4732,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not Found */
+            /** @description admin_not_configured: the gateway has no operator token; or what the path names does not exist (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4809,7 +4809,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description Not the operator's token (unknown_operator_token). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4818,7 +4818,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not Found */
+            /** @description admin_not_configured: the gateway has no operator token; or what the path names does not exist (not_found). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9035,7 +9035,7 @@ export interface operations {
                     "application/json": components["schemas"]["Account"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9044,7 +9044,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9091,7 +9091,7 @@ export interface operations {
                     "application/json": components["schemas"]["Regenerate-tokenResponse"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9100,7 +9100,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9147,7 +9147,7 @@ export interface operations {
                     "application/json": components["schemas"]["List-licensesResponse"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9156,7 +9156,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9215,7 +9215,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9224,7 +9224,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9284,7 +9284,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9293,7 +9293,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9382,7 +9382,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9391,7 +9391,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9479,7 +9479,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9488,7 +9488,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9559,7 +9559,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9568,7 +9568,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9643,7 +9643,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9652,7 +9652,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9724,7 +9724,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9733,7 +9733,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9818,7 +9818,7 @@ export interface operations {
                     "application/json": components["schemas"]["SignInPolicy"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9827,7 +9827,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9898,7 +9898,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9907,7 +9907,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9988,7 +9988,7 @@ export interface operations {
                     "application/json": components["schemas"]["Get-usageResponse"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -9997,7 +9997,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10067,7 +10067,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10076,7 +10076,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10149,7 +10149,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10158,7 +10158,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10234,7 +10234,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Unauthorized */
+            /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10243,7 +10243,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description An organization's key instead of the management token (key_on_management_route), or a suspended account (account_suspended). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13254,7 +13254,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Unauthorized */
+            /** @description No credential (unauthorized); an unknown, revoked or expired key (unknown_key, key_revoked, key_expired); a session that is not known, has expired or whose person the organization no longer admits (unknown_session, session_expired, session_ended); on sign-in, a wrong, expired, used or exhausted code (code_invalid). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13263,7 +13263,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description A runtime key or a management token (runtime_key_on_sdk_route, management_token_on_sdk_route), a public form's session (form_session_on_sdk_route), a suspended account (account_suspended); where the route needs a person: an anonymous session (signin_required), a guest (not_a_member), a person without the role (not_an_assignee, not_an_approver). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13290,7 +13290,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too Many Requests */
+            /** @description rate_limited: the key's rate limit is spent, or (sign-in) too many codes were asked for this email. */
             429: {
                 headers: {
                     /** @description Seconds to wait before the next request. */
@@ -13343,7 +13343,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No credential (unauthorized); an unknown, revoked or expired key (unknown_key, key_revoked, key_expired); a session that is not known, has expired or whose person the organization no longer admits (unknown_session, session_expired, session_ended); on sign-in, a wrong, expired, used or exhausted code (code_invalid). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13352,7 +13352,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description A runtime key or a management token (runtime_key_on_sdk_route, management_token_on_sdk_route), a public form's session (form_session_on_sdk_route), a suspended account (account_suspended); where the route needs a person: an anonymous session (signin_required), a guest (not_a_member), a person without the role (not_an_assignee, not_an_approver). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13388,7 +13388,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too Many Requests */
+            /** @description rate_limited: the key's rate limit is spent, or (sign-in) too many codes were asked for this email. */
             429: {
                 headers: {
                     /** @description Seconds to wait before the next request. */
@@ -13408,7 +13408,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Service Unavailable */
+            /** @description mail_not_configured: the gateway has no mail server, so no code can be sent. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13450,7 +13450,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No credential (unauthorized); an unknown, revoked or expired key (unknown_key, key_revoked, key_expired); a session that is not known, has expired or whose person the organization no longer admits (unknown_session, session_expired, session_ended); on sign-in, a wrong, expired, used or exhausted code (code_invalid). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13459,7 +13459,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description A runtime key or a management token (runtime_key_on_sdk_route, management_token_on_sdk_route), a public form's session (form_session_on_sdk_route), a suspended account (account_suspended); where the route needs a person: an anonymous session (signin_required), a guest (not_a_member), a person without the role (not_an_assignee, not_an_approver). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13495,7 +13495,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too Many Requests */
+            /** @description rate_limited: the key's rate limit is spent, or (sign-in) too many codes were asked for this email. */
             429: {
                 headers: {
                     /** @description Seconds to wait before the next request. */
@@ -13547,7 +13547,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No credential (unauthorized); an unknown, revoked or expired key (unknown_key, key_revoked, key_expired); a session that is not known, has expired or whose person the organization no longer admits (unknown_session, session_expired, session_ended); on sign-in, a wrong, expired, used or exhausted code (code_invalid). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13556,7 +13556,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description A runtime key or a management token (runtime_key_on_sdk_route, management_token_on_sdk_route), a public form's session (form_session_on_sdk_route), a suspended account (account_suspended); where the route needs a person: an anonymous session (signin_required), a guest (not_a_member), a person without the role (not_an_assignee, not_an_approver). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13583,7 +13583,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too Many Requests */
+            /** @description rate_limited: the key's rate limit is spent, or (sign-in) too many codes were asked for this email. */
             429: {
                 headers: {
                     /** @description Seconds to wait before the next request. */
@@ -13648,7 +13648,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No credential (unauthorized); an unknown, revoked or expired key (unknown_key, key_revoked, key_expired); a session that is not known, has expired or whose person the organization no longer admits (unknown_session, session_expired, session_ended); on sign-in, a wrong, expired, used or exhausted code (code_invalid). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13657,7 +13657,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description A runtime key or a management token (runtime_key_on_sdk_route, management_token_on_sdk_route), a public form's session (form_session_on_sdk_route), a suspended account (account_suspended); where the route needs a person: an anonymous session (signin_required), a guest (not_a_member), a person without the role (not_an_assignee, not_an_approver). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13720,7 +13720,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too Many Requests */
+            /** @description rate_limited: the key's rate limit is spent, or (sign-in) too many codes were asked for this email. */
             429: {
                 headers: {
                     /** @description Seconds to wait before the next request. */
@@ -13769,7 +13769,7 @@ export interface operations {
                     "application/json": components["schemas"]["SessionInfo"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No credential (unauthorized); an unknown, revoked or expired key (unknown_key, key_revoked, key_expired); a session that is not known, has expired or whose person the organization no longer admits (unknown_session, session_expired, session_ended); on sign-in, a wrong, expired, used or exhausted code (code_invalid). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13778,7 +13778,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description A runtime key or a management token (runtime_key_on_sdk_route, management_token_on_sdk_route), a public form's session (form_session_on_sdk_route), a suspended account (account_suspended); where the route needs a person: an anonymous session (signin_required), a guest (not_a_member), a person without the role (not_an_assignee, not_an_approver). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13796,7 +13796,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too Many Requests */
+            /** @description rate_limited: the key's rate limit is spent, or (sign-in) too many codes were asked for this email. */
             429: {
                 headers: {
                     /** @description Seconds to wait before the next request. */
@@ -13836,7 +13836,7 @@ export interface operations {
                     "application/json": components["schemas"]["Sdk-list-tasksResponse"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No credential (unauthorized); an unknown, revoked or expired key (unknown_key, key_revoked, key_expired); a session that is not known, has expired or whose person the organization no longer admits (unknown_session, session_expired, session_ended); on sign-in, a wrong, expired, used or exhausted code (code_invalid). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13845,7 +13845,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description A runtime key or a management token (runtime_key_on_sdk_route, management_token_on_sdk_route), a public form's session (form_session_on_sdk_route), a suspended account (account_suspended); where the route needs a person: an anonymous session (signin_required), a guest (not_a_member), a person without the role (not_an_assignee, not_an_approver). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13863,7 +13863,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too Many Requests */
+            /** @description rate_limited: the key's rate limit is spent, or (sign-in) too many codes were asked for this email. */
             429: {
                 headers: {
                     /** @description Seconds to wait before the next request. */
@@ -13927,7 +13927,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unauthorized */
+            /** @description No credential (unauthorized); an unknown, revoked or expired key (unknown_key, key_revoked, key_expired); a session that is not known, has expired or whose person the organization no longer admits (unknown_session, session_expired, session_ended); on sign-in, a wrong, expired, used or exhausted code (code_invalid). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13936,7 +13936,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Forbidden */
+            /** @description A runtime key or a management token (runtime_key_on_sdk_route, management_token_on_sdk_route), a public form's session (form_session_on_sdk_route), a suspended account (account_suspended); where the route needs a person: an anonymous session (signin_required), a guest (not_a_member), a person without the role (not_an_assignee, not_an_approver). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13999,7 +13999,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too Many Requests */
+            /** @description rate_limited: the key's rate limit is spent, or (sign-in) too many codes were asked for this email. */
             429: {
                 headers: {
                     /** @description Seconds to wait before the next request. */
