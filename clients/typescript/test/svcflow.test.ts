@@ -17,6 +17,8 @@ let srv: Server;
 let key = "";
 let mgmt = "";
 
+// Bounds, so that a delivery or an agent that never comes fails the test instead of hanging
+// it: building the binary may take minutes on a cold cache.
 before(async () => {
   // --allow-private-targets: the webhook receiver and the model are on this machine.
   srv = await serve("--allow-private-targets");
@@ -26,7 +28,7 @@ before(async () => {
   await ok(account.POST("/gateway/orgs", { body: { id: "acme", name: "Acme" } }));
   const k = await ok(account.POST("/gateway/orgs/{orgId}/keys", { params: { path: { orgId: "acme" } }, body: { kind: "runtime" } }));
   key = k.secret ?? "";
-});
+}, { timeout: 600_000 });
 
 after(async () => {
   await srv?.stop();
@@ -48,7 +50,7 @@ function tablesOnce(): Promise<void> {
   return tables;
 }
 
-test("the README tour through the gateway: tables, a workflow, execute with ?wait=, its status and rows", async () => {
+test("the README tour through the gateway: tables, a workflow, execute with ?wait=, its status and rows", { timeout: 120_000 }, async () => {
   await tablesOnce();
   const svc = gatewayClient(srv.gateway, key);
   const wf = await ok(svc.POST("/workflows", { body: onboard() }));
@@ -95,7 +97,7 @@ test("the README tour through the gateway: tables, a workflow, execute with ?wai
   assert.equal(same.status, "completed");
 });
 
-test("an external form: public read and submit without a key start its workflow", async () => {
+test("an external form: public read and submit without a key start its workflow", { timeout: 120_000 }, async () => {
   await tablesOnce();
   const svc = gatewayClient(srv.gateway, key);
   const wf = await ok(svc.POST("/workflows", { body: { ...onboard(), name: "onboard-from-form" } }));
@@ -167,7 +169,7 @@ function receiver(): Promise<{ url: string; next: () => Promise<{ headers: Incom
   });
 }
 
-test("a webhook registration: a completed run is delivered, signed with the secret", async () => {
+test("a webhook registration: a completed run is delivered, signed with the secret", { timeout: 120_000 }, async () => {
   await tablesOnce();
   const hook = await receiver();
   try {
@@ -237,7 +239,7 @@ function fakeModel(): Promise<{ url: string; close: () => void }> {
   });
 }
 
-test("an agent: it asks a person, is resumed and completes (the organization's model a fake)", async () => {
+test("an agent: it asks a person, is resumed and completes (the organization's model a fake)", { timeout: 120_000 }, async () => {
   const model = await fakeModel();
   try {
     const svc = gatewayClient(srv.gateway, key);
@@ -255,7 +257,7 @@ test("an agent: it asks a person, is resumed and completes (the organization's m
 
     await ok(svc.POST("/agents/{agentId}/resume", { params: { path: { agentId: paused.agent_run_id } }, body: { human_input: "write it off", approved: true } }));
     let status: Schema<"AgentStatus"> | undefined;
-    for (let i = 0; i < 200; i++) {
+    for (let i = 0; i < 1200; i++) {
       status = await ok(svc.GET("/agents/{agentId}/status", { params: { path: { agentId: paused.agent_run_id } } }));
       if (status.status === "completed") break;
       await new Promise((r) => setTimeout(r, 50));
@@ -269,7 +271,7 @@ test("an agent: it asks a person, is resumed and completes (the organization's m
   }
 });
 
-test("the gateway's keys: signup, management token, organization, runtime key, a runtime call, refusals", async () => {
+test("the gateway's keys: signup, management token, organization, runtime key, a runtime call, refusals", { timeout: 120_000 }, async () => {
   const anon = gatewayClient(srv.gateway);
   const signup = await ok(anon.POST("/gateway/signup", { body: { email: "dev@saas.example", name: "SaaS" } }));
   assert.match(signup.management_token, /^svc_mgmt_/);
