@@ -21,16 +21,13 @@ import (
 // requireAccount, which every such route has as its middleware (accountRoute), before
 // Huma reads the request; a handler reads the account with accountIn.
 
-// managementScheme names the management token in the OpenAPI document.
-const managementScheme = "managementToken"
-
 // accountKey is the request context's key of the authenticated account.
 type accountKey struct{}
 
 // accountRoute is o as a management route: declaring the management token and behind
 // requireAccount.
 func (s *Server) accountRoute(o huma.Operation) huma.Operation {
-	o.Security = []map[string][]string{{managementScheme: {}}}
+	o.Security = byManagement
 	o.Middlewares = append(o.Middlewares, s.requireAccount)
 	return o
 }
@@ -123,9 +120,10 @@ type Key struct {
 }
 
 func (s *Server) registerAccounts() {
-	o := huma.Operation{OperationID: "signup", Method: http.MethodPost, Path: "/gateway/signup", Summary: "Create an account",
+	o := publicOp(huma.Operation{OperationID: "signup", Method: http.MethodPost, Path: "/gateway/signup", Summary: "Create an account",
 		Tags: []string{"Accounts"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
-		Description: "Self-serve signup: the account and its management token (svc_mgmt_...), shown once."}
+		Description: "Self-serve signup: the account and its management token (svc_mgmt_...), shown once."},
+		http.StatusConflict, http.StatusUnprocessableEntity)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		Body struct {
 			Email string `json:"email" maxLength:"254"`
@@ -168,7 +166,7 @@ func (s *Server) registerAccounts() {
 	})
 
 	o = huma.Operation{OperationID: "get-account", Method: http.MethodGet, Path: "/gateway/account", Summary: "The account", Tags: []string{"Accounts"}}
-	huma.Register(s.api, s.accountRoute(o), func(ctx context.Context, _ *struct{}) (*struct{ Body Account }, error) {
+	huma.Register(s.api, s.accountRoute(managementOp(o)), func(ctx context.Context, _ *struct{}) (*struct{ Body Account }, error) {
 		a := accountIn(ctx)
 		return &struct{ Body Account }{Body: accountOf(a)}, nil
 	})
@@ -176,7 +174,7 @@ func (s *Server) registerAccounts() {
 	o = huma.Operation{OperationID: "regenerate-token", Method: http.MethodPost, Path: "/gateway/account/regenerate-token",
 		Summary: "Replace the management token", Tags: []string{"Accounts"},
 		Description: "The new token is shown once; the old one stops working at once."}
-	huma.Register(s.api, s.accountRoute(o), func(ctx context.Context, _ *struct{}) (*struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o)), func(ctx context.Context, _ *struct{}) (*struct {
 		Body struct {
 			ManagementToken string `json:"management_token"`
 		}
@@ -209,7 +207,7 @@ type orgBody struct {
 
 func (s *Server) registerOrgs() {
 	o := huma.Operation{OperationID: "list-gateway-orgs", Method: http.MethodGet, Path: "/gateway/orgs", Summary: "The account's organizations", Tags: []string{"Organizations"}}
-	huma.Register(s.api, s.accountRoute(o), func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusBadRequest, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"500"`
 		Cursor string `query:"cursor"`
 	}) (*struct {
@@ -232,7 +230,7 @@ func (s *Server) registerOrgs() {
 	o = huma.Operation{OperationID: "create-gateway-org", Method: http.MethodPost, Path: "/gateway/orgs", Summary: "Create an organization",
 		Tags: []string{"Organizations"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
 		Description: "Each customer of an embedding platform is one organization. Its id is global: 409 when any account has it."}
-	huma.Register(s.api, s.accountRoute(o), func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusConflict, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		Body orgBody
 	}) (*struct{ Body *gwstore.GatewayOrg }, error) {
 		a := accountIn(ctx)
@@ -255,7 +253,7 @@ func (s *Server) registerOrgs() {
 
 	o = huma.Operation{OperationID: "update-gateway-org", Method: http.MethodPut, Path: "/gateway/orgs/{orgId}", Summary: "Rename an organization",
 		Tags: []string{"Organizations"}, MaxBodyBytes: 1 << 16}
-	huma.Register(s.api, s.accountRoute(o), func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusNotFound, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		OrgID string `path:"orgId"`
 		Body  struct {
 			Name string `json:"name" maxLength:"200"`
@@ -311,7 +309,7 @@ func (s *Server) registerKeys() {
 	}
 
 	o := huma.Operation{OperationID: "list-keys", Method: http.MethodGet, Path: "/gateway/orgs/{orgId}/keys", Summary: "An organization's keys", Tags: []string{"Keys"}}
-	huma.Register(s.api, s.accountRoute(o), func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		OrgPath
 		Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"500"`
 		Cursor string `query:"cursor"`
@@ -334,7 +332,7 @@ func (s *Server) registerKeys() {
 	o = huma.Operation{OperationID: "create-key", Method: http.MethodPost, Path: "/gateway/orgs/{orgId}/keys", Summary: "Create a key",
 		Tags: []string{"Keys"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
 		Description: "kind runtime (svc_live_..., server-side calls to the runtime) or publishable (svc_pk_..., the browser SDK). The key is shown once."}
-	huma.Register(s.api, s.accountRoute(o), func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusNotFound, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		OrgPath
 		Body struct {
 			Kind string `json:"kind" enum:"runtime,publishable"`
@@ -353,7 +351,7 @@ func (s *Server) registerKeys() {
 
 	o = huma.Operation{OperationID: "delete-key", Method: http.MethodDelete, Path: "/gateway/orgs/{orgId}/keys/{keyId}", Summary: "Revoke a key",
 		Tags: []string{"Keys"}, DefaultStatus: http.StatusNoContent, Description: "The key stops working at once (401 key_revoked)."}
-	huma.Register(s.api, s.accountRoute(o), func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusNotFound)), func(ctx context.Context, in *struct {
 		OrgPath
 		KeyID string `path:"keyId"`
 	}) (*struct{}, error) {
@@ -371,7 +369,7 @@ func (s *Server) registerKeys() {
 	o = huma.Operation{OperationID: "rotate-key", Method: http.MethodPost, Path: "/gateway/orgs/{orgId}/keys/{keyId}/rotate", Summary: "Rotate a key",
 		Tags: []string{"Keys"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
 		Description: "A new key of the same kind, shown once; the old one keeps working for grace_seconds (default 0: it stops at once)."}
-	huma.Register(s.api, s.accountRoute(o), func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		OrgPath
 		KeyID string `path:"keyId"`
 		Body  struct {

@@ -33,14 +33,11 @@ var (
 	errNoSigningKey = newProblem(http.StatusConflict, "license_signing_not_configured", "this gateway cannot issue licenses (SVC_LICENSE_KEY)")
 )
 
-// operatorScheme names the operator's credential in the OpenAPI document.
-const operatorScheme = "operatorToken"
-
 // operatorRoute is o as an operator route: tagged Operator, declaring the operator's
 // bearer token, and behind requireOperator.
 func (s *Server) operatorRoute(o huma.Operation) huma.Operation {
 	o.Tags = []string{"Operator"}
-	o.Security = []map[string][]string{{operatorScheme: {}}}
+	o.Security = byOperator
 	o.Middlewares = append(o.Middlewares, s.requireOperator)
 	return o
 }
@@ -92,19 +89,6 @@ func statusError(err error) huma.StatusError {
 		return se
 	}
 	return newProblem(http.StatusInternalServerError, "internal", "the gateway failed; the error is logged").(*problem)
-}
-
-// registerSecuritySchemes declares the gateway's bearer credentials in the OpenAPI document:
-// each route that takes one names it (accountRoute, operatorRoute).
-func (s *Server) registerSecuritySchemes() {
-	oapi := s.api.OpenAPI()
-	if oapi.Components.SecuritySchemes == nil {
-		oapi.Components.SecuritySchemes = map[string]*huma.SecurityScheme{}
-	}
-	oapi.Components.SecuritySchemes[operatorScheme] = &huma.SecurityScheme{Type: "http", Scheme: "bearer",
-		Description: "The platform operator's token (SVC_OPERATOR_TOKEN)."}
-	oapi.Components.SecuritySchemes[managementScheme] = &huma.SecurityScheme{Type: "http", Scheme: "bearer",
-		Description: "The account's management token (svc_mgmt_...)."}
 }
 
 func (s *Server) registerAdmin() {

@@ -23,6 +23,8 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -234,13 +236,16 @@ func New(o Options) *Server {
 	cfg.Formats = runtime.JSONFormats() // a body that is not UTF-8: 400 invalid_utf8, as on the runtime
 	cfg.Info.Description = "Accounts, organizations and keys (management token), and the proxy of every runtime route (runtime key)."
 	s.api = humachi.New(r, cfg)
+	s.api.OpenAPI().Components.SecuritySchemes = securitySchemes()
 	s.router = r
-	s.registerSecuritySchemes()
 	s.registerAccounts()
 	s.registerUsage()
 	s.registerLicensing(o.LicenseKey, o.LicensePreviousKeys)
 	s.registerHealth(o)
 	runtime.RegisterProbes(s.api, "gateway-", s.log, s.ready)
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		s.api.OpenAPI().Paths[probe].Get.Security = byNobody
+	}
 	s.registerSDKAuth()
 	s.registerSDKTasks()
 	s.registerPeople()
@@ -248,6 +253,7 @@ func New(o Options) *Server {
 	s.registerAccountLicenses()
 	s.registerWeb()
 	s.registerConsole()
+	declareAnswers(s.api.OpenAPI())
 	r.NotFound(s.forward)
 	r.MethodNotAllowed(s.forward)
 	return s
@@ -631,26 +637,28 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	writeProblem(w, http.StatusInternalServerError, "internal", "the gateway failed; the error is logged")
 }
 
+// GatewayHealth is the answer of GET /health.
+type GatewayHealth struct {
+	Status  string `json:"status" enum:"ok,degraded"`
+	Runtime string `json:"runtime" enum:"ok,unreachable"`
+	Store   string `json:"store" enum:"ok,unreachable"`
+}
+
 // registerHealth serves GET /health: the gateway, the runtime's reachability and the store.
 func (s *Server) registerHealth(o Options) {
-	op := huma.Operation{OperationID: "gateway-health", Method: http.MethodGet, Path: "/health", Summary: "Health", Tags: []string{"Health"},
-		Description: "status ok when the runtime answers and the store reads; degraded (503) otherwise, saying which."}
+	op := publicOp(huma.Operation{OperationID: "gateway-health", Method: http.MethodGet, Path: "/health", Summary: "Health", Tags: []string{"Health"},
+		Description: "status ok when the runtime answers and the store reads; degraded (503) otherwise, saying which."})
+	health := s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[GatewayHealth](), true, "")
+	op.Responses = map[string]*huma.Response{strconv.Itoa(http.StatusServiceUnavailable): {Description: "Degraded: the runtime or the store does not answer.",
+		Content: map[string]*huma.MediaType{"application/json": {Schema: health}}}}
 	client := &http.Client{Timeout: 2 * time.Second}
 	huma.Register(s.api, op, func(ctx context.Context, _ *struct{}) (*struct {
 		Status int
-		Body   struct {
-			Status  string `json:"status"`
-			Runtime string `json:"runtime"`
-			Store   string `json:"store"`
-		}
+		Body   GatewayHealth
 	}, error) {
 		out := &struct {
 			Status int
-			Body   struct {
-				Status  string `json:"status"`
-				Runtime string `json:"runtime"`
-				Store   string `json:"store"`
-			}
+			Body   GatewayHealth
 		}{Status: http.StatusOK}
 		out.Body.Status, out.Body.Runtime, out.Body.Store = "ok", "ok", "ok"
 		if o.Runtime == nil {

@@ -78,7 +78,7 @@ func setup(t *testing.T, o gateway.Options) *bundle {
 	require.NoError(t, err)
 	o.Store, o.RuntimeURL, o.Now = b.gs, u, b.clock.now
 	o.Logger = testlog.Tee(slog.NewTextHandler(b.logs, nil))
-	b.gw = httptest.NewServer(gateway.New(o).Handler())
+	b.gw = httptest.NewServer(checked(t, gateway.New(o).Handler()))
 	t.Cleanup(b.gw.Close)
 	return b
 }
@@ -383,6 +383,8 @@ func TestSharedRateLimitHoldsAcrossGateways(t *testing.T) {
 	}
 	st := store.OpenTest(t, "postgres")
 	noop := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	// The runtime is a stand-in answering 204 to everything: its answers are not the
+	// contract, so these gateways are not checked against it.
 	opts := gateway.Options{Store: gwstore.OpenTest(t, st), Runtime: noop, Rate: 0.01, Burst: 20, Shared: true}
 	one, two := httptest.NewServer(gateway.New(opts).Handler()), httptest.NewServer(gateway.New(opts).Handler())
 	t.Cleanup(one.Close)

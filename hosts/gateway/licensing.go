@@ -21,6 +21,7 @@ func (s *Server) registerLicensing(pub ed25519.PublicKey, previous []ed25519.Pub
 	keys := append([]ed25519.PublicKey{pub}, previous...)
 	o := huma.Operation{OperationID: "license-public-key", Method: http.MethodGet, Path: "/licensing/public-key",
 		Summary: "The key licenses are verified with", Tags: []string{"Licensing"}}
+	o = publicOp(o, http.StatusNotFound)
 	huma.Register(s.api, o, func(ctx context.Context, _ *struct{}) (*struct {
 		Body struct {
 			Algorithm string `json:"algorithm"`
@@ -44,6 +45,7 @@ func (s *Server) registerLicensing(pub ed25519.PublicKey, previous []ed25519.Pub
 		Summary: "Check an on-premises license", Tags: []string{"Licensing"}, MaxBodyBytes: 1 << 16,
 		Description: "valid is true when the signature verifies with this gateway's public key (or, during a rotation, a key before it) and now is within not_before..expires_at; " +
 			"otherwise reason says why (bad_signature, malformed, not_yet_valid, expired, revoked). The payload is returned when the signature verifies."}
+	o = publicOp(o, http.StatusNotFound, http.StatusUnprocessableEntity)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		Body struct {
 			License string `json:"license" maxLength:"8192"`
@@ -97,8 +99,8 @@ func (s *Server) registerLicensing(pub ed25519.PublicKey, previous []ed25519.Pub
 
 // registerAccountLicenses is the account's view of the licenses the operator issued it.
 func (s *Server) registerAccountLicenses() {
-	huma.Register(s.api, s.accountRoute(huma.Operation{OperationID: "list-licenses", Method: http.MethodGet, Path: "/gateway/licenses",
-		Summary: "The account's on-premises licenses", Tags: []string{"Licensing"}}), s.accountLicenses)
+	huma.Register(s.api, s.accountRoute(managementOp(huma.Operation{OperationID: "list-licenses", Method: http.MethodGet, Path: "/gateway/licenses",
+		Summary: "The account's on-premises licenses", Tags: []string{"Licensing"}})), s.accountLicenses)
 }
 
 func (s *Server) accountLicenses(ctx context.Context, _ *struct{}) (*licenseListOutput, error) {

@@ -172,6 +172,13 @@ func OpenAPI30YAML(version string) ([]byte, error) {
 	return doc, err
 }
 
+// DowngradeYAML returns o as OpenAPI 3.0.3 in YAML, finished as the runtime's own 3.0
+// document is: the gateway's integrator document is downgraded by it too.
+func DowngradeYAML(o *huma.OpenAPI) ([]byte, error) {
+	_, doc, err := downgrade(o)
+	return doc, err
+}
+
 // downgrade returns o as OpenAPI 3.0.3, in JSON and in YAML.
 func downgrade(o *huma.OpenAPI) (jsonDoc, yamlDoc []byte, err error) {
 	b, err := o.Downgrade()

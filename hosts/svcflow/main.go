@@ -51,7 +51,10 @@ usage:
   svcflow worker  [--db DSN] [--workers N] [--health-addr ADDR] [call flags]
   svcflow migrate [--db DSN]
   svcflow rotate-master-key [--db DSN] [--grace 2s]
-  svcflow openapi [--version 3.1|3.0]             # 3.0: Huma's downgrade, for 3.0-only tools
+  svcflow openapi [--doc runtime|integrator] [--version 3.1|3.0]
+                                                  # runtime: the runtime's routes (X-Org-Id); integrator:
+                                                  # everything at the gateway's address, by credential;
+                                                  # 3.0: Huma's downgrade, for 3.0-only tools
   svcflow license keygen                          # a new Ed25519 license key pair (JSON)
   svcflow license issue --licensee NAME --seats N [--features a,b] [--days 365] [--not-before RFC3339]
                                                   # SVC_LICENSE_KEY: the signing key (base64 seed)
@@ -148,6 +151,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	documentsDir := fs.String("documents-dir", "", "serve, runtime, worker: keep document content as files under this directory instead of in the database (every runtime and worker of a deployment needs the same directory); empty: in the database")
 	maxDocMiB := fs.Int("max-document-mib", documents.MaxSize>>20, "serve, runtime: the largest document version a client may upload, in MiB (1 to 1024); a CSV of a million records is about 40 MB")
 	openapiVersion := fs.String("version", "3.1", "openapi: the document's OpenAPI version, 3.1 or 3.0 (Huma's downgrade, for tools that read 3.0 only)")
+	openapiDoc := fs.String("doc", "runtime", "openapi: which document, runtime (the runtime's routes, X-Org-Id) or integrator (every route at the gateway's address, the runtime's through it)")
 	if err := fs.Parse(rest); err != nil {
 		return 2
 	}
@@ -179,16 +183,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch cmd {
 	case "openapi":
-		var b []byte
-		switch *openapiVersion {
-		case "3.1":
-			b, err = runtime.OpenAPIYAML(version)
-		case "3.0":
-			b, err = runtime.OpenAPI30YAML(version)
-		default:
+		gen := map[[2]string]func(string) ([]byte, error){
+			{"runtime", "3.1"}: runtime.OpenAPIYAML, {"runtime", "3.0"}: runtime.OpenAPI30YAML,
+			{"integrator", "3.1"}: gateway.IntegratorYAML, {"integrator", "3.0"}: gateway.Integrator30YAML,
+		}[[2]string{*openapiDoc, *openapiVersion}]
+		switch {
+		case *openapiVersion != "3.1" && *openapiVersion != "3.0":
 			fmt.Fprintf(stderr, "openapi --version %q: 3.1 or 3.0\n", *openapiVersion)
 			return 2
+		case gen == nil:
+			fmt.Fprintf(stderr, "openapi --doc %q: runtime or integrator\n", *openapiDoc)
+			return 2
 		}
+		var b []byte
+		b, err = gen(version)
 		if err == nil {
 			_, err = stdout.Write(b)
 		}
