@@ -85,6 +85,8 @@ type failure struct {
 	// conflictSaid: a 409's detail is the engine's own words after "conflict: " (the
 	// studio's, which name the process, table or action in the way) instead of conflict.
 	conflictSaid bool
+	// tooLarge is the 413 of a body past the route's limit (an *http.MaxBytesError).
+	tooLarge string
 	// in is where engine problem pointers point: "body" (default) or "query".
 	in string
 }
@@ -105,6 +107,11 @@ func register[I, O any](s *Server, o huma.Operation, f failure, h func(context.C
 
 // fail maps err in the words f (see problemFor).
 func (s *Server) fail(ctx context.Context, err error, f failure) error {
+	return s.problem(ctx, err, f)
+}
+
+// problem is fail for code that writes the answer itself (a middleware).
+func (s *Server) problem(ctx context.Context, err error, f failure) *Problem {
 	return problemFor(ctx, loggerFrom(ctx, s.log), err, f)
 }
 
@@ -129,14 +136,23 @@ func problemFor(ctx context.Context, log *slog.Logger, err error, f failure) *Pr
 // ErrConflicts, a missing context key or org config key an ErrNotFound.
 func knownProblem(err error, f failure) *Problem {
 	var (
-		p       *Problem
-		ve      *engine.ValidationError
-		owned   *engine.WorkflowOwnedError
-		drafted *authoring.ErrDraftFailed
+		p         *Problem
+		ve        *engine.ValidationError
+		owned     *engine.WorkflowOwnedError
+		drafted   *authoring.ErrDraftFailed
+		tooLarge  *http.MaxBytesError
+		multipart *multipartError
 	)
 	switch {
 	case errors.As(err, &p):
 		return p
+	case errors.As(err, &tooLarge):
+		return newProblem(http.StatusRequestEntityTooLarge, codeBodyTooLarge, orDefault(f.tooLarge, "the request body is too large"))
+	case errors.Is(err, http.ErrNotMultipart), errors.Is(err, http.ErrMissingBoundary):
+		return newProblem(http.StatusUnsupportedMediaType, codeUnsupportedMedia, "uploads must be multipart/form-data")
+	case errors.As(err, &multipart):
+		return newProblem(http.StatusBadRequest, codeMalformedMultipart, "the request body is not a readable multipart form",
+			&ProblemDetail{Location: "body", Message: multipart.err.Error()})
 	case errors.As(err, &drafted):
 		details := make([]*ProblemDetail, 0, len(drafted.Problems))
 		for _, pr := range drafted.Problems {

@@ -114,13 +114,13 @@ func (s *Server) registerOAuth() {
 	register(s, o, failure{notFound: "OAuth connection not found"}, s.deleteOAuthConnection)
 }
 
-type authorizeInput struct {
+type authorizeOAuthInput struct {
 	OrgParam
 	Provider string `path:"provider" doc:"google, slack or microsoft."`
 	Account  string `query:"account" required:"true" doc:"The label the organization gives the account (1-200 letters, digits and @ . _ + : -), what __oauth_account__ will name."`
 }
 
-func (s *Server) authorizeOAuth(ctx context.Context, in *authorizeInput) (*answer[OAuthAuthorization], error) {
+func (s *Server) authorizeOAuth(ctx context.Context, in *authorizeOAuthInput) (*answer[OAuthAuthorization], error) {
 	a, err := s.eng.Connections.StartOAuth(ctx, in.OrgID, in.Provider, in.Account)
 	if err != nil {
 		return nil, err
@@ -128,14 +128,14 @@ func (s *Server) authorizeOAuth(ctx context.Context, in *authorizeInput) (*answe
 	return &answer[OAuthAuthorization]{Body: OAuthAuthorization{AuthorizeURL: a.URL, State: a.State, ExpiresAt: a.ExpiresAt}}, nil
 }
 
-type callbackInput struct {
+type oauthCallbackInput struct {
 	State            string `query:"state" doc:"The state of GET /oauth/{provider}/authorize."`
 	Code             string `query:"code" doc:"The authorization code."`
 	Error            string `query:"error" doc:"The provider's error, when access was not granted."`
 	ErrorDescription string `query:"error_description" doc:"The provider's explanation of error."`
 }
 
-func (s *Server) oauthCallback(ctx context.Context, in *callbackInput) (*answer[OAuthConnection], error) {
+func (s *Server) oauthCallback(ctx context.Context, in *oauthCallbackInput) (*answer[OAuthConnection], error) {
 	c, err := s.eng.Connections.FinishOAuth(ctx, engine.OAuthCallback{State: in.State, Code: in.Code, Error: in.Error, ErrorDescription: in.ErrorDescription})
 	if err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func (s *Server) oauthCallback(ctx context.Context, in *callbackInput) (*answer[
 	return &answer[OAuthConnection]{Body: oauthConnection(*c)}, nil
 }
 
-type connectionInput struct {
+type createOAuthConnectionInput struct {
 	OrgParam
 	Body OAuthConnectionBody
 }
@@ -154,7 +154,7 @@ type connectionOutput struct {
 	Body   OAuthConnection
 }
 
-func (s *Server) createOAuthConnection(ctx context.Context, in *connectionInput) (*connectionOutput, error) {
+func (s *Server) createOAuthConnection(ctx context.Context, in *createOAuthConnectionInput) (*connectionOutput, error) {
 	c, created, err := s.eng.Connections.CreateOAuthConnection(ctx, in.OrgID, engine.OAuthConnectionInput{
 		Provider: in.Body.Provider, Account: in.Body.Account, AccessToken: in.Body.AccessToken,
 		RefreshToken: in.Body.RefreshToken, ExpiresAt: in.Body.ExpiresAt, Scopes: in.Body.Scopes,
@@ -169,12 +169,12 @@ func (s *Server) createOAuthConnection(ctx context.Context, in *connectionInput)
 	return out, nil
 }
 
-type listConnectionsInput struct {
+type listOAuthConnectionsInput struct {
 	OrgParam
 	Paging
 }
 
-func (s *Server) listOAuthConnections(ctx context.Context, in *listConnectionsInput) (*answer[List[OAuthConnection]], error) {
+func (s *Server) listOAuthConnections(ctx context.Context, in *listOAuthConnectionsInput) (*answer[List[OAuthConnection]], error) {
 	page, err := s.eng.Connections.ListOAuthConnections(ctx, in.OrgID, in.options())
 	if err != nil {
 		return nil, err

@@ -221,12 +221,12 @@ func (s *Server) registerStudio() {
 	register(s, o, studioWords, s.createWorkflowFromAI)
 }
 
-type projectInput struct {
+type createProjectInput struct {
 	OrgParam
 	Body ProjectBody
 }
 
-func (s *Server) createProject(ctx context.Context, in *projectInput) (*answer[*svctype.Project], error) {
+func (s *Server) createProject(ctx context.Context, in *createProjectInput) (*answer[*svctype.Project], error) {
 	p, err := s.eng.CreateProject(ctx, in.OrgID, in.Body.Name, in.Body.Description)
 	if err != nil {
 		return nil, err
@@ -247,12 +247,12 @@ func (s *Server) listProjects(ctx context.Context, in *listProjectsInput) (*answ
 	return &answer[List[svctype.Project]]{Body: listOf(page, same[svctype.Project])}, nil
 }
 
-type processInput struct {
+type createProcessInput struct {
 	OrgParam
 	Body ProcessBody
 }
 
-func (s *Server) createProcess(ctx context.Context, in *processInput) (*answer[*svctype.Process], error) {
+func (s *Server) createProcess(ctx context.Context, in *createProcessInput) (*answer[*svctype.Process], error) {
 	p, err := s.eng.CreateProcess(ctx, in.OrgID, svctype.Process{ProjectID: in.Body.ProjectID, Name: in.Body.Name,
 		Description: in.Body.Description, AuthoringMode: in.Body.AuthoringMode})
 	if err != nil {
@@ -269,12 +269,12 @@ func (s *Server) getProcess(ctx context.Context, in *ProcessPath) (*answer[*svct
 	return &answer[*svctype.Process]{Body: p}, nil
 }
 
-type composeInput struct {
+type composeBundleInput struct {
 	ProcessPath
 	Body ComposeBody
 }
 
-func (s *Server) composeBundle(ctx context.Context, in *composeInput) (*answer[*svctype.Bundle], error) {
+func (s *Server) composeBundle(ctx context.Context, in *composeBundleInput) (*answer[*svctype.Bundle], error) {
 	b, err := s.eng.Compose(ctx, in.OrgID, in.ProcessID, engine.Compose{DeploymentShape: in.Body.DeploymentShape,
 		Summary: in.Body.Summary, DSL: in.Body.DSL})
 	if err != nil {
@@ -297,12 +297,12 @@ func (s *Server) getBundle(ctx context.Context, in *BundlePath) (*answer[*svctyp
 	return &answer[*svctype.Bundle]{Body: b}, nil
 }
 
-type publishInput struct {
+type publishBundleInput struct {
 	BundlePath
 	Body *PublishBody
 }
 
-func (s *Server) publishBundle(ctx context.Context, in *publishInput) (*answer[PublishAnswer], error) {
+func (s *Server) publishBundle(ctx context.Context, in *publishBundleInput) (*answer[PublishAnswer], error) {
 	note := ""
 	if in.Body != nil {
 		note = in.Body.PublishNote
@@ -333,12 +333,12 @@ func (s *Server) executeProcess(ctx context.Context, in *executeProcessInput) (*
 	return &answer[ExecuteAnswer]{Body: ExecuteAnswer{ID: run.ID, Status: run.Status}}, nil
 }
 
-type generateInput struct {
+type generateWorkflowInput struct {
 	OrgParam
 	Body GenerateBody
 }
 
-func (s *Server) generateWorkflow(ctx context.Context, in *generateInput) (*answer[GenerateAnswer], error) {
+func (s *Server) generateWorkflow(ctx context.Context, in *generateWorkflowInput) (*answer[GenerateAnswer], error) {
 	g, err := s.eng.Generate(ctx, in.OrgID, in.Body.Prompt, in.Body.LLMOptions.options())
 	if err != nil {
 		return nil, err
@@ -364,12 +364,12 @@ func (s *Server) getGeneration(ctx context.Context, in *GenerationPath) (*answer
 	return &answer[*svctype.Generation]{Body: g}, nil
 }
 
-type fromPromptInput struct {
+type createProcessFromPromptInput struct {
 	OrgParam
 	Body FromPromptBody
 }
 
-func (s *Server) createProcessFromPrompt(ctx context.Context, in *fromPromptInput) (*answer[FromPromptAnswer], error) {
+func (s *Server) createProcessFromPrompt(ctx context.Context, in *createProcessFromPromptInput) (*answer[FromPromptAnswer], error) {
 	publish := in.Body.Publish == nil || *in.Body.Publish
 	res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, authoring.FromPrompt{ProjectID: in.Body.ProjectID, Name: in.Body.Name,
 		Description: in.Body.Description, Prompt: in.Body.Prompt, LLM: in.Body.LLMOptions.options(), Publish: publish})
@@ -383,12 +383,12 @@ func (s *Server) createProcessFromPrompt(ctx context.Context, in *fromPromptInpu
 	return &answer[FromPromptAnswer]{Body: out}, nil
 }
 
-type legacyFromAIInput struct {
+type createWorkflowFromAIInput struct {
 	OrgParam
 	Body *LegacyFromAIBody
 }
 
-func (s *Server) createWorkflowFromAI(ctx context.Context, in *legacyFromAIInput) (*answer[LegacyFromAIAnswer], error) {
+func (s *Server) createWorkflowFromAI(ctx context.Context, in *createWorkflowFromAIInput) (*answer[LegacyFromAIAnswer], error) {
 	if !s.legacyCreateFromAI {
 		return nil, newProblem(http.StatusGone, "create_from_ai_gone",
 			"POST /workflows/create-from-ai is retired: draft with POST /ai/generate-workflow, then compose and publish in the process studio (/process-studio/...)")
