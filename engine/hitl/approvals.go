@@ -139,7 +139,7 @@ func (e *HITL) requestApproval(ctx context.Context, tx storage.Tx, p *core.Pause
 		}))
 	p.SetInputSummary(props)
 	p.AddEffect(svctype.Effect{Kind: "approval_requested", Target: a.ApproverRole,
-		Detail: map[string]any{"approval_id": a.ID, "expires_at": a.ExpiresAt}})
+		Detail: withExpiry(map[string]any{"approval_id": a.ID}, a.ExpiresAt)})
 	return nil
 }
 
