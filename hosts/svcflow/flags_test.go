@@ -85,6 +85,9 @@ func TestFlagOfAnotherCommand(t *testing.T) {
 		}
 	}
 	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"help", "license"}, &out, &errOut))
+	require.Contains(t, out.String(), "svcflow license issue")
+	out.Reset()
 	require.Equal(t, 2, run([]string{"migrate", "--nope"}, &out, &errOut))
 	require.Contains(t, errOut.String(), "no flag --nope")
 	errOut.Reset()

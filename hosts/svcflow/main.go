@@ -116,6 +116,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		name, rest = args[1], []string{"--help"}
 	}
 	if name == "license" {
+		if len(rest) == 1 && (rest[0] == "--help" || rest[0] == "-h") {
+			fmt.Fprint(stdout, usage) // its lines are the usage's
+			return 0
+		}
 		return licenseCommand(rest, stdout, stderr)
 	}
 	cmd, ok := lookupCommand(name)
