@@ -13,7 +13,6 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/svcflow/svcflow/engine"
-	"github.com/svcflow/svcflow/engine/authoring"
 )
 
 // Problem is every error body the runtime writes: RFC 9457 problem details plus Code, a
@@ -139,7 +138,7 @@ func knownProblem(err error, f failure) *Problem {
 		p         *Problem
 		ve        *engine.ValidationError
 		owned     *engine.WorkflowOwnedError
-		drafted   *authoring.ErrDraftFailed
+		drafted   *engine.DraftFailedError
 		tooLarge  *http.MaxBytesError
 		multipart *multipartError
 	)

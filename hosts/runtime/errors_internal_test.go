@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/engine"
-	"github.com/svcflow/svcflow/engine/authoring"
 )
 
 // TestKnownProblem: the one mapping gives each error the engine names its status and code
@@ -40,7 +39,7 @@ func TestKnownProblem(t *testing.T) {
 		{"a published bundle, in the studio's words", engine.ErrBundlePublished, studio, 409, "bundle_published", ""},
 		{"a process not published", engine.ErrProcessNotPublished, studio, 409, "process_not_published", ""},
 		{"no drafting model", engine.ErrNoDraftingModelKey, studio, 409, "model_not_configured", ""},
-		{"a draft that failed twice", &authoring.ErrDraftFailed{Problems: []string{"/dsl/x: wrong"}}, studio, 422, "generation_failed", ""},
+		{"a draft that failed twice", &engine.DraftFailedError{Problems: []string{"/dsl/x: wrong"}}, studio, 422, "generation_failed", ""},
 		{"an OAuth state", engine.ErrOAuthState, failure{in: "query"}, 400, codeOAuthState, engine.ErrOAuthState.Error()},
 		{"a provider's refusal", fmt.Errorf("%w: slack: exchanging the code: invalid_grant", engine.ErrOAuthProvider), failure{}, 502, codeOAuthProvider, ""},
 		{"an owned workflow", &engine.WorkflowOwnedError{ProcessID: "p1", ProcessName: "Onboarding"}, failure{conflict: "ignored"}, 409, "workflow_owned_by_process", ""},

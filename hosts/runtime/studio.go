@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/svcflow/svcflow/engine"
-	"github.com/svcflow/svcflow/engine/authoring"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -371,7 +370,7 @@ type createProcessFromPromptInput struct {
 
 func (s *Server) createProcessFromPrompt(ctx context.Context, in *createProcessFromPromptInput) (*answer[FromPromptAnswer], error) {
 	publish := in.Body.Publish == nil || *in.Body.Publish
-	res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, authoring.FromPrompt{ProjectID: in.Body.ProjectID, Name: in.Body.Name,
+	res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, engine.FromPrompt{ProjectID: in.Body.ProjectID, Name: in.Body.Name,
 		Description: in.Body.Description, Prompt: in.Body.Prompt, LLM: in.Body.LLMOptions.options(), Publish: publish})
 	if err != nil {
 		return nil, err
@@ -400,7 +399,7 @@ func (s *Server) createWorkflowFromAI(ctx context.Context, in *createWorkflowFro
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, authoring.FromPrompt{ProjectID: prj, Name: in.Body.Name, Prompt: in.Body.Prompt,
+	res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, engine.FromPrompt{ProjectID: prj, Name: in.Body.Name, Prompt: in.Body.Prompt,
 		LLM: in.Body.LLMOptions.options(), Publish: true})
 	if err != nil {
 		return nil, err
