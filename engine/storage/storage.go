@@ -210,7 +210,6 @@ type All interface {
 	ExternalForms
 	OrgConfig
 	Documents
-	Gateway
 	Authoring
 }
 
