@@ -49,7 +49,8 @@ const DocPrefix = "doc:"
 
 // Store is the part of the store documents need.
 type Store interface {
-	storage.Runs
+	// The transaction this feature hands back to the run core (Emit, ResumeTx, StartTx).
+	storage.Tx
 	storage.Documents
 }
 

@@ -41,7 +41,8 @@ import (
 // Store is the part of the store external forms need: the forms and their submissions, and
 // the run core's part (a submission starts a run in its transaction).
 type Store interface {
-	storage.Runs
+	// The transaction this feature hands back to the run core (Emit, ResumeTx, StartTx).
+	storage.Tx
 	storage.ExternalForms
 	// GetProcess reads the process studio's processes (trigger_process_id).
 	GetProcess(ctx context.Context, orgID, id string) (*svctype.Process, error)
