@@ -353,19 +353,15 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// fail maps err for a handler (see problemFor).
-func (s *Server) fail(ctx context.Context, err error, f failure) error {
-	return problemFor(ctx, loggerFrom(ctx, s.log), err, f)
-}
-
 // Health is the answer of GET /health.
 type Health struct {
 	Status string `json:"status" example:"ok" doc:"Always ok when the process serves requests."`
 }
 
 func (s *Server) registerHealth() {
-	huma.Register(s.api, op("health", http.MethodGet, "/health", "Liveness check (no X-Org-Id)", "Health"),
-		func(context.Context, *struct{}) (*struct{ Body Health }, error) {
-			return &struct{ Body Health }{Body: Health{Status: "ok"}}, nil
-		})
+	register(s, op("health", http.MethodGet, "/health", "Liveness check (no X-Org-Id)", "Health"), failure{}, s.health)
+}
+
+func (s *Server) health(context.Context, *struct{}) (*answer[Health], error) {
+	return &answer[Health]{Body: Health{Status: "ok"}}, nil
 }
