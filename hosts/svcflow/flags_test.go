@@ -27,7 +27,7 @@ var commandFlags = func() map[string][]string {
 		"worker":            join([]string{"db", "ops-addr", "workers", "health-addr"}, engine),
 		"migrate":           {"db"},
 		"rotate-master-key": {"db", "grace"},
-		"openapi":           {"version"},
+		"openapi":           {"doc", "version"},
 	}
 }()
 
