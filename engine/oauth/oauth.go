@@ -148,7 +148,7 @@ type OAuthApp struct {
 // that use them.
 type Connections struct {
 	core        *core.Core
-	store       storage.OAuth
+	store       Store
 	orgConfig   *orgconfig.OrgConfig
 	keys        *secrets.Keyring
 	now         func() time.Time
@@ -162,7 +162,7 @@ type Connections struct {
 
 // New returns the connections over st, the organizations' OAuth apps read through oc,
 // tokens sealed with keys (nil: none can be stored).
-func New(c *core.Core, st storage.OAuth, oc *orgconfig.OrgConfig, keys *secrets.Keyring, o OAuthOptions) *Connections {
+func New(c *core.Core, st Store, oc *orgconfig.OrgConfig, keys *secrets.Keyring, o OAuthOptions) *Connections {
 	s := &Connections{core: c, store: st, orgConfig: oc, keys: keys, now: c.Now, providers: DefaultOAuthProviders(),
 		redirectURL: o.RedirectURL, client: o.Client}
 	for name, p := range o.Providers {
@@ -517,7 +517,7 @@ func (e *Connections) saveOAuthConnection(ctx context.Context, orgID, provider, 
 	var err error
 	for range 2 {
 		err = e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-			tx := storage.In[storage.OAuth](stx)
+			tx := Tx(stx)
 			now := e.now().UTC()
 			c := &svctype.OAuthConnection{
 				OrgID: orgID, Provider: provider, Account: account, Scopes: scopes, ExpiresAt: utcTime(expires),
