@@ -131,7 +131,7 @@ func (e *HITL) requestApproval(ctx context.Context, stx storage.Tx, p *core.Paus
 		}))
 	p.SetInputSummary(props)
 	p.AddEffect(svctype.Effect{Kind: "approval_requested", Target: a.ApproverRole,
-		Detail: map[string]any{"approval_id": a.ID, "expires_at": a.ExpiresAt}})
+		Detail: withExpiry(map[string]any{"approval_id": a.ID}, a.ExpiresAt)})
 	return nil
 }
 

@@ -246,11 +246,20 @@ func (e *HITL) requestForm(ctx context.Context, stx storage.Tx, pc *core.PauseCa
 		}, p.AssigneeRole)))
 	pc.SetInputSummary(withRole(map[string]any{"expected_keys": expected, "ttl_seconds": props["ttl_seconds"]}, p.AssigneeRole))
 	pc.AddEffect(svctype.Effect{Kind: "form_pause_created", Target: p.ID,
-		Detail: withRole(map[string]any{"expected_keys": expected, "expires_at": p.ExpiresAt}, p.AssigneeRole)})
+		Detail: withRole(withExpiry(map[string]any{"expected_keys": expected}, p.ExpiresAt), p.AssigneeRole)})
 	return nil
 }
 
 // withRole adds a pause's assignee_role to m when the step names one.
+// withExpiry adds expires_at to an effect's detail when there is one: a pause without a
+// deadline says nothing of it, as every other optional field of a detail.
+func withExpiry(m map[string]any, at *time.Time) map[string]any {
+	if at != nil {
+		m["expires_at"] = at
+	}
+	return m
+}
+
 func withRole(m map[string]any, role string) map[string]any {
 	if role != "" {
 		m["assignee_role"] = role

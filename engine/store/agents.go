@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -139,44 +138,4 @@ func readIn[M, T any](ctx context.Context, q *querier, op, column, orgID string,
 		out = append(out, *v)
 	}
 	return out, nil
-}
-
-// Schema 20261124000130, frozen: agent runs.
-
-type v13AgentRun struct {
-	bun.BaseModel `bun:"table:agent_runs"`
-
-	OrgID       string     `bun:"org_id,pk"`
-	ID          string     `bun:"id,pk"`
-	ParentRunID string     `bun:"parent_run_id,notnull"`
-	ParentStep  int        `bun:"parent_step,notnull"`
-	Status      string     `bun:"status,notnull"`
-	Reason      string     `bun:"reason,notnull"`
-	Iterations  int        `bun:"iterations,notnull"`
-	Config      string     `bun:"config,type:text,notnull"`
-	State       string     `bun:"state,type:text"`
-	CreatedAt   time.Time  `bun:"created_at,notnull"`
-	UpdatedAt   time.Time  `bun:"updated_at,notnull"`
-	FinishedAt  *time.Time `bun:"finished_at"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261124000130",
-		Comment: "agent_runs",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				if _, err := tx.NewCreateTable().Model((*v13AgentRun)(nil)).IfNotExists().Exec(ctx); err != nil {
-					return err
-				}
-				if _, err := tx.NewCreateIndex().Model((*v13AgentRun)(nil)).Index("agent_runs_org_created").IfNotExists().
-					Column("org_id", "created_at", "id").Exec(ctx); err != nil {
-					return err
-				}
-				_, err := tx.NewCreateIndex().Model((*v13AgentRun)(nil)).Index("agent_runs_org_parent").IfNotExists().
-					Column("org_id", "parent_run_id").Exec(ctx)
-				return err
-			})
-		},
-	})
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -121,49 +120,4 @@ func (q *querier) ListApprovals(ctx context.Context, orgID string, f storage.App
 	}
 	return pageByCreated(ctx, "list approvals", sel, true, f.ListOptions,
 		func(m *approvalModel) (time.Time, string) { return m.CreatedAt, m.ID }, (*approvalModel).toApproval)
-}
-
-// Schema 20261123000080, frozen: approvals.
-
-type v8Approval struct {
-	bun.BaseModel `bun:"table:approvals"`
-
-	OrgID           string     `bun:"org_id,pk"`
-	ID              string     `bun:"id,pk"`
-	RunID           string     `bun:"run_id,notnull"`
-	WorkflowID      string     `bun:"workflow_id,notnull"`
-	StepIndex       int        `bun:"step_index,notnull"`
-	ApproverRole    string     `bun:"approver_role,notnull"`
-	Status          string     `bun:"status,notnull"`
-	Comment         string     `bun:"comment,notnull"`
-	RequestPayload  string     `bun:"request_payload,type:text"`
-	ExpiresAt       *time.Time `bun:"expires_at"`
-	Approved        *bool      `bun:"approved"`
-	DecisionComment string     `bun:"decision_comment,notnull"`
-	DecidedBy       string     `bun:"decided_by,type:text"`
-	DecidedAt       *time.Time `bun:"decided_at"`
-	CreatedAt       time.Time  `bun:"created_at,notnull"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261123000080",
-		Comment: "approvals",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				if _, err := tx.NewCreateTable().Model((*v8Approval)(nil)).IfNotExists().Exec(ctx); err != nil {
-					return err
-				}
-				for _, ix := range []v1Index{
-					{(*v8Approval)(nil), "approvals_org_run_status", false, []string{"org_id", "run_id", "status"}},
-					{(*v8Approval)(nil), "approvals_org_created", false, []string{"org_id", "created_at", "id"}},
-				} {
-					if _, err := tx.NewCreateIndex().Model(ix.model).Index(ix.name).Column(ix.columns...).IfNotExists().Exec(ctx); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		},
-	})
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -83,31 +82,4 @@ func (q *querier) CloseCalls(ctx context.Context, orgID, runID string) error {
 	_, err := q.w.NewDelete().Model((*callModel)(nil)).
 		Where("org_id = ? AND run_id = ?", orgID, runID).Exec(ctx)
 	return wrap("close calls", err)
-}
-
-// Schema version 5, frozen: outbound call intents.
-
-type v5Call struct {
-	bun.BaseModel `bun:"table:step_calls"`
-
-	OrgID     string    `bun:"org_id,pk"`
-	RunID     string    `bun:"run_id,pk"`
-	CallKey   string    `bun:"call_key,pk"`
-	Tries     int       `bun:"tries,notnull"`
-	Claim     string    `bun:"claim,notnull"`
-	Attempts  string    `bun:"attempts,type:text"`
-	UpdatedAt time.Time `bun:"updated_at,notnull"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261123000040",
-		Comment: "step_calls",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				_, err := tx.NewCreateTable().Model((*v5Call)(nil)).IfNotExists().Exec(ctx)
-				return err
-			})
-		},
-	})
 }

@@ -8,11 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strings"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/storage"
 )
@@ -40,52 +37,6 @@ type contextPartModel struct {
 type partsInfo struct {
 	Length int `json:"length"`
 	Per    int `json:"per"`
-}
-
-// Schema 20261126000190, frozen: context sizes and parts.
-
-type v19Context struct {
-	bun.BaseModel `bun:"table:run_context"`
-}
-
-type v19ContextPart struct {
-	bun.BaseModel `bun:"table:run_context_parts"`
-
-	OrgID string `bun:"org_id,pk"`
-	RunID string `bun:"run_id,pk"`
-	Key   string `bun:"key,pk"`
-	Part  int    `bun:"part,pk"`
-	Value string `bun:"value,type:text,notnull"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261126000190",
-		Comment: "run context: each value's size, and large arrays in parts (run_context_parts)",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				return migrateV19(ctx, tx, m.DB().Dialect().Name() == dialect.PG)
-			})
-		},
-	})
-}
-
-func migrateV19(ctx context.Context, db bun.IDB, postgres bool) error {
-	for _, col := range []string{"size BIGINT NOT NULL DEFAULT 0", "parts INTEGER NOT NULL DEFAULT 0"} {
-		name, _, _ := strings.Cut(col, " ")
-		exists, err := hasColumn(ctx, db, postgres, "run_context", name)
-		if err != nil {
-			return err
-		}
-		if exists {
-			continue
-		}
-		if _, err := db.NewAddColumn().Model((*v19Context)(nil)).ColumnExpr(col).Exec(ctx); err != nil {
-			return err
-		}
-	}
-	_, err := db.NewCreateTable().Model((*v19ContextPart)(nil)).IfNotExists().Exec(ctx)
-	return err
 }
 
 func (q *querier) PutContextParts(ctx context.Context, orgID, runID, key string, parts iter.Seq2[json.RawMessage, error], length, per int) error {

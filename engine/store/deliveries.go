@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -177,76 +176,4 @@ func (q *querier) PutCircuit(ctx context.Context, orgID, url string, state json.
 		Set("state = EXCLUDED.state, updated_at = EXCLUDED.updated_at").
 		Exec(ctx)
 	return wrap("put circuit", err)
-}
-
-// Schema 20261123000070, frozen: webhook deliveries, their attempts, circuits.
-
-type v7Delivery struct {
-	bun.BaseModel `bun:"table:deliveries"`
-
-	OrgID          string     `bun:"org_id,pk"`
-	ID             string     `bun:"id,pk"`
-	Event          string     `bun:"event,notnull"`
-	RunID          string     `bun:"run_id,notnull"`
-	WebhookID      string     `bun:"webhook_id,notnull"`
-	Target         string     `bun:"target,notnull"`
-	Signed         bool       `bun:"signed,notnull"`
-	Body           []byte     `bun:"body,notnull"`
-	Status         string     `bun:"status,notnull"`
-	Attempts       int        `bun:"attempts,notnull"`
-	Recorded       int        `bun:"recorded,notnull"`
-	NextAttemptAt  *time.Time `bun:"next_attempt_at"`
-	LastStatusCode int        `bun:"last_status_code,notnull"`
-	LastError      string     `bun:"last_error,notnull"`
-	CreatedAt      time.Time  `bun:"created_at,notnull"`
-	UpdatedAt      time.Time  `bun:"updated_at,notnull"`
-	CompletedAt    *time.Time `bun:"completed_at"`
-}
-
-type v7DeliveryAttempt struct {
-	bun.BaseModel `bun:"table:delivery_attempts"`
-
-	OrgID         string     `bun:"org_id,pk"`
-	DeliveryID    string     `bun:"delivery_id,pk"`
-	N             int        `bun:"n,pk"`
-	At            time.Time  `bun:"at,notnull"`
-	Outcome       string     `bun:"outcome,notnull"`
-	StatusCode    int        `bun:"status_code,notnull"`
-	LatencyMS     int64      `bun:"latency_ms,notnull"`
-	Error         string     `bun:"error,notnull"`
-	NextAttemptAt *time.Time `bun:"next_attempt_at"`
-}
-
-type v7Circuit struct {
-	bun.BaseModel `bun:"table:webhook_circuits"`
-
-	OrgID     string    `bun:"org_id,pk"`
-	URLHash   string    `bun:"url_hash,pk"`
-	State     string    `bun:"state,type:text,notnull"`
-	UpdatedAt time.Time `bun:"updated_at,notnull"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261123000070",
-		Comment: "deliveries",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				for _, model := range []any{(*v7Delivery)(nil), (*v7DeliveryAttempt)(nil), (*v7Circuit)(nil)} {
-					if _, err := tx.NewCreateTable().Model(model).IfNotExists().Exec(ctx); err != nil {
-						return err
-					}
-				}
-				for _, ix := range []v1Index{
-					{(*v7Delivery)(nil), "deliveries_org_created", false, []string{"org_id", "created_at", "id"}},
-					{(*v7Delivery)(nil), "deliveries_org_webhook_created", false, []string{"org_id", "webhook_id", "created_at", "id"}},
-				} {
-					if _, err := tx.NewCreateIndex().Model(ix.model).Index(ix.name).Column(ix.columns...).IfNotExists().Exec(ctx); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		},
-	})
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -156,61 +155,4 @@ func (q *querier) ListFormSubmissions(ctx context.Context, orgID, formID string,
 	sel := q.r.NewSelect().Model((*formSubmissionModel)(nil)).Where("org_id = ? AND form_id = ?", orgID, formID)
 	return pageByCreated(ctx, "list form submissions", sel, true, opts,
 		func(m *formSubmissionModel) (time.Time, string) { return m.CreatedAt, m.ID }, (*formSubmissionModel).toFormSubmission)
-}
-
-// Schema 20261123000110, frozen: external forms and their submissions.
-
-type v11ExternalForm struct {
-	bun.BaseModel `bun:"table:external_forms"`
-
-	OrgID             string     `bun:"org_id,pk"`
-	ID                string     `bun:"id,pk"`
-	Name              string     `bun:"name,notnull"`
-	Description       string     `bun:"description,notnull"`
-	IsPublic          bool       `bun:"is_public,notnull"`
-	ExpiresAt         *time.Time `bun:"expires_at"`
-	TriggerWorkflowID string     `bun:"trigger_workflow_id,notnull"`
-	TriggerProcessID  string     `bun:"trigger_process_id,notnull"`
-	Schema            string     `bun:"schema,type:text"`
-	Settings          string     `bun:"settings,type:text"`
-	CreatedAt         time.Time  `bun:"created_at,notnull"`
-	UpdatedAt         time.Time  `bun:"updated_at,notnull"`
-}
-
-type v11FormSubmission struct {
-	bun.BaseModel `bun:"table:form_submissions"`
-
-	OrgID                  string    `bun:"org_id,pk"`
-	ID                     string    `bun:"id,pk"`
-	FormID                 string    `bun:"form_id,notnull"`
-	Payload                string    `bun:"payload,type:text"`
-	TriggeredRunID         string    `bun:"triggered_run_id,notnull"`
-	TriggeredExecutionType string    `bun:"triggered_execution_type,notnull"`
-	SubmittedBy            string    `bun:"submitted_by,notnull"`
-	CreatedAt              time.Time `bun:"created_at,notnull"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261123000110",
-		Comment: "external_forms, form_submissions",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				for _, model := range []any{(*v11ExternalForm)(nil), (*v11FormSubmission)(nil)} {
-					if _, err := tx.NewCreateTable().Model(model).IfNotExists().Exec(ctx); err != nil {
-						return err
-					}
-				}
-				for _, ix := range []v1Index{
-					{(*v11ExternalForm)(nil), "external_forms_org_created", false, []string{"org_id", "created_at", "id"}},
-					{(*v11FormSubmission)(nil), "form_submissions_org_form_created", false, []string{"org_id", "form_id", "created_at", "id"}},
-				} {
-					if _, err := tx.NewCreateIndex().Model(ix.model).Index(ix.name).Column(ix.columns...).IfNotExists().Exec(ctx); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		},
-	})
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -41,25 +40,4 @@ func (q *querier) PutOrgFeatures(ctx context.Context, orgID string, f svctype.Or
 	_, err := q.w.NewInsert().Model(&m).On("CONFLICT (org_id) DO UPDATE").
 		Set("agent_forms = EXCLUDED.agent_forms, updated_at = EXCLUDED.updated_at").Exec(ctx)
 	return wrap("put org features", err)
-}
-
-// Schema 20261123000100, frozen: organization features.
-
-type v10OrgFeatures struct {
-	bun.BaseModel `bun:"table:org_features"`
-
-	OrgID      string    `bun:"org_id,pk"`
-	AgentForms bool      `bun:"agent_forms,notnull"`
-	UpdatedAt  time.Time `bun:"updated_at,notnull"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261123000100",
-		Comment: "org_features",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			_, err := m.DB().NewCreateTable().Model((*v10OrgFeatures)(nil)).IfNotExists().Exec(ctx)
-			return err
-		},
-	})
 }

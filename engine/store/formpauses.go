@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -125,50 +124,4 @@ func (q *querier) ListFormPauses(ctx context.Context, orgID string, status svcty
 	}
 	return pageByCreated(ctx, "list form pauses", sel, true, opts,
 		func(m *formPauseModel) (time.Time, string) { return m.CreatedAt, m.ID }, (*formPauseModel).toFormPause)
-}
-
-// Schema 20261123000090, frozen: form pauses.
-
-type v9FormPause struct {
-	bun.BaseModel `bun:"table:form_pauses"`
-
-	OrgID             string     `bun:"org_id,pk"`
-	ID                string     `bun:"id,pk"`
-	RunID             string     `bun:"run_id,notnull"`
-	WorkflowID        string     `bun:"workflow_id,notnull"`
-	StepIndex         int        `bun:"step_index,notnull"`
-	Status            string     `bun:"status,notnull"`
-	ExpectedKeys      string     `bun:"expected_keys,type:text"`
-	Schema            string     `bun:"schema,type:text"`
-	ReminderIntervals string     `bun:"reminder_intervals,type:text"`
-	ExpiresAt         *time.Time `bun:"expires_at"`
-	SubmissionID      string     `bun:"submission_id,notnull"`
-	Submission        string     `bun:"submission,type:text"`
-	SubmittedAt       *time.Time `bun:"submitted_at"`
-	ClaimedBy         string     `bun:"claimed_by,notnull"`
-	CreatedAt         time.Time  `bun:"created_at,notnull"`
-	UpdatedAt         time.Time  `bun:"updated_at,notnull"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261123000090",
-		Comment: "form_pauses",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				if _, err := tx.NewCreateTable().Model((*v9FormPause)(nil)).IfNotExists().Exec(ctx); err != nil {
-					return err
-				}
-				for _, ix := range []v1Index{
-					{(*v9FormPause)(nil), "form_pauses_org_run_step", false, []string{"org_id", "run_id", "step_index"}},
-					{(*v9FormPause)(nil), "form_pauses_org_created", false, []string{"org_id", "created_at", "id"}},
-				} {
-					if _, err := tx.NewCreateIndex().Model(ix.model).Index(ix.name).Column(ix.columns...).IfNotExists().Exec(ctx); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		},
-	})
 }

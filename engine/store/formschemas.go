@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -60,32 +59,4 @@ func (q *querier) KeepGeneratedFormSchema(ctx context.Context, s *svctype.Genera
 		return nil, wrap("keep generated form schema", err)
 	}
 	return q.GeneratedFormSchema(ctx, s.FormSchemaKey)
-}
-
-// Schema 20261123000120, frozen: generated form schemas.
-
-type v12GeneratedFormSchema struct {
-	bun.BaseModel `bun:"table:generated_form_schemas"`
-
-	OrgID           string    `bun:"org_id,pk"`
-	WorkflowID      string    `bun:"workflow_id,pk"`
-	WorkflowVersion int       `bun:"workflow_version,pk"`
-	StepIndex       int       `bun:"step_index,pk"`
-	OnFalse         int       `bun:"on_false,pk"`
-	Schema          string    `bun:"schema,type:text,notnull"`
-	Attempts        int       `bun:"attempts,notnull"`
-	CreatedAt       time.Time `bun:"created_at,notnull"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261123000120",
-		Comment: "generated_form_schemas",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				_, err := tx.NewCreateTable().Model((*v12GeneratedFormSchema)(nil)).IfNotExists().Exec(ctx)
-				return err
-			})
-		},
-	})
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -291,85 +290,4 @@ func (q *querier) ListUsage(ctx context.Context, orgID, from, to string) ([]svct
 		out = append(out, svctype.Usage{OrgID: m.OrgID, Day: m.Day, Class: m.Class, Requests: m.Requests, RateLimited: m.RateLimited, RunsStarted: m.RunsStarted})
 	}
 	return out, nil
-}
-
-// Schema 20261124000140, frozen: the gateway's accounts, organizations and keys.
-
-type v14Account struct {
-	bun.BaseModel `bun:"table:gateway_accounts"`
-
-	ID          string    `bun:"id,pk"`
-	Email       string    `bun:"email,notnull,unique"`
-	Name        string    `bun:"name,notnull"`
-	Status      string    `bun:"status,notnull"`
-	TokenPrefix string    `bun:"token_prefix,notnull"`
-	TokenHash   string    `bun:"token_hash,notnull,unique"`
-	CreatedAt   time.Time `bun:"created_at,notnull"`
-	UpdatedAt   time.Time `bun:"updated_at,notnull"`
-}
-
-type v14GatewayOrg struct {
-	bun.BaseModel `bun:"table:gateway_orgs"`
-
-	ID        string    `bun:"id,pk"`
-	AccountID string    `bun:"account_id,notnull"`
-	Name      string    `bun:"name,notnull"`
-	CreatedAt time.Time `bun:"created_at,notnull"`
-	UpdatedAt time.Time `bun:"updated_at,notnull"`
-}
-
-type v14Usage struct {
-	bun.BaseModel `bun:"table:gateway_usage"`
-
-	OrgID       string `bun:"org_id,pk"`
-	Day         string `bun:"day,pk"`
-	Class       string `bun:"class,pk"`
-	Requests    int64  `bun:"requests,notnull"`
-	RateLimited int64  `bun:"rate_limited,notnull"`
-	RunsStarted int64  `bun:"runs_started,notnull"`
-}
-
-type v14Bucket struct {
-	bun.BaseModel `bun:"table:gateway_buckets"`
-
-	KeyID     string    `bun:"key_id,pk"`
-	Tokens    float64   `bun:"tokens,notnull"`
-	UpdatedAt time.Time `bun:"updated_at,notnull"`
-}
-
-type v14APIKey struct {
-	bun.BaseModel `bun:"table:gateway_keys"`
-
-	ID        string     `bun:"id,pk"`
-	AccountID string     `bun:"account_id,notnull"`
-	OrgID     string     `bun:"org_id,notnull"`
-	Kind      string     `bun:"kind,notnull"`
-	Prefix    string     `bun:"prefix,notnull"`
-	Hash      string     `bun:"hash,notnull,unique"`
-	CreatedAt time.Time  `bun:"created_at,notnull"`
-	ExpiresAt *time.Time `bun:"expires_at"`
-	RevokedAt *time.Time `bun:"revoked_at"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261124000140",
-		Comment: "gateway accounts, orgs, keys and usage",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				for _, model := range []any{(*v14Account)(nil), (*v14GatewayOrg)(nil), (*v14APIKey)(nil), (*v14Usage)(nil), (*v14Bucket)(nil)} {
-					if _, err := tx.NewCreateTable().Model(model).IfNotExists().Exec(ctx); err != nil {
-						return err
-					}
-				}
-				if _, err := tx.NewCreateIndex().Model((*v14GatewayOrg)(nil)).Index("gateway_orgs_account").IfNotExists().
-					Column("account_id", "created_at", "id").Exec(ctx); err != nil {
-					return err
-				}
-				_, err := tx.NewCreateIndex().Model((*v14APIKey)(nil)).Index("gateway_keys_org").IfNotExists().
-					Column("account_id", "org_id", "created_at", "id").Exec(ctx)
-				return err
-			})
-		},
-	})
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -389,56 +387,6 @@ func (q *querier) RunsStartedOn(ctx context.Context, orgID, day string) (int64, 
 	return n, wrap("runs started on", err)
 }
 
-// Schema 20261126000150, frozen: sign-in codes, sessions, approver roles, tiers, licenses.
-
-type v15Code struct {
-	bun.BaseModel `bun:"table:gateway_codes"`
-
-	ID        string     `bun:"id,notnull,unique"`
-	OrgID     string     `bun:"org_id,pk"`
-	Email     string     `bun:"email,pk"`
-	KeyID     string     `bun:"key_id,notnull"`
-	Salt      string     `bun:"salt,notnull"`
-	Hash      string     `bun:"hash,notnull"`
-	Attempts  int        `bun:"attempts,notnull"`
-	ExpiresAt time.Time  `bun:"expires_at,notnull"`
-	UsedAt    *time.Time `bun:"used_at"`
-	CreatedAt time.Time  `bun:"created_at,notnull"`
-}
-
-type v15Session struct {
-	bun.BaseModel `bun:"table:gateway_sessions"`
-
-	Hash      string    `bun:"hash,pk"`
-	Prefix    string    `bun:"prefix,notnull"`
-	OrgID     string    `bun:"org_id,notnull"`
-	KeyID     string    `bun:"key_id,notnull"`
-	Email     string    `bun:"email,notnull"`
-	CreatedAt time.Time `bun:"created_at,notnull"`
-	ExpiresAt time.Time `bun:"expires_at,notnull"`
-}
-
-type v15OrgUser struct {
-	bun.BaseModel `bun:"table:gateway_org_users"`
-
-	OrgID         string    `bun:"org_id,pk"`
-	Email         string    `bun:"email,pk"`
-	ApproverRoles string    `bun:"approver_roles,notnull"`
-	UpdatedAt     time.Time `bun:"updated_at,notnull"`
-}
-
-type v15Tier struct {
-	bun.BaseModel `bun:"table:gateway_tiers"`
-
-	Name        string    `bun:"name,pk"`
-	Rate        float64   `bun:"rate,notnull"`
-	Burst       int       `bun:"burst,notnull"`
-	RunsPerDay  int64     `bun:"runs_per_day,notnull"`
-	Features    string    `bun:"features,notnull"`
-	Description string    `bun:"description,notnull"`
-	UpdatedAt   time.Time `bun:"updated_at,notnull"`
-}
-
 type signInPolicyModel struct {
 	bun.BaseModel `bun:"table:gateway_signin_policies,alias:gsp"`
 
@@ -472,85 +420,4 @@ func (q *querier) GetSignInPolicy(ctx context.Context, orgID string) (*svctype.S
 	}
 	p := &svctype.SignInPolicy{OrgID: m.OrgID, Anyone: m.Anyone, UpdatedAt: m.UpdatedAt.UTC()}
 	return p, wrap("get sign-in policy", json.Unmarshal([]byte(m.Domains), &p.Domains))
-}
-
-type v15License struct {
-	bun.BaseModel `bun:"table:gateway_licenses"`
-
-	ID        string     `bun:"id,pk"`
-	AccountID string     `bun:"account_id,notnull"`
-	Licensee  string     `bun:"licensee,notnull"`
-	Seats     int        `bun:"seats,notnull"`
-	Features  string     `bun:"features,notnull"`
-	NotBefore time.Time  `bun:"not_before,notnull"`
-	ExpiresAt time.Time  `bun:"expires_at,notnull"`
-	License   string     `bun:"license,notnull"`
-	CreatedAt time.Time  `bun:"created_at,notnull"`
-	RevokedAt *time.Time `bun:"revoked_at"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261126000150",
-		Comment: "gateway sign-in codes, sessions, approver roles, tiers, licenses; account tier",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				for _, model := range []any{(*v15Code)(nil), (*v15Session)(nil), (*v15OrgUser)(nil), (*v15Tier)(nil), (*v15License)(nil)} {
-					if _, err := tx.NewCreateTable().Model(model).IfNotExists().Exec(ctx); err != nil {
-						return err
-					}
-				}
-				if _, err := tx.NewCreateIndex().Model((*v15License)(nil)).Index("gateway_licenses_account").IfNotExists().
-					Column("account_id", "created_at", "id").Exec(ctx); err != nil {
-					return err
-				}
-				exists, err := hasColumn(ctx, tx, m.DB().Dialect().Name() == dialect.PG, "gateway_accounts", "tier")
-				if err != nil || exists {
-					return err
-				}
-				_, err = tx.NewAddColumn().Model((*v14Account)(nil)).ColumnExpr("tier VARCHAR NOT NULL DEFAULT ''").Exec(ctx)
-				return err
-			})
-		},
-	})
-}
-
-// Schema 20261128000200, frozen: who may sign in (gateway_signin_policies), the public form
-// a session was opened on (gateway_sessions.form_id), the role a form pause is assigned to
-// (form_pauses.assignee_role).
-
-type v20SignInPolicy struct {
-	bun.BaseModel `bun:"table:gateway_signin_policies"`
-
-	OrgID     string    `bun:"org_id,pk"`
-	Anyone    bool      `bun:"anyone,notnull"`
-	Domains   string    `bun:"domains,type:text,notnull"`
-	UpdatedAt time.Time `bun:"updated_at,notnull"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261128000200",
-		Comment: "gateway sign-in policies; a session's form; a form pause's assignee role",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			postgres := m.DB().Dialect().Name() == dialect.PG
-			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				if _, err := tx.NewCreateTable().Model((*v20SignInPolicy)(nil)).IfNotExists().Exec(ctx); err != nil {
-					return err
-				}
-				for _, c := range []struct{ table, column string }{{"gateway_sessions", "form_id"}, {"form_pauses", "assignee_role"}} {
-					exists, err := hasColumn(ctx, tx, postgres, c.table, c.column)
-					if err != nil {
-						return err
-					}
-					if !exists {
-						if _, err := tx.ExecContext(ctx, "ALTER TABLE "+c.table+" ADD COLUMN "+c.column+" VARCHAR NOT NULL DEFAULT ''"); err != nil {
-							return err
-						}
-					}
-				}
-				return nil
-			})
-		},
-	})
 }

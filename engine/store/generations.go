@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -92,33 +91,4 @@ func (q *querier) FinishGeneration(ctx context.Context, g *svctype.Generation) e
 		return wrap(op, err)
 	}
 	return checkAffected(op, res, conflict)
-}
-
-// Schema 20261126000170, frozen: drafting's generations.
-
-type v17Generation struct {
-	bun.BaseModel `bun:"table:studio_generations"`
-
-	ID          string    `bun:"id,pk"`
-	OrgID       string    `bun:"org_id,notnull"`
-	Prompt      string    `bun:"prompt,notnull"`
-	Model       string    `bun:"model,notnull"`
-	Temperature *float64  `bun:"temperature"`
-	Status      string    `bun:"status,notnull"`
-	Attempts    int       `bun:"attempts,notnull"`
-	Bundle      string    `bun:"bundle,notnull"`
-	Errors      string    `bun:"errors,notnull"`
-	CreatedAt   time.Time `bun:"created_at,notnull"`
-	UpdatedAt   time.Time `bun:"updated_at,notnull"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261126000170",
-		Comment: "workflow drafting: generations",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			_, err := m.DB().NewCreateTable().Model((*v17Generation)(nil)).IfNotExists().Exec(ctx)
-			return err
-		},
-	})
 }

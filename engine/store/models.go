@@ -11,7 +11,7 @@ import (
 )
 
 // The runtime models: how rows are read and written. They follow the latest schema, which
-// the migrations in migrations.go create from their own frozen copies. JSON documents that
+// the migrations of engine/store/migrations create in SQL of their own. JSON documents that
 // the store never looks into are text on both dialects, so their bytes come back as written
 // (PostgreSQL's jsonb would reorder keys); table_rows.data, which ReadRows and UpdateRows
 // query, is jsonb on PostgreSQL.

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
-	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -40,68 +38,6 @@ type indexEntryModel struct {
 	IndexKey  string `bun:"index_key,pk"`
 	ValueHash string `bun:"value_hash,pk"`
 	RowID     string `bun:"row_id,pk"`
-}
-
-// Schema 20261126000180, frozen: custom-table indexes.
-
-type v18Table struct {
-	bun.BaseModel `bun:"table:custom_tables"`
-
-	Indexes *string `bun:"indexes,type:text"`
-}
-
-type v18IndexEntry struct {
-	bun.BaseModel `bun:"table:table_index_entries"`
-
-	OrgID     string `bun:"org_id,pk"`
-	TableName string `bun:"table_name,pk"`
-	IndexKey  string `bun:"index_key,pk"`
-	ValueHash string `bun:"value_hash,pk"`
-	RowID     string `bun:"row_id,pk"`
-}
-
-func init() {
-	migrations.Add(migrate.Migration{
-		Name:    "20261126000180",
-		Comment: "custom-table indexes: declarations on custom_tables, entries in table_index_entries",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			// In a transaction, as migration 20261123000001: two processes migrating one SQLite
-			// file at once must not both find the column missing and both add it.
-			return m.DB().RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-				return migrateV18(ctx, tx, m.DB().Dialect().Name() == dialect.PG)
-			})
-		},
-	})
-}
-
-func migrateV18(ctx context.Context, db bun.IDB, postgres bool) error {
-	exists, err := hasColumn(ctx, db, postgres, "custom_tables", "indexes")
-	if err != nil {
-		return err
-	}
-	if !exists {
-		if _, err := db.NewAddColumn().Model((*v18Table)(nil)).ColumnExpr("indexes TEXT").Exec(ctx); err != nil {
-			return err
-		}
-	}
-	if postgres {
-		if _, err := db.NewCreateTable().Model((*v18IndexEntry)(nil)).IfNotExists().Exec(ctx); err != nil {
-			return err
-		}
-	} else {
-		// WITHOUT ROWID: the primary key is the table, one B-tree fewer per entry written.
-		_, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS "table_index_entries" (
- "org_id" VARCHAR NOT NULL, "table_name" VARCHAR NOT NULL, "index_key" VARCHAR NOT NULL,
- "value_hash" VARCHAR NOT NULL, "row_id" VARCHAR NOT NULL,
- PRIMARY KEY ("org_id", "table_name", "index_key", "value_hash", "row_id")) WITHOUT ROWID`)
-		if err != nil {
-			return err
-		}
-	}
-	// A row's entries, for the writes that replace them.
-	_, err = db.NewCreateIndex().Model((*v18IndexEntry)(nil)).Index("table_index_entries_row").
-		Column("org_id", "table_name", "row_id").IfNotExists().Exec(ctx)
-	return err
 }
 
 // within is q for statements on db, a transaction: q itself when it is one already.

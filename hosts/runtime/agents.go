@@ -116,6 +116,9 @@ func (s *Server) registerAgents() {
 		"running at the deadline: poll GET /agents/{agentId}/status); with async=true it answers 202 at once. " +
 		"A tool declaration of no known form, a budget below 1, or max_iterations above 1,000 is 422 naming the field."
 	o.DefaultStatus = http.StatusAccepted
+	o.Responses = map[string]*huma.Response{
+		"200": {Description: "Without async: the agent ended or paused within the wait; the body is its status."},
+	}
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusUnprocessableEntity}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		OrgParam
@@ -147,6 +150,13 @@ func (s *Server) registerAgents() {
 			Body   *AgentStatus
 		}{Status: status, Body: agentStatusOf(r, st, false)}, nil
 	})
+
+	// The 200 of a synchronous call has the body of the 202.
+	if ops := s.api.OpenAPI().Paths["/agents/execute"]; ops != nil && ops.Post != nil {
+		if ok, acc := ops.Post.Responses["200"], ops.Post.Responses["202"]; ok != nil && acc != nil {
+			ok.Content = acc.Content
+		}
+	}
 
 	o = op("get-agent-status", http.MethodGet, "/agents/{agentId}/status", "An agent run's status", "Agents")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}

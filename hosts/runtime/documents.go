@@ -223,11 +223,11 @@ func (s *Server) registerDocuments() {
 	})
 
 	o = op("get-document-content", http.MethodGet, "/documents/{documentId}/content", "A version's content, as uploaded", "Documents")
-	o.Description = "Answers the bytes of the latest version, or of `?version=N`, with that version's Content-Type."
+	o.Description = "Answers the bytes of the latest version, or of `?version=N`, with that version's Content-Type (any type: what was uploaded)."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	o.Responses = map[string]*huma.Response{"200": {
 		Description: "The content.",
-		Content:     map[string]*huma.MediaType{"application/octet-stream": {Schema: &huma.Schema{Type: huma.TypeString, Format: "binary"}}},
+		Content:     map[string]*huma.MediaType{"*/*": {Schema: &huma.Schema{Type: huma.TypeString, Format: "binary"}}},
 	}}
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		DocumentPath

@@ -3,7 +3,6 @@ package runtime_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -64,19 +63,19 @@ func testKeyring(t testing.TB) *secrets.Keyring {
 // other value (JSON-encoded). org "" sends no X-Org-Id. headers are "Name: value".
 func (b *bundle) do(t testing.TB, method, path, org string, body any, headers ...string) *httptest.ResponseRecorder {
 	t.Helper()
-	var r io.Reader
+	var raw []byte
 	switch v := body.(type) {
 	case nil:
 	case string:
-		r = strings.NewReader(v)
+		raw = []byte(v)
 	case []byte:
-		r = bytes.NewReader(v)
+		raw = v
 	default:
-		raw, err := json.Marshal(v)
+		var err error
+		raw, err = json.Marshal(v)
 		require.NoError(t, err)
-		r = bytes.NewReader(raw)
 	}
-	req := httptest.NewRequestWithContext(t.Context(), method, path, r)
+	req := httptest.NewRequestWithContext(t.Context(), method, path, bytes.NewReader(raw))
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -96,6 +95,7 @@ func (b *bundle) do(t testing.TB, method, path, org string, body any, headers ..
 	}
 	rec := httptest.NewRecorder()
 	b.h.ServeHTTP(rec, req)
+	checkContract(t, req, raw, rec)
 	return rec
 }
 

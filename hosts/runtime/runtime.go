@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -114,7 +115,31 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerExternalForms()
 	s.registerAgents()
 	s.registerStudio()
+	declareBodyRefusals(s.api.OpenAPI())
 	return s
+}
+
+// declareBodyRefusals declares, on every operation that takes a body, the two answers any
+// body can get before its route sees it: 413 body_too_large (past the operation's limit)
+// and 415 unsupported_media_type (not the content type it reads). Each is a problem like
+// the operation's 400.
+func declareBodyRefusals(o *huma.OpenAPI) {
+	for _, item := range o.Paths {
+		for _, op := range []*huma.Operation{item.Post, item.Put, item.Patch} {
+			if op == nil || op.RequestBody == nil || op.Responses["400"] == nil {
+				continue
+			}
+			for status, text := range map[int]string{
+				http.StatusRequestEntityTooLarge: "Request Entity Too Large",
+				http.StatusUnsupportedMediaType:  "Unsupported Media Type",
+			} {
+				code := strconv.Itoa(status)
+				if op.Responses[code] == nil {
+					op.Responses[code] = &huma.Response{Description: text, Content: op.Responses["400"].Content}
+				}
+			}
+		}
+	}
 }
 
 // Handler is the server's http.Handler.

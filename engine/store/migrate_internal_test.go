@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/uptrace/bun/migrate"
 
 	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/store/migrations"
 )
 
 // openAt opens a fresh store migrated up to and including the migration named last.
@@ -25,7 +28,7 @@ func openAt(t *testing.T, dialect, last string) *Store {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	upTo := migrate.NewMigrations()
-	for _, m := range migrations.Sorted() {
+	for _, m := range migrations.All() {
 		if m.Name <= last {
 			upTo.Add(m)
 		}
@@ -50,12 +53,12 @@ func TestMigrateRepairsKeyHashes(t *testing.T) {
 			}
 			ctx := context.Background()
 			s := openAt(t, dialect, "20261122000001")
-			exists, err := hasColumn(ctx, s.write, dialect == dialectPostgres, "table_rows", "key_columns")
-			require.NoError(t, err)
-			require.False(t, exists, "the schema before the repair")
+			_, err := s.write.NewRaw(`SELECT key_columns FROM table_rows`).Exec(ctx)
+			require.Error(t, err, "the schema before the repair has no key_columns")
 
 			for _, tbl := range []struct{ org, name string }{{"o", "t1"}, {"o", "t2"}, {"o", "t3"}, {"p", "t1"}} {
-				_, err := s.write.NewInsert().Model(&v1Table{OrgID: tbl.org, Name: tbl.name, Fields: `{}`, CreatedAt: now()}).Exec(ctx)
+				_, err := s.write.NewRaw(`INSERT INTO custom_tables (org_id, name, fields, created_at) VALUES (?, ?, '{}', ?)`,
+					tbl.org, tbl.name, now()).Exec(ctx)
 				require.NoError(t, err)
 			}
 			seq := 0
@@ -67,9 +70,7 @@ func TestMigrateRepairsKeyHashes(t *testing.T) {
 				id := newID()
 				var hash any
 				if keys != nil {
-					h, err := v3KeyHash(keys, data)
-					require.NoError(t, err)
-					hash = h
+					hash = oldKeyHash(t, keys, data)
 				}
 				raw, err := json.Marshal(data)
 				require.NoError(t, err)
@@ -100,17 +101,17 @@ func TestMigrateRepairsKeyHashes(t *testing.T) {
 			otherOrg := oldRow("p", "t1", k, map[string]any{"k": "b"}, nil)
 
 			before := map[string]*string{}
-			read := func() map[string]*v3Row {
+			read := func() map[string]*rowModel {
 				t.Helper()
-				var rows []v3Row
+				var rows []rowModel
 				require.NoError(t, s.write.NewSelect().Model(&rows).Scan(ctx))
-				out := map[string]*v3Row{}
+				out := map[string]*rowModel{}
 				for i := range rows {
 					out[rows[i].ID] = &rows[i]
 				}
 				return out
 			}
-			var old []v3Row
+			var old []rowModel
 			require.NoError(t, s.write.NewSelect().Model(&old).Column("id", "key_hash").Scan(ctx))
 			for _, r := range old {
 				before[r.ID] = r.KeyHash
@@ -177,6 +178,21 @@ func TestMigrateRepairsKeyHashes(t *testing.T) {
 	}
 }
 
+// oldKeyHash is a row's key hash as the store wrote it before migration 20261123000001:
+// the hex SHA-256 of the JSON of [[key, value], ...] (the test's values come back from a
+// JSON round trip as they went in).
+func oldKeyHash(t *testing.T, keys []string, row map[string]any) string {
+	t.Helper()
+	pairs := make([][2]any, len(keys))
+	for i, k := range keys {
+		pairs[i] = [2]any{k, row[k]}
+	}
+	b, err := json.Marshal(pairs)
+	require.NoError(t, err)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return "<nil>"
@@ -195,7 +211,7 @@ func TestReadyWantsEveryMigration(t *testing.T) {
 				t.Skip(PostgresDSNEnv + " is unset")
 			}
 			ctx := context.Background()
-			all := migrations.Sorted()
+			all := migrations.All()
 			s := openAt(t, dialect, all[len(all)-2].Name)
 			err := s.Ready(ctx)
 			require.ErrorIs(t, err, storage.ErrSchemaBehind)
