@@ -14,6 +14,12 @@ type (
 	LLMOptions = authoring.LLMOptions
 	// WorkflowOwnedError refuses deleting a workflow a process publishes (an ErrConflict).
 	WorkflowOwnedError = authoring.WorkflowOwnedError
+	// FromPrompt is a create-from-prompt request; CreatedFromPrompt what it made.
+	FromPrompt        = authoring.FromPrompt
+	CreatedFromPrompt = authoring.CreatedFromPrompt
+	// DraftFailedError is a drafted bundle that did not validate, twice: nothing was
+	// created. Its Problems are "pointer: message" lines.
+	DraftFailedError = authoring.ErrDraftFailed
 )
 
 // Process studio errors.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/svcflow/svcflow/engine/oauth"
+	"github.com/svcflow/svcflow/engine/oauthtools"
 	"github.com/svcflow/svcflow/engine/secrets"
 )
 
@@ -13,6 +14,9 @@ type (
 	OAuthAuthorization   = oauth.OAuthAuthorization
 	OAuthCallback        = oauth.OAuthCallback
 	OAuthConnectionInput = oauth.OAuthConnectionInput
+	// OAuthAPIs are the API base URLs the built-in OAuth tools call (OAuthOptions.APIs):
+	// an empty field is the provider's real one.
+	OAuthAPIs = oauthtools.APIs
 )
 
 const (

@@ -19,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/svcflow/svcflow/agent"
+	"github.com/svcflow/svcflow/internal/retryafter"
 )
 
 // DefaultBaseURL is OpenAI's API root, used when Options.BaseURL is empty.
@@ -411,28 +412,17 @@ type readCloser struct {
 	io.Closer
 }
 
-// retryAfter reads the wait a provider asks for: `Retry-After-Ms` (OpenAI), then
-// `Retry-After` in seconds or as an HTTP date. 0 when absent or unreadable.
+// retryAfter reads the wait a provider asks for: `Retry-After-Ms` (OpenAI's, in
+// milliseconds, fractions allowed), then `Retry-After` by the one rule of internal/retryafter
+// (seconds or an HTTP date). Both are capped at retryafter.Max. 0 when absent or unreadable.
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	if v := h.Get("Retry-After-Ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e12 {
-			return time.Duration(ms * float64(time.Millisecond))
+			return min(time.Duration(ms*float64(time.Millisecond)), retryafter.Max)
 		}
 	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 && s < 1e9 {
-			return time.Duration(s * float64(time.Second))
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
+	d, _ := retryafter.Parse(h.Get("Retry-After"), now)
+	return d
 }
 
 // unquoted is a transport error without the request's URL (net/http's url.Error quotes

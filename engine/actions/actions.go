@@ -2,8 +2,9 @@
 // configurations of the kinds http, db, llm, custom-table and nway_match that workflow steps
 // name as their type. It validates and stores them, keeps the cache runs read them through,
 // and supplies the run core with the step kinds that run them (core.StepSource); http, db
-// and llm actions are outside calls, their org config references resolved only then. Its
-// subpackages are the clients of those calls: outbound (HTTP) and dbquery (SQL).
+// and llm actions are outside calls, their org config references resolved only then. The
+// clients of those calls are engine/outbound (HTTP, shared with the other features) and its
+// subpackage dbquery (SQL).
 package actions
 
 import (

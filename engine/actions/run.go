@@ -13,9 +13,9 @@ import (
 
 	"github.com/svcflow/svcflow/agent"
 	"github.com/svcflow/svcflow/engine/actions/dbquery"
-	"github.com/svcflow/svcflow/engine/actions/outbound"
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/orgconfig"
+	"github.com/svcflow/svcflow/engine/outbound"
 	"github.com/svcflow/svcflow/engine/steps"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/svcflow/svcflow/internal/retryafter"
 )
 
 // The delivery limits of spec section 8.
@@ -27,8 +28,9 @@ const (
 	// Jitter only lengthens a wait, so no retry comes sooner than the spec's schedule, and
 	// targets that failed together are not retried together.
 	BackoffJitter = 0.25
-	// MaxRetryAfter caps what a Retry-After may ask: a longer one waits this long.
-	MaxRetryAfter = time.Hour
+	// MaxRetryAfter caps what a Retry-After may ask: a longer one waits this long. It is
+	// retryafter.Max, the cap of every reader of the header.
+	MaxRetryAfter = retryafter.Max
 )
 
 // Outcome is what one attempt's answer means for the delivery.
@@ -110,32 +112,12 @@ func Backoff(retry int, rnd func() float64) time.Duration {
 	return d + time.Duration(float64(d)*BackoffJitter*r)
 }
 
-// RetryAfter reads a Retry-After value: delay-seconds (ASCII digits) or an HTTP-date (any
-// of the three forms HTTP allows). A date in the past is no wait; a wait over
-// MaxRetryAfter is MaxRetryAfter. Anything else (empty, negative, fractional, malformed)
-// is not a Retry-After, and ok is false.
+// RetryAfter reads a Retry-After value by the one rule of internal/retryafter:
+// delay-seconds (ASCII digits) or an HTTP-date (any of the three forms HTTP allows). A date in
+// the past is no wait; a wait over MaxRetryAfter is MaxRetryAfter. Anything else (empty,
+// negative, fractional, malformed) is not a Retry-After, and ok is false.
 func RetryAfter(value string, now time.Time) (wait time.Duration, ok bool) {
-	v := strings.TrimSpace(value)
-	if v == "" {
-		return 0, false
-	}
-	if v[0] >= '0' && v[0] <= '9' {
-		var secs int64
-		for i := 0; i < len(v); i++ {
-			if v[i] < '0' || v[i] > '9' {
-				return 0, false
-			}
-			if secs < int64(MaxRetryAfter/time.Second) {
-				secs = secs*10 + int64(v[i]-'0')
-			}
-		}
-		return min(time.Duration(secs)*time.Second, MaxRetryAfter), true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return min(max(t.Sub(now), 0), MaxRetryAfter), true
+	return retryafter.Parse(value, now)
 }
 
 // NextAttempt is when retry number retry (1 for the first retry, after the first attempt

@@ -2,14 +2,23 @@ package oauth
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 
-	"github.com/svcflow/svcflow/engine/actions/outbound"
+	"golang.org/x/oauth2"
+
+	"github.com/svcflow/svcflow/engine/outbound"
 )
+
+// oauthHTTP hands oauth2 an *http.Client that makes its requests through the engine's
+// outbound client (address guard, body cap, no redirects).
+func (e *Connections) oauthHTTP(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oauth2.HTTPClient, outboundHTTPClient(e.client))
+}
 
 // outboundHTTPClient is an *http.Client whose requests go through c, so that the calls
 // oauth2 makes (code exchange, refresh) get the same address guard, body cap and error

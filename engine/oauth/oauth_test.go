@@ -1,6 +1,7 @@
 package oauth_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -478,6 +479,7 @@ func TestOAuthConcurrentRefreshOnce(t *testing.T) {
 			require.Equal(t, tokens[0], tokens[i])
 		}
 		require.Equal(t, 1, b.p.Refreshes())
+		require.Equal(t, 1, b.p.RefreshRequests(), "one request to the provider, not one per caller")
 		require.True(t, b.p.ValidAccess(tokens[0]))
 
 		// Steps of several runs at once, on an expired connection again.
@@ -510,6 +512,50 @@ func TestOAuthConcurrentRefreshOnce(t *testing.T) {
 			return true
 		}, 10*time.Second, 20*time.Millisecond)
 		require.Equal(t, 2, b.p.Refreshes(), "one refresh for all four steps")
+		require.Equal(t, 2, b.p.RefreshRequests(), "one refresh request for all four steps")
+	})
+}
+
+// A caller that gives up while its refresh is at the provider gets its context's error at
+// once; the refresh goes on and is stored, so the refresh token the provider has rotated is
+// not lost and the next caller uses the new access token without asking again.
+func TestOAuthRefreshOutlivesItsCaller(t *testing.T) {
+	t.Parallel()
+	forEachOAuthDialect(t, func(t *testing.T, b *oauthBundle) {
+		arrived, release := make(chan struct{}), make(chan struct{})
+		var first sync.Once // only the first refresh is held: a second one must not hang the test
+		b.p.BeforeRefresh = func() {
+			first.Do(func() {
+				arrived <- struct{}{}
+				<-release
+			})
+		}
+		clientID := b.app(t, "org-a", "google")
+		past := time.Now().Add(-time.Minute)
+		b.tokens(t, "org-a", "google", "sales", clientID, &past)
+
+		ctx, cancel := context.WithCancel(b.Ctx)
+		gaveUp := make(chan error, 1)
+		go func() {
+			_, _, err := b.Eng.OAuthAccessToken(ctx, "org-a", "google", "sales")
+			gaveUp <- err
+		}()
+		<-arrived // the refresh is at the provider
+		cancel()
+		require.ErrorIs(t, <-gaveUp, context.Canceled)
+		close(release)
+
+		// Whether it finds the refresh still under way (and waits for it) or stored, the next
+		// caller gets the refreshed token and no second request is made.
+		token, used, err := b.Eng.OAuthAccessToken(b.Ctx, "org-a", "google", "sales")
+		require.NoError(t, err)
+		require.Equal(t, "sales", used)
+		require.True(t, b.p.ValidAccess(token))
+		require.Equal(t, 1, b.p.RefreshRequests())
+		require.Equal(t, 1, b.p.Refreshes())
+		c, err := b.St.FindOAuthConnection(b.Ctx, "org-a", "google", "sales")
+		require.NoError(t, err)
+		require.True(t, c.ExpiresAt.After(time.Now()), "the refreshed token's expiry was stored")
 	})
 }
 

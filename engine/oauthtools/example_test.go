@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/svcflow/svcflow/engine/actions/outbound"
 	"github.com/svcflow/svcflow/engine/oauthtools"
+	"github.com/svcflow/svcflow/engine/outbound"
 )
 
 // noConnections is a token source of an organization that connected nothing.

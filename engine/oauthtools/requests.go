@@ -12,7 +12,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/svcflow/svcflow/engine/actions/outbound"
+	"github.com/svcflow/svcflow/engine/outbound"
 )
 
 // gmail_send: POST {gmail}/users/me/messages/send {"raw": base64url(RFC 2822 message)}.

@@ -19,7 +19,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/svcflow/svcflow/engine/actions/outbound"
+	"github.com/svcflow/svcflow/engine/outbound"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 

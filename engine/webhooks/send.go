@@ -14,9 +14,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/svcflow/svcflow/engine/actions/outbound"
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/events"
+	"github.com/svcflow/svcflow/engine/outbound"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/engine/tracing"

@@ -24,11 +24,11 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/svcflow/svcflow/engine/actions/outbound"
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/documents"
 	"github.com/svcflow/svcflow/engine/events"
 	"github.com/svcflow/svcflow/engine/orgconfig"
+	"github.com/svcflow/svcflow/engine/outbound"
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"

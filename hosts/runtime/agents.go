@@ -9,7 +9,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/svcflow/svcflow/agent"
-	"github.com/svcflow/svcflow/engine/agents"
+	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -46,8 +46,8 @@ type AgentBody struct {
 	} `json:"config,omitzero"`
 }
 
-func (b AgentBody) input() agents.Input {
-	in := agents.Input{Objective: b.Objective, Model: b.Model, Config: agents.InputConfig{
+func (b AgentBody) input() engine.AgentInput {
+	in := engine.AgentInput{Objective: b.Objective, Model: b.Model, Config: engine.AgentInputConfig{
 		MaxIterations: b.Config.MaxIterations, OnStuck: b.Config.OnStuck, LLMBudget: b.Config.LLMBudget}}
 	for _, t := range b.Tools {
 		in.Tools = append(in.Tools, json.RawMessage(t))
@@ -133,7 +133,7 @@ func (s *Server) registerAgents() {
 			return nil, s.fail(ctx, err, failure{})
 		}
 		if !in.Async {
-			if r, err = s.eng.Agents.WaitAgent(ctx, in.OrgID, r.ID, agents.MaxWait); err != nil {
+			if r, err = s.eng.Agents.WaitAgent(ctx, in.OrgID, r.ID, engine.MaxAgentWait); err != nil {
 				return nil, s.fail(ctx, err, agentNotFound)
 			}
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/svcflow/svcflow/engine"
-	"github.com/svcflow/svcflow/engine/authoring"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -137,7 +136,7 @@ var studioNotFound = failure{notFound: "project, process or bundle not found"}
 
 // studioFail answers the studio's own conflicts with their codes and words.
 func (s *Server) studioFail(ctx context.Context, err error) error {
-	var df *authoring.ErrDraftFailed
+	var df *engine.DraftFailedError
 	switch {
 	case errors.As(err, &df):
 		details := make([]*ProblemDetail, 0, len(df.Problems))
@@ -347,7 +346,7 @@ func (s *Server) registerStudio() {
 		Body FromPromptBody
 	}) (*struct{ Body FromPromptAnswer }, error) {
 		publish := in.Body.Publish == nil || *in.Body.Publish
-		res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, authoring.FromPrompt{ProjectID: in.Body.ProjectID, Name: in.Body.Name,
+		res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, engine.FromPrompt{ProjectID: in.Body.ProjectID, Name: in.Body.Name,
 			Description: in.Body.Description, Prompt: in.Body.Prompt, LLM: in.Body.LLMOptions.options(), Publish: publish})
 		if err != nil {
 			return nil, s.studioFail(ctx, err)
@@ -380,7 +379,7 @@ func (s *Server) registerStudio() {
 		if err != nil {
 			return nil, s.studioFail(ctx, err)
 		}
-		res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, authoring.FromPrompt{ProjectID: prj, Name: in.Body.Name, Prompt: in.Body.Prompt,
+		res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, engine.FromPrompt{ProjectID: prj, Name: in.Body.Name, Prompt: in.Body.Prompt,
 			LLM: in.Body.LLMOptions.options(), Publish: true})
 		if err != nil {
 			return nil, s.studioFail(ctx, err)

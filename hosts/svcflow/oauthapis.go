@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/svcflow/svcflow/engine/oauthtools"
+	"github.com/svcflow/svcflow/engine"
 )
 
 // envOAuthAPIURLs replaces the API base URLs the built-in OAuth tools call, for a test
@@ -17,8 +17,8 @@ import (
 const envOAuthAPIURLs = "SVC_OAUTH_API_URLS"
 
 // oauthAPIs parses SVC_OAUTH_API_URLS ("" for none: the real APIs) and lists the names it set.
-func oauthAPIs(v string) (oauthtools.APIs, []string, error) {
-	var apis oauthtools.APIs
+func oauthAPIs(v string) (engine.OAuthAPIs, []string, error) {
+	var apis engine.OAuthAPIs
 	fields := map[string]*string{"gmail": &apis.Gmail, "sheets": &apis.Sheets, "slack": &apis.Slack, "graph": &apis.Graph}
 	var set []string
 	for i, pair := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' }) {

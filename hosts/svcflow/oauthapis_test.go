@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine/oauthtools"
+	"github.com/svcflow/svcflow/engine"
 )
 
 func TestOAuthAPIsFromEnv(t *testing.T) {
@@ -13,12 +13,12 @@ func TestOAuthAPIsFromEnv(t *testing.T) {
 	apis, named, err := oauthAPIs("")
 	require.NoError(t, err)
 	require.Empty(t, named)
-	require.Equal(t, oauthtools.APIs{}, apis, "unset: the real APIs")
+	require.Equal(t, engine.OAuthAPIs{}, apis, "unset: the real APIs")
 
 	apis, named, err = oauthAPIs("slack=http://127.0.0.1:9/slack/api/, graph=https://graph.proxy.example/v1.0")
 	require.NoError(t, err)
 	require.Equal(t, []string{"slack", "graph"}, named)
-	require.Equal(t, oauthtools.APIs{Slack: "http://127.0.0.1:9/slack/api", Graph: "https://graph.proxy.example/v1.0"}, apis)
+	require.Equal(t, engine.OAuthAPIs{Slack: "http://127.0.0.1:9/slack/api", Graph: "https://graph.proxy.example/v1.0"}, apis)
 
 	for _, bad := range []string{
 		"teams=https://x.example",                         // unknown name

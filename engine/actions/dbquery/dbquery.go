@@ -3,7 +3,7 @@
 // (postgres://..., mysql://user:pass@host:port/db, sqlite:PATH), and returns its rows as
 // JSON-ready maps. Parameters are bound, never written into the SQL; a query returns at most
 // 10,000 rows or fails; a statement timeout holds server-side where the database has one, and
-// through the context everywhere. Connections go through engine/actions/outbound's address
+// through the context everywhere. Connections go through engine/outbound's address
 // guard, so a tenant's connection string cannot reach this machine or its private network
 // unless the deployment allows private targets.
 //

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	moderncsqlite "modernc.org/sqlite"
 
-	"github.com/svcflow/svcflow/engine/actions/outbound"
+	"github.com/svcflow/svcflow/engine/outbound"
 )
 
 // target is a parsed connection string: how to open it, and what must never be shown.

@@ -39,6 +39,9 @@ type Provider struct {
 	ExpiresIn time.Duration
 	// RefreshDelay makes each refresh take that long (to let concurrent callers meet).
 	RefreshDelay time.Duration
+	// BeforeRefresh, when set, is called by each refresh request before it is answered: a
+	// test can hold the refresh there until it has done what it must meanwhile.
+	BeforeRefresh func()
 
 	srv *httptest.Server
 
@@ -51,6 +54,8 @@ type Provider struct {
 	exchanges int
 	requests  []Request
 	secrets   []string // every token and code issued, for leak checks
+	// refreshAsks counts refresh requests, answered or refused.
+	refreshAsks int
 }
 
 type grant struct{ clientID, redirect string }
@@ -136,6 +141,11 @@ func (p *Provider) AddTokens(clientID, access, refresh string) {
 func (p *Provider) Refreshes() int { p.mu.Lock(); defer p.mu.Unlock(); return p.refreshes }
 func (p *Provider) Exchanges() int { p.mu.Lock(); defer p.mu.Unlock(); return p.exchanges }
 
+// RefreshRequests is how many refresh requests from a known client the token endpoints
+// received, including those whose refresh token was refused (Refreshes counts only the
+// ones that issued a token).
+func (p *Provider) RefreshRequests() int { p.mu.Lock(); defer p.mu.Unlock(); return p.refreshAsks }
+
 // Requests returns the API requests received so far.
 func (p *Provider) Requests() []Request {
 	p.mu.Lock()
@@ -205,6 +215,12 @@ func (p *Provider) token(provider string) http.HandlerFunc {
 			p.mu.Unlock()
 			issue = true
 		case "refresh_token":
+			p.mu.Lock()
+			p.refreshAsks++
+			p.mu.Unlock()
+			if p.BeforeRefresh != nil {
+				p.BeforeRefresh()
+			}
 			time.Sleep(p.RefreshDelay)
 			rt := r.PostForm.Get("refresh_token")
 			p.mu.Lock()

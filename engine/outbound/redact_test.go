@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine/actions/outbound"
+	"github.com/svcflow/svcflow/engine/outbound"
 )
 
 func TestRedact(t *testing.T) {

@@ -1,5 +1,7 @@
 // Package outbound is the one HTTP client through which svcflow calls out of its own
-// process on a tenant's behalf: http actions now, webhook deliveries later. It owns what
+// process on a tenant's behalf: http actions, webhook deliveries, OAuth providers and the
+// APIs the built-in OAuth tools call, and (through its dialer) dbquery's databases. It is a
+// leaf beside the features, so none of them imports another for it. It owns what
 // every such call must get right: the connect-time address guard (no loopback, private,
 // link-local or metadata addresses unless the deployment allows private targets), retries
 // with backoff and Retry-After (built on go-retryablehttp) that never repeat a POST or PATCH
@@ -9,7 +11,8 @@
 // It logs nothing, and its errors name the method and the host only: never a path, a query,
 // credentials, a header value or a body, since any of them may hold an org config secret.
 // It knows nothing of steps, runs or the executor: callers turn a Response or an *Error into
-// a step's output or failure.
+// a step's output or failure. It reads Retry-After through internal/retryafter, the one
+// parser of that header.
 package outbound
 
 import (
@@ -30,6 +33,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/svcflow/svcflow/internal/retryafter"
 )
 
 // Defaults of Options.
@@ -67,7 +71,9 @@ type Options struct {
 	// (defaults 500 ms and 10 s); each wait is jittered down by up to half.
 	RetryWaitMin, RetryWaitMax time.Duration
 	// MaxRetryAfter is the longest Retry-After the client waits for; an answer asking for
-	// more ends the call with that answer (its wait in Error.RetryAfter). Default 30 s.
+	// more ends the call with that answer (its wait in Error.RetryAfter). Default 30 s. A
+	// Retry-After is read capped at retryafter.Max (1 hour), so a limit above that never
+	// ends a call.
 	MaxRetryAfter time.Duration
 	// MaxBodyBytes limits a response body; default MaxBodyBytes (10 MiB).
 	MaxBodyBytes int64
@@ -466,38 +472,10 @@ func (c *Client) backoff(lo, hi time.Duration, n int, resp *http.Response) time.
 	return d - rand.N(d/2+1)
 }
 
-// retryAfter reads a Retry-After header: delay-seconds or an HTTP-date (all three forms
-// HTTP allows). A date in the past is no wait.
+// retryAfter reads an answer's Retry-After by the one rule (internal/retryafter): seconds or
+// an HTTP-date, a date in the past no wait, capped at retryafter.Max.
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := parseSeconds(v); err == nil {
-		return secs, true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return max(t.Sub(now), 0), true
-}
-
-func parseSeconds(v string) (time.Duration, error) {
-	var n int64
-	if v == "" {
-		return 0, errors.New("empty")
-	}
-	for _, r := range v {
-		if r < '0' || r > '9' {
-			return 0, errors.New("not a number")
-		}
-		n = n*10 + int64(r-'0')
-		if n > int64(24*time.Hour/time.Second) {
-			n = int64(24 * time.Hour / time.Second) // a day is "too long" already
-		}
-	}
-	return time.Duration(n) * time.Second, nil
+	return retryafter.Parse(h.Get("Retry-After"), now)
 }
 
 // attemptTimeout gives each attempt its own deadline, which covers reading the body too:

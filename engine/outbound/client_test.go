@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine/actions/outbound"
+	"github.com/svcflow/svcflow/engine/outbound"
 )
 
 // server is an httptest server that records what it was sent and answers with the
