@@ -213,7 +213,6 @@ type All interface {
 	ExternalForms
 	OrgConfig
 	Documents
-	Gateway
 	Authoring
 }
 

@@ -12,8 +12,8 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
 
@@ -23,7 +23,7 @@ type AuthHeader struct {
 }
 
 // account authenticates a management token.
-func (s *Server) account(ctx context.Context, h AuthHeader) (*svctype.Account, error) {
+func (s *Server) account(ctx context.Context, h AuthHeader) (*gwstore.Account, error) {
 	secret := bearerOf(h.Authorization)
 	switch {
 	case secret == "":
@@ -32,13 +32,13 @@ func (s *Server) account(ctx context.Context, h AuthHeader) (*svctype.Account, e
 		return nil, errKeyOnMgmtRoute
 	}
 	a, err := s.store.AccountByToken(ctx, hashOf(secret))
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, gwstore.ErrNotFound) {
 		return nil, errUnknownToken
 	}
 	if err != nil {
 		return nil, err
 	}
-	if a.Status != svctype.AccountActive {
+	if a.Status != gwstore.AccountActive {
 		return nil, errSuspended
 	}
 	return a, nil
@@ -53,11 +53,11 @@ func (s *Server) fail(ctx context.Context, err error, notFound string) error {
 		return err
 	case errors.As(err, &p):
 		return p
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, gwstore.ErrNotFound):
 		return newProblem(http.StatusNotFound, "not_found", notFound)
-	case errors.Is(err, storage.ErrConflict):
+	case errors.Is(err, gwstore.ErrConflict):
 		return newProblem(http.StatusConflict, "conflict", "it exists already")
-	case errors.Is(err, storage.ErrInvalidCursor):
+	case errors.Is(err, gwstore.ErrInvalidCursor):
 		return newProblem(http.StatusBadRequest, "invalid_cursor", "the cursor was not issued by this listing")
 	}
 	s.log.ErrorContext(ctx, "gateway request failed", "err", err)
@@ -83,13 +83,13 @@ type Account struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-func accountOf(a *svctype.Account) Account {
+func accountOf(a *gwstore.Account) Account {
 	return Account{ID: a.ID, Email: a.Email, Name: a.Name, Status: a.Status, Tier: a.Tier, TokenPrefix: a.TokenPrefix, CreatedAt: a.CreatedAt}
 }
 
 // Key is a key as the management routes show it; Secret only in the answer that made it.
 type Key struct {
-	svctype.APIKey
+	gwstore.APIKey
 	Secret string `json:"secret,omitempty" doc:"The key itself: shown once, in this answer only."`
 }
 
@@ -120,10 +120,10 @@ func (s *Server) registerAccounts() {
 			return nil, err
 		}
 		now := s.now().UTC()
-		a := &svctype.Account{ID: "acct_" + uuid.NewString(), Email: strings.ToLower(addr.Address), Name: strings.TrimSpace(in.Body.Name),
-			Status: svctype.AccountActive, TokenPrefix: shown, TokenHash: hash, CreatedAt: now, UpdatedAt: now}
+		a := &gwstore.Account{ID: "acct_" + uuid.NewString(), Email: strings.ToLower(addr.Address), Name: strings.TrimSpace(in.Body.Name),
+			Status: gwstore.AccountActive, TokenPrefix: shown, TokenHash: hash, CreatedAt: now, UpdatedAt: now}
 		if err := s.store.CreateAccount(ctx, a); err != nil {
-			if errors.Is(err, storage.ErrConflict) {
+			if errors.Is(err, gwstore.ErrConflict) {
 				return nil, newProblem(http.StatusConflict, "conflict", "an account with this email exists")
 			}
 			return nil, s.fail(ctx, err, "")
@@ -191,7 +191,7 @@ func (s *Server) registerOrgs() {
 		Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"500"`
 		Cursor string `query:"cursor"`
 	}) (*struct {
-		Body runtime.List[svctype.GatewayOrg]
+		Body runtime.List[gwstore.GatewayOrg]
 	}, error) {
 		a, err := s.account(ctx, in.AuthHeader)
 		if err != nil {
@@ -203,11 +203,11 @@ func (s *Server) registerOrgs() {
 		}
 		items := page.Items
 		if items == nil {
-			items = []svctype.GatewayOrg{}
+			items = []gwstore.GatewayOrg{}
 		}
 		return &struct {
-			Body runtime.List[svctype.GatewayOrg]
-		}{Body: runtime.List[svctype.GatewayOrg]{Items: items, NextCursor: page.NextCursor}}, nil
+			Body runtime.List[gwstore.GatewayOrg]
+		}{Body: runtime.List[gwstore.GatewayOrg]{Items: items, NextCursor: page.NextCursor}}, nil
 	})
 
 	o = huma.Operation{OperationID: "create-gateway-org", Method: http.MethodPost, Path: "/gateway/orgs", Summary: "Create an organization",
@@ -216,7 +216,7 @@ func (s *Server) registerOrgs() {
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		AuthHeader
 		Body orgBody
-	}) (*struct{ Body *svctype.GatewayOrg }, error) {
+	}) (*struct{ Body *gwstore.GatewayOrg }, error) {
 		a, err := s.account(ctx, in.AuthHeader)
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
@@ -231,11 +231,11 @@ func (s *Server) registerOrgs() {
 		if strings.TrimSpace(in.Body.Name) == "" {
 			return nil, invalid("/name", "required")
 		}
-		org := &svctype.GatewayOrg{ID: id, AccountID: a.ID, Name: strings.TrimSpace(in.Body.Name), CreatedAt: s.now().UTC()}
+		org := &gwstore.GatewayOrg{ID: id, AccountID: a.ID, Name: strings.TrimSpace(in.Body.Name), CreatedAt: s.now().UTC()}
 		if err := s.store.CreateGatewayOrg(ctx, org); err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		return &struct{ Body *svctype.GatewayOrg }{Body: org}, nil
+		return &struct{ Body *gwstore.GatewayOrg }{Body: org}, nil
 	})
 
 	o = huma.Operation{OperationID: "update-gateway-org", Method: http.MethodPut, Path: "/gateway/orgs/{orgId}", Summary: "Rename an organization",
@@ -246,7 +246,7 @@ func (s *Server) registerOrgs() {
 		Body  struct {
 			Name string `json:"name" maxLength:"200"`
 		}
-	}) (*struct{ Body *svctype.GatewayOrg }, error) {
+	}) (*struct{ Body *gwstore.GatewayOrg }, error) {
 		a, err := s.account(ctx, in.AuthHeader)
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
@@ -254,7 +254,7 @@ func (s *Server) registerOrgs() {
 		if strings.TrimSpace(in.Body.Name) == "" {
 			return nil, invalid("/name", "required")
 		}
-		org := &svctype.GatewayOrg{ID: in.OrgID, AccountID: a.ID, Name: strings.TrimSpace(in.Body.Name), UpdatedAt: s.now().UTC()}
+		org := &gwstore.GatewayOrg{ID: in.OrgID, AccountID: a.ID, Name: strings.TrimSpace(in.Body.Name), UpdatedAt: s.now().UTC()}
 		if err := s.store.UpdateGatewayOrg(ctx, org); err != nil {
 			return nil, s.fail(ctx, err, "organization not found")
 		}
@@ -262,7 +262,7 @@ func (s *Server) registerOrgs() {
 		if err != nil {
 			return nil, s.fail(ctx, err, "organization not found")
 		}
-		return &struct{ Body *svctype.GatewayOrg }{Body: got}, nil
+		return &struct{ Body *gwstore.GatewayOrg }{Body: got}, nil
 	})
 }
 
@@ -273,7 +273,7 @@ type OrgPath struct {
 }
 
 // ownOrg authenticates the management token and checks the organization is the account's.
-func (s *Server) ownOrg(ctx context.Context, in OrgPath) (*svctype.Account, error) {
+func (s *Server) ownOrg(ctx context.Context, in OrgPath) (*gwstore.Account, error) {
 	a, err := s.account(ctx, in.AuthHeader)
 	if err != nil {
 		return nil, err
@@ -286,16 +286,16 @@ func (s *Server) ownOrg(ctx context.Context, in OrgPath) (*svctype.Account, erro
 
 func (s *Server) registerKeys() {
 	own := s.ownOrg
-	mint := func(ctx context.Context, a *svctype.Account, orgID, kind string) (*Key, error) {
+	mint := func(ctx context.Context, a *gwstore.Account, orgID, kind string) (*Key, error) {
 		prefix := PrefixRuntime
-		if kind == svctype.KeyPublishable {
+		if kind == gwstore.KeyPublishable {
 			prefix = PrefixPublishable
 		}
 		secret, shown, hash, err := newSecret(prefix)
 		if err != nil {
 			return nil, err
 		}
-		k := &svctype.APIKey{ID: "key_" + strings.ReplaceAll(uuid.NewString(), "-", ""), AccountID: a.ID, OrgID: orgID, Kind: kind,
+		k := &gwstore.APIKey{ID: "key_" + strings.ReplaceAll(uuid.NewString(), "-", ""), AccountID: a.ID, OrgID: orgID, Kind: kind,
 			Prefix: shown, Hash: hash, CreatedAt: s.now().UTC()}
 		if err := s.store.CreateAPIKey(ctx, k); err != nil {
 			return nil, err

@@ -14,8 +14,8 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/license"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
@@ -56,12 +56,12 @@ type tierCache struct {
 }
 
 type cachedTier struct {
-	t    *svctype.Tier // nil: no such tier (the defaults apply)
+	t    *gwstore.Tier // nil: no such tier (the defaults apply)
 	read time.Time
 }
 
 // tier returns a tier by name (nil when it does not exist).
-func (s *Server) tier(ctx context.Context, name string) (*svctype.Tier, error) {
+func (s *Server) tier(ctx context.Context, name string) (*gwstore.Tier, error) {
 	now := s.now()
 	s.tiers.mu.Lock()
 	c, ok := s.tiers.m[name]
@@ -70,7 +70,7 @@ func (s *Server) tier(ctx context.Context, name string) (*svctype.Tier, error) {
 		return c.t, nil
 	}
 	t, err := s.store.GetTier(ctx, name)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err != nil && !errors.Is(err, gwstore.ErrNotFound) {
 		return nil, err
 	}
 	s.tiers.mu.Lock()
@@ -92,7 +92,7 @@ const (
 // daily run quota for workflow executions (counted from the usage flushed by every gateway
 // plus this one's unflushed count, so it may run over by what other gateways counted in
 // their last flush interval).
-func (s *Server) tierAllows(ctx context.Context, t *svctype.Tier, orgID, method, path, class string) error {
+func (s *Server) tierAllows(ctx context.Context, t *gwstore.Tier, orgID, method, path, class string) error {
 	need := ""
 	switch {
 	case class == "agents":
@@ -167,8 +167,8 @@ func (s *Server) registerAdmin() {
 	})
 
 	for _, st := range []struct{ verb, status, summary string }{
-		{"suspend", svctype.AccountSuspended, "Suspend an account: its management token, keys and sessions stop (within 5 s on other gateways)"},
-		{"resume", svctype.AccountActive, "Resume a suspended account"},
+		{"suspend", gwstore.AccountSuspended, "Suspend an account: its management token, keys and sessions stop (within 5 s on other gateways)"},
+		{"resume", gwstore.AccountActive, "Resume a suspended account"},
 	} {
 		huma.Register(s.api, huma.Operation{OperationID: "admin-" + st.verb + "-account", Method: http.MethodPost,
 			Path: "/admin/accounts/{accountId}/" + st.verb, Summary: st.summary, Tags: tags}, func(ctx context.Context, in *AccountPath) (*struct{ Body Account }, error) {
@@ -197,7 +197,7 @@ func (s *Server) registerAdmin() {
 			}
 			if in.Body.Tier != "" {
 				if _, err := s.store.GetTier(ctx, in.Body.Tier); err != nil {
-					if errors.Is(err, storage.ErrNotFound) {
+					if errors.Is(err, gwstore.ErrNotFound) {
 						return nil, invalid("/tier", "no such tier")
 					}
 					return nil, s.fail(ctx, err, "")
@@ -213,7 +213,7 @@ func (s *Server) registerAdmin() {
 	huma.Register(s.api, huma.Operation{OperationID: "admin-list-tiers", Method: http.MethodGet, Path: "/admin/tiers", Summary: "The tiers", Tags: tags},
 		func(ctx context.Context, in *OperatorHeader) (*struct {
 			Body struct {
-				Items []svctype.Tier `json:"items"`
+				Items []gwstore.Tier `json:"items"`
 			}
 		}, error) {
 			if err := s.operator(*in); err != nil {
@@ -225,7 +225,7 @@ func (s *Server) registerAdmin() {
 			}
 			out := &struct {
 				Body struct {
-					Items []svctype.Tier `json:"items"`
+					Items []gwstore.Tier `json:"items"`
 				}
 			}{}
 			out.Body.Items = ts
@@ -247,11 +247,11 @@ func (s *Server) registerAdmin() {
 				Features    []string `json:"features,omitempty" maxItems:"50"`
 				Description string   `json:"description,omitempty" maxLength:"500"`
 			}
-		}) (*struct{ Body svctype.Tier }, error) {
+		}) (*struct{ Body gwstore.Tier }, error) {
 			if err := s.operator(in.OperatorHeader); err != nil {
 				return nil, err
 			}
-			t := &svctype.Tier{Name: in.Name, Rate: in.Body.Rate, Burst: in.Body.Burst, RunsPerDay: in.Body.RunsPerDay,
+			t := &gwstore.Tier{Name: in.Name, Rate: in.Body.Rate, Burst: in.Body.Burst, RunsPerDay: in.Body.RunsPerDay,
 				Features: in.Body.Features, Description: in.Body.Description, UpdatedAt: s.now().UTC()}
 			if err := s.store.PutTier(ctx, t); err != nil {
 				return nil, s.fail(ctx, err, "")
@@ -259,7 +259,7 @@ func (s *Server) registerAdmin() {
 			s.tiers.mu.Lock()
 			delete(s.tiers.m, t.Name)
 			s.tiers.mu.Unlock()
-			return &struct{ Body svctype.Tier }{Body: *t}, nil
+			return &struct{ Body gwstore.Tier }{Body: *t}, nil
 		})
 
 	huma.Register(s.api, huma.Operation{OperationID: "admin-issue-license", Method: http.MethodPost, Path: "/admin/licenses",
@@ -268,7 +268,7 @@ func (s *Server) registerAdmin() {
 		func(ctx context.Context, in *struct {
 			OperatorHeader
 			Body LicenseRequest
-		}) (*struct{ Body svctype.IssuedLicense }, error) {
+		}) (*struct{ Body gwstore.IssuedLicense }, error) {
 			if err := s.operator(in.OperatorHeader); err != nil {
 				return nil, err
 			}
@@ -276,7 +276,7 @@ func (s *Server) registerAdmin() {
 				return nil, errNoSigningKey
 			}
 			if _, err := s.store.GetAccount(ctx, in.Body.AccountID); err != nil {
-				if errors.Is(err, storage.ErrNotFound) {
+				if errors.Is(err, gwstore.ErrNotFound) {
 					return nil, invalid("/account_id", "no such account")
 				}
 				return nil, s.fail(ctx, err, "")
@@ -301,12 +301,12 @@ func (s *Server) registerAdmin() {
 			if l.Features == nil {
 				l.Features = []string{}
 			}
-			il := &svctype.IssuedLicense{ID: l.ID, AccountID: in.Body.AccountID, Licensee: l.Licensee, Seats: l.Seats, Features: l.Features,
+			il := &gwstore.IssuedLicense{ID: l.ID, AccountID: in.Body.AccountID, Licensee: l.Licensee, Seats: l.Seats, Features: l.Features,
 				NotBefore: l.NotBefore.Truncate(time.Second), ExpiresAt: l.ExpiresAt.Truncate(time.Second), License: signed, CreatedAt: s.now().UTC()}
 			if err := s.store.CreateLicense(ctx, il); err != nil {
 				return nil, s.fail(ctx, err, "")
 			}
-			return &struct{ Body svctype.IssuedLicense }{Body: *il}, nil
+			return &struct{ Body gwstore.IssuedLicense }{Body: *il}, nil
 		})
 
 	huma.Register(s.api, huma.Operation{OperationID: "admin-list-licenses", Method: http.MethodGet, Path: "/admin/licenses",
@@ -315,7 +315,7 @@ func (s *Server) registerAdmin() {
 		AccountID string `query:"account_id" maxLength:"100" doc:"Only this account's."`
 	}) (*struct {
 		Body struct {
-			Items []svctype.IssuedLicense `json:"items"`
+			Items []gwstore.IssuedLicense `json:"items"`
 		}
 	}, error) {
 		if err := s.operator(in.OperatorHeader); err != nil {
@@ -330,7 +330,7 @@ func (s *Server) registerAdmin() {
 		func(ctx context.Context, in *struct {
 			OperatorHeader
 			LicenseID string `path:"licenseId" maxLength:"100"`
-		}) (*struct{ Body svctype.IssuedLicense }, error) {
+		}) (*struct{ Body gwstore.IssuedLicense }, error) {
 			if err := s.operator(in.OperatorHeader); err != nil {
 				return nil, err
 			}
@@ -341,7 +341,7 @@ func (s *Server) registerAdmin() {
 			if err != nil {
 				return nil, s.fail(ctx, err, "license not found")
 			}
-			return &struct{ Body svctype.IssuedLicense }{Body: *l}, nil
+			return &struct{ Body gwstore.IssuedLicense }{Body: *l}, nil
 		})
 
 	huma.Register(s.api, huma.Operation{OperationID: "admin-usage", Method: http.MethodGet, Path: "/admin/usage",
@@ -354,7 +354,7 @@ func (s *Server) registerAdmin() {
 			Body struct {
 				From  string                 `json:"from"`
 				To    string                 `json:"to"`
-				Items []svctype.AccountUsage `json:"items"`
+				Items []gwstore.AccountUsage `json:"items"`
 			}
 		}, error) {
 			if err := s.operator(in.OperatorHeader); err != nil {
@@ -378,7 +378,7 @@ func (s *Server) registerAdmin() {
 				Body struct {
 					From  string                 `json:"from"`
 					To    string                 `json:"to"`
-					Items []svctype.AccountUsage `json:"items"`
+					Items []gwstore.AccountUsage `json:"items"`
 				}
 			}{}
 			out.Body.From, out.Body.To, out.Body.Items = from, to, items
@@ -389,7 +389,7 @@ func (s *Server) registerAdmin() {
 		Summary: "The account's on-premises licenses", Tags: []string{"Licensing"}},
 		func(ctx context.Context, in *AuthHeader) (*struct {
 			Body struct {
-				Items []svctype.IssuedLicense `json:"items"`
+				Items []gwstore.IssuedLicense `json:"items"`
 			}
 		}, error) {
 			a, err := s.account(ctx, *in)
@@ -402,7 +402,7 @@ func (s *Server) registerAdmin() {
 
 func (s *Server) licenses(ctx context.Context, accountID string) (*struct {
 	Body struct {
-		Items []svctype.IssuedLicense `json:"items"`
+		Items []gwstore.IssuedLicense `json:"items"`
 	}
 }, error) {
 	ls, err := s.store.ListLicenses(ctx, accountID)
@@ -411,7 +411,7 @@ func (s *Server) licenses(ctx context.Context, accountID string) (*struct {
 	}
 	out := &struct {
 		Body struct {
-			Items []svctype.IssuedLicense `json:"items"`
+			Items []gwstore.IssuedLicense `json:"items"`
 		}
 	}{}
 	out.Body.Items = ls

@@ -11,6 +11,7 @@ import (
 
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/gateway"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 )
 
 // BenchmarkGatewayOverhead is the gateway's own cost of a runtime call: the key from the
@@ -19,7 +20,7 @@ import (
 func BenchmarkGatewayOverhead(b *testing.B) {
 	st := store.OpenTest(b, "sqlite")
 	noop := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	h := gateway.New(gateway.Options{Store: st, Runtime: noop, Rate: 1e9, Burst: 1 << 30}).Handler()
+	h := gateway.New(gateway.Options{Store: gwstore.OpenTest(b, st), Runtime: noop, Rate: 1e9, Burst: 1 << 30}).Handler()
 	do := func(method, path, token, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		if token != "" {
@@ -64,7 +65,7 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 func BenchmarkGatewayLoopback(b *testing.B) {
 	st := store.OpenTest(b, "sqlite")
 	noop := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	srv := httptest.NewServer(gateway.New(gateway.Options{Store: st, Runtime: noop, Rate: 1e9, Burst: 1 << 30}).Handler())
+	srv := httptest.NewServer(gateway.New(gateway.Options{Store: gwstore.OpenTest(b, st), Runtime: noop, Rate: 1e9, Burst: 1 << 30}).Handler())
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
 	post := func(path, token, body string) map[string]any {

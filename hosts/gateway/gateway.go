@@ -33,8 +33,8 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/identity"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
@@ -55,13 +55,6 @@ const (
 	// this process stops at once, through another within this.
 	keyCacheTTL = 5 * time.Second
 )
-
-// Store is what the gateway needs of a database: its accounts, organizations and keys, and
-// whether it can answer (GET /readyz).
-type Store interface {
-	storage.Gateway
-	storage.Readiness
-}
 
 // Options configure a gateway.
 type Options struct {
@@ -143,7 +136,7 @@ type Server struct {
 	forms *lru.Cache[string, time.Time]
 
 	umu   sync.Mutex
-	usage map[usageKey]*svctype.Usage
+	usage map[usageKey]*gwstore.Usage
 
 	identityKey  []byte
 	mailer       Mailer
@@ -156,14 +149,14 @@ type Server struct {
 }
 
 type cachedKey struct {
-	key  *svctype.APIKey
+	key  *gwstore.APIKey
 	read time.Time
 }
 
 // New builds the gateway.
 func New(o Options) *Server {
 	s := &Server{store: o.Store, log: o.Logger, now: o.Now, rate: rate.Limit(o.Rate), burst: o.Burst, shared: o.Shared, leased: map[string]float64{},
-		keys: map[string]cachedKey{}, usage: map[usageKey]*svctype.Usage{}}
+		keys: map[string]cachedKey{}, usage: map[usageKey]*gwstore.Usage{}}
 	// golang-lru's Cache: a map bounded by dropping the least recently used entry, behind
 	// its own lock (its expirable variant ages entries on the wall clock, which tests cannot
 	// move, from a goroutine that never ends; an idle bucket needs no expiry, it refills).
@@ -239,7 +232,7 @@ func New(o Options) *Server {
 	s.registerUsage()
 	s.registerLicensing(o.LicenseKey)
 	s.registerHealth(o)
-	runtime.RegisterProbes(s.api, "gateway-", s.log, func(ctx context.Context) error { return s.store.Ready(ctx) })
+	runtime.RegisterProbes(s.api, "gateway-", s.log, s.ready)
 	s.registerSDKAuth()
 	s.registerSDKTasks()
 	s.registerPeople()
@@ -330,7 +323,7 @@ var (
 )
 
 // runtimeKey authenticates a runtime key: the organization it opens.
-func (s *Server) runtimeKey(ctx context.Context, secret string) (*svctype.APIKey, error) {
+func (s *Server) runtimeKey(ctx context.Context, secret string) (*gwstore.APIKey, error) {
 	switch {
 	case secret == "":
 		return nil, errNoCredential
@@ -346,7 +339,7 @@ func (s *Server) runtimeKey(ctx context.Context, secret string) (*svctype.APIKey
 }
 
 // lookupKey finds a key by its secret (cached for keyCacheTTL) and checks it is current.
-func (s *Server) lookupKey(ctx context.Context, secret string) (*svctype.APIKey, error) {
+func (s *Server) lookupKey(ctx context.Context, secret string) (*gwstore.APIKey, error) {
 	h := hashOf(secret)
 	now := s.now()
 	s.mu.Lock()
@@ -354,7 +347,7 @@ func (s *Server) lookupKey(ctx context.Context, secret string) (*svctype.APIKey,
 	s.mu.Unlock()
 	if !ok || now.Sub(c.read) >= keyCacheTTL {
 		k, err := s.store.APIKeyByHash(ctx, h)
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, gwstore.ErrNotFound) {
 			return nil, errUnknownKey
 		}
 		if err != nil {
@@ -373,7 +366,7 @@ func (s *Server) lookupKey(ctx context.Context, secret string) (*svctype.APIKey,
 		return nil, errRevokedKey
 	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
 		return nil, errExpiredKey
-	case k.AccountStatus == svctype.AccountSuspended:
+	case k.AccountStatus == gwstore.AccountSuspended:
 		return nil, errSuspended
 	}
 	return c.key, nil
@@ -663,7 +656,7 @@ func (s *Server) registerHealth(o Options) {
 				}
 			}
 		}
-		if _, err := s.store.AccountByToken(ctx, hashOf("health")); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if _, err := s.store.AccountByToken(ctx, hashOf("health")); err != nil && !errors.Is(err, gwstore.ErrNotFound) {
 			out.Body.Store = "unreachable"
 		}
 		if out.Body.Runtime != "ok" || out.Body.Store != "ok" {

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/gateway"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/identity"
 	"github.com/svcflow/svcflow/hosts/license"
 	"github.com/svcflow/svcflow/hosts/metrics"
@@ -40,7 +42,8 @@ func (c *clock) add(d time.Duration) {
 }
 
 type bundle struct {
-	st    *store.Store
+	st    *store.Store   // the engine's
+	gs    *gwstore.Store // the gateway's, over st's database
 	gw    *httptest.Server
 	rt    *httptest.Server
 	logs  *bytes.Buffer
@@ -60,7 +63,7 @@ func setup(t *testing.T, o gateway.Options) *bundle {
 	st := store.OpenTest(t, "sqlite")
 	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet()})
 	require.NoError(t, err)
-	b := &bundle{st: st, logs: &bytes.Buffer{}, clock: &clock{t: time.Now()}}
+	b := &bundle{st: st, gs: gwstore.OpenTest(t, st), logs: &bytes.Buffer{}, clock: &clock{t: time.Now()}}
 	rt := runtime.New(eng, runtime.Options{Logger: testlog.Quiet()}).Handler()
 	b.rt = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()
@@ -73,7 +76,7 @@ func setup(t *testing.T, o gateway.Options) *bundle {
 	t.Cleanup(b.rt.Close)
 	u, err := url.Parse(b.rt.URL)
 	require.NoError(t, err)
-	o.Store, o.RuntimeURL, o.Now = st, u, b.clock.now
+	o.Store, o.RuntimeURL, o.Now = b.gs, u, b.clock.now
 	o.Logger = testlog.Tee(slog.NewTextHandler(b.logs, nil))
 	b.gw = httptest.NewServer(gateway.New(o).Handler())
 	t.Cleanup(b.gw.Close)
@@ -339,7 +342,7 @@ func TestSharedRateLimitHoldsAcrossGateways(t *testing.T) {
 	}
 	st := store.OpenTest(t, "postgres")
 	noop := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	opts := gateway.Options{Store: st, Runtime: noop, Rate: 0.01, Burst: 20, Shared: true}
+	opts := gateway.Options{Store: gwstore.OpenTest(t, st), Runtime: noop, Rate: 0.01, Burst: 20, Shared: true}
 	one, two := httptest.NewServer(gateway.New(opts).Handler()), httptest.NewServer(gateway.New(opts).Handler())
 	t.Cleanup(one.Close)
 	t.Cleanup(two.Close)
@@ -389,12 +392,13 @@ func scrapeText(t *testing.T, reg *metrics.Registry) string {
 }
 
 // TestGatewayProbes: /healthz and /readyz are the gateway's own, answered without a
-// credential (a wrong one does not matter either) and never forwarded to the runtime; with
-// its store gone /readyz answers 503 store_unavailable and /healthz still 200.
+// credential (a wrong one does not matter either) and never forwarded to the runtime; with a
+// migration of the engine's or of the gateway's own missing /readyz answers 503
+// migrations_pending, with its store gone 503 store_unavailable, and /healthz still 200.
 func TestGatewayProbes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, gateway.Options{})
-	paths := gateway.New(gateway.Options{Store: b.st}).API().OpenAPI().Paths
+	paths := gateway.New(gateway.Options{Store: b.gs}).API().OpenAPI().Paths
 	require.Equal(t, "gateway-liveness", paths["/healthz"].Get.OperationID, "in the gateway's OpenAPI document")
 	require.Equal(t, "gateway-readiness", paths["/readyz"].Get.OperationID)
 	for _, token := range []string{"", "svc_live_not-a-key"} {
@@ -408,6 +412,20 @@ func TestGatewayProbes(t *testing.T) {
 	b.mu.Lock()
 	require.Empty(t, b.orgSeen, "the probes never reach the runtime")
 	b.mu.Unlock()
+
+	// Either set of migrations missing (the engine's, the gateway's own) is migrations_pending.
+	ctx := context.Background()
+	for _, table := range []string{"bun_migrations", "gateway_migrations"} {
+		_, err := b.st.Shared().Writer().ExecContext(ctx, "DELETE FROM "+table+" WHERE name = (SELECT max(name) FROM "+table+")")
+		require.NoError(t, err)
+		code, body, _ := b.call(t, "GET", "/readyz", "", "")
+		require.Equal(t, http.StatusServiceUnavailable, code, body)
+		require.Equal(t, "migrations_pending", body["code"], table)
+		require.NoError(t, b.st.Migrate(ctx))
+		require.NoError(t, b.gs.Migrate(ctx))
+		code, body, _ = b.call(t, "GET", "/readyz", "", "")
+		require.Equal(t, http.StatusOK, code, body)
+	}
 
 	require.NoError(t, b.st.Close())
 	code, body, h := b.call(t, "GET", "/readyz", "", "")

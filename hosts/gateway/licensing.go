@@ -8,7 +8,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/license"
 )
 
@@ -72,7 +72,7 @@ func (s *Server) registerLicensing(pub ed25519.PublicKey) {
 			switch {
 			case gerr == nil && il.RevokedAt != nil && !s.now().Before(*il.RevokedAt):
 				err = errRevoked
-			case gerr != nil && !errors.Is(gerr, storage.ErrNotFound):
+			case gerr != nil && !errors.Is(gerr, gwstore.ErrNotFound):
 				return nil, s.fail(ctx, gerr, "")
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/gateway"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/runtime"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
@@ -32,7 +33,7 @@ func setupVisitors(t *testing.T, o gateway.Options) *visitorBundle {
 	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet()})
 	require.NoError(t, err)
 	b := &visitorBundle{rt: runtime.New(eng, runtime.Options{Logger: testlog.Quiet()}).Handler(), clock: &clock{t: time.Now()}}
-	o.Store, o.Runtime, o.Now, o.Logger = st, b.rt, b.clock.now, testlog.Quiet()
+	o.Store, o.Runtime, o.Now, o.Logger = gwstore.OpenTest(t, st), b.rt, b.clock.now, testlog.Quiet()
 	b.gw = gateway.New(o)
 	return b
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
 
@@ -45,11 +45,11 @@ func (s *Server) person(ctx context.Context, orgID, email string) (person, error
 	if err == nil {
 		return person{MaySignIn: true, Member: true, Roles: u.ApproverRoles}, nil
 	}
-	if !errors.Is(err, storage.ErrNotFound) {
+	if !errors.Is(err, gwstore.ErrNotFound) {
 		return person{}, err
 	}
 	pol, err := s.store.GetSignInPolicy(ctx, orgID)
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, gwstore.ErrNotFound) {
 		return person{Roles: []string{}}, nil
 	}
 	if err != nil {
@@ -74,7 +74,7 @@ func (s *Server) registerPeople() {
 		OrgPath
 		Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"500"`
 		Cursor string `query:"cursor"`
-	}) (*struct{ Body runtime.List[svctype.OrgUser] }, error) {
+	}) (*struct{ Body runtime.List[gwstore.OrgUser] }, error) {
 		if _, err := s.ownOrg(ctx, in.OrgPath); err != nil {
 			return nil, s.fail(ctx, err, "organization not found")
 		}
@@ -82,7 +82,7 @@ func (s *Server) registerPeople() {
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		return &struct{ Body runtime.List[svctype.OrgUser] }{Body: runtime.List[svctype.OrgUser]{Items: page.Items, NextCursor: page.NextCursor}}, nil
+		return &struct{ Body runtime.List[gwstore.OrgUser] }{Body: runtime.List[gwstore.OrgUser]{Items: page.Items, NextCursor: page.NextCursor}}, nil
 	})
 
 	o = huma.Operation{OperationID: "put-org-user", Method: http.MethodPut, Path: "/gateway/orgs/{orgId}/users/{email}",
@@ -96,7 +96,7 @@ func (s *Server) registerPeople() {
 		Body struct {
 			ApproverRoles []string `json:"approver_roles" maxItems:"100"`
 		}
-	}) (*struct{ Body svctype.OrgUser }, error) {
+	}) (*struct{ Body gwstore.OrgUser }, error) {
 		if _, err := s.ownOrg(ctx, in.OrgPath); err != nil {
 			return nil, s.fail(ctx, err, "organization not found")
 		}
@@ -113,11 +113,11 @@ func (s *Server) registerPeople() {
 				roles = append(roles, r)
 			}
 		}
-		u := &svctype.OrgUser{OrgID: in.OrgID, Email: email, ApproverRoles: roles, UpdatedAt: s.now().UTC()}
+		u := &gwstore.OrgUser{OrgID: in.OrgID, Email: email, ApproverRoles: roles, UpdatedAt: s.now().UTC()}
 		if err := s.store.PutOrgUser(ctx, u); err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		return &struct{ Body svctype.OrgUser }{Body: *u}, nil
+		return &struct{ Body gwstore.OrgUser }{Body: *u}, nil
 	})
 
 	o = huma.Operation{OperationID: "get-org-signin-policy", Method: http.MethodGet, Path: "/gateway/orgs/{orgId}/sign-in",
@@ -125,18 +125,18 @@ func (s *Server) registerPeople() {
 		Description: "The people the organization added (PUT /gateway/orgs/{orgId}/users/{email}) always may; also everyone of " +
 			"the listed domains; or, with anyone, every mailbox (as a guest unless added or of a listed domain). " +
 			"An organization that never set it admits its people only."}
-	huma.Register(s.api, o, func(ctx context.Context, in *OrgPath) (*struct{ Body svctype.SignInPolicy }, error) {
+	huma.Register(s.api, o, func(ctx context.Context, in *OrgPath) (*struct{ Body gwstore.SignInPolicy }, error) {
 		if _, err := s.ownOrg(ctx, *in); err != nil {
 			return nil, s.fail(ctx, err, "organization not found")
 		}
 		pol, err := s.store.GetSignInPolicy(ctx, in.OrgID)
-		if errors.Is(err, storage.ErrNotFound) {
-			pol, err = &svctype.SignInPolicy{OrgID: in.OrgID, Domains: []string{}}, nil
+		if errors.Is(err, gwstore.ErrNotFound) {
+			pol, err = &gwstore.SignInPolicy{OrgID: in.OrgID, Domains: []string{}}, nil
 		}
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		return &struct{ Body svctype.SignInPolicy }{Body: *pol}, nil
+		return &struct{ Body gwstore.SignInPolicy }{Body: *pol}, nil
 	})
 
 	o = huma.Operation{OperationID: "put-org-signin-policy", Method: http.MethodPut, Path: "/gateway/orgs/{orgId}/sign-in",
@@ -150,7 +150,7 @@ func (s *Server) registerPeople() {
 			Anyone  bool     `json:"anyone" required:"false" doc:"Let every mailbox sign in (as a guest unless added or of a listed domain)."`
 			Domains []string `json:"domains" required:"false" maxItems:"100" doc:"Email domains whose people may sign in and work the organization's tasks, e.g. example.com."`
 		}
-	}) (*struct{ Body svctype.SignInPolicy }, error) {
+	}) (*struct{ Body gwstore.SignInPolicy }, error) {
 		if _, err := s.ownOrg(ctx, in.OrgPath); err != nil {
 			return nil, s.fail(ctx, err, "organization not found")
 		}
@@ -164,11 +164,11 @@ func (s *Server) registerPeople() {
 				domains = append(domains, d)
 			}
 		}
-		pol := &svctype.SignInPolicy{OrgID: in.OrgID, Anyone: in.Body.Anyone, Domains: domains, UpdatedAt: s.now().UTC()}
+		pol := &gwstore.SignInPolicy{OrgID: in.OrgID, Anyone: in.Body.Anyone, Domains: domains, UpdatedAt: s.now().UTC()}
 		if err := s.store.PutSignInPolicy(ctx, pol); err != nil {
 			return nil, s.fail(ctx, err, "")
 		}
-		return &struct{ Body svctype.SignInPolicy }{Body: *pol}, nil
+		return &struct{ Body gwstore.SignInPolicy }{Body: *pol}, nil
 	})
 
 	o = huma.Operation{OperationID: "delete-org-user", Method: http.MethodDelete, Path: "/gateway/orgs/{orgId}/users/{email}",

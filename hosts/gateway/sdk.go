@@ -24,8 +24,8 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/identity"
 )
 
@@ -81,7 +81,7 @@ type sdkCaller struct {
 	OrgID, KeyID string
 	// Email is the signed-in person ("" for an anonymous publishable-key session).
 	Email   string
-	Session *svctype.Session
+	Session *gwstore.Session
 	// Person is who Email is in the organization (nil for an anonymous session).
 	Person *person
 }
@@ -135,7 +135,7 @@ func (s *Server) sdkCredential(ctx context.Context, secret string) (*sdkCaller, 
 // session authenticates a session token.
 func (s *Server) session(ctx context.Context, secret string) (*sdkCaller, error) {
 	ss, err := s.store.SessionByHash(ctx, hashOf(secret))
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, gwstore.ErrNotFound) {
 		return nil, errUnknownSession
 	}
 	if err != nil {
@@ -147,7 +147,7 @@ func (s *Server) session(ctx context.Context, secret string) (*sdkCaller, error)
 		return nil, errSessionExpired
 	case ss.KeyEnded != nil && !now.Before(*ss.KeyEnded):
 		return nil, errRevokedKey
-	case ss.AccountStatus == svctype.AccountSuspended:
+	case ss.AccountStatus == gwstore.AccountSuspended:
 		return nil, errSuspended
 	}
 	c := &sdkCaller{OrgID: ss.OrgID, KeyID: ss.KeyID, Email: ss.Email, Session: ss}
@@ -336,7 +336,7 @@ func (s *Server) startSignIn(ctx context.Context, orgID, keyID, formID, rawEmail
 		return err
 	}
 	now := s.now().UTC()
-	sc := &svctype.SignInCode{ID: "code_" + uuid.NewString(), OrgID: orgID, KeyID: keyID, Email: email, Salt: hex.EncodeToString(salt),
+	sc := &gwstore.SignInCode{ID: "code_" + uuid.NewString(), OrgID: orgID, KeyID: keyID, Email: email, Salt: hex.EncodeToString(salt),
 		ExpiresAt: now.Add(CodeTTL), CreatedAt: now}
 	sc.Hash = codeHash(sc.Salt, orgID, formID, email, code)
 	if err := s.store.PutSignInCode(ctx, sc); err != nil {
@@ -373,7 +373,7 @@ func (s *Server) verifySignIn(ctx context.Context, orgID, formID, rawEmail, code
 	}
 	now := s.now().UTC()
 	sc, err := s.store.TrySignInCode(ctx, orgID, email, CodeAttempts, now)
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, gwstore.ErrNotFound) {
 		return nil, errCodeInvalid
 	}
 	if err != nil {
@@ -395,7 +395,7 @@ func (s *Server) verifySignIn(ctx context.Context, orgID, formID, rawEmail, code
 		c.Person = &p
 	}
 	if err := s.store.UseSignInCode(ctx, orgID, sc.ID, now); err != nil {
-		if errors.Is(err, storage.ErrConflict) {
+		if errors.Is(err, gwstore.ErrConflict) {
 			return nil, errCodeInvalid
 		}
 		return nil, err
@@ -404,7 +404,7 @@ func (s *Server) verifySignIn(ctx context.Context, orgID, formID, rawEmail, code
 	if err != nil {
 		return nil, err
 	}
-	ss := &svctype.Session{Hash: hash, Prefix: shown, OrgID: orgID, KeyID: sc.KeyID, Email: email, FormID: formID,
+	ss := &gwstore.Session{Hash: hash, Prefix: shown, OrgID: orgID, KeyID: sc.KeyID, Email: email, FormID: formID,
 		CreatedAt: now, ExpiresAt: now.Add(s.sessionTTL)}
 	if err := s.store.CreateSession(ctx, ss); err != nil {
 		return nil, err

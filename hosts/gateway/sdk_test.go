@@ -31,6 +31,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/gateway"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/runtime"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
@@ -169,7 +170,7 @@ func setupSDK(t *testing.T, o gateway.Options) *sdkBundle {
 	mailer, err := gateway.NewSMTPMailer(gateway.SMTPOptions{Addr: b.mail.addr, From: "svcflow <no-reply@svcflow.test>",
 		User: "mailer", Password: "mail-pass", TLS: &tls.Config{RootCAs: b.mail.pool, ServerName: "127.0.0.1"}})
 	require.NoError(t, err)
-	o.Store, o.RuntimeURL, o.Now, o.IdentityKey = st, u, b.clock.now, idKey
+	o.Store, o.RuntimeURL, o.Now, o.IdentityKey = gwstore.OpenTest(t, st), u, b.clock.now, idKey
 	if o.Mailer == nil {
 		o.Mailer = mailer
 	}

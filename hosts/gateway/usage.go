@@ -8,7 +8,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 )
 
 // Usage is counted in memory per (organization, day, route class) and added to the store by
@@ -36,7 +36,7 @@ func (s *Server) count(org, class string, requests, limited, runs int64) {
 	defer s.umu.Unlock()
 	u := s.usage[k]
 	if u == nil {
-		u = &svctype.Usage{OrgID: k.org, Day: k.day, Class: k.class}
+		u = &gwstore.Usage{OrgID: k.org, Day: k.day, Class: k.class}
 		s.usage[k] = u
 	}
 	u.Requests += requests
@@ -49,12 +49,12 @@ func (s *Server) count(org, class string, requests, limited, runs int64) {
 func (s *Server) Flush(ctx context.Context) error {
 	s.umu.Lock()
 	pending := s.usage
-	s.usage = map[usageKey]*svctype.Usage{}
+	s.usage = map[usageKey]*gwstore.Usage{}
 	s.umu.Unlock()
 	if len(pending) == 0 {
 		return nil
 	}
-	deltas := make([]svctype.Usage, 0, len(pending))
+	deltas := make([]gwstore.Usage, 0, len(pending))
 	for _, u := range pending {
 		deltas = append(deltas, *u)
 	}
@@ -132,7 +132,7 @@ func (s *Server) registerUsage() {
 		To   string `query:"to" pattern:"^[0-9]{4}-[0-9]{2}-[0-9]{2}$" doc:"Last day; default today."`
 	}) (*struct {
 		Body struct {
-			Items []svctype.Usage `json:"items" nullable:"false"`
+			Items []gwstore.Usage `json:"items" nullable:"false"`
 		}
 	}, error) {
 		a, err := s.account(ctx, in.AuthHeader)
@@ -159,12 +159,12 @@ func (s *Server) registerUsage() {
 		}
 		out := &struct {
 			Body struct {
-				Items []svctype.Usage `json:"items" nullable:"false"`
+				Items []gwstore.Usage `json:"items" nullable:"false"`
 			}
 		}{}
 		out.Body.Items = rows
 		if out.Body.Items == nil {
-			out.Body.Items = []svctype.Usage{}
+			out.Body.Items = []gwstore.Usage{}
 		}
 		return out, nil
 	})

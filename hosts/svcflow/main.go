@@ -30,6 +30,7 @@ import (
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/gateway"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/identity"
 	"github.com/svcflow/svcflow/hosts/license"
 	"github.com/svcflow/svcflow/hosts/metrics"
@@ -209,7 +210,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if opts.IdentityKey == nil {
 				log.Warn(envIdentityKey + " is unset: signed-in people are not vouched for to the runtime (requireAuth forms and SDK submits fail)")
 			}
-			opts.Store, opts.RuntimeURL, opts.Version, opts.Shared = st, u, version, st.Dialect() == "postgres"
+			opts.Store, opts.RuntimeURL, opts.Version, opts.Shared = gwstore.New(st.Shared()), u, version, st.Dialect() == "postgres"
 			opts.Meter = withOps(st, gateway.Metrics()...)
 			gw := gateway.New(opts)
 			flushed := make(chan struct{})
@@ -304,7 +305,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// withStore opens and migrates the database, runs fn, and closes it.
+// withStore opens and migrates the database, runs fn, and closes it. Both sets of
+// migrations run, the engine's and then the gateway's (hosts/gateway/gwstore, its tables in
+// the same database), whichever command this is: the schema is whole whoever starts first.
 func withStore(ctx context.Context, dsn string, log *slog.Logger, fn func(*store.Store) error) error {
 	st, err := store.Open(ctx, dsn)
 	if err != nil {
@@ -314,8 +317,14 @@ func withStore(ctx context.Context, dsn string, log *slog.Logger, fn func(*store
 	if err := st.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	if err := gwstore.New(st.Shared()).Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
 	return fn(st)
 }
+
+// The gateway's store is what the gateway declares it needs.
+var _ gateway.Store = (*gwstore.Store)(nil)
 
 // serve runs the runtime API and/or a worker until ctx ends, then drains both: the API
 // finishes the requests in flight, the worker the steps in flight.
@@ -344,7 +353,7 @@ func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Lo
 		rt := runtime.New(eng, rtOpts).Handler()
 		servers = append(servers, server{"runtime", addr, rt})
 		if gatewayAddr != "" {
-			gwOpts.Store, gwOpts.Runtime, gwOpts.Logger, gwOpts.Version = st, rt, log, version
+			gwOpts.Store, gwOpts.Runtime, gwOpts.Logger, gwOpts.Version = gwstore.New(st.Shared()), rt, log, version
 			gwOpts.Shared = st.Dialect() == "postgres" // several gateways share one database's limits
 			gw := gateway.New(gwOpts)
 			wg.Add(1)

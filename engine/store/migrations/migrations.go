@@ -36,13 +36,11 @@ func All() []migrate.Migration {
 		{Name: "20261123000110", Comment: "external_forms, form_submissions", Up: inTx(externalForms)},
 		{Name: "20261123000120", Comment: "generated_form_schemas", Up: inTx(generatedFormSchemas)},
 		{Name: "20261124000130", Comment: "agent_runs", Up: inTx(agentRuns)},
-		{Name: "20261124000140", Comment: "gateway accounts, orgs, keys and usage", Up: inTx(gatewayAccounts)},
-		{Name: "20261126000150", Comment: "gateway sign-in codes, sessions, approver roles, tiers, licenses; account tier", Up: inTx(gatewaySignIn)},
 		{Name: "20261126000160", Comment: "process studio: projects, processes, bundles", Up: inTx(studio)},
 		{Name: "20261126000170", Comment: "workflow drafting: generations", Up: inTx(generations)},
 		{Name: "20261126000180", Comment: "custom-table indexes: declarations on custom_tables, entries in table_index_entries", Up: inTx(tableIndexes)},
 		{Name: "20261126000190", Comment: "run context: each value's size, and large arrays in parts (run_context_parts)", Up: inTx(contextParts)},
-		{Name: "20261128000200", Comment: "gateway sign-in policies; a session's form; a form pause's assignee role", Up: inTx(gatewaySignInPolicies, assigneeRole)},
+		{Name: "20261128000200", Comment: "a form pause's assignee role", Up: inTx(assigneeRole)},
 		{Name: "20261128000230", Comment: "published workflow versions of processes and bundles; idempotency key requests", Up: inTx(publishedWorkflowVersions)},
 	}
 }

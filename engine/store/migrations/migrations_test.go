@@ -12,9 +12,12 @@ import (
 	"github.com/svcflow/svcflow/engine/store/migrations"
 )
 
-// shipped is the id of every migration a database may have recorded in bun_migrations. A
-// migration's id never changes once it has shipped: a database migrated by an older build
-// would run it again under its new id. Append a new migration's id here as well.
+// shipped is the id of every migration of the engine a database may have recorded in
+// bun_migrations. A migration's id never changes once it has shipped: a database migrated
+// by an older build would run it again under its new id. Append a new migration's id here
+// as well. 20261124000140 and 20261126000150 were the gateway's tables, which are the
+// gateway's own migrations now (hosts/gateway/gwstore, recorded in gateway_migrations under
+// the same ids); a database keeps their old records here, which the engine ignores.
 var shipped = []string{
 	"20250601000001",
 	"20261122000001",
@@ -32,8 +35,6 @@ var shipped = []string{
 	"20261123000110",
 	"20261123000120",
 	"20261124000130",
-	"20261124000140",
-	"20261126000150",
 	"20261126000160",
 	"20261126000170",
 	"20261126000180",

@@ -94,3 +94,32 @@ func hasColumn(ctx context.Context, db bun.IDB, table, column string) (bool, err
 func postgres(db bun.IDB) bool {
 	return db.Dialect().Name() == dialect.PG
 }
+
+// The way this package writes a migration, for a store beside the engine's that keeps its
+// own schema history in the same database the same way (the gateway's,
+// hosts/gateway/gwstore/migrations): SQL text with {int}, {time}, {bytes}, {json} and
+// {serial} for the column types the dialects spell differently, guarded ADD COLUMNs, each
+// migration in one transaction.
+
+// Step is one part of a migration, run in its transaction.
+type Step = step
+
+// Statements is a step that runs these statements in order (see Exec).
+func Statements(sql ...string) Step { return statements(sql...) }
+
+// InTx is a migration's Up: its steps in order, in one transaction.
+func InTx(steps ...Step) func(context.Context, *migrate.Migrator, *migrate.Migration) error {
+	return inTx(steps...)
+}
+
+// Exec runs statements in order, with the dialect's column types in place of {int},
+// {time}, {bytes}, {json} and {serial}.
+func Exec(ctx context.Context, tx bun.Tx, statements ...string) error {
+	return exec(ctx, tx, statements...)
+}
+
+// AddColumn adds a column to table unless it is there already; definition is the column's
+// name and type, as in "claims BIGINT NOT NULL DEFAULT 0".
+func AddColumn(ctx context.Context, tx bun.Tx, table, definition string) error {
+	return addColumn(ctx, tx, table, definition)
+}

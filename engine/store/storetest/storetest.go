@@ -76,9 +76,6 @@ func Run(t *testing.T, open func(t *testing.T) storage.Full, countJobs func(tb t
 		{"ExternalForms", testExternalForms},
 		{"FormSchemas", testFormSchemas},
 		{"Agents", testAgents},
-		{"Gateway", testGateway},
-		{"GatewayBuckets", testGatewayBuckets},
-		{"GatewayPeople", testGatewayPeople},
 		{"Authoring", testAuthoring},
 		{"Ready", testReady},
 	}

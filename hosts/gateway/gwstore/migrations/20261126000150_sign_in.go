@@ -4,12 +4,14 @@ import (
 	"context"
 
 	"github.com/uptrace/bun"
+
+	schema "github.com/svcflow/svcflow/engine/store/migrations"
 )
 
-// gatewaySignIn adds the gateway's sign-in codes, sessions, approver roles, tiers and
-// licenses, and the tier of an account.
-func gatewaySignIn(ctx context.Context, tx bun.Tx) error {
-	err := exec(ctx, tx,
+// signIn adds the gateway's sign-in codes, sessions, approver roles, tiers and licenses,
+// and the tier of an account.
+func signIn(ctx context.Context, tx bun.Tx) error {
+	err := schema.Exec(ctx, tx,
 		`CREATE TABLE IF NOT EXISTS "gateway_codes" (
 			"id" VARCHAR NOT NULL, "org_id" VARCHAR NOT NULL, "email" VARCHAR NOT NULL,
 			"key_id" VARCHAR NOT NULL, "salt" VARCHAR NOT NULL, "hash" VARCHAR NOT NULL,
@@ -36,5 +38,5 @@ func gatewaySignIn(ctx context.Context, tx bun.Tx) error {
 	if err != nil {
 		return err
 	}
-	return addColumn(ctx, tx, "gateway_accounts", "tier VARCHAR NOT NULL DEFAULT ''")
+	return schema.AddColumn(ctx, tx, "gateway_accounts", "tier VARCHAR NOT NULL DEFAULT ''")
 }

@@ -1,4 +1,4 @@
-package storetest
+package gwstore_test
 
 import (
 	"sync"
@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 )
 
 // testGatewayPeople: sign-in codes (one per person, counted tries, single use, even when
@@ -17,16 +17,16 @@ import (
 // usage across accounts).
 func testGatewayPeople(t *testing.T, b *bundle) {
 	at := time.Now().UTC().Truncate(time.Second)
-	require.NoError(t, b.s.CreateAccount(b.ctx, &svctype.Account{ID: "acct_p", Email: "p@example.com", Name: "P", Status: svctype.AccountActive, TokenHash: "ph"}))
-	require.NoError(t, b.s.CreateAccount(b.ctx, &svctype.Account{ID: "acct_q", Email: "q@example.com", Name: "Q", Status: svctype.AccountActive, TokenHash: "qh",
+	require.NoError(t, b.s.CreateAccount(b.ctx, &gwstore.Account{ID: "acct_p", Email: "p@example.com", Name: "P", Status: gwstore.AccountActive, TokenHash: "ph"}))
+	require.NoError(t, b.s.CreateAccount(b.ctx, &gwstore.Account{ID: "acct_q", Email: "q@example.com", Name: "Q", Status: gwstore.AccountActive, TokenHash: "qh",
 		CreatedAt: at.Add(time.Second)}))
-	require.NoError(t, b.s.CreateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_p", AccountID: "acct_p", Name: "p"}))
-	require.NoError(t, b.s.CreateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_q", AccountID: "acct_q", Name: "q"}))
-	require.NoError(t, b.s.CreateAPIKey(b.ctx, &svctype.APIKey{ID: "pk_p", AccountID: "acct_p", OrgID: "org_p", Kind: svctype.KeyPublishable, Prefix: "svc_pk_p", Hash: "pkh"}))
+	require.NoError(t, b.s.CreateGatewayOrg(b.ctx, &gwstore.GatewayOrg{ID: "org_p", AccountID: "acct_p", Name: "p"}))
+	require.NoError(t, b.s.CreateGatewayOrg(b.ctx, &gwstore.GatewayOrg{ID: "org_q", AccountID: "acct_q", Name: "q"}))
+	require.NoError(t, b.s.CreateAPIKey(b.ctx, &gwstore.APIKey{ID: "pk_p", AccountID: "acct_p", OrgID: "org_p", Kind: gwstore.KeyPublishable, Prefix: "svc_pk_p", Hash: "pkh"}))
 
 	// Codes: a second code replaces the first; tries are counted up to the limit.
-	code := func(id string) *svctype.SignInCode {
-		return &svctype.SignInCode{ID: id, OrgID: "org_p", KeyID: "pk_p", Email: "ann@example.com", Salt: "s-" + id, Hash: "h-" + id, ExpiresAt: at.Add(10 * time.Minute)}
+	code := func(id string) *gwstore.SignInCode {
+		return &gwstore.SignInCode{ID: id, OrgID: "org_p", KeyID: "pk_p", Email: "ann@example.com", Salt: "s-" + id, Hash: "h-" + id, ExpiresAt: at.Add(10 * time.Minute)}
 	}
 	require.NoError(t, b.s.PutSignInCode(b.ctx, code("c1")))
 	require.NoError(t, b.s.PutSignInCode(b.ctx, code("c2")))
@@ -36,15 +36,15 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.Equal(t, "h-c2", c.Hash)
 	require.Equal(t, 1, c.Attempts)
 	_, err = b.s.TrySignInCode(b.ctx, "org_q", "ann@example.com", 5, at)
-	require.ErrorIs(t, err, storage.ErrNotFound, "another organization's code")
+	require.ErrorIs(t, err, gwstore.ErrNotFound, "another organization's code")
 	_, err = b.s.TrySignInCode(b.ctx, "org_p", "ann@example.com", 5, at.Add(11*time.Minute))
-	require.ErrorIs(t, err, storage.ErrNotFound, "expired")
+	require.ErrorIs(t, err, gwstore.ErrNotFound, "expired")
 	for range 4 {
 		_, err = b.s.TrySignInCode(b.ctx, "org_p", "ann@example.com", 5, at)
 		require.NoError(t, err)
 	}
 	_, err = b.s.TrySignInCode(b.ctx, "org_p", "ann@example.com", 5, at)
-	require.ErrorIs(t, err, storage.ErrNotFound, "five tries, then no more")
+	require.ErrorIs(t, err, gwstore.ErrNotFound, "five tries, then no more")
 
 	// Many tries at once: exactly maxAttempts are let through.
 	require.NoError(t, b.s.PutSignInCode(b.ctx, code("c3")))
@@ -83,12 +83,12 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	}
 	wg.Wait()
 	require.Equal(t, 1, uses, "a code is used once")
-	require.ErrorIs(t, b.s.UseSignInCode(b.ctx, "org_q", c.ID, at), storage.ErrConflict, "another organization's code is never used")
+	require.ErrorIs(t, b.s.UseSignInCode(b.ctx, "org_q", c.ID, at), gwstore.ErrConflict, "another organization's code is never used")
 	_, err = b.s.TrySignInCode(b.ctx, "org_p", "ann@example.com", 5, at)
-	require.ErrorIs(t, err, storage.ErrNotFound, "a used code is spent")
+	require.ErrorIs(t, err, gwstore.ErrNotFound, "a used code is spent")
 
 	// Sessions end with their key.
-	s := &svctype.Session{Hash: "sh", Prefix: "svc_sess_ab", OrgID: "org_p", KeyID: "pk_p", Email: "ann@example.com", ExpiresAt: at.Add(time.Hour)}
+	s := &gwstore.Session{Hash: "sh", Prefix: "svc_sess_ab", OrgID: "org_p", KeyID: "pk_p", Email: "ann@example.com", ExpiresAt: at.Add(time.Hour)}
 	require.NoError(t, b.s.CreateSession(b.ctx, s))
 	got, err := b.s.SessionByHash(b.ctx, "sh")
 	require.NoError(t, err)
@@ -100,13 +100,13 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.NotNil(t, got.KeyEnded)
 	require.WithinDuration(t, at, *got.KeyEnded, time.Second)
-	require.ErrorIs(t, b.s.EndSession(b.ctx, "org_q", "sh"), storage.ErrNotFound, "another organization's session")
+	require.ErrorIs(t, b.s.EndSession(b.ctx, "org_q", "sh"), gwstore.ErrNotFound, "another organization's session")
 	require.NoError(t, b.s.EndSession(b.ctx, "org_p", "sh"))
 	_, err = b.s.SessionByHash(b.ctx, "sh")
-	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, err, gwstore.ErrNotFound)
 
 	// A session opened on a public form's sign-in keeps the form's id.
-	require.NoError(t, b.s.CreateSession(b.ctx, &svctype.Session{Hash: "shf", Prefix: "svc_sess_cd", OrgID: "org_p", Email: "ann@example.com",
+	require.NoError(t, b.s.CreateSession(b.ctx, &gwstore.Session{Hash: "shf", Prefix: "svc_sess_cd", OrgID: "org_p", Email: "ann@example.com",
 		FormID: "frm-org_p-1", ExpiresAt: at.Add(time.Hour)}))
 	got, err = b.s.SessionByHash(b.ctx, "shf")
 	require.NoError(t, err)
@@ -115,14 +115,14 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 
 	// Who may sign in, per organization: none set is not found; a second put replaces.
 	_, err = b.s.GetSignInPolicy(b.ctx, "org_p")
-	require.ErrorIs(t, err, storage.ErrNotFound)
-	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &svctype.SignInPolicy{OrgID: "org_p", Domains: []string{"example.com", "corp.example"}}))
-	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &svctype.SignInPolicy{OrgID: "org_q", Anyone: true}))
+	require.ErrorIs(t, err, gwstore.ErrNotFound)
+	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &gwstore.SignInPolicy{OrgID: "org_p", Domains: []string{"example.com", "corp.example"}}))
+	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &gwstore.SignInPolicy{OrgID: "org_q", Anyone: true}))
 	pol, err := b.s.GetSignInPolicy(b.ctx, "org_p")
 	require.NoError(t, err)
 	require.False(t, pol.Anyone)
 	require.Equal(t, []string{"example.com", "corp.example"}, pol.Domains)
-	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &svctype.SignInPolicy{OrgID: "org_p", Anyone: true}))
+	require.NoError(t, b.s.PutSignInPolicy(b.ctx, &gwstore.SignInPolicy{OrgID: "org_p", Anyone: true}))
 	pol, err = b.s.GetSignInPolicy(b.ctx, "org_p")
 	require.NoError(t, err)
 	require.True(t, pol.Anyone)
@@ -132,14 +132,14 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.True(t, pol.Anyone, "each organization its own")
 
 	// Approver roles, per organization.
-	require.NoError(t, b.s.PutOrgUser(b.ctx, &svctype.OrgUser{OrgID: "org_p", Email: "ann@example.com", ApproverRoles: []string{"finance"}}))
-	require.NoError(t, b.s.PutOrgUser(b.ctx, &svctype.OrgUser{OrgID: "org_p", Email: "ann@example.com", ApproverRoles: []string{"finance", "legal"}}))
-	require.NoError(t, b.s.PutOrgUser(b.ctx, &svctype.OrgUser{OrgID: "org_p", Email: "bob@example.com"}))
+	require.NoError(t, b.s.PutOrgUser(b.ctx, &gwstore.OrgUser{OrgID: "org_p", Email: "ann@example.com", ApproverRoles: []string{"finance"}}))
+	require.NoError(t, b.s.PutOrgUser(b.ctx, &gwstore.OrgUser{OrgID: "org_p", Email: "ann@example.com", ApproverRoles: []string{"finance", "legal"}}))
+	require.NoError(t, b.s.PutOrgUser(b.ctx, &gwstore.OrgUser{OrgID: "org_p", Email: "bob@example.com"}))
 	u, err := b.s.GetOrgUser(b.ctx, "org_p", "ann@example.com")
 	require.NoError(t, err)
 	require.Equal(t, []string{"finance", "legal"}, u.ApproverRoles)
 	_, err = b.s.GetOrgUser(b.ctx, "org_q", "ann@example.com")
-	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, err, gwstore.ErrNotFound)
 	users, err := b.s.ListOrgUsers(b.ctx, "org_p", svctype.ListOptions{Limit: 1})
 	require.NoError(t, err)
 	require.Len(t, users.Items, 1)
@@ -150,14 +150,14 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.Equal(t, []string{}, users.Items[0].ApproverRoles)
 	require.Empty(t, users.NextCursor)
 	_, err = b.s.ListOrgUsers(b.ctx, "org_p", svctype.ListOptions{Cursor: "!!"})
-	require.ErrorIs(t, err, storage.ErrInvalidCursor)
-	require.ErrorIs(t, b.s.DeleteOrgUser(b.ctx, "org_q", "bob@example.com"), storage.ErrNotFound)
+	require.ErrorIs(t, err, gwstore.ErrInvalidCursor)
+	require.ErrorIs(t, b.s.DeleteOrgUser(b.ctx, "org_q", "bob@example.com"), gwstore.ErrNotFound)
 	require.NoError(t, b.s.DeleteOrgUser(b.ctx, "org_p", "bob@example.com"))
 
 	// Operator: suspension and tier reach the account's keys.
-	require.NoError(t, b.s.CreateAPIKey(b.ctx, &svctype.APIKey{ID: "rk_p", AccountID: "acct_p", OrgID: "org_p", Kind: svctype.KeyRuntime, Prefix: "svc_live_p", Hash: "rkh"}))
-	require.NoError(t, b.s.PutTier(b.ctx, &svctype.Tier{Name: "pro", Rate: 5, Burst: 10, RunsPerDay: 100, Features: []string{"agents"}}))
-	require.NoError(t, b.s.PutTier(b.ctx, &svctype.Tier{Name: "pro", Rate: 7, Burst: 10, RunsPerDay: 100, Features: []string{"agents", "agent_forms"}}))
+	require.NoError(t, b.s.CreateAPIKey(b.ctx, &gwstore.APIKey{ID: "rk_p", AccountID: "acct_p", OrgID: "org_p", Kind: gwstore.KeyRuntime, Prefix: "svc_live_p", Hash: "rkh"}))
+	require.NoError(t, b.s.PutTier(b.ctx, &gwstore.Tier{Name: "pro", Rate: 5, Burst: 10, RunsPerDay: 100, Features: []string{"agents"}}))
+	require.NoError(t, b.s.PutTier(b.ctx, &gwstore.Tier{Name: "pro", Rate: 7, Burst: 10, RunsPerDay: 100, Features: []string{"agents", "agent_forms"}}))
 	tier, err := b.s.GetTier(b.ctx, "pro")
 	require.NoError(t, err)
 	require.Equal(t, 7.0, tier.Rate)
@@ -166,12 +166,12 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Len(t, tiers, 1)
 	require.NoError(t, b.s.SetAccountTier(b.ctx, "acct_p", "pro", at))
-	require.NoError(t, b.s.SetAccountStatus(b.ctx, "acct_p", svctype.AccountSuspended, at))
+	require.NoError(t, b.s.SetAccountStatus(b.ctx, "acct_p", gwstore.AccountSuspended, at))
 	k, err := b.s.APIKeyByHash(b.ctx, "rkh")
 	require.NoError(t, err)
-	require.Equal(t, svctype.AccountSuspended, k.AccountStatus)
+	require.Equal(t, gwstore.AccountSuspended, k.AccountStatus)
 	require.Equal(t, "pro", k.Tier)
-	require.ErrorIs(t, b.s.SetAccountStatus(b.ctx, "acct_none", svctype.AccountActive, at), storage.ErrNotFound)
+	require.ErrorIs(t, b.s.SetAccountStatus(b.ctx, "acct_none", gwstore.AccountActive, at), gwstore.ErrNotFound)
 	accounts, err := b.s.ListAccounts(b.ctx, svctype.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, accounts.Items, 2)
@@ -179,10 +179,10 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	require.Equal(t, "pro", accounts.Items[0].Tier)
 
 	// Licenses.
-	l := &svctype.IssuedLicense{ID: "lic_1", AccountID: "acct_p", Licensee: "P Ltd", Seats: 5, Features: []string{"agents"},
+	l := &gwstore.IssuedLicense{ID: "lic_1", AccountID: "acct_p", Licensee: "P Ltd", Seats: 5, Features: []string{"agents"},
 		NotBefore: at, ExpiresAt: at.Add(24 * time.Hour), License: "svcl1.x.y"}
 	require.NoError(t, b.s.CreateLicense(b.ctx, l))
-	require.NoError(t, b.s.CreateLicense(b.ctx, &svctype.IssuedLicense{ID: "lic_2", AccountID: "acct_q", Licensee: "Q", Seats: 1,
+	require.NoError(t, b.s.CreateLicense(b.ctx, &gwstore.IssuedLicense{ID: "lic_2", AccountID: "acct_q", Licensee: "Q", Seats: 1,
 		NotBefore: at, ExpiresAt: at.Add(time.Hour), License: "svcl1.q.q"}))
 	mine, err := b.s.ListLicenses(b.ctx, "acct_p")
 	require.NoError(t, err)
@@ -196,10 +196,10 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	got1, err := b.s.GetLicense(b.ctx, "lic_1")
 	require.NoError(t, err)
 	require.WithinDuration(t, at, *got1.RevokedAt, time.Second, "the first revocation stands")
-	require.ErrorIs(t, b.s.RevokeLicense(b.ctx, "lic_none", at), storage.ErrNotFound)
+	require.ErrorIs(t, b.s.RevokeLicense(b.ctx, "lic_none", at), gwstore.ErrNotFound)
 
 	// Usage across accounts, and one organization's runs of a day.
-	require.NoError(t, b.s.AddUsage(b.ctx, []svctype.Usage{
+	require.NoError(t, b.s.AddUsage(b.ctx, []gwstore.Usage{
 		{OrgID: "org_p", Day: "2026-11-25", Class: "execute", Requests: 3, RunsStarted: 3},
 		{OrgID: "org_p", Day: "2026-11-26", Class: "runs", Requests: 2, RateLimited: 1},
 		{OrgID: "org_q", Day: "2026-11-26", Class: "execute", Requests: 4, RunsStarted: 4},
@@ -207,7 +207,7 @@ func testGatewayPeople(t *testing.T, b *bundle) {
 	}))
 	byAccount, err := b.s.UsageByAccount(b.ctx, "2026-11-25", "2026-11-26")
 	require.NoError(t, err)
-	require.Equal(t, []svctype.AccountUsage{{AccountID: "acct_p", Requests: 5, RateLimited: 1, RunsStarted: 3},
+	require.Equal(t, []gwstore.AccountUsage{{AccountID: "acct_p", Requests: 5, RateLimited: 1, RunsStarted: 3},
 		{AccountID: "acct_q", Requests: 4, RunsStarted: 4}}, byAccount)
 	n, err := b.s.RunsStartedOn(b.ctx, "org_q", "2026-11-26")
 	require.NoError(t, err)

@@ -1,8 +1,10 @@
 package migrations
 
-// gatewayAccounts creates the gateway's accounts, organizations, keys, usage and rate-
-// limit buckets.
-var gatewayAccounts = statements(
+import schema "github.com/svcflow/svcflow/engine/store/migrations"
+
+// accounts creates the gateway's accounts, organizations, keys, usage and rate-limit
+// buckets.
+var accounts = schema.Statements(
 	`CREATE TABLE IF NOT EXISTS "gateway_accounts" (
 		"id" VARCHAR NOT NULL, "email" VARCHAR NOT NULL, "name" VARCHAR NOT NULL,
 		"status" VARCHAR NOT NULL, "token_prefix" VARCHAR NOT NULL,

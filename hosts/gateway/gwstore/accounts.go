@@ -1,4 +1,4 @@
-package store
+package gwstore
 
 import (
 	"context"
@@ -25,8 +25,8 @@ type accountModel struct {
 	UpdatedAt   time.Time `bun:"updated_at,notnull"`
 }
 
-func (m *accountModel) toAccount() *svctype.Account {
-	return &svctype.Account{ID: m.ID, Email: m.Email, Name: m.Name, Status: m.Status, Tier: m.Tier, TokenPrefix: m.TokenPrefix,
+func (m *accountModel) toAccount() *Account {
+	return &Account{ID: m.ID, Email: m.Email, Name: m.Name, Status: m.Status, Tier: m.Tier, TokenPrefix: m.TokenPrefix,
 		TokenHash: m.TokenHash, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 }
 
@@ -40,8 +40,8 @@ type gatewayOrgModel struct {
 	UpdatedAt time.Time `bun:"updated_at,notnull"`
 }
 
-func (m *gatewayOrgModel) toOrg() (svctype.GatewayOrg, error) {
-	return svctype.GatewayOrg{ID: m.ID, AccountID: m.AccountID, Name: m.Name, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}, nil
+func (m *gatewayOrgModel) toOrg() (GatewayOrg, error) {
+	return GatewayOrg{ID: m.ID, AccountID: m.AccountID, Name: m.Name, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}, nil
 }
 
 type apiKeyModel struct {
@@ -58,45 +58,45 @@ type apiKeyModel struct {
 	RevokedAt *time.Time `bun:"revoked_at"`
 }
 
-func (m *apiKeyModel) toKey() (svctype.APIKey, error) {
-	k := svctype.APIKey{ID: m.ID, AccountID: m.AccountID, OrgID: m.OrgID, Kind: m.Kind, Prefix: m.Prefix, Hash: m.Hash,
+func (m *apiKeyModel) toKey() (APIKey, error) {
+	k := APIKey{ID: m.ID, AccountID: m.AccountID, OrgID: m.OrgID, Kind: m.Kind, Prefix: m.Prefix, Hash: m.Hash,
 		CreatedAt: m.CreatedAt.UTC(), ExpiresAt: utcPtr(m.ExpiresAt), RevokedAt: utcPtr(m.RevokedAt)}
 	return k, nil
 }
 
 // CreateAccount inserts a; ErrConflict when its email is taken.
-func (q *querier) CreateAccount(ctx context.Context, a *svctype.Account) error {
+func (s *Store) CreateAccount(ctx context.Context, a *Account) error {
 	t := now()
 	a.CreatedAt = orNow(a.CreatedAt, t)
 	a.UpdatedAt = orNow(a.UpdatedAt, a.CreatedAt)
 	m := &accountModel{ID: a.ID, Email: a.Email, Name: a.Name, Status: a.Status, Tier: a.Tier, TokenPrefix: a.TokenPrefix, TokenHash: a.TokenHash,
 		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
-	_, err := q.w.NewInsert().Model(m).Exec(ctx)
+	_, err := s.w.NewInsert().Model(m).Exec(ctx)
 	return wrap("create account", err)
 }
 
 // GetAccount returns an account by id.
-func (q *querier) GetAccount(ctx context.Context, id string) (*svctype.Account, error) {
+func (s *Store) GetAccount(ctx context.Context, id string) (*Account, error) {
 	var m accountModel
-	if err := q.w.NewSelect().Model(&m).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := s.w.NewSelect().Model(&m).Where("id = ?", id).Scan(ctx); err != nil {
 		return nil, wrap("get account", err)
 	}
 	return m.toAccount(), nil
 }
 
 // AccountByToken finds the account whose management token hashes to hash.
-func (q *querier) AccountByToken(ctx context.Context, hash string) (*svctype.Account, error) {
+func (s *Store) AccountByToken(ctx context.Context, hash string) (*Account, error) {
 	var m accountModel
-	if err := q.r.NewSelect().Model(&m).Where("token_hash = ?", hash).Scan(ctx); err != nil {
+	if err := s.r.NewSelect().Model(&m).Where("token_hash = ?", hash).Scan(ctx); err != nil {
 		return nil, wrap("account by token", err)
 	}
 	return m.toAccount(), nil
 }
 
 // SetAccountToken replaces an account's management token.
-func (q *querier) SetAccountToken(ctx context.Context, id, prefix, hash string, at time.Time) error {
+func (s *Store) SetAccountToken(ctx context.Context, id, prefix, hash string, at time.Time) error {
 	const op = "set account token"
-	res, err := q.w.NewUpdate().Model((*accountModel)(nil)).Set("token_prefix = ?", prefix).Set("token_hash = ?", hash).
+	res, err := s.w.NewUpdate().Model((*accountModel)(nil)).Set("token_prefix = ?", prefix).Set("token_hash = ?", hash).
 		Set("updated_at = ?", at).Where("id = ?", id).Exec(ctx)
 	if err != nil {
 		return wrap(op, err)
@@ -105,19 +105,19 @@ func (q *querier) SetAccountToken(ctx context.Context, id, prefix, hash string, 
 }
 
 // CreateGatewayOrg inserts o; ErrConflict when its id is taken.
-func (q *querier) CreateGatewayOrg(ctx context.Context, o *svctype.GatewayOrg) error {
+func (s *Store) CreateGatewayOrg(ctx context.Context, o *GatewayOrg) error {
 	t := now()
 	o.CreatedAt = orNow(o.CreatedAt, t)
 	o.UpdatedAt = orNow(o.UpdatedAt, o.CreatedAt)
-	_, err := q.w.NewInsert().Model(&gatewayOrgModel{ID: o.ID, AccountID: o.AccountID, Name: o.Name, CreatedAt: o.CreatedAt,
+	_, err := s.w.NewInsert().Model(&gatewayOrgModel{ID: o.ID, AccountID: o.AccountID, Name: o.Name, CreatedAt: o.CreatedAt,
 		UpdatedAt: o.UpdatedAt}).Exec(ctx)
 	return wrap("create gateway org", err)
 }
 
 // GetGatewayOrg returns one of the account's organizations.
-func (q *querier) GetGatewayOrg(ctx context.Context, accountID, orgID string) (*svctype.GatewayOrg, error) {
+func (s *Store) GetGatewayOrg(ctx context.Context, accountID, orgID string) (*GatewayOrg, error) {
 	var m gatewayOrgModel
-	if err := q.w.NewSelect().Model(&m).Where("account_id = ? AND id = ?", accountID, orgID).Scan(ctx); err != nil {
+	if err := s.w.NewSelect().Model(&m).Where("account_id = ? AND id = ?", accountID, orgID).Scan(ctx); err != nil {
 		return nil, wrap("get gateway org", err)
 	}
 	o, _ := m.toOrg()
@@ -125,17 +125,17 @@ func (q *querier) GetGatewayOrg(ctx context.Context, accountID, orgID string) (*
 }
 
 // ListGatewayOrgs pages the account's organizations, oldest first.
-func (q *querier) ListGatewayOrgs(ctx context.Context, accountID string, opts svctype.ListOptions) (svctype.Page[svctype.GatewayOrg], error) {
-	sel := q.r.NewSelect().Model((*gatewayOrgModel)(nil)).Where("account_id = ?", accountID)
+func (s *Store) ListGatewayOrgs(ctx context.Context, accountID string, opts svctype.ListOptions) (svctype.Page[GatewayOrg], error) {
+	sel := s.r.NewSelect().Model((*gatewayOrgModel)(nil)).Where("account_id = ?", accountID)
 	return pageByCreated(ctx, "list gateway orgs", sel, false, opts,
 		func(m *gatewayOrgModel) (time.Time, string) { return m.CreatedAt, m.ID }, (*gatewayOrgModel).toOrg)
 }
 
 // UpdateGatewayOrg writes o's name.
-func (q *querier) UpdateGatewayOrg(ctx context.Context, o *svctype.GatewayOrg) error {
+func (s *Store) UpdateGatewayOrg(ctx context.Context, o *GatewayOrg) error {
 	const op = "update gateway org"
 	o.UpdatedAt = orNow(o.UpdatedAt, now())
-	res, err := q.w.NewUpdate().Model((*gatewayOrgModel)(nil)).Set("name = ?", o.Name).Set("updated_at = ?", o.UpdatedAt).
+	res, err := s.w.NewUpdate().Model((*gatewayOrgModel)(nil)).Set("name = ?", o.Name).Set("updated_at = ?", o.UpdatedAt).
 		Where("account_id = ? AND id = ?", o.AccountID, o.ID).Exec(ctx)
 	if err != nil {
 		return wrap(op, err)
@@ -144,17 +144,17 @@ func (q *querier) UpdateGatewayOrg(ctx context.Context, o *svctype.GatewayOrg) e
 }
 
 // CreateAPIKey inserts k.
-func (q *querier) CreateAPIKey(ctx context.Context, k *svctype.APIKey) error {
+func (s *Store) CreateAPIKey(ctx context.Context, k *APIKey) error {
 	k.CreatedAt = orNow(k.CreatedAt, now())
-	_, err := q.w.NewInsert().Model(&apiKeyModel{ID: k.ID, AccountID: k.AccountID, OrgID: k.OrgID, Kind: k.Kind, Prefix: k.Prefix,
+	_, err := s.w.NewInsert().Model(&apiKeyModel{ID: k.ID, AccountID: k.AccountID, OrgID: k.OrgID, Kind: k.Kind, Prefix: k.Prefix,
 		Hash: k.Hash, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt}).Exec(ctx)
 	return wrap("create api key", err)
 }
 
 // GetAPIKey returns one of an organization's keys.
-func (q *querier) GetAPIKey(ctx context.Context, accountID, orgID, id string) (*svctype.APIKey, error) {
+func (s *Store) GetAPIKey(ctx context.Context, accountID, orgID, id string) (*APIKey, error) {
 	var m apiKeyModel
-	if err := q.w.NewSelect().Model(&m).Where("account_id = ? AND org_id = ? AND id = ?", accountID, orgID, id).Scan(ctx); err != nil {
+	if err := s.w.NewSelect().Model(&m).Where("account_id = ? AND org_id = ? AND id = ?", accountID, orgID, id).Scan(ctx); err != nil {
 		return nil, wrap("get api key", err)
 	}
 	k, _ := m.toKey()
@@ -162,13 +162,13 @@ func (q *querier) GetAPIKey(ctx context.Context, accountID, orgID, id string) (*
 }
 
 // APIKeyByHash finds the key whose secret hashes to hash.
-func (q *querier) APIKeyByHash(ctx context.Context, hash string) (*svctype.APIKey, error) {
+func (s *Store) APIKeyByHash(ctx context.Context, hash string) (*APIKey, error) {
 	var m struct {
 		apiKeyModel   `bun:",extend"`
 		AccountStatus string `bun:"account_status"`
 		Tier          string `bun:"tier"`
 	}
-	err := q.r.NewSelect().Model(&m).ColumnExpr("gk.*").ColumnExpr("ga.status AS account_status, ga.tier AS tier").
+	err := s.r.NewSelect().Model(&m).ColumnExpr("gk.*").ColumnExpr("ga.status AS account_status, ga.tier AS tier").
 		Join("JOIN gateway_accounts AS ga ON ga.id = gk.account_id").Where("gk.hash = ?", hash).Scan(ctx)
 	if err != nil {
 		return nil, wrap("api key by hash", err)
@@ -179,20 +179,20 @@ func (q *querier) APIKeyByHash(ctx context.Context, hash string) (*svctype.APIKe
 }
 
 // ListAPIKeys pages an organization's keys, newest first.
-func (q *querier) ListAPIKeys(ctx context.Context, accountID, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.APIKey], error) {
-	sel := q.r.NewSelect().Model((*apiKeyModel)(nil)).Where("account_id = ? AND org_id = ?", accountID, orgID)
+func (s *Store) ListAPIKeys(ctx context.Context, accountID, orgID string, opts svctype.ListOptions) (svctype.Page[APIKey], error) {
+	sel := s.r.NewSelect().Model((*apiKeyModel)(nil)).Where("account_id = ? AND org_id = ?", accountID, orgID)
 	return pageByCreated(ctx, "list api keys", sel, true, opts,
 		func(m *apiKeyModel) (time.Time, string) { return m.CreatedAt, m.ID }, (*apiKeyModel).toKey)
 }
 
 // EndAPIKey sets a key's expires_at, or its revoked_at.
-func (q *querier) EndAPIKey(ctx context.Context, accountID, orgID, id string, at time.Time, revoke bool) error {
+func (s *Store) EndAPIKey(ctx context.Context, accountID, orgID, id string, at time.Time, revoke bool) error {
 	const op = "end api key"
 	col := "expires_at"
 	if revoke {
 		col = "revoked_at"
 	}
-	res, err := q.w.NewUpdate().Model((*apiKeyModel)(nil)).Set("? = ?", bun.Ident(col), at).
+	res, err := s.w.NewUpdate().Model((*apiKeyModel)(nil)).Set("? = ?", bun.Ident(col), at).
 		Where("account_id = ? AND org_id = ? AND id = ?", accountID, orgID, id).Exec(ctx)
 	if err != nil {
 		return wrap(op, err)
@@ -212,11 +212,11 @@ type usageModel struct {
 }
 
 // AddUsage adds each delta to its row.
-func (q *querier) AddUsage(ctx context.Context, deltas []svctype.Usage) error {
+func (s *Store) AddUsage(ctx context.Context, deltas []Usage) error {
 	if len(deltas) == 0 {
 		return nil
 	}
-	return q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
+	return s.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
 		for _, d := range deltas {
 			m := &usageModel{OrgID: d.OrgID, Day: d.Day, Class: d.Class, Requests: d.Requests, RateLimited: d.RateLimited, RunsStarted: d.RunsStarted}
 			_, err := db.NewInsert().Model(m).
@@ -243,9 +243,9 @@ type bucketModel struct {
 
 // TakeTokens takes up to want tokens from a key's shared bucket, in one short transaction
 // holding the bucket's row (PostgreSQL FOR UPDATE; SQLite's one writer).
-func (q *querier) TakeTokens(ctx context.Context, keyID string, want, rate, burst float64, at time.Time) (float64, error) {
+func (s *Store) TakeTokens(ctx context.Context, keyID string, want, rate, burst float64, at time.Time) (float64, error) {
 	var took float64
-	err := q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
+	err := s.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
 		// A new bucket starts full. The row is made first so that concurrent first takers
 		// queue on its lock: two that both saw no row would each take from a full bucket.
 		full := bucketModel{KeyID: keyID, Tokens: burst, UpdatedAt: at}
@@ -254,7 +254,7 @@ func (q *querier) TakeTokens(ctx context.Context, keyID string, want, rate, burs
 		}
 		var m bucketModel
 		sel := db.NewSelect().Model(&m).Where("key_id = ?", keyID)
-		if q.dialect == dialectPostgres {
+		if s.postgres {
 			sel = sel.For("UPDATE")
 		}
 		if err := sel.Scan(ctx); err != nil {
@@ -269,25 +269,17 @@ func (q *querier) TakeTokens(ctx context.Context, keyID string, want, rate, burs
 	return took, err
 }
 
-// laterOf keeps a bucket's clock from running backwards when gateway clocks differ a little.
-func laterOf(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // ListUsage returns an organization's usage rows of days from..to.
-func (q *querier) ListUsage(ctx context.Context, orgID, from, to string) ([]svctype.Usage, error) {
+func (s *Store) ListUsage(ctx context.Context, orgID, from, to string) ([]Usage, error) {
 	var ms []usageModel
-	err := q.r.NewSelect().Model(&ms).Where("org_id = ? AND day >= ? AND day <= ?", orgID, from, to).
+	err := s.r.NewSelect().Model(&ms).Where("org_id = ? AND day >= ? AND day <= ?", orgID, from, to).
 		OrderExpr("day ASC, class ASC").Scan(ctx)
 	if err != nil {
 		return nil, wrap("list usage", err)
 	}
-	out := make([]svctype.Usage, 0, len(ms))
+	out := make([]Usage, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, svctype.Usage{OrgID: m.OrgID, Day: m.Day, Class: m.Class, Requests: m.Requests, RateLimited: m.RateLimited, RunsStarted: m.RunsStarted})
+		out = append(out, Usage{OrgID: m.OrgID, Day: m.Day, Class: m.Class, Requests: m.Requests, RateLimited: m.RateLimited, RunsStarted: m.RunsStarted})
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package storetest
+package gwstore_test
 
 import (
 	"sync"
@@ -7,33 +7,33 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 )
 
-// testGateway is the gateway part of the suite (storage.Gateway): accounts found by their
-// token's hash, organizations and keys only through their account.
+// testGateway: accounts found by their token's hash, organizations and keys only through
+// their account, usage by organization.
 func testGateway(t *testing.T, b *bundle) {
-	a := &svctype.Account{ID: "acct_a", Email: "a@example.com", Name: "A", Status: svctype.AccountActive, TokenPrefix: "svc_mgmt_aaaa", TokenHash: "hash-a"}
+	a := &gwstore.Account{ID: "acct_a", Email: "a@example.com", Name: "A", Status: gwstore.AccountActive, TokenPrefix: "svc_mgmt_aaaa", TokenHash: "hash-a"}
 	require.NoError(t, b.s.CreateAccount(b.ctx, a))
-	other := &svctype.Account{ID: "acct_b", Email: "b@example.com", Name: "B", Status: svctype.AccountActive, TokenPrefix: "svc_mgmt_bbbb", TokenHash: "hash-b"}
+	other := &gwstore.Account{ID: "acct_b", Email: "b@example.com", Name: "B", Status: gwstore.AccountActive, TokenPrefix: "svc_mgmt_bbbb", TokenHash: "hash-b"}
 	require.NoError(t, b.s.CreateAccount(b.ctx, other))
-	require.ErrorIs(t, b.s.CreateAccount(b.ctx, &svctype.Account{ID: "acct_c", Email: "a@example.com", Status: "active", TokenHash: "hash-c"}),
-		storage.ErrConflict, "an email has one account")
+	require.ErrorIs(t, b.s.CreateAccount(b.ctx, &gwstore.Account{ID: "acct_c", Email: "a@example.com", Status: "active", TokenHash: "hash-c"}),
+		gwstore.ErrConflict, "an email has one account")
 
 	got, err := b.s.AccountByToken(b.ctx, "hash-a")
 	require.NoError(t, err)
 	require.Equal(t, "acct_a", got.ID)
 	require.NoError(t, b.s.SetAccountToken(b.ctx, "acct_a", "svc_mgmt_new", "hash-a2", time.Now()))
 	_, err = b.s.AccountByToken(b.ctx, "hash-a")
-	require.ErrorIs(t, err, storage.ErrNotFound, "the old token stops at once")
+	require.ErrorIs(t, err, gwstore.ErrNotFound, "the old token stops at once")
 	got, err = b.s.AccountByToken(b.ctx, "hash-a2")
 	require.NoError(t, err)
 	require.Equal(t, "svc_mgmt_new", got.TokenPrefix)
 
-	require.NoError(t, b.s.CreateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_1", AccountID: "acct_a", Name: "one"}))
-	require.NoError(t, b.s.CreateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_2", AccountID: "acct_a", Name: "two", CreatedAt: time.Now().Add(time.Second)}))
-	require.ErrorIs(t, b.s.CreateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_1", AccountID: "acct_b", Name: "mine"}), storage.ErrConflict,
+	require.NoError(t, b.s.CreateGatewayOrg(b.ctx, &gwstore.GatewayOrg{ID: "org_1", AccountID: "acct_a", Name: "one"}))
+	require.NoError(t, b.s.CreateGatewayOrg(b.ctx, &gwstore.GatewayOrg{ID: "org_2", AccountID: "acct_a", Name: "two", CreatedAt: time.Now().Add(time.Second)}))
+	require.ErrorIs(t, b.s.CreateGatewayOrg(b.ctx, &gwstore.GatewayOrg{ID: "org_1", AccountID: "acct_b", Name: "mine"}), gwstore.ErrConflict,
 		"an organization id is global")
 	page, err := b.s.ListGatewayOrgs(b.ctx, "acct_a", svctype.ListOptions{})
 	require.NoError(t, err)
@@ -43,21 +43,21 @@ func testGateway(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	require.Empty(t, page.Items)
 	_, err = b.s.GetGatewayOrg(b.ctx, "acct_b", "org_1")
-	require.ErrorIs(t, err, storage.ErrNotFound)
-	require.ErrorIs(t, b.s.UpdateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_1", AccountID: "acct_b", Name: "taken"}), storage.ErrNotFound)
-	require.NoError(t, b.s.UpdateGatewayOrg(b.ctx, &svctype.GatewayOrg{ID: "org_1", AccountID: "acct_a", Name: "renamed"}))
+	require.ErrorIs(t, err, gwstore.ErrNotFound)
+	require.ErrorIs(t, b.s.UpdateGatewayOrg(b.ctx, &gwstore.GatewayOrg{ID: "org_1", AccountID: "acct_b", Name: "taken"}), gwstore.ErrNotFound)
+	require.NoError(t, b.s.UpdateGatewayOrg(b.ctx, &gwstore.GatewayOrg{ID: "org_1", AccountID: "acct_a", Name: "renamed"}))
 	o, err := b.s.GetGatewayOrg(b.ctx, "acct_a", "org_1")
 	require.NoError(t, err)
 	require.Equal(t, "renamed", o.Name)
 
-	k := &svctype.APIKey{ID: "key_1", AccountID: "acct_a", OrgID: "org_1", Kind: svctype.KeyRuntime, Prefix: "svc_live_abcd", Hash: "khash-1"}
+	k := &gwstore.APIKey{ID: "key_1", AccountID: "acct_a", OrgID: "org_1", Kind: gwstore.KeyRuntime, Prefix: "svc_live_abcd", Hash: "khash-1"}
 	require.NoError(t, b.s.CreateAPIKey(b.ctx, k))
 	found, err := b.s.APIKeyByHash(b.ctx, "khash-1")
 	require.NoError(t, err)
 	require.Equal(t, "org_1", found.OrgID)
 	require.Nil(t, found.ExpiresAt)
 	at := time.Now().Add(time.Minute).UTC().Truncate(time.Second)
-	require.ErrorIs(t, b.s.EndAPIKey(b.ctx, "acct_b", "org_1", "key_1", at, true), storage.ErrNotFound, "another account's key")
+	require.ErrorIs(t, b.s.EndAPIKey(b.ctx, "acct_b", "org_1", "key_1", at, true), gwstore.ErrNotFound, "another account's key")
 	require.NoError(t, b.s.EndAPIKey(b.ctx, "acct_a", "org_1", "key_1", at, false))
 	found, err = b.s.GetAPIKey(b.ctx, "acct_a", "org_1", "key_1")
 	require.NoError(t, err)
@@ -73,15 +73,15 @@ func testGateway(t *testing.T, b *bundle) {
 	require.Empty(t, keys.Items)
 
 	// Usage adds up by (org, day, class), read only for its organization.
-	require.NoError(t, b.s.AddUsage(b.ctx, []svctype.Usage{
+	require.NoError(t, b.s.AddUsage(b.ctx, []gwstore.Usage{
 		{OrgID: "org_1", Day: "2026-11-24", Class: "workflows", Requests: 3},
 		{OrgID: "org_1", Day: "2026-11-24", Class: "execute", Requests: 2, RunsStarted: 2},
 		{OrgID: "org_2", Day: "2026-11-24", Class: "workflows", Requests: 9},
 	}))
-	require.NoError(t, b.s.AddUsage(b.ctx, []svctype.Usage{{OrgID: "org_1", Day: "2026-11-24", Class: "workflows", Requests: 1, RateLimited: 4}}))
+	require.NoError(t, b.s.AddUsage(b.ctx, []gwstore.Usage{{OrgID: "org_1", Day: "2026-11-24", Class: "workflows", Requests: 1, RateLimited: 4}}))
 	u, err := b.s.ListUsage(b.ctx, "org_1", "2026-11-01", "2026-11-30")
 	require.NoError(t, err)
-	require.Equal(t, []svctype.Usage{
+	require.Equal(t, []gwstore.Usage{
 		{OrgID: "org_1", Day: "2026-11-24", Class: "execute", Requests: 2, RunsStarted: 2},
 		{OrgID: "org_1", Day: "2026-11-24", Class: "workflows", Requests: 4, RateLimited: 4},
 	}, u)

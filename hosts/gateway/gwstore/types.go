@@ -1,4 +1,4 @@
-package svctype
+package gwstore
 
 import "time"
 
