@@ -28,6 +28,7 @@ import (
 	"github.com/svcflow/svcflow/engine/outbound"
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/engine/tables"
 	"github.com/svcflow/svcflow/engine/webhooks"
 )
 
@@ -109,6 +110,7 @@ type Config struct {
 // The features are fields too, for callers that serve one (eng.Webhooks, eng.HITL).
 type Engine struct {
 	*core.Core
+	*tables.Tables
 	*orgconfig.OrgConfig
 	*actions.Actions
 	*webhooks.Webhooks
@@ -154,6 +156,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 
 	e := &Engine{Core: c, store: cfg.Store}
+	e.Tables = tables.New(c, cfg.Store)
 	e.OrgConfig = orgconfig.New(cfg.Store, cfg.Keyring, c.Logger(), c.Now)
 	e.Actions = actions.New(c, cfg.Store, actions.Options{AllowPrivateTargets: cfg.AllowPrivateTargets, Model: model})
 	e.Connections = oauth.New(c, cfg.Store, e.OrgConfig, cfg.Keyring, cfg.OAuth)
@@ -164,7 +167,7 @@ func New(cfg Config) (*Engine, error) {
 	e.Forms = extforms.New(c, cfg.Store)
 	e.Agents = agents.New(c, cfg.Store, model)
 	e.Authoring = authoring.New(c, e.Actions, cfg.Store).WithModel(model)
-	for _, f := range []feature{e.OrgConfig, e.Actions, e.Connections, e.Webhooks, e.HITL, e.Documents, e.Agents, e.Authoring} {
+	for _, f := range []feature{e.Tables, e.OrgConfig, e.Actions, e.Connections, e.Webhooks, e.HITL, e.Documents, e.Agents, e.Authoring} {
 		f.Register(c)
 	}
 	return e, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/svcflow/svcflow/engine/oauth"
 	"github.com/svcflow/svcflow/engine/orgconfig"
 	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/tables"
 	"github.com/svcflow/svcflow/engine/webhooks"
 )
 
@@ -45,6 +46,8 @@ var (
 	_ oauth.Tx             = Tx(nil)
 	_ oauth.SealedStore    = Store(nil)
 	_ orgconfig.Store      = Store(nil)
+	_ tables.Store         = Store(nil)
+	_ tables.Tx            = Tx(nil)
 	_ webhooks.Store       = Store(nil)
 	_ webhooks.Tx          = Tx(nil)
 	_ webhooks.SealedStore = Store(nil)

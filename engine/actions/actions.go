@@ -22,7 +22,6 @@ import (
 
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/expr"
-	"github.com/svcflow/svcflow/engine/oauthtools"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -48,12 +47,6 @@ const (
 
 // HTTP methods an http action may use; POST when absent.
 var actionMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
-
-// reservedStepTypes are the spec's primitives and the built-in OAuth tools: an action named
-// like one would shadow it, or be shadowed by it the day this build ships it (PbotApproval,
-// PbotForm), so no action may take these names whatever the engine's Environment holds.
-var reservedStepTypes = append([]string{"matcher", "nway_match", core.LoopStep, "PbotApproval", "PbotForm", "custom-table"},
-	oauthtools.Names...)
 
 var actionNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
@@ -152,7 +145,9 @@ func kindList() string {
 }
 
 // checkActionName: 1-100 of [A-Za-z0-9_.-], and not the name of a step type: a workflow
-// step names an action by its type, and a primitive or a kind the Environment runs would win.
+// step names an action by its type, and a primitive, a pause kind or a kind the Environment
+// runs would win. The run core's registry knows them all (core.IsStepType): what the
+// features registered, and the built-in primitives whatever the Environment holds.
 func (e *Actions) checkActionName(name string) []core.Problem {
 	switch {
 	case name == "":
@@ -162,7 +157,7 @@ func (e *Actions) checkActionName(name string) []core.Problem {
 	case !actionNamePattern.MatchString(name):
 		return []core.Problem{{Pointer: "/action_name", Message: "only letters, digits, '_', '-' and '.'"}}
 	}
-	if _, builtin := e.core.Environment().Lookup(name); builtin || slices.Contains(reservedStepTypes, name) {
+	if e.core.IsStepType(name) {
 		return []core.Problem{{Pointer: "/action_name", Message: fmt.Sprintf("%q is a built-in step type; an action may not take its name", name)}}
 	}
 	return nil

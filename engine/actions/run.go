@@ -16,7 +16,6 @@ import (
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/orgconfig"
 	"github.com/svcflow/svcflow/engine/outbound"
-	"github.com/svcflow/svcflow/engine/steps"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -131,37 +130,19 @@ func (e *Actions) actionKind(ctx context.Context, q Tx, orgID, name string) (svc
 		return svctype.StepKind{IO: e.dbAction(a)}, true, nil
 	case svctype.ActionLLM:
 		return svctype.StepKind{IO: e.llmAction(a)}, true, nil
-	case svctype.ActionCustomTable:
-		prim, ok := e.core.Environment().Lookup(steps.CustomTable)
-		if !ok {
-			return svctype.StepKind{}, false, fmt.Errorf("action %q: this engine has no custom-table kind", name)
+	case svctype.ActionCustomTable, svctype.ActionNWayMatch:
+		// The step kind of that name says how an action of its kind runs (its Action form).
+		prim, ok := e.core.Environment().Lookup(string(a.Kind))
+		if !ok || prim.Action == nil {
+			return svctype.StepKind{}, false, fmt.Errorf("action %q: this engine has no %s kind", name, a.Kind)
 		}
-		return svctype.StepKind{Run: withStoredProperties(a, prim.Run)}, true, nil
-	case svctype.ActionNWayMatch:
-		k, err := steps.NWayAction(a.Properties)
+		k, err := prim.Action(a.Name, a.Properties)
 		if err != nil {
 			return svctype.StepKind{}, false, fmt.Errorf("action %q: %w", name, err)
 		}
 		return k, true, nil
 	}
 	return svctype.StepKind{}, false, fmt.Errorf("action %q has kind %q, which this build does not run", name, a.Kind)
-}
-
-// withStoredProperties runs a primitive on the action's stored properties, resolved in the
-// step's scope, with the step's own properties over them (a step passes its values).
-func withStoredProperties(a *svctype.Action, run svctype.StepFunc) svctype.StepFunc {
-	return func(ctx context.Context, call *svctype.StepCall) (any, error) {
-		stored, err := call.Resolve(ctx, a.Properties, call.Vars)
-		if err != nil {
-			return nil, fmt.Errorf("action %q properties: %w", a.Name, err)
-		}
-		props, _ := stored.(map[string]any)
-		merged := make(map[string]any, len(props)+len(call.Properties))
-		maps.Copy(merged, props)
-		maps.Copy(merged, call.Properties)
-		call.Properties = merged
-		return run(ctx, call)
-	}
 }
 
 // requestDone is what an http action's IO half hands to its Run half: the output, and the

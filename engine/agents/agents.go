@@ -28,6 +28,10 @@ import (
 // JobTurn advances an agent run (RunID is the agent run's id).
 const JobTurn = "agent_turn"
 
+// LoopMode is the loop mode of a workflow step that runs an agent (a react loop), which
+// Register puts on the run core.
+const LoopMode = "react"
+
 // Events of standalone agents (spec section 6).
 const (
 	EventStarted   = "agent.started"
@@ -86,7 +90,7 @@ func New(c *core.Core, st Store, model func(baseURL, apiKey string) (agent.Model
 // running) and the cancel hook that stops a cancelled run's agents.
 func (a *Agents) Register(c *core.Core) {
 	c.RegisterJob(JobTurn, a.turnJob)
-	c.RegisterPause(core.LoopMode("react"), a.reactKind())
+	c.RegisterLoopMode(LoopMode, a.reactKind())
 	c.OnCancel(a.cancelChildren)
 }
 

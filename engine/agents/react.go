@@ -154,7 +154,7 @@ func (a *Agents) startReact(ctx context.Context, stx storage.Tx, p *core.PauseCa
 	p.Emit(
 		p.Event(core.EventStepStarted, map[string]any{"run_id": p.Run.ID, "step_index": p.Index, "step_type": p.Step.Type}),
 		p.Event(core.EventLoopStarted, map[string]any{"run_id": p.Run.ID, "step_id": strconv.Itoa(p.Index), "step_index": p.Index,
-			"mode": "react", "total_items": 0, "agent_run_id": r.ID}))
+			"mode": LoopMode, "total_items": 0, "agent_run_id": r.ID}))
 	p.SetInputSummary(map[string]any{"objective": clip(in.Objective, 500), "tools": len(c.decls), "model": c.cfg.Model})
 	p.AddEffect(svctype.Effect{Kind: "agent_run_started", Target: r.ID})
 	return nil

@@ -352,7 +352,7 @@ func (tb *toolbox) Call(ctx context.Context, call agent.ToolCall) (*agent.ToolRe
 	}
 	if kind.Run != nil {
 		err := tb.a.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-			sc.Tables = stx
+			tb.a.core.BindStepCall(stx, sc)
 			var err error
 			out, err = kind.Run(ctx, sc)
 			return err

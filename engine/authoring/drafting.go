@@ -311,6 +311,20 @@ func orDefault(s, def string) string {
 	return s
 }
 
+// pauseTypes lists the step types that pause a run, as the run core's registry has them
+// (the people in the loop's approvals and forms), each with its synopsis: ", PbotApproval
+// ({approver_role, comment}), ...".
+func pauseTypes(c *core.Core) string {
+	var b strings.Builder
+	for _, name := range c.PauseTypes() {
+		b.WriteString(", " + name)
+		if k, _ := c.LookupPause(name); k.Synopsis != "" {
+			b.WriteString(" (" + k.Synopsis + ")")
+		}
+	}
+	return b.String()
+}
+
 // draftingSystemPrompt tells the model what a bundle is and which step types exist.
 func draftingSystemPrompt(c *core.Core) string {
 	return `You draft workflow bundles for svcflow, a workflow automation service. Answer with ONE JSON object:
@@ -323,7 +337,7 @@ func draftingSystemPrompt(c *core.Core) string {
   "external_dependency_notes": [ "each org config key the bundle needs (orgconfig:<key>) and what it holds; other systems it calls" ]
 }
 A step is {"type": <type>, "properties": {...}}. Types: the primitives ` + strings.Join(c.Environment().Kinds(), ", ") +
-		`, loop, PbotApproval ({approver_role, comment}), PbotForm ({expected_keys}); or the action_name of an action in actions_to_register.
+		`, loop` + pauseTypes(c) + `; or the action_name of an action in actions_to_register.
 An action registration is {"action_name", "kind": "http|db|llm|custom-table|nway_match", "description", ...} with the fields of its kind:
 http {url, http_method, headers}, db {datasource: "orgconfig:db:<name>", query}, llm {template, model}, custom-table and nway_match {properties}.
 A custom-table step writes or reads a table: {"table", "operation": "write|upsert|read", "keys": [...], "values": [...], "fields": {...}}; every table it names must be in custom_tables_to_create.

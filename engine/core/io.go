@@ -208,7 +208,7 @@ func (e *Core) makeCall(ctx context.Context, job *svctype.Job, st *runState, n *
 		return nil
 	}
 	call := n.call.Detached()
-	call.IdempotencyKey, call.Try, call.Tables = n.key, intent.Tries, nil
+	call.IdempotencyKey, call.Try = n.key, intent.Tries
 	if err := e.OutsideCall(ctx, st.run.OrgID, e.callTimeout, func(ctx context.Context) {
 		res.out, res.err = n.kind.IO(ctx, call)
 	}); err != nil {
@@ -320,7 +320,7 @@ func (e *Core) workAhead(ctx context.Context, job *svctype.Job, st *runState, st
 		call.Secret = e.secretFor(st.run.OrgID)
 		return e.makeCall(ctx, job, st, &needIO{key: key, kind: kind, call: call})
 	}
-	call.Tables = cachedTables{TableStore: e.store, cache: &e.tables}
+	e.BindStepCall(nil, call)
 	out, err := kind.Run(ctx, call)
 	if err != nil {
 		return nil

@@ -60,8 +60,8 @@ func New(c *core.Core, st Store, model func(baseURL, apiKey string) (agent.Model
 // Register puts the pause kinds PbotApproval and PbotForm, their timers' jobs and their
 // cancel hook on c.
 func (e *HITL) Register(c *core.Core) {
-	c.RegisterPause(ApprovalStep, core.PauseKind{Check: approvalProblems, Pause: e.requestApproval})
-	c.RegisterPause(FormStep, core.PauseKind{Check: formProblems, Pause: e.requestForm})
+	c.RegisterPause(ApprovalStep, core.PauseKind{Check: approvalProblems, Pause: e.requestApproval, Synopsis: "{approver_role, comment}"})
+	c.RegisterPause(FormStep, core.PauseKind{Check: formProblems, Pause: e.requestForm, Synopsis: "{expected_keys}"})
 	c.RegisterJob(JobApprovalExpire, e.expireApproval)
 	c.RegisterJob(JobFormExpire, e.formTimer)
 	c.RegisterJob(JobFormReminder, e.formTimer)

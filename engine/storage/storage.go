@@ -199,6 +199,7 @@ type Full interface {
 // All is every data operation: what a Full store and its Tx offer.
 type All interface {
 	Runs
+	svctype.TableStore
 	Actions
 	ActionsByName
 	WorkflowsByID
@@ -224,7 +225,7 @@ type RunFilter struct {
 }
 
 // Runs is the run core's data: workflows, runs, their context, step records, foreach
-// progress, the outbox, the jobs table, outbound call intents and custom tables.
+// progress, the outbox, the jobs table and outbound call intents.
 type Runs interface {
 	// Workflows. CreateWorkflow inserts version 1 (ErrConflict when the name is taken in the
 	// org); UpdateWorkflow stores w as a new version w.Version (the caller increments it) and
@@ -314,10 +315,6 @@ type Runs interface {
 	// was not open) and after it; CloseCalls removes every open intent of a run.
 	OpenCall(ctx context.Context, orgID, runID, key, claim string, at time.Time) (before, now *svctype.CallIntent, err error)
 	CloseCalls(ctx context.Context, orgID, runID string) error
-
-	// Custom tables (the methods steps use, declared in svctype so step kinds need not
-	// import this package).
-	svctype.TableStore
 }
 
 // RunStatusWatcher is implemented by stores that can report status changes committed by
