@@ -76,6 +76,9 @@ type Options struct {
 	Version string
 	// LicenseKey verifies on-premises licenses (/licensing/); nil: licensing is off.
 	LicenseKey ed25519.PublicKey
+	// LicensePreviousKeys verify licenses signed before LicenseKey (a rotation): a license's
+	// kid picks its key.
+	LicensePreviousKeys []ed25519.PublicKey
 	// LicenseSigningKey issues licenses (POST /admin/licenses); nil: the operator cannot issue.
 	LicenseSigningKey ed25519.PrivateKey
 	// IdentityKey signs the identity of a signed-in person for the runtime (hosts/identity);
@@ -138,7 +141,8 @@ type Server struct {
 	umu   sync.Mutex
 	usage map[usageKey]*gwstore.Usage
 
-	identityKey  []byte
+	identity     *identity.Keyring // nil: no identity key
+	identityErr  error             // the identity key is not one (too short): minting fails
 	mailer       Mailer
 	mails        sync.WaitGroup // codes being mailed
 	sessionTTL   time.Duration
@@ -168,7 +172,10 @@ func New(o Options) *Server {
 	if s.meter = o.Meter; s.meter == nil {
 		s.meter = svctype.NopMeter{}
 	}
-	s.identityKey, s.mailer, s.sessionTTL, s.signingKey = o.IdentityKey, o.Mailer, o.SessionTTL, o.LicenseSigningKey
+	s.mailer, s.sessionTTL, s.signingKey = o.Mailer, o.SessionTTL, o.LicenseSigningKey
+	if len(o.IdentityKey) > 0 {
+		s.identity, s.identityErr = identity.NewKeyring(o.IdentityKey)
+	}
 	s.sdk = loadSDK()
 	if s.mailer == nil {
 		s.mailer = LogMailer{Log: s.log}
@@ -228,15 +235,17 @@ func New(o Options) *Server {
 	cfg.Info.Description = "Accounts, organizations and keys (management token), and the proxy of every runtime route (runtime key)."
 	s.api = humachi.New(r, cfg)
 	s.router = r
+	s.registerSecuritySchemes()
 	s.registerAccounts()
 	s.registerUsage()
-	s.registerLicensing(o.LicenseKey)
+	s.registerLicensing(o.LicenseKey, o.LicensePreviousKeys)
 	s.registerHealth(o)
 	runtime.RegisterProbes(s.api, "gateway-", s.log, s.ready)
 	s.registerSDKAuth()
 	s.registerSDKTasks()
 	s.registerPeople()
 	s.registerAdmin()
+	s.registerAccountLicenses()
 	s.registerWeb()
 	s.registerConsole()
 	r.NotFound(s.forward)

@@ -482,10 +482,11 @@ func runtimeContext(ctx context.Context) context.Context {
 
 // mint is the identity token the runtime believes for a signed-in person, for one request.
 func (s *Server) mint(orgID, email string) (string, error) {
-	if len(s.identityKey) == 0 {
-		return "", nil
+	if s.identityErr != nil || s.identity == nil {
+		return "", s.identityErr
 	}
-	return identity.Sign(s.identityKey, identity.Identity{Subject: email, OrgID: orgID, Expires: s.now().Add(identityTTL)})
+	now := s.now()
+	return s.identity.Sign(identity.Identity{Subject: email, OrgID: orgID, IssuedAt: now, Expires: now.Add(identityTTL)})
 }
 
 // bufferWriter is an in-memory http.ResponseWriter for calls to the runtime's handler.

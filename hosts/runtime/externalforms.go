@@ -10,7 +10,6 @@ import (
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/svctype"
-	"github.com/svcflow/svcflow/hosts/identity"
 )
 
 // External form routes (spec section 2, "External form"): the organization's CRUD under
@@ -291,10 +290,10 @@ type IdentityHeader struct {
 // person returns the person an identity token names when it verifies under the gateway's
 // key and was minted for orgID; "" otherwise.
 func (s *Server) person(orgID, token string) string {
-	if token == "" || len(s.identityKey) == 0 {
+	if token == "" || s.identity == nil {
 		return ""
 	}
-	id, err := identity.Verify(s.identityKey, token, time.Now())
+	id, err := s.identity.Verify(token, time.Now())
 	if err != nil || id.OrgID != orgID {
 		return ""
 	}

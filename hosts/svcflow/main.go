@@ -88,13 +88,14 @@ bytes; "new,old" during a rotation), or the key file SVC_MASTER_KEY_FILE, or by 
 a SQLite file the key file PATH.masterkey, generated on first start. rotate-master-key
 re-seals every value and token under a new key while the service runs.
 
-SVC_IDENTITY_KEY (base64 of at least 32 bytes) is the key the gateway signs a signed-in
-person's identity with (header X-Svc-Identity); the runtime and the gateway must share it.
+SVC_IDENTITY_KEY (base64 of at least 32 bytes; "new,old" during a rotation) is the key the
+gateway signs a signed-in person's identity with (header X-Svc-Identity); the runtime and
+the gateway must share it. The gateway signs with the first; the runtime verifies with any.
 serve, which runs both, makes one for the process when it is unset; a separate runtime
 without it believes no identity, and a form with settings.requireAuth takes no submission.
 
-SVC_LICENSE_PUBLIC_KEY (base64) is the key the gateway verifies licenses with
-(/licensing/validate); without it licensing is off. SVC_LICENSE_KEY (the signing key) lets
+SVC_LICENSE_PUBLIC_KEY (base64; "new,old" during a rotation) is the key the gateway
+verifies licenses with (/licensing/validate); without it licensing is off. SVC_LICENSE_KEY (the signing key) lets
 the platform operator issue licenses (POST /admin/licenses).
 
 SVC_OPERATOR_TOKEN (at least 24 characters) opens the platform operator's routes under
@@ -266,7 +267,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if *documentsDir != "" {
 				cfg.Blobs = documents.NewDirBlobs(*documentsDir)
 			}
-			idKey, err := identityKey(os.Getenv(envIdentityKey))
+			idKey, idPrevious, err := identityKeys(os.Getenv(envIdentityKey))
 			if err != nil {
 				return err
 			}
@@ -287,7 +288,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				}
 			}
 			gwOpts.IdentityKey, gwOpts.Meter = idKey, meter
-			rtOpts := runtime.Options{Logger: log, Version: version, IdentityKey: idKey, LegacyCreateFromAI: *legacyAI}
+			rtOpts := runtime.Options{Logger: log, Version: version, IdentityKey: idKey, IdentityPreviousKeys: idPrevious, LegacyCreateFromAI: *legacyAI}
 			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, gw, *healthAddr, *workers, rtOpts, gwOpts)
 		})
 	case "rotate-master-key":
@@ -395,16 +396,25 @@ func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Lo
 // envIdentityKey names the gateway's identity key (hosts/identity).
 const envIdentityKey = "SVC_IDENTITY_KEY"
 
-// identityKey decodes SVC_IDENTITY_KEY: nil when unset. The error never quotes the value.
-func identityKey(v string) ([]byte, error) {
-	if v == "" {
-		return nil, nil
+// identityKeys decodes SVC_IDENTITY_KEY: the key tokens are signed with, then during a
+// rotation the keys the runtime still verifies with ("new,old"); nil when unset. The error
+// never quotes the value.
+func identityKeys(v string) (current []byte, previous [][]byte, err error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil, nil
 	}
-	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
-	if err != nil || len(k) < identity.MinKeyBytes {
-		return nil, fmt.Errorf("%s: want base64 of at least %d bytes", envIdentityKey, identity.MinKeyBytes)
+	for i, part := range strings.Split(v, ",") {
+		k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(part))
+		if err != nil || len(k) < identity.MinKeyBytes {
+			return nil, nil, fmt.Errorf("%s: want base64 of at least %d bytes (key %d)", envIdentityKey, identity.MinKeyBytes, i+1)
+		}
+		if i == 0 {
+			current = k
+		} else {
+			previous = append(previous, k)
+		}
 	}
-	return k, nil
+	return current, previous, nil
 }
 
 // Environment of the gateway.
@@ -417,7 +427,7 @@ const (
 func gatewayOptions(getenv func(string) string, log *slog.Logger, rate float64, burst int, smtpAddr, smtpFrom, smtpUser string, showCodes bool) (gateway.Options, error) {
 	o := gateway.Options{Rate: rate, Burst: burst, Logger: log, OperatorToken: strings.TrimSpace(getenv(envOperatorToken))}
 	var err error
-	if o.LicenseKey, err = licensePublicKey(getenv(envLicensePublicKey)); err != nil {
+	if o.LicenseKey, o.LicensePreviousKeys, err = licensePublicKeys(getenv(envLicensePublicKey)); err != nil {
 		return o, err
 	}
 	if v := strings.TrimSpace(getenv(envLicenseKey)); v != "" {
@@ -428,7 +438,8 @@ func gatewayOptions(getenv func(string) string, log *slog.Logger, rate float64, 
 			o.LicenseKey = o.LicenseSigningKey.Public().(ed25519.PublicKey)
 		}
 	}
-	if o.IdentityKey, err = identityKey(getenv(envIdentityKey)); err != nil {
+	// The gateway signs with the first key; the keys after it are the runtime's.
+	if o.IdentityKey, _, err = identityKeys(getenv(envIdentityKey)); err != nil {
 		return o, err
 	}
 	if o.OperatorToken != "" && len(o.OperatorToken) < 24 {
