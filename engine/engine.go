@@ -127,8 +127,8 @@ type Engine struct {
 // feature is a feature as the composition root plugs it into the run core.
 type feature interface{ Register(c *core.Core) }
 
-// New returns an engine over cfg.Store with every feature. The store implements every
-// feature's part of engine/storage (Store is storage.Full), which the compiler checks.
+// New returns an engine over cfg.Store with every feature. The store implements what every
+// feature calls (Store is storage.Full; store.go holds the checks), which the compiler checks.
 func New(cfg Config) (*Engine, error) {
 	c, err := core.New(core.Config{Store: cfg.Store, Env: cfg.Env, Logger: cfg.Logger, Now: cfg.Now, Lease: cfg.Lease,
 		StepObserver: cfg.StepObserver, Meter: cfg.Meter, TracerProvider: cfg.TracerProvider, Slice: cfg.Slice, ChainTime: cfg.ChainTime, IOConcurrency: cfg.IOConcurrency, IOPerOrg: cfg.IOPerOrg,

@@ -22,7 +22,6 @@ import (
 
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/expr"
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -357,7 +356,7 @@ func (e *Actions) CheckAction(in svctype.Action) (*svctype.Action, error) { retu
 // PutActionTx registers a (checked) action inside the caller's transaction: a new one is
 // created; an existing one of the same name is kept when it is the same registration and
 // is core.ErrConflict otherwise (another workflow may use it as it is).
-func (e *Actions) PutActionTx(ctx context.Context, tx storage.Actions, orgID string, a *svctype.Action) (created bool, err error) {
+func (e *Actions) PutActionTx(ctx context.Context, tx Tx, orgID string, a *svctype.Action) (created bool, err error) {
 	cur, err := tx.GetAction(ctx, orgID, a.Name)
 	switch {
 	case err == nil:
@@ -452,9 +451,9 @@ func (e *Actions) LookupAction(ctx context.Context, orgID, name string) (*svctyp
 	return e.lookupActionIn(ctx, e.store, orgID, name)
 }
 
-// lookupActionIn is LookupAction read through q on a cache miss: a step inside its
-// transaction must not ask the pool for a second connection.
-func (e *Actions) lookupActionIn(ctx context.Context, q storage.Actions, orgID, name string) (*svctype.Action, error) {
+// lookupActionIn is LookupAction read through q (the store, or a step's transaction) on a
+// cache miss: a step inside its transaction must not ask the pool for a second connection.
+func (e *Actions) lookupActionIn(ctx context.Context, q Tx, orgID, name string) (*svctype.Action, error) {
 	if err := core.CheckOrg(orgID); err != nil {
 		return nil, err
 	}

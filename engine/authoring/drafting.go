@@ -61,11 +61,12 @@ func (a *Authoring) Generate(ctx context.Context, orgID, prompt string, o LLMOpt
 	now := a.core.Now().UTC()
 	g := &svctype.Generation{ID: "gen_" + uuid.NewString(), OrgID: orgID, Prompt: prompt, Model: o.Model, Temperature: o.Temperature,
 		Status: svctype.GenerationProcessing, CreatedAt: now, UpdatedAt: now}
-	err := a.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
-		if err := storage.In[storage.Authoring](tx).CreateGeneration(ctx, g); err != nil {
+	err := a.store.InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := Tx(stx)
+		if err := tx.CreateGeneration(ctx, g); err != nil {
 			return err
 		}
-		if err := a.generationEvent(ctx, tx, g); err != nil {
+		if err := a.generationEvent(ctx, stx, g); err != nil {
 			return err
 		}
 		return tx.EnqueueJob(ctx, &svctype.Job{OrgID: orgID, Kind: JobGenerate, RunID: g.ID})
@@ -105,7 +106,7 @@ func (a *Authoring) GetGeneration(ctx context.Context, orgID, id string) (*svcty
 	return a.store.GetGeneration(ctx, orgID, id)
 }
 
-func (a *Authoring) generationEvent(ctx context.Context, tx storage.Tx, g *svctype.Generation) error {
+func (a *Authoring) generationEvent(ctx context.Context, stx storage.Tx, g *svctype.Generation) error {
 	payload := map[string]any{"generation_id": g.ID, "status": g.Status}
 	switch g.Status {
 	case svctype.GenerationCompleted:
@@ -117,7 +118,7 @@ func (a *Authoring) generationEvent(ctx context.Context, tx storage.Tx, g *svcty
 	if err != nil {
 		return err
 	}
-	return a.core.Emit(ctx, tx, []svctype.Event{ev}, nil)
+	return a.core.Emit(ctx, stx, []svctype.Event{ev}, nil)
 }
 
 // generateJob drafts a generation: the model calls are made with no transaction held; the
@@ -143,11 +144,12 @@ func (a *Authoring) generateJob(ctx context.Context, job *svctype.Job) error {
 		}
 		g.UpdatedAt = a.core.Now().UTC()
 	}
-	return a.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+	return a.store.InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := Tx(stx)
 		if g != nil && g.Status != svctype.GenerationProcessing {
-			switch err := storage.In[storage.Authoring](tx).FinishGeneration(ctx, g); {
+			switch err := tx.FinishGeneration(ctx, g); {
 			case err == nil:
-				if err := a.generationEvent(ctx, tx, g); err != nil {
+				if err := a.generationEvent(ctx, stx, g); err != nil {
 					return err
 				}
 			case !errors.Is(err, core.ErrConflict):

@@ -55,10 +55,10 @@ type EventSink func(ctx context.Context, tx storage.Tx, evs []svctype.Event, sub
 
 // StepSource supplies the step kinds of step types an organization defines itself.
 type StepSource interface {
-	// StepKind returns the kind that runs stepType for orgID, reading through q on a miss
-	// of its cache (inside a step's transaction q is the transaction); false when the
-	// organization has nothing of that name.
-	StepKind(ctx context.Context, q storage.Runs, orgID, stepType string) (svctype.StepKind, bool, error)
+	// StepKind returns the kind that runs stepType for orgID, reading on a miss of its cache
+	// through tx (the step's transaction) or, when tx is nil (outside one), through its own
+	// store; false when the organization has nothing of that name.
+	StepKind(ctx context.Context, tx storage.Tx, orgID, stepType string) (svctype.StepKind, bool, error)
 	// Defines reports whether the organization has something of that name now (a
 	// definition naming it is valid without a warning).
 	Defines(ctx context.Context, orgID, stepType string) bool

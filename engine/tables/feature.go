@@ -36,14 +36,14 @@ func (f *Tables) Register(c *core.Core) {
 	c.OnStepCall(f.bindStep)
 }
 
-// bindStep gives a step's call its tables (core.StepCallHook): tx, or outside a transaction
-// the feature's store, with declarations cached.
-func (f *Tables) bindStep(tx storage.Tx, call *svctype.StepCall) {
-	if tx == nil {
+// bindStep gives a step's call its tables (core.StepCallHook): stx, or outside a
+// transaction the feature's store, with declarations cached.
+func (f *Tables) bindStep(stx storage.Tx, call *svctype.StepCall) {
+	if stx == nil {
 		call.Tables = cachedTables{TableStore: f.store, cache: &f.cache}
 		return
 	}
-	call.Tables = cachedTables{TableStore: tx, cache: &f.cache}
+	call.Tables = cachedTables{TableStore: stx, cache: &f.cache}
 }
 
 // CreateTable declares a custom table, with indexes on the column sets given.
@@ -155,7 +155,7 @@ func (f *Tables) buildIndexJob(ctx context.Context, job *svctype.Job) error {
 		return err
 	}
 	f.cache.forget(job.OrgID, p.Table)
-	return f.core.Store().InTx(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.CompleteJob(ctx, job) })
+	return f.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error { return Tx(stx).CompleteJob(ctx, job) })
 }
 
 // scanRefused turns a refused scan into the ValidationError hosts answer 422 scan_refused for.

@@ -16,6 +16,13 @@ type Store interface {
 	svctype.TableStore
 }
 
+// Tx is what the custom-tables feature calls itself in a transaction: the end of its
+// index-building job. A step's transaction goes to the step kind whole, as its tables
+// (StepCall.Tables).
+type Tx interface {
+	CompleteJob(ctx context.Context, job *svctype.Job) error
+}
+
 // Creator stores a table's declaration: the feature's store, or the transaction of another
 // feature that creates tables with what it publishes (Create).
 type Creator interface {
