@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet fuzz openapi client lint-openapi build bench bench-runs bench-runs-traced bench-chain bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http bench-match-million bench-fair bench-waits e2e load chaos
+.PHONY: help run test test-short vet fuzz openapi client client-ts test-ts ts-deps lint-openapi build bench bench-runs bench-runs-traced bench-chain bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http bench-match-million bench-fair bench-waits e2e load chaos
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -36,15 +36,30 @@ FUZZTIME ?= 30s
 fuzz: ## every fuzz target (func Fuzz... in a _test.go) for FUZZTIME (default 30s), one after another; CI's .ci/fuzz runs them all at once
 	FUZZTIME=$(FUZZTIME) GO=$(GO) .ci/fuzz --serial
 
-openapi: ## regenerate openapi/openapi.yaml (3.1) and openapi/openapi-3.0.yaml (Huma's 3.0 downgrade) from the code
+openapi: ## regenerate openapi/openapi.yaml (3.1), openapi-3.0.yaml (Huma's 3.0 downgrade) and the integrator's integrator.yaml, integrator-3.0.yaml from the code
 	$(GO) run ./hosts/svcflow openapi > openapi/openapi.yaml
 	$(GO) run ./hosts/svcflow openapi --version 3.0 > openapi/openapi-3.0.yaml
+	$(GO) run ./hosts/svcflow openapi --doc integrator > openapi/integrator.yaml
+	$(GO) run ./hosts/svcflow openapi --doc integrator --version 3.0 > openapi/integrator-3.0.yaml
 
-lint-openapi: ## lint openapi/openapi.yaml and openapi-3.0.yaml with Redocly CLI (openapi/redocly.yaml; npm ci in openapi/ when needed)
+lint-openapi: ## lint openapi/'s four documents (runtime, integrator; 3.1 and 3.0) with Redocly CLI (openapi/redocly.yaml; npm ci in openapi/ when needed)
 	bash .ci/lint-openapi
 
 client: ## regenerate the Go client examples/client/client.gen.go from openapi/openapi-3.0.yaml (oapi-codegen, pinned in examples/client/tools.mod)
 	$(GO) generate ./examples/client
+
+# The TypeScript client's dependencies, pinned by clients/typescript/package-lock.json: `npm ci`
+# when they are missing or the lock file is newer than the install.
+TS := clients/typescript
+ts-deps:
+	@if [ ! -x $(TS)/node_modules/.bin/tsc ] || [ $(TS)/package-lock.json -nt $(TS)/node_modules/.package-lock.json ]; then \
+	  cd $(TS) && npm ci --no-audit --no-fund; fi
+
+client-ts: ts-deps ## regenerate the TypeScript client's types clients/typescript/src/integrator.ts from openapi/integrator.yaml (openapi-typescript, pinned)
+	cd $(TS) && npm run --silent generate
+
+test-ts: ts-deps ## the TypeScript client's tests (node --test) against the real binary (go build), and its types against openapi/integrator.yaml
+	cd $(TS) && npm test
 
 build: ## build ./bin/svcflow
 	$(GO) build -o bin/svcflow ./hosts/svcflow

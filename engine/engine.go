@@ -28,6 +28,7 @@ import (
 	"github.com/svcflow/svcflow/engine/outbound"
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/engine/tables"
 	"github.com/svcflow/svcflow/engine/webhooks"
 )
 
@@ -111,6 +112,7 @@ type Config struct {
 // The features are fields too, for callers that serve one (eng.Webhooks, eng.HITL).
 type Engine struct {
 	*core.Core
+	*tables.Tables
 	*orgconfig.OrgConfig
 	*actions.Actions
 	*webhooks.Webhooks
@@ -127,8 +129,8 @@ type Engine struct {
 // feature is a feature as the composition root plugs it into the run core.
 type feature interface{ Register(c *core.Core) }
 
-// New returns an engine over cfg.Store with every feature. The store implements every
-// feature's part of engine/storage (Store is storage.Full), which the compiler checks.
+// New returns an engine over cfg.Store with every feature. The store implements what every
+// feature calls (Store is storage.Full; store.go holds the checks), which the compiler checks.
 func New(cfg Config) (*Engine, error) {
 	c, err := core.New(core.Config{Store: cfg.Store, Env: cfg.Env, Logger: cfg.Logger, Now: cfg.Now, Lease: cfg.Lease,
 		StepObserver: cfg.StepObserver, Meter: cfg.Meter, TracerProvider: cfg.TracerProvider, Slice: cfg.Slice, ChainTime: cfg.ChainTime, IOConcurrency: cfg.IOConcurrency, IOPerOrg: cfg.IOPerOrg,
@@ -156,6 +158,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 
 	e := &Engine{Core: c, store: cfg.Store}
+	e.Tables = tables.New(c, cfg.Store)
 	e.OrgConfig = orgconfig.New(cfg.Store, cfg.Keyring, c.Logger(), c.Now)
 	e.Actions = actions.New(c, cfg.Store, actions.Options{AllowPrivateTargets: cfg.AllowPrivateTargets, Model: model})
 	e.Connections = oauth.New(c, cfg.Store, e.OrgConfig, cfg.Keyring, cfg.OAuth)
@@ -166,7 +169,7 @@ func New(cfg Config) (*Engine, error) {
 	e.Forms = extforms.New(c, cfg.Store)
 	e.Agents = agents.New(c, cfg.Store, model)
 	e.Authoring = authoring.New(c, e.Actions, cfg.Store).WithModel(model)
-	for _, f := range []feature{e.OrgConfig, e.Actions, e.Connections, e.Webhooks, e.HITL, e.Documents, e.Agents, e.Authoring} {
+	for _, f := range []feature{e.Tables, e.OrgConfig, e.Actions, e.Connections, e.Webhooks, e.HITL, e.Documents, e.Agents, e.Authoring} {
 		f.Register(c)
 	}
 	return e, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcflow/svcflow/agent"
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/authoring"
 	"github.com/svcflow/svcflow/engine/events"
 	"github.com/svcflow/svcflow/engine/internal/enginetest"
 	"github.com/svcflow/svcflow/engine/steps"
@@ -23,16 +26,9 @@ import (
 // the feature it waits for. TestEventCatalogue fails when one of them is emitted after all,
 // so an event leaves this list in the change that starts emitting it.
 var pendingEvents = map[string]string{
-	"agent.started":                   "agents do not exist yet",
-	"agent.completed":                 "agents do not exist yet",
-	"agent.paused":                    "agents do not exist yet",
-	"agent.cancelled":                 "agents do not exist yet",
-	"agent.failed":                    "agents do not exist yet",
 	"playbook_request.listed":         "playbooks do not exist yet",
 	"playbook_request.awaiting_admin": "playbooks do not exist yet",
 	"playbook_request.returned":       "playbooks do not exist yet",
-	"workflow_creation_status":        "workflow drafting does not exist yet",
-	"llm_generation_status":           "llm generations do not exist yet",
 }
 
 // eventShapes check the nested parts of payloads that the spec's tables spell out.
@@ -364,6 +360,9 @@ func TestEventCatalogue(t *testing.T) {
 				require.Empty(t, e.RunID, e.Event)
 				check("external forms", e)
 			}
+			for _, e := range modelEvents(t, b.Bundle) {
+				check("agents and drafting", e)
+			}
 
 			// Emission ties: every nway_match that ran (the step, the stored action) emitted
 			// started and completed; every write with undeclared columns emitted
@@ -448,5 +447,119 @@ func externalFormEvents(t *testing.T, b *enginetest.Bundle, org string) []svctyp
 		}
 	}
 	require.Equal(t, []string{"external_form_created", "external_form_updated", "external_form_submitted", "external_form_deleted"}, names)
+	return out
+}
+
+// catalogueModel answers as a model would for the events that need one: a drafted bundle
+// for the drafting prompt, and for an agent the tool call its objective names.
+type catalogueModel struct{}
+
+func (catalogueModel) Chat(_ context.Context, req agent.Request) (*agent.Response, error) {
+	var system, objective string
+	for _, m := range req.Messages {
+		switch {
+		case m.Role == agent.RoleSystem && system == "":
+			system = m.Content
+		case m.Role == agent.RoleUser && objective == "":
+			objective = m.Content
+		}
+	}
+	reply := agent.Message{Role: agent.RoleAssistant}
+	switch {
+	case strings.HasPrefix(system, "You draft workflow bundles"):
+		reply.Content = `{"workflow_name": "Notes", "svc_workflow_definition": {"actions": [
+		  {"type": "custom-table", "properties": {"table": "drafted_notes", "operation": "write", "fields": {"text": "{{input.text}}"}}}]},
+		  "actions_to_register": [], "custom_tables_to_create": [{"name": "drafted_notes", "fields": {"text": "text"}}],
+		  "workflow_description": "Keeps a note", "external_dependency_notes": []}`
+	case strings.Contains(objective, "ask a person"):
+		reply.ToolCalls = []agent.ToolCall{{ID: "c1", Name: "__pause_for_human__", Arguments: json.RawMessage(`{"question": "Go on?"}`)}}
+	default:
+		reply.ToolCalls = []agent.ToolCall{{ID: "c1", Name: "__complete__", Arguments: json.RawMessage(`{"answer": "done", "confidence": 0.9}`)}}
+	}
+	return &agent.Response{Message: reply, Usage: agent.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}}, nil
+}
+
+// modelEvents makes each agent event, each llm_generation_status and the
+// workflow_creation_status of a publication happen, with an engine over b's store whose
+// model is catalogueModel, in organizations of their own, and returns their events: an
+// agent's carry its agent run's id as their run id, the others none.
+func modelEvents(t *testing.T, b *enginetest.Bundle) []svctype.Event {
+	t.Helper()
+	const org, keyless = "evc-model", "evc-nokey"
+	eng, err := engine.New(engine.Config{Store: b.St, Keyring: enginetest.NewKeyring(t, enginetest.GenerateKey(t)),
+		ModelFactory: func(string, string, *http.Client) (agent.Model, error) { return catalogueModel{}, nil }})
+	require.NoError(t, err)
+	_, _, err = eng.SetOrgConfig(b.Ctx, org, engine.LLMAPIKey, "sk-catalogue")
+	require.NoError(t, err)
+	work := func() {
+		_, err := eng.Work(b.Ctx)
+		require.NoError(t, err)
+	}
+	var out []svctype.Event
+	var names []string
+	collect := func(org, runID string) {
+		page, err := b.St.ListRunEvents(b.Ctx, org, runID, svctype.ListOptions{Limit: 500})
+		require.NoError(t, err)
+		for _, e := range page.Items {
+			require.Equal(t, runID, e.RunID, e.Event)
+			out, names = append(out, e), append(names, e.Event)
+		}
+	}
+
+	// Standalone agents: one completes, one asks a person, one has no model key.
+	done, err := eng.ExecuteAgent(b.Ctx, org, engine.AgentInput{Objective: "say done"})
+	require.NoError(t, err)
+	asks, err := eng.ExecuteAgent(b.Ctx, org, engine.AgentInput{Objective: "ask a person first"})
+	require.NoError(t, err)
+	fails, err := eng.ExecuteAgent(b.Ctx, keyless, engine.AgentInput{Objective: "say done"})
+	require.NoError(t, err)
+	work()
+	// A workflow's agent, cancelled with its run while it waits for a person.
+	w, err := eng.CreateWorkflow(b.Ctx, org, engine.WorkflowInput{Name: "agent step", Definition: json.RawMessage(
+		`{"actions": [{"type": "loop", "outputKey": "out", "properties": {"mode": "react", "objective": "ask a person"}}]}`)})
+	require.NoError(t, err)
+	run, err := eng.Execute(b.Ctx, org, w.ID, json.RawMessage(`{}`), engine.ExecuteOptions{})
+	require.NoError(t, err)
+	work()
+	_, err = eng.CancelRun(b.Ctx, org, run.ID, "not needed", engine.Actor{Type: "user", ID: "u1"})
+	require.NoError(t, err)
+	kids, err := eng.ListAgents(b.Ctx, org, "cancelled", svctype.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, kids.Items, 1)
+	for _, r := range []struct{ org, id string }{{org, done.ID}, {org, asks.ID}, {keyless, fails.ID}, {org, kids.Items[0].ID}, {org, run.ID}} {
+		collect(r.org, r.id)
+	}
+
+	// Drafting: a generation that completes, one that fails (no model key); a publication.
+	g, err := eng.Generate(b.Ctx, org, "Keep a note of each request.", engine.LLMOptions{})
+	require.NoError(t, err)
+	_, err = eng.Generate(b.Ctx, keyless, "Keep a note of each request.", engine.LLMOptions{})
+	require.NoError(t, err)
+	work()
+	g, err = eng.GetGeneration(b.Ctx, org, g.ID)
+	require.NoError(t, err)
+	require.Equal(t, svctype.GenerationCompleted, g.Status, g.Errors)
+	prj, err := eng.CreateProject(b.Ctx, org, "Notes", "")
+	require.NoError(t, err)
+	proc, err := eng.CreateProcess(b.Ctx, org, svctype.Process{ProjectID: prj.ID, Name: "Notes", AuthoringMode: "process_first"})
+	require.NoError(t, err)
+	dsl, _, err := authoring.SplitBundle(g.Bundle)
+	require.NoError(t, err)
+	bnd, err := eng.Compose(b.Ctx, org, proc.ID, engine.Compose{DeploymentShape: "single_workflow", Summary: "v1", DSL: dsl})
+	require.NoError(t, err)
+	_, err = eng.Publish(b.Ctx, org, bnd.ID, "first")
+	require.NoError(t, err)
+	collect(org, "")
+	collect(keyless, "")
+
+	require.Equal(t, []string{
+		"agent.started", "agent.completed",
+		"agent.started", "agent.paused", "pbot_approval_requested",
+		"agent.started", "agent.failed",
+		"agent.paused", "agent.cancelled", // a workflow's agent starts with its loop.started
+		"workflow_run_started", "step.started", "loop.started", "workflow_run_cancelled",
+		"llm_generation_status", "llm_generation_status", "workflow_creation_status",
+		"llm_generation_status", "llm_generation_status",
+	}, names)
 	return out
 }

@@ -1,7 +1,17 @@
 package engine
 
 import (
+	"github.com/svcflow/svcflow/engine/actions"
+	"github.com/svcflow/svcflow/engine/agents"
+	"github.com/svcflow/svcflow/engine/authoring"
+	"github.com/svcflow/svcflow/engine/docs"
+	"github.com/svcflow/svcflow/engine/extforms"
+	"github.com/svcflow/svcflow/engine/hitl"
+	"github.com/svcflow/svcflow/engine/oauth"
+	"github.com/svcflow/svcflow/engine/orgconfig"
 	"github.com/svcflow/svcflow/engine/storage"
+	"github.com/svcflow/svcflow/engine/tables"
+	"github.com/svcflow/svcflow/engine/webhooks"
 )
 
 // Store is what the engine needs from a database: every part of engine/storage (the run
@@ -9,13 +19,39 @@ import (
 // PostgreSQL; engine/store/storetest is the suite every implementation passes.
 type Store = storage.Full
 
-// Tx is the run core's part of a store bound to one transaction; the value implements the
-// feature parts of its store too (storage.In).
+// Tx is a store bound to one transaction: every part, as the run core hands it to the
+// features it calls in that transaction.
 type Tx = storage.Tx
 
-// Querier is every data operation of the store, usable on the store directly or, through
-// storage.In, on a transaction.
+// Querier is every data operation of the store, on the store or on a transaction.
 type Querier = storage.All
+
+// Each feature declares the methods it calls, on its store (Store) and in a transaction
+// (Tx); a Store and its Tx implement them all. engine/store checks its types against
+// Store and Tx, so a store that lacks a method a feature calls does not build.
+var (
+	_ actions.Store        = Store(nil)
+	_ actions.Tx           = Tx(nil)
+	_ agents.Store         = Store(nil)
+	_ agents.Tx            = Tx(nil)
+	_ authoring.Store      = Store(nil)
+	_ authoring.Tx         = Tx(nil)
+	_ docs.Store           = Store(nil)
+	_ docs.Tx              = Tx(nil)
+	_ extforms.Store       = Store(nil)
+	_ extforms.Tx          = Tx(nil)
+	_ hitl.Store           = Store(nil)
+	_ hitl.Tx              = Tx(nil)
+	_ oauth.Store          = Store(nil)
+	_ oauth.Tx             = Tx(nil)
+	_ oauth.SealedStore    = Store(nil)
+	_ orgconfig.Store      = Store(nil)
+	_ tables.Store         = Store(nil)
+	_ tables.Tx            = Tx(nil)
+	_ webhooks.Store       = Store(nil)
+	_ webhooks.Tx          = Tx(nil)
+	_ webhooks.SealedStore = Store(nil)
+)
 
 // Filters of the store's listings.
 type (

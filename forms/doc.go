@@ -3,8 +3,9 @@
 // Normalize (and Convert) for the three older shapes, and EnsureKeys for a PbotForm
 // pause. It is pure: it takes decoded JSON and values and returns values, with no storage,
 // no HTTP, no clock and no model. The engine and hosts store forms, render them, decide
-// status codes and add the submitted values to the run context. Generation with a model
-// (the ten GeneratableTypes) is a later issue.
+// status codes and add the submitted values to the run context. Generation with a model is
+// theirs too (engine/hitl drafts a schema, POST /forms/generate): a generated form may use
+// only the ten GeneratableTypes, and is held to Validate like any other.
 //
 // # Schemas
 //

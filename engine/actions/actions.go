@@ -22,8 +22,6 @@ import (
 
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/expr"
-	"github.com/svcflow/svcflow/engine/oauthtools"
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -49,12 +47,6 @@ const (
 
 // HTTP methods an http action may use; POST when absent.
 var actionMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
-
-// reservedStepTypes are the spec's primitives and the built-in OAuth tools: an action named
-// like one would shadow it, or be shadowed by it the day this build ships it (PbotApproval,
-// PbotForm), so no action may take these names whatever the engine's Environment holds.
-var reservedStepTypes = append([]string{"matcher", "nway_match", core.LoopStep, "PbotApproval", "PbotForm", "custom-table"},
-	oauthtools.Names...)
 
 var actionNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
@@ -153,7 +145,9 @@ func kindList() string {
 }
 
 // checkActionName: 1-100 of [A-Za-z0-9_.-], and not the name of a step type: a workflow
-// step names an action by its type, and a primitive or a kind the Environment runs would win.
+// step names an action by its type, and a primitive, a pause kind or a kind the Environment
+// runs would win. The run core's registry knows them all (core.IsStepType): what the
+// features registered, and the built-in primitives whatever the Environment holds.
 func (e *Actions) checkActionName(name string) []core.Problem {
 	switch {
 	case name == "":
@@ -163,7 +157,7 @@ func (e *Actions) checkActionName(name string) []core.Problem {
 	case !actionNamePattern.MatchString(name):
 		return []core.Problem{{Pointer: "/action_name", Message: "only letters, digits, '_', '-' and '.'"}}
 	}
-	if _, builtin := e.core.Environment().Lookup(name); builtin || slices.Contains(reservedStepTypes, name) {
+	if e.core.IsStepType(name) {
 		return []core.Problem{{Pointer: "/action_name", Message: fmt.Sprintf("%q is a built-in step type; an action may not take its name", name)}}
 	}
 	return nil
@@ -362,7 +356,7 @@ func (e *Actions) CheckAction(in svctype.Action) (*svctype.Action, error) { retu
 // PutActionTx registers a (checked) action inside the caller's transaction: a new one is
 // created; an existing one of the same name is kept when it is the same registration and
 // is core.ErrConflict otherwise (another workflow may use it as it is).
-func (e *Actions) PutActionTx(ctx context.Context, tx storage.Actions, orgID string, a *svctype.Action) (created bool, err error) {
+func (e *Actions) PutActionTx(ctx context.Context, tx Tx, orgID string, a *svctype.Action) (created bool, err error) {
 	cur, err := tx.GetAction(ctx, orgID, a.Name)
 	switch {
 	case err == nil:
@@ -457,9 +451,9 @@ func (e *Actions) LookupAction(ctx context.Context, orgID, name string) (*svctyp
 	return e.lookupActionIn(ctx, e.store, orgID, name)
 }
 
-// lookupActionIn is LookupAction read through q on a cache miss: a step inside its
-// transaction must not ask the pool for a second connection.
-func (e *Actions) lookupActionIn(ctx context.Context, q storage.Actions, orgID, name string) (*svctype.Action, error) {
+// lookupActionIn is LookupAction read through q (the store, or a step's transaction) on a
+// cache miss: a step inside its transaction must not ask the pool for a second connection.
+func (e *Actions) lookupActionIn(ctx context.Context, q Tx, orgID, name string) (*svctype.Action, error) {
 	if err := core.CheckOrg(orgID); err != nil {
 		return nil, err
 	}

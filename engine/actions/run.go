@@ -16,7 +16,6 @@ import (
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/orgconfig"
 	"github.com/svcflow/svcflow/engine/outbound"
-	"github.com/svcflow/svcflow/engine/steps"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -55,12 +54,31 @@ type Options struct {
 	Model func(baseURL, apiKey string) (agent.Model, error)
 }
 
+// Store is what actions calls on its store: the organizations' registered actions, one per
+// (org, name). CreateAction: ErrConflict when the name is taken in the org. ReplaceAction
+// replaces every field of the action named a.Name but CreatedAt (which it sets on a from the
+// stored row); ErrNotFound when there is none, as for DeleteAction. ListActions pages by
+// name; the cursor is opaque.
+type Store interface {
+	Tx
+	ListActions(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Action], error)
+	ReplaceAction(ctx context.Context, a *svctype.Action) error
+	DeleteAction(ctx context.Context, orgID, name string) error
+}
+
+// Tx is what actions reads and writes in a transaction of another's: a step's (the action a
+// step names, read on a miss of the cache) or a publication's (PutActionTx).
+type Tx interface {
+	GetAction(ctx context.Context, orgID, name string) (*svctype.Action, error)
+	CreateAction(ctx context.Context, a *svctype.Action) error
+}
+
 // Actions is the organization's registered actions: their validation and storage, the
 // per-process cache runs read them through, and the step kinds that run them (a
 // core.StepSource).
 type Actions struct {
 	core  *core.Core
-	store storage.Actions
+	store Store
 	cache actionCache
 	http  *outbound.Client
 	db    *dbquery.Pool
@@ -69,7 +87,7 @@ type Actions struct {
 
 // New returns the registered actions over st, with c's step kinds (an action may not take
 // one's name, and custom-table and nway_match actions run the kinds of those names).
-func New(c *core.Core, st storage.Actions, o Options) *Actions {
+func New(c *core.Core, st Store, o Options) *Actions {
 	return &Actions{core: c, store: st, model: o.Model,
 		http: outbound.NewClient(outbound.Options{AllowPrivateTargets: o.AllowPrivateTargets}),
 		db:   dbquery.NewPool(dbquery.PoolOptions{AllowPrivateTargets: o.AllowPrivateTargets})}
@@ -79,9 +97,14 @@ func New(c *core.Core, st storage.Actions, o Options) *Actions {
 func (e *Actions) Register(c *core.Core) { c.RegisterStepSource(e) }
 
 // StepKind is the kind that runs the organization's action named stepType (core.StepSource):
-// read through q (the step's transaction) on a miss of the cache.
-func (e *Actions) StepKind(ctx context.Context, q storage.Runs, orgID, stepType string) (svctype.StepKind, bool, error) {
-	return e.actionKind(ctx, storage.In[storage.Actions](q), orgID, stepType)
+// read on a miss of the cache through stx (the step's transaction), or the store when stx
+// is nil.
+func (e *Actions) StepKind(ctx context.Context, stx storage.Tx, orgID, stepType string) (svctype.StepKind, bool, error) {
+	var q Tx = e.store
+	if stx != nil {
+		q = stx
+	}
+	return e.actionKind(ctx, q, orgID, stepType)
 }
 
 // Defines reports whether the organization has an action named stepType (core.StepSource).
@@ -92,7 +115,7 @@ func (e *Actions) Defines(ctx context.Context, orgID, stepType string) bool {
 
 // actionKind returns the step kind that runs the organization's action name; false when
 // the organization has no such action.
-func (e *Actions) actionKind(ctx context.Context, q storage.Actions, orgID, name string) (svctype.StepKind, bool, error) {
+func (e *Actions) actionKind(ctx context.Context, q Tx, orgID, name string) (svctype.StepKind, bool, error) {
 	a, err := e.lookupActionIn(ctx, q, orgID, name)
 	if errors.Is(err, core.ErrNotFound) {
 		return svctype.StepKind{}, false, nil
@@ -107,37 +130,19 @@ func (e *Actions) actionKind(ctx context.Context, q storage.Actions, orgID, name
 		return svctype.StepKind{IO: e.dbAction(a)}, true, nil
 	case svctype.ActionLLM:
 		return svctype.StepKind{IO: e.llmAction(a)}, true, nil
-	case svctype.ActionCustomTable:
-		prim, ok := e.core.Environment().Lookup(steps.CustomTable)
-		if !ok {
-			return svctype.StepKind{}, false, fmt.Errorf("action %q: this engine has no custom-table kind", name)
+	case svctype.ActionCustomTable, svctype.ActionNWayMatch:
+		// The step kind of that name says how an action of its kind runs (its Action form).
+		prim, ok := e.core.Environment().Lookup(string(a.Kind))
+		if !ok || prim.Action == nil {
+			return svctype.StepKind{}, false, fmt.Errorf("action %q: this engine has no %s kind", name, a.Kind)
 		}
-		return svctype.StepKind{Run: withStoredProperties(a, prim.Run)}, true, nil
-	case svctype.ActionNWayMatch:
-		k, err := steps.NWayAction(a.Properties)
+		k, err := prim.Action(a.Name, a.Properties)
 		if err != nil {
 			return svctype.StepKind{}, false, fmt.Errorf("action %q: %w", name, err)
 		}
 		return k, true, nil
 	}
 	return svctype.StepKind{}, false, fmt.Errorf("action %q has kind %q, which this build does not run", name, a.Kind)
-}
-
-// withStoredProperties runs a primitive on the action's stored properties, resolved in the
-// step's scope, with the step's own properties over them (a step passes its values).
-func withStoredProperties(a *svctype.Action, run svctype.StepFunc) svctype.StepFunc {
-	return func(ctx context.Context, call *svctype.StepCall) (any, error) {
-		stored, err := call.Resolve(ctx, a.Properties, call.Vars)
-		if err != nil {
-			return nil, fmt.Errorf("action %q properties: %w", a.Name, err)
-		}
-		props, _ := stored.(map[string]any)
-		merged := make(map[string]any, len(props)+len(call.Properties))
-		maps.Copy(merged, props)
-		maps.Copy(merged, call.Properties)
-		call.Properties = merged
-		return run(ctx, call)
-	}
 }
 
 // requestDone is what an http action's IO half hands to its Run half: the output, and the

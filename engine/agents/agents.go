@@ -25,17 +25,12 @@ import (
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
-// Store is the part of the store agents need.
-type Store interface {
-	storage.Runs
-	storage.Agents
-	storage.ActionsByName
-	storage.WorkflowsByID
-	storage.Actions
-}
-
 // JobTurn advances an agent run (RunID is the agent run's id).
 const JobTurn = "agent_turn"
+
+// LoopMode is the loop mode of a workflow step that runs an agent (a react loop), which
+// Register puts on the run core.
+const LoopMode = "react"
 
 // Events of standalone agents (spec section 6).
 const (
@@ -95,7 +90,7 @@ func New(c *core.Core, st Store, model func(baseURL, apiKey string) (agent.Model
 // running) and the cancel hook that stops a cancelled run's agents.
 func (a *Agents) Register(c *core.Core) {
 	c.RegisterJob(JobTurn, a.turnJob)
-	c.RegisterPause(core.LoopMode("react"), a.reactKind())
+	c.RegisterLoopMode(LoopMode, a.reactKind())
 	c.OnCancel(a.cancelChildren)
 }
 
@@ -168,14 +163,15 @@ func (a *Agents) ExecuteAgent(ctx context.Context, orgID string, in Input) (*svc
 	now := a.now().UTC()
 	r := &svctype.AgentRun{ID: "agent-" + uuid.NewString(), OrgID: orgID, Status: svctype.AgentStatus(agent.StatusRunning),
 		Config: cfgJSON, State: state, CreatedAt: now, UpdatedAt: now}
-	err = a.core.Store().InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
-		if err := storage.In[Store](tx).CreateAgentRun(ctx, r); err != nil {
+	err = a.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := Tx(stx)
+		if err := tx.CreateAgentRun(ctx, r); err != nil {
 			return err
 		}
 		if err := tx.EnqueueJob(ctx, &svctype.Job{OrgID: orgID, Kind: JobTurn, RunID: r.ID}); err != nil {
 			return err
 		}
-		return a.emit(ctx, tx, r, EventStarted, map[string]any{"agent_run_id": r.ID})
+		return a.emit(ctx, stx, r, EventStarted, map[string]any{"agent_run_id": r.ID})
 	})
 	if err != nil {
 		return nil, err
@@ -223,9 +219,9 @@ func (a *Agents) ResumeAgent(ctx context.Context, orgID, id, humanInput string, 
 		return nil, core.Invalid("/human_input", "at most %d characters", MaxObjectiveLen)
 	}
 	var out *svctype.AgentRun
-	err := a.core.Store().InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
-		q := storage.In[Store](tx)
-		r, err := q.GetAgentRun(ctx, orgID, id)
+	err := a.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := Tx(stx)
+		r, err := tx.GetAgentRun(ctx, orgID, id)
 		if err != nil {
 			return err
 		}
@@ -240,11 +236,11 @@ func (a *Agents) ResumeAgent(ctx context.Context, orgID, id, humanInput string, 
 			return err
 		}
 		r.Status, r.Reason, r.UpdatedAt = svctype.AgentStatus(st.Status), "", a.now().UTC()
-		if err := q.SaveAgentRun(ctx, r); err != nil {
+		if err := tx.SaveAgentRun(ctx, r); err != nil {
 			return err
 		}
 		if r.ParentRunID != "" {
-			if _, err := a.parentTx(ctx, tx, r, &st, agent.StatusPaused); err != nil {
+			if _, err := a.parentTx(ctx, stx, r, &st, agent.StatusPaused); err != nil {
 				return err
 			}
 		}
@@ -281,13 +277,13 @@ func (a *Agents) WaitAgent(ctx context.Context, orgID, id string, d time.Duratio
 }
 
 // emit appends an agent event (its run id is the agent run's).
-func (a *Agents) emit(ctx context.Context, tx storage.Tx, r *svctype.AgentRun, name string, payload map[string]any) error {
+func (a *Agents) emit(ctx context.Context, stx storage.Tx, r *svctype.AgentRun, name string, payload map[string]any) error {
 	ev, err := a.core.OrgEvent(r.OrgID, name, payload)
 	if err != nil {
 		return err
 	}
 	ev.RunID = r.ID
-	return a.core.Emit(ctx, tx, []svctype.Event{ev}, nil)
+	return a.core.Emit(ctx, stx, []svctype.Event{ev}, nil)
 }
 
 // ErrNoModelKey: the organization has no api:llm_api_key.

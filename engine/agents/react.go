@@ -110,7 +110,7 @@ func (a *Agents) expandDocs(ctx context.Context, orgID, s string) (string, error
 }
 
 // startReact starts a react step's agent run in the step's transaction.
-func (a *Agents) startReact(ctx context.Context, tx storage.Tx, p *core.PauseCall) error {
+func (a *Agents) startReact(ctx context.Context, stx storage.Tx, p *core.PauseCall) error {
 	props, err := p.Properties(ctx)
 	if err != nil {
 		return err
@@ -144,7 +144,8 @@ func (a *Agents) startReact(ctx context.Context, tx storage.Tx, p *core.PauseCal
 	now := a.now().UTC()
 	r := &svctype.AgentRun{ID: "agent-" + uuid.NewString(), OrgID: p.Run.OrgID, ParentRunID: p.Run.ID, ParentStep: p.Index,
 		Status: svctype.AgentStatus(agent.StatusRunning), Config: cfgJSON, State: state, CreatedAt: now, UpdatedAt: now}
-	if err := storage.In[Store](tx).CreateAgentRun(ctx, r); err != nil {
+	tx := Tx(stx)
+	if err := tx.CreateAgentRun(ctx, r); err != nil {
 		return err
 	}
 	if err := tx.EnqueueJob(ctx, &svctype.Job{OrgID: r.OrgID, Kind: JobTurn, RunID: r.ID}); err != nil {
@@ -153,7 +154,7 @@ func (a *Agents) startReact(ctx context.Context, tx storage.Tx, p *core.PauseCal
 	p.Emit(
 		p.Event(core.EventStepStarted, map[string]any{"run_id": p.Run.ID, "step_index": p.Index, "step_type": p.Step.Type}),
 		p.Event(core.EventLoopStarted, map[string]any{"run_id": p.Run.ID, "step_id": strconv.Itoa(p.Index), "step_index": p.Index,
-			"mode": "react", "total_items": 0, "agent_run_id": r.ID}))
+			"mode": LoopMode, "total_items": 0, "agent_run_id": r.ID}))
 	p.SetInputSummary(map[string]any{"objective": clip(in.Objective, 500), "tools": len(c.decls), "model": c.cfg.Model})
 	p.AddEffect(svctype.Effect{Kind: "agent_run_started", Target: r.ID})
 	return nil
@@ -171,7 +172,8 @@ func resultKeyOf(r *svctype.AgentRun) string {
 // parentTx tells a workflow agent's run of the agent's new status, in the agent's
 // checkpoint transaction: paused with it, released, or resumed past the step with the
 // result. It reports whether the parent run changed.
-func (a *Agents) parentTx(ctx context.Context, tx storage.Tx, r *svctype.AgentRun, st *agent.State, prev agent.Status) (bool, error) {
+func (a *Agents) parentTx(ctx context.Context, stx storage.Tx, r *svctype.AgentRun, st *agent.State, prev agent.Status) (bool, error) {
+	tx := Tx(stx)
 	parent, err := tx.GetRun(ctx, r.OrgID, r.ParentRunID)
 	if err != nil {
 		return false, err
@@ -181,9 +183,9 @@ func (a *Agents) parentTx(ctx context.Context, tx storage.Tx, r *svctype.AgentRu
 	}
 	switch {
 	case st.Status == agent.StatusPaused:
-		return true, a.core.HoldTx(ctx, tx, parent, true)
+		return true, a.core.HoldTx(ctx, stx, parent, true)
 	case st.Status == agent.StatusRunning && prev == agent.StatusPaused:
-		return true, a.core.HoldTx(ctx, tx, parent, false)
+		return true, a.core.HoldTx(ctx, stx, parent, false)
 	case !st.Status.Ended():
 		return false, nil
 	}
@@ -195,7 +197,7 @@ func (a *Agents) parentTx(ctx context.Context, tx storage.Tx, r *svctype.AgentRu
 		}
 	}
 	now := a.now().UTC()
-	return true, a.core.ResumeTx(ctx, tx, parent, core.Resume{Step: svctype.StepRecord{RunID: parent.ID, Index: r.ParentStep,
+	return true, a.core.ResumeTx(ctx, stx, parent, core.Resume{Step: svctype.StepRecord{RunID: parent.ID, Index: r.ParentStep,
 		Type: core.LoopStep, Status: svctype.StepCompleted, FinishedAt: &now, Output: out,
 		Effects: []svctype.Effect{{Kind: "agent_run_" + string(st.Status), Target: r.ID,
 			Detail: map[string]any{"iterations": st.Iterations, "reason": st.Reason}}}}})
@@ -203,14 +205,14 @@ func (a *Agents) parentTx(ctx context.Context, tx storage.Tx, r *svctype.AgentRu
 
 // cancelChildren cancels the agent runs of a workflow run being cancelled (a core cancel
 // hook): they stop, and their jobs go.
-func (a *Agents) cancelChildren(ctx context.Context, tx storage.Tx, run *svctype.Run, _ svctype.Actor) error {
-	q := storage.In[Store](tx)
-	kids, err := q.AgentRunsOf(ctx, run.OrgID, run.ID)
+func (a *Agents) cancelChildren(ctx context.Context, stx storage.Tx, run *svctype.Run, _ svctype.Actor) error {
+	tx := Tx(stx)
+	kids, err := tx.AgentRunsOf(ctx, run.OrgID, run.ID)
 	if err != nil {
 		return err
 	}
 	for i := range kids {
-		k, err := q.GetAgentRun(ctx, run.OrgID, kids[i].ID)
+		k, err := tx.GetAgentRun(ctx, run.OrgID, kids[i].ID)
 		if err != nil {
 			return err
 		}
@@ -227,13 +229,13 @@ func (a *Agents) cancelChildren(ctx context.Context, tx storage.Tx, run *svctype
 		}
 		now := a.now().UTC()
 		k.Status, k.Reason, k.UpdatedAt, k.FinishedAt = svctype.AgentStatus(st.Status), st.Reason, now, &now
-		if err := q.SaveAgentRun(ctx, k); err != nil {
+		if err := tx.SaveAgentRun(ctx, k); err != nil {
 			return err
 		}
 		if err := tx.DeleteJobs(ctx, run.OrgID, JobTurn, k.ID, ""); err != nil {
 			return err
 		}
-		if err := a.statusEvents(ctx, tx, k, &st); err != nil {
+		if err := a.statusEvents(ctx, stx, k, &st); err != nil {
 			return err
 		}
 	}

@@ -296,7 +296,7 @@ func (tb *toolbox) Call(ctx context.Context, call agent.ToolCall) (*agent.ToolRe
 		return nil, fmt.Errorf("%w: the action %q is not registered in this organization", agent.ErrUnknownTool, decl.Action)
 	}
 	orgID := tb.run.run.OrgID
-	kind, ok, err := tb.a.core.StepKindOf(ctx, tb.a.store, orgID, decl.Action)
+	kind, ok, err := tb.a.core.StepKindOf(ctx, nil, orgID, decl.Action)
 	if err != nil {
 		return nil, err
 	}
@@ -351,8 +351,8 @@ func (tb *toolbox) Call(ctx context.Context, call agent.ToolCall) (*agent.ToolRe
 		sc.IOResult = out
 	}
 	if kind.Run != nil {
-		err := tb.a.core.Store().InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
-			sc.Tables = tx
+		err := tb.a.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
+			tb.a.core.BindStepCall(stx, sc)
 			var err error
 			out, err = kind.Run(ctx, sc)
 			return err

@@ -28,7 +28,7 @@ type turn struct {
 
 func (a *Agents) turnJob(ctx context.Context, job *svctype.Job) error {
 	complete := func() error {
-		return a.core.Store().InTx(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.CompleteJob(ctx, job) })
+		return a.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error { return Tx(stx).CompleteJob(ctx, job) })
 	}
 	r, err := a.store.GetAgentRun(ctx, job.OrgID, job.RunID)
 	if errors.Is(err, core.ErrNotFound) {
@@ -70,7 +70,7 @@ func (a *Agents) turnJob(ctx context.Context, job *svctype.Job) error {
 	}
 	// The slice is spent: back to the queue, behind the jobs due now.
 	job.RunAt = time.Time{}
-	if err := a.core.Store().InTx(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.RenewJob(ctx, job, 0) }); err != nil {
+	if err := a.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error { return Tx(stx).RenewJob(ctx, job, 0) }); err != nil {
 		return err
 	}
 	a.core.Notify()
@@ -114,7 +114,8 @@ func (t *turn) Chat(ctx context.Context, req agent.Request) (*agent.Response, er
 // result being saved is not made again: outcome unknown.
 func (t *turn) outside(ctx context.Context, key string, call func(ctx context.Context)) error {
 	var intent *svctype.CallIntent
-	err := t.a.core.Store().InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err := t.a.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := Tx(stx)
 		if err := tx.RenewJob(ctx, t.job, t.a.core.Lease()); err != nil {
 			return err
 		}
@@ -148,23 +149,24 @@ func (t *turn) save(ctx context.Context, st *agent.State) error {
 		next.FinishedAt = &now
 	}
 	parentChanged := false
-	err = t.a.core.Store().InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = t.a.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := Tx(stx)
 		if err := tx.RenewJob(ctx, t.job, t.a.core.Lease()); err != nil {
 			return err
 		}
-		if err := storage.In[Store](tx).SaveAgentRun(ctx, &next); err != nil {
+		if err := tx.SaveAgentRun(ctx, &next); err != nil {
 			return err
 		}
 		if err := tx.CloseCalls(ctx, next.OrgID, next.ID); err != nil {
 			return err
 		}
 		if st.Status != prev {
-			if err := t.a.statusEvents(ctx, tx, &next, st); err != nil {
+			if err := t.a.statusEvents(ctx, stx, &next, st); err != nil {
 				return err
 			}
 			if next.ParentRunID != "" {
 				var err error
-				if parentChanged, err = t.a.parentTx(ctx, tx, &next, st, prev); err != nil {
+				if parentChanged, err = t.a.parentTx(ctx, stx, &next, st, prev); err != nil {
 					return err
 				}
 			}
@@ -185,15 +187,15 @@ func (t *turn) save(ctx context.Context, st *agent.State) error {
 }
 
 // statusEvents are the events of an agent run entering st.Status.
-func (a *Agents) statusEvents(ctx context.Context, tx storage.Tx, r *svctype.AgentRun, st *agent.State) error {
+func (a *Agents) statusEvents(ctx context.Context, stx storage.Tx, r *svctype.AgentRun, st *agent.State) error {
 	payload := map[string]any{"agent_run_id": r.ID, "status": st.Status, "iterations": st.Iterations}
 	switch st.Status {
 	case agent.StatusCompleted:
 		payload["final_answer"], payload["confidence"] = st.Answer, st.Confidence
-		return a.emit(ctx, tx, r, EventCompleted, payload)
+		return a.emit(ctx, stx, r, EventCompleted, payload)
 	case agent.StatusPaused:
 		payload["paused_reason"] = st.Reason
-		if err := a.emit(ctx, tx, r, EventPaused, payload); err != nil {
+		if err := a.emit(ctx, stx, r, EventPaused, payload); err != nil {
 			return err
 		}
 		if r.ParentRunID != "" {
@@ -207,15 +209,15 @@ func (a *Agents) statusEvents(ctx context.Context, tx storage.Tx, r *svctype.Age
 		if options == nil {
 			options = []string{}
 		}
-		return a.emit(ctx, tx, r, EventApprovalRequested, map[string]any{
+		return a.emit(ctx, stx, r, EventApprovalRequested, map[string]any{
 			"source": "standalone_agent", "agent_run_id": r.ID, "run_id": nil, "step_id": nil,
 			"question": p.Question, "options": options, "context_summary": p.ContextSummary, "urgency": p.Urgency,
 			"status": svctype.ApprovalPending,
 		})
 	case agent.StatusFailed, agent.StatusBudgetExceeded:
-		return a.emit(ctx, tx, r, EventFailed, payload)
+		return a.emit(ctx, stx, r, EventFailed, payload)
 	case agent.StatusCancelled:
-		return a.emit(ctx, tx, r, EventCancelled, payload)
+		return a.emit(ctx, stx, r, EventCancelled, payload)
 	}
 	return nil
 }

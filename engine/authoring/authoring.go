@@ -3,8 +3,8 @@
 // custom tables it creates); publishing a bundle registers and creates what it needs and
 // puts the workflow in one transaction, and a published process executes.
 //
-// It plugs into the run core like every feature: its own store interface
-// (storage.Authoring), the core's seams for checking and writing a workflow inside a
+// It plugs into the run core like every feature: its own store interfaces (Store, Tx: the
+// methods it calls), the core's seams for checking and writing a workflow inside a
 // transaction (core.CheckWorkflowWith, core.PutWorkflowTx), and the actions feature's
 // (actions.CheckAction, actions.PutActionTx).
 package authoring
@@ -32,12 +32,12 @@ import (
 type Authoring struct {
 	core    *core.Core
 	actions *actions.Actions
-	store   storage.Full
+	store   Store
 	model   ModelFunc
 }
 
 // New builds the feature on the core and the actions feature.
-func New(c *core.Core, a *actions.Actions, st storage.Full) *Authoring {
+func New(c *core.Core, a *actions.Actions, st Store) *Authoring {
 	return &Authoring{core: c, actions: a, store: st}
 }
 
@@ -371,9 +371,10 @@ func (a *Authoring) Publish(ctx context.Context, orgID, bundleID, note string) (
 	}
 	out := &Published{Process: p, Actions: []string{}, ActionsKept: []string{}, TablesCreated: []string{}, TablesKept: []string{}}
 	now := a.core.Now().UTC()
-	err = a.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err = a.store.InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := Tx(stx)
 		for _, act := range c.actions {
-			created, err := a.actions.PutActionTx(ctx, storage.In[storage.Actions](tx), orgID, act)
+			created, err := a.actions.PutActionTx(ctx, stx, orgID, act)
 			if err != nil {
 				return err
 			}
@@ -395,7 +396,7 @@ func (a *Authoring) Publish(ctx context.Context, orgID, bundleID, note string) (
 			case !errors.Is(err, core.ErrNotFound):
 				return err
 			}
-			if _, err := tables.Create(ctx, tx, orgID, t.Name, t.Fields, t.Indexes, now); err != nil {
+			if _, err := tables.Create(ctx, stx, orgID, t.Name, t.Fields, t.Indexes, now); err != nil {
 				return err
 			}
 			out.TablesCreated = append(out.TablesCreated, t.Name)
@@ -410,19 +411,19 @@ func (a *Authoring) Publish(ctx context.Context, orgID, bundleID, note string) (
 				return err
 			}
 		}
-		w, err := a.core.PutWorkflowTx(ctx, tx, orgID, workflowID, core.WorkflowInput{Name: p.Name, Definition: c.dsl.Definition},
+		w, err := a.core.PutWorkflowTx(ctx, stx, orgID, workflowID, core.WorkflowInput{Name: p.Name, Definition: c.dsl.Definition},
 			func(n string) bool { return names[n] })
 		if err != nil {
 			return err
 		}
 		out.Workflow = w
-		if err := storage.In[storage.Authoring](tx).PublishBundle(ctx, orgID, b.ID, note, w.ID, w.Version, now); err != nil {
+		if err := tx.PublishBundle(ctx, orgID, b.ID, note, w.ID, w.Version, now); err != nil {
 			if errors.Is(err, core.ErrConflict) {
 				return ErrAlreadyPublished
 			}
 			return err
 		}
-		if err := storage.In[storage.Authoring](tx).SetProcessPublished(ctx, orgID, p.ID, b.ID, w.ID, w.Version, now); err != nil {
+		if err := tx.SetProcessPublished(ctx, orgID, p.ID, b.ID, w.ID, w.Version, now); err != nil {
 			return err
 		}
 		ev, err := a.core.OrgEvent(orgID, "workflow_creation_status", map[string]any{
@@ -430,7 +431,7 @@ func (a *Authoring) Publish(ctx context.Context, orgID, bundleID, note string) (
 		if err != nil {
 			return err
 		}
-		return a.core.Emit(ctx, tx, []svctype.Event{ev}, nil)
+		return a.core.Emit(ctx, stx, []svctype.Event{ev}, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -513,8 +514,8 @@ func (e *WorkflowOwnedError) Error() string {
 func (e *WorkflowOwnedError) Is(target error) bool { return target == core.ErrConflict }
 
 // refuseOwnedDelete is the core's delete hook: a workflow a process publishes stays.
-func (a *Authoring) refuseOwnedDelete(ctx context.Context, tx storage.Tx, orgID, workflowID string) error {
-	p, err := storage.In[storage.Authoring](tx).ProcessOfWorkflow(ctx, orgID, workflowID)
+func (a *Authoring) refuseOwnedDelete(ctx context.Context, stx storage.Tx, orgID, workflowID string) error {
+	p, err := Tx(stx).ProcessOfWorkflow(ctx, orgID, workflowID)
 	if errors.Is(err, core.ErrNotFound) {
 		return nil
 	}

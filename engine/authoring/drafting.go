@@ -61,11 +61,12 @@ func (a *Authoring) Generate(ctx context.Context, orgID, prompt string, o LLMOpt
 	now := a.core.Now().UTC()
 	g := &svctype.Generation{ID: "gen_" + uuid.NewString(), OrgID: orgID, Prompt: prompt, Model: o.Model, Temperature: o.Temperature,
 		Status: svctype.GenerationProcessing, CreatedAt: now, UpdatedAt: now}
-	err := a.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
-		if err := storage.In[storage.Authoring](tx).CreateGeneration(ctx, g); err != nil {
+	err := a.store.InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := Tx(stx)
+		if err := tx.CreateGeneration(ctx, g); err != nil {
 			return err
 		}
-		if err := a.generationEvent(ctx, tx, g); err != nil {
+		if err := a.generationEvent(ctx, stx, g); err != nil {
 			return err
 		}
 		return tx.EnqueueJob(ctx, &svctype.Job{OrgID: orgID, Kind: JobGenerate, RunID: g.ID})
@@ -105,7 +106,7 @@ func (a *Authoring) GetGeneration(ctx context.Context, orgID, id string) (*svcty
 	return a.store.GetGeneration(ctx, orgID, id)
 }
 
-func (a *Authoring) generationEvent(ctx context.Context, tx storage.Tx, g *svctype.Generation) error {
+func (a *Authoring) generationEvent(ctx context.Context, stx storage.Tx, g *svctype.Generation) error {
 	payload := map[string]any{"generation_id": g.ID, "status": g.Status}
 	switch g.Status {
 	case svctype.GenerationCompleted:
@@ -117,7 +118,7 @@ func (a *Authoring) generationEvent(ctx context.Context, tx storage.Tx, g *svcty
 	if err != nil {
 		return err
 	}
-	return a.core.Emit(ctx, tx, []svctype.Event{ev}, nil)
+	return a.core.Emit(ctx, stx, []svctype.Event{ev}, nil)
 }
 
 // generateJob drafts a generation: the model calls are made with no transaction held; the
@@ -143,11 +144,12 @@ func (a *Authoring) generateJob(ctx context.Context, job *svctype.Job) error {
 		}
 		g.UpdatedAt = a.core.Now().UTC()
 	}
-	return a.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+	return a.store.InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
+		tx := Tx(stx)
 		if g != nil && g.Status != svctype.GenerationProcessing {
-			switch err := storage.In[storage.Authoring](tx).FinishGeneration(ctx, g); {
+			switch err := tx.FinishGeneration(ctx, g); {
 			case err == nil:
-				if err := a.generationEvent(ctx, tx, g); err != nil {
+				if err := a.generationEvent(ctx, stx, g); err != nil {
 					return err
 				}
 			case !errors.Is(err, core.ErrConflict):
@@ -309,6 +311,20 @@ func orDefault(s, def string) string {
 	return s
 }
 
+// pauseTypes lists the step types that pause a run, as the run core's registry has them
+// (the people in the loop's approvals and forms), each with its synopsis: ", PbotApproval
+// ({approver_role, comment}), ...".
+func pauseTypes(c *core.Core) string {
+	var b strings.Builder
+	for _, name := range c.PauseTypes() {
+		b.WriteString(", " + name)
+		if k, _ := c.LookupPause(name); k.Synopsis != "" {
+			b.WriteString(" (" + k.Synopsis + ")")
+		}
+	}
+	return b.String()
+}
+
 // draftingSystemPrompt tells the model what a bundle is and which step types exist.
 func draftingSystemPrompt(c *core.Core) string {
 	return `You draft workflow bundles for svcflow, a workflow automation service. Answer with ONE JSON object:
@@ -321,7 +337,7 @@ func draftingSystemPrompt(c *core.Core) string {
   "external_dependency_notes": [ "each org config key the bundle needs (orgconfig:<key>) and what it holds; other systems it calls" ]
 }
 A step is {"type": <type>, "properties": {...}}. Types: the primitives ` + strings.Join(c.Environment().Kinds(), ", ") +
-		`, loop, PbotApproval ({approver_role, comment}), PbotForm ({expected_keys}); or the action_name of an action in actions_to_register.
+		`, loop` + pauseTypes(c) + `; or the action_name of an action in actions_to_register.
 An action registration is {"action_name", "kind": "http|db|llm|custom-table|nway_match", "description", ...} with the fields of its kind:
 http {url, http_method, headers}, db {datasource: "orgconfig:db:<name>", query}, llm {template, model}, custom-table and nway_match {properties}.
 A custom-table step writes or reads a table: {"table", "operation": "write|upsert|read", "keys": [...], "values": [...], "fields": {...}}; every table it names must be in custom_tables_to_create.

@@ -97,7 +97,7 @@ func (e *Core) chainSteps(ctx context.Context, tx storage.Tx, job *svctype.Job, 
 
 // chainable reports whether step runs wholly inside a transaction, whichever way its
 // filter goes: it may then commit with the step before it.
-func (e *Core) chainable(ctx context.Context, q storage.Runs, st *runState, step *svctype.Step) (bool, error) {
+func (e *Core) chainable(ctx context.Context, tx storage.Tx, st *runState, step *svctype.Step) (bool, error) {
 	for _, s := range []*svctype.Step{step, step.OnFalse} {
 		if s == nil {
 			continue
@@ -105,7 +105,7 @@ func (e *Core) chainable(ctx context.Context, q storage.Runs, st *runState, step
 		if _, pauses := e.stepPause(s); pauses || s.Type == LoopStep {
 			return false, nil
 		}
-		kind, ok, err := e.lookupKind(ctx, q, st.run.OrgID, s.Type)
+		kind, ok, err := e.lookupKind(ctx, tx, st.run.OrgID, s.Type)
 		if err != nil || !ok {
 			return false, err
 		}

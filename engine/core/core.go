@@ -2,11 +2,12 @@
 // one committed step at a time (foreach included), steps that call other systems (intents,
 // the I/O pool, the step slot given back), waiting for a run, schedules, definition checks
 // and job dispatch. It knows no feature by name. Features plug in through the registry on
-// a Core (registry.go): step kinds (Environment), pause kinds, job handlers, event sinks,
-// step sources, cancel hooks, the secret source, and the evaluator's prefix resolvers.
+// a Core (registry.go): step kinds (Environment), step call hooks, pause kinds, loop modes,
+// job handlers, event sinks, step sources, cancel hooks, the secret source, and the
+// evaluator's prefix resolvers.
 //
-// A step commits its output, its table writes, its events and the run's next position in
-// one transaction. A step that calls another system makes the call outside any transaction
+// A step commits its output, what its kind wrote in the step's transaction (custom-table
+// rows), its events and the run's next position in one transaction. A step that calls another system makes the call outside any transaction
 // and outside its worker's step slot, with an idempotency key and a recorded intent, and
 // commits only the result (io.go). It must not do I/O of its own beyond its store.
 package core
@@ -88,8 +89,7 @@ type Core struct {
 	// tracer makes spans when tracing is on (tracing.Enabled), else it is nil.
 	tracer trace.Tracer
 
-	defs   *defCache
-	tables tableCache
+	defs *defCache
 	// states holds the state of runs this process started or handed back, until it
 	// claims their job again.
 	states *runCache
@@ -156,7 +156,6 @@ func New(cfg Config) (*Core, error) {
 	e.eval = expr.New()
 	e.defs = newDefCache(1024)
 	e.reg = newRegistry()
-	e.reg.jobs[svctype.JobBuildIndex] = e.buildIndexJob
 	return e, nil
 }
 

@@ -220,11 +220,9 @@ func (e *Core) checkStep(s *svctype.Step, at string, c *checked) []Problem {
 	return out
 }
 
-// Loop modes.
-const (
-	loopForeach = "foreach"
-	loopReact   = "react"
-)
+// loopForeach is the loop mode the core runs itself; the others are registered
+// (RegisterLoopMode).
+const loopForeach = "foreach"
 
 // DefaultMaxIterations caps a foreach's elements when max_iterations is absent;
 // MaxIterations is the most max_iterations may say. A foreach commits each element on its
@@ -245,20 +243,15 @@ func (e *Core) checkLoop(s *svctype.Step, at string, c *checked) []Problem {
 			out = append(out, Problem{Pointer: at + "/properties/max_iterations", Message: fmt.Sprintf("must be an integer from 1 to %d (default %d)", MaxIterations, DefaultMaxIterations)})
 		}
 	}
-	switch mode {
-	case loopForeach:
-	case loopReact:
-		k, ok := e.pauseKind(LoopMode(loopReact))
+	if mode != loopForeach {
+		k, ok := e.pauseKind(LoopMode(mode))
 		if !ok {
-			c.warnings = append(c.warnings, fmt.Sprintf("%s/properties/mode: loop mode react (agents) is not available in this engine; a run fails at this step", at))
-			return out
+			return append(out, Problem{Pointer: at + "/properties/mode", Message: "must be " + strings.Join(e.LoopModes(), " or ")})
 		}
 		if k.Check != nil {
 			out = append(out, k.Check(p, at+"/properties")...)
 		}
 		return out
-	default:
-		return append(out, Problem{Pointer: at + "/properties/mode", Message: "must be foreach or react"})
 	}
 	switch items := p["items"].(type) {
 	case string:

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/svcflow/svcflow/engine/steps"
@@ -66,22 +67,40 @@ func (env *Environment) Kinds() []string {
 	return names
 }
 
-// RegisterAction registers an action of a kind whose code ships with the engine, under
-// name, so that name works as a step type (and, later, as an agent tool). Until the
-// /actions routes exist this is how an embedding program declares one. Kinds available
-// now: nway_match (properties: a complete nway_match configuration).
+// RegisterAction registers under name, for every organization, an action of a kind whose
+// configuration is its properties: a kind of this Environment with an Action form
+// (svctype.StepKind.Action: custom-table and nway_match), which checks properties and says
+// how they meet a step's. An embedding program declares its actions in code this way;
+// an organization's own are stored through the /actions routes (Engine.CreateAction), as
+// are the kinds that call other systems (http, db, llm), whose clients and secrets are the
+// actions feature's. A kind a feature registers (custom-table) is in the Environment once
+// the engine is assembled (engine.New).
 func (env *Environment) RegisterAction(name, kind string, properties map[string]any) error {
 	if name == "" || name == LoopStep {
 		return fmt.Errorf("action name %q is not usable", name)
 	}
-	switch kind {
-	case steps.NWayMatch:
-		k, err := steps.NWayAction(properties)
-		if err != nil {
-			return err
-		}
-		env.RegisterStepKind(name, k)
-		return nil
+	k, ok := env.Lookup(kind)
+	if !ok || k.Action == nil {
+		return fmt.Errorf("action kind %q is not available in this environment (%s)", kind, strings.Join(env.actionKinds(), ", "))
 	}
-	return fmt.Errorf("action kind %q is not available in this build (nway_match is)", kind)
+	ak, err := k.Action(name, properties)
+	if err != nil {
+		return err
+	}
+	env.RegisterStepKind(name, ak)
+	return nil
+}
+
+// actionKinds lists the kinds an action may be of (those with an Action form), sorted.
+func (env *Environment) actionKinds() []string {
+	env.mu.RLock()
+	defer env.mu.RUnlock()
+	var out []string
+	for name, k := range env.kinds {
+		if k.Action != nil {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -216,7 +216,7 @@ func (e *Core) makeCall(ctx context.Context, job *svctype.Job, st *runState, n *
 		return nil
 	}
 	call := n.call.Detached()
-	call.IdempotencyKey, call.Try, call.Tables = n.key, intent.Tries, nil
+	call.IdempotencyKey, call.Try = n.key, intent.Tries
 	if err := e.OutsideCall(ctx, st.run.OrgID, e.callTimeout, func(ctx context.Context) {
 		res.out, res.err = n.kind.IO(ctx, call)
 	}); err != nil {
@@ -279,19 +279,21 @@ func (e *Core) unit(ctx context.Context, job *svctype.Job, st *runState, fn func
 }
 
 // StepKindOf returns the step kind a step of stepType runs for orgID (the Environment's, or
-// one a step source defines), read through q: what an agent's tool runs.
-func (e *Core) StepKindOf(ctx context.Context, q storage.Runs, orgID, stepType string) (svctype.StepKind, bool, error) {
-	return e.lookupKind(ctx, q, orgID, stepType)
+// one a step source defines), read through tx (nil: outside a transaction): what an agent's
+// tool runs.
+func (e *Core) StepKindOf(ctx context.Context, tx storage.Tx, orgID, stepType string) (svctype.StepKind, bool, error) {
+	return e.lookupKind(ctx, tx, orgID, stepType)
 }
 
 // lookupKind returns the step kind of a step type: a kind of the Environment, or one the
-// organization defines (its registered action of that name), read through q.
-func (e *Core) lookupKind(ctx context.Context, q storage.Runs, orgID, stepType string) (svctype.StepKind, bool, error) {
+// organization defines (its registered action of that name), read through tx (nil:
+// outside a transaction, each source through its own store).
+func (e *Core) lookupKind(ctx context.Context, tx storage.Tx, orgID, stepType string) (svctype.StepKind, bool, error) {
 	if kind, ok := e.env.Lookup(stepType); ok {
 		return kind, true, nil
 	}
 	for _, src := range e.sources() {
-		kind, ok, err := src.StepKind(ctx, q, orgID, stepType)
+		kind, ok, err := src.StepKind(ctx, tx, orgID, stepType)
 		if err != nil || ok {
 			return kind, ok, err
 		}
@@ -326,7 +328,7 @@ func (e *Core) workAhead(ctx context.Context, job *svctype.Job, st *runState, st
 		call.Secret = e.secretFor(st.run.OrgID)
 		return e.makeCall(ctx, job, st, &needIO{key: key, kind: kind, call: call})
 	}
-	call.Tables = cachedTables{TableStore: e.store, cache: &e.tables}
+	e.BindStepCall(nil, call)
 	out, err := kind.Run(ctx, call)
 	if err != nil {
 		return nil
@@ -387,7 +389,7 @@ func (e *Core) ahead(ctx context.Context, st *runState, step *svctype.Step, inde
 	if _, pauses := e.stepPause(step); pauses || step.Type == LoopStep {
 		return none, nil, "", false
 	}
-	kind, ok, err := e.lookupKind(ctx, e.store, st.run.OrgID, step.Type)
+	kind, ok, err := e.lookupKind(ctx, nil, st.run.OrgID, step.Type)
 	if err != nil || !ok || !want(kind, step) {
 		return none, nil, "", false
 	}

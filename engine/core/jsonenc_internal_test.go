@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/engine/expr"
 )
 
 // sameAsMarshal fails unless encodeValue writes exactly json.Marshal's bytes for v.
@@ -110,7 +112,16 @@ func FuzzEncodeValue(f *testing.F) {
 	})
 }
 
+// BenchmarkEncodeOutputs: ours against encoding/json on what steps output. The figures
+// against goccy/go-json and segmentio/encoding are in docs/decisions.md ("Output encoder").
 func BenchmarkEncodeOutputs(b *testing.B) {
+	// make bench-runs' run (hosts/worker ledgerFlow): an upsert's, a read's and a write's
+	// outputs as the executor holds them after normalize, each encoded on its own.
+	ledger := []any{
+		map[string]any{"table": "accounts", "written": json.Number("1"), "dropped": []any{}},
+		[]any{map[string]any{"id": "acct-13", "amount": json.Number("13")}},
+		map[string]any{"table": "ledger", "written": json.Number("1"), "dropped": []any{}},
+	}
 	// A matcher's matched output: pairs of 4-field records.
 	r := rand.New(rand.NewPCG(3, 4))
 	pairs := make([]any, 46_000)
@@ -121,20 +132,35 @@ func BenchmarkEncodeOutputs(b *testing.B) {
 	for i := range pairs {
 		pairs[i] = map[string]any{"left": rec(), "right": rec()}
 	}
-	b.Run("json.Marshal", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := json.Marshal(pairs); err != nil {
-				b.Fatal(err)
+	// An output that holds a large input's array as read, lazily (JSON kept as bytes).
+	rows, err := encodeValue(pairs[:20_000])
+	require.NoError(b, err)
+	lazy := map[string]any{"rows": expr.NewLazy(rows), "count": float64(20_000)}
+	for _, c := range []struct {
+		name    string
+		marshal func(any) ([]byte, error)
+	}{{"json.Marshal", json.Marshal}, {"encodeValue", encodeValue}} {
+		b.Run("ledger/"+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, v := range ledger {
+					if _, err := c.marshal(v); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
+		})
+		for name, v := range map[string]any{"pairs-page": pairs[:1000], "pairs": pairs, "lazy": lazy} {
+			b.Run(name+"/"+c.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := c.marshal(v); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
-	})
-	b.Run("encodeValue", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := encodeValue(pairs); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	}
 }
 
 // TestEncodeOutputInParts: a large array is encoded straight into parts of per elements

@@ -171,7 +171,7 @@ func (e *Core) batchable(ctx context.Context, st *runState, plan *loopPlan) bool
 			if _, pauses := e.pauseKind(t.Type); pauses {
 				return false
 			}
-			kind, ok, err := e.lookupKind(ctx, e.store, st.run.OrgID, t.Type)
+			kind, ok, err := e.lookupKind(ctx, nil, st.run.OrgID, t.Type)
 			if err != nil || !ok || kind.IO != nil || kind.Run == nil {
 				return false
 			}

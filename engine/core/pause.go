@@ -33,6 +33,9 @@ type PauseKind struct {
 	// the step's work goes on elsewhere (an agent run) and ends with ResumeTx. HoldTx pauses
 	// and releases such a run while it waits for a person.
 	KeepRunning bool
+	// Synopsis is the step's main properties in a line ("{approver_role, comment}"), for
+	// whoever describes the step types to an author (the drafting prompt).
+	Synopsis string
 }
 
 // PauseCall is what a pause kind gets: the run, the step, and where its records go.

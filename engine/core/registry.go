@@ -3,8 +3,11 @@ package core
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
+	"github.com/svcflow/svcflow/engine/steps"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -12,11 +15,15 @@ import (
 // The seam. A feature plugs into the run core by registering on a Core, before the Core
 // does any work (engine.New registers every built-in feature):
 //
-//   - step kinds: Environment().RegisterStepKind (a kind with an IO half is an outside call);
+//   - step kinds: Environment().RegisterStepKind (a kind with an IO half is an outside call;
+//     a kind with an Action form can be the kind of a registered action);
 //   - step sources: RegisterStepSource, for step types an organization defines (its
 //     registered actions);
+//   - step call hooks: OnStepCall, which give a step kind what a feature keeps in the step's
+//     transaction (custom tables: StepCall.Tables);
 //   - pause kinds: RegisterPause, for steps that stop their run until something happens
-//     (approvals, forms; agents that ask a person);
+//     (approvals, forms);
+//   - loop modes: RegisterLoopMode, for a loop that is not a foreach (an agent's);
 //   - job handlers: RegisterJob, for every job kind but run steps and schedules;
 //   - event sinks: RegisterSink, told of every event in the transaction that emits it
 //     (webhook fan-out);
@@ -26,7 +33,10 @@ import (
 //   - prefix resolvers: Evaluator().RegisterPrefix (doc:).
 //
 // What the core offers features in return is exported beside it: Emit, StartTx and
-// Started, ResumeTx and Resumed, OutsideCall, PauseCall.Outside.
+// Started, ResumeTx and Resumed, OutsideCall, PauseCall.Outside, BindStepCall. A feature
+// that needs to know another's step types asks the registry (IsStepType, LoopModes,
+// PauseTypes) rather than naming them: the core and every feature know a step type only
+// by what was registered under its name.
 
 // JobHandler runs one claimed job of a registered kind. Its ctx carries the job's
 // organization (svctype.OrgFrom) and is not cancelled when the worker drains.
@@ -45,10 +55,10 @@ type EventSink func(ctx context.Context, tx storage.Tx, evs []svctype.Event, sub
 
 // StepSource supplies the step kinds of step types an organization defines itself.
 type StepSource interface {
-	// StepKind returns the kind that runs stepType for orgID, reading through q on a miss
-	// of its cache (inside a step's transaction q is the transaction); false when the
-	// organization has nothing of that name.
-	StepKind(ctx context.Context, q storage.Runs, orgID, stepType string) (svctype.StepKind, bool, error)
+	// StepKind returns the kind that runs stepType for orgID, reading on a miss of its cache
+	// through tx (the step's transaction) or, when tx is nil (outside one), through its own
+	// store; false when the organization has nothing of that name.
+	StepKind(ctx context.Context, tx storage.Tx, orgID, stepType string) (svctype.StepKind, bool, error)
 	// Defines reports whether the organization has something of that name now (a
 	// definition naming it is valid without a warning).
 	Defines(ctx context.Context, orgID, stepType string) bool
@@ -62,23 +72,39 @@ type CancelHook func(ctx context.Context, tx storage.Tx, run *svctype.Run, actor
 // deleted; an error refuses the deletion (a feature that owns the workflow says so).
 type DeleteWorkflowHook func(ctx context.Context, tx storage.Tx, orgID, workflowID string) error
 
+// StepCallHook gives a step kind what a feature keeps in the step's transaction: it sets
+// fields of call before the kind's Run half runs (custom tables set StepCall.Tables). tx
+// is the step's transaction, or nil for a read-only step run ahead of it, outside any
+// transaction (the feature reads through its own store then). An IO half gets nothing.
+type StepCallHook func(tx storage.Tx, call *svctype.StepCall)
+
 // SecretSource returns the plaintext of one of an organization's secrets (org config) for
 // an outside call; a missing key is an error wrapping svctype.ErrNotFound.
 type SecretSource func(ctx context.Context, orgID, key string) (string, error)
 
 type registry struct {
-	mu      sync.RWMutex
-	jobs    map[string]JobHandler
-	pauses  map[string]PauseKind
-	sinks   []EventSink
-	sources []StepSource
-	cancels []CancelHook
-	deletes []DeleteWorkflowHook
-	secrets SecretSource
+	mu        sync.RWMutex
+	jobs      map[string]JobHandler
+	pauses    map[string]PauseKind
+	sinks     []EventSink
+	sources   []StepSource
+	stepCalls []StepCallHook
+	cancels   []CancelHook
+	deletes   []DeleteWorkflowHook
+	secrets   SecretSource
+	// reserved are step types taken whatever the Environment holds (IsStepType).
+	reserved map[string]bool
 }
 
 func newRegistry() registry {
-	return registry{jobs: map[string]JobHandler{}, pauses: map[string]PauseKind{}}
+	// The built-in primitives keep their names in an engine whose Environment leaves them
+	// out (NewEmptyEnvironment): an action of that name would be shadowed by them the day
+	// the embedding program adds them.
+	reserved := map[string]bool{LoopStep: true}
+	for name := range steps.Builtins() {
+		reserved[name] = true
+	}
+	return registry{jobs: map[string]JobHandler{}, pauses: map[string]PauseKind{}, reserved: reserved}
 }
 
 // RegisterJob makes h run the jobs of kind. The run core's own kinds may not be taken.
@@ -92,7 +118,7 @@ func (e *Core) RegisterJob(kind string, h JobHandler) {
 }
 
 // RegisterPause makes steps of stepType pause their run with k. A loop mode other than
-// foreach is served by the pause kind registered as LoopMode(mode) (loop:react, agents).
+// foreach is registered with RegisterLoopMode.
 func (e *Core) RegisterPause(stepType string, k PauseKind) {
 	if stepType == LoopStep || stepType == LoopMode(loopForeach) {
 		panic("core: loop and its foreach are the run core's")
@@ -101,6 +127,11 @@ func (e *Core) RegisterPause(stepType string, k PauseKind) {
 	defer e.reg.mu.Unlock()
 	e.reg.pauses[stepType] = k
 }
+
+// RegisterLoopMode makes loop steps of mode (other than foreach, which is the core's) run as
+// the pause kind k: the step's work goes on elsewhere (an agent run, k.KeepRunning) and ends
+// with ResumeTx. Its Check validates the loop's properties.
+func (e *Core) RegisterLoopMode(mode string, k PauseKind) { e.RegisterPause(LoopMode(mode), k) }
 
 // RegisterSink adds a sink every emitted event goes through, in registration order.
 func (e *Core) RegisterSink(s EventSink) {
@@ -115,6 +146,26 @@ func (e *Core) RegisterStepSource(s StepSource) {
 	e.reg.mu.Lock()
 	defer e.reg.mu.Unlock()
 	e.reg.sources = append(e.reg.sources, s)
+}
+
+// OnStepCall adds a hook run on the call of every step kind's Run half (and of a read run
+// ahead of its transaction), in registration order.
+func (e *Core) OnStepCall(h StepCallHook) {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	e.reg.stepCalls = append(e.reg.stepCalls, h)
+}
+
+// BindStepCall runs the step call hooks on call for tx: a feature that runs a step kind in
+// a transaction of its own (an agent's tool) calls it before the kind's Run half, so that
+// the kind finds in call what it finds in a workflow's step.
+func (e *Core) BindStepCall(tx storage.Tx, call *svctype.StepCall) {
+	e.reg.mu.RLock()
+	hooks := e.reg.stepCalls
+	e.reg.mu.RUnlock()
+	for _, h := range hooks {
+		h(tx, call)
+	}
 }
 
 // OnCancel adds a hook run in the transaction of every cancellation.
@@ -154,6 +205,52 @@ func (e *Core) pauseKind(stepType string) (PauseKind, bool) {
 
 // LoopMode is the registry name of the pause kind that runs loops of mode.
 func LoopMode(mode string) string { return LoopStep + ":" + mode }
+
+// LoopModes lists the loop modes this engine runs, foreach first, the registered ones after
+// it, sorted.
+func (e *Core) LoopModes() []string {
+	e.reg.mu.RLock()
+	defer e.reg.mu.RUnlock()
+	var modes []string
+	for name := range e.reg.pauses {
+		if mode, ok := strings.CutPrefix(name, LoopMode("")); ok {
+			modes = append(modes, mode)
+		}
+	}
+	slices.Sort(modes)
+	return append([]string{loopForeach}, modes...)
+}
+
+// PauseTypes lists the step types of the registered pause kinds (loop modes aside), sorted.
+func (e *Core) PauseTypes() []string {
+	e.reg.mu.RLock()
+	defer e.reg.mu.RUnlock()
+	var out []string
+	for name := range e.reg.pauses {
+		if !strings.HasPrefix(name, LoopMode("")) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// LookupPause returns the pause kind registered for steps of stepType.
+func (e *Core) LookupPause(stepType string) (PauseKind, bool) { return e.pauseKind(stepType) }
+
+// IsStepType reports whether name is a step type of this engine: the loop primitive, a kind
+// of its Environment, a pause kind, or a built-in primitive the Environment leaves out. An
+// organization's action may not take such a name: the step type would shadow it, or be
+// shadowed by it.
+func (e *Core) IsStepType(name string) bool {
+	if _, ok := e.env.Lookup(name); ok {
+		return true
+	}
+	e.reg.mu.RLock()
+	defer e.reg.mu.RUnlock()
+	_, pauses := e.reg.pauses[name]
+	return pauses && !strings.HasPrefix(name, LoopMode("")) || e.reg.reserved[name]
+}
 
 // stepPause returns the pause kind a step runs as: its type's, or for a loop its mode's.
 func (e *Core) stepPause(step *svctype.Step) (PauseKind, bool) {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/internal/enginetest"
-	"github.com/svcflow/svcflow/engine/steps"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -492,41 +491,6 @@ func TestRunGivesUpAfterMaxAttempts(t *testing.T) {
 	})
 }
 
-// TestReadLimits: a custom-table read returns at most 1,000 rows unless it says otherwise,
-// and a limit resolved at run time above 10,000 fails the step, clearly.
-func TestReadLimits(t *testing.T) {
-	t.Parallel()
-	enginetest.ForEachDialect(t, func(t *testing.T, b *enginetest.Bundle) {
-		_, err := b.Eng.CreateTable(b.Ctx, "o1", "big", map[string]string{"i": "number"})
-		require.NoError(t, err)
-		require.NoError(t, b.St.InTx(b.Ctx, func(ctx context.Context, tx engine.Tx) error {
-			for i := range 1001 {
-				if _, err := tx.InsertRow(ctx, "o1", "big", map[string]any{"i": i}); err != nil {
-					return err
-				}
-			}
-			return nil
-		}))
-		w := b.Workflow(t, "o1", "reads", `{"actions": [
-		  {"type": "custom-table", "outputKey": "dflt", "properties": {"table": "big", "operation": "read"}},
-		  {"type": "custom-table", "outputKey": "some", "properties": {"table": "big", "operation": "read", "limit": "@input.n"}},
-		  {"type": "custom-table", "outputKey": "counts", "properties": {"table": "big", "operation": "write",
-		    "fields": {"i": "@dflt.length"}}}]}`)
-		doc := b.Execute(t, "o1", w.ID, `{"n": 3}`)
-		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
-		require.Len(t, doc.Context["dflt"], steps.DefaultReadLimit, "a read without limit is bounded")
-		require.Len(t, doc.Context["some"], 3)
-		require.Equal(t, json.Number("0"), doc.Context["dflt"].([]any)[0].(map[string]any)["i"], "oldest first")
-
-		for _, n := range []string{"10001", "0", `"ten"`, "2.5"} {
-			doc = b.Execute(t, "o1", w.ID, `{"n": `+n+`}`)
-			require.Equal(t, svctype.RunFailed, doc.Status, n)
-			require.Contains(t, doc.Reason, "limit", n)
-			require.Contains(t, doc.Reason, "10000", n)
-		}
-	})
-}
-
 // A run's end events carry small outputs whole and large ones as a reference to the route
 // that serves them, so that ending a run does not copy a large result into the outbox.
 func TestEndEventsReferenceLargeOutputs(t *testing.T) {
@@ -616,40 +580,6 @@ var (
 	newKeyring  = enginetest.NewKeyring
 	generateKey = enginetest.GenerateKey
 )
-
-// TestUpsertKeysIndexed: the first upsert on a key set declares an index on it. On SQLite it
-// is built in the step's transaction; on PostgreSQL a job builds it once the writes in
-// flight have ended. Either way the worker leaves it ready, covering every row.
-func TestUpsertKeysIndexed(t *testing.T) {
-	t.Parallel()
-	enginetest.ForEachDialect(t, func(t *testing.T, b *enginetest.Bundle) {
-		_, err := b.Eng.CreateTable(b.Ctx, "o1", "accts", map[string]string{"id": "text", "n": "number"})
-		require.NoError(t, err)
-		// Rows written before any upsert: the build must cover them.
-		for i := range 30 {
-			_, err := b.St.InsertRow(b.Ctx, "o1", "accts", map[string]any{"id": fmt.Sprint("old-", i), "n": 0})
-			require.NoError(t, err)
-		}
-		w := b.Workflow(t, "o1", "up", `{"actions": [
-		  {"type": "custom-table", "properties": {"table": "accts", "operation": "upsert", "keys": ["id"], "values": ["@input.id"], "fields": {"n": 1}}}
-		]}`)
-		doc := b.Execute(t, "o1", w.ID, `{"id": "new"}`)
-		require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
-		_, err = b.Eng.Work(b.Ctx) // the build job, where there is one
-		require.NoError(t, err)
-		ixs, err := b.St.TableIndexes(b.Ctx, "o1", "accts")
-		require.NoError(t, err)
-		require.Len(t, ixs, 1)
-		require.Equal(t, "id", ixs[0].Key())
-		require.Equal(t, svctype.IndexReady, ixs[0].State)
-		for _, id := range []string{"old-7", "new"} {
-			rows, err := b.Eng.ReadRows(b.Ctx, "o1", "accts", map[string]any{"id": id}, 0)
-			require.NoError(t, err)
-			require.Len(t, rows, 1, id)
-		}
-		require.Zero(t, store.CountAllJobs(t, b.St), "the build job is done")
-	})
-}
 
 // TestReadsOutsideTheWriter: a top-level read-only step runs before its transaction, so it
 // does not hold the SQLite writer while it reads: here the read waits for an Execute,

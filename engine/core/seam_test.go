@@ -15,15 +15,18 @@ import (
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/engine/tables"
 )
 
-// The run core alone, with no feature, and a feature of the test's own on its seam: what a
-// new feature package (agents next) has to work with.
+// The run core alone, with one feature of the engine's (custom tables, engine/tables,
+// registered as the composition root registers it) and a feature of the test's own on its
+// seam: what a new feature package has to work with.
 
 type seam struct {
-	c   *core.Core
-	st  *store.Store
-	ctx context.Context
+	c      *core.Core
+	st     *store.Store
+	tables *tables.Tables
+	ctx    context.Context
 
 	mu        sync.Mutex
 	sunk      []string // events the sink saw, in order
@@ -40,7 +43,8 @@ func setupSeam(t *testing.T, dialect string) *seam {
 	st := store.OpenTest(t, dialect)
 	c, err := core.New(core.Config{Store: st})
 	require.NoError(t, err)
-	s := &seam{c: c, st: st, ctx: context.Background()}
+	s := &seam{c: c, st: st, tables: tables.New(c, st), ctx: context.Background()}
+	s.tables.Register(c)
 	c.RegisterSink(func(ctx context.Context, tx storage.Tx, evs []svctype.Event, _ *core.EventSubject) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -145,7 +149,7 @@ func TestSeamPauseAndResume(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			s := setupSeam(t, d)
-			_, err := s.c.CreateTable(s.ctx, "org", "t", map[string]string{"x": "number"})
+			_, err := s.tables.CreateTable(s.ctx, "org", "t", map[string]string{"x": "number"})
 			require.NoError(t, err)
 
 			// The pause kind's create-time check runs where the core's do.
@@ -165,7 +169,7 @@ func TestSeamPauseAndResume(t *testing.T) {
 			run, err = s.c.GetRun(s.ctx, "org", run.ID)
 			require.NoError(t, err)
 			require.Equal(t, svctype.RunCompleted, run.Status, run.Reason)
-			rows, err := s.c.ReadRows(s.ctx, "org", "t", nil, 0)
+			rows, err := s.tables.ReadRows(s.ctx, "org", "t", nil, 0)
 			require.NoError(t, err)
 			require.Len(t, rows, 1, "the step after the pause ran")
 			require.Equal(t, []string{"workflow_run_started", "signal.awaited", "signal.received", "step.completed",
@@ -268,4 +272,54 @@ func TestSeamSecretsAndJobs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "org", <-seen)
 	require.Panics(t, func() { s.c.RegisterJob(svctype.JobRunStep, nil) })
+}
+
+// TestSeamRegistryAnswers: the core and the features know a step type only by what was
+// registered under its name. A loop mode other than foreach is a feature's; a name is a step
+// type when a kind, a pause kind or the loop primitive has it, or when it is a built-in
+// primitive that this Environment leaves out.
+func TestSeamRegistryAnswers(t *testing.T) {
+	t.Parallel()
+	st := store.OpenTest(t, "sqlite")
+	c, err := core.New(core.Config{Store: st, Env: core.NewEmptyEnvironment()})
+	require.NoError(t, err)
+	ctx := context.Background()
+	loop := func(mode string) error {
+		_, err := c.CreateWorkflow(ctx, "org", core.WorkflowInput{Name: "l-" + mode, Definition: json.RawMessage(
+			`{"actions": [{"type": "loop", "properties": {"mode": "` + mode + `", "objective": "o"}}]}`)})
+		return err
+	}
+	var ve *core.ValidationError
+	require.ErrorAs(t, loop("react"), &ve, "no feature registered react")
+	require.Equal(t, []core.Problem{{Pointer: "/definition/actions/0/properties/mode", Message: "must be foreach"}}, ve.Problems)
+	require.Equal(t, []string{"foreach"}, c.LoopModes())
+
+	checked := 0
+	c.RegisterLoopMode("ask", core.PauseKind{
+		Check: func(map[string]any, string) []core.Problem { checked++; return nil },
+		Pause: func(context.Context, storage.Tx, *core.PauseCall) error { return nil }, KeepRunning: true,
+	})
+	require.Equal(t, []string{"foreach", "ask"}, c.LoopModes())
+	require.NoError(t, loop("ask"))
+	require.Equal(t, 1, checked, "the mode's own check ran")
+	require.ErrorAs(t, loop("react"), &ve)
+	require.Equal(t, "must be foreach or ask", ve.Problems[0].Message)
+	require.Empty(t, c.PauseTypes(), "a loop mode is not a step type of its own")
+
+	c.RegisterPause("wait_for_signal", core.PauseKind{Synopsis: "{signal}"})
+	require.Equal(t, []string{"wait_for_signal"}, c.PauseTypes())
+	k, ok := c.LookupPause("wait_for_signal")
+	require.True(t, ok)
+	require.Equal(t, "{signal}", k.Synopsis)
+
+	tables.New(c, st).Register(c)
+	for name, want := range map[string]bool{
+		"loop": true, "matcher": true, "nway_match": true, // built-ins, though this Environment is empty
+		"custom-table": true, "wait_for_signal": true, // registered by features
+		"noop": false, "loop:ask": false, // a loop mode is not a step type
+	} {
+		require.Equal(t, want, c.IsStepType(name), name)
+	}
+	_, ok = c.Environment().Lookup("matcher")
+	require.False(t, ok, "reserved, not run")
 }

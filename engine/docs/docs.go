@@ -47,12 +47,6 @@ const JobDocumentExpire = "document_expire"
 // latest version, doc:doc_<id>@<N> for version N.
 const DocPrefix = "doc:"
 
-// Store is the part of the store documents need.
-type Store interface {
-	storage.Runs
-	storage.Documents
-}
-
 // Documents is the documents of every organization.
 type Documents struct {
 	core  *core.Core
@@ -112,10 +106,11 @@ func (e *Documents) Resolve(ctx context.Context, ref string) (any, error) {
 	return e.refs.resolve(ctx, ref)
 }
 
-// documentBlobs is where the content of work done through q lives, and whether that is q's
-// own database: then it commits with q's transaction and DeleteDocument removes it.
-// Content is in the database until the engine is configured with a documents.BlobStore.
-func (e *Documents) documentBlobs(q Store) (blobs documents.BlobStore, inDB bool) {
+// documentBlobs is where the content of work done through q (the store, or a transaction)
+// lives, and whether that is q's own database: then it commits with q's transaction and
+// DeleteDocument removes it. Content is in the database until the engine is configured with
+// a documents.BlobStore.
+func (e *Documents) documentBlobs(q documents.BlobTable) (blobs documents.BlobStore, inDB bool) {
 	if e.blobs != nil {
 		return e.blobs, false
 	}
@@ -140,9 +135,8 @@ type DocumentUpload struct {
 func (e *Documents) UploadDocument(ctx context.Context, orgID string, in DocumentUpload) (*documents.Document, error) {
 	var doc *documents.Document
 	err := e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
 		var err error
-		doc, err = e.uploadDocumentTx(ctx, tx, orgID, in)
+		doc, err = e.UploadDocumentTx(ctx, stx, orgID, in)
 		return err
 	})
 	if err != nil {
@@ -155,15 +149,12 @@ func (e *Documents) UploadDocument(ctx context.Context, orgID string, in Documen
 }
 
 // UploadDocumentTx is UploadDocument inside the caller's transaction: the document, its
-// content (when kept in the database), its expiry job and its event exist only if tx commits.
-func (e *Documents) UploadDocumentTx(ctx context.Context, tx storage.Tx, orgID string, in DocumentUpload) (*documents.Document, error) {
-	return e.uploadDocumentTx(ctx, storage.In[Store](tx), orgID, in)
-}
-
-func (e *Documents) uploadDocumentTx(ctx context.Context, tx Store, orgID string, in DocumentUpload) (*documents.Document, error) {
+// content (when kept in the database), its expiry job and its event exist only if stx commits.
+func (e *Documents) UploadDocumentTx(ctx context.Context, stx storage.Tx, orgID string, in DocumentUpload) (*documents.Document, error) {
 	if err := core.CheckOrg(orgID); err != nil {
 		return nil, err
 	}
+	tx := Tx(stx)
 	now := e.now().UTC()
 	name, contentType, tags, err := checkUpload(in, now, e.maxSize)
 	if err != nil {
@@ -191,7 +182,7 @@ func (e *Documents) uploadDocumentTx(ctx context.Context, tx Store, orgID string
 			return nil, err
 		}
 	}
-	err = e.appendDocumentEvent(ctx, tx, doc, EventDocumentUploaded, map[string]any{
+	err = e.appendDocumentEvent(ctx, stx, doc, EventDocumentUploaded, map[string]any{
 		"document_id": doc.ID, "name": doc.Name, "content_type": doc.ContentType, "size_bytes": doc.SizeBytes,
 	})
 	if err != nil {
@@ -212,7 +203,7 @@ func (e *Documents) AddDocumentVersion(ctx context.Context, orgID, id string, co
 	}
 	var doc *documents.Document
 	err := e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
+		tx := Tx(stx)
 		cur, _, err := tx.GetDocumentVersion(ctx, orgID, id, 0)
 		if err != nil {
 			return err
@@ -231,7 +222,7 @@ func (e *Documents) AddDocumentVersion(ctx context.Context, orgID, id string, co
 		if err := blobs.Put(ctx, documents.BlobKey{OrgID: orgID, DocumentID: id, Version: v.Version}, content); err != nil {
 			return err
 		}
-		err = e.appendDocumentEvent(ctx, tx, doc, EventDocumentVersionCreated, map[string]any{
+		err = e.appendDocumentEvent(ctx, stx, doc, EventDocumentVersionCreated, map[string]any{
 			"document_id": id, "version": v.Version, "content_type": v.ContentType, "size_bytes": v.SizeBytes,
 		})
 		if err != nil {
@@ -291,12 +282,12 @@ func (e *Documents) DeleteDocument(ctx context.Context, orgID, id string) error 
 	}
 	var gone *documents.Document
 	err := e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
+		tx := Tx(stx)
 		var err error
 		if gone, err = tx.DeleteDocument(ctx, orgID, id); err != nil {
 			return err
 		}
-		return e.appendDocumentEvent(ctx, tx, gone, EventDocumentDeleted, map[string]any{"document_id": id})
+		return e.appendDocumentEvent(ctx, stx, gone, EventDocumentDeleted, map[string]any{"document_id": id})
 	})
 	if err != nil {
 		return err
@@ -315,7 +306,7 @@ func (e *Documents) Expire(ctx context.Context, job *svctype.Job) error {
 	_ = json.Unmarshal(job.Payload, &p)
 	var gone *documents.Document
 	err := e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
+		tx := Tx(stx)
 		if err := tx.RenewJob(ctx, job, e.core.Lease()); err != nil {
 			return err
 		}
@@ -331,7 +322,7 @@ func (e *Documents) Expire(ctx context.Context, job *svctype.Job) error {
 			return err
 		}
 		payload := map[string]any{"document_id": doc.ID, "name": doc.Name, "expires_at": doc.ExpiresAt}
-		if err := e.appendDocumentEvent(ctx, tx, doc, EventDocumentExpired, payload); err != nil {
+		if err := e.appendDocumentEvent(ctx, stx, doc, EventDocumentExpired, payload); err != nil {
 			return err
 		}
 		gone = doc
@@ -365,7 +356,7 @@ func (e *Documents) dropBlobs(ctx context.Context, doc *documents.Document) {
 
 // appendDocumentEvent writes a document event to the outbox and records the document it is
 // about (its tags and content type, for webhook filters) under the event's delivery id.
-func (e *Documents) appendDocumentEvent(ctx context.Context, tx Store, doc *documents.Document, name string, payload map[string]any) error {
+func (e *Documents) appendDocumentEvent(ctx context.Context, stx storage.Tx, doc *documents.Document, name string, payload map[string]any) error {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("%s payload: %w", name, err)
@@ -374,10 +365,10 @@ func (e *Documents) appendDocumentEvent(ctx context.Context, tx Store, doc *docu
 		DeliveryID: "dlv_" + uuid.NewString(), OrgID: doc.OrgID, Event: name,
 		Timestamp: e.now().UTC(), Payload: b,
 	}
-	if err := e.core.Emit(ctx, tx, []svctype.Event{ev}, &core.EventSubject{ContentType: doc.ContentType, Tags: doc.Tags}); err != nil {
+	if err := e.core.Emit(ctx, stx, []svctype.Event{ev}, &core.EventSubject{ContentType: doc.ContentType, Tags: doc.Tags}); err != nil {
 		return err
 	}
-	return tx.PutEventSubjects(ctx, doc.OrgID, []documents.EventSubject{{
+	return Tx(stx).PutEventSubjects(ctx, doc.OrgID, []documents.EventSubject{{
 		DeliveryID: ev.DeliveryID, DocumentID: doc.ID, ContentType: doc.ContentType, Tags: doc.Tags,
 	}})
 }

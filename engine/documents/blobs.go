@@ -14,11 +14,11 @@ import (
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
-// DBBlobs keeps content in the database through s: the default. Given a transaction, the
-// content commits (or not) with the version row that names it.
-func DBBlobs(s Store) BlobStore { return dbBlobs{s} }
+// DBBlobs keeps content in the database through s (a Store's blob table): the default.
+// Given a transaction, the content commits (or not) with the version row that names it.
+func DBBlobs(s BlobTable) BlobStore { return dbBlobs{s} }
 
-type dbBlobs struct{ s Store }
+type dbBlobs struct{ s BlobTable }
 
 func (b dbBlobs) Put(ctx context.Context, key BlobKey, data []byte) error {
 	return b.s.PutDocumentBlob(ctx, key, data)

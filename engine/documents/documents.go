@@ -132,17 +132,22 @@ type Store interface {
 	// returns what it removed (with Versions). ErrNotFound.
 	DeleteDocument(ctx context.Context, orgID, id string) (*Document, error)
 
-	// Database blobs (DBBlobs): content kept in the database, in the caller's transaction.
-	// PutDocumentBlob needs the version row to exist (ErrNotFound otherwise) and replaces
-	// an existing blob; GetDocumentBlob and DeleteDocumentBlob: ErrNotFound.
-	PutDocumentBlob(ctx context.Context, key BlobKey, data []byte) error
-	GetDocumentBlob(ctx context.Context, key BlobKey) ([]byte, error)
-	DeleteDocumentBlob(ctx context.Context, key BlobKey) error
+	BlobTable
 
 	// Event subjects: PutEventSubjects records what document events are about;
 	// GetEventSubject finds one by delivery id (ErrNotFound).
 	PutEventSubjects(ctx context.Context, orgID string, subjects []EventSubject) error
 	GetEventSubject(ctx context.Context, orgID, deliveryID string) (*EventSubject, error)
+}
+
+// BlobTable is the database blobs of a Store: content kept in the database, in the caller's
+// transaction (DBBlobs). PutDocumentBlob needs the version row to exist (ErrNotFound
+// otherwise) and replaces an existing blob; GetDocumentBlob and DeleteDocumentBlob:
+// ErrNotFound.
+type BlobTable interface {
+	PutDocumentBlob(ctx context.Context, key BlobKey, data []byte) error
+	GetDocumentBlob(ctx context.Context, key BlobKey) ([]byte, error)
+	DeleteDocumentBlob(ctx context.Context, key BlobKey) error
 }
 
 // BlobMapper is a BlobStore that can map a blob's content into memory instead of reading

@@ -38,15 +38,6 @@ import (
 // organization, so the store is still only ever asked for (org, id) and no query runs
 // across organizations.
 
-// Store is the part of the store external forms need: the forms and their submissions, and
-// the run core's part (a submission starts a run in its transaction).
-type Store interface {
-	storage.Runs
-	storage.ExternalForms
-	// GetProcess reads the process studio's processes (trigger_process_id).
-	GetProcess(ctx context.Context, orgID, id string) (*svctype.Process, error)
-}
-
 // Errors of submissions.
 var (
 	// ErrFormExpired: a submission to an external form after its expires_at (410).
@@ -154,9 +145,9 @@ func ExternalFormOrg(formID string) (string, bool) {
 	return string(org), true
 }
 
-// checkExternalForm validates in for orgID (the trigger workflow read through q) and
-// returns the form it describes, schema normalised.
-func checkExternalForm(ctx context.Context, q Store, orgID string, in ExternalFormInput) (*svctype.ExternalForm, error) {
+// checkExternalForm validates in for orgID (the trigger workflow read through q: the store,
+// or a transaction) and returns the form it describes, schema normalised.
+func checkExternalForm(ctx context.Context, q Triggers, orgID string, in ExternalFormInput) (*svctype.ExternalForm, error) {
 	f := &svctype.ExternalForm{OrgID: orgID, Name: strings.TrimSpace(in.Name), Description: in.Description,
 		IsPublic: in.IsPublic, TriggerWorkflowID: in.TriggerWorkflowID, TriggerProcessID: in.TriggerProcessID}
 	var ps []core.Problem
@@ -353,9 +344,8 @@ func (e *Forms) CreateExternalForm(ctx context.Context, orgID string, in Externa
 	}
 	var f *svctype.ExternalForm
 	err := e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
 		var err error
-		f, err = e.createExternalFormTx(ctx, tx, orgID, in)
+		f, err = e.createExternalFormTx(ctx, stx, orgID, in)
 		return err
 	})
 	if err != nil {
@@ -364,7 +354,8 @@ func (e *Forms) CreateExternalForm(ctx context.Context, orgID string, in Externa
 	return f, nil
 }
 
-func (e *Forms) createExternalFormTx(ctx context.Context, tx Store, orgID string, in ExternalFormInput) (*svctype.ExternalForm, error) {
+func (e *Forms) createExternalFormTx(ctx context.Context, stx storage.Tx, orgID string, in ExternalFormInput) (*svctype.ExternalForm, error) {
+	tx := Tx(stx)
 	f, err := checkExternalForm(ctx, tx, orgID, in)
 	if err != nil {
 		return nil, err
@@ -374,7 +365,7 @@ func (e *Forms) createExternalFormTx(ctx context.Context, tx Store, orgID string
 	if err := tx.CreateExternalForm(ctx, f); err != nil {
 		return nil, err
 	}
-	return f, e.formEvent(ctx, tx, orgID, EventExternalFormCreated, map[string]any{
+	return f, e.formEvent(ctx, stx, orgID, EventExternalFormCreated, map[string]any{
 		"form_id": f.ID, "form_name": f.Name, "is_public": f.IsPublic, "created_at": now,
 	})
 }
@@ -403,7 +394,7 @@ func (e *Forms) ReplaceExternalForm(ctx context.Context, orgID, id string, in Ex
 	}
 	var f *svctype.ExternalForm
 	err := e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
+		tx := Tx(stx)
 		old, err := tx.LockExternalForm(ctx, orgID, id, true)
 		if err != nil {
 			return err
@@ -420,7 +411,7 @@ func (e *Forms) ReplaceExternalForm(ctx context.Context, orgID, id string, in Ex
 		if err := tx.ReplaceExternalForm(ctx, f); err != nil {
 			return err
 		}
-		return e.formEvent(ctx, tx, orgID, EventExternalFormUpdated, map[string]any{
+		return e.formEvent(ctx, stx, orgID, EventExternalFormUpdated, map[string]any{
 			"form_id": f.ID, "form_name": f.Name, "changes": changes,
 		})
 	})
@@ -477,7 +468,7 @@ func (e *Forms) DeleteExternalForm(ctx context.Context, orgID, id string) error 
 		return err
 	}
 	return e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
+		tx := Tx(stx)
 		f, err := tx.LockExternalForm(ctx, orgID, id, true)
 		if err != nil {
 			return err
@@ -485,7 +476,7 @@ func (e *Forms) DeleteExternalForm(ctx context.Context, orgID, id string) error 
 		if err := tx.DeleteExternalForm(ctx, orgID, id); err != nil {
 			return err
 		}
-		return e.formEvent(ctx, tx, orgID, EventExternalFormDeleted, map[string]any{
+		return e.formEvent(ctx, stx, orgID, EventExternalFormDeleted, map[string]any{
 			"form_id": f.ID, "form_name": f.Name, "deleted_at": e.now().UTC(),
 		})
 	})
@@ -546,7 +537,7 @@ func (e *Forms) SubmitPublicForm(ctx context.Context, formID string, sub PublicS
 	var job *svctype.Job
 	var extra expr.Vars
 	err := e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
+		tx := Tx(stx)
 		f, err := tx.LockExternalForm(ctx, orgID, formID, false)
 		if err != nil {
 			return err
@@ -575,7 +566,7 @@ func (e *Forms) SubmitPublicForm(ctx context.Context, formID string, sub PublicS
 		if f.TriggerProcessID != "" {
 			// The version the process published, as of this submission (not a later edit of
 			// its workflow outside the studio).
-			p, err := storage.In[storage.Authoring](tx).GetProcess(ctx, orgID, f.TriggerProcessID)
+			p, err := tx.GetProcess(ctx, orgID, f.TriggerProcessID)
 			if errors.Is(err, core.ErrNotFound) || (err == nil && p.WorkflowID == "") {
 				return ErrFormTriggerMissing
 			}
@@ -585,7 +576,7 @@ func (e *Forms) SubmitPublicForm(ctx context.Context, formID string, sub PublicS
 			workflowID, opts.WorkflowVersion = p.WorkflowID, p.WorkflowVersion
 		}
 		if workflowID != "" {
-			r, j, err := e.core.StartTx(ctx, tx, orgID, workflowID, payload, opts)
+			r, j, err := e.core.StartTx(ctx, stx, orgID, workflowID, payload, opts)
 			if errors.Is(err, core.ErrNotFound) {
 				return ErrFormTriggerMissing
 			}
@@ -613,7 +604,7 @@ func (e *Forms) SubmitPublicForm(ctx context.Context, formID string, sub PublicS
 		if by != "" {
 			payloadEvent["submitted_by"] = by
 		}
-		return e.formEvent(ctx, tx, orgID, EventExternalFormSubmitted, payloadEvent)
+		return e.formEvent(ctx, stx, orgID, EventExternalFormSubmitted, payloadEvent)
 	})
 	if err != nil {
 		return nil, err
@@ -651,13 +642,13 @@ func checkPublicPayload(f *svctype.ExternalForm, payload map[string]any) (json.R
 	return json.Marshal(payload)
 }
 
-// formEvent appends an external form event (no run) in tx.
-func (e *Forms) formEvent(ctx context.Context, tx Store, orgID, name string, payload map[string]any) error {
+// formEvent appends an external form event (no run) in stx.
+func (e *Forms) formEvent(ctx context.Context, stx storage.Tx, orgID, name string, payload map[string]any) error {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("%s payload: %w", name, err)
 	}
-	return e.core.Emit(ctx, tx, []svctype.Event{{
+	return e.core.Emit(ctx, stx, []svctype.Event{{
 		DeliveryID: "dlv_" + uuid.NewString(), OrgID: orgID, Event: name, Timestamp: e.now().UTC(), Payload: b,
 	}}, nil)
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/extforms"
 	"github.com/svcflow/svcflow/engine/internal/enginetest"
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -360,7 +360,7 @@ func TestSubmissionAndDeleteDoNotInterleave(t *testing.T) {
 		submitted := make(chan error, 1)
 		go func() {
 			submitted <- b.St.InTx(b.Ctx, func(ctx context.Context, stx engine.Tx) error {
-				tx := storage.In[storage.ExternalForms](stx)
+				tx := extforms.Tx(stx)
 				if _, err := tx.LockExternalForm(ctx, "o", f.ID, false); err != nil {
 					return err
 				}

@@ -31,15 +31,6 @@ import (
 // either the run's next job (approved) or its end as rejected. An expiry is a job that
 // decides as rejected with comment "expired".
 
-// Store is the part of the store people's pauses need.
-type Store interface {
-	storage.Runs
-	storage.Approvals
-	storage.FormPauses
-	storage.FormSchemas
-	storage.OrgFeatures
-}
-
 // ErrAgentFormsDisabled: the organization does not have the agent_forms feature (403).
 var ErrAgentFormsDisabled = errors.New("agent_forms_disabled")
 
@@ -69,8 +60,8 @@ func New(c *core.Core, st Store, model func(baseURL, apiKey string) (agent.Model
 // Register puts the pause kinds PbotApproval and PbotForm, their timers' jobs and their
 // cancel hook on c.
 func (e *HITL) Register(c *core.Core) {
-	c.RegisterPause(ApprovalStep, core.PauseKind{Check: approvalProblems, Pause: e.requestApproval})
-	c.RegisterPause(FormStep, core.PauseKind{Check: formProblems, Pause: e.requestForm})
+	c.RegisterPause(ApprovalStep, core.PauseKind{Check: approvalProblems, Pause: e.requestApproval, Synopsis: "{approver_role, comment}"})
+	c.RegisterPause(FormStep, core.PauseKind{Check: formProblems, Pause: e.requestForm, Synopsis: "{expected_keys}"})
 	c.RegisterJob(JobApprovalExpire, e.expireApproval)
 	c.RegisterJob(JobFormExpire, e.formTimer)
 	c.RegisterJob(JobFormReminder, e.formTimer)
@@ -97,7 +88,8 @@ const ApprovalExpiredComment = "expired"
 
 // requestApproval pauses a run at a PbotApproval step (core.PauseKind.Pause): in the step's
 // transaction it records the approval, its expiry timer and its event.
-func (e *HITL) requestApproval(ctx context.Context, tx storage.Tx, p *core.PauseCall) error {
+func (e *HITL) requestApproval(ctx context.Context, stx storage.Tx, p *core.PauseCall) error {
+	tx := Tx(stx)
 	props, err := p.Properties(ctx)
 	if err != nil {
 		return err
@@ -128,7 +120,7 @@ func (e *HITL) requestApproval(ctx context.Context, tx storage.Tx, p *core.Pause
 			return err
 		}
 	}
-	if err := storage.In[storage.Approvals](tx).CreateApproval(ctx, &a); err != nil {
+	if err := tx.CreateApproval(ctx, &a); err != nil {
 		return err
 	}
 	p.Emit(
@@ -197,7 +189,7 @@ func (e *HITL) DecideApproval(ctx context.Context, orgID, runID string, stepInde
 	var out *svctype.Approval
 	var run *svctype.Run
 	err := e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
+		tx := Tx(stx)
 		var err error
 		run, err = tx.GetRun(ctx, orgID, runID)
 		if err != nil {
@@ -213,7 +205,7 @@ func (e *HITL) DecideApproval(ctx context.Context, orgID, runID string, stepInde
 		if a.ExpiresAt != nil && !e.now().Before(*a.ExpiresAt) {
 			return ErrApprovalExpired
 		}
-		if err := e.decide(ctx, tx, run, a, d); err != nil {
+		if err := e.decide(ctx, stx, run, a, d); err != nil {
 			return err
 		}
 		out = a
@@ -229,8 +221,9 @@ func (e *HITL) DecideApproval(ctx context.Context, orgID, runID string, stepInde
 	return out, nil
 }
 
-// decide writes decision d on pending approval a of paused run, in tx.
-func (e *HITL) decide(ctx context.Context, tx Store, run *svctype.Run, a *svctype.Approval, d ApprovalDecision) error {
+// decide writes decision d on pending approval a of paused run, in stx.
+func (e *HITL) decide(ctx context.Context, stx storage.Tx, run *svctype.Run, a *svctype.Approval, d ApprovalDecision) error {
+	tx := Tx(stx)
 	now := e.now().UTC()
 	a.Approved, a.DecisionComment, a.DecidedBy, a.DecidedAt = &d.Approved, d.Comment, &d.By, &now
 	a.Status = svctype.ApprovalRejected
@@ -269,7 +262,7 @@ func (e *HITL) decide(ctx context.Context, tx Store, run *svctype.Run, a *svctyp
 	if !d.Approved {
 		r.End, r.Reason = svctype.RunRejected, fmt.Sprintf("step %d (%s): rejected: %s", a.StepIndex, ApprovalStep, d.Comment)
 	}
-	return e.core.ResumeTx(ctx, tx, run, r)
+	return e.core.ResumeTx(ctx, stx, run, r)
 }
 
 // expireApproval runs a JobApprovalExpire job: an approval still pending is decided as
@@ -281,7 +274,7 @@ func (e *HITL) expireApproval(ctx context.Context, job *svctype.Job) error {
 	_ = json.Unmarshal(job.Payload, &p)
 	var changed *svctype.Run
 	err := e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
+		tx := Tx(stx)
 		if err := tx.RenewJob(ctx, job, e.core.Lease()); err != nil {
 			return err
 		}
@@ -303,7 +296,7 @@ func (e *HITL) expireApproval(ctx context.Context, job *svctype.Job) error {
 			return err
 		}
 		changed = run
-		return e.decide(ctx, tx, run, a, ApprovalDecision{Approved: false, Comment: ApprovalExpiredComment, By: svctype.Actor{Type: "system", ID: "expiry"}})
+		return e.decide(ctx, stx, run, a, ApprovalDecision{Approved: false, Comment: ApprovalExpiredComment, By: svctype.Actor{Type: "system", ID: "expiry"}})
 	})
 	if err == nil && changed != nil {
 		if changed.Status.Terminal() {
@@ -345,7 +338,7 @@ func (e *HITL) closePause(ctx context.Context, stx storage.Tx, run *svctype.Run,
 	if run.Status != svctype.RunPaused {
 		return nil
 	}
-	tx := storage.In[Store](stx)
+	tx := Tx(stx)
 	now := e.now().UTC()
 	a, err := tx.PendingApproval(ctx, run.OrgID, run.ID)
 	switch {

@@ -98,7 +98,7 @@ const (
 //  3. one text field per expected key.
 //
 // Every expected key is a field. The source is recorded as the step's form_schema decision.
-func (e *HITL) pauseSchema(ctx context.Context, tx storage.Tx, p *core.PauseCall, props map[string]any, expected []string) (*forms.Schema, error) {
+func (e *HITL) pauseSchema(ctx context.Context, tx Tx, p *core.PauseCall, props map[string]any, expected []string) (*forms.Schema, error) {
 	decide := func(source, reason string) {
 		p.AddDecision(svctype.Decision{Kind: "form_schema", Result: source, Reason: reason})
 	}
@@ -106,7 +106,7 @@ func (e *HITL) pauseSchema(ctx context.Context, tx storage.Tx, p *core.PauseCall
 		decide(FormSchemaAuthored, "")
 		return formSchema(props, expected)
 	}
-	features, err := storage.In[storage.OrgFeatures](tx).GetOrgFeatures(ctx, p.Run.OrgID)
+	features, err := tx.GetOrgFeatures(ctx, p.Run.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -114,10 +114,9 @@ func (e *HITL) pauseSchema(ctx context.Context, tx storage.Tx, p *core.PauseCall
 		decide(FormSchemaTextFields, "")
 		return formSchema(props, expected)
 	}
-	kept := storage.In[storage.FormSchemas](tx)
 	at := svctype.FormSchemaKey{OrgID: p.Run.OrgID, WorkflowID: p.Run.WorkflowID, WorkflowVersion: p.Run.WorkflowVersion,
 		StepIndex: p.Index, OnFalse: onFalseDepth(p.Top, p.Step)}
-	schema, err := kept.GeneratedFormSchema(ctx, at)
+	schema, err := tx.GeneratedFormSchema(ctx, at)
 	if err == nil {
 		decide(FormSchemaCached, "")
 		return keptSchema(schema, expected)
@@ -148,7 +147,7 @@ func (e *HITL) pauseSchema(ctx context.Context, tx storage.Tx, p *core.PauseCall
 	if err != nil {
 		return nil, err
 	}
-	if schema, err = kept.KeepGeneratedFormSchema(ctx, &svctype.GeneratedFormSchema{FormSchemaKey: at, Schema: raw,
+	if schema, err = tx.KeepGeneratedFormSchema(ctx, &svctype.GeneratedFormSchema{FormSchemaKey: at, Schema: raw,
 		Attempts: g.Attempts, CreatedAt: e.now().UTC()}); err != nil {
 		return nil, err
 	}
@@ -199,7 +198,8 @@ func stringList(v any) []string {
 
 // requestForm pauses a run at a PbotForm step (core.PauseKind.Pause): in the step's
 // transaction it records the pause, its timers and its event.
-func (e *HITL) requestForm(ctx context.Context, tx storage.Tx, pc *core.PauseCall) error {
+func (e *HITL) requestForm(ctx context.Context, stx storage.Tx, pc *core.PauseCall) error {
+	tx := Tx(stx)
 	props, err := pc.Properties(ctx)
 	if err != nil {
 		return err
@@ -236,7 +236,7 @@ func (e *HITL) requestForm(ctx context.Context, tx storage.Tx, pc *core.PauseCal
 			return err
 		}
 	}
-	if err := storage.In[storage.FormPauses](tx).CreateFormPause(ctx, &p); err != nil {
+	if err := tx.CreateFormPause(ctx, &p); err != nil {
 		return err
 	}
 	pc.Emit(
@@ -269,7 +269,7 @@ func withRole(m map[string]any, role string) map[string]any {
 
 // formJob enqueues a timer of pause p due wait after it was created (the engine's clock,
 // which is its store's: store.WithNow).
-func (e *HITL) formJob(ctx context.Context, tx storage.Tx, p *svctype.FormPause, kind string, payload formTimerPayload, wait time.Duration) error {
+func (e *HITL) formJob(ctx context.Context, tx Tx, p *svctype.FormPause, kind string, payload formTimerPayload, wait time.Duration) error {
 	b, _ := json.Marshal(payload)
 	return tx.EnqueueJob(ctx, &svctype.Job{OrgID: p.OrgID, Kind: kind, RunID: p.RunID, RunAt: p.CreatedAt.Add(wait), Payload: b})
 }
@@ -310,7 +310,7 @@ func (e *HITL) SubmitForm(ctx context.Context, orgID, runID string, stepIndex in
 	}
 	var out *svctype.FormPause
 	err := e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
+		tx := Tx(stx)
 		run, err := tx.GetRun(ctx, orgID, runID)
 		if err != nil {
 			return err
@@ -349,7 +349,7 @@ func (e *HITL) SubmitForm(ctx context.Context, orgID, runID string, stepIndex in
 		if sub.ClaimedBy != "" {
 			payload["claimed_by"] = sub.ClaimedBy
 		}
-		if err := e.resumeAfterForm(ctx, tx, run, p, EventFormSubmitted, payload, now); err != nil {
+		if err := e.resumeAfterForm(ctx, stx, run, p, EventFormSubmitted, payload, now); err != nil {
 			return err
 		}
 		out = p
@@ -392,9 +392,10 @@ func checkSubmission(p *svctype.FormPause, data map[string]any) error {
 	return nil
 }
 
-// resumeAfterForm closes the step of pause p and resumes the run past it, in tx: the pause's
-// remaining timers removed, then the core's resumption with event.
-func (e *HITL) resumeAfterForm(ctx context.Context, tx Store, run *svctype.Run, p *svctype.FormPause, event string, payload map[string]any, now time.Time) error {
+// resumeAfterForm closes the step of pause p and resumes the run past it, in stx: the
+// pause's remaining timers removed, then the core's resumption with event.
+func (e *HITL) resumeAfterForm(ctx context.Context, stx storage.Tx, run *svctype.Run, p *svctype.FormPause, event string, payload map[string]any, now time.Time) error {
+	tx := Tx(stx)
 	rec := svctype.StepRecord{RunID: run.ID, Index: p.StepIndex, Type: FormStep, Status: svctype.StepCompleted, FinishedAt: &now,
 		Output:  core.MustJSON(map[string]any{"form_pause_id": p.ID, "status": p.Status, "submission_id": p.SubmissionID}),
 		Effects: []svctype.Effect{{Kind: "form_" + string(p.Status), Target: p.ID}}}
@@ -403,7 +404,7 @@ func (e *HITL) resumeAfterForm(ctx context.Context, tx Store, run *svctype.Run, 
 			return err
 		}
 	}
-	return e.core.ResumeTx(ctx, tx, run, core.Resume{Step: rec, Events: []svctype.Event{e.core.Event(run, event, payload)}})
+	return e.core.ResumeTx(ctx, stx, run, core.Resume{Step: rec, Events: []svctype.Event{e.core.Event(run, event, payload)}})
 }
 
 // formTimer runs a form pause's expiry or reminder job: only while the pause is open.
@@ -412,7 +413,7 @@ func (e *HITL) formTimer(ctx context.Context, job *svctype.Job) error {
 	_ = json.Unmarshal(job.Payload, &pl)
 	var changed *svctype.Run
 	err := e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
+		tx := Tx(stx)
 		if err := tx.RenewJob(ctx, job, e.core.Lease()); err != nil {
 			return err
 		}
@@ -438,7 +439,7 @@ func (e *HITL) formTimer(ctx context.Context, job *svctype.Job) error {
 				!p.CreatedAt.Add(time.Duration(p.ReminderIntervals[i]*float64(time.Second))).Before(*p.ExpiresAt) {
 				return nil // due at or after the expiry (a job enqueued before that rule): no reminder of a closed form
 			}
-			return e.core.Emit(ctx, tx, []svctype.Event{e.core.Event(run, EventFormReminder, map[string]any{
+			return e.core.Emit(ctx, stx, []svctype.Event{e.core.Event(run, EventFormReminder, map[string]any{
 				"run_id": run.ID, "step_id": strconv.Itoa(p.StepIndex), "form_pause_id": p.ID,
 				"reminder_index": pl.ReminderIndex, "expires_at": p.ExpiresAt,
 			})}, nil)
@@ -449,7 +450,7 @@ func (e *HITL) formTimer(ctx context.Context, job *svctype.Job) error {
 			return err
 		}
 		changed = run
-		return e.resumeAfterForm(ctx, tx, run, p, EventFormExpired, map[string]any{"run_id": run.ID, "step_id": strconv.Itoa(p.StepIndex)}, now)
+		return e.resumeAfterForm(ctx, stx, run, p, EventFormExpired, map[string]any{"run_id": run.ID, "step_id": strconv.Itoa(p.StepIndex)}, now)
 	})
 	if err == nil && changed != nil {
 		e.core.Resumed(changed.OrgID, changed.ID)

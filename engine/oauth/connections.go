@@ -101,7 +101,7 @@ func (e *Connections) saveOAuthConnection(ctx context.Context, orgID, provider, 
 	var err error
 	for range 2 {
 		err = e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-			tx := storage.In[storage.OAuth](stx)
+			tx := Tx(stx)
 			now := e.now().UTC()
 			c := &svctype.OAuthConnection{
 				OrgID: orgID, Provider: provider, Account: account, Scopes: scopes, ExpiresAt: utcTime(expires),

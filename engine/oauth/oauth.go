@@ -17,7 +17,6 @@ import (
 	"github.com/svcflow/svcflow/engine/orgconfig"
 	"github.com/svcflow/svcflow/engine/outbound"
 	"github.com/svcflow/svcflow/engine/secrets"
-	"github.com/svcflow/svcflow/engine/storage"
 )
 
 // OAuth connections: an organization's connected accounts at Google, Slack and Microsoft,
@@ -81,7 +80,7 @@ type OAuthOptions struct {
 // that use them.
 type Connections struct {
 	core        *core.Core
-	store       storage.OAuth
+	store       Store
 	orgConfig   *orgconfig.OrgConfig
 	keys        *secrets.Keyring
 	now         func() time.Time
@@ -96,7 +95,7 @@ type Connections struct {
 
 // New returns the connections over st, the organizations' OAuth apps read through oc,
 // tokens sealed with keys (nil: none can be stored).
-func New(c *core.Core, st storage.OAuth, oc *orgconfig.OrgConfig, keys *secrets.Keyring, o OAuthOptions) *Connections {
+func New(c *core.Core, st Store, oc *orgconfig.OrgConfig, keys *secrets.Keyring, o OAuthOptions) *Connections {
 	s := &Connections{core: c, store: st, orgConfig: oc, keys: keys, now: c.Now, providers: DefaultOAuthProviders(),
 		redirectURL: o.RedirectURL, client: o.Client}
 	overrideProviders(s.providers, o.Providers)

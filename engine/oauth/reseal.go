@@ -16,9 +16,9 @@ import (
 // connection's version and sealed bytes (ResealOAuthConnection), so a refresh or a
 // reconnection in between wins and the next pass looks at the connection again. A reseal
 // changes no token, no version and no updated_at.
-func OAuthSealedTokens(st storage.OAuth) secrets.SealedCollection { return oauthTokenCollection{st} }
+func OAuthSealedTokens(st SealedStore) secrets.SealedCollection { return oauthTokenCollection{st} }
 
-type oauthTokenCollection struct{ st storage.OAuth }
+type oauthTokenCollection struct{ st SealedStore }
 
 func (oauthTokenCollection) Kind() string { return "oauth connections" }
 

@@ -18,15 +18,8 @@ import (
 
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/secrets"
-	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
-
-// Store is the part of the store org config needs.
-type Store interface {
-	storage.OrgConfig
-	storage.OrgFeatures
-}
 
 // OrgConfig is the org config of every organization, over its part of the store.
 type OrgConfig struct {
@@ -220,7 +213,7 @@ func (e *OrgConfig) OrgConfigValue(ctx context.Context, orgID, key string) (stri
 
 // ValueIn is OrgConfigValue read through q: inside a transaction, the lookup must not wait
 // for a second connection of the pool that the transaction may have drained.
-func (e *OrgConfig) ValueIn(ctx context.Context, q storage.OrgConfig, orgID, key string) (string, error) {
+func (e *OrgConfig) ValueIn(ctx context.Context, q Values, orgID, key string) (string, error) {
 	if e.keys == nil {
 		return "", fmt.Errorf("org config key %q: %w", ShortKey(key), ErrNoMasterKey)
 	}

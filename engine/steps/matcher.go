@@ -158,13 +158,13 @@ func fieldList(v any) ([]string, error) {
 func records(v any, prop string) ([]match.Record, error) {
 	arr, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("%s did not resolve to an array (got %s)", prop, kindOf(v))
+		return nil, fmt.Errorf("%s did not resolve to an array (got %s)", prop, svctype.JSONType(v))
 	}
 	out := make([]match.Record, len(arr))
 	for i, x := range arr {
 		m, ok := x.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("%s[%d] is not an object (got %s)", prop, i, kindOf(x))
+			return nil, fmt.Errorf("%s[%d] is not an object (got %s)", prop, i, svctype.JSONType(x))
 		}
 		out[i] = m
 	}
@@ -261,24 +261,6 @@ func outputKey(p map[string]any, name, def string) string {
 		return s
 	}
 	return def
-}
-
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	case string:
-		return "string"
-	case float64, json.Number:
-		return "number"
-	case bool:
-		return "boolean"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 func runMatcher(ctx context.Context, call *svctype.StepCall) (any, error) {

@@ -1,14 +1,15 @@
-// Package storage declares what svcflow needs from a database, one small interface per
-// feature, plus the run core's own. It is a leaf: it imports only the shared types, so the
-// run core (engine/core), every feature package and the bun implementation (engine/store)
-// depend on it and never on each other.
+// Package storage declares what svcflow needs from a database: the run core's part (Runs,
+// Store) and each feature's part (Actions, Approvals, Webhooks, ...), as the store
+// implements them and engine/store/storetest checks them. It is a leaf: it imports only the
+// shared types, so the run core (engine/core), every feature package and the bun
+// implementation (engine/store) depend on it and never on each other.
 //
-// The run core needs Store and Tx. Each feature declares the part it reads and writes
-// (Actions, Approvals, Webhooks, ...) and reaches it through In, from the store or from the
-// transaction the core hands it: a store's Tx implements every feature interface its Store
-// does (engine/store/storetest checks that). Full is every interface at once: what
-// engine/store implements and what engine.New takes, so a store that lacks a feature's
-// part does not compile against the composition root.
+// A feature does not take these parts whole: it declares, in its own package, the few
+// methods it calls (its Store, and its Tx for what it does in a transaction), and the
+// composition root checks at compile time that Full and Tx implement them. One bun
+// implementation serves every part, so a run's step and a feature's writes share one
+// transaction: the Tx the run core opens and hands to a feature's hooks is every part
+// (All), which the feature narrows to its own Tx with a conversion the compiler checks.
 //
 // Every method that touches a tenant resource takes the org id and puts it in its query.
 package storage
@@ -17,7 +18,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"iter"
 	"time"
 
@@ -68,10 +68,13 @@ type Store interface {
 	Close() error
 }
 
-// Tx is the run core's part of a store bound to one transaction. The value also implements
-// the feature interfaces its store does: a feature reaches them with In.
+// Tx is a store bound to one transaction: every data operation (All). The run core uses its
+// own part (Runs) and hands the value to the features it calls in that transaction (pause
+// kinds, sinks, cancel and delete hooks, step sources), which narrow it to the Tx their
+// package declares: an assignment the compiler checks, where a store that lacks a part does
+// not build.
 type Tx interface {
-	Runs
+	All
 }
 
 // StepCommit is what a step's commit writes once the step has run, in this order: the
@@ -193,9 +196,10 @@ type Full interface {
 	All
 }
 
-// All is every data operation: what a Full store offers directly and its Tx through In.
+// All is every data operation: what a Full store and its Tx offer.
 type All interface {
 	Runs
+	svctype.TableStore
 	Actions
 	ActionsByName
 	WorkflowsByID
@@ -213,28 +217,6 @@ type All interface {
 	Authoring
 }
 
-// In returns q as the feature interface T: q is a Store or a Tx whose store was checked to
-// implement T when the engine was assembled, so a miss is a bug in the assembly and panics
-// with what is missing.
-func In[T any](q any) T {
-	t, ok := q.(T)
-	if !ok {
-		var zero *T
-		panic(fmt.Sprintf("storage: %T does not implement %T", q, zero))
-	}
-	return t
-}
-
-// Implements reports an error naming T when s does not implement it: what a composition
-// root checks once, at start, for each feature it enables.
-func Implements[T any](s any, feature string) error {
-	if _, ok := s.(T); !ok {
-		var zero *T
-		return fmt.Errorf("the store (%T) does not implement %T, which the %s feature needs", s, zero, feature)
-	}
-	return nil
-}
-
 // RunFilter narrows ListRuns.
 type RunFilter struct {
 	WorkflowID string
@@ -243,7 +225,7 @@ type RunFilter struct {
 }
 
 // Runs is the run core's data: workflows, runs, their context, step records, foreach
-// progress, the outbox, the jobs table, outbound call intents and custom tables.
+// progress, the outbox, the jobs table and outbound call intents.
 type Runs interface {
 	// Workflows. CreateWorkflow inserts version 1 (ErrConflict when the name is taken in the
 	// org); UpdateWorkflow stores w as a new version w.Version (the caller increments it) and
@@ -333,10 +315,6 @@ type Runs interface {
 	// was not open) and after it; CloseCalls removes every open intent of a run.
 	OpenCall(ctx context.Context, orgID, runID, key, claim string, at time.Time) (before, now *svctype.CallIntent, err error)
 	CloseCalls(ctx context.Context, orgID, runID string) error
-
-	// Custom tables (the methods steps use, declared in svctype so step kinds need not
-	// import this package).
-	svctype.TableStore
 }
 
 // RunStatusWatcher is implemented by stores that can report status changes committed by

@@ -2,7 +2,7 @@ package svctype
 
 import "time"
 
-// ActionKind is what a registered action does when a step (or, later, an agent tool) uses it.
+// ActionKind is what a registered action does when a step or an agent's tool uses it.
 type ActionKind string
 
 // Action kinds (spec: "Action registration").

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/svcflow/svcflow/internal/jsonnum"
 	"log/slog"
 )
@@ -71,6 +72,26 @@ func Float(v any) (float64, bool) {
 		return float64(x), true
 	}
 	return 0, false
+}
+
+// JSONType names the JSON type of a decoded value for messages: null, array, object,
+// string, number, boolean; a value of another Go type is named by its type.
+func JSONType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	case string:
+		return "string"
+	case float64, json.Number:
+		return "number"
+	case bool:
+		return "boolean"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // StepFunc runs one step kind. It returns the step's output (stored under outputKey) or an
@@ -178,6 +199,12 @@ type StepKind struct {
 	// FailedEvent, when set, is emitted whenever a step of this kind fails, also when its
 	// properties do not resolve (a missing doc: reference) before Run is called.
 	FailedEvent string
+	// Action, when set, lets an action be of this kind, its configuration being properties
+	// of the kind (an organization's, through the /actions routes, or one an embedding
+	// program declares with Environment.RegisterAction): it returns the step kind that runs
+	// the action called name with the properties it stores, checked first. How the stored
+	// properties meet a step's is the kind's to say.
+	Action func(name string, properties map[string]any) (StepKind, error)
 }
 
 // PropertyProblem is one thing wrong with a step's properties.

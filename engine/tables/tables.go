@@ -1,7 +1,14 @@
-// Package tables owns the rules of custom tables: which names and column types are valid,
-// and which columns of a row a table keeps. It stores nothing itself: rows go through the
-// svctype.TableStore it is handed, so the same rules hold inside a step's transaction and on
-// the HTTP routes.
+// Package tables is the custom-tables feature: an organization's tables, their rows and
+// their indexes. It owns the rules (which names and column types are valid, which columns
+// of a row a table keeps, when a where may read every row), the operations of the
+// /custom-tables routes (Tables), the custom-table step kind, and the builds of indexes.
+// It registers on the run core like any feature (Tables.Register): the step kind, the job
+// that builds an index, and what a step's call gets (StepCall.Tables, with declarations
+// cached). It declares the store it needs (Store); the run core has no table of its own
+// and names none.
+//
+// The same rules hold inside a step's transaction (through StepCall.Tables) and on the
+// routes (through Store).
 package tables
 
 import (
@@ -63,7 +70,7 @@ func Check(name string, fields map[string]string) []Problem {
 
 // Create stores a new table with its indexes (ready: the table is empty); the caller has
 // checked the declaration (Check, CheckIndexes).
-func Create(ctx context.Context, st svctype.TableStore, orgID, name string, fields map[string]string, indexes [][]string, now time.Time) (*svctype.Table, error) {
+func Create(ctx context.Context, st Creator, orgID, name string, fields map[string]string, indexes [][]string, now time.Time) (*svctype.Table, error) {
 	t := &svctype.Table{OrgID: orgID, Name: name, Fields: fields, Indexes: []svctype.TableIndex{}, CreatedAt: now.UTC()}
 	for _, cols := range indexes {
 		t.Indexes = append(t.Indexes, svctype.TableIndex{Columns: cols, State: svctype.IndexReady, CreatedAt: now.UTC()})
@@ -148,7 +155,7 @@ func (e *ScanRefusedError) Error() string {
 // CheckRead refuses a where that no ready index covers on a table of more than
 // ScanThreshold rows, unless scan. t may be a cached declaration: when it shows no covering
 // index, the table's indexes are read again, since one may have been added since.
-func CheckRead(ctx context.Context, st svctype.TableStore, t *svctype.Table, where map[string]any, scan bool) error {
+func CheckRead(ctx context.Context, st Counter, t *svctype.Table, where map[string]any, scan bool) error {
 	if len(where) == 0 || scan {
 		return nil
 	}
@@ -184,7 +191,7 @@ func CheckRead(ctx context.Context, st svctype.TableStore, t *svctype.Table, whe
 // It first waits for the transactions that began before it (on PostgreSQL): a write in
 // flight when the index was declared did not see it and writes no entries for it, and the
 // build must not pass its row before it commits. Call it after the declaration committed.
-func BuildIndex(ctx context.Context, st svctype.TableStore, orgID, table, key string, batch int) error {
+func BuildIndex(ctx context.Context, st Store, orgID, table, key string, batch int) error {
 	since, err := st.DBNow(ctx)
 	if err != nil {
 		return err

@@ -64,7 +64,7 @@ func (e *Webhooks) catchAll(ctx context.Context, orgID string) (string, error) {
 // catchAllIn is catchAll read through q on a cache miss: the fan-out reads inside the
 // event's transaction, where asking the pool for a second connection could wait forever
 // (every connection held by a transaction doing the same).
-func (e *Webhooks) catchAllIn(ctx context.Context, q Store, orgID string) (string, error) {
+func (e *Webhooks) catchAllIn(ctx context.Context, q orgconfig.Values, orgID string) (string, error) {
 	c := &e.catchAlls
 	now := time.Now()
 	c.mu.Lock()
@@ -100,7 +100,7 @@ type hookTarget struct {
 // Sink writes a delivery and its job for every target of every event (a core.EventSink):
 // subject, when set, is what the events are about (for registrations' filters).
 func (e *Webhooks) Sink(ctx context.Context, stx storage.Tx, evs []svctype.Event, subject *core.EventSubject) error {
-	tx := storage.In[Store](stx)
+	tx := Tx(stx)
 	var ds []svctype.Delivery
 	catchAlls := map[string]string{}
 	for i := range evs {
@@ -227,7 +227,7 @@ func (e *Webhooks) webhookTarget(ctx context.Context, orgID, event, id string) (
 // registeredTargets returns the organization's webhooks registered for event. A disabled
 // one is still a target: its deliveries go through its circuit (one probe every few
 // minutes), and a success enables it again.
-func (e *Webhooks) registeredTargets(ctx context.Context, q Store, orgID, event string) ([]hookTarget, error) {
+func (e *Webhooks) registeredTargets(ctx context.Context, q Reads, orgID, event string) ([]hookTarget, error) {
 	ts, err := e.webhookTargetsIn(ctx, q, orgID, event)
 	if err != nil {
 		return nil, err
@@ -285,7 +285,7 @@ func (e *Webhooks) Redeliver(ctx context.Context, orgID, id string) (*svctype.De
 	}
 	var out *svctype.Delivery
 	err := e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
+		tx := Tx(stx)
 		d, err := tx.GetDelivery(ctx, orgID, id)
 		if err != nil {
 			return err

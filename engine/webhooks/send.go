@@ -45,7 +45,7 @@ func (e *Webhooks) Deliver(ctx context.Context, job *svctype.Job) error {
 	_ = json.Unmarshal(job.Payload, &p)
 	d, err := e.store.GetDelivery(ctx, job.OrgID, p.DeliveryID)
 	if errors.Is(err, core.ErrNotFound) || (err == nil && d.Status != svctype.DeliveryPending) {
-		return e.core.Store().InTx(ctx, func(ctx context.Context, tx storage.Tx) error { return tx.CompleteJob(ctx, job) })
+		return e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error { return Tx(stx).CompleteJob(ctx, job) })
 	}
 	if err != nil {
 		return err
@@ -69,7 +69,7 @@ func (e *Webhooks) Deliver(ctx context.Context, job *svctype.Job) error {
 	decision, next := events.Allow(state, e.now())
 	if next != state {
 		err = e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-			tx := storage.In[Store](stx)
+			tx := Tx(stx)
 			state, err := e.circuit(ctx, tx, d.OrgID, url)
 			if err != nil {
 				return err
@@ -272,7 +272,7 @@ func deliveryError(err error, timeout time.Duration, hide []string) error {
 func (e *Webhooks) scheduleDelivery(ctx context.Context, job *svctype.Job, d *svctype.Delivery, url string, answered *bool, attempt svctype.DeliveryAttempt, sent bool) error {
 	now := e.now().UTC()
 	return e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
+		tx := Tx(stx)
 		if err := e.recordAttempt(ctx, tx, d, url, answered, &attempt, now); err != nil {
 			return err
 		}
@@ -295,7 +295,7 @@ func (e *Webhooks) scheduleDelivery(ctx context.Context, job *svctype.Job, d *sv
 func (e *Webhooks) finishDelivery(ctx context.Context, job *svctype.Job, d *svctype.Delivery, url string, answered *bool, attempt svctype.DeliveryAttempt, status svctype.DeliveryStatus) error {
 	now := e.now().UTC()
 	return e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
+		tx := Tx(stx)
 		if err := e.recordAttempt(ctx, tx, d, url, answered, &attempt, now); err != nil {
 			return err
 		}
@@ -313,7 +313,7 @@ func (e *Webhooks) finishDelivery(ctx context.Context, job *svctype.Job, d *svct
 
 // recordAttempt appends attempt to d's record and, when the target answered (or failed to),
 // records that on its circuit (written only when the state changes).
-func (e *Webhooks) recordAttempt(ctx context.Context, tx Store, d *svctype.Delivery, url string, answered *bool, a *svctype.DeliveryAttempt, now time.Time) error {
+func (e *Webhooks) recordAttempt(ctx context.Context, tx Tx, d *svctype.Delivery, url string, answered *bool, a *svctype.DeliveryAttempt, now time.Time) error {
 	d.Recorded++
 	a.DeliveryID, a.N, a.At = d.ID, d.Recorded, now
 	if err := tx.AddDeliveryAttempt(ctx, d.OrgID, a); err != nil {
@@ -342,7 +342,7 @@ func (e *Webhooks) circuitChanged(from, to events.Circuit) {
 	}
 }
 
-func (e *Webhooks) circuit(ctx context.Context, q Store, orgID, url string) (events.Circuit, error) {
+func (e *Webhooks) circuit(ctx context.Context, q Reads, orgID, url string) (events.Circuit, error) {
 	var state events.Circuit
 	raw, err := q.GetCircuit(ctx, orgID, url)
 	if err != nil || raw == nil {
@@ -354,10 +354,10 @@ func (e *Webhooks) circuit(ctx context.Context, q Store, orgID, url string) (eve
 	return state, nil
 }
 
-func (e *Webhooks) putCircuit(ctx context.Context, q Store, orgID, url string, state events.Circuit) error {
+func (e *Webhooks) putCircuit(ctx context.Context, tx Tx, orgID, url string, state events.Circuit) error {
 	raw, err := json.Marshal(state)
 	if err != nil {
 		return err
 	}
-	return q.PutCircuit(ctx, orgID, url, raw)
+	return tx.PutCircuit(ctx, orgID, url, raw)
 }

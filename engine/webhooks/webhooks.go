@@ -40,15 +40,6 @@ import (
 // validates and stores them, serves the delivery side their targets with the secrets opened
 // (WebhookTargets, cached per organization) and keeps their health (RecordWebhookHealth).
 
-// Store is the part of the store webhooks need: registrations, deliveries, the jobs that
-// send them, and org config (the catch-all address).
-type Store interface {
-	storage.Runs
-	storage.Webhooks
-	storage.Deliveries
-	storage.OrgConfig
-}
-
 // Options configure webhooks.
 type Options struct {
 	// Keyring seals registrations' secrets; nil refuses secrets (orgconfig.ErrNoMasterKey).
@@ -489,7 +480,7 @@ func (e *Webhooks) UpdateWebhook(ctx context.Context, orgID, id string, p Webhoo
 
 	var out *svctype.Webhook
 	err := e.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[Store](stx)
+		tx := Tx(stx)
 		w, err := tx.GetWebhook(ctx, orgID, id)
 		if err != nil {
 			return err
@@ -589,7 +580,7 @@ func (e *Webhooks) WebhookTargets(ctx context.Context, orgID, event string) ([]W
 
 // webhookTargetsIn is WebhookTargets read through q on a cache miss (the fan-out reads
 // inside the event's transaction: a second connection could be one the pool does not have).
-func (e *Webhooks) webhookTargetsIn(ctx context.Context, q Store, orgID, event string) ([]WebhookTarget, error) {
+func (e *Webhooks) webhookTargetsIn(ctx context.Context, q Reads, orgID, event string) ([]WebhookTarget, error) {
 	canonical, ok := events.Canonical(event)
 	if !ok {
 		return nil, nil
@@ -607,7 +598,7 @@ func (e *Webhooks) webhookTargetsIn(ctx context.Context, q Store, orgID, event s
 }
 
 // loadWebhookTargets reads every registration of the organization, by event.
-func (e *Webhooks) loadWebhookTargets(ctx context.Context, q Store, orgID string) (map[string][]WebhookTarget, error) {
+func (e *Webhooks) loadWebhookTargets(ctx context.Context, q Reads, orgID string) (map[string][]WebhookTarget, error) {
 	byEvent := map[string][]WebhookTarget{}
 	opts := svctype.ListOptions{Limit: 500}
 	for {
@@ -675,11 +666,11 @@ func (e *Webhooks) RecordWebhookHealth(ctx context.Context, orgID, id string, su
 // re-seals them with org config, or secrets sealed under a retired key would stop opening
 // (and their targets stop receiving). The write is a compare-and-swap on the sealed bytes,
 // so a PATCH of the secret in between wins; it changes no updated_at.
-func WebhookSealedSecrets(st storage.Webhooks) secrets.SealedCollection {
+func WebhookSealedSecrets(st SealedStore) secrets.SealedCollection {
 	return webhookSecretCollection{st}
 }
 
-type webhookSecretCollection struct{ st storage.Webhooks }
+type webhookSecretCollection struct{ st SealedStore }
 
 func (webhookSecretCollection) Kind() string { return "webhook secrets" }
 

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log"
 	"strings"
-	"time"
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
@@ -49,17 +48,20 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for {
-		doc, err := eng.RunStatus(ctx, "demo", run.ID)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if doc.Status.Terminal() {
-			fmt.Println(doc.Status, doc.Context["greeting"])
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	// WaitRun returns as soon as a commit moves the run on from running (it ends, or pauses
+	// for a person), or after engine.MaxWait with the run still running: no polling loop.
+	status, err := eng.WaitRun(ctx, "demo", run.ID, run.Status, engine.MaxWait)
+	if err != nil {
+		log.Fatal(err)
 	}
+	if !status.Terminal() {
+		log.Fatalf("run %s is %s", run.ID, status)
+	}
+	doc, err := eng.RunStatus(ctx, "demo", run.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(doc.Status, doc.Context["greeting"])
 	cancel()
 	<-done
 }

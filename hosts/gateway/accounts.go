@@ -17,14 +17,40 @@ import (
 	"github.com/svcflow/svcflow/hosts/runtime"
 )
 
-// AuthHeader carries a management token.
-type AuthHeader struct {
-	Authorization string `header:"Authorization" doc:"Bearer <management token> (svc_mgmt_...)."`
+// Management routes (/gateway/...) take the account's management token, checked once by
+// requireAccount, which every such route has as its middleware (accountRoute), before
+// Huma reads the request; a handler reads the account with accountIn.
+
+// accountKey is the request context's key of the authenticated account.
+type accountKey struct{}
+
+// accountRoute is o as a management route: declaring the management token and behind
+// requireAccount.
+func (s *Server) accountRoute(o huma.Operation) huma.Operation {
+	o.Security = byManagement
+	o.Middlewares = append(o.Middlewares, s.requireAccount)
+	return o
 }
 
-// account authenticates a management token.
-func (s *Server) account(ctx context.Context, h AuthHeader) (*gwstore.Account, error) {
-	secret := bearerOf(h.Authorization)
+// requireAccount lets a request through only with an active account's management token,
+// and hands the account to the handler (accountIn).
+func (s *Server) requireAccount(ctx huma.Context, next func(huma.Context)) {
+	a, err := s.account(ctx.Context(), ctx.Header("Authorization"))
+	if err != nil {
+		s.writeError(ctx, statusError(s.fail(ctx.Context(), err, "")))
+		return
+	}
+	next(huma.WithValue(ctx, accountKey{}, a))
+}
+
+// accountIn is the account requireAccount authenticated for this request.
+func accountIn(ctx context.Context) *gwstore.Account {
+	return ctx.Value(accountKey{}).(*gwstore.Account)
+}
+
+// account authenticates a management token (an Authorization header's value).
+func (s *Server) account(ctx context.Context, authorization string) (*gwstore.Account, error) {
+	secret := bearerOf(authorization)
 	switch {
 	case secret == "":
 		return nil, errNoCredential
@@ -94,9 +120,10 @@ type Key struct {
 }
 
 func (s *Server) registerAccounts() {
-	o := huma.Operation{OperationID: "signup", Method: http.MethodPost, Path: "/gateway/signup", Summary: "Create an account",
+	o := publicOp(huma.Operation{OperationID: "signup", Method: http.MethodPost, Path: "/gateway/signup", Summary: "Create an account",
 		Tags: []string{"Accounts"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
-		Description: "Self-serve signup: the account and its management token (svc_mgmt_...), shown once."}
+		Description: "Self-serve signup: the account and its management token (svc_mgmt_...), shown once."},
+		http.StatusConflict, http.StatusUnprocessableEntity)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		Body struct {
 			Email string `json:"email" maxLength:"254"`
@@ -139,26 +166,20 @@ func (s *Server) registerAccounts() {
 	})
 
 	o = huma.Operation{OperationID: "get-account", Method: http.MethodGet, Path: "/gateway/account", Summary: "The account", Tags: []string{"Accounts"}}
-	huma.Register(s.api, o, func(ctx context.Context, in *AuthHeader) (*struct{ Body Account }, error) {
-		a, err := s.account(ctx, *in)
-		if err != nil {
-			return nil, s.fail(ctx, err, "")
-		}
+	huma.Register(s.api, s.accountRoute(managementOp(o)), func(ctx context.Context, _ *struct{}) (*struct{ Body Account }, error) {
+		a := accountIn(ctx)
 		return &struct{ Body Account }{Body: accountOf(a)}, nil
 	})
 
 	o = huma.Operation{OperationID: "regenerate-token", Method: http.MethodPost, Path: "/gateway/account/regenerate-token",
 		Summary: "Replace the management token", Tags: []string{"Accounts"},
 		Description: "The new token is shown once; the old one stops working at once."}
-	huma.Register(s.api, o, func(ctx context.Context, in *AuthHeader) (*struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o)), func(ctx context.Context, _ *struct{}) (*struct {
 		Body struct {
 			ManagementToken string `json:"management_token"`
 		}
 	}, error) {
-		a, err := s.account(ctx, *in)
-		if err != nil {
-			return nil, s.fail(ctx, err, "")
-		}
+		a := accountIn(ctx)
 		secret, shown, hash, err := newSecret(PrefixManagement)
 		if err != nil {
 			return nil, err
@@ -186,17 +207,13 @@ type orgBody struct {
 
 func (s *Server) registerOrgs() {
 	o := huma.Operation{OperationID: "list-gateway-orgs", Method: http.MethodGet, Path: "/gateway/orgs", Summary: "The account's organizations", Tags: []string{"Organizations"}}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		AuthHeader
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusBadRequest, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"500"`
 		Cursor string `query:"cursor"`
 	}) (*struct {
 		Body runtime.List[gwstore.GatewayOrg]
 	}, error) {
-		a, err := s.account(ctx, in.AuthHeader)
-		if err != nil {
-			return nil, s.fail(ctx, err, "")
-		}
+		a := accountIn(ctx)
 		page, err := s.store.ListGatewayOrgs(ctx, a.ID, svctype.ListOptions{Limit: in.Limit, Cursor: in.Cursor})
 		if err != nil {
 			return nil, s.fail(ctx, err, "")
@@ -213,14 +230,10 @@ func (s *Server) registerOrgs() {
 	o = huma.Operation{OperationID: "create-gateway-org", Method: http.MethodPost, Path: "/gateway/orgs", Summary: "Create an organization",
 		Tags: []string{"Organizations"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
 		Description: "Each customer of an embedding platform is one organization. Its id is global: 409 when any account has it."}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		AuthHeader
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusConflict, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		Body orgBody
 	}) (*struct{ Body *gwstore.GatewayOrg }, error) {
-		a, err := s.account(ctx, in.AuthHeader)
-		if err != nil {
-			return nil, s.fail(ctx, err, "")
-		}
+		a := accountIn(ctx)
 		id := in.Body.ID
 		if id == "" {
 			id = "org_" + strings.ReplaceAll(uuid.NewString(), "-", "")
@@ -240,17 +253,13 @@ func (s *Server) registerOrgs() {
 
 	o = huma.Operation{OperationID: "update-gateway-org", Method: http.MethodPut, Path: "/gateway/orgs/{orgId}", Summary: "Rename an organization",
 		Tags: []string{"Organizations"}, MaxBodyBytes: 1 << 16}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		AuthHeader
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusNotFound, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		OrgID string `path:"orgId"`
 		Body  struct {
 			Name string `json:"name" maxLength:"200"`
 		}
 	}) (*struct{ Body *gwstore.GatewayOrg }, error) {
-		a, err := s.account(ctx, in.AuthHeader)
-		if err != nil {
-			return nil, s.fail(ctx, err, "")
-		}
+		a := accountIn(ctx)
 		if strings.TrimSpace(in.Body.Name) == "" {
 			return nil, invalid("/name", "required")
 		}
@@ -268,16 +277,12 @@ func (s *Server) registerOrgs() {
 
 // OrgPath names one of the account's organizations.
 type OrgPath struct {
-	AuthHeader
 	OrgID string `path:"orgId"`
 }
 
-// ownOrg authenticates the management token and checks the organization is the account's.
+// ownOrg is the request's account when the organization is one of its own.
 func (s *Server) ownOrg(ctx context.Context, in OrgPath) (*gwstore.Account, error) {
-	a, err := s.account(ctx, in.AuthHeader)
-	if err != nil {
-		return nil, err
-	}
+	a := accountIn(ctx)
 	if _, err := s.store.GetGatewayOrg(ctx, a.ID, in.OrgID); err != nil {
 		return nil, err
 	}
@@ -304,7 +309,7 @@ func (s *Server) registerKeys() {
 	}
 
 	o := huma.Operation{OperationID: "list-keys", Method: http.MethodGet, Path: "/gateway/orgs/{orgId}/keys", Summary: "An organization's keys", Tags: []string{"Keys"}}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		OrgPath
 		Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"500"`
 		Cursor string `query:"cursor"`
@@ -327,7 +332,7 @@ func (s *Server) registerKeys() {
 	o = huma.Operation{OperationID: "create-key", Method: http.MethodPost, Path: "/gateway/orgs/{orgId}/keys", Summary: "Create a key",
 		Tags: []string{"Keys"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
 		Description: "kind runtime (svc_live_..., server-side calls to the runtime) or publishable (svc_pk_..., the browser SDK). The key is shown once."}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusNotFound, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		OrgPath
 		Body struct {
 			Kind string `json:"kind" enum:"runtime,publishable"`
@@ -346,7 +351,7 @@ func (s *Server) registerKeys() {
 
 	o = huma.Operation{OperationID: "delete-key", Method: http.MethodDelete, Path: "/gateway/orgs/{orgId}/keys/{keyId}", Summary: "Revoke a key",
 		Tags: []string{"Keys"}, DefaultStatus: http.StatusNoContent, Description: "The key stops working at once (401 key_revoked)."}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusNotFound)), func(ctx context.Context, in *struct {
 		OrgPath
 		KeyID string `path:"keyId"`
 	}) (*struct{}, error) {
@@ -364,7 +369,7 @@ func (s *Server) registerKeys() {
 	o = huma.Operation{OperationID: "rotate-key", Method: http.MethodPost, Path: "/gateway/orgs/{orgId}/keys/{keyId}/rotate", Summary: "Rotate a key",
 		Tags: []string{"Keys"}, DefaultStatus: http.StatusCreated, MaxBodyBytes: 1 << 16,
 		Description: "A new key of the same kind, shown once; the old one keeps working for grace_seconds (default 0: it stops at once)."}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		OrgPath
 		KeyID string `path:"keyId"`
 		Body  struct {

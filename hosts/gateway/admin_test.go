@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,6 +136,59 @@ func TestOperatorRoutesNeedAToken(t *testing.T) {
 	for _, route := range []string{"/sdk/auth/start", "/sdk/tasks/{taskId}/decide", "/admin/tiers/{name}", "/gateway/licenses", "/gateway/orgs/{orgId}/users/{email}"} {
 		require.Contains(t, paths, route)
 	}
+	// Every operator route declares the operator's bearer token, every management route the
+	// account's, as a security scheme: none takes an Authorization parameter.
+	schemes := doc["components"].(map[string]any)["securitySchemes"].(map[string]any)
+	require.Equal(t, map[string]any{"type": "http", "scheme": "bearer", "description": "The platform operator's token (SVC_OPERATOR_TOKEN)."}, schemes["operatorToken"])
+	require.Equal(t, map[string]any{"type": "http", "scheme": "bearer", "description": "The account's management token (svc_mgmt_...)."}, schemes["managementToken"])
+	byScheme := map[string]int{}
+	for path, item := range paths {
+		for _, op := range item.(map[string]any) {
+			op := op.(map[string]any)
+			scheme := ""
+			switch {
+			case strings.HasPrefix(path, "/admin/"):
+				scheme = "operatorToken"
+			case strings.HasPrefix(path, "/gateway/") && path != "/gateway/signup":
+				scheme = "managementToken"
+			default:
+				require.NotContains(t, op, "security", path)
+				continue
+			}
+			byScheme[scheme]++
+			require.Equal(t, []any{map[string]any{scheme: []any{}}}, op["security"], path)
+			params, _ := op["parameters"].([]any)
+			for _, p := range params {
+				require.NotEqual(t, "Authorization", p.(map[string]any)["name"], path)
+			}
+		}
+	}
+	require.Equal(t, map[string]int{"operatorToken": 10, "managementToken": 16}, byScheme)
+}
+
+// TestOperatorTokenCheckedFirst: the operator token is checked before anything of the
+// request is read, so a request without it learns nothing of what the route validates.
+func TestOperatorTokenCheckedFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t, gateway.Options{OperatorToken: operatorToken})
+	for _, c := range []struct{ method, path, body string }{
+		{"PUT", "/admin/tiers/Bad%20Name", `{"rate": -1}`},
+		{"POST", "/admin/licenses", `{"seats": 0}`},
+		{"PUT", "/admin/accounts/acct_x/tier", `{"tier": ` + strings.Repeat(" ", 1<<13) + `"x"}`},
+		{"GET", "/admin/usage?from=yesterday", ""},
+	} {
+		for _, token := range []string{"", "svc_mgmt_not-the-operator"} {
+			code, p, _ := b.call(t, c.method, c.path, token, c.body)
+			require.Equal(t, http.StatusUnauthorized, code, c.path)
+			require.Equal(t, "unknown_operator_token", p["code"], c.path)
+		}
+		code, p, _ := b.call(t, c.method, c.path, operatorToken, c.body)
+		require.Contains(t, []int{http.StatusUnprocessableEntity, http.StatusRequestEntityTooLarge}, code, "%s: %v", c.path, p)
+	}
+	off := setup(t, gateway.Options{})
+	code, p, _ := off.call(t, "PUT", "/admin/tiers/Bad%20Name", operatorToken, `{"rate": -1}`)
+	require.Equal(t, http.StatusNotFound, code)
+	require.Equal(t, "admin_not_configured", p["code"])
 }
 
 // TestOperatorIssuesAndRevokesLicenses: an issued license verifies offline, shows in its

@@ -71,7 +71,7 @@ func (s *Server) registerConsole() {
 // records their email.
 func (s *Server) consoleAPI(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	a, err := s.account(ctx, AuthHeader{Authorization: r.Header.Get("Authorization")})
+	a, err := s.account(ctx, r.Header.Get("Authorization"))
 	if err != nil {
 		s.writeErr(w, r, err)
 		return

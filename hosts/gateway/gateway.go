@@ -23,6 +23,8 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -76,6 +78,9 @@ type Options struct {
 	Version string
 	// LicenseKey verifies on-premises licenses (/licensing/); nil: licensing is off.
 	LicenseKey ed25519.PublicKey
+	// LicensePreviousKeys verify licenses signed before LicenseKey (a rotation): a license's
+	// kid picks its key.
+	LicensePreviousKeys []ed25519.PublicKey
 	// LicenseSigningKey issues licenses (POST /admin/licenses); nil: the operator cannot issue.
 	LicenseSigningKey ed25519.PrivateKey
 	// IdentityKey signs the identity of a signed-in person for the runtime (hosts/identity);
@@ -138,7 +143,8 @@ type Server struct {
 	umu   sync.Mutex
 	usage map[usageKey]*gwstore.Usage
 
-	identityKey  []byte
+	identity     *identity.Keyring // nil: no identity key
+	identityErr  error             // the identity key is not one (too short): minting fails
 	mailer       Mailer
 	mails        sync.WaitGroup // codes being mailed
 	sessionTTL   time.Duration
@@ -168,7 +174,10 @@ func New(o Options) *Server {
 	if s.meter = o.Meter; s.meter == nil {
 		s.meter = svctype.NopMeter{}
 	}
-	s.identityKey, s.mailer, s.sessionTTL, s.signingKey = o.IdentityKey, o.Mailer, o.SessionTTL, o.LicenseSigningKey
+	s.mailer, s.sessionTTL, s.signingKey = o.Mailer, o.SessionTTL, o.LicenseSigningKey
+	if len(o.IdentityKey) > 0 {
+		s.identity, s.identityErr = identity.NewKeyring(o.IdentityKey)
+	}
 	s.sdk = loadSDK()
 	if s.mailer == nil {
 		s.mailer = LogMailer{Log: s.log}
@@ -227,18 +236,24 @@ func New(o Options) *Server {
 	cfg.Formats = runtime.JSONFormats() // a body that is not UTF-8: 400 invalid_utf8, as on the runtime
 	cfg.Info.Description = "Accounts, organizations and keys (management token), and the proxy of every runtime route (runtime key)."
 	s.api = humachi.New(r, cfg)
+	s.api.OpenAPI().Components.SecuritySchemes = securitySchemes()
 	s.router = r
 	s.registerAccounts()
 	s.registerUsage()
-	s.registerLicensing(o.LicenseKey)
+	s.registerLicensing(o.LicenseKey, o.LicensePreviousKeys)
 	s.registerHealth(o)
 	runtime.RegisterProbes(s.api, "gateway-", s.log, s.ready)
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		s.api.OpenAPI().Paths[probe].Get.Security = byNobody
+	}
 	s.registerSDKAuth()
 	s.registerSDKTasks()
 	s.registerPeople()
 	s.registerAdmin()
+	s.registerAccountLicenses()
 	s.registerWeb()
 	s.registerConsole()
+	declareAnswers(s.api.OpenAPI())
 	r.NotFound(s.forward)
 	r.MethodNotAllowed(s.forward)
 	return s
@@ -622,26 +637,28 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	writeProblem(w, http.StatusInternalServerError, "internal", "the gateway failed; the error is logged")
 }
 
+// GatewayHealth is the answer of GET /health.
+type GatewayHealth struct {
+	Status  string `json:"status" enum:"ok,degraded"`
+	Runtime string `json:"runtime" enum:"ok,unreachable"`
+	Store   string `json:"store" enum:"ok,unreachable"`
+}
+
 // registerHealth serves GET /health: the gateway, the runtime's reachability and the store.
 func (s *Server) registerHealth(o Options) {
-	op := huma.Operation{OperationID: "gateway-health", Method: http.MethodGet, Path: "/health", Summary: "Health", Tags: []string{"Health"},
-		Description: "status ok when the runtime answers and the store reads; degraded (503) otherwise, saying which."}
+	op := publicOp(huma.Operation{OperationID: "gateway-health", Method: http.MethodGet, Path: "/health", Summary: "Health", Tags: []string{"Health"},
+		Description: "status ok when the runtime answers and the store reads; degraded (503) otherwise, saying which."})
+	health := s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[GatewayHealth](), true, "")
+	op.Responses = map[string]*huma.Response{strconv.Itoa(http.StatusServiceUnavailable): {Description: "Degraded: the runtime or the store does not answer.",
+		Content: map[string]*huma.MediaType{"application/json": {Schema: health}}}}
 	client := &http.Client{Timeout: 2 * time.Second}
 	huma.Register(s.api, op, func(ctx context.Context, _ *struct{}) (*struct {
 		Status int
-		Body   struct {
-			Status  string `json:"status"`
-			Runtime string `json:"runtime"`
-			Store   string `json:"store"`
-		}
+		Body   GatewayHealth
 	}, error) {
 		out := &struct {
 			Status int
-			Body   struct {
-				Status  string `json:"status"`
-				Runtime string `json:"runtime"`
-				Store   string `json:"store"`
-			}
+			Body   GatewayHealth
 		}{Status: http.StatusOK}
 		out.Body.Status, out.Body.Runtime, out.Body.Store = "ok", "ok", "ok"
 		if o.Runtime == nil {

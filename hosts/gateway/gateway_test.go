@@ -78,7 +78,7 @@ func setup(t *testing.T, o gateway.Options) *bundle {
 	require.NoError(t, err)
 	o.Store, o.RuntimeURL, o.Now = b.gs, u, b.clock.now
 	o.Logger = testlog.Tee(slog.NewTextHandler(b.logs, nil))
-	b.gw = httptest.NewServer(gateway.New(o).Handler())
+	b.gw = httptest.NewServer(checked(t, gateway.New(o).Handler()))
 	t.Cleanup(b.gw.Close)
 	return b
 }
@@ -333,6 +333,47 @@ func TestLicensingRoutes(t *testing.T) {
 	require.Equal(t, "licensing_not_configured", p["code"])
 }
 
+// TestLicensingAcrossAKeyRotation: a gateway given the new key and the one before it
+// validates licenses of both, each by its kid, and licenses of format v1, issued before
+// licenses were JWTs; public-key shows the new key.
+func TestLicensingAcrossAKeyRotation(t *testing.T) {
+	t.Parallel()
+	oldKey := ed25519.NewKeyFromSeed([]byte("svcflow license test key seed 32"))
+	newKey, err := license.NewKey()
+	require.NoError(t, err)
+	b := setup(t, gateway.Options{LicenseKey: newKey.Public().(ed25519.PublicKey), LicensePreviousKeys: []ed25519.PublicKey{oldKey.Public().(ed25519.PublicKey)}})
+	b.clock.add(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC).Sub(b.clock.now())) // within the v1 license below
+	now := b.clock.now()
+	l := license.License{ID: "lic_1", Licensee: "ACME", Seats: 5, NotBefore: now.Add(-time.Hour), ExpiresAt: now.Add(time.Hour)}
+	// Format v1 with oldKey: ACME Corp, 25 seats, 2026-11-24 to 2027-11-24.
+	v1 := "svcl1.eyJpZCI6ImxpY18xIiwibGljZW5zZWUiOiJBQ01FIENvcnAiLCJzZWF0cyI6MjUsImZlYXR1cmVzIjpbImFnZW50X2Zvcm1zIl0sIm5vdF9iZWZvcmUiOiIyMDI2LTExLTI0VDEyOjAwOjAwWiIsImV4cGlyZXNfYXQiOiIyMDI3LTExLTI0VDEyOjAwOjAwWiJ9.cHWhrCuJJJ7sL8A2KShLIZn5SdGc2NuGaz_LOV1o7QMLTcp8AxGndgr8I9CbYwaKs3K1p9je6kyHWOaY7LowAA"
+	for _, key := range []ed25519.PrivateKey{newKey, oldKey} {
+		tok, err := license.Sign(l, key)
+		require.NoError(t, err)
+		code, v, _ := b.call(t, "POST", "/licensing/validate", "", `{"license": "`+tok+`"}`)
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, true, v["valid"], v)
+	}
+	code, v, _ := b.call(t, "POST", "/licensing/validate", "", `{"license": "`+v1+`"}`)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, true, v["valid"], v)
+	require.Equal(t, "ACME Corp", v["license"].(map[string]any)["licensee"])
+	code, pk, _ := b.call(t, "GET", "/licensing/public-key", "", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, license.EncodePublic(newKey.Public().(ed25519.PublicKey)), pk["public_key"])
+
+	// Without the old key, its licenses no longer verify.
+	other := setup(t, gateway.Options{LicenseKey: newKey.Public().(ed25519.PublicKey)})
+	other.clock.add(now.Sub(other.clock.now()))
+	tok, err := license.Sign(l, oldKey)
+	require.NoError(t, err)
+	for _, tok := range []string{tok, v1} {
+		_, v, _ = other.call(t, "POST", "/licensing/validate", "", `{"license": "`+tok+`"}`)
+		require.Equal(t, false, v["valid"])
+		require.Equal(t, "bad_signature", v["reason"])
+	}
+}
+
 // TestSharedRateLimitHoldsAcrossGateways: two gateways on one PostgreSQL database share
 // each key's bucket: together they let through no more than the bucket holds.
 func TestSharedRateLimitHoldsAcrossGateways(t *testing.T) {
@@ -342,6 +383,8 @@ func TestSharedRateLimitHoldsAcrossGateways(t *testing.T) {
 	}
 	st := store.OpenTest(t, "postgres")
 	noop := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	// The runtime is a stand-in answering 204 to everything: its answers are not the
+	// contract, so these gateways are not checked against it.
 	opts := gateway.Options{Store: gwstore.OpenTest(t, st), Runtime: noop, Rate: 0.01, Burst: 20, Shared: true}
 	one, two := httptest.NewServer(gateway.New(opts).Handler()), httptest.NewServer(gateway.New(opts).Handler())
 	t.Cleanup(one.Close)

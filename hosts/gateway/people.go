@@ -70,7 +70,7 @@ var roleOK = func(r string) bool { return r != "" && len(r) <= 100 && strings.Tr
 func (s *Server) registerPeople() {
 	o := huma.Operation{OperationID: "list-org-users", Method: http.MethodGet, Path: "/gateway/orgs/{orgId}/users",
 		Summary: "The people an organization added, and their roles", Tags: []string{"People"}}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		OrgPath
 		Limit  int    `query:"limit" default:"50" minimum:"1" maximum:"500"`
 		Cursor string `query:"cursor"`
@@ -91,7 +91,7 @@ func (s *Server) registerPeople() {
 			"roles. A signed-in person whose approver_roles include an approval's approver_role may decide it " +
 			"(POST /sdk/tasks/{taskId}/decide), and one whose roles include a form pause's assignee_role may submit it. " +
 			"Applies to open sessions at once."}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusNotFound, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		UserPath
 		Body struct {
 			ApproverRoles []string `json:"approver_roles" maxItems:"100"`
@@ -125,7 +125,7 @@ func (s *Server) registerPeople() {
 		Description: "The people the organization added (PUT /gateway/orgs/{orgId}/users/{email}) always may; also everyone of " +
 			"the listed domains; or, with anyone, every mailbox (as a guest unless added or of a listed domain). " +
 			"An organization that never set it admits its people only."}
-	huma.Register(s.api, o, func(ctx context.Context, in *OrgPath) (*struct{ Body gwstore.SignInPolicy }, error) {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusNotFound)), func(ctx context.Context, in *OrgPath) (*struct{ Body gwstore.SignInPolicy }, error) {
 		if _, err := s.ownOrg(ctx, *in); err != nil {
 			return nil, s.fail(ctx, err, "organization not found")
 		}
@@ -144,7 +144,7 @@ func (s *Server) registerPeople() {
 		Description: "Replaces the policy. A person it no longer admits is signed out at their next request (401 session_ended). " +
 			"anyone: true is for public portals: people neither added nor of a listed domain sign in as guests, who work no " +
 			"tasks and read no submitted data."}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusNotFound, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		OrgPath
 		Body struct {
 			Anyone  bool     `json:"anyone" required:"false" doc:"Let every mailbox sign in (as a guest unless added or of a listed domain)."`
@@ -175,7 +175,7 @@ func (s *Server) registerPeople() {
 		Summary: "Remove a person", Tags: []string{"People"}, DefaultStatus: http.StatusNoContent,
 		Description: "The person's roles go, and so does their sign-in unless the organization's policy still admits them " +
 			"(their domain, or anyone): their open sessions end at their next request."}
-	huma.Register(s.api, o, func(ctx context.Context, in *UserPath) (*struct{}, error) {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusNotFound)), func(ctx context.Context, in *UserPath) (*struct{}, error) {
 		if _, err := s.ownOrg(ctx, in.OrgPath); err != nil {
 			return nil, s.fail(ctx, err, "organization not found")
 		}

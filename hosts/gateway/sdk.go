@@ -233,6 +233,7 @@ func (s *Server) registerSDKAuth() {
 			"%d tries. A new code replaces the last. At most %d codes per person per ten minutes (429). The answer is the same "+
 			"whoever the email belongs to: a person the organization does not let sign in (PUT /gateway/orgs/{orgId}/sign-in) "+
 			"gets it too, and no mail. 503 mail_not_configured when the gateway has no mail server.", 6, int(CodeTTL.Minutes()), CodeAttempts, codeSends)}
+	o = sdkOp(o, http.StatusUnprocessableEntity, http.StatusServiceUnavailable)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		SDKAuthHeader
 		Body struct {
@@ -253,6 +254,7 @@ func (s *Server) registerSDKAuth() {
 		Tags: []string{"SDK"}, MaxBodyBytes: 1 << 12,
 		Description: "With the publishable key: the email and the code mailed to it give a session (session_token, shown once; " +
 			"send it as Authorization: Bearer on SDK and public routes). A wrong, expired, used or exhausted code is 401 code_invalid."}
+	o = sdkOp(o, http.StatusUnprocessableEntity)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		SDKAuthHeader
 		Body struct {
@@ -273,6 +275,7 @@ func (s *Server) registerSDKAuth() {
 
 	o = huma.Operation{OperationID: "sdk-session", Method: http.MethodGet, Path: "/sdk/session", Summary: "Who the SDK credential is",
 		Tags: []string{"SDK"}, Description: "The organization, and for a session the person, its expiry and permissions (read now)."}
+	o = sdkOp(o)
 	huma.Register(s.api, o, func(ctx context.Context, in *SDKAuthHeader) (*struct{ Body SessionInfo }, error) {
 		c, err := s.sdkAuth(ctx, in.Authorization)
 		if err != nil {
@@ -285,8 +288,8 @@ func (s *Server) registerSDKAuth() {
 		return &struct{ Body SessionInfo }{Body: info}, nil
 	})
 
-	o = huma.Operation{OperationID: "sdk-signout", Method: http.MethodPost, Path: "/sdk/auth/signout", Summary: "End the session",
-		Tags: []string{"SDK"}, DefaultStatus: http.StatusNoContent}
+	o = sdkOp(huma.Operation{OperationID: "sdk-signout", Method: http.MethodPost, Path: "/sdk/auth/signout", Summary: "End the session",
+		Tags: []string{"SDK"}, DefaultStatus: http.StatusNoContent}, http.StatusNotFound)
 	huma.Register(s.api, o, func(ctx context.Context, in *SDKAuthHeader) (*struct{}, error) {
 		c, err := s.sdkAuth(ctx, in.Authorization)
 		if err != nil {
@@ -482,10 +485,11 @@ func runtimeContext(ctx context.Context) context.Context {
 
 // mint is the identity token the runtime believes for a signed-in person, for one request.
 func (s *Server) mint(orgID, email string) (string, error) {
-	if len(s.identityKey) == 0 {
-		return "", nil
+	if s.identityErr != nil || s.identity == nil {
+		return "", s.identityErr
 	}
-	return identity.Sign(s.identityKey, identity.Identity{Subject: email, OrgID: orgID, Expires: s.now().Add(identityTTL)})
+	now := s.now()
+	return s.identity.Sign(identity.Identity{Subject: email, OrgID: orgID, IssuedAt: now, Expires: now.Add(identityTTL)})
 }
 
 // bufferWriter is an in-memory http.ResponseWriter for calls to the runtime's handler.
@@ -538,6 +542,7 @@ func (s *Server) registerSDKTasks() {
 		Summary: "A run's form pause, for the SDK", Tags: []string{"SDK"},
 		Description: "The runtime's GET /forms/{runId}/{stepId} for the credential's organization. An anonymous publishable-key " +
 			"session, or a guest, may read the form but not what was submitted: submission and claimed_by are left out."}
+	o = sdkOp(o, http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity, http.StatusBadGateway)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		SDKAuthHeader
 		RunStep
@@ -564,6 +569,7 @@ func (s *Server) registerSDKTasks() {
 			"with a hint, a guest 403 not_a_member) and, when the pause names an assignee_role, that role among the person's " +
 			"roles (403 not_an_assignee); nothing changes in the run otherwise. The pause records claimed_by: the person's email. " +
 			"Otherwise as POST /forms/{runId}/{stepId}/submit."}
+	o = sdkOp(o, http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusGone, http.StatusUnprocessableEntity, http.StatusBadGateway)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		SDKAuthHeader
 		RunStep
@@ -602,6 +608,7 @@ func (s *Server) registerSDKTasks() {
 		Description: fmt.Sprintf("The pending approvals whose approver_role is among the person's roles, and the open form "+
 			"pauses they may take (no assignee_role, or one among their roles), newest first (at most %d of each). Needs a "+
 			"signed-in session; a guest has none.", tasksCap)}
+	o = sdkOp(o, http.StatusBadGateway)
 	huma.Register(s.api, o, func(ctx context.Context, in *SDKAuthHeader) (*struct {
 		Body struct {
 			Items []Task `json:"items"`
@@ -631,6 +638,7 @@ func (s *Server) registerSDKTasks() {
 		Summary: "Decide an approval as the signed-in person", Tags: []string{"SDK"}, MaxBodyBytes: 1 << 16,
 		Description: "taskId is the approval_id. A signed-in person whose approver_roles include the approval's role decides it " +
 			"(decided_by {type: user, id: email}); anyone else 403 not_an_approver. 409 when it was decided already."}
+	o = sdkOp(o, http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusGone, http.StatusUnprocessableEntity, http.StatusBadGateway)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		SDKAuthHeader
 		TaskID string `path:"taskId" maxLength:"100"`

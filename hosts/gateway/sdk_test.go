@@ -176,7 +176,7 @@ func setupSDK(t *testing.T, o gateway.Options) *sdkBundle {
 	}
 	o.Logger = testlog.Tee(slog.NewTextHandler(&lockedWriter{w: b.logs}, nil))
 	b.srv = gateway.New(o)
-	b.gw = httptest.NewServer(b.srv.Handler())
+	b.gw = httptest.NewServer(checked(t, b.srv.Handler()))
 	t.Cleanup(b.gw.Close)
 	return b
 }

@@ -126,7 +126,7 @@ func (s *Server) registerUsage() {
 	o := huma.Operation{OperationID: "get-usage", Method: http.MethodGet, Path: "/gateway/orgs/{orgId}/usage", Summary: "An organization's usage",
 		Tags: []string{"Organizations"}, Description: "Per day (UTC) and route class: requests forwarded, requests refused by the rate limit, " +
 			"runs started (workflow executions the runtime accepted). Counted by each gateway process and saved every few seconds."}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
+	huma.Register(s.api, s.accountRoute(managementOp(o, http.StatusNotFound, http.StatusUnprocessableEntity)), func(ctx context.Context, in *struct {
 		OrgPath
 		From string `query:"from" pattern:"^[0-9]{4}-[0-9]{2}-[0-9]{2}$" doc:"First day (YYYY-MM-DD); default 30 days ago."`
 		To   string `query:"to" pattern:"^[0-9]{4}-[0-9]{2}-[0-9]{2}$" doc:"Last day; default today."`
@@ -135,11 +135,7 @@ func (s *Server) registerUsage() {
 			Items []gwstore.Usage `json:"items" nullable:"false"`
 		}
 	}, error) {
-		a, err := s.account(ctx, in.AuthHeader)
-		if err != nil {
-			return nil, s.fail(ctx, err, "")
-		}
-		if _, err := s.store.GetGatewayOrg(ctx, a.ID, in.OrgID); err != nil {
+		if _, err := s.store.GetGatewayOrg(ctx, accountIn(ctx).ID, in.OrgID); err != nil {
 			return nil, s.fail(ctx, err, "organization not found")
 		}
 		if err := s.Flush(ctx); err != nil {

@@ -274,6 +274,7 @@ func (s *Server) registerWeb() {
 		Summary: "Send a sign-in code for a form that requires sign-in", Tags: []string{"Forms"}, DefaultStatus: http.StatusAccepted, MaxBodyBytes: 1 << 12,
 		Description: "For a public form: mails a one-time code (as POST /sdk/auth/start) for the form's organization, with no key. " +
 			"The session POST .../auth/verify gives is sent as Authorization: Bearer on the form's submit."}
+	o = publicOp(o, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		PublicFormPath
 		Body struct {
@@ -292,6 +293,7 @@ func (s *Server) registerWeb() {
 
 	o = huma.Operation{OperationID: "form-auth-verify", Method: http.MethodPost, Path: "/forms/public/{formId}/auth/verify",
 		Summary: "Sign in to a form with the code", Tags: []string{"Forms"}, MaxBodyBytes: 1 << 12}
+	o = publicOp(o, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity, http.StatusTooManyRequests)
 	huma.Register(s.api, o, func(ctx context.Context, in *struct {
 		PublicFormPath
 		Body struct {

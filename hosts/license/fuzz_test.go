@@ -17,8 +17,8 @@ import (
 // second, in UTC), and is valid from its not_before to just before its expires_at, never
 // outside; Sign refuses exactly what its documentation says. A token changed in any byte,
 // or made up, is ErrMalformed or ErrBadSignature: every token Verify takes is one Sign
-// issued (no second encoding of a payload or a signature passes). Each call returns within
-// fuzzbound.Bound.
+// issued, now or (format v1) by an earlier release (no second encoding of a header, a
+// payload or a signature passes). Each call returns within fuzzbound.Bound.
 //
 //	go test ./hosts/license -run '^$' -fuzz '^FuzzLicense$' -fuzztime 30s
 func FuzzLicense(f *testing.F) {
@@ -35,12 +35,26 @@ func FuzzLicense(f *testing.F) {
 	}
 	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	tok := seed(license.License{ID: "lic_1", Licensee: "ACME Corp", Seats: 25, Features: []string{"agent_forms"}, NotBefore: at, ExpiresAt: at.AddDate(1, 0, 0)})
+	// Format v1, issued with key by an earlier release's Sign: the same license, and one
+	// valid for one second.
+	for _, v1 := range []string{
+		"svcl1.eyJpZCI6ImxpY18xIiwibGljZW5zZWUiOiJBQ01FIENvcnAiLCJzZWF0cyI6MjUsImZlYXR1cmVzIjpbImFnZW50X2Zvcm1zIl0sIm5vdF9iZWZvcmUiOiIyMDI2LTExLTI0VDEyOjAwOjAwWiIsImV4cGlyZXNfYXQiOiIyMDI3LTExLTI0VDEyOjAwOjAwWiJ9.IGfEO4DM2n_aif7xxbc7GXYKdg5VpDe7NzvnsJnmTJlyUyfouQNuxtHquV_O2xndbEVdtv3q8TlHvq5sqrL_BQ",
+		"svcl1.eyJpZCI6IiIsImxpY2Vuc2VlIjoieCIsInNlYXRzIjoxLCJmZWF0dXJlcyI6W10sIm5vdF9iZWZvcmUiOiIyMDI2LTExLTI0VDEyOjAwOjAwWiIsImV4cGlyZXNfYXQiOiIyMDI2LTExLTI0VDEyOjAwOjAxWiJ9.UoWGW5f0WoT1LuTseP4U4vo0rbZkTFv77HnPkMEYOe7R0OZMe5ANAn0jT9fx_uarZPHMHy-VExRsPeVVZupDBQ",
+	} {
+		if _, err := license.Verify(v1, pub, at); err != nil {
+			f.Fatalf("a v1 license: %v", err)
+		}
+		issued[v1] = true
+		f.Add(v1, "", 3, "", at.Unix(), int64(1e9), uint(200), byte('x'))
+	}
 	f.Add(tok, "ACME Corp", 25, "agent_forms,sso", at.Unix(), int64(86400e9), uint(7), byte('A'))
 	f.Add(" "+tok+"\n", "", 0, "", int64(0), int64(0), uint(0), byte('.'))
 	f.Add(seed(license.License{Licensee: "x", Seats: 1, NotBefore: at, ExpiresAt: at.Add(time.Second)}), "\xff", -1, ",", int64(-1), int64(-1), uint(90), byte('='))
 	f.Add("svcl1.", " ", 1<<40, "a,,b", int64(253402300799), int64(1), uint(1<<40), byte(0))
 	f.Add("svcl1.e30.AAAA", "x", 1, "", at.Unix(), int64(1), uint(6), byte('+'))
-	f.Add("svcl2."+strings.TrimPrefix(tok, "svcl1."), "l", 2, "f", at.Unix()+1, int64(0), uint(5), byte('1'))
+	f.Add("svcl2."+tok, "l", 2, "f", at.Unix()+1, int64(0), uint(5), byte('1'))
+	f.Add("svcl1."+tok, "l", 2, "f", at.Unix()+1, int64(0), uint(5), byte('1'))
+	f.Add("eyJhbGciOiJub25lIiwidHlwIjoic3ZjZmxvdy1saWNlbnNlK2p3dCJ9."+strings.Split(tok, ".")[1]+".", "n", 1, "", at.Unix(), int64(1), uint(2), byte('e'))
 
 	f.Fuzz(func(t *testing.T, token, licensee string, seats int, features string, notBefore, span int64, pos uint, b byte) {
 		// A token as it comes.

@@ -3,6 +3,7 @@ package license_test
 import (
 	"crypto/ed25519"
 	"encoding/base64"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,32 +37,31 @@ func TestSignAndVerify(t *testing.T) {
 	_, err = license.Verify(tok, other.Public().(ed25519.PublicKey), now)
 	require.ErrorIs(t, err, license.ErrBadSignature, "another issuer's key")
 
-	// A one-bit change anywhere, payload or signature, is refused.
-	rest := strings.TrimPrefix(tok, license.Prefix)
-	p, s, _ := strings.Cut(rest, ".")
-	payload, _ := base64.RawURLEncoding.DecodeString(p)
-	sig, _ := base64.RawURLEncoding.DecodeString(s)
+	// A one-bit change anywhere, header, payload or signature, is refused.
+	parts := strings.Split(tok, ".")
+	require.Len(t, parts, 3)
+	raws := make([][]byte, 3)
+	for i, part := range parts {
+		raws[i], err = base64.RawURLEncoding.DecodeString(part)
+		require.NoError(t, err)
+	}
 	flips := 0
-	for part, raw := range [][]byte{payload, sig} {
+	for part, raw := range raws {
 		for i := range raw {
 			for bit := range 8 {
 				changed := append([]byte(nil), raw...)
 				changed[i] ^= 1 << bit
-				pp, ss := payload, sig
-				if part == 0 {
-					pp = changed
-				} else {
-					ss = changed
-				}
-				bad := license.Prefix + base64.RawURLEncoding.EncodeToString(pp) + "." + base64.RawURLEncoding.EncodeToString(ss)
+				enc := slices.Clone(parts)
+				enc[part] = base64.RawURLEncoding.EncodeToString(changed)
+				bad := strings.Join(enc, ".")
 				_, err := license.Verify(bad, pub, now)
 				require.Error(t, err, "bit %d of byte %d of part %d", bit, i, part)
 				flips++
 			}
 		}
 	}
-	require.Greater(t, flips, 8*(len(payload)+64)-1)
-	for _, bad := range []string{"", "svcl1.", "svcl1.x.y", tok + "x", strings.Replace(tok, "svcl1.", "svcl2.", 1)} {
+	require.Equal(t, 8*(len(raws[0])+len(raws[1])+64), flips)
+	for _, bad := range []string{"", "svcl1.", "svcl1.x.y", tok + "x", license.Prefix + tok, parts[0] + "." + parts[1], parts[0] + "." + parts[1] + ".", "a.b.c"} {
 		_, err := license.Verify(bad, pub, now)
 		require.Error(t, err, bad)
 	}

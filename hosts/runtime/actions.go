@@ -97,65 +97,81 @@ func (s *Server) registerActions() {
 		"located by JSON pointer, for a field that is missing, wrong, or belongs to another kind."
 	o.DefaultStatus = http.StatusCreated
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusConflict}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Body ActionBody
-	}) (*actionOutput, error) {
-		a, err := s.eng.Actions.CreateAction(ctx, in.OrgID, in.Body.action())
-		if err != nil {
-			return nil, s.fail(ctx, err, actionWrite)
-		}
-		return &actionOutput{Body: actionOf(*a)}, nil
-	})
+	register(s, o, actionWrite, s.createAction)
 
 	o = op("list-actions", http.MethodGet, "/actions", "List the organization's actions", "Actions")
 	o.Description = "Every registered action with its whole registration, by action_name."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Paging
-	}) (*struct{ Body List[Action] }, error) {
-		page, err := s.eng.Actions.ListActions(ctx, in.OrgID, in.options())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{in: "query"})
-		}
-		return &struct{ Body List[Action] }{Body: listOf(page, actionOf)}, nil
-	})
+	register(s, o, failure{in: "query"}, s.listActions)
 
 	o = op("get-action", http.MethodGet, "/actions/{actionName}", "Get an action", "Actions")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *ActionPath) (*actionOutput, error) {
-		a, err := s.eng.Actions.GetAction(ctx, in.OrgID, in.ActionName)
-		if err != nil {
-			return nil, s.fail(ctx, err, actionNotFound)
-		}
-		return &actionOutput{Body: actionOf(*a)}, nil
-	})
+	register(s, o, actionNotFound, s.getAction)
 
 	o = op("replace-action", http.MethodPut, "/actions/{actionName}", "Replace an action's registration", "Actions")
 	o.Description = "Replaces the whole registration (a field left out is gone afterwards; created_at is kept). " +
 		"The path names the action: a body's action_name, when given, must equal it (422), since renaming would " +
 		"leave the workflows that name the action without one. 404 when there is no such action: PUT does not create."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		ActionPath
-		Body ActionBody
-	}) (*actionOutput, error) {
-		a, err := s.eng.Actions.ReplaceAction(ctx, in.OrgID, in.ActionName, in.Body.action())
-		if err != nil {
-			return nil, s.fail(ctx, err, actionNotFound)
-		}
-		return &actionOutput{Body: actionOf(*a)}, nil
-	})
+	register(s, o, actionNotFound, s.replaceAction)
 
 	o = op("delete-action", http.MethodDelete, "/actions/{actionName}", "Delete an action", "Actions")
 	o.Description = "A workflow step that names a deleted action fails when it runs, like any unknown step type."
 	o.DefaultStatus = http.StatusNoContent
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *ActionPath) (*struct{}, error) {
-		if err := s.eng.Actions.DeleteAction(ctx, in.OrgID, in.ActionName); err != nil {
-			return nil, s.fail(ctx, err, actionNotFound)
-		}
-		return &struct{}{}, nil
-	})
+	register(s, o, actionNotFound, s.deleteAction)
+}
+
+type createActionInput struct {
+	OrgParam
+	Body ActionBody
+}
+
+func (s *Server) createAction(ctx context.Context, in *createActionInput) (*actionOutput, error) {
+	a, err := s.eng.Actions.CreateAction(ctx, in.OrgID, in.Body.action())
+	if err != nil {
+		return nil, err
+	}
+	return &actionOutput{Body: actionOf(*a)}, nil
+}
+
+type listActionsInput struct {
+	OrgParam
+	Paging
+}
+
+func (s *Server) listActions(ctx context.Context, in *listActionsInput) (*answer[List[Action]], error) {
+	page, err := s.eng.Actions.ListActions(ctx, in.OrgID, in.options())
+	if err != nil {
+		return nil, err
+	}
+	return &answer[List[Action]]{Body: listOf(page, actionOf)}, nil
+}
+
+func (s *Server) getAction(ctx context.Context, in *ActionPath) (*actionOutput, error) {
+	a, err := s.eng.Actions.GetAction(ctx, in.OrgID, in.ActionName)
+	if err != nil {
+		return nil, err
+	}
+	return &actionOutput{Body: actionOf(*a)}, nil
+}
+
+type replaceActionInput struct {
+	ActionPath
+	Body ActionBody
+}
+
+func (s *Server) replaceAction(ctx context.Context, in *replaceActionInput) (*actionOutput, error) {
+	a, err := s.eng.Actions.ReplaceAction(ctx, in.OrgID, in.ActionName, in.Body.action())
+	if err != nil {
+		return nil, err
+	}
+	return &actionOutput{Body: actionOf(*a)}, nil
+}
+
+func (s *Server) deleteAction(ctx context.Context, in *ActionPath) (*struct{}, error) {
+	if err := s.eng.Actions.DeleteAction(ctx, in.OrgID, in.ActionName); err != nil {
+		return nil, err
+	}
+	return &struct{}{}, nil
 }

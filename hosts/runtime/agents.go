@@ -120,36 +120,7 @@ func (s *Server) registerAgents() {
 		"200": {Description: "Without async: the agent ended or paused within the wait; the body is its status."},
 	}
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusUnprocessableEntity}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Async bool `query:"async" doc:"Answer at once (202) instead of waiting for the result."`
-		Body  AgentBody
-	}) (*struct {
-		Status int
-		Body   *AgentStatus
-	}, error) {
-		r, err := s.eng.Agents.ExecuteAgent(ctx, in.OrgID, in.Body.input())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{})
-		}
-		if !in.Async {
-			if r, err = s.eng.Agents.WaitAgent(ctx, in.OrgID, r.ID, engine.MaxAgentWait); err != nil {
-				return nil, s.fail(ctx, err, agentNotFound)
-			}
-		}
-		_, st, err := s.eng.Agents.AgentRun(ctx, in.OrgID, r.ID)
-		if err != nil {
-			return nil, s.fail(ctx, err, agentNotFound)
-		}
-		status := http.StatusOK
-		if r.Status == svctype.AgentStatus(agent.StatusRunning) {
-			status = http.StatusAccepted
-		}
-		return &struct {
-			Status int
-			Body   *AgentStatus
-		}{Status: status, Body: agentStatusOf(r, st, false)}, nil
-	})
+	register(s, o, failure{}, s.executeAgent)
 
 	// The 200 of a synchronous call has the body of the 202.
 	if ops := s.api.OpenAPI().Paths["/agents/execute"]; ops != nil && ops.Post != nil {
@@ -160,60 +131,108 @@ func (s *Server) registerAgents() {
 
 	o = op("get-agent-status", http.MethodGet, "/agents/{agentId}/status", "An agent run's status", "Agents")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		AgentPath
-		IncludeTrace bool `query:"include_trace" doc:"Add reasoning_trace: every iteration."`
-	}) (*struct{ Body *AgentStatus }, error) {
-		r, st, err := s.eng.Agents.AgentRun(ctx, in.OrgID, in.AgentID)
-		if err != nil {
-			return nil, s.fail(ctx, err, agentNotFound)
-		}
-		return &struct{ Body *AgentStatus }{Body: agentStatusOf(r, st, in.IncludeTrace)}, nil
-	})
+	register(s, o, agentNotFound, s.getAgentStatus)
 
 	o = op("get-agent-trace", http.MethodGet, "/agents/{agentId}/trace", "An agent run's whole trace", "Agents")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *AgentPath) (*struct{ Body AgentTraceAnswer }, error) {
-		r, st, err := s.eng.Agents.AgentRun(ctx, in.OrgID, in.AgentID)
-		if err != nil {
-			return nil, s.fail(ctx, err, agentNotFound)
-		}
-		out := &struct{ Body AgentTraceAnswer }{Body: AgentTraceAnswer{AgentRunID: r.ID, Trace: st.Trace}}
-		if out.Body.Trace == nil {
-			out.Body.Trace = []agent.TraceEntry{}
-		}
-		return out, nil
-	})
+	register(s, o, agentNotFound, s.getAgentTrace)
 
 	o = op("resume-agent", http.MethodPost, "/agents/{agentId}/resume", "Answer a paused agent", "Agents")
 	o.Description = "The person's answer becomes the observation of the agent's __pause_for_human__ call (or, after " +
 		"stuck detection, a message to it); the run is queued again and goes on from its checkpoint. 409 when it is not paused."
 	o.DefaultStatus = http.StatusAccepted
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		AgentPath
-		Body AgentResumeBody
-	}) (*struct{ Body *AgentStatus }, error) {
-		r, err := s.eng.Agents.ResumeAgent(ctx, in.OrgID, in.AgentID, in.Body.HumanInput, in.Body.Approved)
-		if err != nil {
-			return nil, s.fail(ctx, err, agentNotFound)
-		}
-		return &struct{ Body *AgentStatus }{Body: agentStatusOf(r, nil, false)}, nil
-	})
+	register(s, o, agentNotFound, s.resumeAgent)
 
 	o = op("list-agents", http.MethodGet, "/agents", "The organization's agent runs, newest first", "Agents")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusUnprocessableEntity}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Status string `query:"status" enum:"running,paused,completed,failed,budget_exceeded,cancelled" doc:"Only agent runs in this status."`
-		Paging
-	}) (*struct{ Body List[*AgentStatus] }, error) {
-		page, err := s.eng.Agents.ListAgents(ctx, in.OrgID, svctype.AgentStatus(in.Status), in.options())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{in: "query"})
+	register(s, o, failure{in: "query"}, s.listAgents)
+}
+
+type executeAgentInput struct {
+	OrgParam
+	Async bool `query:"async" doc:"Answer at once (202) instead of waiting for the result."`
+	Body  AgentBody
+}
+
+// agentOutput is 200 for an agent that ended or paused, 202 for one still running.
+type agentOutput struct {
+	Status int
+	Body   *AgentStatus
+}
+
+func (s *Server) executeAgent(ctx context.Context, in *executeAgentInput) (*agentOutput, error) {
+	r, err := s.eng.Agents.ExecuteAgent(ctx, in.OrgID, in.Body.input())
+	if err != nil {
+		return nil, err
+	}
+	// The run is started: what fails now is about it.
+	if !in.Async {
+		if r, err = s.eng.Agents.WaitAgent(ctx, in.OrgID, r.ID, engine.MaxAgentWait); err != nil {
+			return nil, s.fail(ctx, err, agentNotFound)
 		}
-		return &struct{ Body List[*AgentStatus] }{Body: listOf(page, func(r svctype.AgentRun) *AgentStatus {
-			return agentStatusOf(&r, nil, false)
-		})}, nil
-	})
+	}
+	_, st, err := s.eng.Agents.AgentRun(ctx, in.OrgID, r.ID)
+	if err != nil {
+		return nil, s.fail(ctx, err, agentNotFound)
+	}
+	status := http.StatusOK
+	if r.Status == svctype.AgentStatus(agent.StatusRunning) {
+		status = http.StatusAccepted
+	}
+	return &agentOutput{Status: status, Body: agentStatusOf(r, st, false)}, nil
+}
+
+type getAgentStatusInput struct {
+	AgentPath
+	IncludeTrace bool `query:"include_trace" doc:"Add reasoning_trace: every iteration."`
+}
+
+func (s *Server) getAgentStatus(ctx context.Context, in *getAgentStatusInput) (*answer[*AgentStatus], error) {
+	r, st, err := s.eng.Agents.AgentRun(ctx, in.OrgID, in.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[*AgentStatus]{Body: agentStatusOf(r, st, in.IncludeTrace)}, nil
+}
+
+func (s *Server) getAgentTrace(ctx context.Context, in *AgentPath) (*answer[AgentTraceAnswer], error) {
+	r, st, err := s.eng.Agents.AgentRun(ctx, in.OrgID, in.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	out := &answer[AgentTraceAnswer]{Body: AgentTraceAnswer{AgentRunID: r.ID, Trace: st.Trace}}
+	if out.Body.Trace == nil {
+		out.Body.Trace = []agent.TraceEntry{}
+	}
+	return out, nil
+}
+
+type resumeAgentInput struct {
+	AgentPath
+	Body AgentResumeBody
+}
+
+func (s *Server) resumeAgent(ctx context.Context, in *resumeAgentInput) (*answer[*AgentStatus], error) {
+	r, err := s.eng.Agents.ResumeAgent(ctx, in.OrgID, in.AgentID, in.Body.HumanInput, in.Body.Approved)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[*AgentStatus]{Body: agentStatusOf(r, nil, false)}, nil
+}
+
+type listAgentsInput struct {
+	OrgParam
+	Status string `query:"status" enum:"running,paused,completed,failed,budget_exceeded,cancelled" doc:"Only agent runs in this status."`
+	Paging
+}
+
+func (s *Server) listAgents(ctx context.Context, in *listAgentsInput) (*answer[List[*AgentStatus]], error) {
+	page, err := s.eng.Agents.ListAgents(ctx, in.OrgID, svctype.AgentStatus(in.Status), in.options())
+	if err != nil {
+		return nil, err
+	}
+	return &answer[List[*AgentStatus]]{Body: listOf(page, func(r svctype.AgentRun) *AgentStatus {
+		return agentStatusOf(&r, nil, false)
+	})}, nil
 }

@@ -3,13 +3,8 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
-
-	"github.com/danielgtaylor/huma/v2"
-
-	"github.com/svcflow/svcflow/engine"
 )
 
 // ContextValue is the answer of GET /runs/{runId}/context/{key}.
@@ -70,19 +65,18 @@ func (s *Server) registerRunContext() {
 		"another organization's run. The `result_reference` of `nway_matcher.completed` is this route's path " +
 		"for its `matchGroups`."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusUnprocessableEntity}
-	huma.Register(s.api, o, func(ctx context.Context, in *ContextParams) (*struct{ Body ContextValue }, error) {
-		v, err := s.eng.RunContext(ctx, in.OrgID, in.RunID, in.Key, in.Offset, in.Limit)
-		if err != nil {
-			f := failure{notFound: "run not found", in: "query"}
-			if errors.Is(err, engine.ErrNoContextKey) {
-				f.notFound = "the run has no context key " + strconv.Quote(in.Key)
-			}
-			return nil, s.fail(ctx, err, f)
-		}
-		out := ContextValue{Key: v.Key, Value: v.Value}
-		if v.Paged {
-			out.Total, out.Offset, out.Limit = &v.Total, &v.Offset, &v.Limit
-		}
-		return &struct{ Body ContextValue }{Body: out}, nil
-	})
+	register(s, o, failure{notFound: "run not found", in: "query"}, s.getRunContext)
+}
+
+func (s *Server) getRunContext(ctx context.Context, in *ContextParams) (*answer[ContextValue], error) {
+	v, err := s.eng.RunContext(ctx, in.OrgID, in.RunID, in.Key, in.Offset, in.Limit)
+	if err != nil {
+		// The run is there, the key is not: say which key.
+		return nil, s.fail(ctx, err, failure{notFound: "run not found", noKey: "the run has no context key " + strconv.Quote(in.Key), in: "query"})
+	}
+	out := ContextValue{Key: v.Key, Value: v.Value}
+	if v.Paged {
+		out.Total, out.Offset, out.Limit = &v.Total, &v.Offset, &v.Limit
+	}
+	return &answer[ContextValue]{Body: out}, nil
 }

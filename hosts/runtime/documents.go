@@ -3,7 +3,6 @@ package runtime
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -137,62 +136,15 @@ func (s *Server) registerDocuments() {
 	o.Middlewares = upload
 	o.RequestBody = uploadBody(true)
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		RawBody multipart.Form
-	}) (*struct{ Body Document }, error) {
-		form := &in.RawBody
-		content, filename, partType, err := readFilePart(form, s.maxDocumentBytes())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{})
-		}
-		up := engine.DocumentUpload{Content: content, Name: formValue(form, "name"), ContentType: formValue(form, "content_type")}
-		if strings.TrimSpace(up.Name) == "" {
-			up.Name = filename
-		}
-		if strings.TrimSpace(up.ContentType) == "" {
-			up.ContentType = documents.ContentTypeFor(partType, filename)
-		}
-		for _, v := range form.Value["tags"] {
-			up.Tags = append(up.Tags, strings.Split(v, ",")...)
-		}
-		if raw := strings.TrimSpace(formValue(form, "expires_at")); raw != "" {
-			t, err := time.Parse(time.RFC3339, raw)
-			if err != nil {
-				return nil, s.fail(ctx, engine.Invalid("/expires_at", "must be an RFC 3339 date-time, e.g. 2026-01-31T12:00:00Z"), failure{})
-			}
-			up.ExpiresAt = &t
-		}
-		doc, err := s.eng.Documents.UploadDocument(ctx, in.OrgID, up)
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{})
-		}
-		return &struct{ Body Document }{Body: documentOf(*doc)}, nil
-	})
+	register(s, o, failure{}, s.uploadDocument)
 
 	o = op("list-documents", http.MethodGet, "/documents", "List the organization's documents, newest first", "Documents")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Paging
-		Tag string `query:"tag" maxLength:"100" doc:"Only documents carrying this tag."`
-	}) (*struct{ Body List[Document] }, error) {
-		page, err := s.eng.Documents.ListDocuments(ctx, in.OrgID, documents.ListFilter{Tag: in.Tag, ListOptions: in.options()})
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{in: "query"})
-		}
-		return &struct{ Body List[Document] }{Body: listOf(page, documentOf)}, nil
-	})
+	register(s, o, failure{in: "query"}, s.listDocuments)
 
 	o = op("get-document", http.MethodGet, "/documents/{documentId}", "A document with its versions", "Documents")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *DocumentPath) (*struct{ Body Document }, error) {
-		doc, err := s.eng.Documents.GetDocument(ctx, in.OrgID, in.DocumentID)
-		if err != nil {
-			return nil, s.fail(ctx, err, documentNotFound)
-		}
-		return &struct{ Body Document }{Body: documentOf(*doc)}, nil
-	})
+	register(s, o, documentNotFound, s.getDocument)
 
 	o = op("create-document-version", http.MethodPost, "/documents/{documentId}/versions", "Upload a new version of a document", "Documents")
 	o.Description = "multipart/form-data with a `file` part (at most 25 MiB unless the deployment sets another limit) and an optional `content_type`. " +
@@ -202,25 +154,7 @@ func (s *Server) registerDocuments() {
 	o.Middlewares = upload
 	o.RequestBody = uploadBody(false)
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		DocumentPath
-		RawBody multipart.Form
-	}) (*struct{ Body Document }, error) {
-		form := &in.RawBody
-		content, filename, partType, err := readFilePart(form, s.maxDocumentBytes())
-		if err != nil {
-			return nil, s.fail(ctx, err, documentNotFound)
-		}
-		ct := formValue(form, "content_type")
-		if strings.TrimSpace(ct) == "" {
-			ct = documents.ContentTypeFor(partType, filename)
-		}
-		doc, err := s.eng.Documents.AddDocumentVersion(ctx, in.OrgID, in.DocumentID, content, ct)
-		if err != nil {
-			return nil, s.fail(ctx, err, documentNotFound)
-		}
-		return &struct{ Body Document }{Body: documentOf(*doc)}, nil
-	})
+	register(s, o, documentNotFound, s.createDocumentVersion)
 
 	o = op("get-document-content", http.MethodGet, "/documents/{documentId}/content", "A version's content, as uploaded", "Documents")
 	o.Description = "Answers the bytes of the latest version, or of `?version=N`, with that version's Content-Type (any type: what was uploaded)."
@@ -229,38 +163,124 @@ func (s *Server) registerDocuments() {
 		Description: "The content.",
 		Content:     map[string]*huma.MediaType{"*/*": {Schema: &huma.Schema{Type: huma.TypeString, Format: "binary"}}},
 	}}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		DocumentPath
-		Version int `query:"version" minimum:"1" doc:"Version number (default the latest)."`
-	}) (*DocumentContent, error) {
-		doc, v, data, err := s.eng.Documents.DocumentContent(ctx, in.OrgID, in.DocumentID, in.Version)
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{notFound: "document or version not found", in: "query"})
-		}
-		return &DocumentContent{
-			ContentType:        v.ContentType,
-			ContentDisposition: mime.FormatMediaType("attachment", map[string]string{"filename": doc.Name}),
-			NoSniff:            "nosniff",
-			Version:            v.Version,
-			Body:               data,
-		}, nil
-	})
+	register(s, o, failure{notFound: "document or version not found", in: "query"}, s.getDocumentContent)
 
 	o = op("delete-document", http.MethodDelete, "/documents/{documentId}", "Delete a document with all its versions", "Documents")
 	o.Description = "Emits document.deleted."
 	o.DefaultStatus = http.StatusNoContent
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *DocumentPath) (*struct{}, error) {
-		if err := s.eng.Documents.DeleteDocument(ctx, in.OrgID, in.DocumentID); err != nil {
-			return nil, s.fail(ctx, err, documentNotFound)
+	register(s, o, documentNotFound, s.deleteDocument)
+}
+
+type uploadDocumentInput struct {
+	OrgParam
+	RawBody multipart.Form
+}
+
+func (s *Server) uploadDocument(ctx context.Context, in *uploadDocumentInput) (*answer[Document], error) {
+	form := &in.RawBody
+	content, filename, partType, err := readFilePart(form, s.maxDocumentBytes())
+	if err != nil {
+		return nil, err
+	}
+	up := engine.DocumentUpload{Content: content, Name: formValue(form, "name"), ContentType: formValue(form, "content_type")}
+	if strings.TrimSpace(up.Name) == "" {
+		up.Name = filename
+	}
+	if strings.TrimSpace(up.ContentType) == "" {
+		up.ContentType = documents.ContentTypeFor(partType, filename)
+	}
+	for _, v := range form.Value["tags"] {
+		up.Tags = append(up.Tags, strings.Split(v, ",")...)
+	}
+	if raw := strings.TrimSpace(formValue(form, "expires_at")); raw != "" {
+		t, err := time.Parse(time.RFC3339, raw)
+		if err != nil {
+			return nil, engine.Invalid("/expires_at", "must be an RFC 3339 date-time, e.g. 2026-01-31T12:00:00Z")
 		}
-		return &struct{}{}, nil
-	})
+		up.ExpiresAt = &t
+	}
+	doc, err := s.eng.Documents.UploadDocument(ctx, in.OrgID, up)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[Document]{Body: documentOf(*doc)}, nil
+}
+
+type listDocumentsInput struct {
+	OrgParam
+	Paging
+	Tag string `query:"tag" maxLength:"100" doc:"Only documents carrying this tag."`
+}
+
+func (s *Server) listDocuments(ctx context.Context, in *listDocumentsInput) (*answer[List[Document]], error) {
+	page, err := s.eng.Documents.ListDocuments(ctx, in.OrgID, documents.ListFilter{Tag: in.Tag, ListOptions: in.options()})
+	if err != nil {
+		return nil, err
+	}
+	return &answer[List[Document]]{Body: listOf(page, documentOf)}, nil
+}
+
+func (s *Server) getDocument(ctx context.Context, in *DocumentPath) (*answer[Document], error) {
+	doc, err := s.eng.Documents.GetDocument(ctx, in.OrgID, in.DocumentID)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[Document]{Body: documentOf(*doc)}, nil
+}
+
+type createDocumentVersionInput struct {
+	DocumentPath
+	RawBody multipart.Form
+}
+
+func (s *Server) createDocumentVersion(ctx context.Context, in *createDocumentVersionInput) (*answer[Document], error) {
+	form := &in.RawBody
+	content, filename, partType, err := readFilePart(form, s.maxDocumentBytes())
+	if err != nil {
+		return nil, err
+	}
+	ct := formValue(form, "content_type")
+	if strings.TrimSpace(ct) == "" {
+		ct = documents.ContentTypeFor(partType, filename)
+	}
+	doc, err := s.eng.Documents.AddDocumentVersion(ctx, in.OrgID, in.DocumentID, content, ct)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[Document]{Body: documentOf(*doc)}, nil
+}
+
+type getDocumentContentInput struct {
+	DocumentPath
+	Version int `query:"version" minimum:"1" doc:"Version number (default the latest)."`
+}
+
+func (s *Server) getDocumentContent(ctx context.Context, in *getDocumentContentInput) (*DocumentContent, error) {
+	doc, v, data, err := s.eng.Documents.DocumentContent(ctx, in.OrgID, in.DocumentID, in.Version)
+	if err != nil {
+		return nil, err
+	}
+	return &DocumentContent{
+		ContentType:        v.ContentType,
+		ContentDisposition: mime.FormatMediaType("attachment", map[string]string{"filename": doc.Name}),
+		NoSniff:            "nosniff",
+		Version:            v.Version,
+		Body:               data,
+	}, nil
+}
+
+func (s *Server) deleteDocument(ctx context.Context, in *DocumentPath) (*struct{}, error) {
+	if err := s.eng.Documents.DeleteDocument(ctx, in.OrgID, in.DocumentID); err != nil {
+		return nil, err
+	}
+	return &struct{}{}, nil
 }
 
 // readMultipart parses an upload before Huma does, under the upload limit: a body past it is
-// 413 body_too_large, a body that is not multipart/form-data 415. Huma then finds the form
-// parsed. Temporary files go when the request ends.
+// 413 body_too_large, a body that is not multipart/form-data 415, one that does not parse
+// 400 malformed_multipart (knownProblem). Huma then finds the form parsed. Temporary files
+// go when the request ends.
 func (s *Server) readMultipart(ctx huma.Context, next func(huma.Context)) {
 	r, w := humachi.Unwrap(ctx)
 	r.Body = http.MaxBytesReader(w, r.Body, s.maxUploadBytes())
@@ -272,23 +292,17 @@ func (s *Server) readMultipart(ctx huma.Context, next func(huma.Context)) {
 		next(ctx)
 		return
 	}
-	var (
-		tooLarge *http.MaxBytesError
-		p        *Problem
-	)
-	switch {
-	case errors.As(err, &tooLarge):
-		p = newProblem(http.StatusRequestEntityTooLarge, codeBodyTooLarge, "a document upload is at most "+documents.SizeText(s.maxDocumentBytes()))
-	case errors.Is(err, http.ErrNotMultipart), errors.Is(err, http.ErrMissingBoundary):
-		p = newProblem(http.StatusUnsupportedMediaType, codeUnsupportedMedia, "uploads must be multipart/form-data")
-	default:
-		p = newProblem(http.StatusBadRequest, codeMalformedMultipart, "the request body is not a readable multipart form",
-			&ProblemDetail{Location: "body", Message: err.Error()})
-	}
+	p := s.problem(ctx.Context(), &multipartError{err}, failure{tooLarge: "a document upload is at most " + documents.SizeText(s.maxDocumentBytes())})
 	ctx.SetHeader("Content-Type", "application/problem+json")
 	ctx.SetStatus(p.Status)
 	_ = huma.DefaultJSONFormat.Marshal(ctx.BodyWriter(), p)
 }
+
+// multipartError is a request body that ParseMultipartForm could not read.
+type multipartError struct{ err error }
+
+func (e *multipartError) Error() string { return e.err.Error() }
+func (e *multipartError) Unwrap() error { return e.err }
 
 // formValue is the first value of a form field ("" when absent).
 func formValue(form *multipart.Form, name string) string {

@@ -70,28 +70,111 @@ func newProblem(status int, code, detail string, details ...*ProblemDetail) *Pro
 	return &Problem{Title: http.StatusText(status), Status: status, Code: code, Detail: detail, Errors: details}
 }
 
-// failure is what a handler knows about the request that the error itself does not say.
+// failure is what a route says about its errors that the errors do not say themselves:
+// the words of its 404 and 409, and where a problem's pointer points. A route declares it
+// once, where it is registered (register); problemFor reads it.
 type failure struct {
-	// conflict explains a 409 in the route's words ("a workflow with this name exists").
-	conflict string
 	// notFound names the missing resource ("workflow not found").
 	notFound string
+	// noKey is the 404 of a resource that is there without the key asked for
+	// (ErrNoContextKey: "the run has no context key \"x\""); notFound when empty.
+	noKey string
+	// conflict explains a 409 in the route's words ("a workflow with this name exists").
+	conflict string
+	// conflictSaid: a 409's detail is the engine's own words after "conflict: " (the
+	// studio's, which name the process, table or action in the way) instead of conflict.
+	conflictSaid bool
+	// tooLarge is the 413 of a body past the route's limit (an *http.MaxBytesError).
+	tooLarge string
 	// in is where engine problem pointers point: "body" (default) or "query".
 	in string
 }
 
-// problemFor is the one place an engine error becomes an HTTP answer: sentinels and
-// validation errors get their status and code; anything else is a 500 whose real cause is
-// logged and never returned.
+// register registers h as the operation o, its errors answered through problemFor in the
+// route's words f: a handler returns what the engine returned, and problemFor is the one
+// place it becomes a status and a code. A handler that has more specific words for one of
+// its calls maps that error itself (s.fail); a *Problem goes through as it is.
+func register[I, O any](s *Server, o huma.Operation, f failure, h func(context.Context, *I) (*O, error)) {
+	huma.Register(s.api, o, func(ctx context.Context, in *I) (*O, error) {
+		out, err := h(ctx, in)
+		if err != nil {
+			return nil, s.fail(ctx, err, f)
+		}
+		return out, nil
+	})
+}
+
+// fail maps err in the words f (see problemFor).
+func (s *Server) fail(ctx context.Context, err error, f failure) error {
+	return s.problem(ctx, err, f)
+}
+
+// problem is fail for code that writes the answer itself (a middleware).
+func (s *Server) problem(ctx context.Context, err error, f failure) *Problem {
+	return problemFor(ctx, loggerFrom(ctx, s.log), err, f)
+}
+
+// problemFor is the one place an engine or store error becomes an HTTP answer: the
+// engine's sentinels and typed errors get their status and code (knownProblem); anything
+// else is a 500 whose real cause is logged and never returned.
 func problemFor(ctx context.Context, log *slog.Logger, err error, f failure) *Problem {
+	if p := knownProblem(err, f); p != nil {
+		return p
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		// The client went away; the answer will not be read, but there is nothing to alarm about.
+		log.InfoContext(ctx, "request cancelled", "err", err)
+	} else {
+		log.ErrorContext(ctx, "request failed", "err", err)
+	}
+	return newProblem(http.StatusInternalServerError, codeInternal, "internal error")
+}
+
+// knownProblem is the answer to an error the engine names, nil for any other. The order
+// matters where one error is several: the studio's and the forms' named conflicts are
+// ErrConflicts, a missing context key or org config key an ErrNotFound.
+func knownProblem(err error, f failure) *Problem {
 	var (
-		ve    *engine.ValidationError
-		p     *Problem
-		owned *engine.WorkflowOwnedError
+		p         *Problem
+		ve        *engine.ValidationError
+		owned     *engine.WorkflowOwnedError
+		drafted   *engine.DraftFailedError
+		tooLarge  *http.MaxBytesError
+		multipart *multipartError
 	)
 	switch {
 	case errors.As(err, &p):
 		return p
+	case errors.As(err, &tooLarge):
+		return newProblem(http.StatusRequestEntityTooLarge, codeBodyTooLarge, orDefault(f.tooLarge, "the request body is too large"))
+	case errors.Is(err, http.ErrNotMultipart), errors.Is(err, http.ErrMissingBoundary):
+		return newProblem(http.StatusUnsupportedMediaType, codeUnsupportedMedia, "uploads must be multipart/form-data")
+	case errors.As(err, &multipart):
+		return newProblem(http.StatusBadRequest, codeMalformedMultipart, "the request body is not a readable multipart form",
+			&ProblemDetail{Location: "body", Message: multipart.err.Error()})
+	case errors.As(err, &drafted):
+		details := make([]*ProblemDetail, 0, len(drafted.Problems))
+		for _, pr := range drafted.Problems {
+			ptr, msg, _ := strings.Cut(pr, ": ")
+			details = append(details, &ProblemDetail{Location: "model.bundle", Pointer: ptr, Message: msg})
+		}
+		return newProblem(http.StatusUnprocessableEntity, "generation_failed", "the model's bundle did not validate, twice: nothing was created", details...)
+	case errors.Is(err, engine.ErrOAuthState):
+		return newProblem(http.StatusBadRequest, codeOAuthState, err.Error())
+	case errors.Is(err, engine.ErrOAuthDenied):
+		return newProblem(http.StatusBadRequest, codeOAuthDenied, err.Error())
+	case errors.Is(err, engine.ErrOAuthProvider):
+		// The provider's error code and description only: the engine's message has no
+		// secrets, and it is what the person connecting needs to read.
+		return newProblem(http.StatusBadGateway, codeOAuthProvider, err.Error())
+	case errors.Is(err, engine.ErrOAuthApp):
+		return newProblem(http.StatusUnprocessableEntity, codeOAuthApp, err.Error())
+	case errors.Is(err, engine.ErrNoDraftingModelKey):
+		return newProblem(http.StatusConflict, "model_not_configured", "the organization has no model key: set org config "+engine.LLMAPIKey+" (POST /org-config)")
+	case errors.Is(err, engine.ErrBundlePublished):
+		return newProblem(http.StatusConflict, "bundle_published", "the bundle was published already: compose a new one to publish a change")
+	case errors.Is(err, engine.ErrProcessNotPublished):
+		return newProblem(http.StatusConflict, "process_not_published", "the process has no published bundle: publish one first")
 	case errors.Is(err, engine.ErrIdempotencyKeyReused):
 		return newProblem(http.StatusUnprocessableEntity, "idempotency_key_reused",
 			"the Idempotency-Key was used in the last 24 hours with another request (another workflow or input): use a new key for a new request",
@@ -110,11 +193,20 @@ func problemFor(ctx context.Context, log *slog.Logger, err error, f failure) *Pr
 			return newProblem(http.StatusUnprocessableEntity, ve.Code, strings.ReplaceAll(ve.Code, "_", " "), details...)
 		}
 		return newProblem(http.StatusUnprocessableEntity, codeValidation, "validation failed", details...)
+	case errors.Is(err, engine.ErrNoOrgConfigKey):
+		// Only an OAuth app is read from org config while a request waits: its message names
+		// the key and what to store there, never a value.
+		return newProblem(http.StatusNotFound, codeNotFound, err.Error())
+	case errors.Is(err, engine.ErrNoContextKey) && f.noKey != "":
+		return newProblem(http.StatusNotFound, codeNotFound, f.noKey)
 	case errors.Is(err, engine.ErrNotFound):
 		return newProblem(http.StatusNotFound, codeNotFound, orDefault(f.notFound, "resource not found"))
 	case errors.Is(err, engine.ErrFormTriggerMissing):
 		return newProblem(http.StatusConflict, "form_trigger_missing",
 			"the form cannot take submissions: the workflow it starts no longer exists")
+	case errors.Is(err, engine.ErrConflict) && f.conflictSaid:
+		_, detail, _ := strings.Cut(err.Error(), ": ")
+		return newProblem(http.StatusConflict, codeConflict, orDefault(detail, "conflict"))
 	case errors.Is(err, engine.ErrConflict):
 		return newProblem(http.StatusConflict, codeConflict, orDefault(f.conflict, "the request conflicts with the resource's current state"))
 	case errors.Is(err, engine.ErrInvalidCursor):
@@ -137,14 +229,11 @@ func problemFor(ctx context.Context, log *slog.Logger, err error, f failure) *Pr
 	case errors.Is(err, engine.ErrNoMasterKey):
 		return newProblem(http.StatusServiceUnavailable, codeMasterKeyMissing,
 			"org config is unavailable: the service has no master key (set SVC_MASTER_KEY)")
+	case errors.Is(err, engine.ErrSchemaBehind):
+		return newProblem(http.StatusServiceUnavailable, codeMigrationsPending,
+			"the database lacks migrations of this build: run svcflow migrate (or start a process, which migrates)")
 	}
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		// The client went away; the answer will not be read, but there is nothing to alarm about.
-		log.InfoContext(ctx, "request cancelled", "err", err)
-	} else {
-		log.ErrorContext(ctx, "request failed", "err", err)
-	}
-	return newProblem(http.StatusInternalServerError, codeInternal, "internal error")
+	return nil
 }
 
 func orDefault(s, def string) string {

@@ -6,11 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/danielgtaylor/huma/v2"
-
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/svctype"
-	"github.com/svcflow/svcflow/hosts/identity"
 )
 
 // External form routes (spec section 2, "External form"): the organization's CRUD under
@@ -166,94 +163,40 @@ func (s *Server) registerExternalForms() {
 		"a logoUrl that is not https or an accent that is not a hex colour."
 	o.DefaultStatus = http.StatusCreated
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Body ExternalFormBody
-	}) (*externalFormOutput, error) {
-		f, err := s.eng.Forms.CreateExternalForm(ctx, in.OrgID, in.Body.input())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{})
-		}
-		return &externalFormOutput{Body: externalFormOf(*f)}, nil
-	})
+	register(s, o, failure{}, s.createExternalForm)
 
 	o = op("list-external-forms", http.MethodGet, "/external-forms", "List the organization's external forms", "External forms")
 	o.Description = "Newest first, a page at a time like every list."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Paging
-	}) (*struct{ Body List[ExternalForm] }, error) {
-		page, err := s.eng.Forms.ListExternalForms(ctx, in.OrgID, in.options())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{in: "query"})
-		}
-		return &struct{ Body List[ExternalForm] }{Body: listOf(page, externalFormOf)}, nil
-	})
+	register(s, o, failure{in: "query"}, s.listExternalForms)
 
 	o = op("get-external-form", http.MethodGet, "/external-forms/{formId}", "Get an external form", "External forms")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *ExternalFormPath) (*externalFormOutput, error) {
-		f, err := s.eng.Forms.GetExternalForm(ctx, in.OrgID, in.FormID)
-		if err != nil {
-			return nil, s.fail(ctx, err, externalFormNotFound)
-		}
-		return &externalFormOutput{Body: externalFormOf(*f)}, nil
-	})
+	register(s, o, externalFormNotFound, s.getExternalForm)
 
 	o = op("replace-external-form", http.MethodPut, "/external-forms/{formId}", "Replace an external form", "External forms")
 	o.Description = "Every field is replaced (a field left out takes its default), checked as on creation. Emits " +
 		"external_form_updated with `changes`, the parts that differ (name, schema, settings.branding, ...), when any do."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		ExternalFormPath
-		Body ExternalFormBody
-	}) (*externalFormOutput, error) {
-		f, err := s.eng.Forms.ReplaceExternalForm(ctx, in.OrgID, in.FormID, in.Body.input())
-		if err != nil {
-			return nil, s.fail(ctx, err, externalFormNotFound)
-		}
-		return &externalFormOutput{Body: externalFormOf(*f)}, nil
-	})
+	register(s, o, externalFormNotFound, s.replaceExternalForm)
 
 	o = op("delete-external-form", http.MethodDelete, "/external-forms/{formId}", "Delete an external form", "External forms")
 	o.Description = "Removes the form and its submissions (the runs they started stay) and emits external_form_deleted."
 	o.DefaultStatus = http.StatusNoContent
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *ExternalFormPath) (*struct{}, error) {
-		if err := s.eng.Forms.DeleteExternalForm(ctx, in.OrgID, in.FormID); err != nil {
-			return nil, s.fail(ctx, err, externalFormNotFound)
-		}
-		return &struct{}{}, nil
-	})
+	register(s, o, externalFormNotFound, s.deleteExternalForm)
 
 	o = op("list-form-submissions", http.MethodGet, "/external-forms/{formId}/submissions", "List a form's submissions", "External forms")
 	o.Description = "Newest first, a page at a time: each submission's payload, the run it started and, for a form " +
 		"that requires sign-in, who submitted it."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		ExternalFormPath
-		Paging
-	}) (*struct{ Body List[FormSubmission] }, error) {
-		page, err := s.eng.Forms.ListFormSubmissions(ctx, in.OrgID, in.FormID, in.options())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{in: "query", notFound: externalFormNotFound.notFound})
-		}
-		return &struct{ Body List[FormSubmission] }{Body: listOf(page, formSubmissionOf)}, nil
-	})
+	register(s, o, failure{in: "query", notFound: externalFormNotFound.notFound}, s.listFormSubmissions)
 
 	o = op("get-public-form", http.MethodGet, "/forms/public/{formId}", "A public form's definition (no X-Org-Id)", "External forms")
 	o.Description = "What a page needs to render the form: name, description, schema, settings, expiry. No triggers, no " +
 		"submissions. A form that is missing or not public is 404."
 	o.Errors = []int{http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *PublicFormPath) (*struct{ Body PublicForm }, error) {
-		f, open, err := s.eng.Forms.PublicForm(ctx, in.FormID)
-		if err != nil {
-			return nil, s.fail(ctx, err, externalFormNotFound)
-		}
-		return &struct{ Body PublicForm }{Body: PublicForm{ID: f.ID, Name: f.Name, Description: f.Description,
-			Schema: f.Schema, Settings: formSettingsOf(f.Settings), ExpiresAt: f.ExpiresAt, Open: open}}, nil
-	})
+	register(s, o, externalFormNotFound, s.getPublicForm)
 
 	o = op("submit-public-form", http.MethodPost, "/forms/public/{formId}/submit", "Submit a public form (no X-Org-Id)", "External forms")
 	o.Description = "The body is the flat payload {key: value}, at most 256 KiB, checked against the form's schema (422 naming each " +
@@ -264,23 +207,103 @@ func (s *Server) registerExternalForms() {
 	o.DefaultStatus = http.StatusCreated
 	o.MaxBodyBytes = maxPublicSubmitBytes
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict, http.StatusGone}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		PublicFormPath
-		Identity string         `header:"X-Svc-Identity" doc:"Set by the gateway for a signed-in person: a token signed with the key the gateway and the runtime share. Anything else is ignored."`
-		Body     map[string]any `nullable:"false"`
-	}) (*struct{ Body PublicSubmitResult }, error) {
-		done, err := s.eng.Forms.SubmitPublicForm(ctx, in.FormID, engine.PublicSubmission{
-			Payload: in.Body, SubmittedBy: s.signedIn(in.FormID, in.Identity),
-		})
-		if err != nil {
-			return nil, s.fail(ctx, err, externalFormNotFound)
-		}
-		sub := done.Submission
-		res := PublicSubmitResult{SubmissionID: sub.ID, TriggeredRunID: nilIfBlank(sub.TriggeredRunID),
-			TriggeredExecutionType: nilIfBlank(sub.TriggeredExecutionType),
-			SuccessMessage:         done.Settings.SuccessMessage, RedirectURL: done.Settings.RedirectURL}
-		return &struct{ Body PublicSubmitResult }{Body: res}, nil
+	register(s, o, externalFormNotFound, s.submitPublicForm)
+}
+
+type createExternalFormInput struct {
+	OrgParam
+	Body ExternalFormBody
+}
+
+func (s *Server) createExternalForm(ctx context.Context, in *createExternalFormInput) (*externalFormOutput, error) {
+	f, err := s.eng.Forms.CreateExternalForm(ctx, in.OrgID, in.Body.input())
+	if err != nil {
+		return nil, err
+	}
+	return &externalFormOutput{Body: externalFormOf(*f)}, nil
+}
+
+type listExternalFormsInput struct {
+	OrgParam
+	Paging
+}
+
+func (s *Server) listExternalForms(ctx context.Context, in *listExternalFormsInput) (*answer[List[ExternalForm]], error) {
+	page, err := s.eng.Forms.ListExternalForms(ctx, in.OrgID, in.options())
+	if err != nil {
+		return nil, err
+	}
+	return &answer[List[ExternalForm]]{Body: listOf(page, externalFormOf)}, nil
+}
+
+func (s *Server) getExternalForm(ctx context.Context, in *ExternalFormPath) (*externalFormOutput, error) {
+	f, err := s.eng.Forms.GetExternalForm(ctx, in.OrgID, in.FormID)
+	if err != nil {
+		return nil, err
+	}
+	return &externalFormOutput{Body: externalFormOf(*f)}, nil
+}
+
+type replaceExternalFormInput struct {
+	ExternalFormPath
+	Body ExternalFormBody
+}
+
+func (s *Server) replaceExternalForm(ctx context.Context, in *replaceExternalFormInput) (*externalFormOutput, error) {
+	f, err := s.eng.Forms.ReplaceExternalForm(ctx, in.OrgID, in.FormID, in.Body.input())
+	if err != nil {
+		return nil, err
+	}
+	return &externalFormOutput{Body: externalFormOf(*f)}, nil
+}
+
+func (s *Server) deleteExternalForm(ctx context.Context, in *ExternalFormPath) (*struct{}, error) {
+	if err := s.eng.Forms.DeleteExternalForm(ctx, in.OrgID, in.FormID); err != nil {
+		return nil, err
+	}
+	return &struct{}{}, nil
+}
+
+type listFormSubmissionsInput struct {
+	ExternalFormPath
+	Paging
+}
+
+func (s *Server) listFormSubmissions(ctx context.Context, in *listFormSubmissionsInput) (*answer[List[FormSubmission]], error) {
+	page, err := s.eng.Forms.ListFormSubmissions(ctx, in.OrgID, in.FormID, in.options())
+	if err != nil {
+		return nil, err
+	}
+	return &answer[List[FormSubmission]]{Body: listOf(page, formSubmissionOf)}, nil
+}
+
+func (s *Server) getPublicForm(ctx context.Context, in *PublicFormPath) (*answer[PublicForm], error) {
+	f, open, err := s.eng.Forms.PublicForm(ctx, in.FormID)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[PublicForm]{Body: PublicForm{ID: f.ID, Name: f.Name, Description: f.Description,
+		Schema: f.Schema, Settings: formSettingsOf(f.Settings), ExpiresAt: f.ExpiresAt, Open: open}}, nil
+}
+
+type submitPublicFormInput struct {
+	PublicFormPath
+	Identity string         `header:"X-Svc-Identity" doc:"Set by the gateway for a signed-in person: a token signed with the key the gateway and the runtime share. Anything else is ignored."`
+	Body     map[string]any `nullable:"false"`
+}
+
+func (s *Server) submitPublicForm(ctx context.Context, in *submitPublicFormInput) (*answer[PublicSubmitResult], error) {
+	done, err := s.eng.Forms.SubmitPublicForm(ctx, in.FormID, engine.PublicSubmission{
+		Payload: in.Body, SubmittedBy: s.signedIn(in.FormID, in.Identity),
 	})
+	if err != nil {
+		return nil, err
+	}
+	sub := done.Submission
+	res := PublicSubmitResult{SubmissionID: sub.ID, TriggeredRunID: nilIfBlank(sub.TriggeredRunID),
+		TriggeredExecutionType: nilIfBlank(sub.TriggeredExecutionType),
+		SuccessMessage:         done.Settings.SuccessMessage, RedirectURL: done.Settings.RedirectURL}
+	return &answer[PublicSubmitResult]{Body: res}, nil
 }
 
 // IdentityHeader carries the gateway's word for a signed-in person (hosts/identity).
@@ -291,10 +314,10 @@ type IdentityHeader struct {
 // person returns the person an identity token names when it verifies under the gateway's
 // key and was minted for orgID; "" otherwise.
 func (s *Server) person(orgID, token string) string {
-	if token == "" || len(s.identityKey) == 0 {
+	if token == "" || s.identity == nil {
 		return ""
 	}
-	id, err := identity.Verify(s.identityKey, token, time.Now())
+	id, err := s.identity.Verify(token, time.Now())
 	if err != nil || id.OrgID != orgID {
 		return ""
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/hosts/identity"
+	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/testlog"
 )
 
 type (
@@ -277,4 +279,33 @@ func TestExternalFormFrameAncestors(t *testing.T) {
 	require.Equal(t, f, ok[externalFormDoc](t, b.do(t, http.MethodGet, "/external-forms/"+f.ID, orgA, nil), http.StatusOK), "refusals change nothing")
 	l := ok[list[externalFormDoc]](t, b.do(t, http.MethodGet, "/external-forms", orgA, nil), http.StatusOK)
 	require.Len(t, l.Items, 1)
+}
+
+// TestPublicFormSignInAcrossAKeyRotation: a runtime given the gateway's new identity key
+// and the one before it believes tokens signed with either (SVC_IDENTITY_KEY=new,old);
+// one given the new key alone no longer believes the old key's.
+func TestPublicFormSignInAcrossAKeyRotation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	wf := b.createWorkflow(t, orgA, "contact")
+	body := formBody(wf.ID, true)
+	body["settings"] = map[string]any{"requireAuth": true}
+	f := b.createForm(t, orgA, body)
+	newKey := []byte("the-gateways-next-identity-key-0123456789")
+	rotating, rotated := *b, *b
+	rotating.h = runtime.New(b.eng, runtime.Options{Logger: testlog.Quiet(), IdentityKey: newKey, IdentityPreviousKeys: [][]byte{testIdentityKey}}).Handler()
+	rotated.h = runtime.New(b.eng, runtime.Options{Logger: testlog.Quiet(), IdentityKey: newKey}).Handler()
+	submit := func(b *bundle, who string, key []byte) int {
+		t.Helper()
+		return b.do(t, http.MethodPost, "/forms/public/"+f.ID+"/submit", "", map[string]any{"email": who}, signedIdentity(t, key, who, orgA)).Code
+	}
+	require.Equal(t, http.StatusCreated, submit(&rotating, "ada@acme.example", testIdentityKey), "the old key's token")
+	require.Equal(t, http.StatusCreated, submit(&rotating, "grace@acme.example", newKey), "the new key's token")
+	require.Equal(t, http.StatusUnauthorized, submit(&rotated, "mallory@acme.example", testIdentityKey), "the old key dropped")
+	require.Equal(t, http.StatusCreated, submit(&rotated, "alan@acme.example", newKey))
+	var by []string
+	for _, s := range ok[list[submissionDoc]](t, b.do(t, http.MethodGet, "/external-forms/"+f.ID+"/submissions", orgA, nil), http.StatusOK).Items {
+		by = append(by, s.SubmittedBy)
+	}
+	require.ElementsMatch(t, []string{"ada@acme.example", "grace@acme.example", "alan@acme.example"}, by)
 }

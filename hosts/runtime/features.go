@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/danielgtaylor/huma/v2"
-
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/forms"
@@ -38,28 +36,13 @@ type GeneratedForm struct {
 func (s *Server) registerFeatures() {
 	o := op("get-org-features", http.MethodGet, "/org-features", "The organization's features", "Forms")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
-	huma.Register(s.api, o, func(ctx context.Context, in *OrgParam) (*struct{ Body svctype.OrgFeatures }, error) {
-		f, err := s.eng.OrgConfig.OrgFeatures(ctx, in.OrgID)
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{})
-		}
-		return &struct{ Body svctype.OrgFeatures }{Body: f}, nil
-	})
+	register(s, o, failure{}, s.getOrgFeatures)
 
 	o = op("set-org-features", http.MethodPut, "/org-features", "Set the organization's features", "Forms")
 	o.Description = "agent_forms: form generation with the organization's model (POST /forms/generate, and the schema of a " +
 		"PbotForm pause whose step authors none, drafted once per workflow version and step)."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Body svctype.OrgFeatures
-	}) (*struct{ Body svctype.OrgFeatures }, error) {
-		f, err := s.eng.OrgConfig.SetOrgFeatures(ctx, in.OrgID, in.Body)
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{})
-		}
-		return &struct{ Body svctype.OrgFeatures }{Body: f}, nil
-	})
+	register(s, o, failure{}, s.setOrgFeatures)
 
 	o = op("generate-form", http.MethodPost, "/forms/generate", "Draft a form_schema_v1 with the organization's model", "Forms")
 	o.Description = "The model may use the ten permitted types; its form is validated and sent back once with the " +
@@ -67,23 +50,48 @@ func (s *Server) registerFeatures() {
 		"has no api:llm_api_key). With `create`, the schema is also stored as an external form (its name and trigger " +
 		"checked before the model is asked: 422 under /create). 403 agent_forms_disabled without the agent_forms feature."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Body FormGenerateBody
-	}) (*struct{ Body GeneratedForm }, error) {
-		gen := engine.FormGeneration{Intent: in.Body.Intent, ExpectedKeys: in.Body.ExpectedKeys, Hints: in.Body.Hints}
-		if c := in.Body.Create; c != nil {
-			gen.Create = &engine.FormCreation{Name: c.Name, IsPublic: c.IsPublic, TriggerWorkflowID: c.TriggerWorkflowID}
-		}
-		g, err := s.eng.GenerateForm(ctx, in.OrgID, gen)
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{})
-		}
-		out := GeneratedForm{Schema: g.Schema, Source: g.Source, Attempts: g.Attempts, ModelCalls: g.ModelCalls}
-		if g.Form != nil {
-			f := externalFormOf(*g.Form)
-			out.Form = &f
-		}
-		return &struct{ Body GeneratedForm }{Body: out}, nil
-	})
+	register(s, o, failure{}, s.generateForm)
+}
+
+func (s *Server) getOrgFeatures(ctx context.Context, in *OrgParam) (*answer[svctype.OrgFeatures], error) {
+	f, err := s.eng.OrgConfig.OrgFeatures(ctx, in.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[svctype.OrgFeatures]{Body: f}, nil
+}
+
+type setOrgFeaturesInput struct {
+	OrgParam
+	Body svctype.OrgFeatures
+}
+
+func (s *Server) setOrgFeatures(ctx context.Context, in *setOrgFeaturesInput) (*answer[svctype.OrgFeatures], error) {
+	f, err := s.eng.OrgConfig.SetOrgFeatures(ctx, in.OrgID, in.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[svctype.OrgFeatures]{Body: f}, nil
+}
+
+type generateFormInput struct {
+	OrgParam
+	Body FormGenerateBody
+}
+
+func (s *Server) generateForm(ctx context.Context, in *generateFormInput) (*answer[GeneratedForm], error) {
+	gen := engine.FormGeneration{Intent: in.Body.Intent, ExpectedKeys: in.Body.ExpectedKeys, Hints: in.Body.Hints}
+	if c := in.Body.Create; c != nil {
+		gen.Create = &engine.FormCreation{Name: c.Name, IsPublic: c.IsPublic, TriggerWorkflowID: c.TriggerWorkflowID}
+	}
+	g, err := s.eng.GenerateForm(ctx, in.OrgID, gen)
+	if err != nil {
+		return nil, err
+	}
+	out := GeneratedForm{Schema: g.Schema, Source: g.Source, Attempts: g.Attempts, ModelCalls: g.ModelCalls}
+	if g.Form != nil {
+		f := externalFormOf(*g.Form)
+		out.Form = &f
+	}
+	return &answer[GeneratedForm]{Body: out}, nil
 }

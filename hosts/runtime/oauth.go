@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -66,26 +65,6 @@ const (
 	codeOAuthApp      = "oauth_app_invalid"
 )
 
-// oauthProblem maps the engine's OAuth errors; anything else goes through problemFor.
-func (s *Server) oauthProblem(ctx context.Context, err error, f failure) error {
-	switch {
-	case errors.Is(err, engine.ErrOAuthState):
-		return newProblem(http.StatusBadRequest, codeOAuthState, err.Error())
-	case errors.Is(err, engine.ErrOAuthDenied):
-		return newProblem(http.StatusBadRequest, codeOAuthDenied, err.Error())
-	case errors.Is(err, engine.ErrOAuthProvider):
-		// The provider's error code and description only: the engine's message has no
-		// secrets, and it is what the person connecting needs to read.
-		return newProblem(http.StatusBadGateway, codeOAuthProvider, err.Error())
-	case errors.Is(err, engine.ErrOAuthApp):
-		return newProblem(http.StatusUnprocessableEntity, codeOAuthApp, err.Error())
-	case errors.Is(err, engine.ErrNoOrgConfigKey):
-		// The organization has no oauth:<provider> app: say where to put it.
-		return newProblem(http.StatusNotFound, codeNotFound, err.Error())
-	}
-	return s.fail(ctx, err, f)
-}
-
 func (s *Server) registerOAuth() {
 	o := op("authorize-oauth", http.MethodGet, "/oauth/{provider}/authorize", "Start connecting an account: the provider's authorization URL", "OAuth")
 	o.Description = "Records a single-use state (10 minutes, bound to the organization and `account`) and answers the " +
@@ -95,17 +74,7 @@ func (s *Server) registerOAuth() {
 		"because this route needs `X-Org-Id`, which a browser navigation does not send: your backend calls it and " +
 		"redirects. 404 for an unknown provider or when the organization has no `oauth:<provider>` app."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusUnprocessableEntity, http.StatusServiceUnavailable}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Provider string `path:"provider" doc:"google, slack or microsoft."`
-		Account  string `query:"account" required:"true" doc:"The label the organization gives the account (1-200 letters, digits and @ . _ + : -), what __oauth_account__ will name."`
-	}) (*struct{ Body OAuthAuthorization }, error) {
-		a, err := s.eng.Connections.StartOAuth(ctx, in.OrgID, in.Provider, in.Account)
-		if err != nil {
-			return nil, s.oauthProblem(ctx, err, failure{in: "query", notFound: "OAuth provider not found"})
-		}
-		return &struct{ Body OAuthAuthorization }{Body: OAuthAuthorization{AuthorizeURL: a.URL, State: a.State, ExpiresAt: a.ExpiresAt}}, nil
-	})
+	register(s, o, failure{in: "query", notFound: "OAuth provider not found"}, s.authorizeOAuth)
 
 	o = op("oauth-callback", http.MethodGet, "/oauth/callback", "The provider's redirect: finish connecting the account (no X-Org-Id)", "OAuth")
 	o.Description = "Where the provider sends the person back (register this address as the app's redirect URI). " +
@@ -116,18 +85,7 @@ func (s *Server) registerOAuth() {
 		"token endpoint refuses."
 	o.Errors = []int{http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity, http.StatusBadGateway, http.StatusServiceUnavailable}
 	o.Metadata = map[string]any{secretsMetadata: true}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		State            string `query:"state" doc:"The state of GET /oauth/{provider}/authorize."`
-		Code             string `query:"code" doc:"The authorization code."`
-		Error            string `query:"error" doc:"The provider's error, when access was not granted."`
-		ErrorDescription string `query:"error_description" doc:"The provider's explanation of error."`
-	}) (*struct{ Body OAuthConnection }, error) {
-		c, err := s.eng.Connections.FinishOAuth(ctx, engine.OAuthCallback{State: in.State, Code: in.Code, Error: in.Error, ErrorDescription: in.ErrorDescription})
-		if err != nil {
-			return nil, s.oauthProblem(ctx, err, failure{in: "query"})
-		}
-		return &struct{ Body OAuthConnection }{Body: oauthConnection(*c)}, nil
-	})
+	register(s, o, failure{in: "query"}, s.oauthCallback)
 
 	o = op("create-oauth-connection", http.MethodPost, "/oauth/connections", "Store a connection from tokens given directly", "OAuth")
 	o.Description = "For tokens obtained elsewhere (a Slack bot token, a flow run by your own app). 201 when the " +
@@ -137,29 +95,7 @@ func (s *Server) registerOAuth() {
 	o.Responses = map[string]*huma.Response{"200": {Description: "The account was connected: its tokens were replaced."}}
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusServiceUnavailable}
 	o.Metadata = map[string]any{secretsMetadata: true}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Body OAuthConnectionBody
-	}) (*struct {
-		Status int
-		Body   OAuthConnection
-	}, error) {
-		c, created, err := s.eng.Connections.CreateOAuthConnection(ctx, in.OrgID, engine.OAuthConnectionInput{
-			Provider: in.Body.Provider, Account: in.Body.Account, AccessToken: in.Body.AccessToken,
-			RefreshToken: in.Body.RefreshToken, ExpiresAt: in.Body.ExpiresAt, Scopes: in.Body.Scopes,
-		})
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{})
-		}
-		out := &struct {
-			Status int
-			Body   OAuthConnection
-		}{Status: http.StatusOK, Body: oauthConnection(*c)}
-		if created {
-			out.Status = http.StatusCreated
-		}
-		return out, nil
-	})
+	register(s, o, failure{}, s.createOAuthConnection)
 	if ops := s.api.OpenAPI().Paths["/oauth/connections"]; ops != nil && ops.Post != nil {
 		if ok, created := ops.Post.Responses["200"], ops.Post.Responses["201"]; ok != nil && created != nil {
 			ok.Content = created.Content
@@ -169,28 +105,91 @@ func (s *Server) registerOAuth() {
 	o = op("list-oauth-connections", http.MethodGet, "/oauth/connections", "List the organization's connected accounts (never their tokens)", "OAuth")
 	o.Description = "By provider, then account, a page at a time like every list."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Paging
-	}) (*struct{ Body List[OAuthConnection] }, error) {
-		page, err := s.eng.Connections.ListOAuthConnections(ctx, in.OrgID, in.options())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{in: "query"})
-		}
-		return &struct{ Body List[OAuthConnection] }{Body: listOf(page, oauthConnection)}, nil
-	})
+	register(s, o, failure{in: "query"}, s.listOAuthConnections)
 
 	o = op("delete-oauth-connection", http.MethodDelete, "/oauth/connections/{connectionId}", "Delete a connection and its tokens", "OAuth")
 	o.Description = "204; 404 for a missing or another organization's connection. The tokens are not revoked at the provider."
 	o.DefaultStatus = http.StatusNoContent
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		ConnectionID string `path:"connectionId" doc:"Connection id."`
-	}) (*struct{}, error) {
-		if err := s.eng.Connections.DeleteOAuthConnection(ctx, in.OrgID, in.ConnectionID); err != nil {
-			return nil, s.fail(ctx, err, failure{notFound: "OAuth connection not found"})
-		}
-		return &struct{}{}, nil
+	register(s, o, failure{notFound: "OAuth connection not found"}, s.deleteOAuthConnection)
+}
+
+type authorizeOAuthInput struct {
+	OrgParam
+	Provider string `path:"provider" doc:"google, slack or microsoft."`
+	Account  string `query:"account" required:"true" doc:"The label the organization gives the account (1-200 letters, digits and @ . _ + : -), what __oauth_account__ will name."`
+}
+
+func (s *Server) authorizeOAuth(ctx context.Context, in *authorizeOAuthInput) (*answer[OAuthAuthorization], error) {
+	a, err := s.eng.Connections.StartOAuth(ctx, in.OrgID, in.Provider, in.Account)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[OAuthAuthorization]{Body: OAuthAuthorization{AuthorizeURL: a.URL, State: a.State, ExpiresAt: a.ExpiresAt}}, nil
+}
+
+type oauthCallbackInput struct {
+	State            string `query:"state" doc:"The state of GET /oauth/{provider}/authorize."`
+	Code             string `query:"code" doc:"The authorization code."`
+	Error            string `query:"error" doc:"The provider's error, when access was not granted."`
+	ErrorDescription string `query:"error_description" doc:"The provider's explanation of error."`
+}
+
+func (s *Server) oauthCallback(ctx context.Context, in *oauthCallbackInput) (*answer[OAuthConnection], error) {
+	c, err := s.eng.Connections.FinishOAuth(ctx, engine.OAuthCallback{State: in.State, Code: in.Code, Error: in.Error, ErrorDescription: in.ErrorDescription})
+	if err != nil {
+		return nil, err
+	}
+	return &answer[OAuthConnection]{Body: oauthConnection(*c)}, nil
+}
+
+type createOAuthConnectionInput struct {
+	OrgParam
+	Body OAuthConnectionBody
+}
+
+// connectionOutput is 201 for a new connection, 200 for tokens replaced.
+type connectionOutput struct {
+	Status int
+	Body   OAuthConnection
+}
+
+func (s *Server) createOAuthConnection(ctx context.Context, in *createOAuthConnectionInput) (*connectionOutput, error) {
+	c, created, err := s.eng.Connections.CreateOAuthConnection(ctx, in.OrgID, engine.OAuthConnectionInput{
+		Provider: in.Body.Provider, Account: in.Body.Account, AccessToken: in.Body.AccessToken,
+		RefreshToken: in.Body.RefreshToken, ExpiresAt: in.Body.ExpiresAt, Scopes: in.Body.Scopes,
 	})
+	if err != nil {
+		return nil, err
+	}
+	out := &connectionOutput{Status: http.StatusOK, Body: oauthConnection(*c)}
+	if created {
+		out.Status = http.StatusCreated
+	}
+	return out, nil
+}
+
+type listOAuthConnectionsInput struct {
+	OrgParam
+	Paging
+}
+
+func (s *Server) listOAuthConnections(ctx context.Context, in *listOAuthConnectionsInput) (*answer[List[OAuthConnection]], error) {
+	page, err := s.eng.Connections.ListOAuthConnections(ctx, in.OrgID, in.options())
+	if err != nil {
+		return nil, err
+	}
+	return &answer[List[OAuthConnection]]{Body: listOf(page, oauthConnection)}, nil
+}
+
+type connectionPath struct {
+	OrgParam
+	ConnectionID string `path:"connectionId" doc:"Connection id."`
+}
+
+func (s *Server) deleteOAuthConnection(ctx context.Context, in *connectionPath) (*struct{}, error) {
+	if err := s.eng.Connections.DeleteOAuthConnection(ctx, in.OrgID, in.ConnectionID); err != nil {
+		return nil, err
+	}
+	return &struct{}{}, nil
 }

@@ -45,20 +45,7 @@ func (s *Server) registerOrgConfig() {
 	o.Responses = map[string]*huma.Response{"200": {Description: "The key existed: its value was replaced."}}
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusServiceUnavailable}
 	o.Metadata = map[string]any{secretsMetadata: true}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Body OrgConfigBody
-	}) (*orgConfigOutput, error) {
-		e, created, err := s.eng.OrgConfig.SetOrgConfig(ctx, in.OrgID, in.Body.Key, in.Body.Value)
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{})
-		}
-		out := &orgConfigOutput{Status: http.StatusOK, Body: orgConfigEntry(*e)}
-		if created {
-			out.Status = http.StatusCreated
-		}
-		return out, nil
-	})
+	register(s, o, failure{}, s.setOrgConfig)
 	// The 200 of an update has the body of the 201.
 	if ops := s.api.OpenAPI().Paths["/org-config"]; ops != nil && ops.Post != nil {
 		if ok, created := ops.Post.Responses["200"], ops.Post.Responses["201"]; ok != nil && created != nil {
@@ -69,29 +56,54 @@ func (s *Server) registerOrgConfig() {
 	o = op("list-org-config", http.MethodGet, "/org-config", "List the organization's org config keys, values masked", "Org config")
 	o.Description = "Every key by name, each value masked, a page at a time like every list."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusServiceUnavailable}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Paging
-	}) (*struct{ Body List[OrgConfigEntry] }, error) {
-		page, err := s.eng.OrgConfig.ListOrgConfig(ctx, in.OrgID, in.options())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{in: "query"})
-		}
-		return &struct{ Body List[OrgConfigEntry] }{Body: listOf(page, orgConfigEntry)}, nil
-	})
+	register(s, o, failure{in: "query"}, s.listOrgConfig)
 
 	o = op("delete-org-config", http.MethodDelete, "/org-config/{configKey}", "Delete an org config key and its value", "Org config")
 	o.Description = "The key goes in the path as it is (`/org-config/api:llm_api_key`); a key holding `/` is " +
 		"written with `%2F`. 404 when the organization has no such key."
 	o.DefaultStatus = http.StatusNoContent
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		ConfigKey string `path:"configKey" doc:"Key name, URL-escaped where needed."`
-	}) (*struct{}, error) {
-		if err := s.eng.OrgConfig.DeleteOrgConfig(ctx, in.OrgID, in.ConfigKey); err != nil {
-			return nil, s.fail(ctx, err, orgConfigNotFound)
-		}
-		return &struct{}{}, nil
-	})
+	register(s, o, orgConfigNotFound, s.deleteOrgConfig)
+}
+
+type setOrgConfigInput struct {
+	OrgParam
+	Body OrgConfigBody
+}
+
+func (s *Server) setOrgConfig(ctx context.Context, in *setOrgConfigInput) (*orgConfigOutput, error) {
+	e, created, err := s.eng.OrgConfig.SetOrgConfig(ctx, in.OrgID, in.Body.Key, in.Body.Value)
+	if err != nil {
+		return nil, err
+	}
+	out := &orgConfigOutput{Status: http.StatusOK, Body: orgConfigEntry(*e)}
+	if created {
+		out.Status = http.StatusCreated
+	}
+	return out, nil
+}
+
+type listOrgConfigInput struct {
+	OrgParam
+	Paging
+}
+
+func (s *Server) listOrgConfig(ctx context.Context, in *listOrgConfigInput) (*answer[List[OrgConfigEntry]], error) {
+	page, err := s.eng.OrgConfig.ListOrgConfig(ctx, in.OrgID, in.options())
+	if err != nil {
+		return nil, err
+	}
+	return &answer[List[OrgConfigEntry]]{Body: listOf(page, orgConfigEntry)}, nil
+}
+
+type deleteOrgConfigInput struct {
+	OrgParam
+	ConfigKey string `path:"configKey" doc:"Key name, URL-escaped where needed."`
+}
+
+func (s *Server) deleteOrgConfig(ctx context.Context, in *deleteOrgConfigInput) (*struct{}, error) {
+	if err := s.eng.OrgConfig.DeleteOrgConfig(ctx, in.OrgID, in.ConfigKey); err != nil {
+		return nil, err
+	}
+	return &struct{}{}, nil
 }

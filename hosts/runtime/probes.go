@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -10,8 +9,6 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 	"github.com/go-chi/chi/v5"
-
-	"github.com/svcflow/svcflow/engine"
 )
 
 // ReadyTimeout bounds the store's answer to a readiness probe: a database that takes longer
@@ -52,20 +49,23 @@ func RegisterProbes(api huma.API, prefix string, log *slog.Logger, ready func(co
 	}, func(ctx context.Context, _ *struct{}) (*struct{ Body Probe }, error) {
 		ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 		defer cancel()
-		err := ready(ctx)
-		switch {
-		case err == nil:
-			return &struct{ Body Probe }{Body: Probe{Status: "ready"}}, nil
-		case errors.Is(err, engine.ErrSchemaBehind):
+		if err := ready(ctx); err != nil {
 			log.WarnContext(ctx, "not ready", "err", err)
-			return nil, newProblem(http.StatusServiceUnavailable, codeMigrationsPending,
-				"the database lacks migrations of this build: run svcflow migrate (or start a process, which migrates)")
-		default:
-			log.WarnContext(ctx, "not ready", "err", err)
-			return nil, newProblem(http.StatusServiceUnavailable, codeStoreUnavailable,
-				"the database did not answer a trivial query (within "+ReadyTimeout.String()+"): the cause is logged")
+			return nil, notReady(err)
 		}
+		return &struct{ Body Probe }{Body: Probe{Status: "ready"}}, nil
 	})
+}
+
+// notReady is the 503 of a store that is not ready: migrations_pending when its schema is
+// behind (knownProblem), store_unavailable for any other error, whatever it is: a probe
+// asks whether to send traffic, and no error of the store says yes.
+func notReady(err error) *Problem {
+	if p := knownProblem(err, failure{}); p != nil && p.Status == http.StatusServiceUnavailable {
+		return p
+	}
+	return newProblem(http.StatusServiceUnavailable, codeStoreUnavailable,
+		"the database did not answer a trivial query (within "+ReadyTimeout.String()+"): the cause is logged")
 }
 
 // ProbeHandler serves GET /healthz and GET /readyz alone (RegisterProbes), for a process

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/danielgtaylor/huma/v2"
-
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -52,92 +50,107 @@ func (s *Server) registerRuns() {
 		"else as soon as a worker (in any process) commits the change, else at the deadline with the " +
 		"status unchanged. A long poll holds no database connection while it waits."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		RunPath
-		WaitParam
-		LastStatus RunStatusFilter `query:"last_status" doc:"With ?wait=: the status the caller last saw; the answer comes when the run's status differs from it (default running)."`
-		StatusParams
-	}) (*struct{ Body *engine.RunStatusDoc }, error) {
-		wait, err := in.duration()
-		if err != nil {
-			return nil, err
-		}
-		opts := engine.StatusOptions{OmitContext: !in.Context}
-		var doc *engine.RunStatusDoc
-		if wait > 0 {
-			doc, err = s.waitStatus(ctx, in.OrgID, in.RunID, svctype.RunStatus(orDefault(string(in.LastStatus), string(svctype.RunRunning))), wait, opts)
-		} else {
-			doc, err = s.eng.RunStatusWith(ctx, in.OrgID, in.RunID, opts)
-			if err != nil {
-				err = s.fail(ctx, err, runNotFound)
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		return &struct{ Body *engine.RunStatusDoc }{Body: doc}, nil
-	})
+	register(s, o, runNotFound, s.getRunStatus)
 
 	o = op("get-run-evidence", http.MethodGet, "/runs/{runId}/evidence", "A run's durable record: steps, effects in order, decisions, counts", "Runs")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *RunPath) (*struct{ Body *engine.Evidence }, error) {
-		ev, err := s.eng.Evidence(ctx, in.OrgID, in.RunID)
-		if err != nil {
-			return nil, s.fail(ctx, err, runNotFound)
-		}
-		return &struct{ Body *engine.Evidence }{Body: ev}, nil
-	})
+	register(s, o, runNotFound, s.getRunEvidence)
 
 	o = op("list-runs", http.MethodGet, "/runs", "List the organization's runs, newest first", "Runs")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Paging
-		WorkflowID string          `query:"workflow_id" maxLength:"200" doc:"Only runs of this workflow."`
-		Status     RunStatusFilter `query:"status"`
-	}) (*struct{ Body List[Run] }, error) {
-		page, err := s.eng.ListRuns(ctx, in.OrgID, engine.RunFilter{
-			WorkflowID: in.WorkflowID, Status: svctype.RunStatus(in.Status), ListOptions: in.options(),
-		})
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{in: "query"})
-		}
-		return &struct{ Body List[Run] }{Body: listOf(page, runOf)}, nil
-	})
+	register(s, o, failure{in: "query"}, s.listRuns)
 
 	o = op("list-run-events", http.MethodGet, "/runs/{runId}/events", "A run's events, oldest first", "Runs")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		RunPath
-		Paging
-	}) (*struct{ Body List[svctype.Event] }, error) {
-		page, err := s.eng.RunEvents(ctx, in.OrgID, in.RunID, in.options())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{notFound: "run not found", in: "query"})
-		}
-		return &struct{ Body List[svctype.Event] }{Body: listOf(page, same[svctype.Event])}, nil
-	})
+	register(s, o, failure{notFound: "run not found", in: "query"}, s.listRunEvents)
 
 	o = op("cancel-run", http.MethodPost, "/runs/{runId}/cancel", "Cancel a running or paused run", "Runs")
 	o.Description = "Ends the run as cancelled and emits workflow_run_cancelled with the reason and the actor " +
 		"{type: api, id: X-Actor-Id or \"api\"}. A run that already ended answers 409."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		RunPath
-		ActorID string `header:"X-Actor-Id" maxLength:"200" doc:"Who cancels, recorded as the actor id (default \"api\")."`
-		Body    *CancelBody
-	}) (*struct{ Body RunRef }, error) {
-		reason := ""
-		if in.Body != nil {
-			reason = in.Body.Reason
-		}
-		actor := engine.Actor{Type: "api", ID: orDefault(in.ActorID, "api")}
-		run, err := s.eng.CancelRun(ctx, in.OrgID, in.RunID, reason, actor)
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{notFound: "run not found", conflict: "the run has already ended"})
-		}
-		return &struct{ Body RunRef }{Body: RunRef{ID: run.ID, Status: run.Status}}, nil
+	register(s, o, failure{notFound: "run not found", conflict: "the run has already ended"}, s.cancelRun)
+}
+
+type getRunStatusInput struct {
+	RunPath
+	WaitParam
+	LastStatus RunStatusFilter `query:"last_status" doc:"With ?wait=: the status the caller last saw; the answer comes when the run's status differs from it (default running)."`
+	StatusParams
+}
+
+func (s *Server) getRunStatus(ctx context.Context, in *getRunStatusInput) (*answer[*engine.RunStatusDoc], error) {
+	wait, err := in.duration()
+	if err != nil {
+		return nil, err
+	}
+	opts := engine.StatusOptions{OmitContext: !in.Context}
+	var doc *engine.RunStatusDoc
+	if wait > 0 {
+		doc, err = s.waitStatus(ctx, in.OrgID, in.RunID, svctype.RunStatus(orDefault(string(in.LastStatus), string(svctype.RunRunning))), wait, opts)
+	} else {
+		doc, err = s.eng.RunStatusWith(ctx, in.OrgID, in.RunID, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &answer[*engine.RunStatusDoc]{Body: doc}, nil
+}
+
+func (s *Server) getRunEvidence(ctx context.Context, in *RunPath) (*answer[*engine.Evidence], error) {
+	ev, err := s.eng.Evidence(ctx, in.OrgID, in.RunID)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[*engine.Evidence]{Body: ev}, nil
+}
+
+type listRunsInput struct {
+	OrgParam
+	Paging
+	WorkflowID string          `query:"workflow_id" maxLength:"200" doc:"Only runs of this workflow."`
+	Status     RunStatusFilter `query:"status"`
+}
+
+func (s *Server) listRuns(ctx context.Context, in *listRunsInput) (*answer[List[Run]], error) {
+	page, err := s.eng.ListRuns(ctx, in.OrgID, engine.RunFilter{
+		WorkflowID: in.WorkflowID, Status: svctype.RunStatus(in.Status), ListOptions: in.options(),
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &answer[List[Run]]{Body: listOf(page, runOf)}, nil
+}
+
+type listRunEventsInput struct {
+	RunPath
+	Paging
+}
+
+func (s *Server) listRunEvents(ctx context.Context, in *listRunEventsInput) (*answer[List[svctype.Event]], error) {
+	page, err := s.eng.RunEvents(ctx, in.OrgID, in.RunID, in.options())
+	if err != nil {
+		return nil, err
+	}
+	return &answer[List[svctype.Event]]{Body: listOf(page, same[svctype.Event])}, nil
+}
+
+type cancelRunInput struct {
+	RunPath
+	ActorID string `header:"X-Actor-Id" maxLength:"200" doc:"Who cancels, recorded as the actor id (default \"api\")."`
+	Body    *CancelBody
+}
+
+func (s *Server) cancelRun(ctx context.Context, in *cancelRunInput) (*answer[RunRef], error) {
+	reason := ""
+	if in.Body != nil {
+		reason = in.Body.Reason
+	}
+	actor := engine.Actor{Type: "api", ID: orDefault(in.ActorID, "api")}
+	run, err := s.eng.CancelRun(ctx, in.OrgID, in.RunID, reason, actor)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[RunRef]{Body: RunRef{ID: run.ID, Status: run.Status}}, nil
 }
 
 // WaitParam is the ?wait= of the routes that can hold their answer until a run changes.
@@ -161,7 +174,8 @@ func (p WaitParam) duration() (time.Duration, error) {
 }
 
 // waitStatus waits for the run's status to differ from last, then reads its status
-// document. A client that goes away ends the wait at once.
+// document. A client that goes away ends the wait at once. Its errors are the run's (404
+// run not found) on every route that waits, execute's included.
 func (s *Server) waitStatus(ctx context.Context, orgID, runID string, last svctype.RunStatus, wait time.Duration, opts engine.StatusOptions) (*engine.RunStatusDoc, error) {
 	if _, err := s.eng.WaitRun(ctx, orgID, runID, last, wait); err != nil {
 		return nil, s.fail(ctx, err, runNotFound)

@@ -21,6 +21,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/hosts/identity"
 )
 
 // OrgHeader is the header that names the organization of every tenant route.
@@ -43,6 +44,10 @@ type Options struct {
 	// (hosts/identity, header X-Svc-Identity), at least 32 bytes. Without it no identity
 	// is believed, so a form that requires sign-in takes no submission through this runtime.
 	IdentityKey []byte
+	// IdentityPreviousKeys are keys the gateway signed with before IdentityKey: tokens they
+	// signed are still believed (a rotation, SVC_IDENTITY_KEY=new,old). The token's kid
+	// picks the key.
+	IdentityPreviousKeys [][]byte
 	// LegacyCreateFromAI keeps POST /workflows/create-from-ai working (a draft published at
 	// once as a process of the project "Legacy create-from-ai"); off, it answers 410.
 	LegacyCreateFromAI bool
@@ -54,8 +59,9 @@ type Server struct {
 	log    *slog.Logger
 	router chi.Router
 	api    huma.API
-	// identityKey verifies identity tokens from the gateway (Options.IdentityKey).
-	identityKey []byte
+	// identity verifies identity tokens from the gateway (Options.IdentityKey and
+	// IdentityPreviousKeys); nil without a key, or with one too short to verify with.
+	identity *identity.Keyring
 	// legacyCreateFromAI: Options.LegacyCreateFromAI.
 	legacyCreateFromAI bool
 }
@@ -69,7 +75,10 @@ func New(eng *engine.Engine, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{eng: eng, log: opts.Logger, identityKey: opts.IdentityKey, legacyCreateFromAI: opts.LegacyCreateFromAI}
+	s := &Server{eng: eng, log: opts.Logger, legacyCreateFromAI: opts.LegacyCreateFromAI}
+	if len(opts.IdentityKey) > 0 {
+		s.identity, _ = identity.NewKeyring(opts.IdentityKey, opts.IdentityPreviousKeys...)
+	}
 
 	r := chi.NewRouter()
 	r.Use(s.withLogger, s.recoverer, s.serveOpenAPI30)
@@ -160,6 +169,13 @@ func OpenAPIYAML(version string) ([]byte, error) {
 // leaves out.
 func OpenAPI30YAML(version string) ([]byte, error) {
 	_, doc, err := downgrade(New(nil, Options{Version: version}).API().OpenAPI())
+	return doc, err
+}
+
+// DowngradeYAML returns o as OpenAPI 3.0.3 in YAML, finished as the runtime's own 3.0
+// document is: the gateway's integrator document is downgraded by it too.
+func DowngradeYAML(o *huma.OpenAPI) ([]byte, error) {
+	_, doc, err := downgrade(o)
 	return doc, err
 }
 
@@ -337,19 +353,15 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// fail maps err for a handler (see problemFor).
-func (s *Server) fail(ctx context.Context, err error, f failure) error {
-	return problemFor(ctx, loggerFrom(ctx, s.log), err, f)
-}
-
 // Health is the answer of GET /health.
 type Health struct {
 	Status string `json:"status" example:"ok" doc:"Always ok when the process serves requests."`
 }
 
 func (s *Server) registerHealth() {
-	huma.Register(s.api, op("health", http.MethodGet, "/health", "Liveness check (no X-Org-Id)", "Health"),
-		func(context.Context, *struct{}) (*struct{ Body Health }, error) {
-			return &struct{ Body Health }{Body: Health{Status: "ok"}}, nil
-		})
+	register(s, op("health", http.MethodGet, "/health", "Liveness check (no X-Org-Id)", "Health"), failure{}, s.health)
+}
+
+func (s *Server) health(context.Context, *struct{}) (*answer[Health], error) {
+	return &answer[Health]{Body: Health{Status: "ok"}}, nil
 }

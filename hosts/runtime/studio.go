@@ -3,12 +3,8 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
-	"strings"
 	"time"
-
-	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -132,87 +128,30 @@ type ProcessPath struct {
 	ProcessID string `path:"processId" maxLength:"100"`
 }
 
-var studioNotFound = failure{notFound: "project, process or bundle not found"}
-
-// studioFail answers the studio's own conflicts with their codes and words.
-func (s *Server) studioFail(ctx context.Context, err error) error {
-	var df *engine.DraftFailedError
-	switch {
-	case errors.As(err, &df):
-		details := make([]*ProblemDetail, 0, len(df.Problems))
-		for _, p := range df.Problems {
-			ptr, msg, _ := strings.Cut(p, ": ")
-			details = append(details, &ProblemDetail{Location: "model.bundle", Pointer: ptr, Message: msg})
-		}
-		return newProblem(http.StatusUnprocessableEntity, "generation_failed", "the model's bundle did not validate, twice: nothing was created", details...)
-	case errors.Is(err, engine.ErrNoDraftingModelKey):
-		return newProblem(http.StatusConflict, "model_not_configured", "the organization has no model key: set org config "+engine.LLMAPIKey+" (POST /org-config)")
-	case errors.Is(err, engine.ErrBundlePublished):
-		return newProblem(http.StatusConflict, "bundle_published", "the bundle was published already: compose a new one to publish a change")
-	case errors.Is(err, engine.ErrProcessNotPublished):
-		return newProblem(http.StatusConflict, "process_not_published", "the process has no published bundle: publish one first")
-	case errors.Is(err, engine.ErrConflict):
-		// A name taken, or a table or action that exists otherwise: the engine's words name it.
-		_, detail, _ := strings.Cut(err.Error(), ": ")
-		return newProblem(http.StatusConflict, codeConflict, orDefault(detail, "conflict"))
-	}
-	return s.fail(ctx, err, studioNotFound)
-}
+// studioWords are the studio routes' words: their conflicts are said by the engine, which
+// names the process, table or action in the way.
+var studioWords = failure{notFound: "project, process or bundle not found", conflictSaid: true}
 
 func (s *Server) registerStudio() {
 	tags := []string{"Process studio"}
 	o := op("create-project", http.MethodPost, "/process-studio/projects", "Create a project", tags...)
 	o.DefaultStatus = http.StatusCreated
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Body ProjectBody
-	}) (*struct{ Body *svctype.Project }, error) {
-		p, err := s.eng.CreateProject(ctx, in.OrgID, in.Body.Name, in.Body.Description)
-		if err != nil {
-			return nil, s.studioFail(ctx, err)
-		}
-		return &struct{ Body *svctype.Project }{Body: p}, nil
-	})
+	register(s, o, studioWords, s.createProject)
 
 	o = op("list-projects", http.MethodGet, "/process-studio/projects", "The organization's projects, newest first", tags...)
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Paging
-	}) (*struct{ Body List[svctype.Project] }, error) {
-		page, err := s.eng.ListProjects(ctx, in.OrgID, in.options())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{in: "query"})
-		}
-		return &struct{ Body List[svctype.Project] }{Body: listOf(page, same[svctype.Project])}, nil
-	})
+	register(s, o, failure{in: "query"}, s.listProjects)
 
 	o = op("create-process", http.MethodPost, "/process-studio/processes", "Create a process in a project", tags...)
 	o.DefaultStatus = http.StatusCreated
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusConflict}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Body ProcessBody
-	}) (*struct{ Body *svctype.Process }, error) {
-		p, err := s.eng.CreateProcess(ctx, in.OrgID, svctype.Process{ProjectID: in.Body.ProjectID, Name: in.Body.Name,
-			Description: in.Body.Description, AuthoringMode: in.Body.AuthoringMode})
-		if err != nil {
-			return nil, s.studioFail(ctx, err)
-		}
-		return &struct{ Body *svctype.Process }{Body: p}, nil
-	})
+	register(s, o, studioWords, s.createProcess)
 
 	o = op("get-process", http.MethodGet, "/process-studio/processes/{processId}", "A process", tags...)
 	o.Description = "With published_bundle_id and workflow_id once a bundle is published."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *ProcessPath) (*struct{ Body *svctype.Process }, error) {
-		p, err := s.eng.GetProcess(ctx, in.OrgID, in.ProcessID)
-		if err != nil {
-			return nil, s.studioFail(ctx, err)
-		}
-		return &struct{ Body *svctype.Process }{Body: p}, nil
-	})
+	register(s, o, studioWords, s.getProcess)
 
 	o = op("compose-bundle", http.MethodPost, "/process-studio/processes/{processId}/compose-from-workflow-dsl", "Compose the process's next bundle from a workflow DSL", tags...)
 	o.DefaultStatus = http.StatusCreated
@@ -222,30 +161,11 @@ func (s *Server) registerStudio() {
 		"here); every table a custom-table step names is created by the bundle or exists. 422 names each problem under " +
 		"/dsl; nothing is written. The bundle is the process's next version, a draft until published."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		ProcessPath
-		Body ComposeBody
-	}) (*struct{ Body *svctype.Bundle }, error) {
-		b, err := s.eng.Compose(ctx, in.OrgID, in.ProcessID, engine.Compose{DeploymentShape: in.Body.DeploymentShape,
-			Summary: in.Body.Summary, DSL: in.Body.DSL})
-		if err != nil {
-			return nil, s.studioFail(ctx, err)
-		}
-		return &struct{ Body *svctype.Bundle }{Body: b}, nil
-	})
+	register(s, o, studioWords, s.composeBundle)
 
 	o = op("get-bundle", http.MethodGet, "/process-studio/bundles/{bundleId}", "A bundle", tags...)
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		BundleID string `path:"bundleId" maxLength:"100"`
-	}) (*struct{ Body *svctype.Bundle }, error) {
-		b, err := s.eng.GetBundle(ctx, in.OrgID, in.BundleID)
-		if err != nil {
-			return nil, s.studioFail(ctx, err)
-		}
-		return &struct{ Body *svctype.Bundle }{Body: b}, nil
-	})
+	register(s, o, studioWords, s.getBundle)
 
 	o = op("publish-bundle", http.MethodPost, "/process-studio/bundles/{bundleId}/publish", "Publish a bundle", tags...)
 	o.Description = "In one transaction: registers the bundle's actions (an existing action of the same name is kept when " +
@@ -254,23 +174,7 @@ func (s *Server) registerStudio() {
 		"bundle published; on any failure nothing is written. Emits workflow_creation_status. A bundle is published once " +
 		"(409 bundle_published). The answer names the process's execute path."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		BundleID string `path:"bundleId" maxLength:"100"`
-		Body     *PublishBody
-	}) (*struct{ Body PublishAnswer }, error) {
-		note := ""
-		if in.Body != nil {
-			note = in.Body.PublishNote
-		}
-		res, err := s.eng.Publish(ctx, in.OrgID, in.BundleID, note)
-		if err != nil {
-			return nil, s.studioFail(ctx, err)
-		}
-		return &struct{ Body PublishAnswer }{Body: PublishAnswer{Bundle: res.Bundle, Process: res.Process, WorkflowID: res.Workflow.ID,
-			WorkflowName: res.Workflow.Name, WorkflowVersion: res.Workflow.Version, Actions: res.Actions, ActionsKept: res.ActionsKept,
-			TablesCreated: res.TablesCreated, TablesKept: res.TablesKept, ExecutePath: res.ExecutePath}}, nil
-	})
+	register(s, o, studioWords, s.publishBundle)
 
 	o = op("execute-process", http.MethodPost, "/process-studio/processes/{processId}/execute", "Run the process's published version", tags...)
 	o.DefaultStatus = http.StatusAccepted
@@ -278,20 +182,7 @@ func (s *Server) registerStudio() {
 		"(the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} " +
 		"is not run here until a bundle is published. 409 process_not_published before a bundle is published."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		ProcessPath
-		Body *ExecuteBody
-	}) (*struct{ Body ExecuteAnswer }, error) {
-		input := json.RawMessage(`{}`)
-		if in.Body != nil && len(in.Body.Input) > 0 {
-			input = json.RawMessage(in.Body.Input)
-		}
-		run, err := s.eng.ExecuteProcess(ctx, in.OrgID, in.ProcessID, input)
-		if err != nil {
-			return nil, s.studioFail(ctx, err)
-		}
-		return &struct{ Body ExecuteAnswer }{Body: ExecuteAnswer{ID: run.ID, Status: run.Status}}, nil
-	})
+	register(s, o, studioWords, s.executeProcess)
 
 	o = op("generate-workflow", http.MethodPost, "/ai/generate-workflow", "Draft a workflow bundle from a prompt", "Workflow drafting")
 	o.DefaultStatus = http.StatusAccepted
@@ -300,40 +191,17 @@ func (s *Server) registerStudio() {
 		"create, external dependency notes), validates it as compose does plus: every orgconfig: key it uses is named in the " +
 		"notes; on failure asks once more with the errors, then fails with them. llm_generation_status on each change."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Body GenerateBody
-	}) (*struct{ Body GenerateAnswer }, error) {
-		g, err := s.eng.Generate(ctx, in.OrgID, in.Body.Prompt, in.Body.LLMOptions.options())
-		if err != nil {
-			return nil, s.studioFail(ctx, err)
-		}
-		return &struct{ Body GenerateAnswer }{Body: GenerateAnswer{GenerationID: g.ID, Status: g.Status,
-			Message: "drafting: poll GET /ai/generate-workflow/" + g.ID + "/status"}}, nil
-	})
+	register(s, o, studioWords, s.generateWorkflow)
 
 	o = op("get-generation-status", http.MethodGet, "/ai/generate-workflow/{generationId}/status", "A generation's status", "Workflow drafting")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *GenerationPath) (*struct{ Body GenerationStatus }, error) {
-		g, err := s.eng.GetGeneration(ctx, in.OrgID, in.GenerationID)
-		if err != nil {
-			return nil, s.studioFail(ctx, err)
-		}
-		return &struct{ Body GenerationStatus }{Body: GenerationStatus{GenerationID: g.ID, Status: g.Status, Attempts: g.Attempts,
-			Errors: g.Errors, UpdatedAt: g.UpdatedAt}}, nil
-	})
+	register(s, o, studioWords, s.getGenerationStatus)
 
 	o = op("get-generation", http.MethodGet, "/ai/generate-workflow/{generationId}", "A generation and its bundle", "Workflow drafting")
 	o.Description = "The bundle once completed: {workflow_name, svc_workflow_definition, actions_to_register, custom_tables_to_create, " +
 		"workflow_description, external_dependency_notes}, ready for compose-from-workflow-dsl (as dsl)."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *GenerationPath) (*struct{ Body *svctype.Generation }, error) {
-		g, err := s.eng.GetGeneration(ctx, in.OrgID, in.GenerationID)
-		if err != nil {
-			return nil, s.studioFail(ctx, err)
-		}
-		return &struct{ Body *svctype.Generation }{Body: g}, nil
-	})
+	register(s, o, studioWords, s.getGeneration)
 
 	o = op("create-process-from-prompt", http.MethodPost, "/process-studio/processes/create-from-prompt", "Draft, compose and publish a process in one call", tags...)
 	o.DefaultStatus = http.StatusCreated
@@ -341,22 +209,7 @@ func (s *Server) registerStudio() {
 		"as drafted), composes the bundle and publishes it unless publish is false. A draft that fails validation twice is 422 " +
 		"generation_failed with the problems, and nothing is created."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusConflict}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Body FromPromptBody
-	}) (*struct{ Body FromPromptAnswer }, error) {
-		publish := in.Body.Publish == nil || *in.Body.Publish
-		res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, engine.FromPrompt{ProjectID: in.Body.ProjectID, Name: in.Body.Name,
-			Description: in.Body.Description, Prompt: in.Body.Prompt, LLM: in.Body.LLMOptions.options(), Publish: publish})
-		if err != nil {
-			return nil, s.studioFail(ctx, err)
-		}
-		out := FromPromptAnswer{Process: res.Process, Bundle: res.Bundle, Attempts: res.Attempts, Published: res.Published != nil}
-		if res.Published != nil {
-			out.ExecutePath, out.WorkflowID = res.Published.ExecutePath, res.Published.Workflow.ID
-		}
-		return &struct{ Body FromPromptAnswer }{Body: out}, nil
-	})
+	register(s, o, studioWords, s.createProcessFromPrompt)
 
 	o = op("create-workflow-from-ai", http.MethodPost, "/workflows/create-from-ai", "Legacy: create a workflow from a prompt", tags...)
 	o.Description = "Legacy. Answers 410 create_from_ai_gone pointing to POST /ai/generate-workflow and the process studio, unless " +
@@ -364,29 +217,195 @@ func (s *Server) registerStudio() {
 		"publishes it at once as a process of the project \"Legacy create-from-ai\", answering 201 {workflow_id, process_id, bundle_id}."
 	o.DefaultStatus = http.StatusCreated
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusGone, http.StatusUnprocessableEntity, http.StatusConflict}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Body *LegacyFromAIBody
-	}) (*struct{ Body LegacyFromAIAnswer }, error) {
-		if !s.legacyCreateFromAI {
-			return nil, newProblem(http.StatusGone, "create_from_ai_gone",
-				"POST /workflows/create-from-ai is retired: draft with POST /ai/generate-workflow, then compose and publish in the process studio (/process-studio/...)")
-		}
-		if in.Body == nil {
-			return nil, newProblem(http.StatusUnprocessableEntity, codeValidation, "validation failed", &ProblemDetail{Location: "body.prompt", Pointer: "/prompt", Message: "required"})
-		}
-		prj, err := s.legacyProject(ctx, in.OrgID)
-		if err != nil {
-			return nil, s.studioFail(ctx, err)
-		}
-		res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, engine.FromPrompt{ProjectID: prj, Name: in.Body.Name, Prompt: in.Body.Prompt,
-			LLM: in.Body.LLMOptions.options(), Publish: true})
-		if err != nil {
-			return nil, s.studioFail(ctx, err)
-		}
-		return &struct{ Body LegacyFromAIAnswer }{Body: LegacyFromAIAnswer{
-			WorkflowID: res.Published.Workflow.ID, ProcessID: res.Process.ID, BundleID: res.Bundle.ID}}, nil
-	})
+	register(s, o, studioWords, s.createWorkflowFromAI)
+}
+
+type createProjectInput struct {
+	OrgParam
+	Body ProjectBody
+}
+
+func (s *Server) createProject(ctx context.Context, in *createProjectInput) (*answer[*svctype.Project], error) {
+	p, err := s.eng.CreateProject(ctx, in.OrgID, in.Body.Name, in.Body.Description)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[*svctype.Project]{Body: p}, nil
+}
+
+type listProjectsInput struct {
+	OrgParam
+	Paging
+}
+
+func (s *Server) listProjects(ctx context.Context, in *listProjectsInput) (*answer[List[svctype.Project]], error) {
+	page, err := s.eng.ListProjects(ctx, in.OrgID, in.options())
+	if err != nil {
+		return nil, err
+	}
+	return &answer[List[svctype.Project]]{Body: listOf(page, same[svctype.Project])}, nil
+}
+
+type createProcessInput struct {
+	OrgParam
+	Body ProcessBody
+}
+
+func (s *Server) createProcess(ctx context.Context, in *createProcessInput) (*answer[*svctype.Process], error) {
+	p, err := s.eng.CreateProcess(ctx, in.OrgID, svctype.Process{ProjectID: in.Body.ProjectID, Name: in.Body.Name,
+		Description: in.Body.Description, AuthoringMode: in.Body.AuthoringMode})
+	if err != nil {
+		return nil, err
+	}
+	return &answer[*svctype.Process]{Body: p}, nil
+}
+
+func (s *Server) getProcess(ctx context.Context, in *ProcessPath) (*answer[*svctype.Process], error) {
+	p, err := s.eng.GetProcess(ctx, in.OrgID, in.ProcessID)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[*svctype.Process]{Body: p}, nil
+}
+
+type composeBundleInput struct {
+	ProcessPath
+	Body ComposeBody
+}
+
+func (s *Server) composeBundle(ctx context.Context, in *composeBundleInput) (*answer[*svctype.Bundle], error) {
+	b, err := s.eng.Compose(ctx, in.OrgID, in.ProcessID, engine.Compose{DeploymentShape: in.Body.DeploymentShape,
+		Summary: in.Body.Summary, DSL: in.Body.DSL})
+	if err != nil {
+		return nil, err
+	}
+	return &answer[*svctype.Bundle]{Body: b}, nil
+}
+
+// BundlePath names a bundle.
+type BundlePath struct {
+	OrgParam
+	BundleID string `path:"bundleId" maxLength:"100"`
+}
+
+func (s *Server) getBundle(ctx context.Context, in *BundlePath) (*answer[*svctype.Bundle], error) {
+	b, err := s.eng.GetBundle(ctx, in.OrgID, in.BundleID)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[*svctype.Bundle]{Body: b}, nil
+}
+
+type publishBundleInput struct {
+	BundlePath
+	Body *PublishBody
+}
+
+func (s *Server) publishBundle(ctx context.Context, in *publishBundleInput) (*answer[PublishAnswer], error) {
+	note := ""
+	if in.Body != nil {
+		note = in.Body.PublishNote
+	}
+	res, err := s.eng.Publish(ctx, in.OrgID, in.BundleID, note)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[PublishAnswer]{Body: PublishAnswer{Bundle: res.Bundle, Process: res.Process, WorkflowID: res.Workflow.ID,
+		WorkflowName: res.Workflow.Name, WorkflowVersion: res.Workflow.Version, Actions: res.Actions, ActionsKept: res.ActionsKept,
+		TablesCreated: res.TablesCreated, TablesKept: res.TablesKept, ExecutePath: res.ExecutePath}}, nil
+}
+
+type executeProcessInput struct {
+	ProcessPath
+	Body *ExecuteBody
+}
+
+func (s *Server) executeProcess(ctx context.Context, in *executeProcessInput) (*answer[ExecuteAnswer], error) {
+	input := json.RawMessage(`{}`)
+	if in.Body != nil && len(in.Body.Input) > 0 {
+		input = json.RawMessage(in.Body.Input)
+	}
+	run, err := s.eng.ExecuteProcess(ctx, in.OrgID, in.ProcessID, input)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[ExecuteAnswer]{Body: ExecuteAnswer{ID: run.ID, Status: run.Status}}, nil
+}
+
+type generateWorkflowInput struct {
+	OrgParam
+	Body GenerateBody
+}
+
+func (s *Server) generateWorkflow(ctx context.Context, in *generateWorkflowInput) (*answer[GenerateAnswer], error) {
+	g, err := s.eng.Generate(ctx, in.OrgID, in.Body.Prompt, in.Body.LLMOptions.options())
+	if err != nil {
+		return nil, err
+	}
+	return &answer[GenerateAnswer]{Body: GenerateAnswer{GenerationID: g.ID, Status: g.Status,
+		Message: "drafting: poll GET /ai/generate-workflow/" + g.ID + "/status"}}, nil
+}
+
+func (s *Server) getGenerationStatus(ctx context.Context, in *GenerationPath) (*answer[GenerationStatus], error) {
+	g, err := s.eng.GetGeneration(ctx, in.OrgID, in.GenerationID)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[GenerationStatus]{Body: GenerationStatus{GenerationID: g.ID, Status: g.Status, Attempts: g.Attempts,
+		Errors: g.Errors, UpdatedAt: g.UpdatedAt}}, nil
+}
+
+func (s *Server) getGeneration(ctx context.Context, in *GenerationPath) (*answer[*svctype.Generation], error) {
+	g, err := s.eng.GetGeneration(ctx, in.OrgID, in.GenerationID)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[*svctype.Generation]{Body: g}, nil
+}
+
+type createProcessFromPromptInput struct {
+	OrgParam
+	Body FromPromptBody
+}
+
+func (s *Server) createProcessFromPrompt(ctx context.Context, in *createProcessFromPromptInput) (*answer[FromPromptAnswer], error) {
+	publish := in.Body.Publish == nil || *in.Body.Publish
+	res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, engine.FromPrompt{ProjectID: in.Body.ProjectID, Name: in.Body.Name,
+		Description: in.Body.Description, Prompt: in.Body.Prompt, LLM: in.Body.LLMOptions.options(), Publish: publish})
+	if err != nil {
+		return nil, err
+	}
+	out := FromPromptAnswer{Process: res.Process, Bundle: res.Bundle, Attempts: res.Attempts, Published: res.Published != nil}
+	if res.Published != nil {
+		out.ExecutePath, out.WorkflowID = res.Published.ExecutePath, res.Published.Workflow.ID
+	}
+	return &answer[FromPromptAnswer]{Body: out}, nil
+}
+
+type createWorkflowFromAIInput struct {
+	OrgParam
+	Body *LegacyFromAIBody
+}
+
+func (s *Server) createWorkflowFromAI(ctx context.Context, in *createWorkflowFromAIInput) (*answer[LegacyFromAIAnswer], error) {
+	if !s.legacyCreateFromAI {
+		return nil, newProblem(http.StatusGone, "create_from_ai_gone",
+			"POST /workflows/create-from-ai is retired: draft with POST /ai/generate-workflow, then compose and publish in the process studio (/process-studio/...)")
+	}
+	if in.Body == nil {
+		return nil, newProblem(http.StatusUnprocessableEntity, codeValidation, "validation failed", &ProblemDetail{Location: "body.prompt", Pointer: "/prompt", Message: "required"})
+	}
+	prj, err := s.legacyProject(ctx, in.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.eng.CreateFromPrompt(ctx, in.OrgID, engine.FromPrompt{ProjectID: prj, Name: in.Body.Name, Prompt: in.Body.Prompt,
+		LLM: in.Body.LLMOptions.options(), Publish: true})
+	if err != nil {
+		return nil, err
+	}
+	return &answer[LegacyFromAIAnswer]{Body: LegacyFromAIAnswer{
+		WorkflowID: res.Published.Workflow.ID, ProcessID: res.Process.ID, BundleID: res.Bundle.ID}}, nil
 }
 
 // legacyProjectName holds what the legacy create-from-ai route makes.

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/danielgtaylor/huma/v2"
-
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
@@ -46,29 +44,11 @@ func (s *Server) registerTables() {
 	o := op("create-custom-table", http.MethodPost, "/custom-tables", "Create a custom table", "Custom tables")
 	o.DefaultStatus = http.StatusCreated
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusConflict}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Body TableBody
-	}) (*struct{ Body *svctype.Table }, error) {
-		t, err := s.eng.CreateTable(ctx, in.OrgID, in.Body.Name, in.Body.Fields, in.Body.Indexes...)
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{conflict: "a custom table with this name already exists in the organization"})
-		}
-		return &struct{ Body *svctype.Table }{Body: t}, nil
-	})
+	register(s, o, failure{conflict: "a custom table with this name already exists in the organization"}, s.createCustomTable)
 
 	o = op("list-custom-tables", http.MethodGet, "/custom-tables", "List the organization's custom tables", "Custom tables")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Paging
-	}) (*struct{ Body List[svctype.Table] }, error) {
-		page, err := s.eng.ListTables(ctx, in.OrgID, in.options())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{in: "query"})
-		}
-		return &struct{ Body List[svctype.Table] }{Body: listOf(page, same[svctype.Table])}, nil
-	})
+	register(s, o, failure{in: "query"}, s.listCustomTables)
 
 	o = op("add-custom-table-index", http.MethodPost, "/custom-tables/{name}/indexes", "Add an index to a custom table", "Custom tables")
 	o.Description = "Declares an equality index on a set of declared columns and builds it over the table's rows, " +
@@ -77,37 +57,13 @@ func (s *Server) registerTables() {
 		"one left building by a stopped build is built again."
 	o.DefaultStatus = http.StatusCreated
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		TablePath
-		Body IndexBody
-	}) (*struct{ Body *svctype.Table }, error) {
-		t, err := s.eng.AddTableIndex(ctx, in.OrgID, in.Name, in.Body.Columns)
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{notFound: tableNotFound.notFound, conflict: "the table has an index on these columns"})
-		}
-		return &struct{ Body *svctype.Table }{Body: t}, nil
-	})
+	register(s, o, failure{notFound: tableNotFound.notFound, conflict: "the table has an index on these columns"}, s.addCustomTableIndex)
 
 	o = op("read-custom-table-rows", http.MethodGet, "/custom-tables/{name}/rows", "Page through a custom table's rows", "Custom tables")
 	o.Description = "The rows whose columns equal every `where` entry, oldest first (by creation time, then id), " +
 		"a page at a time like every list: pass `next_cursor` back as `?cursor=` until it is empty."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		TablePath
-		Where string `query:"where" maxLength:"65536" doc:"JSON object of column to value; rows whose columns equal every entry. Example: {\"status\":\"pending_review\"}"`
-		Scan  bool   `query:"scan" doc:"Allow a where that no index serves on a table of more than 10,000 rows (it reads every row); refused with 422 scan_refused otherwise."`
-		Paging
-	}) (*struct{ Body List[svctype.Row] }, error) {
-		where, err := whereParam(in.Where)
-		if err != nil {
-			return nil, err
-		}
-		page, err := s.eng.ListRows(ctx, in.OrgID, in.Name, where, in.Scan, in.options())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{notFound: tableNotFound.notFound, in: "query"})
-		}
-		return &struct{ Body List[svctype.Row] }{Body: listOf(page, same[svctype.Row])}, nil
-	})
+	register(s, o, failure{notFound: tableNotFound.notFound, in: "query"}, s.readCustomTableRows)
 
 	o = op("update-custom-table-rows", http.MethodPatch, "/custom-tables/{name}/rows", "Set columns on the rows that match", "Custom tables")
 	o.Description = "Merges `set` into every row whose columns equal every `where` entry (an empty `where` " +
@@ -115,17 +71,79 @@ func (s *Server) registerTables() {
 		"A row written by an upsert keeps its identity under its key columns: setting one moves the row to its new key, " +
 		"so later upserts find it there; a patch that would give two such rows the same key is 409 and changes nothing."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		TablePath
-		Body RowsUpdate
-	}) (*struct{ Body RowsUpdated }, error) {
-		n, err := s.eng.UpdateRows(ctx, in.OrgID, in.Name, in.Body.Where, in.Body.Set, in.Body.Scan)
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{notFound: tableNotFound.notFound,
-				conflict: "the patch would give two rows of the table the same key; no row was changed"})
-		}
-		return &struct{ Body RowsUpdated }{Body: RowsUpdated{Updated: n}}, nil
-	})
+	register(s, o, failure{notFound: tableNotFound.notFound,
+		conflict: "the patch would give two rows of the table the same key; no row was changed"}, s.updateCustomTableRows)
+}
+
+type createCustomTableInput struct {
+	OrgParam
+	Body TableBody
+}
+
+func (s *Server) createCustomTable(ctx context.Context, in *createCustomTableInput) (*answer[*svctype.Table], error) {
+	t, err := s.eng.CreateTable(ctx, in.OrgID, in.Body.Name, in.Body.Fields, in.Body.Indexes...)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[*svctype.Table]{Body: t}, nil
+}
+
+type listCustomTablesInput struct {
+	OrgParam
+	Paging
+}
+
+func (s *Server) listCustomTables(ctx context.Context, in *listCustomTablesInput) (*answer[List[svctype.Table]], error) {
+	page, err := s.eng.ListTables(ctx, in.OrgID, in.options())
+	if err != nil {
+		return nil, err
+	}
+	return &answer[List[svctype.Table]]{Body: listOf(page, same[svctype.Table])}, nil
+}
+
+type addCustomTableIndexInput struct {
+	TablePath
+	Body IndexBody
+}
+
+func (s *Server) addCustomTableIndex(ctx context.Context, in *addCustomTableIndexInput) (*answer[*svctype.Table], error) {
+	t, err := s.eng.AddTableIndex(ctx, in.OrgID, in.Name, in.Body.Columns)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[*svctype.Table]{Body: t}, nil
+}
+
+type readCustomTableRowsInput struct {
+	TablePath
+	Where string `query:"where" maxLength:"65536" doc:"JSON object of column to value; rows whose columns equal every entry. Example: {\"status\":\"pending_review\"}"`
+	Scan  bool   `query:"scan" doc:"Allow a where that no index serves on a table of more than 10,000 rows (it reads every row); refused with 422 scan_refused otherwise."`
+	Paging
+}
+
+func (s *Server) readCustomTableRows(ctx context.Context, in *readCustomTableRowsInput) (*answer[List[svctype.Row]], error) {
+	where, err := whereParam(in.Where)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.eng.ListRows(ctx, in.OrgID, in.Name, where, in.Scan, in.options())
+	if err != nil {
+		return nil, err
+	}
+	return &answer[List[svctype.Row]]{Body: listOf(page, same[svctype.Row])}, nil
+}
+
+type updateCustomTableRowsInput struct {
+	TablePath
+	Body RowsUpdate
+}
+
+func (s *Server) updateCustomTableRows(ctx context.Context, in *updateCustomTableRowsInput) (*answer[RowsUpdated], error) {
+	n, err := s.eng.UpdateRows(ctx, in.OrgID, in.Name, in.Body.Where, in.Body.Set, in.Body.Scan)
+	if err != nil {
+		return nil, err
+	}
+	return &answer[RowsUpdated]{Body: RowsUpdated{Updated: n}}, nil
 }
 
 // whereParam decodes ?where=: absent means every row; otherwise a JSON object.

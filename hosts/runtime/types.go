@@ -34,6 +34,10 @@ func (JSONObject) Schema(huma.Registry) *huma.Schema {
 	return &huma.Schema{Type: huma.TypeObject, AdditionalProperties: &huma.Schema{}}
 }
 
+// answer is the output of an operation that answers a body alone, with the operation's
+// default status.
+type answer[T any] struct{ Body T }
+
 // List is the body of every list route (DESIGN.md, "lists").
 type List[T any] struct {
 	Items      []T    `json:"items" nullable:"false" doc:"This page of results."`

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/danielgtaylor/huma/v2"
-
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -99,43 +97,16 @@ func (s *Server) registerWebhooks() {
 	o.DefaultStatus = http.StatusCreated
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusServiceUnavailable}
 	o.Metadata = map[string]any{secretsMetadata: true}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Body WebhookBody
-	}) (*webhookOutput, error) {
-		w, err := s.eng.Webhooks.CreateWebhook(ctx, in.OrgID, engine.WebhookInput{
-			Event: in.Body.Event, URL: in.Body.URL, Secret: in.Body.Secret,
-			Filter: in.Body.Filter.filter(), AutoPayload: in.Body.AutoPayload,
-		})
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{})
-		}
-		return &webhookOutput{Body: webhookOf(*w)}, nil
-	})
+	register(s, o, failure{}, s.createWebhook)
 
 	o = op("list-webhooks", http.MethodGet, "/webhooks", "List the organization's webhook registrations", "Webhooks")
 	o.Description = "Every registration, oldest first, a page at a time like every list; secrets are never shown."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Paging
-	}) (*struct{ Body List[Webhook] }, error) {
-		page, err := s.eng.Webhooks.ListWebhooks(ctx, in.OrgID, in.options())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{in: "query"})
-		}
-		return &struct{ Body List[Webhook] }{Body: listOf(page, webhookOf)}, nil
-	})
+	register(s, o, failure{in: "query"}, s.listWebhooks)
 
 	o = op("get-webhook", http.MethodGet, "/webhooks/{webhookId}", "Get a webhook registration", "Webhooks")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *WebhookPath) (*webhookOutput, error) {
-		w, err := s.eng.Webhooks.GetWebhook(ctx, in.OrgID, in.WebhookID)
-		if err != nil {
-			return nil, s.fail(ctx, err, webhookNotFound)
-		}
-		return &webhookOutput{Body: webhookOf(*w)}, nil
-	})
+	register(s, o, webhookNotFound, s.getWebhook)
 
 	o = op("update-webhook", http.MethodPatch, "/webhooks/{webhookId}", "Change a webhook registration", "Webhooks")
 	o.Description = "Only the fields given change: `\"secret\": \"\"` removes the secret, `\"filter\": {}` the filter, " +
@@ -143,28 +114,71 @@ func (s *Server) registerWebhooks() {
 		"re-enables a disabled target. The result is checked whole, as on registration (a new URL's address too)."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusServiceUnavailable}
 	o.Metadata = map[string]any{secretsMetadata: true}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		WebhookPath
-		Body WebhookPatchBody
-	}) (*webhookOutput, error) {
-		w, err := s.eng.Webhooks.UpdateWebhook(ctx, in.OrgID, in.WebhookID, engine.WebhookPatch{
-			Event: in.Body.Event, URL: in.Body.URL, Secret: in.Body.Secret, Filter: in.Body.Filter.filter(),
-			AutoPayload: in.Body.AutoPayload, Disabled: in.Body.Disabled,
-		})
-		if err != nil {
-			return nil, s.fail(ctx, err, webhookNotFound)
-		}
-		return &webhookOutput{Body: webhookOf(*w)}, nil
-	})
+	register(s, o, webhookNotFound, s.updateWebhook)
 
 	o = op("delete-webhook", http.MethodDelete, "/webhooks/{webhookId}", "Delete a webhook registration", "Webhooks")
 	o.Description = "The target receives nothing more, and its secret is gone."
 	o.DefaultStatus = http.StatusNoContent
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *WebhookPath) (*struct{}, error) {
-		if err := s.eng.Webhooks.DeleteWebhook(ctx, in.OrgID, in.WebhookID); err != nil {
-			return nil, s.fail(ctx, err, webhookNotFound)
-		}
-		return &struct{}{}, nil
+	register(s, o, webhookNotFound, s.deleteWebhook)
+}
+
+type createWebhookInput struct {
+	OrgParam
+	Body WebhookBody
+}
+
+func (s *Server) createWebhook(ctx context.Context, in *createWebhookInput) (*webhookOutput, error) {
+	w, err := s.eng.Webhooks.CreateWebhook(ctx, in.OrgID, engine.WebhookInput{
+		Event: in.Body.Event, URL: in.Body.URL, Secret: in.Body.Secret,
+		Filter: in.Body.Filter.filter(), AutoPayload: in.Body.AutoPayload,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &webhookOutput{Body: webhookOf(*w)}, nil
+}
+
+type listWebhooksInput struct {
+	OrgParam
+	Paging
+}
+
+func (s *Server) listWebhooks(ctx context.Context, in *listWebhooksInput) (*answer[List[Webhook]], error) {
+	page, err := s.eng.Webhooks.ListWebhooks(ctx, in.OrgID, in.options())
+	if err != nil {
+		return nil, err
+	}
+	return &answer[List[Webhook]]{Body: listOf(page, webhookOf)}, nil
+}
+
+func (s *Server) getWebhook(ctx context.Context, in *WebhookPath) (*webhookOutput, error) {
+	w, err := s.eng.Webhooks.GetWebhook(ctx, in.OrgID, in.WebhookID)
+	if err != nil {
+		return nil, err
+	}
+	return &webhookOutput{Body: webhookOf(*w)}, nil
+}
+
+type updateWebhookInput struct {
+	WebhookPath
+	Body WebhookPatchBody
+}
+
+func (s *Server) updateWebhook(ctx context.Context, in *updateWebhookInput) (*webhookOutput, error) {
+	w, err := s.eng.Webhooks.UpdateWebhook(ctx, in.OrgID, in.WebhookID, engine.WebhookPatch{
+		Event: in.Body.Event, URL: in.Body.URL, Secret: in.Body.Secret, Filter: in.Body.Filter.filter(),
+		AutoPayload: in.Body.AutoPayload, Disabled: in.Body.Disabled,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &webhookOutput{Body: webhookOf(*w)}, nil
+}
+
+func (s *Server) deleteWebhook(ctx context.Context, in *WebhookPath) (*struct{}, error) {
+	if err := s.eng.Webhooks.DeleteWebhook(ctx, in.OrgID, in.WebhookID); err != nil {
+		return nil, err
+	}
+	return &struct{}{}, nil
 }

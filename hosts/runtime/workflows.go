@@ -118,71 +118,26 @@ func (s *Server) registerWorkflows() {
 	o := op("create-workflow", http.MethodPost, "/workflows", "Create a workflow", "Workflows")
 	o.DefaultStatus = http.StatusCreated
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusConflict}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Body WorkflowBody
-	}) (*workflowOutput, error) {
-		w, err := s.eng.CreateWorkflow(ctx, in.OrgID, in.Body.input())
-		if err != nil {
-			return nil, s.fail(ctx, err, workflowWrite)
-		}
-		return &workflowOutput{Body: workflowOf(*w)}, nil
-	})
+	register(s, o, workflowWrite, s.createWorkflow)
 
 	o = op("list-workflows", http.MethodGet, "/workflows", "List the organization's workflows", "Workflows")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		Paging
-	}) (*struct{ Body List[Workflow] }, error) {
-		page, err := s.eng.ListWorkflows(ctx, in.OrgID, in.options())
-		if err != nil {
-			return nil, s.fail(ctx, err, failure{in: "query"})
-		}
-		return &struct{ Body List[Workflow] }{Body: listOf(page, workflowOf)}, nil
-	})
+	register(s, o, failure{in: "query"}, s.listWorkflows)
 
 	o = op("get-workflow", http.MethodGet, "/workflows/{id}", "Get a workflow's current version", "Workflows")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		ID string `path:"id" doc:"Workflow id."`
-	}) (*workflowOutput, error) {
-		w, err := s.eng.GetWorkflow(ctx, in.OrgID, in.ID)
-		if err != nil {
-			return nil, s.fail(ctx, err, workflowNotFound)
-		}
-		return &workflowOutput{Body: workflowOf(*w)}, nil
-	})
+	register(s, o, workflowNotFound, s.getWorkflow)
 
 	o = op("update-workflow", http.MethodPut, "/workflows/{id}", "Replace a workflow: stores a new version", "Workflows")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		ID   string `path:"id" doc:"Workflow id."`
-		Body WorkflowBody
-	}) (*workflowOutput, error) {
-		w, err := s.eng.UpdateWorkflow(ctx, in.OrgID, in.ID, in.Body.input())
-		if err != nil {
-			return nil, s.fail(ctx, err, workflowWrite)
-		}
-		return &workflowOutput{Body: workflowOf(*w)}, nil
-	})
+	register(s, o, workflowWrite, s.updateWorkflow)
 
 	o = op("delete-workflow", http.MethodDelete, "/workflows/{id}", "Delete a workflow (its runs stay)", "Workflows")
 	o.Description = "Deletes the workflow, its versions and its schedule; its runs stay readable. " +
 		"A workflow a process of the studio publishes is not deleted: 409 workflow_owned_by_process, naming the process."
 	o.DefaultStatus = http.StatusNoContent
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		ID string `path:"id" doc:"Workflow id."`
-	}) (*struct{}, error) {
-		if err := s.eng.DeleteWorkflow(ctx, in.OrgID, in.ID); err != nil {
-			return nil, s.fail(ctx, err, workflowNotFound)
-		}
-		return &struct{}{}, nil
-	})
+	register(s, o, workflowNotFound, s.deleteWorkflow)
 
 	o = op("execute-workflow", http.MethodPost, "/workflows/{id}/execute", "Start a run of the workflow's current version", "Workflows", "Runs")
 	o.DefaultStatus = http.StatusAccepted
@@ -197,49 +152,118 @@ func (s *Server) registerWorkflows() {
 		"200": {Description: "With ?wait=: the run ended or paused within the wait; the body is its status document."},
 	}
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
-	huma.Register(s.api, o, func(ctx context.Context, in *struct {
-		OrgParam
-		ID             string `path:"id" doc:"Workflow id."`
-		IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Makes retries start one run."`
-		WaitParam
-		// A string, not a bool as on GET /runs/{runId}/status: Huma fills the defaults of an
-		// operation with a body after reading it, and a bool false is its zero value.
-		Context string `query:"context" enum:"true,false" default:"true" doc:"With ?wait=: false leaves the context out of the status document (read large results with GET /runs/{runId}/context/{key})."`
-		Body    *ExecuteBody
-	}) (*executeOutput, error) {
-		wait, err := in.duration()
-		if err != nil {
-			return nil, err
-		}
-		var input json.RawMessage
-		if in.Body != nil {
-			input = json.RawMessage(in.Body.Input)
-		}
-		if len(input) == 0 {
-			input = json.RawMessage(`{}`)
-		}
-		run, err := s.eng.Execute(ctx, in.OrgID, in.ID, input, engine.ExecuteOptions{IdempotencyKey: in.IdempotencyKey})
-		if err != nil {
-			return nil, s.fail(ctx, err, workflowNotFound)
-		}
-		out := &executeOutput{Status: http.StatusAccepted, Body: ExecuteAnswer{ID: run.ID, Status: run.Status}}
-		if wait <= 0 {
-			return out, nil
-		}
-		doc, err := s.waitStatus(ctx, in.OrgID, run.ID, svctype.RunRunning, wait, engine.StatusOptions{OmitContext: in.Context == "false"})
-		if err != nil {
-			return nil, err
-		}
-		out.Body = ExecuteAnswer{ID: doc.ID, Status: doc.Status, RunStatusDoc: doc}
-		if doc.Status != svctype.RunRunning {
-			out.Status = http.StatusOK
-		}
-		return out, nil
-	})
+	register(s, o, workflowNotFound, s.executeWorkflow)
 	// The 200 of ?wait= has the body of the 202.
 	if ops := s.api.OpenAPI().Paths["/workflows/{id}/execute"]; ops != nil && ops.Post != nil {
 		if ok, acc := ops.Post.Responses["200"], ops.Post.Responses["202"]; ok != nil && acc != nil {
 			ok.Content = acc.Content
 		}
 	}
+}
+
+type createWorkflowInput struct {
+	OrgParam
+	Body WorkflowBody
+}
+
+func (s *Server) createWorkflow(ctx context.Context, in *createWorkflowInput) (*workflowOutput, error) {
+	w, err := s.eng.CreateWorkflow(ctx, in.OrgID, in.Body.input())
+	if err != nil {
+		return nil, err
+	}
+	return &workflowOutput{Body: workflowOf(*w)}, nil
+}
+
+type listWorkflowsInput struct {
+	OrgParam
+	Paging
+}
+
+func (s *Server) listWorkflows(ctx context.Context, in *listWorkflowsInput) (*answer[List[Workflow]], error) {
+	page, err := s.eng.ListWorkflows(ctx, in.OrgID, in.options())
+	if err != nil {
+		return nil, err
+	}
+	return &answer[List[Workflow]]{Body: listOf(page, workflowOf)}, nil
+}
+
+type getWorkflowInput struct {
+	OrgParam
+	ID string `path:"id" doc:"Workflow id."`
+}
+
+func (s *Server) getWorkflow(ctx context.Context, in *getWorkflowInput) (*workflowOutput, error) {
+	w, err := s.eng.GetWorkflow(ctx, in.OrgID, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &workflowOutput{Body: workflowOf(*w)}, nil
+}
+
+type updateWorkflowInput struct {
+	OrgParam
+	ID   string `path:"id" doc:"Workflow id."`
+	Body WorkflowBody
+}
+
+func (s *Server) updateWorkflow(ctx context.Context, in *updateWorkflowInput) (*workflowOutput, error) {
+	w, err := s.eng.UpdateWorkflow(ctx, in.OrgID, in.ID, in.Body.input())
+	if err != nil {
+		return nil, err
+	}
+	return &workflowOutput{Body: workflowOf(*w)}, nil
+}
+
+type deleteWorkflowInput struct {
+	OrgParam
+	ID string `path:"id" doc:"Workflow id."`
+}
+
+func (s *Server) deleteWorkflow(ctx context.Context, in *deleteWorkflowInput) (*struct{}, error) {
+	if err := s.eng.DeleteWorkflow(ctx, in.OrgID, in.ID); err != nil {
+		return nil, err
+	}
+	return &struct{}{}, nil
+}
+
+type executeWorkflowInput struct {
+	OrgParam
+	ID             string `path:"id" doc:"Workflow id."`
+	IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Makes retries start one run."`
+	WaitParam
+	// A string, not a bool as on GET /runs/{runId}/status: Huma fills the defaults of an
+	// operation with a body after reading it, and a bool false is its zero value.
+	Context string `query:"context" enum:"true,false" default:"true" doc:"With ?wait=: false leaves the context out of the status document (read large results with GET /runs/{runId}/context/{key})."`
+	Body    *ExecuteBody
+}
+
+func (s *Server) executeWorkflow(ctx context.Context, in *executeWorkflowInput) (*executeOutput, error) {
+	wait, err := in.duration()
+	if err != nil {
+		return nil, err
+	}
+	var input json.RawMessage
+	if in.Body != nil {
+		input = json.RawMessage(in.Body.Input)
+	}
+	if len(input) == 0 {
+		input = json.RawMessage(`{}`)
+	}
+	run, err := s.eng.Execute(ctx, in.OrgID, in.ID, input, engine.ExecuteOptions{IdempotencyKey: in.IdempotencyKey})
+	if err != nil {
+		return nil, err
+	}
+	out := &executeOutput{Status: http.StatusAccepted, Body: ExecuteAnswer{ID: run.ID, Status: run.Status}}
+	if wait <= 0 {
+		return out, nil
+	}
+	doc, err := s.waitStatus(ctx, in.OrgID, run.ID, svctype.RunRunning, wait, engine.StatusOptions{OmitContext: in.Context == "false"})
+	if err != nil {
+		return nil, err
+	}
+	out.Body = ExecuteAnswer{ID: doc.ID, Status: doc.Status, RunStatusDoc: doc}
+	if doc.Status != svctype.RunRunning {
+		out.Status = http.StatusOK
+	}
+	return out, nil
 }

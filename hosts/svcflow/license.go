@@ -22,16 +22,24 @@ const (
 	envLicensePublicKey = "SVC_LICENSE_PUBLIC_KEY"
 )
 
-// licensePublicKey reads SVC_LICENSE_PUBLIC_KEY: nil when unset.
-func licensePublicKey(v string) (ed25519.PublicKey, error) {
+// licensePublicKeys reads SVC_LICENSE_PUBLIC_KEY: the current key, then during a rotation
+// the keys before it ("new,old"); nil when unset.
+func licensePublicKeys(v string) (current ed25519.PublicKey, previous []ed25519.PublicKey, err error) {
 	if strings.TrimSpace(v) == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
-	k, err := license.DecodePublic(v)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", envLicensePublicKey, err)
+	for i, part := range strings.Split(v, ",") {
+		k, err := license.DecodePublic(part)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s (key %d): %w", envLicensePublicKey, i+1, err)
+		}
+		if i == 0 {
+			current = k
+		} else {
+			previous = append(previous, k)
+		}
 	}
-	return k, nil
+	return current, previous, nil
 }
 
 // licenseCommand runs `svcflow license keygen|issue`.
@@ -80,7 +88,7 @@ func licenseCommand(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		tok, err := license.Sign(license.License{ID: "lic_" + uuid.NewString(), Licensee: *licensee, Seats: *seats, Features: fl,
-			NotBefore: start, ExpiresAt: start.AddDate(0, 0, *days)}, key)
+			NotBefore: start, ExpiresAt: start.AddDate(0, 0, *days), IssuedAt: time.Now()}, key)
 		if err != nil {
 			return fail(err)
 		}

@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,7 +27,6 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/documents"
 	"github.com/svcflow/svcflow/engine/store"
-	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/gateway"
 	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/identity"
@@ -42,19 +40,14 @@ import (
 // version is the release, set with -ldflags "-X main.version=...".
 var version = "dev"
 
-const usage = `svcflow: multi-tenant workflow automation
-
-usage:
-  svcflow serve   [--db DSN] [--runtime-addr ADDR] [--gateway-addr ADDR] [--workers N] [call flags]
-  svcflow runtime [--db DSN] [--runtime-addr ADDR]
-  svcflow gateway [--db DSN] [--gateway-addr ADDR] --runtime-url URL
-  svcflow worker  [--db DSN] [--workers N] [--health-addr ADDR] [call flags]
-  svcflow migrate [--db DSN]
-  svcflow rotate-master-key [--db DSN] [--grace 2s]
-  svcflow openapi [--version 3.1|3.0]             # 3.0: Huma's downgrade, for 3.0-only tools
-  svcflow license keygen                          # a new Ed25519 license key pair (JSON)
+// usage is what `svcflow help` prints: a line per command (commands), then what the
+// commands share.
+var usage = "svcflow: multi-tenant workflow automation\n\nusage:\n" + commandLines() + `  svcflow license keygen                          # a new Ed25519 license key pair (JSON)
   svcflow license issue --licensee NAME --seats N [--features a,b] [--days 365] [--not-before RFC3339]
                                                   # SVC_LICENSE_KEY: the signing key (base64 seed)
+
+svcflow <command> --help lists the command's flags; a flag the command does not take is an
+error (exit 2).
 
 DSN: sqlite:PATH, sqlite::memory:, or postgres://... (default sqlite:./svcflow.db)
 
@@ -63,10 +56,11 @@ DSN: sqlite:PATH, sqlite::memory:, or postgres://... (default sqlite:./svcflow.d
   content as files under DIR instead of in the database; every process of a deployment
   needs the same DIR
 
-call flags: --io-concurrency N (calls to other systems in flight, default 512),
-  --io-per-org N (default 256), --allow-private-targets (actions, OAuth tools and token
-  calls may reach loopback and private addresses and local databases: single-tenant
-  deployments and tests only), --oauth-redirect-url URL (the OAuth callback address)
+call flags (serve, runtime, worker): --io-concurrency N (calls to other systems in
+  flight, default 512), --io-per-org N (default 256), --allow-private-targets (actions,
+  OAuth tools and token calls may reach loopback and private addresses and local
+  databases: single-tenant deployments and tests only), --oauth-redirect-url URL (the
+  OAuth callback address)
 
 Health: GET /healthz (liveness) and GET /readyz (readiness: the database answers and is
   migrated; 503 otherwise) on the runtime's and the gateway's addresses, and on a worker's
@@ -88,13 +82,14 @@ bytes; "new,old" during a rotation), or the key file SVC_MASTER_KEY_FILE, or by 
 a SQLite file the key file PATH.masterkey, generated on first start. rotate-master-key
 re-seals every value and token under a new key while the service runs.
 
-SVC_IDENTITY_KEY (base64 of at least 32 bytes) is the key the gateway signs a signed-in
-person's identity with (header X-Svc-Identity); the runtime and the gateway must share it.
+SVC_IDENTITY_KEY (base64 of at least 32 bytes; "new,old" during a rotation) is the key the
+gateway signs a signed-in person's identity with (header X-Svc-Identity); the runtime and
+the gateway must share it. The gateway signs with the first; the runtime verifies with any.
 serve, which runs both, makes one for the process when it is unset; a separate runtime
 without it believes no identity, and a form with settings.requireAuth takes no submission.
 
-SVC_LICENSE_PUBLIC_KEY (base64) is the key the gateway verifies licenses with
-(/licensing/validate); without it licensing is off. SVC_LICENSE_KEY (the signing key) lets
+SVC_LICENSE_PUBLIC_KEY (base64; "new,old" during a rotation) is the key the gateway
+verifies licenses with (/licensing/validate); without it licensing is off. SVC_LICENSE_KEY (the signing key) lets
 the platform operator issue licenses (POST /admin/licenses).
 
 SVC_OPERATOR_TOKEN (at least 24 characters) opens the platform operator's routes under
@@ -113,196 +108,188 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || (args[0] == "help" && len(args) == 1) {
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	cmd, rest := args[0], args[1:]
-	if cmd == "license" {
+	name, rest := args[0], args[1:]
+	if name == "help" {
+		// svcflow help <command>: as svcflow <command> --help.
+		name, rest = args[1], []string{"--help"}
+	}
+	if name == "license" {
+		if len(rest) == 1 && (rest[0] == "--help" || rest[0] == "-h") {
+			fmt.Fprint(stdout, usage) // its lines are the usage's
+			return 0
+		}
 		return licenseCommand(rest, stdout, stderr)
 	}
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dsn := fs.String("db", "sqlite:./svcflow.db", "database: sqlite:PATH, sqlite::memory: or postgres://...")
-	runtimeAddr := fs.String("runtime-addr", "127.0.0.1:8080", "runtime API listen address")
-	gatewayAddr := fs.String("gateway-addr", "127.0.0.1:8081", "gateway listen address (serve, gateway); empty: no gateway")
-	runtimeURL := fs.String("runtime-url", "", "gateway: the runtime's base URL (http://host:port) it forwards runtime routes to")
-	gwRate := fs.Float64("rate", gateway.DefaultRate, "gateway: requests a second each key may make (token bucket refill)")
-	gwBurst := fs.Int("burst", gateway.DefaultBurst, "gateway: requests a key may make at once (token bucket size)")
-	smtpAddr := fs.String("smtp-addr", "", "gateway: the SMTP server (host:port) sign-in codes are sent through; empty: a development mailer that only logs")
-	smtpFrom := fs.String("smtp-from", "", "gateway: the From address of sign-in code mail (required with --smtp-addr)")
-	smtpUser := fs.String("smtp-user", "", "gateway: SMTP AUTH user (password in SVC_SMTP_PASSWORD)")
-	showCodes := fs.Bool("dev-show-codes", false, "gateway without --smtp-addr: log the sign-in codes themselves (local development only)")
-	workers := fs.Int("workers", 4, "jobs a worker runs at once (step slots; calls in flight hold none)")
-	ioConcurrency := fs.Int("io-concurrency", engine.DefaultIOConcurrency, "calls to other systems (actions, models) in flight at once")
-	ioPerOrg := fs.Int("io-per-org", engine.DefaultIOPerOrg, "calls in flight at once for one organization")
-	oauthRedirect := fs.String("oauth-redirect-url", "", "the OAuth callback address sent to providers (https://<host>/oauth/callback), unless an organization's oauth:<provider> app sets redirect_url")
-	allowPrivate := fs.Bool("allow-private-targets", false, "let actions reach loopback, private and link-local addresses and local databases (single-tenant deployments and tests only)")
-	lease := fs.Duration("lease", 15*time.Second, "how long a claimed job stays with its worker without a heartbeat: a worker that dies leaves its jobs to the others after at most this")
-	legacyAI := fs.Bool("legacy-create-from-ai", false, "keep the legacy POST /workflows/create-from-ai working (drafts and publishes at once); off, it answers 410")
-	opsAddr := fs.String("ops-addr", "", "serve, runtime, worker, gateway: a listen address for the operator's endpoints, /metrics (Prometheus) and Go's profiler (/debug/pprof/); empty: none. Bind it to loopback or a private network: it has no credentials")
-	otlpEndpoint := fs.String("otlp-endpoint", "", "serve, runtime, worker: the OTLP/HTTP collector's base URL (http://localhost:4318) to send traces to; empty: the OTEL_EXPORTER_OTLP_* variables decide (tracing is off without them)")
-	healthAddr := fs.String("health-addr", "", "worker: a listen address for GET /healthz and GET /readyz (serve, runtime and gateway answer them on their own addresses); empty: none")
-	grace := fs.Duration("grace", 2*time.Second, "rotate-master-key: how long to wait for writes under the old key before the confirming pass")
-	documentsDir := fs.String("documents-dir", "", "serve, runtime, worker: keep document content as files under this directory instead of in the database (every runtime and worker of a deployment needs the same directory); empty: in the database")
-	maxDocMiB := fs.Int("max-document-mib", documents.MaxSize>>20, "serve, runtime: the largest document version a client may upload, in MiB (1 to 1024); a CSV of a million records is about 40 MB")
-	openapiVersion := fs.String("version", "3.1", "openapi: the document's OpenAPI version, 3.1 or 3.0 (Huma's downgrade, for tools that read 3.0 only)")
-	if err := fs.Parse(rest); err != nil {
+	cmd, ok := lookupCommand(name)
+	if !ok {
+		fmt.Fprintf(stderr, "svcflow: unknown command %q\n\n%s", name, usage)
 		return 2
 	}
-	if *healthAddr != "" && cmd != "worker" {
-		fmt.Fprintf(stderr, "svcflow %s: --health-addr is for worker; %s answers /healthz and /readyz on its own address\n", cmd, cmd)
-		return 2
-	}
-	if *maxDocMiB < 1 || *maxDocMiB > maxDocumentMiB {
-		fmt.Fprintf(stderr, "svcflow %s: --max-document-mib is from 1 to %d, not %d\n", cmd, maxDocumentMiB, *maxDocMiB)
+	cfg, fs, help, err := cmd.parse(rest)
+	switch {
+	case help:
+		cmd.printHelp(stdout, fs)
+		return 0
+	case err != nil:
+		fmt.Fprintln(stderr, err)
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// The operator's listener starts once the store is open (withOps): /metrics reads it.
-	withOps := func(st *store.Store, descs ...*svctype.MetricDesc) svctype.Meter {
-		if *opsAddr == "" {
-			return svctype.NopMeter{}
-		}
-		reg := metrics.New(log, st, descs...)
-		go func() {
-			if err := serveHTTP(ctx, log, "operator endpoints", *opsAddr, opsHandler(reg)); err != nil {
-				log.Error("operator endpoints", "err", err)
-			}
-		}()
-		return reg
-	}
-
-	var err error
-	switch cmd {
-	case "openapi":
-		var b []byte
-		switch *openapiVersion {
-		case "3.1":
-			b, err = runtime.OpenAPIYAML(version)
-		case "3.0":
-			b, err = runtime.OpenAPI30YAML(version)
-		default:
-			fmt.Fprintf(stderr, "openapi --version %q: 3.1 or 3.0\n", *openapiVersion)
-			return 2
-		}
-		if err == nil {
-			_, err = stdout.Write(b)
-		}
-	case "migrate":
-		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
-			log.Info("migrated", "dialect", st.Dialect())
-			return nil
-		})
-	case "gateway":
-		u, perr := url.Parse(*runtimeURL)
-		if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			err = fmt.Errorf("--runtime-url %q: the runtime's http(s) base URL is required", *runtimeURL)
-			break
-		}
-		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
-			opts, err := gatewayOptions(os.Getenv, log, *gwRate, *gwBurst, *smtpAddr, *smtpFrom, *smtpUser, *showCodes)
-			if err != nil {
-				return err
-			}
-			if opts.IdentityKey == nil {
-				log.Warn(envIdentityKey + " is unset: signed-in people are not vouched for to the runtime (requireAuth forms and SDK submits fail)")
-			}
-			opts.Store, opts.RuntimeURL, opts.Version, opts.Shared = gwstore.New(st.Shared()), u, version, st.Dialect() == "postgres"
-			opts.Meter = withOps(st, gateway.Metrics()...)
-			gw := gateway.New(opts)
-			flushed := make(chan struct{})
-			go func() { defer close(flushed); gw.RunFlusher(ctx, usageFlush) }()
-			err = serveHTTP(ctx, log, "gateway", *gatewayAddr, gw.Handler())
-			<-flushed
-			return err
-		})
-	case "serve", "runtime", "worker":
-		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
-			keys, err := masterKeyring(ctx, *dsn, st, os.Getenv, log)
-			if err != nil {
-				return fmt.Errorf("master key: %w", err)
-			}
-			apis, named, err := oauthAPIs(os.Getenv(envOAuthAPIURLs))
-			if err != nil {
-				return err
-			}
-			if len(named) > 0 {
-				log.Info("OAuth tool APIs from "+envOAuthAPIURLs, "apis", strings.Join(named, ","))
-			}
-			if *lease < time.Second {
-				return fmt.Errorf("--lease %s: at least 1s", *lease)
-			}
-			descs := engine.Metrics()
-			if cmd == "serve" {
-				descs = append(descs, gateway.Metrics()...)
-			}
-			if cmd == "serve" || cmd == "worker" {
-				descs = append(descs, worker.Metrics()...)
-			}
-			meter := withOps(st, descs...)
-			tr, err := telemetry.New(ctx, telemetry.Options{Endpoint: *otlpEndpoint, Getenv: os.Getenv, Version: version, Command: cmd})
-			if err != nil {
-				return fmt.Errorf("tracing: %w", err)
-			}
-			defer func() {
-				// Send the spans still queued: the run spans of the last runs are among them.
-				flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				defer cancel()
-				if err := tr.Shutdown(flush); err != nil {
-					log.Warn("tracing: spans not sent at shutdown", "err", err)
-				}
-			}()
-			var tp trace.TracerProvider // nil: no span is made
-			if tr.Provider != nil {
-				tp = tr.Provider
-				log.Info("tracing: sending spans over OTLP", "url", tr.URL)
-			}
-			cfg := engine.Config{Store: st, Logger: log, Keyring: keys, AllowPrivateTargets: *allowPrivate, Lease: *lease, Meter: meter, TracerProvider: tp,
-				IOConcurrency: *ioConcurrency, IOPerOrg: *ioPerOrg, MaxDocumentBytes: *maxDocMiB << 20,
-				OAuth: engine.OAuthOptions{APIs: apis, AllowPrivateTargets: *allowPrivate, RedirectURL: *oauthRedirect}}
-			if *documentsDir != "" {
-				cfg.Blobs = documents.NewDirBlobs(*documentsDir)
-			}
-			idKey, err := identityKey(os.Getenv(envIdentityKey))
-			if err != nil {
-				return err
-			}
-			gw := ""
-			if cmd == "serve" {
-				gw = *gatewayAddr
-			}
-			gwOpts, err := gatewayOptions(os.Getenv, log, *gwRate, *gwBurst, *smtpAddr, *smtpFrom, *smtpUser, *showCodes)
-			if err != nil {
-				return err
-			}
-			if idKey == nil && gw != "" {
-				// serve runs the runtime and the gateway in one process: they share a key
-				// made for the process when none is configured.
-				idKey = make([]byte, identity.MinKeyBytes)
-				if _, err := rand.Read(idKey); err != nil {
-					return err
-				}
-			}
-			gwOpts.IdentityKey, gwOpts.Meter = idKey, meter
-			rtOpts := runtime.Options{Logger: log, Version: version, IdentityKey: idKey, LegacyCreateFromAI: *legacyAI}
-			return serve(ctx, st, cfg, log, cmd, *runtimeAddr, gw, *healthAddr, *workers, rtOpts, gwOpts)
-		})
-	case "rotate-master-key":
-		err = withStore(ctx, *dsn, log, func(st *store.Store) error {
-			return rotateMasterKey(ctx, *dsn, st, os.Getenv, *grace, log)
-		})
-	default:
-		fmt.Fprintf(stderr, "svcflow: unknown command %q\n\n%s", cmd, usage)
-		return 2
-	}
-	if err != nil {
-		log.Error(cmd+" failed", "err", err)
+	if err := cfg.run(ctx, log, stdout); err != nil {
+		log.Error(name+" failed", "err", err)
 		return 1
 	}
 	return 0
+}
+
+func (c *openapiConfig) run(_ context.Context, _ *slog.Logger, stdout io.Writer) error {
+	var (
+		b   []byte
+		err error
+	)
+	gen := map[[2]string]func(string) ([]byte, error){
+		{"runtime", "3.1"}: runtime.OpenAPIYAML, {"runtime", "3.0"}: runtime.OpenAPI30YAML,
+		{"integrator", "3.1"}: gateway.IntegratorYAML, {"integrator", "3.0"}: gateway.Integrator30YAML,
+	}[[2]string{c.doc, c.version}]
+	b, err = gen(version)
+	if err == nil {
+		_, err = stdout.Write(b)
+	}
+	return err
+}
+
+func (c *migrateConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) error {
+	return withStore(ctx, c.store.dsn, log, func(st *store.Store) error {
+		log.Info("migrated", "dialect", st.Dialect())
+		return nil
+	})
+}
+
+func (c *rotateConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) error {
+	return withStore(ctx, c.store.dsn, log, func(st *store.Store) error {
+		return rotateMasterKey(ctx, c.store.dsn, st, os.Getenv, c.grace, log)
+	})
+}
+
+func (c *gatewayConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) error {
+	u, err := url.Parse(c.runtimeURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--runtime-url %q: the runtime's http(s) base URL is required", c.runtimeURL)
+	}
+	return withStore(ctx, c.store.dsn, log, func(st *store.Store) error {
+		opts, err := c.gateway.options(os.Getenv, log)
+		if err != nil {
+			return err
+		}
+		if opts.IdentityKey == nil {
+			log.Warn(envIdentityKey + " is unset: signed-in people are not vouched for to the runtime (requireAuth forms and SDK submits fail)")
+		}
+		opts.Store, opts.RuntimeURL, opts.Version, opts.Shared = gwstore.New(st.Shared()), u, version, st.Dialect() == "postgres"
+		opts.Meter = c.ops.meter(ctx, log, st, gateway.Metrics()...)
+		gw := gateway.New(opts)
+		flushed := make(chan struct{})
+		go func() { defer close(flushed); gw.RunFlusher(ctx, usageFlush) }()
+		err = serveHTTP(ctx, log, "gateway", c.gateway.addr, gw.Handler())
+		<-flushed
+		return err
+	})
+}
+
+// run runs serve, runtime or worker: the engine over the store, and the roles the command
+// plays.
+func (c *processConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) error {
+	return withStore(ctx, c.store.dsn, log, func(st *store.Store) error {
+		keys, err := masterKeyring(ctx, c.store.dsn, st, os.Getenv, log)
+		if err != nil {
+			return fmt.Errorf("master key: %w", err)
+		}
+		apis, named, err := oauthAPIs(os.Getenv(envOAuthAPIURLs))
+		if err != nil {
+			return err
+		}
+		if len(named) > 0 {
+			log.Info("OAuth tool APIs from "+envOAuthAPIURLs, "apis", strings.Join(named, ","))
+		}
+		if c.engine.lease < time.Second {
+			return fmt.Errorf("--lease %s: at least 1s", c.engine.lease)
+		}
+		descs := engine.Metrics()
+		if c.gateway != nil {
+			descs = append(descs, gateway.Metrics()...)
+		}
+		if c.worker != nil {
+			descs = append(descs, worker.Metrics()...)
+		}
+		meter := c.ops.meter(ctx, log, st, descs...)
+		tr, err := telemetry.New(ctx, telemetry.Options{Endpoint: c.engine.otlpEndpoint, Getenv: os.Getenv, Version: version, Command: c.cmd})
+		if err != nil {
+			return fmt.Errorf("tracing: %w", err)
+		}
+		defer func() {
+			// Send the spans still queued: the run spans of the last runs are among them.
+			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := tr.Shutdown(flush); err != nil {
+				log.Warn("tracing: spans not sent at shutdown", "err", err)
+			}
+		}()
+		var tp trace.TracerProvider // nil: no span is made
+		if tr.Provider != nil {
+			tp = tr.Provider
+			log.Info("tracing: sending spans over OTLP", "url", tr.URL)
+		}
+		e := c.engine
+		cfg := engine.Config{Store: st, Logger: log, Keyring: keys, AllowPrivateTargets: e.allowPrivate, Lease: e.lease, Meter: meter, TracerProvider: tp,
+			IOConcurrency: e.ioConcurrency, IOPerOrg: e.ioPerOrg,
+			OAuth: engine.OAuthOptions{APIs: apis, AllowPrivateTargets: e.allowPrivate, RedirectURL: e.oauthRedirect}}
+		if c.api != nil {
+			cfg.MaxDocumentBytes = c.api.maxDocMiB << 20
+		}
+		if e.documentsDir != "" {
+			cfg.Blobs = documents.NewDirBlobs(e.documentsDir)
+		}
+		var (
+			idKey      []byte
+			idPrevious [][]byte
+		)
+		if c.api != nil || c.gateway != nil {
+			if idKey, idPrevious, err = identityKeys(os.Getenv(envIdentityKey)); err != nil {
+				return err
+			}
+		}
+		var gwOpts *gateway.Options
+		if c.gateway != nil {
+			opts, err := c.gateway.options(os.Getenv, log)
+			if err != nil {
+				return err
+			}
+			if c.gateway.addr != "" {
+				gwOpts = &opts
+			}
+		}
+		if idKey == nil && gwOpts != nil {
+			// serve runs the runtime and the gateway in one process: they share a key
+			// made for the process when none is configured.
+			idKey = make([]byte, identity.MinKeyBytes)
+			if _, err := rand.Read(idKey); err != nil {
+				return err
+			}
+		}
+		if gwOpts != nil {
+			gwOpts.IdentityKey, gwOpts.Meter = idKey, meter
+		}
+		var rtOpts *runtime.Options
+		if c.api != nil {
+			rtOpts = &runtime.Options{Logger: log, Version: version, IdentityKey: idKey, IdentityPreviousKeys: idPrevious, LegacyCreateFromAI: c.api.legacyAI}
+		}
+		return c.serve(ctx, st, cfg, log, rtOpts, gwOpts)
+	})
 }
 
 // withStore opens and migrates the database, runs fn, and closes it. Both sets of
@@ -326,9 +313,10 @@ func withStore(ctx context.Context, dsn string, log *slog.Logger, fn func(*store
 // The gateway's store is what the gateway declares it needs.
 var _ gateway.Store = (*gwstore.Store)(nil)
 
-// serve runs the runtime API and/or a worker until ctx ends, then drains both: the API
-// finishes the requests in flight, the worker the steps in flight.
-func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, cmd, addr, gatewayAddr, healthAddr string, workers int, rtOpts runtime.Options, gwOpts gateway.Options) error {
+// serve runs the engine's roles until ctx ends, then drains them: the API finishes the
+// requests in flight, the worker the steps in flight. rtOpts is nil for a process without
+// the runtime API, gwOpts for one without a gateway.
+func (c *processConfig) serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, rtOpts *runtime.Options, gwOpts *gateway.Options) error {
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return err
@@ -338,31 +326,31 @@ func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Lo
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
-	if cmd == "serve" || cmd == "worker" {
-		w := worker.New(eng, worker.Options{Concurrency: workers, Logger: log})
+	if c.worker != nil {
+		w := worker.New(eng, worker.Options{Concurrency: c.worker.workers, Logger: log})
 		wg.Add(1)
 		go func() { defer wg.Done(); errs <- w.Run(ctx) }()
-		log.Info("worker started", "concurrency", workers, "dialect", st.Dialect())
+		log.Info("worker started", "concurrency", c.worker.workers, "dialect", st.Dialect())
 	}
 	type server struct {
 		name, addr string
 		h          http.Handler
 	}
 	var servers []server
-	if cmd == "serve" || cmd == "runtime" {
-		rt := runtime.New(eng, rtOpts).Handler()
-		servers = append(servers, server{"runtime", addr, rt})
-		if gatewayAddr != "" {
+	if rtOpts != nil {
+		rt := runtime.New(eng, *rtOpts).Handler()
+		servers = append(servers, server{"runtime", c.api.addr, rt})
+		if gwOpts != nil {
 			gwOpts.Store, gwOpts.Runtime, gwOpts.Logger, gwOpts.Version = gwstore.New(st.Shared()), rt, log, version
 			gwOpts.Shared = st.Dialect() == "postgres" // several gateways share one database's limits
-			gw := gateway.New(gwOpts)
+			gw := gateway.New(*gwOpts)
 			wg.Add(1)
 			go func() { defer wg.Done(); gw.RunFlusher(ctx, usageFlush) }()
-			servers = append(servers, server{"gateway", gatewayAddr, gw.Handler()})
+			servers = append(servers, server{"gateway", c.gateway.addr, gw.Handler()})
 		}
 	}
-	if cmd == "worker" && healthAddr != "" {
-		servers = append(servers, server{"health", healthAddr, runtime.ProbeHandler(log, version, eng.Ready)})
+	if c.health != nil && c.health.addr != "" {
+		servers = append(servers, server{"health", c.health.addr, runtime.ProbeHandler(log, version, eng.Ready)})
 	}
 	for _, s := range servers {
 		ln, err := net.Listen("tcp", s.addr)
@@ -395,16 +383,25 @@ func serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Lo
 // envIdentityKey names the gateway's identity key (hosts/identity).
 const envIdentityKey = "SVC_IDENTITY_KEY"
 
-// identityKey decodes SVC_IDENTITY_KEY: nil when unset. The error never quotes the value.
-func identityKey(v string) ([]byte, error) {
-	if v == "" {
-		return nil, nil
+// identityKeys decodes SVC_IDENTITY_KEY: the key tokens are signed with, then during a
+// rotation the keys the runtime still verifies with ("new,old"); nil when unset. The error
+// never quotes the value.
+func identityKeys(v string) (current []byte, previous [][]byte, err error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil, nil
 	}
-	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
-	if err != nil || len(k) < identity.MinKeyBytes {
-		return nil, fmt.Errorf("%s: want base64 of at least %d bytes", envIdentityKey, identity.MinKeyBytes)
+	for i, part := range strings.Split(v, ",") {
+		k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(part))
+		if err != nil || len(k) < identity.MinKeyBytes {
+			return nil, nil, fmt.Errorf("%s: want base64 of at least %d bytes (key %d)", envIdentityKey, identity.MinKeyBytes, i+1)
+		}
+		if i == 0 {
+			current = k
+		} else {
+			previous = append(previous, k)
+		}
 	}
-	return k, nil
+	return current, previous, nil
 }
 
 // Environment of the gateway.
@@ -413,11 +410,11 @@ const (
 	envOperatorToken = "SVC_OPERATOR_TOKEN"
 )
 
-// gatewayOptions reads the gateway's configuration from flags and the environment.
-func gatewayOptions(getenv func(string) string, log *slog.Logger, rate float64, burst int, smtpAddr, smtpFrom, smtpUser string, showCodes bool) (gateway.Options, error) {
-	o := gateway.Options{Rate: rate, Burst: burst, Logger: log, OperatorToken: strings.TrimSpace(getenv(envOperatorToken))}
+// options reads the gateway's configuration from its flags and the environment.
+func (f *gatewayFlags) options(getenv func(string) string, log *slog.Logger) (gateway.Options, error) {
+	o := gateway.Options{Rate: f.rate, Burst: f.burst, Logger: log, OperatorToken: strings.TrimSpace(getenv(envOperatorToken))}
 	var err error
-	if o.LicenseKey, err = licensePublicKey(getenv(envLicensePublicKey)); err != nil {
+	if o.LicenseKey, o.LicensePreviousKeys, err = licensePublicKeys(getenv(envLicensePublicKey)); err != nil {
 		return o, err
 	}
 	if v := strings.TrimSpace(getenv(envLicenseKey)); v != "" {
@@ -428,17 +425,18 @@ func gatewayOptions(getenv func(string) string, log *slog.Logger, rate float64, 
 			o.LicenseKey = o.LicenseSigningKey.Public().(ed25519.PublicKey)
 		}
 	}
-	if o.IdentityKey, err = identityKey(getenv(envIdentityKey)); err != nil {
+	// The gateway signs with the first key; the keys after it are the runtime's.
+	if o.IdentityKey, _, err = identityKeys(getenv(envIdentityKey)); err != nil {
 		return o, err
 	}
 	if o.OperatorToken != "" && len(o.OperatorToken) < 24 {
 		return o, fmt.Errorf("%s: at least 24 characters", envOperatorToken)
 	}
-	if smtpAddr == "" {
-		o.Mailer = gateway.LogMailer{Log: log, ShowCodes: showCodes}
+	if f.smtpAddr == "" {
+		o.Mailer = gateway.LogMailer{Log: log, ShowCodes: f.showCodes}
 		return o, nil
 	}
-	o.Mailer, err = gateway.NewSMTPMailer(gateway.SMTPOptions{Addr: smtpAddr, From: smtpFrom, User: smtpUser, Password: getenv(envSMTPPassword)})
+	o.Mailer, err = gateway.NewSMTPMailer(gateway.SMTPOptions{Addr: f.smtpAddr, From: f.smtpFrom, User: f.smtpUser, Password: getenv(envSMTPPassword)})
 	return o, err
 }
 

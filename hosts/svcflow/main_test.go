@@ -34,6 +34,8 @@ func TestOpenAPICommandMatchesCommittedFile(t *testing.T) {
 	}{
 		{[]string{"openapi"}, "openapi.yaml", "openapi: 3.1.0"},
 		{[]string{"openapi", "--version", "3.0"}, "openapi-3.0.yaml", "openapi: 3.0.3"},
+		{[]string{"openapi", "--doc", "integrator"}, "integrator.yaml", "openapi: 3.1.0"},
+		{[]string{"openapi", "--doc", "integrator", "--version", "3.0"}, "integrator-3.0.yaml", "openapi: 3.0.3"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
@@ -48,6 +50,10 @@ func TestOpenAPICommandMatchesCommittedFile(t *testing.T) {
 	var out, errOut bytes.Buffer
 	require.Equal(t, 2, run([]string{"openapi", "--version", "2.0"}, &out, &errOut))
 	require.Contains(t, errOut.String(), "3.1 or 3.0")
+	require.Empty(t, out.String())
+	errOut.Reset()
+	require.Equal(t, 2, run([]string{"openapi", "--doc", "gateway"}, &out, &errOut))
+	require.Contains(t, errOut.String(), "runtime or integrator")
 	require.Empty(t, out.String())
 }
 

@@ -202,8 +202,7 @@ func testActionTx(t *testing.T, b *bundle) {
 	org := actionOrg()
 	b.action(t, httpAction(org, "taken"))
 	errRollback := errors.New("roll back")
-	err := b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[storage.All](stx)
+	err := b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.CreateAction(ctx, httpAction(org, "rolled-back")); err != nil {
 			return err
 		}
@@ -220,8 +219,7 @@ func testActionTx(t *testing.T, b *bundle) {
 	_, err = b.s.GetAction(b.ctx, org, "rolled-back")
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
-	require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[storage.All](stx)
+	require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.CreateAction(ctx, httpAction(org, "committed")); err != nil {
 			return err
 		}

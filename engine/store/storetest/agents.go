@@ -97,7 +97,7 @@ func testAgents(t *testing.T, b *bundle) {
 	require.ElementsMatch(t, []string{"one", "two"}, wnames)
 
 	require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
-		as, err := storage.In[storage.ActionsByName](tx).GetActions(ctx, orgA, []string{"crm"})
+		as, err := tx.GetActions(ctx, orgA, []string{"crm"})
 		require.Len(t, as, 1)
 		return err
 	}))

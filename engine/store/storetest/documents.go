@@ -155,8 +155,7 @@ func testDocumentVersionsConcurrent(t *testing.T, b *bundle, org string) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			errs[i] = b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-				tx := storage.In[storage.All](stx)
+			errs[i] = b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 				v := &documents.Version{ContentType: "text/csv", SizeBytes: int64(i), SHA256: sum([]byte{byte(i)})}
 				if _, err := tx.AddDocumentVersion(ctx, org, d.ID, v); err != nil {
 					return err
@@ -338,8 +337,7 @@ func testDocumentTenancy(t *testing.T, b *bundle, org string) {
 
 func testDocumentTx(t *testing.T, b *bundle, org string) {
 	var id string
-	err := b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[storage.All](stx)
+	err := b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 		d := newDocument(org, "tx.csv", []byte("x"), "t")
 		if err := tx.CreateDocument(ctx, d); err != nil {
 			return err

@@ -31,8 +31,7 @@ func testFormSchemas(t *testing.T, b *bundle) {
 	require.True(t, kept.CreatedAt.Equal(created.Truncate(time.Microsecond)))
 
 	// A second draft of the same step, in a transaction: the first stays and is answered.
-	err = b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[storage.All](stx)
+	err = b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 		again, err := tx.KeepGeneratedFormSchema(ctx, &svctype.GeneratedFormSchema{FormSchemaKey: at, Schema: json.RawMessage(`{"other":true}`), Attempts: 1})
 		if err == nil {
 			requireJSON(t, string(first), again.Schema)

@@ -222,8 +222,7 @@ func testOrgConfigTenancy(t *testing.T, b *bundle, org string) {
 }
 
 func testOrgConfigTx(t *testing.T, b *bundle, org string) {
-	err := b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[storage.All](stx)
+	err := b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 		created, err := tx.PutOrgConfig(ctx, &secrets.Record{OrgID: org, Key: "api:rolled_back", Sealed: []byte("x"), KeyID: "k1"})
 		require.NoError(t, err)
 		require.True(t, created)

@@ -781,8 +781,7 @@ func testJobTenancy(t *testing.T, b *bundle) {
 	require.ErrorIs(t, b.s.RenewJob(b.ctx, forge(), time.Hour), storage.ErrLeaseLost, "renew keeping the lease")
 	require.ErrorIs(t, b.s.RenewJob(b.ctx, forge(), 0), storage.ErrLeaseLost, "renew freeing the lease")
 	require.ErrorIs(t, b.s.CompleteJob(b.ctx, forge()), storage.ErrLeaseLost, "complete")
-	err = b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[storage.All](stx)
+	err = b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.RenewJob(ctx, forge(), time.Hour); !errors.Is(err, storage.ErrLeaseLost) {
 			return fmt.Errorf("renew in a transaction: want ErrLeaseLost, got %v", err)
 		}
@@ -955,8 +954,7 @@ func testJobDelete(t *testing.T, b *bundle) {
 
 func testJobClaimConcurrent(t *testing.T, b *bundle) {
 	const jobs, workers = 200, 8
-	require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[storage.All](stx)
+	require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 		for range jobs {
 			j := &svctype.Job{OrgID: orgA, Kind: svctype.JobRunStep, RunAt: time.Now().Add(-time.Second)}
 			if err := tx.EnqueueJob(ctx, j); err != nil {
@@ -1170,8 +1168,7 @@ func testListRows(t *testing.T, b *bundle) {
 	b.table(t, orgB, "t")
 	const n = 2000
 	var want, even []string
-	err := b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[storage.All](stx)
+	err := b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 		for i := range n {
 			var (
 				r   svctype.Row
@@ -1500,8 +1497,7 @@ var errRollback = errors.New("roll back")
 
 func testTxRollback(t *testing.T, b *bundle) {
 	var runID, wfID string
-	err := b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[storage.All](stx)
+	err := b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 		w := &svctype.Workflow{OrgID: orgA, Name: "wf", Definition: json.RawMessage(`{}`)}
 		if err := tx.CreateWorkflow(ctx, w); err != nil {
 			return err
@@ -1562,8 +1558,7 @@ func testTxRollback(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	stale := claimed[0]
 	stale.LeaseToken = "stale"
-	err = b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[storage.All](stx)
+	err = b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 		if err := tx.PutContext(ctx, orgA, "run", "k", json.RawMessage(`1`)); err != nil {
 			return err
 		}
@@ -1576,8 +1571,7 @@ func testTxRollback(t *testing.T, b *bundle) {
 
 	// A panic rolls back too.
 	require.Panics(t, func() {
-		_ = b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-			tx := storage.In[storage.All](stx)
+		_ = b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 			if err := tx.PutContext(ctx, orgA, "run", "k", json.RawMessage(`1`)); err != nil {
 				return err
 			}
@@ -1596,8 +1590,7 @@ func testTxCommit(t *testing.T, b *bundle) {
 	require.NoError(t, err)
 	job := claimed[0]
 	var events []svctype.Event
-	err = b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[storage.All](stx)
+	err = b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 		job.Payload = json.RawMessage(`{"step":1}`)
 		if err := tx.RenewJob(ctx, &job, time.Minute); err != nil {
 			return err
@@ -1641,8 +1634,7 @@ func testTxSurvivesConflict(t *testing.T, b *bundle) {
 	require.NoError(t, b.s.CreateRun(b.ctx, first, time.Now().Add(time.Hour)))
 	b.workflow(t, orgA, "taken")
 	b.table(t, orgA, "t")
-	err := b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[storage.All](stx)
+	err := b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 		again := &svctype.Run{OrgID: orgA, WorkflowID: "wf", Status: svctype.RunRunning, IdempotencyKey: "k"}
 		if err := tx.CreateRun(ctx, again, time.Now().Add(time.Hour)); !errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("CreateRun: want a conflict, got %v", err)
@@ -1678,14 +1670,13 @@ func testTxSurvivesConflict(t *testing.T, b *bundle) {
 	require.Equal(t, `true`, string(c["after"]))
 }
 
-// testTxImplementsEveryPart: the Tx InTx hands out is every part of the store, as the Store
-// is, so a feature that reaches its part with storage.In inside the run core's transaction
-// finds it; and a write through that part commits with the transaction.
+// testTxImplementsEveryPart: the Tx InTx hands out is every part of the store (storage.Tx,
+// which the compiler holds a store to), so a feature narrows the run core's transaction to
+// its own part; a write through that part commits with the transaction.
 func testTxImplementsEveryPart(t *testing.T, b *bundle) {
 	require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
-		all, ok := tx.(storage.All)
-		require.True(t, ok, "%T is not a storage.All", tx)
-		return all.PutOrgFeatures(ctx, orgA, svctype.OrgFeatures{AgentForms: true})
+		var features storage.OrgFeatures = tx
+		return features.PutOrgFeatures(ctx, orgA, svctype.OrgFeatures{AgentForms: true})
 	}))
 	f, err := b.s.GetOrgFeatures(b.ctx, orgA)
 	require.NoError(t, err)

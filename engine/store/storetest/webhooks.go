@@ -370,8 +370,7 @@ func testWebhookTx(t *testing.T, b *bundle, org string) {
 	taken := b.webhook(t, org, "document.uploaded", time.Time{})
 	errRollback := errors.New("roll back")
 	var rolled string
-	err := b.s.InTx(b.ctx, func(ctx context.Context, stx storage.Tx) error {
-		tx := storage.In[storage.All](stx)
+	err := b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
 		w := &svctype.Webhook{ID: "whk_" + newID(), OrgID: org, Event: "document.uploaded", URL: "https://x.example.com/"}
 		rolled = w.ID
 		if err := tx.InsertWebhook(ctx, w); err != nil {

@@ -1,19 +1,48 @@
-package steps
+package tables
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 
 	"github.com/svcflow/svcflow/engine/svctype"
-	"github.com/svcflow/svcflow/engine/tables"
 )
 
 // CustomTable is the step type that writes, upserts or reads custom-table rows.
 const CustomTable = "custom-table"
+
+// StepKind is the custom-table step kind: it reads and writes through StepCall.Tables, in
+// the step's transaction (a read whose operation is written as a literal may run ahead of
+// it, through the store). Register puts it in the core's Environment.
+func StepKind() svctype.StepKind {
+	return svctype.StepKind{Run: runCustomTable, Validate: validateCustomTable, ReadOnly: readsOnly, Action: action}
+}
+
+// action is the step kind of a custom-table action called name (svctype.StepKind.Action):
+// the step kind on the action's stored properties, resolved in the step's scope, with the
+// step's own properties over them (a step passes its values).
+func action(name string, stored map[string]any) (svctype.StepKind, error) {
+	if ps := validateCustomTable(stored); len(ps) > 0 {
+		return svctype.StepKind{}, fmt.Errorf("custom-table action: properties%s: %s", ps[0].Pointer, ps[0].Message)
+	}
+	run := func(ctx context.Context, call *svctype.StepCall) (any, error) {
+		resolved, err := call.Resolve(ctx, stored, call.Vars)
+		if err != nil {
+			return nil, fmt.Errorf("action %q properties: %w", name, err)
+		}
+		props, _ := resolved.(map[string]any)
+		merged := make(map[string]any, len(props)+len(call.Properties))
+		maps.Copy(merged, props)
+		maps.Copy(merged, call.Properties)
+		call.Properties = merged
+		return runCustomTable(ctx, call)
+	}
+	return svctype.StepKind{Run: run}, nil
+}
 
 // Custom-table operations.
 const (
@@ -77,7 +106,7 @@ func validateCustomTable(props map[string]any) []svctype.PropertyProblem {
 		}
 		if sc, ok := props["scan"]; ok {
 			if _, isBool := sc.(bool); !isBool {
-				add("/scan", "must be a boolean: true lets a where no index serves read a table of more than %d rows", tables.ScanThreshold)
+				add("/scan", "must be a boolean: true lets a where no index serves read a table of more than %d rows", ScanThreshold)
 			}
 		}
 		if l, ok := props["limit"]; ok && !isPath(l) {
@@ -130,7 +159,7 @@ func writeRow(ctx context.Context, call *svctype.StepCall, t *svctype.Table, op 
 	if op == opUpsert && len(keys) == 0 {
 		return nil, errors.New("custom-table: upsert needs at least one key column")
 	}
-	if missing := tables.Undeclared(t, keys); len(missing) > 0 {
+	if missing := Undeclared(t, keys); len(missing) > 0 {
 		return nil, fmt.Errorf("custom-table: key columns %v are not declared by table %q", missing, t.Name)
 	}
 	row := map[string]any{}
@@ -142,7 +171,7 @@ func writeRow(ctx context.Context, call *svctype.StepCall, t *svctype.Table, op 
 	for i, k := range keys {
 		row[k] = values[i]
 	}
-	kept, dropped := tables.Split(t, row)
+	kept, dropped := Split(t, row)
 	if len(dropped) > 0 {
 		call.Emit(EventDroppedFields, map[string]any{"table": t.Name, "dropped": dropped})
 	}
@@ -179,7 +208,7 @@ func readRows(ctx context.Context, call *svctype.StepCall, t *svctype.Table) (an
 		}
 	}
 	scan, _ := p["scan"].(bool)
-	if err := tables.CheckRead(ctx, call.Tables, t, where, scan); err != nil {
+	if err := CheckRead(ctx, call.Tables, t, where, scan); err != nil {
 		return nil, fmt.Errorf("custom-table: %w", err)
 	}
 	rows, err := call.Tables.ReadRows(ctx, call.OrgID, t.Name, where, limit)
@@ -215,7 +244,7 @@ func readLimit(v any) (int, error) {
 	case int64:
 		n = float64(x)
 	default:
-		return 0, fmt.Errorf("must be an integer from 1 to %d (default %d), got %s", MaxReadLimit, DefaultReadLimit, kindOf(v))
+		return 0, fmt.Errorf("must be an integer from 1 to %d (default %d), got %s", MaxReadLimit, DefaultReadLimit, svctype.JSONType(v))
 	}
 	if n != math.Trunc(n) || n < 1 || n > MaxReadLimit {
 		return 0, fmt.Errorf("must be an integer from 1 to %d (default %d), got %v", MaxReadLimit, DefaultReadLimit, n)

@@ -1,0 +1,29 @@
+// The committed types (src/integrator.ts) are what openapi-typescript makes of the committed
+// document (openapi/integrator.yaml): after `make openapi`, `make client-ts` regenerates them.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+import { root } from "./server.js";
+
+const pkg = fileURLToPath(new URL("../../", import.meta.url));
+
+test("src/integrator.ts is generated from openapi/integrator.yaml", () => {
+  const dir = mkdtempSync(join(tmpdir(), "svcflow-ts-gen-"));
+  try {
+    const out = join(dir, "integrator.ts");
+    execFileSync(
+      process.execPath,
+      [join(pkg, "node_modules/openapi-typescript/bin/cli.js"), join(root, "openapi/integrator.yaml"), "--output", out],
+      { cwd: pkg, stdio: ["ignore", "ignore", "inherit"] },
+    );
+    const committed = readFileSync(join(pkg, "src/integrator.ts"), "utf8");
+    assert.ok(committed === readFileSync(out, "utf8"), "clients/typescript/src/integrator.ts is out of date with openapi/integrator.yaml: run `make client-ts` and commit it");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
