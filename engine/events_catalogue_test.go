@@ -486,8 +486,12 @@ func (catalogueModel) Chat(_ context.Context, req agent.Request) (*agent.Respons
 func modelEvents(t *testing.T, b *enginetest.Bundle) []svctype.Event {
 	t.Helper()
 	const org, keyless = "evc-model", "evc-nokey"
-	eng, err := engine.New(engine.Config{Store: b.St, Keyring: enginetest.NewKeyring(t, enginetest.GenerateKey(t)),
-		ModelFactory: func(string, string, *http.Client) (agent.Model, error) { return catalogueModel{}, nil }})
+	cfg := engine.Config{Store: b.St, Keyring: enginetest.NewKeyring(t, enginetest.GenerateKey(t)),
+		ModelFactory: func(string, string, *http.Client) (agent.Model, error) { return catalogueModel{}, nil }}
+	if b.Clock != nil {
+		cfg.Now = b.Clock.Now // the store's: what this engine enqueues is due by it
+	}
+	eng, err := engine.New(cfg)
 	require.NoError(t, err)
 	_, _, err = eng.SetOrgConfig(b.Ctx, org, engine.LLMAPIKey, "sk-catalogue")
 	require.NoError(t, err)
