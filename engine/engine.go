@@ -19,7 +19,6 @@ import (
 	"github.com/svcflow/svcflow/engine/agents"
 	"github.com/svcflow/svcflow/engine/authoring"
 	"github.com/svcflow/svcflow/engine/core"
-	"github.com/svcflow/svcflow/engine/docs"
 	"github.com/svcflow/svcflow/engine/documents"
 	"github.com/svcflow/svcflow/engine/extforms"
 	"github.com/svcflow/svcflow/engine/hitl"
@@ -29,6 +28,7 @@ import (
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/engine/tables"
+	"github.com/svcflow/svcflow/engine/uploads"
 	"github.com/svcflow/svcflow/engine/webhooks"
 )
 
@@ -117,7 +117,7 @@ type Engine struct {
 	*actions.Actions
 	*webhooks.Webhooks
 	*oauth.Connections
-	*docs.Documents
+	*uploads.Documents
 	*extforms.Forms
 	*hitl.HITL
 	*agents.Agents
@@ -165,7 +165,7 @@ func New(cfg Config) (*Engine, error) {
 	e.Webhooks = webhooks.New(c, cfg.Store, e.OrgConfig, webhooks.Options{Keyring: cfg.Keyring,
 		AllowPrivateTargets: cfg.AllowPrivateTargets, DeliveryTimeout: cfg.DeliveryTimeout})
 	e.HITL = hitl.New(c, cfg.Store, model)
-	e.Documents = docs.New(c, cfg.Store, cfg.Blobs, cfg.MaxDocumentBytes)
+	e.Documents = uploads.New(c, cfg.Store, cfg.Blobs, cfg.MaxDocumentBytes)
 	e.Forms = extforms.New(c, cfg.Store)
 	e.Agents = agents.New(c, cfg.Store, model)
 	e.Authoring = authoring.New(c, e.Actions, cfg.Store).WithModel(model)

@@ -4,13 +4,13 @@ import (
 	"github.com/svcflow/svcflow/engine/actions"
 	"github.com/svcflow/svcflow/engine/agents"
 	"github.com/svcflow/svcflow/engine/authoring"
-	"github.com/svcflow/svcflow/engine/docs"
 	"github.com/svcflow/svcflow/engine/extforms"
 	"github.com/svcflow/svcflow/engine/hitl"
 	"github.com/svcflow/svcflow/engine/oauth"
 	"github.com/svcflow/svcflow/engine/orgconfig"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/tables"
+	"github.com/svcflow/svcflow/engine/uploads"
 	"github.com/svcflow/svcflow/engine/webhooks"
 )
 
@@ -36,8 +36,8 @@ var (
 	_ agents.Tx            = Tx(nil)
 	_ authoring.Store      = Store(nil)
 	_ authoring.Tx         = Tx(nil)
-	_ docs.Store           = Store(nil)
-	_ docs.Tx              = Tx(nil)
+	_ uploads.Store        = Store(nil)
+	_ uploads.Tx           = Tx(nil)
 	_ extforms.Store       = Store(nil)
 	_ extforms.Tx          = Tx(nil)
 	_ hitl.Store           = Store(nil)

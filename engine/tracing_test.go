@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -68,8 +69,11 @@ func TestRunTrace(t *testing.T) {
 	t.Parallel()
 	r := newRecorded(t)
 	model := llm.NewScripted(llm.Turn{Reply: agent.Message{Content: "a summary"}, Usage: agent.Usage{InputTokens: 12, OutputTokens: 3}})
+	// A slice and a chain of a minute: what the spans say may not depend on how loaded the
+	// machine is (a 100 ms slice hands a slow run back, a 20 ms chain commits early).
 	b := enginetest.Setup(t, "sqlite", engine.Config{TracerProvider: r.tp, Keyring: enginetest.NewKeyring(t, enginetest.GenerateKey(t)),
-		ModelFactory: func(string, string, *http.Client) (agent.Model, error) { return model, nil }})
+		ModelFactory: func(string, string, *http.Client) (agent.Model, error) { return model, nil },
+		Slice:        time.Minute, ChainTime: time.Minute})
 	ctx := b.Ctx
 	b.Eng.RegisterStep("note", func(context.Context, *svctype.StepCall) (any, error) { return map[string]any{"ok": true}, nil })
 	b.Eng.RegisterStep("explode", func(context.Context, *svctype.StepCall) (any, error) {

@@ -1,4 +1,4 @@
-package docs
+package uploads
 
 import (
 	"context"

@@ -1,8 +1,8 @@
-// Package docs is the engine's side of documents (spec: Documents): versioned uploads,
+// Package uploads is the engine's side of documents (spec: Documents): versioned uploads,
 // their events and expiry, and the doc: references that read a version as rows in step
 // properties, foreach items and nway legs. The rules of content (formats, extraction,
 // limits, where blobs live) are package documents'.
-package docs
+package uploads
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package docs_test
+package uploads_test
 
 import (
 	"bytes"
