@@ -22,7 +22,8 @@ func TestPassedDeadlinesOverHTTP(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	eng, err := engine.New(engine.Config{Store: store.OpenTest(t, "sqlite"), Logger: testlog.Quiet(), Now: clock})
+	// The engine and its store share the clock: no timer falls due while the test runs.
+	eng, err := engine.New(engine.Config{Store: store.OpenTest(t, "sqlite", store.WithNow(clock)), Logger: testlog.Quiet(), Now: clock})
 	require.NoError(t, err)
 	b := &bundle{eng: eng}
 	b.h = runtime.New(eng, runtime.Options{Logger: testlog.Quiet()}).Handler()
