@@ -72,3 +72,40 @@ func TestConsoleReachesOnlyItsWindow(t *testing.T) {
 		require.NotContains(t, string(body), "https://", path)
 	}
 }
+
+// TestConsoleServesDeepLinks: every console path answers the page (a reload or a shared
+// link lands where it points), its modules come as scripts the browser will run as
+// modules, and an unknown script is 404, never the page.
+func TestConsoleServesDeepLinks(t *testing.T) {
+	t.Parallel()
+	b := setupSDK(t, gateway.Options{})
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		resp, err := http.Get(b.gw.URL + path)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return resp, string(body)
+	}
+	for _, path := range []string{"/console", "/console/", "/console/runs", "/console/runs/r-123?tab=steps", "/console/tasks", "/console/workflows/wf-1"} {
+		resp, body := get(path)
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		require.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"), path)
+		require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"), path)
+		require.Contains(t, body, `<script type="module" src="/console/app.js"></script>`, path)
+	}
+	for _, name := range []string{"app", "ui", "pages", "runs", "run", "tasks"} {
+		resp, body := get("/console/" + name + ".js")
+		require.Equal(t, http.StatusOK, resp.StatusCode, name)
+		require.Equal(t, "text/javascript; charset=utf-8", resp.Header.Get("Content-Type"), name)
+		require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), name)
+		require.Equal(t, "no-cache", resp.Header.Get("Cache-Control"), name)
+		require.NotContains(t, body, "<!doctype", name)
+		require.NotContains(t, body, "https://", name)
+	}
+	for _, path := range []string{"/console/nope.js", "/console/runs/app.js", "/console/../sdk.js", "/console/App.js"} {
+		resp, body := get(path)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, path)
+		require.NotContains(t, body, "<!doctype", path)
+	}
+}
