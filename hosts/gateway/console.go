@@ -27,7 +27,10 @@ var consoleRoutes = []struct {
 	path   *regexp.Regexp
 }{
 	{http.MethodGet, regexp.MustCompile(`^/runs$`)},
-	{http.MethodGet, regexp.MustCompile(`^/runs/[^/]+/(status|evidence|events)$`)},
+	{http.MethodGet, regexp.MustCompile(`^/runs/[^/]+/(status|evidence|events|retry-plan)$`)},
+	{http.MethodGet, regexp.MustCompile(`^/runs/[^/]+/context/[^/]+$`)}, // a large value paged
+	{http.MethodPost, regexp.MustCompile(`^/runs/[^/]+/(cancel|retry)$`)},
+	{http.MethodGet, regexp.MustCompile(`^/agents/[^/]+/trace$`)}, // an agent step's reasoning
 	{http.MethodGet, regexp.MustCompile(`^/workflows$`)},
 	{http.MethodGet, regexp.MustCompile(`^/webhooks$`)},
 	{http.MethodGet, regexp.MustCompile(`^/webhooks/[^/]+/deliveries$`)},
@@ -84,8 +87,8 @@ func (s *Server) registerConsole() {
 }
 
 // consoleAPI forwards an allowed runtime route for an organization of the management
-// token's account. A decision or a form submit is the account holder's: the runtime
-// records their email.
+// token's account. A decision, a form submit, a cancel or a retry is the account holder's:
+// the runtime records their email.
 func (s *Server) consoleAPI(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	a, err := s.account(ctx, r.Header.Get("Authorization"))
@@ -133,6 +136,7 @@ func (s *Server) consoleAPI(w http.ResponseWriter, r *http.Request) {
 		if tok != "" {
 			req.Header.Set(identity.Header, tok)
 		}
+		req.Header.Set("X-Actor-Id", a.Email) // a cancel or a retry names who did it
 	}
 	s.proxy.ServeHTTP(w, req)
 }
