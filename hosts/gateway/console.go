@@ -36,6 +36,7 @@ var consoleRoutes = []struct {
 	{http.MethodGet, regexp.MustCompile(`^/webhooks/[^/]+/deliveries$`)},
 	{http.MethodGet, regexp.MustCompile(`^/deliveries/[^/]+$`)},
 	{http.MethodGet, regexp.MustCompile(`^/approvals$`)},
+	{http.MethodGet, regexp.MustCompile(`^/approvals/[^/]+$`)}, // a run's pending approval
 	{http.MethodGet, regexp.MustCompile(`^/forms/pending$`)},
 	{http.MethodGet, regexp.MustCompile(`^/forms/[^/]+/[0-9]+$`)},
 	{http.MethodPost, regexp.MustCompile(`^/approvals/[^/]+/[0-9]+$`)},
