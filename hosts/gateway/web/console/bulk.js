@@ -20,7 +20,7 @@ const ACTIONS = {
 };
 
 // matching lists the runs of a query the action applies to (at most MAX).
-async function matching(ctx, query, action) {
+async function matching(ctx, query, matches, action) {
   const out = [];
   let cursor = '';
   let seen = 0;
@@ -29,7 +29,7 @@ async function matching(ctx, query, action) {
     q.set('limit', '500');
     if (cursor) q.set('cursor', cursor);
     const p = await ctx.rt('GET', '/runs?' + q);
-    for (const r of p.items || []) { seen++; if (ACTIONS[action].eligible(r)) out.push(r.id); }
+    for (const r of p.items || []) { seen++; if (matches(r) && ACTIONS[action].eligible(r)) out.push(r.id); }
     cursor = p.next_cursor || '';
   } while (cursor && out.length < MAX && ctx.shown());
   return { ids: out.slice(0, MAX), seen, capped: out.length > MAX || !!cursor };
@@ -47,7 +47,7 @@ function outcome(op) {
   ];
 }
 
-export function bulkPanel(ctx, f, query, filterText) {
+export function bulkPanel(ctx, query, matches, filterText) {
   const area = el('div', { className: 'bulk-area' });
   const history = el('ul', { className: 'ops', 'aria-label': 'Operations on many runs' });
   const panel = el('details', { className: 'card bulk', id: 'bulk' }, [
@@ -77,7 +77,7 @@ export function bulkPanel(ctx, f, query, filterText) {
     const A = ACTIONS[action];
     area.replaceChildren(msg('', 'Counting the runs that match…'));
     let m;
-    try { m = await matching(ctx, query, action); } catch (e) { area.replaceChildren(msg('bad', problem(e))); return; }
+    try { m = await matching(ctx, query, matches, action); } catch (e) { area.replaceChildren(msg('bad', problem(e))); return; }
     if (!m.ids.length) {
       area.replaceChildren(msg('warn', 'No run that matches can be ' + A.done + (action === 'retry' ? ' (only failed runs are retried).' : ' (only running or paused runs can be).')));
       return;

@@ -43,7 +43,11 @@ function attempts(step) {
     const d = e.detail || {};
     const t = d.tries || (Array.isArray(d.attempts) ? d.attempts.length : null);
     if (t) n = Math.max(n || 0, t);
+    const m = /after (\d+) attempts/.exec(d.error || '');
+    if (m) n = Math.max(n || 0, Number(m[1]));
   }
+  const m = /after (\d+) attempts/.exec(step.error || '');
+  if (m) n = Math.max(n || 0, Number(m[1]));
   return n;
 }
 
@@ -80,6 +84,14 @@ function contextPager(ctx, runId, key, summary) {
       prev.disabled = offset === 0;
       next.disabled = offset + size >= p.total;
     } catch (e) { out.replaceChildren(msg('bad', problem(e))); }
+  }
+  if (summary && summary.length === undefined) {
+    // Not an array: shown only when asked, whole.
+    const kb = summary.bytes ? Math.round(summary.bytes / 1024) + ' KB' : 'large';
+    line.textContent = key + ': ' + kb + ', not loaded.';
+    const whole = el('button', { type: 'button', className: 'btn secondary', text: 'Load it whole (' + kb + ')', onclick: () => { whole.remove(); load(); } });
+    box.append(line, out, whole);
+    return box;
   }
   prev.addEventListener('click', () => { offset = Math.max(0, offset - size); load(); });
   next.addEventListener('click', () => { offset += size; load(); });
@@ -128,15 +140,16 @@ function effectsTable(list, withStep) {
       el('td', { text: e.target || '' }), el('td', {}, [e.detail && Object.keys(e.detail).length ? json(e.detail) : ''])])))]);
 }
 
-function stepItem(ctx, runId, run, step, pending, def, open) {
+function stepItem(ctx, runId, run, step, pending, def, open, began) {
+  if (!step.started_at && began) step = Object.assign({}, step, { started_at: began });
   const errc = errorCode(step.error);
   const tries = attempts(step);
-  const ms = step.started_at ? between(step.started_at, step.finished_at || (ENDED.includes(run.status) ? null : null)) : null;
+  const ms = step.started_at ? between(step.started_at, step.finished_at || (ENDED.includes(run.status) ? (run.finished_at || run.updated_at) : null)) : null;
   const action = def && def.actions && def.actions[step.index];
-  const outputKey = action && action.properties && (action.properties.outputKey || action.properties.output_key);
+  const outputKey = action && action.properties && (action.properties.outputKey || action.properties.output_key || action.properties.result_key);
   const agent = (step.effects || []).find((e) => /^agent_run_/.test(e.kind));
   const head = el('div', { className: 'step-head' }, [
-    el('span', { className: 'step-n', text: String(step.index + 1) }),
+    el('span', { className: 'step-n', text: '#' + step.index }),
     el('code', { className: 'step-type', text: step.type }),
     stepStatus(run, step, pending),
     ms !== null ? el('span', { className: 'muted', text: duration(ms) + (step.finished_at ? '' : '…') }) : null,
@@ -196,6 +209,7 @@ export async function render(ctx, main, match) {
   let last = '';
   let lastStatus = '';
   let taskKey = '';
+  let lastEvents = null;
   const pending = { approval: null, form: null };
 
   async function definition(ev) {
@@ -225,6 +239,7 @@ export async function render(ctx, main, match) {
     last = sig;
     if (lastStatus && lastStatus !== st.status) live.textContent = 'The run is now ' + st.status + '.';
     lastStatus = st.status;
+    lastEvents = evs;
     drawFacts(st, ev, holder);
     drawActions(st);
     drawTask(st, holder);
@@ -245,16 +260,25 @@ export async function render(ctx, main, match) {
       el('dt', { text: 'Started' }), el('dd', {}, [el('time', { datetime: st.created_at, text: when(st.created_at) })]),
       el('dt', { text: 'Ended' }), el('dd', { text: ended ? when(st.finished_at || st.updated_at) : '—' }),
       el('dt', { text: 'Duration' }), el('dd', { text: duration(between(st.created_at, ended ? (st.finished_at || st.updated_at) : null)) + (ended ? '' : ' so far') }),
-      el('dt', { text: 'Input' }), el('dd', {}, [json(ev.input)]),
+      el('dt', { text: 'Input' }), el('dd', { id: 'run-input' }, [inputView(st, ev)]),
     ]));
+  }
+
+  // inputView: the run's input; a large one paged (the status document names it by
+  // reference), kept across redraws.
+  let inputBox = null;
+  function inputView(st, ev) {
+    const v = st.context && st.context.input;
+    if (truncated(v)) { if (!inputBox) inputBox = contextPager(ctx, id, 'input', v); return inputBox; }
+    return json(ev.input);
   }
 
   function drawActions(st) {
     const ended = ENDED.includes(st.status);
     const keepFocus = actions.contains(document.activeElement) ? document.activeElement.textContent : '';
-    actions.replaceChildren(
+    actions.replaceChildren(...[
       !ended ? el('button', { type: 'button', className: 'btn danger', text: 'Cancel run…', onclick: () => cancelForm() }) : null,
-      st.status === 'failed' ? el('button', { type: 'button', className: 'btn', text: 'Retry from the failed step…', onclick: () => retryForm() }) : null);
+      st.status === 'failed' ? el('button', { type: 'button', className: 'btn', text: 'Retry from the failed step…', onclick: () => retryForm() }) : null].filter(Boolean));
     if (keepFocus) for (const b of actions.querySelectorAll('button')) if (b.textContent === keepFocus) b.focus();
   }
 
@@ -296,7 +320,7 @@ export async function render(ctx, main, match) {
     const form = el('form', { className: 'confirm', 'aria-label': 'Retry the run' }, [
       el('h4', { text: 'What the retry does again' }),
       steps.length ? el('table', { id: 'retry-plan' }, [el('thead', {}, [el('tr', {}, ['Step', 'Type', 'Does', 'Outside calls'].map((h) => el('th', { scope: 'col', text: h })))]),
-        el('tbody', {}, steps.map((s) => el('tr', {}, [el('td', { text: String((s.index ?? s.step_index) + 1) }), el('td', {}, [el('code', { text: s.type || '' })]),
+        el('tbody', {}, steps.map((s) => el('tr', {}, [el('td', { text: '#' + (s.index ?? s.step_index) }), el('td', {}, [el('code', { text: s.type || '' })]),
           el('td', { text: s.action || s.does || (s.reruns === false ? 'kept' : 'runs again') }),
           el('td', {}, [(s.outside_calls || s.calls || []).length ? el('ul', {}, (s.outside_calls || s.calls).map((c) => el('li', { text: typeof c === 'string' ? c : [c.kind, c.method, c.target || c.url || c.name].filter(Boolean).join(' ') }))) : el('span', { className: 'muted', text: 'none' })])])))]) : json(plan),
       el('label', { for: 'retry-reason', text: 'Why retry? (recorded in the run\u2019s evidence)' }), reason,
@@ -339,7 +363,8 @@ export async function render(ctx, main, match) {
       task.replaceChildren(el('div', { className: 'card task', 'data-kind': 'approval' }, [
         el('h3', { text: 'Approval for ' + a.approver_role }),
         a.comment ? el('p', { text: a.comment }) : null,
-        el('h4', { text: 'What is asked' }), json(a.request_payload || {}),
+        a.request_payload && Object.keys(a.request_payload).length ? el('h4', { text: 'What is asked' }) : null,
+        a.request_payload && Object.keys(a.request_payload).length ? json(a.request_payload, { className: 'json payload' }) : null,
         a.expires_at ? el('p', { className: 'muted', text: 'Open until ' + when(a.expires_at) }) : null,
         el('label', { for: 'decide-comment', text: 'Comment (optional)' }), note,
         el('div', { className: 'row' }, [el('button', { type: 'button', className: 'btn', text: 'Approve', onclick: () => decide(true) }),
@@ -363,11 +388,16 @@ export async function render(ctx, main, match) {
     const focusStep = focused && focused.dataset.step;
     const steps = ev.steps || [];
     const shown = new Set(steps.map((s) => s.index));
-    const items = steps.map((s) => stepItem(ctx, id, st, s, pending, def, open.has(String(s.index)) || (s.status === 'failed' && firstDraw)));
+    const began = {};
+    for (const e of (lastEvents && lastEvents.items) || []) {
+      const i = e.payload && e.payload.step_index;
+      if (e.event === 'step.started' && i !== undefined && !began[i]) began[i] = e.timestamp;
+    }
+    const items = steps.map((s) => stepItem(ctx, id, st, s, pending, def, open.has(String(s.index)) || (s.status === 'failed' && firstDraw), began[s.index]));
     // Steps not reached yet: from the status document's list.
     for (const s of st.steps || []) {
       if (!shown.has(s.index)) items.push(el('li', { className: 'step s-pending', 'data-step': String(s.index), 'data-status': 'pending' }, [el('div', { className: 'step-head' }, [
-        el('span', { className: 'step-n', text: String(s.index + 1) }), el('code', { className: 'step-type', text: s.type }), status('pending', 'not reached')])]));
+        el('span', { className: 'step-n', text: '#' + s.index }), el('code', { className: 'step-type', text: s.type }), status('pending', 'not reached')])]));
     }
     timeline.replaceChildren(...items);
     firstDraw = false;
