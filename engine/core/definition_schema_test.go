@@ -18,6 +18,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/core"
 	"github.com/svcflow/svcflow/engine/store"
+	"github.com/svcflow/svcflow/engine/svctype"
 )
 
 // TestDefinitionSchemaKeepsWhatWasValid: every workflow definition the repository holds
@@ -213,4 +214,23 @@ func sortedKeys(m map[string]harvested) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// TestEmbedderStepKindValidates: a step kind the embedding program registers
+// (Environment.RegisterStep) is the schema's open branch: a definition using it, with
+// whatever properties it reads, is accepted without a warning, and the schema accepts it.
+func TestEmbedderStepKindValidates(t *testing.T) {
+	t.Parallel()
+	env := engine.NewEnvironment()
+	env.RegisterStep("ship_parcel", func(context.Context, *svctype.StepCall) (any, error) { return "shipped", nil })
+	eng, err := engine.New(engine.Config{Store: store.OpenTest(t, "sqlite"), Env: env})
+	require.NoError(t, err)
+	def := json.RawMessage(`{"actions":[{"type":"ship_parcel","outputKey":"parcel","properties":{"operation":"wrte","mode":5,"to":["@input.address"]}}]}`)
+	w, err := eng.CreateWorkflow(context.Background(), "acme", engine.WorkflowInput{Name: "ship", Definition: def})
+	require.NoError(t, err)
+	require.Empty(t, w.Warnings)
+
+	var doc any
+	require.NoError(t, json.Unmarshal(def, &doc))
+	require.NoError(t, compileV6(t, core.DefinitionSchema()).Validate(doc))
 }
