@@ -1077,7 +1077,17 @@ type ComposeBody struct {
 	DeploymentShape *string `json:"deployment_shape,omitempty"`
 
 	// Dsl {svc_workflow_definition, actions_to_register[], custom_tables_to_create[], workflow_description}: the definition as POST /workflows takes it, action registrations as POST /actions, tables as POST /custom-tables.
-	Dsl interface{} `json:"dsl"`
+	Dsl struct {
+		// ActionsToRegister Action registrations, as POST /actions takes them.
+		ActionsToRegister *[]map[string]interface{} `json:"actions_to_register,omitempty"`
+
+		// CustomTablesToCreate Custom tables, as POST /custom-tables takes them: {name, fields}.
+		CustomTablesToCreate *[]map[string]interface{} `json:"custom_tables_to_create,omitempty"`
+
+		// SvcWorkflowDefinition A workflow's definition: ordered steps (actions), an optional top-level condition and an optional schedule. The engine validates every definition it is given with this schema, then checks what a schema cannot say (conditions compile, templates are bounded, an upsert names a key). A step of a type that is no built-in (an organization's registered action, a kind an embedding program registers) takes any properties.
+		SvcWorkflowDefinition *WorkflowDefinition `json:"svc_workflow_definition,omitempty"`
+		WorkflowDescription   *string             `json:"workflow_description,omitempty"`
+	} `json:"dsl"`
 
 	// Summary What changed, in words.
 	Summary *string `json:"summary,omitempty"`

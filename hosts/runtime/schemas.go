@@ -41,6 +41,31 @@ func (WorkflowDefinition) Schema(r huma.Registry) *huma.Schema {
 	return &huma.Schema{Ref: definitionRef}
 }
 
+// WorkflowDSL is the dsl of a compose body, carried as its raw bytes: the engine checks it
+// whole, its problems pointing into it (/dsl/svc_workflow_definition/actions/0/...).
+type WorkflowDSL JSONObject
+
+// MarshalJSON writes the bytes as they are (null when empty).
+func (d WorkflowDSL) MarshalJSON() ([]byte, error) { return JSONObject(d).MarshalJSON() }
+
+// UnmarshalJSON keeps a copy of the bytes.
+func (d *WorkflowDSL) UnmarshalJSON(b []byte) error { return (*JSONObject)(d).UnmarshalJSON(b) }
+
+// Schema documents the dsl's members, svc_workflow_definition a WorkflowDefinition. It has
+// no type of its own, so Huma checks none of it (the engine does, in its own words).
+func (WorkflowDSL) Schema(r huma.Registry) *huma.Schema {
+	registerDefinitionSchemas(r)
+	array := func(doc string) *huma.Schema {
+		return &huma.Schema{Type: huma.TypeArray, Items: &huma.Schema{Type: huma.TypeObject, AdditionalProperties: true}, Description: doc}
+	}
+	return &huma.Schema{Properties: map[string]*huma.Schema{
+		"svc_workflow_definition": {Ref: definitionRef},
+		"actions_to_register":     array("Action registrations, as POST /actions takes them."),
+		"custom_tables_to_create": array("Custom tables, as POST /custom-tables takes them: {name, fields}."),
+		"workflow_description":    {Type: huma.TypeString},
+	}}
+}
+
 const (
 	componentsPrefix = "#/components/schemas/"
 	definitionName   = "WorkflowDefinition"

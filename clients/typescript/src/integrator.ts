@@ -2259,7 +2259,18 @@ export interface components {
             /** @description How the bundle deploys (single_workflow, ...): kept with it. */
             deployment_shape?: string;
             /** @description {svc_workflow_definition, actions_to_register[], custom_tables_to_create[], workflow_description}: the definition as POST /workflows takes it, action registrations as POST /actions, tables as POST /custom-tables. */
-            dsl: unknown;
+            dsl: {
+                /** @description Action registrations, as POST /actions takes them. */
+                actions_to_register?: {
+                    [key: string]: unknown;
+                }[];
+                /** @description Custom tables, as POST /custom-tables takes them: {name, fields}. */
+                custom_tables_to_create?: {
+                    [key: string]: unknown;
+                }[];
+                svc_workflow_definition?: components["schemas"]["WorkflowDefinition"];
+                workflow_description?: string;
+            };
             /** @description What changed, in words. */
             summary?: string;
         };
