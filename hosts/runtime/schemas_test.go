@@ -121,6 +121,12 @@ func TestTypedMistakesPerStepKind(t *testing.T) {
 			def := `{"actions":[` + tc.step + `]}`
 			p := problem(t, b.do(t, http.MethodPost, "/workflows", orgA, workflowBody("w", def)), http.StatusUnprocessableEntity, "validation_failed")
 			require.Contains(t, pointers(p), "/definition"+tc.pointer, "the API's problems: %+v", p.Errors)
+			for _, d := range p.Errors {
+				if d.Pointer == "/definition"+tc.pointer {
+					continue
+				}
+				require.NotRegexp(t, `/(type|mode|operation)$`, d.Pointer, "only the branch the step's type chose speaks: %+v", p.Errors)
+			}
 
 			var doc any
 			require.NoError(t, json.Unmarshal([]byte(def), &doc))
