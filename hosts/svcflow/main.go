@@ -138,6 +138,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	switch c := cfg.(type) {
+	case *processConfig:
+		if c.gateway != nil {
+			c.gateway.stderr = stderr
+		}
+	case *gatewayConfig:
+		c.gateway.stderr = stderr
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -177,7 +185,7 @@ func (c *rotateConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) e
 	})
 }
 
-func (c *gatewayConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) error {
+func (c *gatewayConfig) run(ctx context.Context, log *slog.Logger, stdout io.Writer) error {
 	u, err := url.Parse(c.runtimeURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("--runtime-url %q: the runtime's http(s) base URL is required", c.runtimeURL)
@@ -195,7 +203,15 @@ func (c *gatewayConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) 
 		gw := gateway.New(opts)
 		flushed := make(chan struct{})
 		go func() { defer close(flushed); gw.RunFlusher(ctx, usageFlush) }()
-		err = serveHTTP(ctx, log, "gateway", c.gateway.addr, gw.Handler())
+		ln, err := net.Listen("tcp", c.gateway.addr)
+		if err == nil {
+			log.Info("gateway listening", "addr", ln.Addr().String())
+			if err = c.gateway.announce(ctx, gw, ln.Addr().String(), log, stdout); err == nil {
+				if err = serveListener(ctx, ln, gw.Handler()); err == nil {
+					log.Info("stopped cleanly")
+				}
+			}
+		}
 		<-flushed
 		return err
 	})
@@ -203,7 +219,7 @@ func (c *gatewayConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) 
 
 // run runs serve, runtime or worker: the engine over the store, and the roles the command
 // plays.
-func (c *processConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) error {
+func (c *processConfig) run(ctx context.Context, log *slog.Logger, stdout io.Writer) error {
 	return withStore(ctx, c.store.dsn, log, func(st *store.Store) error {
 		keys, err := masterKeyring(ctx, c.store.dsn, st, os.Getenv, log)
 		if err != nil {
@@ -288,7 +304,7 @@ func (c *processConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) 
 		if c.api != nil {
 			rtOpts = &runtime.Options{Logger: log, Version: version, IdentityKey: idKey, IdentityPreviousKeys: idPrevious, LegacyCreateFromAI: c.api.legacyAI}
 		}
-		return c.serve(ctx, st, cfg, log, rtOpts, gwOpts)
+		return c.serve(ctx, st, cfg, log, stdout, rtOpts, gwOpts)
 	})
 }
 
@@ -316,7 +332,7 @@ var _ gateway.Store = (*gwstore.Store)(nil)
 // serve runs the engine's roles until ctx ends, then drains them: the API finishes the
 // requests in flight, the worker the steps in flight. rtOpts is nil for a process without
 // the runtime API, gwOpts for one without a gateway.
-func (c *processConfig) serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, rtOpts *runtime.Options, gwOpts *gateway.Options) error {
+func (c *processConfig) serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, stdout io.Writer, rtOpts *runtime.Options, gwOpts *gateway.Options) error {
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return err
@@ -336,14 +352,17 @@ func (c *processConfig) serve(ctx context.Context, st *store.Store, cfg engine.C
 		name, addr string
 		h          http.Handler
 	}
-	var servers []server
+	var (
+		servers []server
+		gw      *gateway.Server
+	)
 	if rtOpts != nil {
 		rt := runtime.New(eng, *rtOpts).Handler()
 		servers = append(servers, server{"runtime", c.api.addr, rt})
 		if gwOpts != nil {
 			gwOpts.Store, gwOpts.Runtime, gwOpts.Logger, gwOpts.Version = gwstore.New(st.Shared()), rt, log, version
 			gwOpts.Shared = st.Dialect() == "postgres" // several gateways share one database's limits
-			gw := gateway.New(*gwOpts)
+			gw = gateway.New(*gwOpts)
 			wg.Add(1)
 			go func() { defer wg.Done(); gw.RunFlusher(ctx, usageFlush) }()
 			servers = append(servers, server{"gateway", c.gateway.addr, gw.Handler()})
@@ -368,6 +387,13 @@ func (c *processConfig) serve(ctx context.Context, st *store.Store, cfg engine.C
 			}
 		}()
 		log.Info(s.name+" listening", "addr", ln.Addr().String(), "dialect", st.Dialect())
+		if s.name == "gateway" {
+			if err := c.gateway.announce(ctx, gw, ln.Addr().String(), log, stdout); err != nil {
+				cancel()
+				wg.Wait()
+				return err
+			}
+		}
 	}
 	wg.Wait()
 	close(errs)
