@@ -74,6 +74,7 @@
     '.svc-form fieldset{border:0;margin:0 0 1rem;padding:0}' +
     '.svc-form legend{font-weight:600;font-size:1.1em;margin-bottom:.5rem}' +
     '.svc-field{margin:0 0 1rem;display:flex;flex-direction:column;gap:.25rem}' +
+    '.svc-field[hidden]{display:none}' +
     '.svc-field label,.svc-field .svc-label{font-weight:500}' +
     '.svc-field input,.svc-field select,.svc-field textarea{font:inherit;padding:.5rem;border:1px solid #8a8f98;border-radius:6px;background:inherit;color:inherit}' +
     '.svc-field input[type=checkbox]{width:auto}' +
