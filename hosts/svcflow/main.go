@@ -99,6 +99,11 @@ Gateway sign-in codes go through --smtp-addr host:port (--smtp-from, --smtp-user
 SVC_SMTP_PASSWORD; STARTTLS whenever offered); without it a development mailer logs that a
 code was sent (the code too only with --dev-show-codes).
 
+serve and gateway print where the console is once the gateway listens. --dev-token (local
+development, a loopback --gateway-addr only) makes the account dev@localhost, owner of the
+organization acme, and prints a new management token for it on standard output at each
+start (never in the log).
+
 SVC_OAUTH_API_URLS=slack=URL,gmail=URL,sheets=URL,graph=URL (any of them) points the
 OAuth tools at other API base URLs (a test double or a proxy).
 `
