@@ -178,10 +178,22 @@ func (f *RunOps) operationJob(ctx context.Context, job *svctype.Job) error {
 		return f.finishJob(ctx, job, nil)
 	}
 	if op.Status == svctype.RunOperationPending {
+		// The count is kept before any run is acted on: a batch acted on and then lost
+		// cannot change it.
 		if op.Matched, err = f.count(ctx, op); err != nil {
 			return err
 		}
-		op.Status = svctype.RunOperationRunning
+		op.Status, op.UpdatedAt = svctype.RunOperationRunning, f.core.Now().UTC()
+		err := f.core.Store().InTx(ctx, func(ctx context.Context, stx storage.Tx) error {
+			tx := Tx(stx)
+			if err := tx.RenewJob(ctx, job, f.core.Lease()); err != nil {
+				return err
+			}
+			return tx.SaveRunOperation(ctx, op)
+		})
+		if err != nil {
+			return err
+		}
 	}
 	runs, next, err := f.page(ctx, op, op.Cursor, OperationBatch)
 	if err != nil {
