@@ -2667,8 +2667,11 @@ type CreateRunOperationParams struct {
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
 
-	// XActorId Who asks, recorded as the actor id (default "api").
+	// XActorId Who asks, recorded as the actor id (default "api"); a person the gateway vouches for is recorded as {type: user, id: their email}.
 	XActorId *string `json:"X-Actor-Id,omitempty"`
+
+	// XSvcIdentity Set by the gateway for a signed-in person: a token signed with the key the gateway and the runtime share. Anything else is ignored.
+	XSvcIdentity *string `json:"X-Svc-Identity,omitempty"`
 }
 
 // GetRunOperationParams defines parameters for GetRunOperation.
@@ -2742,8 +2745,11 @@ type RetryRunParams struct {
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
 
-	// XActorId Who retries, recorded as the actor id (default "api").
+	// XActorId Who retries, recorded as the actor id (default "api"); a person the gateway vouches for (X-Svc-Identity, the console's) is recorded as {type: user, id: their email} instead.
 	XActorId *string `json:"X-Actor-Id,omitempty"`
+
+	// XSvcIdentity Set by the gateway for a signed-in person: a token signed with the key the gateway and the runtime share. Anything else is ignored.
+	XSvcIdentity *string `json:"X-Svc-Identity,omitempty"`
 }
 
 // GetRunRetryPlanParams defines parameters for GetRunRetryPlan.
@@ -10007,6 +10013,17 @@ func NewCreateRunOperationRequestWithBody(server string, params *CreateRunOperat
 			req.Header.Set("X-Actor-Id", headerParam1)
 		}
 
+		if params.XSvcIdentity != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "X-Svc-Identity", *params.XSvcIdentity, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Svc-Identity", headerParam2)
+		}
+
 	}
 
 	return req, nil
@@ -10523,6 +10540,17 @@ func NewRetryRunRequestWithBody(server string, runId string, params *RetryRunPar
 			}
 
 			req.Header.Set("X-Actor-Id", headerParam1)
+		}
+
+		if params.XSvcIdentity != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "X-Svc-Identity", *params.XSvcIdentity, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Svc-Identity", headerParam2)
 		}
 
 	}

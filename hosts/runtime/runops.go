@@ -119,12 +119,21 @@ func (s *Server) registerRunOps() {
 
 type retryRunInput struct {
 	RunPath
-	ActorID string `header:"X-Actor-Id" maxLength:"200" doc:"Who retries, recorded as the actor id (default \"api\")."`
-	Body    RetryBody
+	ActorID string `header:"X-Actor-Id" maxLength:"200" doc:"Who retries, recorded as the actor id (default \"api\"); a person the gateway vouches for (X-Svc-Identity, the console's) is recorded as {type: user, id: their email} instead."`
+	IdentityHeader
+	Body RetryBody
+}
+
+// actorOf is who acts: the person the gateway vouches for, else the caller's X-Actor-Id.
+func (s *Server) actorOf(orgID, identity, actorID string) engine.Actor {
+	if who := s.person(orgID, identity); who != "" {
+		return engine.Actor{Type: "user", ID: who}
+	}
+	return engine.Actor{Type: "api", ID: orDefault(actorID, "api")}
 }
 
 func (s *Server) retryRun(ctx context.Context, in *retryRunInput) (*answer[RetriedRun], error) {
-	actor := engine.Actor{Type: "api", ID: orDefault(in.ActorID, "api")}
+	actor := s.actorOf(in.OrgID, in.Identity, in.ActorID)
 	run, err := s.eng.RetryRun(ctx, in.OrgID, in.RunID, in.Body.Reason, actor)
 	if err != nil {
 		return nil, err
@@ -143,8 +152,9 @@ func (s *Server) retryPlan(ctx context.Context, in *RunPath) (*answer[*engine.Re
 
 type createRunOperationInput struct {
 	OrgParam
-	ActorID string `header:"X-Actor-Id" maxLength:"200" doc:"Who asks, recorded as the actor id (default \"api\")."`
-	Body    RunOperationBody
+	ActorID string `header:"X-Actor-Id" maxLength:"200" doc:"Who asks, recorded as the actor id (default \"api\"); a person the gateway vouches for is recorded as {type: user, id: their email}."`
+	IdentityHeader
+	Body RunOperationBody
 }
 
 type runOperationAnswer struct {
@@ -153,7 +163,7 @@ type runOperationAnswer struct {
 }
 
 func (s *Server) createRunOperation(ctx context.Context, in *createRunOperationInput) (*runOperationAnswer, error) {
-	actor := engine.Actor{Type: "api", ID: orDefault(in.ActorID, "api")}
+	actor := s.actorOf(in.OrgID, in.Identity, in.ActorID)
 	op, err := s.eng.CreateRunOperation(ctx, in.OrgID, engine.RunOperationInput{
 		Action: in.Body.Action, Reason: in.Body.Reason, DryRun: in.Body.DryRun,
 		Filter: engine.RunFilter{WorkflowID: in.Body.Filter.WorkflowID, Status: svctype.RunStatus(in.Body.Filter.Status)},

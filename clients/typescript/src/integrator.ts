@@ -12890,8 +12890,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Who asks, recorded as the actor id (default "api"). */
+                /** @description Who asks, recorded as the actor id (default "api"); a person the gateway vouches for is recorded as {type: user, id: their email}. */
                 "X-Actor-Id"?: string;
+                /** @description Set by the gateway for a signed-in person: a token signed with the key the gateway and the runtime share. Anything else is ignored. */
+                "X-Svc-Identity"?: string;
             };
             path?: never;
             cookie?: never;
@@ -13632,8 +13634,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Who retries, recorded as the actor id (default "api"). */
+                /** @description Who retries, recorded as the actor id (default "api"); a person the gateway vouches for (X-Svc-Identity, the console's) is recorded as {type: user, id: their email} instead. */
                 "X-Actor-Id"?: string;
+                /** @description Set by the gateway for a signed-in person: a token signed with the key the gateway and the runtime share. Anything else is ignored. */
+                "X-Svc-Identity"?: string;
             };
             path: {
                 /** @description Run id. */
