@@ -41,9 +41,7 @@ var consoleRoutes = []struct {
 	{http.MethodGet, regexp.MustCompile(`^/forms/[^/]+/[0-9]+$`)},
 	{http.MethodPost, regexp.MustCompile(`^/approvals/[^/]+/[0-9]+$`)},
 	{http.MethodPost, regexp.MustCompile(`^/forms/[^/]+/[0-9]+/submit$`)},
-	// Retry from the failed step, its plan, and operations on many runs (issue 34).
-	{http.MethodGet, regexp.MustCompile(`^/runs/[^/]+/retry-plan$`)},
-	{http.MethodPost, regexp.MustCompile(`^/runs/[^/]+/retry$`)},
+	// Operations on many runs (issue 34).
 	{http.MethodGet, regexp.MustCompile(`^/run-operations$`)},
 	{http.MethodPost, regexp.MustCompile(`^/run-operations$`)},
 	{http.MethodGet, regexp.MustCompile(`^/run-operations/[^/]+$`)},
