@@ -3,6 +3,8 @@ package runops_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -130,15 +132,24 @@ func TestRunOperationCancelsInBatchesAndSurvivesALostBatch(t *testing.T) {
 		require.Equal(t, engine.RunOperationBatch, mid.Done)
 		require.Len(t, runsOf(t, b, org, w.ID, svctype.RunPaused), n-engine.RunOperationBatch)
 
-		// A run started now is not the operation's.
-		late, err := b.Eng.Execute(b.Ctx, org, w.ID, json.RawMessage(`{}`), engine.ExecuteOptions{})
-		require.NoError(t, err)
-
 		// The batch's progress is lost, as if its worker died before saving it: the
-		// operation is as it was once its runs were counted.
+		// operation is as it was once its runs were counted (its job is claimable again).
 		saved := *mid
 		saved.Done, saved.Cursor, saved.UpdatedAt = 0, "", b.Eng.Now()
 		require.NoError(t, b.St.InTx(b.Ctx, func(ctx context.Context, tx engine.Tx) error { return tx.SaveRunOperation(ctx, &saved) }))
+
+		// A run started now, and paused before the operation's next batch, is not the
+		// operation's.
+		late, err := b.Eng.Execute(b.Ctx, org, w.ID, json.RawMessage(`{}`), engine.ExecuteOptions{})
+		require.NoError(t, err)
+		jobs, err = b.St.ClaimJobs(b.Ctx, 10, b.Eng.Lease())
+		require.NoError(t, err)
+		require.Len(t, jobs, 2)
+		slices.SortFunc(jobs, func(x, y svctype.Job) int { return strings.Compare(x.Kind, y.Kind) }) // run_step first
+		require.Equal(t, svctype.JobRunStep, jobs[0].Kind)
+		for i := range jobs {
+			require.NoError(t, b.Eng.RunJob(b.Ctx, &jobs[i]))
+		}
 		work(t, b)
 		got, err := b.Eng.GetRunOperation(b.Ctx, org, op.ID)
 		require.NoError(t, err)
