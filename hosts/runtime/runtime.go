@@ -113,6 +113,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerWorkflows()
 	RegisterDefinitionSchema(s.api, "")
 	s.registerRuns()
+	s.registerRunOps()
 	s.registerRunContext()
 	s.registerTables()
 	s.registerActions()
