@@ -57,6 +57,7 @@ var (
 type (
 	ApprovalFilter        = storage.ApprovalFilter
 	RunFilter             = storage.RunFilter
+	ListedRun             = storage.ListedRun
 	WebhookListFilter     = storage.WebhookListFilter
 	OAuthConnectionFilter = storage.OAuthConnectionFilter
 )

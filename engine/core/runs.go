@@ -203,6 +203,9 @@ func (e *Core) startRunTx(ctx context.Context, tx storage.Tx, w *svctype.Workflo
 	if err != nil {
 		return nil, err
 	}
+	if err := e.putSearchKeys(ctx, tx, run); err != nil {
+		return nil, err
+	}
 	if err := e.sink(ctx, tx, evs, nil); err != nil {
 		return nil, err
 	}
@@ -347,12 +350,12 @@ func (e *Core) Evidence(ctx context.Context, orgID, runID string) (*Evidence, er
 }
 
 // ListRuns pages an organization's runs, newest first.
-func (e *Core) ListRuns(ctx context.Context, orgID string, f storage.RunFilter) (svctype.Page[svctype.Run], error) {
+func (e *Core) ListRuns(ctx context.Context, orgID string, f storage.RunFilter) (svctype.Page[storage.ListedRun], error) {
 	if err := CheckOrg(orgID); err != nil {
-		return svctype.Page[svctype.Run]{}, err
+		return svctype.Page[storage.ListedRun]{}, err
 	}
-	if f.Status != "" && !f.Status.Valid() {
-		return svctype.Page[svctype.Run]{}, Invalid("/status", "unknown run status %q", f.Status)
+	if err := CheckRunFilter(f); err != nil {
+		return svctype.Page[storage.ListedRun]{}, err
 	}
 	return e.store.ListRuns(ctx, orgID, f)
 }
