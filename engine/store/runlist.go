@@ -22,6 +22,31 @@ func (q *querier) ListRuns(ctx context.Context, orgID string, f storage.RunFilte
 	const op = "list runs"
 	var page svctype.Page[storage.ListedRun]
 	limit := pageLimit(f.ListOptions)
+	sel, err := q.listRunsQuery(orgID, f, limit)
+	if err != nil {
+		return page, err
+	}
+	var ms []runModel
+	if err := sel.Scan(ctx, &ms); err != nil {
+		return page, wrap(op, err)
+	}
+	names, err := q.workflowNames(ctx, orgID, ms)
+	if err != nil {
+		return page, wrap(op, err)
+	}
+	page, err = pageOf(ms, limit, func(m *runModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) },
+		func(m *runModel) (storage.ListedRun, error) {
+			r, err := m.toRun()
+			return storage.ListedRun{Run: r, WorkflowName: names[m.WorkflowID]}, err
+		})
+	if err != nil {
+		return page, wrap(op, err)
+	}
+	return page, nil
+}
+
+// listRunsQuery is ListRuns' query: limit+1 runs of f, newest first.
+func (q *querier) listRunsQuery(orgID string, f storage.RunFilter, limit int) (*bun.SelectQuery, error) {
 	sel := q.r.NewSelect().Model((*runModel)(nil)).ExcludeColumn("definition").Where("r.org_id = ?", orgID)
 	created, id := "r.created_at", "r.id"
 	if f.Key != "" {
@@ -55,27 +80,11 @@ func (q *querier) ListRuns(ctx context.Context, orgID string, f storage.RunFilte
 	if f.Cursor != "" {
 		at, after, err := decodeTimeCursor(f.Cursor)
 		if err != nil {
-			return page, err
+			return nil, err
 		}
 		sel = sel.Where("("+created+" < ? OR ("+created+" = ? AND "+id+" < ?))", at, at, after)
 	}
-	var ms []runModel
-	if err := sel.OrderExpr(created+" DESC, "+id+" DESC").Limit(int64(limit+1)).Scan(ctx, &ms); err != nil {
-		return page, wrap(op, err)
-	}
-	names, err := q.workflowNames(ctx, orgID, ms)
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	page, err = pageOf(ms, limit, func(m *runModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) },
-		func(m *runModel) (storage.ListedRun, error) {
-			r, err := m.toRun()
-			return storage.ListedRun{Run: r, WorkflowName: names[m.WorkflowID]}, err
-		})
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	return page, nil
+	return sel.OrderExpr(created + " DESC, " + id + " DESC").Limit(int64(limit + 1)), nil
 }
 
 // workflowNames reads the current name of each workflow the runs belong to, in one query
