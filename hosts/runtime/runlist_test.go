@@ -68,6 +68,7 @@ func TestRunSearchKeys(t *testing.T) {
 				def := `{"search_keys":` + keys + `,"actions":[]}`
 				p := problem(t, b.do(t, http.MethodPost, "/workflows", orgA, workflowBody("bad", def)), http.StatusUnprocessableEntity, "invalid_search_key")
 				require.NotEmpty(t, p.Errors, keys)
+				require.Contains(t, p.Errors[0].Location, "body.definition.search_keys", keys)
 				problem(t, b.do(t, http.MethodPut, "/workflows/"+w.ID, orgA, workflowBody("invoices", def)), http.StatusUnprocessableEntity, "invalid_search_key")
 			}
 			problem(t, b.do(t, http.MethodPost, "/workflows", orgA, workflowBody("bad", `{"search_keys":"@input.a","actions":[]}`)), http.StatusUnprocessableEntity, "validation_failed")
