@@ -21,7 +21,7 @@ type listedRun struct {
 	DurationMS      *int64     `json:"duration_ms"`
 }
 
-const invoiceSearchKeys = `{"search_keys":["@input.invoice_id","@input.customer.email","@input.amount"],"actions":[]}`
+const invoiceSearchKeys = `{"search_keys":["@input.invoice_id","@input.customer.email","@input.amount","@input.lines.1.sku"],"actions":[]}`
 
 // TestRunSearchKeys: a workflow's search keys find its runs by a value of their input
 // (strings, and numbers by their text), only in the organization that started them, and
@@ -34,7 +34,8 @@ func TestRunSearchKeys(t *testing.T) {
 			b := setupOn(t, dialect)
 			w := ok[workflowDoc](t, b.do(t, http.MethodPost, "/workflows", orgA, workflowBody("invoices", invoiceSearchKeys)), http.StatusCreated)
 			r1 := b.execute(t, orgA, w.ID, map[string]any{"invoice_id": "INV-1042", "customer": map[string]any{"email": "a@example.com"}, "amount": 12.5})
-			r2 := b.execute(t, orgA, w.ID, map[string]any{"invoice_id": "INV-2", "customer": map[string]any{"email": "a@example.com"}})
+			r2 := b.execute(t, orgA, w.ID, map[string]any{"invoice_id": "INV-2", "customer": map[string]any{"email": "a@example.com"},
+				"lines": []any{map[string]any{"sku": "SKU-0"}, map[string]any{"sku": "SKU-1"}}})
 			r3 := b.execute(t, orgA, w.ID, map[string]any{"invoice_id": map[string]any{"not": "a key"}, "amount": true})
 			wB := ok[workflowDoc](t, b.do(t, http.MethodPost, "/workflows", orgB, workflowBody("invoices", invoiceSearchKeys)), http.StatusCreated)
 			rB := b.execute(t, orgB, wB.ID, map[string]any{"invoice_id": "INV-1042"})
@@ -58,6 +59,8 @@ func TestRunSearchKeys(t *testing.T) {
 			require.Empty(t, ids(orgA, "key=12.50"), "exact text, not the number's value")
 			require.Empty(t, ids(orgA, "key=INV-104"), "exact, not a prefix")
 			require.Empty(t, ids(orgA, "key=true"), "a boolean is not indexed")
+			require.Equal(t, []string{r2.ID}, ids(orgA, "key=SKU-1"), "an array index in the path")
+			require.Empty(t, ids(orgA, "key=SKU-0"))
 			require.Equal(t, []string{r2.ID}, ids(orgA, "key="+url.QueryEscape("a@example.com")+"&run_id="+r2.ID))
 			require.Empty(t, ids(orgA, "key=INV-1042&status=completed&status=failed"))
 
