@@ -29,7 +29,7 @@ import (
 // docPages are the pages whose examples run; decisions.md and performance.md hold none.
 var docPages = []string{
 	"README.md",
-	"docs/workflows.md", "docs/reconciliation.md",
+	"docs/workflows.md", "docs/reconciliation.md", "docs/gateway.md", "docs/integrations.md", "docs/people-and-forms.md", "docs/agents.md", "docs/process-studio.md",
 	"docs/console.md", "docs/api.md", "docs/embedding.md",
 	"docs/binary.md", "docs/operations.md", "docs/development.md",
 }
@@ -172,6 +172,21 @@ func TestDocsExamplesRun(t *testing.T) {
 				t.Logf("%s's examples answered:\n%s", page, out.String())
 			}
 		})
+	}
+}
+
+// TestEveryDocsPageRuns keeps docPages whole: a new page under docs/ runs its examples too.
+func TestEveryDocsPageRuns(t *testing.T) {
+	t.Parallel()
+	pages, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, pages)
+	for _, p := range pages {
+		name := "docs/" + filepath.Base(p)
+		if name == "docs/decisions.md" || name == "docs/performance.md" {
+			continue
+		}
+		require.Contains(t, docPages, name, "add %s to docPages", name)
 	}
 }
 
