@@ -57,7 +57,6 @@ var (
 type (
 	ApprovalFilter        = storage.ApprovalFilter
 	RunFilter             = storage.RunFilter
-	ListedRun             = storage.ListedRun
 	WebhookListFilter     = storage.WebhookListFilter
 	OAuthConnectionFilter = storage.OAuthConnectionFilter
 )

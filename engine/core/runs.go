@@ -350,12 +350,12 @@ func (e *Core) Evidence(ctx context.Context, orgID, runID string) (*Evidence, er
 }
 
 // ListRuns pages an organization's runs, newest first.
-func (e *Core) ListRuns(ctx context.Context, orgID string, f storage.RunFilter) (svctype.Page[storage.ListedRun], error) {
+func (e *Core) ListRuns(ctx context.Context, orgID string, f storage.RunFilter) (svctype.Page[svctype.Run], error) {
 	if err := CheckOrg(orgID); err != nil {
-		return svctype.Page[storage.ListedRun]{}, err
+		return svctype.Page[svctype.Run]{}, err
 	}
 	if err := CheckRunFilter(f); err != nil {
-		return svctype.Page[storage.ListedRun]{}, err
+		return svctype.Page[svctype.Run]{}, err
 	}
 	return e.store.ListRuns(ctx, orgID, f)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -114,4 +115,35 @@ func CheckRunFilter(f storage.RunFilter) error {
 		return Invalid("/created_before", "must be later than created_after")
 	}
 	return nil
+}
+
+// ListedRun is a run as the runs list shows it: with the current name of its workflow (""
+// once the workflow is deleted).
+type ListedRun struct {
+	svctype.Run
+	WorkflowName string
+}
+
+// ListRunsNamed is ListRuns with each run's workflow name, read in one more query for the
+// page's workflows.
+func (e *Core) ListRunsNamed(ctx context.Context, orgID string, f storage.RunFilter) (svctype.Page[ListedRun], error) {
+	page, err := e.ListRuns(ctx, orgID, f)
+	if err != nil {
+		return svctype.Page[ListedRun]{}, err
+	}
+	var ids []string
+	for _, r := range page.Items {
+		if !slices.Contains(ids, r.WorkflowID) {
+			ids = append(ids, r.WorkflowID)
+		}
+	}
+	names, err := e.store.WorkflowNames(ctx, orgID, ids)
+	if err != nil {
+		return svctype.Page[ListedRun]{}, err
+	}
+	out := svctype.Page[ListedRun]{Items: make([]ListedRun, len(page.Items)), NextCursor: page.NextCursor}
+	for i, r := range page.Items {
+		out.Items[i] = ListedRun{Run: r, WorkflowName: names[r.WorkflowID]}
+	}
+	return out, nil
 }

@@ -236,13 +236,6 @@ type RunFilter struct {
 	svctype.ListOptions
 }
 
-// ListedRun is a run as ListRuns lists it: without its Definition, with the current name
-// of its workflow ("" when the workflow was deleted).
-type ListedRun struct {
-	svctype.Run
-	WorkflowName string
-}
-
 // Runs is the run core's data: workflows, runs, their context, step records, foreach
 // progress, the outbox, the jobs table and outbound call intents.
 type Runs interface {
@@ -273,9 +266,12 @@ type Runs interface {
 	UpdateRun(ctx context.Context, run *svctype.Run) error
 	// RunStatuses returns the status of each of the org's runs in ids that exists.
 	RunStatuses(ctx context.Context, orgID string, ids []string) (map[string]svctype.RunStatus, error)
-	// ListRuns pages runs newest first (created_at, then id); the cursor is opaque to
-	// callers. A run id prefix is at most 40 bytes of [a-z0-9-].
-	ListRuns(ctx context.Context, orgID string, f RunFilter) (svctype.Page[ListedRun], error)
+	// ListRuns pages runs newest first (created_at, then id), without their Definition; the
+	// cursor is opaque to callers. A run id prefix is at most 40 bytes of [a-z0-9-].
+	ListRuns(ctx context.Context, orgID string, f RunFilter) (svctype.Page[svctype.Run], error)
+	// WorkflowNames returns the current name of each of the org's workflows in ids that
+	// exists (what a runs list shows beside each run).
+	WorkflowNames(ctx context.Context, orgID string, ids []string) (map[string]string, error)
 	// PutRunSearchKeys indexes the run runID (created at createdAt) under each of values,
 	// what its workflow's search keys found in its input; a value repeated is kept once.
 	// It is written in the transaction that creates the run.

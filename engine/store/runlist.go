@@ -18,9 +18,9 @@ const runIDLen = len("run-") + 36
 // snapshot, and it is the largest column; GetRun returns it. A search by key reads the
 // search key index in its own order (org, value, created_at, run id) and joins each run by
 // its primary key, so it costs the runs it returns, not the runs the organization has.
-func (q *querier) ListRuns(ctx context.Context, orgID string, f storage.RunFilter) (svctype.Page[storage.ListedRun], error) {
+func (q *querier) ListRuns(ctx context.Context, orgID string, f storage.RunFilter) (svctype.Page[svctype.Run], error) {
 	const op = "list runs"
-	var page svctype.Page[storage.ListedRun]
+	var page svctype.Page[svctype.Run]
 	limit := pageLimit(f.ListOptions)
 	sel, err := q.listRunsQuery(orgID, f, limit)
 	if err != nil {
@@ -30,15 +30,7 @@ func (q *querier) ListRuns(ctx context.Context, orgID string, f storage.RunFilte
 	if err := sel.Scan(ctx, &ms); err != nil {
 		return page, wrap(op, err)
 	}
-	names, err := q.workflowNames(ctx, orgID, ms)
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	page, err = pageOf(ms, limit, func(m *runModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) },
-		func(m *runModel) (storage.ListedRun, error) {
-			r, err := m.toRun()
-			return storage.ListedRun{Run: r, WorkflowName: names[m.WorkflowID]}, err
-		})
+	page, err = pageOf(ms, limit, func(m *runModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) }, (*runModel).toRun)
 	if err != nil {
 		return page, wrap(op, err)
 	}
@@ -87,17 +79,10 @@ func (q *querier) listRunsQuery(orgID string, f storage.RunFilter, limit int) (*
 	return sel.OrderExpr(created + " DESC, " + id + " DESC").Limit(int64(limit + 1)), nil
 }
 
-// workflowNames reads the current name of each workflow the runs belong to, in one query
-// by primary key (a page's runs name a few workflows).
-func (q *querier) workflowNames(ctx context.Context, orgID string, ms []runModel) (map[string]string, error) {
-	names := map[string]string{}
-	var ids []string
-	for i := range ms {
-		if _, ok := names[ms[i].WorkflowID]; !ok {
-			names[ms[i].WorkflowID] = ""
-			ids = append(ids, ms[i].WorkflowID)
-		}
-	}
+// WorkflowNames reads the current names of the workflows of ids, in one query by primary
+// key (a page of runs names a few workflows).
+func (q *querier) WorkflowNames(ctx context.Context, orgID string, ids []string) (map[string]string, error) {
+	names := make(map[string]string, len(ids))
 	if len(ids) == 0 {
 		return names, nil
 	}
@@ -108,7 +93,7 @@ func (q *querier) workflowNames(ctx context.Context, orgID string, ms []runModel
 	err := q.r.NewSelect().Model((*workflowModel)(nil)).Column("id", "name").
 		Where("org_id = ?", orgID).Where("id IN (?)", bun.In(ids)).Scan(ctx, &rows)
 	if err != nil {
-		return nil, err
+		return nil, wrap("workflow names", err)
 	}
 	for _, r := range rows {
 		names[r.ID] = r.Name

@@ -135,7 +135,7 @@ func (s *Server) listRuns(ctx context.Context, in *listRunsInput) (*answer[List[
 	if f.CreatedBefore, err = queryTime("created_before", in.CreatedBefore); err != nil {
 		return nil, err
 	}
-	page, err := s.eng.ListRuns(ctx, in.OrgID, f)
+	page, err := s.eng.ListRunsNamed(ctx, in.OrgID, f)
 	if err != nil {
 		return nil, err
 	}

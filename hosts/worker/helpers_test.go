@@ -294,9 +294,5 @@ func runsOf(tb testing.TB, eng *engine.Engine, wfID string) []svctype.Run {
 	tb.Helper()
 	page, err := eng.ListRuns(context.Background(), org, engine.RunFilter{WorkflowID: wfID, ListOptions: svctype.ListOptions{Limit: 100}})
 	require.NoError(tb, err)
-	runs := make([]svctype.Run, len(page.Items))
-	for i, r := range page.Items {
-		runs[i] = r.Run
-	}
-	return runs
+	return page.Items
 }

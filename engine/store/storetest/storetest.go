@@ -431,8 +431,8 @@ func testRunList(t *testing.T, b *bundle) {
 						want = append(want, r.ID)
 					}
 				}
-				all := collect(t, limit, func(r storage.ListedRun) string { return r.ID },
-					func(o svctype.ListOptions) (svctype.Page[storage.ListedRun], error) {
+				all := collect(t, limit, func(r svctype.Run) string { return r.ID },
+					func(o svctype.ListOptions) (svctype.Page[svctype.Run], error) {
 						f := tt.filter
 						f.ListOptions = o
 						return b.s.ListRuns(b.ctx, orgA, f)
@@ -440,17 +440,20 @@ func testRunList(t *testing.T, b *bundle) {
 				got := make([]string, len(all))
 				for i, r := range all {
 					got[i] = r.ID
-					wantName := ""
-					if r.WorkflowID == named.ID {
-						wantName = "invoices"
-					}
-					require.Equal(t, wantName, r.WorkflowName, "the workflow's name, when the workflow exists")
 					require.Empty(t, r.Definition, "a listing leaves the definition out")
 				}
 				require.Equal(t, want, got, "newest first, no duplicates or omissions")
 			})
 		}
 	}
+	t.Run("workflow names", func(t *testing.T) {
+		names, err := b.s.WorkflowNames(b.ctx, orgA, []string{named.ID, "wf0"})
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{named.ID: "invoices"}, names, "the names of the workflows that exist")
+		names, err = b.s.WorkflowNames(b.ctx, orgB, []string{named.ID})
+		require.NoError(t, err)
+		require.Empty(t, names, "another organization's workflow has no name here")
+	})
 	t.Run("another organization's key", func(t *testing.T) {
 		p, err := b.s.ListRuns(b.ctx, orgB, storage.RunFilter{Key: "1042"})
 		require.NoError(t, err)
