@@ -203,6 +203,9 @@ func (e *Core) startRunTx(ctx context.Context, tx storage.Tx, w *svctype.Workflo
 	if err != nil {
 		return nil, err
 	}
+	if err := e.putSearchKeys(ctx, tx, run); err != nil {
+		return nil, err
+	}
 	if err := e.sink(ctx, tx, evs, nil); err != nil {
 		return nil, err
 	}
@@ -354,8 +357,8 @@ func (e *Core) ListRuns(ctx context.Context, orgID string, f storage.RunFilter) 
 	if err := CheckOrg(orgID); err != nil {
 		return svctype.Page[svctype.Run]{}, err
 	}
-	if f.Status != "" && !f.Status.Valid() {
-		return svctype.Page[svctype.Run]{}, Invalid("/status", "unknown run status %q", f.Status)
+	if err := CheckRunFilter(f); err != nil {
+		return svctype.Page[svctype.Run]{}, err
 	}
 	return e.store.ListRuns(ctx, orgID, f)
 }

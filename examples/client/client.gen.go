@@ -2601,13 +2601,19 @@ type RowsUpdated struct {
 
 // Run defines model for Run.
 type Run struct {
-	CreatedAt  time.Time  `json:"created_at"`
+	// CreatedAt When the run started.
+	CreatedAt time.Time `json:"created_at"`
+
+	// DurationMs finished_at - created_at in milliseconds, once the run ended.
+	DurationMs *int64 `json:"duration_ms,omitempty"`
+
+	// FinishedAt When the run ended (completed, failed, cancelled, rejected).
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 
 	// Id Run id (run-<uuid>).
 	Id string `json:"id"`
 
-	// Input The run's input object.
+	// Input The run's input object; a large input is a reference to GET /runs/{runId}/context/input.
 	Input interface{} `json:"input"`
 
 	// Reason Why the run ended, when it failed or was cancelled.
@@ -2615,6 +2621,9 @@ type Run struct {
 	Status     string    `json:"status"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	WorkflowId string    `json:"workflow_id"`
+
+	// WorkflowName The workflow's current name; empty when the workflow was deleted.
+	WorkflowName string `json:"workflow_name"`
 
 	// WorkflowVersion The workflow version the run executes.
 	WorkflowVersion int64 `json:"workflow_version"`
@@ -2682,8 +2691,20 @@ type RunOperationError struct {
 
 // RunOperationFilter defines model for RunOperationFilter.
 type RunOperationFilter struct {
-	// Status Only runs in this status.
-	Status *RunOperationFilterStatus `json:"status,omitempty"`
+	// CreatedAfter Only runs created at or after this time.
+	CreatedAfter *time.Time `json:"created_after,omitempty"`
+
+	// CreatedBefore Only runs created before this time.
+	CreatedBefore *time.Time `json:"created_before,omitempty"`
+
+	// Key Only runs whose workflow's search keys found this value in their input.
+	Key *string `json:"key,omitempty"`
+
+	// RunId A run id, or its beginning.
+	RunId *string `json:"run_id,omitempty"`
+
+	// Status Only runs in one of these statuses.
+	Status *[]RunOperationFilterStatus `json:"status,omitempty"`
 
 	// WorkflowId Only runs of this workflow.
 	WorkflowId *string `json:"workflow_id,omitempty"`
@@ -2994,6 +3015,9 @@ type WorkflowDefinition struct {
 
 	// Schedule Starts runs on its own: every <n><unit> (m, h, d, w) and/or at HH:MM, in timezone (IANA, default UTC).
 	Schedule *WorkflowSchedule `json:"schedule,omitempty"`
+
+	// SearchKeys Paths into the input (@input.invoice_id) whose values find the workflow's runs: GET /runs?key=.
+	SearchKeys *[]string `json:"search_keys,omitempty"`
 }
 
 // WorkflowSchedule Starts runs on its own: every <n><unit> (m, h, d, w) and/or at HH:MM, in timezone (IANA, default UTC).
@@ -3582,8 +3606,20 @@ type ListRunsParams struct {
 	// WorkflowId Only runs of this workflow.
 	WorkflowId *string `form:"workflow_id,omitempty" json:"workflow_id,omitempty"`
 
-	// Status Only runs in this status.
-	Status *ListRunsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	// Status Only runs in one of these statuses: ?status=failed&status=paused.
+	Status *[]ListRunsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CreatedAfter Only runs created at or after this time (RFC 3339).
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only runs created before this time (RFC 3339).
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// RunId A run id, or its beginning (at least one character of a-z, 0-9, -): the runs whose id starts with it.
+	RunId *string `form:"run_id,omitempty" json:"run_id,omitempty"`
+
+	// Key Only runs whose workflow's search keys found this value in their input (a string, or a number's decimal text), exactly.
+	Key *string `form:"key,omitempty" json:"key,omitempty"`
 
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
@@ -12375,7 +12411,55 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 
 		if params.Status != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "created_after", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "created_before", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RunId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "run_id", *params.RunId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Key != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "key", *params.Key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

@@ -3660,13 +3660,24 @@ export interface components {
             updated: number;
         };
         Run: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the run started.
+             */
             created_at: string;
-            /** Format: date-time */
+            /**
+             * Format: int64
+             * @description finished_at - created_at in milliseconds, once the run ended.
+             */
+            duration_ms?: number;
+            /**
+             * Format: date-time
+             * @description When the run ended (completed, failed, cancelled, rejected).
+             */
             finished_at?: string;
             /** @description Run id (run-<uuid>). */
             id: string;
-            /** @description The run's input object. */
+            /** @description The run's input object; a large input is a reference to GET /runs/{runId}/context/input. */
             input: unknown;
             /** @description Why the run ended, when it failed or was cancelled. */
             reason?: string;
@@ -3674,6 +3685,8 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             workflow_id: string;
+            /** @description The workflow's current name; empty when the workflow was deleted. */
+            workflow_name: string;
             /**
              * Format: int64
              * @description The workflow version the run executes.
@@ -3741,10 +3754,21 @@ export interface components {
         };
         RunOperationFilter: {
             /**
-             * @description Only runs in this status.
-             * @enum {string}
+             * Format: date-time
+             * @description Only runs created at or after this time.
              */
-            status?: "running" | "paused" | "completed" | "failed" | "cancelled" | "rejected" | "condition_not_met";
+            created_after?: string;
+            /**
+             * Format: date-time
+             * @description Only runs created before this time.
+             */
+            created_before?: string;
+            /** @description Only runs whose workflow's search keys found this value in their input. */
+            key?: string;
+            /** @description A run id, or its beginning. */
+            run_id?: string;
+            /** @description Only runs in one of these statuses. */
+            status?: ("running" | "paused" | "completed" | "failed" | "cancelled" | "rejected" | "condition_not_met")[] | null;
             /** @description Only runs of this workflow. */
             workflow_id?: string;
         };
@@ -4135,6 +4159,8 @@ export interface components {
             actions: components["schemas"]["WorkflowStep"][];
             condition?: components["schemas"]["WorkflowCondition"];
             schedule?: components["schemas"]["WorkflowSchedule"];
+            /** @description Paths into the input (@input.invoice_id) whose values find the workflow's runs: GET /runs?key=. */
+            search_keys?: string[];
         };
         /** @description Starts runs on its own: every <n><unit> (m, h, d, w) and/or at HH:MM, in timezone (IANA, default UTC). */
         WorkflowSchedule: {
@@ -13473,8 +13499,16 @@ export interface operations {
                 cursor?: string;
                 /** @description Only runs of this workflow. */
                 workflow_id?: string;
-                /** @description Only runs in this status. */
-                status?: "running" | "paused" | "completed" | "failed" | "cancelled" | "rejected" | "condition_not_met";
+                /** @description Only runs in one of these statuses: ?status=failed&status=paused. */
+                status?: ("running" | "paused" | "completed" | "failed" | "cancelled" | "rejected" | "condition_not_met")[] | null;
+                /** @description Only runs created at or after this time (RFC 3339). */
+                created_after?: string;
+                /** @description Only runs created before this time (RFC 3339). */
+                created_before?: string;
+                /** @description A run id, or its beginning (at least one character of a-z, 0-9, -): the runs whose id starts with it. */
+                run_id?: string;
+                /** @description Only runs whose workflow's search keys found this value in their input (a string, or a number's decimal text), exactly. */
+                key?: string;
             };
             header?: never;
             path?: never;
