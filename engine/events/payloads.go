@@ -22,7 +22,7 @@ type RunActor struct {
 
 // RunResult is a finished run's result: its status and its outputs.
 type RunResult struct {
-	Status  string         `json:"status" enum:"completed,condition_not_met" doc:"completed, or condition_not_met when the workflow's condition was false (no step ran)."`
+	Status  string         `json:"status" enum:"completed,condition_not_met,rejected" doc:"completed; condition_not_met when the workflow's condition was false (no step ran); rejected when an approval was rejected or expired."`
 	Outputs map[string]any `json:"outputs,omitempty" doc:"The run's context: the steps' outputs by key (absent when no step ran)."`
 }
 
@@ -79,7 +79,7 @@ type AgentApprovalRequestedEvent struct {
 	RunID          *string  `json:"run_id" nullable:"true" doc:"Always null: the agent belongs to no run."`
 	StepID         *string  `json:"step_id" nullable:"true" doc:"Always null."`
 	Question       string   `json:"question"`
-	Options        []string `json:"options"`
+	Options        []string `json:"options" nullable:"false"`
 	ContextSummary string   `json:"context_summary"`
 	Urgency        string   `json:"urgency"`
 	Status         string   `json:"status" enum:"pending"`
@@ -107,7 +107,7 @@ type ExternalFormCreatedEvent struct {
 type ExternalFormUpdatedEvent struct {
 	FormID   string   `json:"form_id"`
 	FormName string   `json:"form_name"`
-	Changes  []string `json:"changes" doc:"The names of the fields that changed."`
+	Changes  []string `json:"changes" nullable:"false" doc:"The names of the fields that changed."`
 }
 
 // ExternalFormDeletedEvent: an external form was deleted.
@@ -228,7 +228,7 @@ type FormPauseCreatedEvent struct {
 	FormPauseID  string     `json:"form_pause_id"`
 	RunID        string     `json:"run_id"`
 	StepID       string     `json:"step_id"`
-	ExpectedKeys []string   `json:"expected_keys"`
+	ExpectedKeys []string   `json:"expected_keys" nullable:"false"`
 	ExpiresAt    *time.Time `json:"expires_at" nullable:"true" doc:"When the pause expires, or null when it does not."`
 	AssigneeRole string     `json:"assignee_role,omitempty" doc:"The role the form is assigned to, when the step names one."`
 }
@@ -380,5 +380,5 @@ type CustomTableDroppedFieldsEvent struct {
 	RunID     string   `json:"run_id"`
 	StepIndex int      `json:"step_index"`
 	Table     string   `json:"table"`
-	Dropped   []string `json:"dropped"`
+	Dropped   []string `json:"dropped" nullable:"false"`
 }
