@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +27,7 @@ type Events struct {
 	file    string
 	once    sync.Once
 	doc     []byte // the document, as JSON
+	parsed  map[string]any
 	err     error
 	mu      sync.Mutex
 	schemas map[string]*jsonschema.Schema
@@ -67,6 +69,7 @@ func (c *Events) load() error {
 			c.err = err
 			return
 		}
+		c.parsed, _ = doc.(map[string]any)
 		c.doc, c.err = json.Marshal(doc)
 	})
 	return c.err
@@ -74,12 +77,26 @@ func (c *Events) load() error {
 
 // schema compiles the payload schema of event's webhook.
 func (c *Events) schema(event string) (*jsonschema.Schema, error) {
+	s, err := c.compile(webhookPointer(event) + "/requestBody/content/application~1json/schema/allOf/1/properties/payload")
+	if err != nil {
+		return nil, fmt.Errorf("%s declares no payload for %s: %w", c.file, event, err)
+	}
+	return s, nil
+}
+
+// webhookPointer is the JSON pointer of event's webhook operation.
+func webhookPointer(event string) string {
+	return "#/webhooks/" + strings.ReplaceAll(strings.ReplaceAll(event, "~", "~0"), "/", "~1") + "/post"
+}
+
+// compile compiles the schema at ptr (a fragment, #/...) of the document, once.
+func (c *Events) compile(ptr string) (*jsonschema.Schema, error) {
 	if err := c.load(); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s, ok := c.schemas[event]; ok {
+	if s, ok := c.schemas[ptr]; ok {
 		return s, nil
 	}
 	comp := jsonschema.NewCompiler()
@@ -88,14 +105,58 @@ func (c *Events) schema(event string) (*jsonschema.Schema, error) {
 	if err := comp.AddResource(docURL, bytes.NewReader(c.doc)); err != nil {
 		return nil, err
 	}
-	ptr := "#/webhooks/" + strings.ReplaceAll(strings.ReplaceAll(event, "~", "~0"), "/", "~1") +
-		"/post/requestBody/content/application~1json/schema/allOf/1/properties/payload"
 	s, err := comp.Compile(docURL + ptr)
 	if err != nil {
-		return nil, fmt.Errorf("%s declares no payload for %s (%s): %w", c.file, event, ptr, err)
+		return nil, err
 	}
-	c.schemas[event] = s
+	c.schemas[ptr] = s
 	return s, nil
+}
+
+// CheckDelivery returns why a request a receiver got is not a delivery as the document
+// declares it, or nil: the body against WebhookDelivery (the envelope), its event a declared
+// webhook, and the headers against that webhook's parameters (the required ones present,
+// each one's format). The payload itself is checked where it is emitted (Watch): a
+// registration's auto_payload may add keys to it here.
+func (c *Events) CheckDelivery(header http.Header, body []byte) error {
+	envelope, err := c.compile("#/components/schemas/WebhookDelivery")
+	if err != nil {
+		return err
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("body is not JSON: %w", err)
+	}
+	if err := envelope.Validate(v); err != nil {
+		return fmt.Errorf("body: %#v", err)
+	}
+	event, _ := v.(map[string]any)["event"].(string)
+	webhooks, _ := c.parsed["webhooks"].(map[string]any)
+	hook, _ := webhooks[event].(map[string]any)
+	post, _ := hook["post"].(map[string]any)
+	if post == nil {
+		return fmt.Errorf("event %q is not a webhook of %s", event, c.file)
+	}
+	params, _ := post["parameters"].([]any)
+	for i, p := range params {
+		param, _ := p.(map[string]any)
+		name, _ := param["name"].(string)
+		values := header.Values(name)
+		if len(values) == 0 {
+			if required, _ := param["required"].(bool); required {
+				return fmt.Errorf("header %s is missing", name)
+			}
+			continue
+		}
+		s, err := c.compile(fmt.Sprintf("%s/parameters/%d/schema", webhookPointer(event), i))
+		if err != nil {
+			return err
+		}
+		if err := s.Validate(values[0]); err != nil {
+			return fmt.Errorf("header %s: %q: %v", name, values[0], err)
+		}
+	}
+	return nil
 }
 
 // Check returns why payload is not what the document declares for event, or nil. An event
@@ -155,3 +216,7 @@ func (c *Events) Watch(t testing.TB, eng *engine.Engine) {
 // WatchEvents checks every event eng emits while t runs against the runtime's committed
 // document (openapi/openapi.yaml): the harnesses that build engines for tests call it.
 func WatchEvents(t testing.TB, eng *engine.Engine) { runtimeEvents().Watch(t, eng) }
+
+// RuntimeEvents is the webhooks contract of the runtime's committed document
+// (openapi/openapi.yaml), for the tests' receivers (CheckDelivery).
+func RuntimeEvents() *Events { return runtimeEvents() }
