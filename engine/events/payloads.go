@@ -9,10 +9,10 @@ import "time"
 // that is sent as null when it does not apply says nullable:"true". Every payload is an
 // object that carries no field its type does not declare.
 //
-// The emitting code builds the payloads as maps; the contract test under the test suite
-// (internal/contracttest.WatchEvents) validates every payload any test emits against the
-// committed schema, so a field renamed, added or retyped in one place and not in the other
-// fails the test that emitted it.
+// The run core emits its events with these types; the features still build maps. The
+// contract test under the test suite (internal/contracttest.WatchEvents) validates every
+// payload any test emits against the committed schema, so a field renamed, added or
+// retyped in one place and not in the other fails the test that emitted it.
 
 // RunActor is who cancelled a run.
 type RunActor struct {
@@ -23,7 +23,7 @@ type RunActor struct {
 // RunResult is a finished run's result: its status and its outputs.
 type RunResult struct {
 	Status  string         `json:"status" enum:"completed,condition_not_met,rejected" doc:"completed; condition_not_met when the workflow's condition was false (no step ran); rejected when an approval was rejected or expired."`
-	Outputs map[string]any `json:"outputs,omitempty" doc:"The run's context: the steps' outputs by key (absent when no step ran)."`
+	Outputs map[string]any `json:"outputs,omitzero" doc:"The run's context: the steps' outputs by key (absent when no step ran)."`
 }
 
 // StepError is a failed step's error.
