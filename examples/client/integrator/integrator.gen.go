@@ -594,6 +594,27 @@ func (e TaskKind) Valid() bool {
 	}
 }
 
+// Defines values for WebhookCircuitState.
+const (
+	WebhookCircuitStateClosed   WebhookCircuitState = "closed"
+	WebhookCircuitStateHalfOpen WebhookCircuitState = "half_open"
+	WebhookCircuitStateOpen     WebhookCircuitState = "open"
+)
+
+// Valid indicates whether the value is a known member of the WebhookCircuitState enum.
+func (e WebhookCircuitState) Valid() bool {
+	switch e {
+	case WebhookCircuitStateClosed:
+		return true
+	case WebhookCircuitStateHalfOpen:
+		return true
+	case WebhookCircuitStateOpen:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListAgentsParamsStatus.
 const (
 	ListAgentsParamsStatusBudgetExceeded ListAgentsParamsStatus = "budget_exceeded"
@@ -1155,6 +1176,7 @@ type Delivery struct {
 	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"`
 	RunId          *string    `json:"run_id,omitempty"`
 	Signed         bool       `json:"signed"`
+	Skipped        int64      `json:"skipped"`
 	Status         string     `json:"status"`
 	Target         string     `json:"target"`
 	UpdatedAt      time.Time  `json:"updated_at"`
@@ -1185,6 +1207,7 @@ type DeliveryDoc struct {
 	NextAttemptAt  *time.Time         `json:"next_attempt_at,omitempty"`
 	RunId          *string            `json:"run_id,omitempty"`
 	Signed         bool               `json:"signed"`
+	Skipped        int64              `json:"skipped"`
 	Status         string             `json:"status"`
 	Target         string             `json:"target"`
 	UpdatedAt      time.Time          `json:"updated_at"`
@@ -2864,7 +2887,10 @@ type Webhook struct {
 	// AutoPayload Merged into every payload sent to this target.
 	AutoPayload *map[string]interface{} `json:"auto_payload,omitempty"`
 
-	// ConsecutiveFailures Deliveries failed in a row since the last success.
+	// Circuit GET and list only: the circuit of the target's address, which counts failed requests (retries among them): it can be open while consecutive_failures is still 0.
+	Circuit *WebhookCircuit `json:"circuit,omitempty"`
+
+	// ConsecutiveFailures Deliveries failed in a row since the last success (each after all its retries).
 	ConsecutiveFailures int64     `json:"consecutive_failures"`
 	CreatedAt           time.Time `json:"created_at"`
 
@@ -2923,6 +2949,16 @@ type WebhookBody struct {
 	// Example: https://hooks.example.com/svcflow
 	Url string `json:"url"`
 }
+
+// WebhookCircuit defines model for WebhookCircuit.
+type WebhookCircuit struct {
+	Failures  int64               `json:"failures"`
+	OpenUntil *time.Time          `json:"open_until,omitempty"`
+	State     WebhookCircuitState `json:"state"`
+}
+
+// WebhookCircuitState defines model for WebhookCircuit.State.
+type WebhookCircuitState string
 
 // WebhookDelivery defines model for WebhookDelivery.
 type WebhookDelivery struct {
