@@ -47,7 +47,7 @@ function outcome(op) {
   ];
 }
 
-export function bulkPanel(ctx, query, matches, filterText) {
+export function bulkPanel(ctx, query, matches, filterText, done) {
   const area = el('div', { className: 'bulk-area' });
   const history = el('ul', { className: 'ops', 'aria-label': 'Operations on many runs' });
   const panel = el('details', { className: 'card bulk', id: 'bulk' }, [
@@ -68,7 +68,8 @@ export function bulkPanel(ctx, query, matches, filterText) {
       }
       return li;
     }));
-    if (ops.length && !panel.open) panel.open = ops.some((o) => o.state === 'running');
+    // Open while one runs, or just after one ended (the page is drawn again then).
+    if (ops.length && !panel.open) panel.open = ops.some((o) => o.state === 'running' || Date.now() - new Date(o.ended || 0).getTime() < 15000);
   }
   drawHistory();
 
@@ -118,10 +119,10 @@ export function bulkPanel(ctx, query, matches, filterText) {
     }
     await Promise.all([worker(), worker(), worker(), worker()]);
     op.state = stop && op.ok + op.refused.length < op.total ? 'stopped' : 'done';
+    op.ended = new Date().toISOString();
     keep(ctx.org, op);
-    line.replaceChildren(...outcome(op));
-    stopBtn.remove();
-    drawHistory();
+    // The list is read again (the runs changed); the outcome is in the panel's list.
+    if (done && ctx.shown()) done(); else { area.replaceChildren(); drawHistory(); }
   }
 
   return panel;
