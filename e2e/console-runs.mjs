@@ -42,8 +42,12 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     must(new URL(page.url()).pathname === '/console' + path.split('?')[0], 'the deep link is kept through sign-in: ' + page.url());
   }
   async function look(page, name) { axe.push(await checkAxe(page, name)); }
-  function docsImg(name) {
-    if (process.env.SVC_E2E_DOCS_IMG) copyFileSync(join(cfg.artifacts, name + '.png'), join(process.env.SVC_E2E_DOCS_IMG, name + '.png'));
+  // docsShot is a screenshot of the window (not the whole page) for the documentation:
+  // e2e/artifacts/docs-<name>.png, copied to $SVC_E2E_DOCS_IMG/<name>.png when it is set.
+  async function docsShot(page, name) {
+    const file = join(cfg.artifacts, 'docs-' + name + '.png');
+    await page.screenshot({ path: file });
+    if (process.env.SVC_E2E_DOCS_IMG) copyFileSync(file, join(process.env.SVC_E2E_DOCS_IMG, name + '.png'));
   }
 
   // The console: a run watched at its own URL while it runs (its steps change without a
@@ -66,6 +70,7 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await task.getByText('Release it?').waitFor();
     await look(page, 'run-paused');
     await shot(page, 'console-paused');
+    await docsShot(page, 'console-paused');
     await task.getByLabel('Comment (optional)').fill('ship it');
     await task.getByRole('button', { name: 'Approve' }).click();
     await page.locator('#run-task').getByText('Approved.').waitFor();
@@ -148,6 +153,7 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     must(/attempts?/.test(await s0.locator('.step-head').innerText()), 'the attempts are shown');
     await look(page, 'run-failed');
     await shot(page, 'console-run-failed');
+    await docsShot(page, 'console-run-failed');
     const plan = await api('GET', '/runs/' + failed + '/retry-plan');
     let retried = null;
     if (plan.status === 200) {
@@ -259,6 +265,7 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     must(/Acme Paper/.test(await card.locator('.payload').innerText()) && /1250/.test(await card.locator('.payload').innerText()), 'the request_payload is shown');
     await look(page, 'tasks-session');
     await shot(page, 'console-tasks');
+    await docsShot(page, 'console-tasks');
     // A task that appears while the page is open comes in without a reload.
     const second = await start(pay, { supplier: 'Beta Ink', amount: 80 });
     const card2 = page.locator('li[data-kind=approval][data-run="' + second + '"]');
@@ -296,12 +303,13 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await page.waitForURL(/\/console\/runs$/);
     await page.waitForFunction(() => document.activeElement && document.activeElement.tagName === 'H2');
     must(await page.getByRole('link', { name: 'Runs', exact: true }).getAttribute('aria-current') === 'page', 'the current page is marked');
+    await page.locator('#runs tbody tr').first().waitFor();
+    await docsShot(page, 'console-runs');
     await page.goBack();
     await page.waitForURL(/\/console\/tasks$/);
     await page.locator('li[data-kind=form]').first().waitFor();
     await ok('POST', '/runs/' + run + '/cancel', { reason: 'e2e tidy' });
   });
 
-  for (const n of ['console-runs', 'console-paused', 'console-tasks', 'console-run-failed']) { try { docsImg(n); } catch (e) { /* a step failed: its screenshot is missing */ } }
   return axe;
 }
