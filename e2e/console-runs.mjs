@@ -162,9 +162,11 @@ export async function consoleRuns({ step, shot, must, cfg }) {
       await page.getByLabel(/Why retry/).fill('the receiver is back');
       await page.getByRole('button', { name: 'Retry', exact: true }).click();
       await page.locator('#run-action .msg.good').waitFor();
-      const ev = await ok('GET', '/runs/' + failed + '/evidence');
+      const link = page.locator('#run-action .msg.good a');
+      const next = (await link.count()) ? decodeURIComponent((await link.getAttribute('href')).split('/').pop()) : failed;
+      const ev = await ok('GET', '/runs/' + next + '/evidence');
       retried = JSON.stringify(ev).includes('the receiver is back');
-      must(retried, 'the retry\u2019s reason is in the evidence');
+      must(retried, 'the retry\u2019s reason is in the evidence of ' + next);
     }
 
     // Cancel a paused run, with the reason recorded.

@@ -317,12 +317,16 @@ export async function render(ctx, main, match) {
     const reason = el('input', { id: 'retry-reason', type: 'text', size: 40, required: true });
     const out = msg('', '');
     const steps = plan.steps || [];
+    const callText = (c) => typeof c === 'string' ? c : [c.kind, c.method, c.host, c.detail].filter(Boolean).join(' ');
+    const reused = plan.reused_steps || [];
     const form = el('form', { className: 'confirm', 'aria-label': 'Retry the run' }, [
       el('h4', { text: 'What the retry does again' }),
-      steps.length ? el('table', { id: 'retry-plan' }, [el('thead', {}, [el('tr', {}, ['Step', 'Type', 'Does', 'Outside calls'].map((h) => el('th', { scope: 'col', text: h })))]),
-        el('tbody', {}, steps.map((s) => el('tr', {}, [el('td', { text: '#' + (s.index ?? s.step_index) }), el('td', {}, [el('code', { text: s.type || '' })]),
-          el('td', { text: s.action || s.does || (s.reruns === false ? 'kept' : 'runs again') }),
-          el('td', {}, [(s.outside_calls || s.calls || []).length ? el('ul', {}, (s.outside_calls || s.calls).map((c) => el('li', { text: typeof c === 'string' ? c : [c.kind, c.method, c.target || c.url || c.name].filter(Boolean).join(' ') }))) : el('span', { className: 'muted', text: 'none' })])])))]) : json(plan),
+      el('p', { text: 'A new run of version ' + (plan.workflow_version || '') + ' with the same input starts at step #' + (plan.from_step ?? '?') +
+        (plan.from_element !== undefined && plan.from_element !== null ? ', element ' + plan.from_element : '') + '.' +
+        (reused.length ? ' Reused, not run again: ' + reused.map((i) => '#' + i).join(', ') + '.' : '') }),
+      steps.length ? el('table', { id: 'retry-plan' }, [el('thead', {}, [el('tr', {}, ['Step', 'Type', 'Outside calls it makes'].map((h) => el('th', { scope: 'col', text: h })))]),
+        el('tbody', {}, steps.map((s) => el('tr', {}, [el('td', { text: '#' + (s.path || s.index) }), el('td', {}, [el('code', { text: s.type || '' }), s.pauses ? el('span', { className: 'muted', text: ' (waits for a person)' }) : null]),
+          el('td', {}, [(s.calls || []).length ? el('ul', {}, s.calls.map((c) => el('li', { text: callText(c) }))) : el('span', { className: 'muted', text: 'none' })])])))]) : json(plan),
       el('label', { for: 'retry-reason', text: 'Why retry? (recorded in the run\u2019s evidence)' }), reason,
       el('div', { className: 'row' }, [el('button', { type: 'submit', className: 'btn', text: 'Retry' }),
         el('button', { type: 'button', className: 'btn secondary', text: 'Back', onclick: () => actionBox.replaceChildren() })]), out]);
