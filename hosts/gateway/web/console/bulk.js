@@ -69,6 +69,7 @@ function serverOutcome(op) {
 export function bulkPanel(ctx, query, matches, filterText, done) {
   const area = el('div', { className: 'bulk-area' });
   const history = el('ul', { className: 'ops', 'aria-label': 'Operations on many runs' });
+  const serverOps = el('ul', { className: 'ops', 'aria-label': 'Run operations of the organization' });
   const panel = el('details', { className: 'card bulk', id: 'bulk' }, [
     el('summary', { text: 'Act on every run that matches' }),
     el('p', { className: 'muted', text: 'The filter: ' + filterText + '.' }),
@@ -77,7 +78,6 @@ export function bulkPanel(ctx, query, matches, filterText, done) {
       el('button', { type: 'button', className: 'btn secondary', text: 'Retry matching failed runs…', onclick: () => plan('retry') })]),
     area, serverOps, history]);
 
-  const serverOps = el('ul', { className: 'ops', 'aria-label': 'Run operations of the organization' });
   let server = null; // does the service run operations itself (POST /run-operations)?
   async function drawServerOps() {
     try {
