@@ -152,7 +152,7 @@ function stepItem(ctx, runId, run, step, pending, def, open, began) {
     el('span', { className: 'step-n', text: '#' + step.index }),
     el('code', { className: 'step-type', text: step.type }),
     stepStatus(run, step, pending),
-    ms !== null ? el('span', { className: 'muted', text: duration(ms) + (step.finished_at ? '' : '…') }) : null,
+    ms !== null ? el('span', { className: 'muted', text: duration(ms) + (step.finished_at ? '' : ' so far') }) : null,
     tries && tries > 1 ? el('span', { className: 'muted', text: tries + ' attempts' }) : (tries === 1 ? el('span', { className: 'muted', text: '1 attempt' }) : null),
   ]);
   const body = [];
