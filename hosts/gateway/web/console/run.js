@@ -133,11 +133,12 @@ function decisionsTable(list) {
     el('tbody', {}, list.map((d) => el('tr', {}, [el('td', {}, [el('code', { text: d.kind })]), el('td', {}, [typeof d.result === 'object' ? json(d.result) : String(d.result)]), el('td', { text: d.reason || '' })])))]);
 }
 
-function effectsTable(list, withStep) {
-  if (!list || !list.length) return null;
-  return el('table', { className: 'effects' }, [el('thead', {}, [el('tr', {}, [withStep ? 'Step' : null, 'Effect', 'Target', 'Detail'].filter(Boolean).map((h) => el('th', { scope: 'col', text: h })))]),
+function effectsTable(all, withStep) {
+  if (!all || !all.length) return null;
+  const list = all.slice(0, 100); // a loop's thousands of writes: the first hundred, and how many
+  return el('div', {}, [all.length > list.length ? el('p', { className: 'muted', text: 'The first ' + list.length + ' of ' + all.length + ' effects.' }) : null, el('table', { className: 'effects' }, [el('thead', {}, [el('tr', {}, [withStep ? 'Step' : null, 'Effect', 'Target', 'Detail'].filter(Boolean).map((h) => el('th', { scope: 'col', text: h })))]),
     el('tbody', {}, list.map((e) => el('tr', {}, [withStep ? el('td', { text: String(e.step_index) }) : null, el('td', {}, [el('code', { text: e.kind })]),
-      el('td', { text: e.target || '' }), el('td', {}, [e.detail && Object.keys(e.detail).length ? json(e.detail) : ''])])))]);
+      el('td', { text: e.target || '' }), el('td', {}, [e.detail && Object.keys(e.detail).length ? json(e.detail) : ''])])))])]);
 }
 
 function stepItem(ctx, runId, run, step, pending, def, open, began) {
