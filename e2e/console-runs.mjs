@@ -160,6 +160,7 @@ export async function consoleRuns({ step, shot, must, cfg }) {
       await page.getByRole('button', { name: 'Retry from the failed step…' }).click();
       await page.locator('#retry-plan, #run-action pre').first().waitFor();
       await page.getByLabel(/Why retry/).fill('the receiver is back');
+      await shot(page, 'console-retry-plan');
       await page.getByRole('button', { name: 'Retry', exact: true }).click();
       await page.locator('#run-action .msg.good').waitFor();
       const link = page.locator('#run-action .msg.good a');

@@ -59,14 +59,14 @@ function serverFilter(query) {
   return f;
 }
 
-function serverOutcome(op) {
-  return [el('strong', { text: (op.action === 'retry' ? 'Retry' : 'Cancel') + ' ' + [op.filter.workflow_id && 'workflow ' + op.filter.workflow_id, op.filter.status && 'status ' + op.filter.status].filter(Boolean).join(', ') }), ' — ',
+function serverOutcome(op, nameOf) {
+  return [el('strong', { text: (op.action === 'retry' ? 'Retry' : 'Cancel') + ' ' + [op.filter.workflow_id && 'workflow ' + (nameOf ? nameOf(op.filter.workflow_id) : op.filter.workflow_id), op.filter.status && 'status ' + op.filter.status].filter(Boolean).join(', ') }), ' — ',
     op.status === 'pending' ? 'counting the runs' : op.done + ' of ' + op.matched + ' ' + (op.action === 'retry' ? 'retried' : 'cancelled'),
     op.skipped ? ', ' + op.skipped + ' skipped' : '', op.failed ? ', ' + op.failed + ' refused' : '', op.status === 'running' ? ' (running)' : '',
     el('span', { className: 'muted', text: ' · ' + when(op.created_at) + (op.actor && op.actor.id ? ' · ' + op.actor.id : '') + (op.reason ? ' · “' + op.reason + '”' : '') })];
 }
 
-export function bulkPanel(ctx, query, matches, filterText, done) {
+export function bulkPanel(ctx, query, matches, filterText, done, nameOf) {
   const area = el('div', { className: 'bulk-area' });
   const history = el('ul', { className: 'ops', 'aria-label': 'Operations on many runs' });
   const serverOps = el('ul', { className: 'ops', 'aria-label': 'Run operations of the organization' });
@@ -84,7 +84,7 @@ export function bulkPanel(ctx, query, matches, filterText, done) {
       const list = await ctx.rt('GET', '/run-operations?limit=10');
       server = true;
       serverOps.replaceChildren(...(list.items || []).map((op) => {
-        const li = el('li', { 'data-op': op.id }, serverOutcome(op));
+        const li = el('li', { 'data-op': op.id }, serverOutcome(op, nameOf));
         if ((op.errors || []).length) li.appendChild(el('details', {}, [el('summary', { text: 'Refused runs' }), el('ul', {}, op.errors.slice(0, 50).map((x) =>
           el('li', {}, [el('a', { href: '/console/runs/' + encodeURIComponent(x.run_id), text: x.run_id }), ': ' + x.message])))]));
         return li;
@@ -157,14 +157,14 @@ export function bulkPanel(ctx, query, matches, filterText, done) {
       let op;
       try { op = await ctx.rt('POST', '/run-operations', { action, filter: f, reason: reason.value.trim() }); } catch (e) { area.replaceChildren(msg('bad', problem(e))); return; }
       const bar = el('progress', { max: String(op.matched || n), value: '0', 'aria-label': A.verb + ' progress' });
-      const line = el('p', { role: 'status', 'aria-live': 'polite' }, serverOutcome(op));
+      const line = el('p', { role: 'status', 'aria-live': 'polite' }, serverOutcome(op, nameOf));
       area.replaceChildren(el('div', { className: 'progress' }, [bar, line]));
       while (ctx.shown() && op.status !== 'completed') {
         await new Promise((res) => setTimeout(res, 700));
         try { op = await ctx.rt('GET', '/run-operations/' + encodeURIComponent(op.id)); } catch (e) { line.replaceChildren(msg('bad', problem(e))); return; }
         bar.max = op.matched || n;
         bar.value = op.done + op.skipped + op.failed;
-        line.replaceChildren(...serverOutcome(op));
+        line.replaceChildren(...serverOutcome(op, nameOf));
       }
       if (done && ctx.shown()) done();
     });
