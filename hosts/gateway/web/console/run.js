@@ -328,7 +328,7 @@ export async function render(ctx, main, match) {
       steps.length ? el('table', { id: 'retry-plan' }, [el('thead', {}, [el('tr', {}, ['Step', 'Type', 'Outside calls it makes'].map((h) => el('th', { scope: 'col', text: h })))]),
         el('tbody', {}, steps.map((s) => el('tr', {}, [el('td', { text: '#' + (s.path || s.index) }), el('td', {}, [el('code', { text: s.type || '' }), s.pauses ? el('span', { className: 'muted', text: ' (waits for a person)' }) : null]),
           el('td', {}, [(s.calls || []).length ? el('ul', {}, s.calls.map((c) => el('li', { text: callText(c) }))) : el('span', { className: 'muted', text: 'none' })])])))]) : json(plan),
-      el('label', { for: 'retry-reason', text: 'Why retry? (recorded in the run\u2019s evidence)' }), reason,
+      el('label', { for: 'retry-reason', text: 'Why retry? (recorded in the new run\u2019s evidence)' }), reason,
       el('div', { className: 'row' }, [el('button', { type: 'submit', className: 'btn', text: 'Retry' }),
         el('button', { type: 'button', className: 'btn secondary', text: 'Back', onclick: () => actionBox.replaceChildren() })]), out]);
     form.addEventListener('submit', async (ev) => {
