@@ -315,6 +315,27 @@ func (e TableIndexState) Valid() bool {
 	}
 }
 
+// Defines values for WebhookCircuitState.
+const (
+	Closed   WebhookCircuitState = "closed"
+	HalfOpen WebhookCircuitState = "half_open"
+	Open     WebhookCircuitState = "open"
+)
+
+// Valid indicates whether the value is a known member of the WebhookCircuitState enum.
+func (e WebhookCircuitState) Valid() bool {
+	switch e {
+	case Closed:
+		return true
+	case HalfOpen:
+		return true
+	case Open:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListAgentsParamsStatus.
 const (
 	ListAgentsParamsStatusBudgetExceeded ListAgentsParamsStatus = "budget_exceeded"
@@ -748,6 +769,7 @@ type Delivery struct {
 	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"`
 	RunId          *string    `json:"run_id,omitempty"`
 	Signed         bool       `json:"signed"`
+	Skipped        int64      `json:"skipped"`
 	Status         string     `json:"status"`
 	Target         string     `json:"target"`
 	UpdatedAt      time.Time  `json:"updated_at"`
@@ -778,6 +800,7 @@ type DeliveryDoc struct {
 	NextAttemptAt  *time.Time         `json:"next_attempt_at,omitempty"`
 	RunId          *string            `json:"run_id,omitempty"`
 	Signed         bool               `json:"signed"`
+	Skipped        int64              `json:"skipped"`
 	Status         string             `json:"status"`
 	Target         string             `json:"target"`
 	UpdatedAt      time.Time          `json:"updated_at"`
@@ -1793,7 +1816,10 @@ type Webhook struct {
 	// AutoPayload Merged into every payload sent to this target.
 	AutoPayload *map[string]interface{} `json:"auto_payload,omitempty"`
 
-	// ConsecutiveFailures Deliveries failed in a row since the last success.
+	// Circuit GET and list only: the circuit of the target's address, which counts failed requests (retries among them): it can be open while consecutive_failures is still 0.
+	Circuit *WebhookCircuit `json:"circuit,omitempty"`
+
+	// ConsecutiveFailures Deliveries failed in a row since the last success (each after all its retries).
 	ConsecutiveFailures int64     `json:"consecutive_failures"`
 	CreatedAt           time.Time `json:"created_at"`
 
@@ -1852,6 +1878,16 @@ type WebhookBody struct {
 	// Example: https://hooks.example.com/svcflow
 	Url string `json:"url"`
 }
+
+// WebhookCircuit defines model for WebhookCircuit.
+type WebhookCircuit struct {
+	Failures  int64               `json:"failures"`
+	OpenUntil *time.Time          `json:"open_until,omitempty"`
+	State     WebhookCircuitState `json:"state"`
+}
+
+// WebhookCircuitState defines model for WebhookCircuit.State.
+type WebhookCircuitState string
 
 // WebhookFilter defines model for WebhookFilter.
 type WebhookFilter struct {

@@ -2242,6 +2242,8 @@ export interface components {
             next_attempt_at?: string;
             run_id?: string;
             signed: boolean;
+            /** Format: int64 */
+            skipped: number;
             status: string;
             target: string;
             /** Format: date-time */
@@ -2279,6 +2281,8 @@ export interface components {
             next_attempt_at?: string;
             run_id?: string;
             signed: boolean;
+            /** Format: int64 */
+            skipped: number;
             status: string;
             target: string;
             /** Format: date-time */
@@ -3458,9 +3462,11 @@ export interface components {
             auto_payload?: {
                 [key: string]: unknown;
             };
+            /** @description GET and list only: the circuit of the target's address, which counts failed requests (retries among them): it can be open while consecutive_failures is still 0. */
+            circuit?: components["schemas"]["WebhookCircuit"];
             /**
              * Format: int64
-             * @description Deliveries failed in a row since the last success.
+             * @description Deliveries failed in a row since the last success (each after all its retries).
              */
             consecutive_failures: number;
             /** Format: date-time */
@@ -3518,6 +3524,14 @@ export interface components {
              * @example https://hooks.example.com/svcflow
              */
             url: string;
+        };
+        WebhookCircuit: {
+            /** Format: int64 */
+            failures: number;
+            /** Format: date-time */
+            open_until?: string;
+            /** @enum {string} */
+            state: "closed" | "open" | "half_open";
         };
         WebhookFilter: {
             /**
