@@ -129,7 +129,7 @@ func (e *Core) commitStep(ctx context.Context, job *svctype.Job, st *runState, c
 	}
 	var sf *stepFailure
 	if errors.As(err, &sf) {
-		return e.failRun(ctx, job, st, st.run.Cursor.Step, &svctype.Step{Type: "definition.condition"}, sf.err)
+		return e.failRun(ctx, job, st, st.run.Cursor.Step, &svctype.Step{Type: "definition.condition"}, sf.err, nil)
 	}
 	return err
 }
@@ -143,7 +143,7 @@ func (e *Core) afterCommit(ctx context.Context, job *svctype.Job, st *runState, 
 		e.applyOutputs(st, c)
 		return nil
 	case errors.As(err, &sf):
-		return e.failRun(ctx, job, st, i, step, sf.err)
+		return e.failRun(ctx, job, st, i, step, sf.err, &c.rec)
 	default:
 		// The transaction rolled back: reload the run so memory matches the database. When
 		// that fails too, memory may not match it: the caller stops advancing the run (st

@@ -21,8 +21,10 @@ func (f *stepFailure) Error() string { return f.err.Error() }
 func (f *stepFailure) Unwrap() error { return f.err }
 
 // failRun ends the run as failed in a transaction of its own; the failing step's work was
-// rolled back, earlier steps' committed effects stay.
-func (e *Core) failRun(ctx context.Context, job *svctype.Job, st *runState, i int, step *svctype.Step, cause error) error {
+// rolled back, earlier steps' committed effects stay. began, when not nil, is the record the
+// failing step had in memory: its start and resolved input are kept in the failed record
+// (the console shows how long it ran and what it was given).
+func (e *Core) failRun(ctx context.Context, job *svctype.Job, st *runState, i int, step *svctype.Step, cause error, began *svctype.StepRecord) error {
 	reason := fmt.Sprintf("step %d (%s): %s", i, step.Type, cause.Error())
 	calls := st.calls
 	st.calls = nil
@@ -32,6 +34,9 @@ func (e *Core) failRun(ctx context.Context, job *svctype.Job, st *runState, i in
 		}
 		now := e.now().UTC()
 		rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepFailed, Error: cause.Error(), FinishedAt: &now}
+		if began != nil && began.Index == i {
+			rec.StartedAt, rec.InputSummary = began.StartedAt, began.InputSummary
+		}
 		if step.Type == LoopStep && st.run.Cursor.Loop != nil {
 			// The elements committed before the failure made their effects (their rows are
 			// in the tables): the failed step's record keeps them, as endLoop would have.

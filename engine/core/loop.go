@@ -262,7 +262,7 @@ func (e *Core) loopOnce(ctx context.Context, job *svctype.Job, st *runState, i i
 		return e.afterCommit(ctx, job, st, c, i, step, err)
 	}
 	if planErr != nil {
-		return e.failRun(ctx, job, st, i, step, planErr)
+		return e.failRun(ctx, job, st, i, step, planErr, nil)
 	}
 	lc := st.run.Cursor.Loop
 	if lc.Next < len(plan.items) {

@@ -39,8 +39,8 @@ func (e *Core) stepOnce(ctx context.Context, job *svctype.Job, st *runState) ([]
 	}
 	started := e.now().UTC()
 	rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepCompleted, StartedAt: &started}
-	c := &commit{}
-	if err := e.workAhead(ctx, job, st, step, i); err != nil {
+	c := &commit{rec: rec} // a call that fails ahead leaves its start and input in the failed record
+	if err := e.workAhead(ctx, job, st, step, i, &c.rec); err != nil {
 		return nil, e.afterCommit(ctx, job, st, c, i, step, err)
 	}
 	began := time.Now() // the chain's time counts from here: its work outside is done
