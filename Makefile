@@ -45,8 +45,8 @@ openapi: ## regenerate openapi/openapi.yaml (3.1), openapi-3.0.yaml (Huma's 3.0 
 lint-openapi: ## lint openapi/'s four documents (runtime, integrator; 3.1 and 3.0) with Redocly CLI (openapi/redocly.yaml; npm ci in openapi/ when needed)
 	bash .ci/lint-openapi
 
-client: ## regenerate the Go client examples/client/client.gen.go from openapi/openapi-3.0.yaml (oapi-codegen, pinned in examples/client/tools.mod)
-	$(GO) generate ./examples/client
+client: ## regenerate the Go clients: examples/client/client.gen.go (runtime, openapi/openapi-3.0.yaml) and examples/client/integrator/integrator.gen.go (gateway, openapi/integrator-3.0.yaml); oapi-codegen pinned in examples/client/tools.mod
+	$(GO) generate ./examples/client/...
 
 # The TypeScript client's dependencies, pinned by clients/typescript/package-lock.json: `npm ci`
 # when they are missing or the lock file is newer than the install.

@@ -219,14 +219,14 @@ func TestBrowserEndToEnd(t *testing.T) {
 	require.Len(t, limited, 10, "the 11th was refused")
 	waitStatus(approvalRun, "completed")
 	approvals := call("GET", "/approvals?status=approved", live, "")["items"].([]any)
-	require.Len(t, approvals, 2, "one from the sidebar, one from the console")
+	require.Len(t, approvals, 3, "one from the sidebar, one on the console's run page, one in a member's console inbox")
 	deciders := map[string]string{}
 	for _, a := range approvals {
 		a := a.(map[string]any)
 		require.Equal(t, "user", a["decided_by"].(map[string]any)["type"])
 		deciders[a["approver_role"].(string)] = a["decided_by"].(map[string]any)["id"].(string)
 	}
-	require.Equal(t, map[string]string{"finance": "ann@example.com", "ops": "ops@platform.example"}, deciders)
+	require.Equal(t, map[string]string{"finance": "ann@example.com", "ops": "ops@platform.example", "treasury": "bo@example.com"}, deciders)
 	consoleRun, _ := res.Steps["console"]["runId"].(string)
 	require.NotEmpty(t, consoleRun)
 	waitStatus(consoleRun, "completed")
