@@ -5,6 +5,7 @@
 import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { consolePages } from './console-pages.mjs';
 
 const cfg = JSON.parse(process.env.SVC_E2E_CONFIG || '{}');
 mkdirSync(cfg.artifacts, { recursive: true });
@@ -24,6 +25,8 @@ context.on('request', (r) => {
 });
 
 async function step(name, fn) {
+  // SVC_E2E_ONLY (a regular expression) runs only the steps it matches.
+  if (process.env.SVC_E2E_ONLY && !new RegExp(process.env.SVC_E2E_ONLY).test(name)) return;
   const page = await context.newPage();
   const t0 = Date.now();
   try {
@@ -284,6 +287,9 @@ await step('allTypes', async (page) => {
   must(popup.url().startsWith(cfg.gateway + '/forms/'), 'the button opens the hosted page: ' + popup.url());
   await popup.close();
 });
+
+// 7d. The console's workflows, tables, documents, webhooks, agents and forms pages.
+results.axe = await consolePages({ step, shot, must, cfg });
 
 // 8. How fast the hosted page renders its form: cold (a new browser context: nothing
 // cached) and warm (the SDK cached), many loads each; median, p90 and worst.

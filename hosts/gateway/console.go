@@ -37,6 +37,18 @@ var consoleRoutes = []struct {
 	{http.MethodGet, regexp.MustCompile(`^/forms/[^/]+/[0-9]+$`)},
 	{http.MethodPost, regexp.MustCompile(`^/approvals/[^/]+/[0-9]+$`)},
 	{http.MethodPost, regexp.MustCompile(`^/forms/[^/]+/[0-9]+/submit$`)},
+	// The workflows, tables, documents, webhooks, agents and forms pages.
+	{http.MethodGet, regexp.MustCompile(`^/workflows/[^/]+$`)}, // ?version=N: an earlier version, to compare
+	{http.MethodGet, regexp.MustCompile(`^/custom-tables$`)},
+	{http.MethodGet, regexp.MustCompile(`^/custom-tables/[^/]+/rows$`)},
+	{http.MethodGet, regexp.MustCompile(`^/documents$`)},
+	{http.MethodGet, regexp.MustCompile(`^/documents/[^/]+(/content)?$`)},
+	{http.MethodGet, regexp.MustCompile(`^/webhooks/[^/]+$`)},
+	{http.MethodPost, regexp.MustCompile(`^/deliveries/[^/]+/redeliver$`)},
+	{http.MethodGet, regexp.MustCompile(`^/agents$`)},
+	{http.MethodGet, regexp.MustCompile(`^/agents/[^/]+/(status|trace)$`)},
+	{http.MethodGet, regexp.MustCompile(`^/external-forms$`)},
+	{http.MethodGet, regexp.MustCompile(`^/external-forms/[^/]+(/submissions)?$`)},
 }
 
 func consoleAllows(method, path string) bool {
@@ -48,16 +60,27 @@ func consoleAllows(method, path string) bool {
 	return false
 }
 
-// registerConsole serves the console's page, its script and its window onto the runtime.
+// registerConsole serves the console's page (for every path under /console, so a deep
+// link or a reload shows the page it names), its modules and its window onto the runtime.
 func (s *Server) registerConsole() {
-	s.router.Get("/console", func(w http.ResponseWriter, r *http.Request) {
+	page := func(w http.ResponseWriter, r *http.Request) {
 		b, _ := webFS.ReadFile("web/console.html")
 		pageHeaders(w, nil) // decides approvals: framed by no page, this origin's neither
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write(b)
-	})
-	s.router.Get("/console/app.js", func(w http.ResponseWriter, r *http.Request) {
-		b, _ := webFS.ReadFile("web/console.js")
+	}
+	s.router.Get("/console", page)
+	s.router.Get("/console/*", func(w http.ResponseWriter, r *http.Request) {
+		name := chi.URLParam(r, "*")
+		if !strings.HasSuffix(name, ".js") {
+			page(w, r)
+			return
+		}
+		b, err := webFS.ReadFile("web/console/" + name)
+		if err != nil || strings.Contains(name, "/") {
+			writeProblem(w, http.StatusNotFound, "not_found", "no such console module")
+			return
+		}
 		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
