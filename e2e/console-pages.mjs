@@ -3,6 +3,7 @@
 // after each action (through the runtime API, with the organization's runtime key), axe-core
 // on every page, and screenshots. The data comes from hosts/svcflow/e2e_pages_test.go.
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { checkAxe } from './axe.mjs';
 
 export async function consolePages({ step, shot, must, cfg }) {
@@ -26,11 +27,14 @@ export async function consolePages({ step, shot, must, cfg }) {
     await page.locator('#view h2, main h2').first().waitFor();
   }
   async function look(page, name) { axe.push(await checkAxe(page, name)); }
+  const after0 = (r) => r.body.attempts;
+  // readme is a screenshot of what the window shows (not the whole page), for README.
+  const readme = (page, name) => page.screenshot({ path: join(cfg.artifacts, 'readme-' + name + '.png') });
 
   await step('consoleWorkflows', async (page) => {
     await open(page, '/workflows');
     const row = page.locator('tr').filter({ hasText: 'pay-suppliers' });
-    must(await row.getByText('v2').count() === 1, 'the list shows the version');
+    await row.getByText('v2').waitFor(); // the list shows the version
     await look(page, 'workflows');
     await row.getByRole('link', { name: 'pay-suppliers' }).click();
     await page.waitForURL(/\/console\/workflows\/wfl-/);
@@ -48,6 +52,8 @@ export async function consolePages({ step, shot, must, cfg }) {
       'the changed threshold is a removed and an added line');
     await look(page, 'workflow');
     await shot(page, 'console-workflow');
+    await page.setViewportSize({ width: 1000, height: 760 });
+    await readme(page, 'console-workflow');
     // The comparison is in the URL: a reload shows it again; the same version twice says so.
     await page.getByLabel('From').selectOption('2');
     await page.getByRole('button', { name: 'Compare' }).click();
@@ -87,12 +93,12 @@ export async function consolePages({ step, shot, must, cfg }) {
   await step('consoleDocuments', async (page) => {
     await open(page, '/documents');
     const row = page.locator('tr').filter({ hasText: 'rates.csv' });
-    must(await row.getByText('v2').count() === 1, 'the latest version is listed');
+    await row.getByText('v2').waitFor(); // the latest version is listed
     await look(page, 'documents');
     await row.getByRole('link', { name: 'rates.csv' }).click();
     await page.locator('tr[data-version]').first().waitFor();
     must(await page.locator('tr[data-version]').count() === 2, 'both versions');
-    const [dl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download rates.csv, version 1' }).click()]);
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download v1 of rates.csv' }).click()]);
     const got = readFileSync(await dl.path(), 'utf8');
     must(got === 'currency,rate\nUSD,1.08\n', 'version 1 downloaded as uploaded: ' + JSON.stringify(got));
     must(dl.suggestedFilename() === 'rates.csv', 'saved under its name: ' + dl.suggestedFilename());
@@ -114,15 +120,19 @@ export async function consolePages({ step, shot, must, cfg }) {
     must(before.attempt_list.length === 1, 'one attempt before: ' + before.attempt_list.length);
     const run = first.getByRole('link', { name: 'Run ' + before.run_id });
     must(await run.getAttribute('href') === '/console/runs/' + before.run_id, 'the delivery links to its run');
+    const attempts = page.locator(`tr[data-delivery="${id}"] + tr.detail`);
     await first.getByRole('button', { name: 'Attempts of delivery ' + id }).click();
-    await first.locator('tr[data-attempt="1"]').waitFor();
+    await attempts.locator('tr[data-attempt="1"]').waitFor();
     await first.getByRole('button', { name: 'Redeliver ' + id }).click();
-    await first.locator('tr[data-attempt="2"]').waitFor({ timeout: 15000 });
+    await attempts.locator('tr[data-attempt="2"]').waitFor({ timeout: 15000 });
     await first.getByText(/Sent again: succeeded/).waitFor({ timeout: 15000 });
+    must(await first.locator('td').nth(4).innerText() === String(after0(await api('/deliveries/' + id))), 'the row shows the attempts the service counts');
     const after = (await api('/deliveries/' + id)).body;
     must(after.attempt_list.length === 2 && after.status === 'succeeded', 'the service recorded a second attempt: ' + JSON.stringify(after.attempt_list));
     await look(page, 'webhook');
     await shot(page, 'console-webhook');
+    await page.setViewportSize({ width: 1000, height: 560 });
+    await readme(page, 'console-webhook');
   });
 
   await step('consoleAgents', async (page) => {

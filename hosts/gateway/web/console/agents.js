@@ -55,6 +55,6 @@ async function agent(ctx, main, id) {
   const answer = a.final_answer ? el('div', { className: 'card' }, [el('h3', { text: 'Final answer' }), el('p', { className: 'answer', text: a.final_answer })]) : null;
   const pause = a.pause ? el('div', { className: 'card' }, [el('h3', { text: 'Waiting for a person' }), el('p', { text: a.pause.question || '' }),
     a.pause.options && a.pause.options.length ? el('p', { text: 'Options: ' + a.pause.options.join(', ') }) : null]) : null;
-  main.replaceChildren(el('p', {}, [link('/agents', '← Agents')]), heading('Agent run', id), el('div', { className: 'card' }, [facts]), answer, pause,
-    el('section', { 'aria-labelledby': 'trace-h' }, [el('h3', { id: 'trace-h', text: 'Reasoning trace' }), tr.error ? problem(tr.error) : traceView(tr.trace)]));
+  main.replaceChildren(...[el('p', {}, [link('/agents', '← Agents')]), heading('Agent run', id), el('div', { className: 'card' }, [facts]), answer, pause,
+    el('section', { 'aria-labelledby': 'trace-h' }, [el('h3', { id: 'trace-h', text: 'Reasoning trace' }), tr.error ? problem(tr.error) : traceView(tr.trace)])].filter(Boolean));
 }

@@ -44,7 +44,7 @@ async function doc(ctx, main, id) {
       { title: 'Size', cell: (v) => size(v.size_bytes) },
       { title: 'SHA-256', cell: (v) => v.sha256 ? short(v.sha256) : '' },
       { title: 'Content', cell: (v) => el('button', { type: 'button', className: 'btn secondary', text: 'Download v' + v.version,
-        'aria-label': `Download ${d.name}, version ${v.version}`, onclick: () => download(ctx, d, v, msg) }) },
+        'aria-label': `Download v${v.version} of ${d.name}`, onclick: () => download(ctx, d, v, msg) }) },
     ], versions, (v) => ({ 'data-version': String(v.version) })), msg]));
 }
 

@@ -8,7 +8,7 @@ const css = `
 .pagehead h2{margin:.25rem 0}.sub{color:#5c6270;font-size:.9em;margin:.1rem 0}
 @media (prefers-color-scheme:dark){.sub{color:#aab0bb}}
 .pager{margin-top:.5rem}.pager .sub{margin-left:.5rem}
-.btn:disabled{opacity:.45;cursor:default}
+.btn:disabled{opacity:.45;cursor:default}.row.nowrap{flex-wrap:nowrap}
 .flow,.flow ol{list-style:none;padding:0;margin:.25rem 0;counter-reset:step}
 .flow-step{counter-increment:step;position:relative;border:1px solid #8a8f98;border-left-width:5px;border-radius:8px;padding:.5rem .75rem;margin:0 0 1.1rem}
 .flow-step::before{content:counter(step);position:absolute;left:-2.1rem;top:.45rem;width:1.5rem;text-align:right;font-weight:600;color:#5c6270}
@@ -21,8 +21,9 @@ const css = `
 .diff{max-height:32rem}.diff span{display:block}
 .d-add{background:#2e7d3226}.d-del{background:#c6282826}.d-fold{color:#5c6270;font-style:italic}
 @media (prefers-color-scheme:dark){.d-fold{color:#aab0bb}.flow-step::before{color:#aab0bb}}
-.filters input{min-width:10rem}.filters label{margin:0}
-.attempts table{margin-top:.4rem;font-size:.9em}
+.filters{margin-bottom:.75rem}.filters input{min-width:10rem}.filters label{margin:0}
+.attempts{padding:.25rem 0 .5rem 1.5rem}.detail>td{border-bottom-width:2px}
+.attempts table{font-size:.9em;width:auto}.attempts th,.attempts td{padding:.2rem .75rem .2rem 0}
 .trace{list-style:none;padding:0}.trace dl,.facts{display:grid;grid-template-columns:8rem 1fr;gap:.25rem .75rem;margin:0}
 .trace dt,.facts dt{font-weight:600}.trace dd,.facts dd{margin:0}
 .answer{white-space:pre-wrap}

@@ -1,7 +1,7 @@
 // Tables: the organization's custom tables; a table's rows a page at a time (cursor),
 // filtered on its indexed columns (equality, as GET /custom-tables/{name}/rows?where=).
 import { el, when } from './ui.js';
-import { link, heading, pagedTable, allPages, short } from './pagekit.js';
+import { link, heading, pagedTable, allPages } from './pagekit.js';
 
 export const route = { name: 'tables', title: 'Tables', nav: true, pattern: /^\/tables(?:\/([^/]+))?$/ };
 
@@ -38,7 +38,6 @@ async function table(ctx, main, name) {
   const q = Object.keys(where).length ? '&where=' + encodeURIComponent(JSON.stringify(where)) : '';
   const rows = pagedTable('Rows of ' + name, [
     ...cols.map((c) => ({ title: c, cell: (r) => show((r.data || {})[c]) })),
-    { title: 'Row', cell: (r) => short(r.id) },
     { title: 'Updated', cell: (r) => when(r.updated_at) },
   ], (cursor) => ctx.rt('GET', '/custom-tables/' + encodeURIComponent(name) + '/rows?limit=50' + q + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '')),
   { empty: Object.keys(where).length ? 'No row matches.' : 'No row yet.' });

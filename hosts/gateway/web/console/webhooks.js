@@ -42,48 +42,62 @@ async function hook(ctx, main, id) {
     el('div', { className: 'card' }, [el('p', {}, ['Health: ', health(h)]), el('h3', { text: 'Deliveries' }), list]));
 }
 
-// actions: show a delivery's attempts below its row, and send it again.
+// actions: show a delivery's attempts in a row below its own, and send it again; after a
+// redelivery its row shows what the service now says of it.
 function actions(ctx, d) {
-  const out = el('div', { className: 'attempts', 'aria-live': 'polite' });
+  const out = el('div', { className: 'attempts' });
+  const detail = el('tr', { className: 'detail' }, [el('td', { colspan: '8' }, [out])]);
   const msg = el('span', { role: 'status' });
   const show = el('button', { type: 'button', className: 'btn secondary', 'aria-expanded': 'false', text: 'Attempts',
     'aria-label': 'Attempts of delivery ' + d.delivery_id });
+  const row = () => show.closest('tr');
+  function open(yes) {
+    show.setAttribute('aria-expanded', String(yes));
+    if (yes && !detail.isConnected) row().after(detail);
+    if (!yes) detail.remove();
+  }
   async function load() {
     try {
       const full = await ctx.rt('GET', '/deliveries/' + encodeURIComponent(d.delivery_id));
       const list = full.attempt_list || [];
       out.replaceChildren(list.length ? dataTable('Attempts of ' + d.delivery_id, [
-        { title: '#', cell: (a) => '#' + a.n },
+        { title: 'Attempt', cell: (a) => '#' + a.n },
         { title: 'At', cell: (a) => when(a.at) },
         { title: 'Outcome', cell: (a) => status(a.outcome) },
-        { title: 'HTTP', cell: (a) => a.status_code ? String(a.status_code) : '' },
+        { title: 'HTTP status', cell: (a) => a.status_code ? String(a.status_code) : '' },
         { title: 'Took', cell: (a) => a.latency_ms + ' ms' },
         { title: 'Error', cell: (a) => a.error || '' },
       ], list, (a) => ({ 'data-attempt': String(a.n) })) : el('p', { text: 'Not attempted yet.' }));
+      const cells = row().cells;
+      cells[3].replaceChildren(status(full.status));
+      cells[4].textContent = String(full.attempts);
+      cells[5].textContent = full.last_status_code ? String(full.last_status_code) : (full.last_error || '');
       return full;
     } catch (e) { out.replaceChildren(problem(e)); return null; }
   }
   show.addEventListener('click', () => {
-    const open = show.getAttribute('aria-expanded') !== 'true';
-    show.setAttribute('aria-expanded', String(open));
-    if (open) load(); else out.replaceChildren();
+    const yes = show.getAttribute('aria-expanded') !== 'true';
+    open(yes);
+    if (yes) load();
   });
   const again = el('button', { type: 'button', className: 'btn secondary', text: 'Redeliver', 'aria-label': 'Redeliver ' + d.delivery_id });
   again.addEventListener('click', async () => {
     again.disabled = true;
     msg.textContent = 'Sending again…';
     try {
+      const before = ((await ctx.rt('GET', '/deliveries/' + encodeURIComponent(d.delivery_id))).attempt_list || []).length;
       await ctx.rt('POST', '/deliveries/' + encodeURIComponent(d.delivery_id) + '/redeliver');
       // The worker sends it shortly: read its attempts until one more is there.
-      show.setAttribute('aria-expanded', 'true');
-      const before = d.attempts;
-      for (let i = 0; i < 20; i++) {
+      open(true);
+      let done = false;
+      for (let i = 0; i < 30 && !done; i++) {
         const full = await load();
-        if (full && full.status !== 'pending' && (full.attempt_list || []).length > before) { msg.textContent = 'Sent again: ' + full.status + '.'; break; }
-        await new Promise((r) => setTimeout(r, 500));
+        done = !!full && full.status !== 'pending' && (full.attempt_list || []).length > before;
+        if (done) msg.textContent = 'Sent again: ' + full.status + '.';
+        else await new Promise((r) => setTimeout(r, 500));
       }
-      if (msg.textContent === 'Sending again…') msg.textContent = 'Queued: it is sent shortly.';
+      if (!done) msg.textContent = 'Queued: it is sent shortly.';
     } catch (e) { msg.textContent = e.message; } finally { again.disabled = false; }
   });
-  return el('div', {}, [el('div', { className: 'row' }, [show, again, msg]), out]);
+  return el('div', {}, [el('div', { className: 'row nowrap' }, [show, again]), msg]);
 }
