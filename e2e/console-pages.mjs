@@ -126,12 +126,12 @@ export async function consolePages({ step, shot, must, cfg }) {
     await first.getByRole('button', { name: 'Redeliver ' + id }).click();
     await attempts.locator('tr[data-attempt="2"]').waitFor({ timeout: 15000 });
     await first.getByText(/Sent again: succeeded/).waitFor({ timeout: 15000 });
-    must(await first.locator('td').nth(4).innerText() === String(after0(await api('/deliveries/' + id))), 'the row shows the attempts the service counts');
+    must(await first.locator('td').nth(3).innerText() === String(after0(await api('/deliveries/' + id))), 'the row shows the attempts the service counts');
     const after = (await api('/deliveries/' + id)).body;
     must(after.attempt_list.length === 2 && after.status === 'succeeded', 'the service recorded a second attempt: ' + JSON.stringify(after.attempt_list));
     await look(page, 'webhook');
     await shot(page, 'console-webhook');
-    await page.setViewportSize({ width: 1000, height: 560 });
+    await page.setViewportSize({ width: 1000, height: 640 });
     await readme(page, 'console-webhook');
   });
 

@@ -8,7 +8,7 @@ const css = `
 .pagehead h2{margin:.25rem 0}.sub{color:#5c6270;font-size:.9em;margin:.1rem 0}
 @media (prefers-color-scheme:dark){.sub{color:#aab0bb}}
 .pager{margin-top:.5rem}.pager .sub{margin-left:.5rem}
-.btn:disabled{opacity:.45;cursor:default}.row.nowrap{flex-wrap:nowrap}
+.btn:disabled{opacity:.45;cursor:default}.btn.small{font-size:.85em;padding:.25rem .55rem}
 .flow,.flow ol{list-style:none;padding:0;margin:.25rem 0;counter-reset:step}
 .flow-step{counter-increment:step;position:relative;border:1px solid #8a8f98;border-left-width:5px;border-radius:8px;padding:.5rem .75rem;margin:0 0 1.1rem}
 .flow-step::before{content:counter(step);position:absolute;left:-2.1rem;top:.45rem;width:1.5rem;text-align:right;font-weight:600;color:#5c6270}
@@ -38,8 +38,8 @@ export function heading(title, sub) {
 }
 
 export function problem(e) {
-  const p = e && e.problem;
-  return el('div', { className: 'msg bad', role: 'alert', text: String((e && e.message) || e) + (p && p.code ? ' (' + p.code + ')' : '') });
+  const code = e && (e.code || (e.problem && e.problem.code));
+  return el('div', { className: 'msg bad', role: 'alert', text: String((e && e.message) || e) + (code ? ' (' + code + ')' : '') });
 }
 
 // pretty is JSON with its object keys sorted, two spaces a level: two versions of a

@@ -29,7 +29,6 @@ async function hook(ctx, main, id) {
   const h = await ctx.rt('GET', '/webhooks/' + encodeURIComponent(id));
   const list = pagedTable('Deliveries', [
     { title: 'Delivery', cell: (d) => short(d.delivery_id) },
-    { title: 'Event', cell: (d) => d.event },
     { title: 'Run', cell: (d) => d.run_id ? link('/runs/' + encodeURIComponent(d.run_id), d.run_id.slice(0, 12) + '…', { title: d.run_id, 'aria-label': 'Run ' + d.run_id }) : '' },
     { title: 'Status', cell: (d) => status(d.status) },
     { title: 'Attempts', cell: (d) => String(d.attempts) },
@@ -38,7 +37,7 @@ async function hook(ctx, main, id) {
     { title: 'Actions', cell: (d) => actions(ctx, d) },
   ], (cursor) => ctx.rt('GET', '/webhooks/' + encodeURIComponent(id) + '/deliveries?limit=25' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '')),
   { empty: 'No delivery yet.', rowAttrs: (d) => ({ 'data-delivery': d.delivery_id }) });
-  main.replaceChildren(el('p', {}, [link('/webhooks', '← Webhooks')]), heading(h.url, (h.event_alias || h.event) + ' · ' + h.id),
+  main.replaceChildren(el('p', {}, [link('/webhooks', '← Webhooks')]), heading(h.url, 'Sends ' + (h.event_alias || h.event) + ' · ' + h.id),
     el('div', { className: 'card' }, [el('p', {}, ['Health: ', health(h)]), el('h3', { text: 'Deliveries' }), list]));
 }
 
@@ -46,9 +45,9 @@ async function hook(ctx, main, id) {
 // redelivery its row shows what the service now says of it.
 function actions(ctx, d) {
   const out = el('div', { className: 'attempts' });
-  const detail = el('tr', { className: 'detail' }, [el('td', { colspan: '8' }, [out])]);
+  const detail = el('tr', { className: 'detail' }, [el('td', { colspan: '7' }, [out])]);
   const msg = el('span', { role: 'status' });
-  const show = el('button', { type: 'button', className: 'btn secondary', 'aria-expanded': 'false', text: 'Attempts',
+  const show = el('button', { type: 'button', className: 'btn secondary small', 'aria-expanded': 'false', text: 'Attempts',
     'aria-label': 'Attempts of delivery ' + d.delivery_id });
   const row = () => show.closest('tr');
   function open(yes) {
@@ -69,9 +68,9 @@ function actions(ctx, d) {
         { title: 'Error', cell: (a) => a.error || '' },
       ], list, (a) => ({ 'data-attempt': String(a.n) })) : el('p', { text: 'Not attempted yet.' }));
       const cells = row().cells;
-      cells[3].replaceChildren(status(full.status));
-      cells[4].textContent = String(full.attempts);
-      cells[5].textContent = full.last_status_code ? String(full.last_status_code) : (full.last_error || '');
+      cells[2].replaceChildren(status(full.status));
+      cells[3].textContent = String(full.attempts);
+      cells[4].textContent = full.last_status_code ? String(full.last_status_code) : (full.last_error || '');
       return full;
     } catch (e) { out.replaceChildren(problem(e)); return null; }
   }
@@ -80,7 +79,7 @@ function actions(ctx, d) {
     open(yes);
     if (yes) load();
   });
-  const again = el('button', { type: 'button', className: 'btn secondary', text: 'Redeliver', 'aria-label': 'Redeliver ' + d.delivery_id });
+  const again = el('button', { type: 'button', className: 'btn secondary small', text: 'Redeliver', 'aria-label': 'Redeliver ' + d.delivery_id });
   again.addEventListener('click', async () => {
     again.disabled = true;
     msg.textContent = 'Sending again…';
@@ -99,5 +98,5 @@ function actions(ctx, d) {
       if (!done) msg.textContent = 'Queued: it is sent shortly.';
     } catch (e) { msg.textContent = e.message; } finally { again.disabled = false; }
   });
-  return el('div', {}, [el('div', { className: 'row nowrap' }, [show, again]), msg]);
+  return el('div', {}, [el('div', { className: 'row' }, [show, again]), msg]);
 }
