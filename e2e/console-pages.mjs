@@ -54,6 +54,11 @@ export async function consolePages({ step, shot, must, cfg }) {
     await shot(page, 'console-workflow');
     await page.setViewportSize({ width: 1000, height: 760 });
     await readme(page, 'console-workflow');
+    // The dark theme: axe checks its contrast too.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await look(page, 'workflow-dark');
+    await shot(page, 'console-workflow-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
     // The comparison is in the URL: a reload shows it again; the same version twice says so.
     await page.getByLabel('From').selectOption('2');
     await page.getByRole('button', { name: 'Compare' }).click();
@@ -94,6 +99,13 @@ export async function consolePages({ step, shot, must, cfg }) {
     await open(page, '/documents');
     const row = page.locator('tr').filter({ hasText: 'rates.csv' });
     await row.getByText('v2').waitFor(); // the latest version is listed
+    await page.getByLabel('Tag').fill('payroll');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByText('No document has this tag.').waitFor();
+    await page.getByLabel('Tag').fill('finance');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/tag=finance/);
+    await row.waitFor();
     await look(page, 'documents');
     await row.getByRole('link', { name: 'rates.csv' }).click();
     await page.locator('tr[data-version]').first().waitFor();

@@ -76,7 +76,7 @@ async function workflow(ctx, main, id) {
   const def = w.definition || {};
   const head = heading(w.name, `Version ${w.version} · updated ${when(w.updated_at)} · ${w.id}`);
   const gate = def.condition ? el('p', {}, ['Runs only if ', el('code', { text: condText(def.condition) })]) : null;
-  const runs = el('p', {}, [link('/runs?workflow=' + encodeURIComponent(w.id), 'Runs of this workflow')]);
+  const runs = el('p', {}, [link('/runs?workflow=' + encodeURIComponent(w.name), 'Runs of this workflow')]);
   const steps = el('section', { className: 'card', 'aria-labelledby': 'steps-h' }, [el('h3', { id: 'steps-h', text: 'Steps' }),
     el('p', { className: 'sub', text: trigger(def) }), gate, def.actions && def.actions.length ? diagram(def.actions, 'Steps of ' + w.name) : el('p', { text: 'No steps.' })]);
   const json = el('details', { className: 'card' }, [el('summary', { text: 'Definition (JSON)' }), jsonBlock(def, 'Definition of version ' + w.version)]);
