@@ -5,13 +5,12 @@ import { el } from './ui.js';
 // The look of these pages, added to the page once (console.html holds the shared look).
 const css = `
 .vh{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
-.pagehead h2{margin:.25rem 0}.sub{color:#5c6270;font-size:.9em;margin:.1rem 0}
-@media (prefers-color-scheme:dark){.sub{color:#aab0bb}}
+.pagehead{margin-bottom:.75rem}.pagehead h2{margin:.25rem 0}.sub{color:var(--muted,#5b616b);font-size:.9em;margin:.1rem 0}
 .pager{margin-top:.5rem}.pager .sub{margin-left:.5rem}
 .btn:disabled{opacity:.45;cursor:default}.btn.small{font-size:.85em;padding:.25rem .55rem}
 .flow,.flow ol{list-style:none;padding:0;margin:.25rem 0;counter-reset:step}
 .flow-step{counter-increment:step;position:relative;border:1px solid #8a8f98;border-left-width:5px;border-radius:8px;padding:.5rem .75rem;margin:0 0 1.1rem}
-.flow-step::before{content:counter(step);position:absolute;left:-2.1rem;top:.45rem;width:1.5rem;text-align:right;font-weight:600;color:#5c6270}
+.flow-step::before{content:counter(step);position:absolute;left:-2.1rem;top:.45rem;width:1.5rem;text-align:right;font-weight:600;color:var(--muted,#5b616b)}
 .flow{margin-left:2.1rem}.flow .flow{margin-left:2.1rem;margin-top:.5rem}
 .flow>.flow-step:not(:last-child)::after{content:"↓";position:absolute;left:1rem;bottom:-1.15rem;color:#8a8f98;font-size:.9rem;line-height:1}
 .flow-action{border-left-color:#2457c5}.flow-pause{border-left-color:#b26a00}.flow-loop{border-left-color:#6b3fa0}
@@ -19,9 +18,8 @@ const css = `
 .kind{display:inline-block;font-size:.75em;text-transform:uppercase;letter-spacing:.04em;padding:0 .4rem;border-radius:4px;background:#8a8f9833}
 .filter,.branch{margin-top:.35rem;font-size:.9em}
 .diff{max-height:32rem}.diff span{display:block}
-.d-add{background:#2e7d3226}.d-del{background:#c6282826}.d-fold{color:#5c6270;font-style:italic}
-@media (prefers-color-scheme:dark){.d-fold{color:#aab0bb}.flow-step::before{color:#aab0bb}}
-.filters{margin-bottom:.75rem}.filters input{min-width:10rem}.filters label{margin:0}
+.d-add{background:#2e7d3226}.d-del{background:#c6282826}.d-fold{color:var(--muted,#5b616b);font-style:italic}
+.filters{margin-bottom:.75rem}.filters input{min-width:10rem}
 .attempts{padding:.25rem 0 .5rem 1.5rem}.detail>td{border-bottom-width:2px}
 .attempts table{font-size:.9em;width:auto}.attempts th,.attempts td{padding:.2rem .75rem .2rem 0}
 .trace{list-style:none;padding:0}.trace dl,.facts{display:grid;grid-template-columns:8rem 1fr;gap:.25rem .75rem;margin:0}
