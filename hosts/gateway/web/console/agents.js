@@ -13,7 +13,7 @@ export async function render(ctx, main, match) {
   const pick = el('select', { id: 'agent-status', name: 'status' }, STATUSES.map((s) => el('option', { value: s, selected: s === st, text: s || 'any' })));
   pick.addEventListener('change', () => ctx.navigate('/agents', pick.value ? { status: pick.value } : {}));
   main.replaceChildren(heading('Agents', 'Standalone agent runs and their reasoning.'), el('div', { className: 'card' }, [
-    el('div', { className: 'row' }, [el('label', { for: 'agent-status', text: 'Status' }), pick]),
+    el('div', { className: 'filters' }, [el('div', {}, [el('label', { for: 'agent-status', text: 'Status' }), pick])]),
     pagedTable('Agent runs', [
       { title: 'Agent run', cell: (a) => link('/agents/' + encodeURIComponent(a.agent_run_id), a.agent_run_id) },
       { title: 'Status', cell: (a) => status(a.status) },

@@ -17,7 +17,7 @@ export async function render(ctx, main, match) {
   if (match[1]) return doc(ctx, main, decodeURIComponent(match[1]));
   const tag = ctx.query.get('tag') || '';
   const input = el('input', { id: 'doc-tag', name: 'tag', value: tag });
-  const form = el('form', { className: 'row', 'aria-label': 'Filter documents' }, [el('label', { for: 'doc-tag', text: 'Tag' }), input,
+  const form = el('form', { className: 'filters', 'aria-label': 'Filter documents' }, [el('div', {}, [el('label', { for: 'doc-tag', text: 'Tag' }), input]),
     el('button', { className: 'btn', type: 'submit', text: 'Filter' })]);
   form.addEventListener('submit', (ev) => { ev.preventDefault(); ctx.navigate('/documents', input.value ? { tag: input.value } : {}); });
   main.replaceChildren(heading('Documents', 'Files uploaded with POST /documents; every upload of a new version is kept.'), el('div', { className: 'card' }, [form, pagedTable('Documents', [

@@ -77,13 +77,13 @@ export function lineDiff(a, b, maxCells = 4e6) {
 }
 
 // dataTable is a <table> with a caption, one header row and a row per item; a column is
-// {title, cell(item) -> node | string}.
+// {title, cell(item) -> node | string, num?: right-aligned figures}.
 export function dataTable(caption, columns, items, rowAttrs) {
-  const cell = (v) => el('td', {}, [v === null || v === undefined ? '' : typeof v === 'object' ? v : String(v)]);
+  const cell = (c, v) => el('td', { className: c.num ? 'num' : null }, [v === null || v === undefined ? '' : typeof v === 'object' ? v : String(v)]);
   return el('table', {}, [
     el('caption', { className: 'vh', text: caption }),
-    el('thead', {}, [el('tr', {}, columns.map((c) => el('th', { scope: 'col', text: c.title })))]),
-    el('tbody', {}, items.map((it) => el('tr', rowAttrs ? rowAttrs(it) : {}, columns.map((c) => cell(c.cell(it))))))]);
+    el('thead', {}, [el('tr', {}, columns.map((c) => el('th', { scope: 'col', className: c.num ? 'num' : null, text: c.title })))]),
+    el('tbody', {}, items.map((it) => el('tr', rowAttrs ? rowAttrs(it) : {}, columns.map((c) => cell(c, c.cell(it))))))]);
 }
 
 // pagedTable shows a list route a page at a time: fetchPage(cursor) answers {items,

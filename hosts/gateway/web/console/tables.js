@@ -25,8 +25,8 @@ async function table(ctx, main, name) {
   try { Object.assign(where, JSON.parse(ctx.query.get('where') || '{}')); } catch { /* a hand-edited URL: no filter */ }
   const filterable = indexed(t);
   const inputs = filterable.map((c) => el('input', { id: 'f-' + c, name: c, value: where[c] === undefined ? '' : String(where[c]) }));
-  const form = el('form', { className: 'row filters', 'aria-label': 'Filter rows' }, [
-    ...filterable.flatMap((c, i) => [el('label', { for: 'f-' + c, text: c + ' (' + t.fields[c] + ')' }), inputs[i]]),
+  const form = el('form', { className: 'filters', 'aria-label': 'Filter rows' }, [
+    ...filterable.map((c, i) => el('div', {}, [el('label', { for: 'f-' + c, text: c + ' (' + t.fields[c] + ')' }), inputs[i]])),
     el('button', { className: 'btn', type: 'submit', text: 'Filter' }),
     Object.keys(where).length ? el('button', { className: 'btn secondary', type: 'button', text: 'Clear', onclick: () => ctx.navigate('/tables/' + encodeURIComponent(name)) }) : null]);
   form.addEventListener('submit', (ev) => {
@@ -37,7 +37,7 @@ async function table(ctx, main, name) {
   });
   const q = Object.keys(where).length ? '&where=' + encodeURIComponent(JSON.stringify(where)) : '';
   const rows = pagedTable('Rows of ' + name, [
-    ...cols.map((c) => ({ title: c, cell: (r) => show((r.data || {})[c]) })),
+    ...cols.map((c) => ({ title: c, num: ['number', 'integer'].includes(t.fields[c]), cell: (r) => show((r.data || {})[c]) })),
     { title: 'Updated', cell: (r) => when(r.updated_at) },
   ], (cursor) => ctx.rt('GET', '/custom-tables/' + encodeURIComponent(name) + '/rows?limit=50' + q + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '')),
   { empty: Object.keys(where).length ? 'No row matches.' : 'No row yet.' });
