@@ -183,6 +183,30 @@ export async function consolePages({ step, shot, must, cfg }) {
     await shot(page, 'console-form');
   });
 
+  // The line diff and sorted JSON the comparison rests on, in the page's own module.
+  await step('consoleDiff', async (page) => {
+    await open(page, '/workflows');
+    const got = await page.evaluate(async () => {
+      const { lineDiff, pretty } = await import('/console/pagekit.js');
+      const ops = (a, b, max) => lineDiff(a, b, max).map((o) => o.op + o.text).join('|');
+      return {
+        same: ops('a\nb', 'a\nb'),
+        insertFirst: ops('b\nc', 'a\nb\nc'),
+        replaceMiddle: ops('a\nx\nc', 'a\ny\nc'),
+        moved: ops('a\nb\nc', 'c\na\nb'),
+        tooBig: ops('a\nb\nc', 'a\nx\ny\nc', 1),
+        sorted: pretty({ b: 1, a: { d: [2, { f: 1, e: 0 }], c: null } }) === pretty({ a: { c: null, d: [2, { e: 0, f: 1 }] }, b: 1 }),
+        order: pretty({ a: [1, 2] }) === pretty({ a: [2, 1] }),
+      };
+    });
+    must(got.same === ' a| b', 'same: ' + got.same);
+    must(got.insertFirst === '+a| b| c', 'insert first: ' + got.insertFirst);
+    must(got.replaceMiddle === ' a|-x|+y| c', 'replace: ' + got.replaceMiddle);
+    must(got.moved === '+c| a| b|-c', 'moved: ' + got.moved);
+    must(got.tooBig === ' a|-b|+x|+y| c', 'past the cap, all removed then all added: ' + got.tooBig);
+    must(got.sorted && !got.order, 'key order is no change, element order is');
+  });
+
   // Keyboard only: from the nav to a workflow and its comparison, focus where it should be.
   await step('consoleKeyboard', async (page) => {
     await open(page, '/workflows');

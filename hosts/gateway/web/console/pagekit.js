@@ -68,8 +68,8 @@ export function lineDiff(a, b, maxCells = 4e6) {
     let i = 0, j = 0;
     while (i < n || j < m) {
       if (i < n && j < m && xs[i] === ys[j]) { out.push({ op: ' ', text: xs[i] }); i++; j++; }
-      else if (j < m && (i === n || L[i][j + 1] >= L[i + 1][j])) { out.push({ op: '+', text: ys[j] }); j++; }
-      else { out.push({ op: '-', text: xs[i] }); i++; }
+      else if (i < n && (j === m || L[i + 1][j] >= L[i][j + 1])) { out.push({ op: '-', text: xs[i] }); i++; } // a removal before its replacement
+      else { out.push({ op: '+', text: ys[j] }); j++; }
     }
   }
   x.slice(hx).forEach((t) => out.push({ op: ' ', text: t }));
