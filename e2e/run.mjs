@@ -6,6 +6,7 @@ import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { consolePages } from './console-pages.mjs';
+import { sdkFixes } from './sdk-fixes.mjs';
 import { consoleRuns } from './console-runs.mjs';
 
 const cfg = JSON.parse(process.env.SVC_E2E_CONFIG || '{}');
@@ -255,6 +256,8 @@ await step('allTypes', async (page) => {
 
 // 7d. The console's workflows, tables, documents, webhooks, agents and forms pages.
 results.axe = await consolePages({ step, shot, must, cfg });
+// 7b. The SDK's fixes of issue 34 (sdk-fixes.mjs).
+await sdkFixes({ step, shot, must, code, cfg });
 
 // 8. How fast the hosted page renders its form: cold (a new browser context: nothing
 // cached) and warm (the SDK cached), many loads each; median, p90 and worst.
