@@ -30,7 +30,66 @@ func (s *simScratch) lcs(a, b []byte, ascii bool) int {
 	if ascii && len(p) <= 64 {
 		return lcsASCII(&s.pm, p, t)
 	}
+	if ra, rb := utf8.RuneCount(a), utf8.RuneCount(b); min(ra, rb) <= 64 {
+		if rb < ra {
+			a, b = b, a
+		}
+		return s.lcsShort(a, b)
+	}
 	return s.lcsBlocks(a, b)
+}
+
+// runeBits is the pattern bits of a code point past pm's 256.
+type runeBits struct {
+	r    rune
+	bits uint64
+}
+
+// lcsShort is the single-word form on code points for a pattern p of at most 64: code
+// points below 256 (ASCII and Latin-1: é, ü, ß) index pm, the others, a handful in a
+// description, are found in a short list.
+func (s *simScratch) lcsShort(p, t []byte) int {
+	s.wide = s.wide[:0]
+	i := 0
+	for _, r := range string(p) {
+		if r < 256 {
+			s.pm[r] |= 1 << uint(i)
+		} else {
+			s.wide = addRuneBit(s.wide, r, 1<<uint(i))
+		}
+		i++
+	}
+	S := ^uint64(0)
+	for _, r := range string(t) {
+		var m uint64
+		if r < 256 {
+			m = s.pm[r]
+		} else {
+			for _, w := range s.wide {
+				if w.r == r {
+					m = w.bits
+					break
+				}
+			}
+		}
+		S = lcsStep(S, m)
+	}
+	for _, r := range string(p) {
+		if r < 256 {
+			s.pm[r] = 0
+		}
+	}
+	return bits.OnesCount64(^S)
+}
+
+func addRuneBit(wide []runeBits, r rune, bit uint64) []runeBits {
+	for k := range wide {
+		if wide[k].r == r {
+			wide[k].bits |= bit
+			return wide
+		}
+	}
+	return append(wide, runeBits{r, bit})
 }
 
 // lcsASCII is the single-word form for an ASCII pattern p of at most 64 bytes. pm is zero

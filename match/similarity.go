@@ -76,7 +76,8 @@ type simScratch struct {
 	joinB    []byte
 	runesA   []rune
 	runesB   []rune
-	pm       [256]uint64 // pattern bits per byte, single-word path; kept zero between uses
+	pm       [256]uint64 // pattern bits per byte or code point below 256; kept zero between uses
+	wide     []runeBits  // pattern bits of other code points (lcsShort)
 	slots    map[rune]int32
 	pmBlocks []uint64
 	state    []uint64

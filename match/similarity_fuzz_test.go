@@ -22,6 +22,7 @@ func FuzzLCS(f *testing.F) {
 		{strings.Repeat("ab", 40), strings.Repeat("ba", 33)},
 		{strings.Repeat("x", 64), strings.Repeat("x", 63) + "y"},
 		{strings.Repeat("é", 65), "e" + strings.Repeat("é", 130)},
+		{"Zürich 東京 ÿĀ", "ZÜRICH 東 京 Āÿ"},
 	} {
 		f.Add(seed[0], seed[1])
 	}
@@ -46,7 +47,10 @@ func FuzzLCS(f *testing.F) {
 		ascii := isASCII(a) && isASCII(b)
 		require.Equal(t, want, s.lcs([]byte(a), []byte(b), ascii), "lcs %q %q", a, b)
 		require.Equal(t, want, s.lcsBlocks([]byte(a), []byte(b)), "lcsBlocks %q %q", a, b)
-		require.Equal(t, [256]uint64{}, s.pm, "lcsASCII leaves its table zero")
+		if utf8.RuneCountInString(a) <= 64 {
+			require.Equal(t, want, s.lcsShort([]byte(a), []byte(b)), "lcsShort %q %q", a, b)
+		}
+		require.Equal(t, [256]uint64{}, s.pm, "the single-word forms leave their table zero")
 
 		// The stack form: a and b as words of [a-zA-Z0-9], case-blind, a no longer than 64.
 		wa, wb := smallWords(a), smallWords(b)

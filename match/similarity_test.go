@@ -206,6 +206,9 @@ func TestSimilarityAllocations(t *testing.T) {
 	s := &simScratch{slots: map[rune]int32{}}
 	s.ratio(long[0], long[1], 0)
 	require.Zero(t, testing.AllocsPerRun(100, func() { s.ratio(long[0], long[1], 0) }), "a scratch used again")
+	accents := [2]string{"Zürich AG Rechnung 4821 東京", "ZUERICH AG RECHNUNG 4821 東京 Bürobedarf"}
+	s.ratio(accents[0], accents[1], 0)
+	require.Zero(t, testing.AllocsPerRun(100, func() { s.ratio(accents[0], accents[1], 0) }), "Unicode, a scratch used again")
 	if !raceEnabled { // the race detector makes sync.Pool drop items on purpose
 		Similarity(long[0], long[1])
 		require.Zero(t, testing.AllocsPerRun(100, func() { Similarity(long[0], long[1]) }), "the scratch from the pool")
