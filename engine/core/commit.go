@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/svcflow/svcflow/engine/events"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -91,9 +92,9 @@ func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job,
 	done := next >= len(st.ent.def.Actions)
 	if done {
 		e.finish(st.run, svctype.RunCompleted, "")
-		c.events = append(c.events, e.Event(st.run, EventRunCompleted, map[string]any{
-			"run_id": runID, "workflow_id": st.run.WorkflowID,
-			"result": map[string]any{"status": svctype.RunCompleted, "outputs": e.outputs(st, c)},
+		c.events = append(c.events, e.Event(st.run, EventRunCompleted, events.WorkflowRunCompletedEvent{
+			RunID: runID, WorkflowID: st.run.WorkflowID,
+			Result: events.RunResult{Status: string(svctype.RunCompleted), Outputs: e.outputs(st, c)},
 		}))
 		sc.Complete = job
 	} else if c.renew {
