@@ -4442,6 +4442,9 @@ type DeleteWorkflowParams struct {
 
 // GetWorkflowParams defines parameters for GetWorkflow.
 type GetWorkflowParams struct {
+	// Version A version to read instead of the current one (1 is the first).
+	Version *int64 `form:"version,omitempty" json:"version,omitempty"`
+
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
 }
@@ -6834,7 +6837,9 @@ type ClientInterface interface {
 	// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
 	DeleteWorkflow(ctx context.Context, id string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetWorkflow Get a workflow's current version
+	// GetWorkflow Get a workflow's current version, or an earlier one
+	//
+	// The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 	//
 	// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
 	GetWorkflow(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -8908,7 +8913,9 @@ func (c *Client) DeleteWorkflow(ctx context.Context, id string, params *DeleteWo
 	return c.Client.Do(req)
 }
 
-// GetWorkflow Get a workflow's current version
+// GetWorkflow Get a workflow's current version, or an earlier one
+//
+// The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 //
 // Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
 func (c *Client) GetWorkflow(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -14345,6 +14352,33 @@ func NewGetWorkflowRequest(server string, id string, params *GetWorkflowParams) 
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Version != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "version", *params.Version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -15564,7 +15598,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
 	DeleteWorkflowWithResponse(ctx context.Context, id string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*DeleteWorkflowResponse, error)
 
-	// GetWorkflowWithResponse Get a workflow's current version
+	// GetWorkflowWithResponse Get a workflow's current version, or an earlier one
+	//
+	// The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -24396,7 +24432,9 @@ func (c *ClientWithResponses) DeleteWorkflowWithResponse(ctx context.Context, id
 	return ParseDeleteWorkflowResponse(rsp)
 }
 
-// GetWorkflowWithResponse Get a workflow's current version
+// GetWorkflowWithResponse Get a workflow's current version, or an earlier one
+//
+// The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -158,10 +158,14 @@ type sdkBundle struct {
 	srv  *gateway.Server
 }
 
-func setupSDK(t *testing.T, o gateway.Options) *sdkBundle {
+func setupSDK(t *testing.T, o gateway.Options, engineOpts ...func(*engine.Config)) *sdkBundle {
 	t.Helper()
 	st := store.OpenTest(t, "sqlite")
-	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet()})
+	cfg := engine.Config{Store: st, Logger: testlog.Quiet()}
+	for _, f := range engineOpts {
+		f(&cfg)
+	}
+	eng, err := engine.New(cfg)
 	require.NoError(t, err)
 	contracttest.WatchEvents(t, eng)
 	b := &sdkBundle{bundle: &bundle{logs: &bytes.Buffer{}, clock: &clock{t: time.Now()}}, eng: eng, mail: newMailbox(t)}

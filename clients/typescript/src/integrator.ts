@@ -1990,7 +1990,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a workflow's current version */
+        /**
+         * Get a workflow's current version, or an earlier one
+         * @description The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
+         */
         get: operations["get-workflow"];
         /** Replace a workflow: stores a new version */
         put: operations["update-workflow"];
@@ -17411,7 +17414,10 @@ export interface operations {
     };
     "get-workflow": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A version to read instead of the current one (1 is the first). */
+                version?: number;
+            };
             header?: never;
             path: {
                 /** @description Workflow id. */

@@ -4593,6 +4593,12 @@ type ListWorkflowsParams struct {
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// GetWorkflowParams defines parameters for GetWorkflow.
+type GetWorkflowParams struct {
+	// Version A version to read instead of the current one (1 is the first).
+	Version *int64 `form:"version,omitempty" json:"version,omitempty"`
+}
+
 // ExecuteWorkflowParams defines parameters for ExecuteWorkflow.
 type ExecuteWorkflowParams struct {
 	// Wait Hold the answer up to this long (a Go duration: 500ms, 30s; at most 60s).
@@ -7453,10 +7459,12 @@ type ClientInterface interface {
 	// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
 	DeleteWorkflow(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetWorkflow Get a workflow's current version
+	// GetWorkflow Get a workflow's current version, or an earlier one
+	//
+	// The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 	//
 	// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-	GetWorkflow(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetWorkflow(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateWorkflowWithBody Replace a workflow: stores a new version
 	//
@@ -10517,11 +10525,13 @@ func (c *Client) DeleteWorkflow(ctx context.Context, id string, reqEditors ...Re
 	return c.Client.Do(req)
 }
 
-// GetWorkflow Get a workflow's current version
+// GetWorkflow Get a workflow's current version, or an earlier one
+//
+// The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 //
 // Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-func (c *Client) GetWorkflow(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetWorkflowRequest(c.Server, id)
+func (c *Client) GetWorkflow(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -16646,7 +16656,7 @@ func NewDeleteWorkflowRequest(server string, id string) (*http.Request, error) {
 }
 
 // NewGetWorkflowRequest constructs an http.Request for the GetWorkflow method
-func NewGetWorkflowRequest(server string, id string) (*http.Request, error) {
+func NewGetWorkflowRequest(server string, id string, params *GetWorkflowParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -16669,6 +16679,33 @@ func NewGetWorkflowRequest(server string, id string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Version != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "version", *params.Version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -18329,12 +18366,14 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
 	DeleteWorkflowWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteWorkflowHTTPResponse, error)
 
-	// GetWorkflowWithResponse Get a workflow's current version
+	// GetWorkflowWithResponse Get a workflow's current version, or an earlier one
+	//
+	// The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-	GetWorkflowWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetWorkflowHTTPResponse, error)
+	GetWorkflowWithResponse(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowHTTPResponse, error)
 
 	// UpdateWorkflowWithBodyWithResponse Replace a workflow: stores a new version
 	//
@@ -33749,13 +33788,15 @@ func (c *ClientWithResponses) DeleteWorkflowWithResponse(ctx context.Context, id
 	return ParseDeleteWorkflowHTTPResponse(rsp)
 }
 
-// GetWorkflowWithResponse Get a workflow's current version
+// GetWorkflowWithResponse Get a workflow's current version, or an earlier one
+//
+// The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-func (c *ClientWithResponses) GetWorkflowWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetWorkflowHTTPResponse, error) {
-	rsp, err := c.GetWorkflow(ctx, id, reqEditors...)
+func (c *ClientWithResponses) GetWorkflowWithResponse(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowHTTPResponse, error) {
+	rsp, err := c.GetWorkflow(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
