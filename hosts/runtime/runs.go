@@ -74,7 +74,7 @@ func (s *Server) registerRuns() {
 type getRunStatusInput struct {
 	RunPath
 	WaitParam
-	LastStatus RunStatusFilter `query:"last_status" doc:"With ?wait=: the status the caller last saw; the answer comes when the run's status differs from it (default running)."`
+	LastStatus svctype.RunStatus `query:"last_status" doc:"With ?wait=: the status the caller last saw; the answer comes when the run's status differs from it (default running)."`
 	StatusParams
 }
 
@@ -107,13 +107,13 @@ func (s *Server) getRunEvidence(ctx context.Context, in *RunPath) (*answer[*engi
 type listRunsInput struct {
 	OrgParam
 	Paging
-	WorkflowID string          `query:"workflow_id" maxLength:"200" doc:"Only runs of this workflow."`
-	Status     RunStatusFilter `query:"status"`
+	WorkflowID string            `query:"workflow_id" maxLength:"200" doc:"Only runs of this workflow."`
+	Status     svctype.RunStatus `query:"status" doc:"Only runs in this status."`
 }
 
 func (s *Server) listRuns(ctx context.Context, in *listRunsInput) (*answer[List[Run]], error) {
 	page, err := s.eng.ListRuns(ctx, in.OrgID, engine.RunFilter{
-		WorkflowID: in.WorkflowID, Status: svctype.RunStatus(in.Status), ListOptions: in.options(),
+		WorkflowID: in.WorkflowID, Status: in.Status, ListOptions: in.options(),
 	})
 	if err != nil {
 		return nil, err
