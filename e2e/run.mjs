@@ -5,6 +5,7 @@
 import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { consoleRuns } from './console-runs.mjs';
 
 const cfg = JSON.parse(process.env.SVC_E2E_CONFIG || '{}');
 mkdirSync(cfg.artifacts, { recursive: true });
@@ -24,6 +25,8 @@ context.on('request', (r) => {
 });
 
 async function step(name, fn) {
+  // SVC_E2E_ONLY (a regular expression) runs only the steps it matches.
+  if (process.env.SVC_E2E_ONLY && !new RegExp(process.env.SVC_E2E_ONLY).test(name)) return;
   const page = await context.newPage();
   const t0 = Date.now();
   try {
@@ -186,44 +189,8 @@ await step('badSchema', async (page) => {
   await page.locator('#bad').getByText('cannot show').waitFor();
 });
 
-// 7. The console: signed in with the management token, a run watched while it runs (its
-// steps change without a reload), its approval decided from the task inbox.
-await step('console', async (page) => {
-  const r = await fetch(cfg.gateway + '/workflows/' + cfg.slowWorkflow + '/execute', { method: 'POST', headers: { Authorization: 'Bearer ' + cfg.liveKey, 'Content-Type': 'application/json' }, body: '{"input": {}}' });
-  must(r.status === 202, 'a run started: ' + r.status);
-  const runId = (await r.json()).id;
-  await page.goto(cfg.gateway + '/console');
-  await page.getByLabel('Token').fill(cfg.mgmt);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('link', { name: runId }).click();
-  const step0 = page.locator('#steps tr[data-step="0"] .status');
-  // While the slow call is in flight the run is running and step 0 not done ...
-  await page.locator('#run p .status').filter({ hasText: 'running' }).waitFor({ timeout: 10000 });
-  must(await step0.filter({ hasText: 'completed' }).count() === 0, 'step 0 is not done while its call is in flight');
-  await shot(page, 'console-running');
-  // ... then, without a reload, step 0 completes and the run pauses at the approval.
-  await step0.filter({ hasText: 'completed' }).waitFor({ timeout: 15000 });
-  await page.locator('#run .status').filter({ hasText: 'paused' }).first().waitFor({ timeout: 10000 });
-  await page.locator('#run').getByText('pbot_approval_requested').waitFor({ timeout: 10000 });
-  await shot(page, 'console-paused');
-  await page.getByRole('tab', { name: 'Tasks' }).click();
-  const task = page.locator('li[data-kind=approval]').filter({ hasText: runId });
-  await task.getByRole('button', { name: 'Approve' }).click();
-  await task.getByText('Approved.').waitFor();
-  await shot(page, 'console-tasks');
-  await page.getByRole('tab', { name: 'Runs' }).click();
-  await page.getByRole('link', { name: runId }).click();
-  await page.locator('#run').getByText('completed').first().waitFor({ timeout: 10000 });
-  await shot(page, 'console-done');
-  // Its completion was delivered to the site's receiver: the delivery and its attempt.
-  await page.getByRole('tab', { name: 'Deliveries' }).click();
-  const row = page.locator('tr').filter({ hasText: 'workflow_run_completed' }).filter({ hasText: 'succeeded' }).first();
-  await row.waitFor({ timeout: 10000 });
-  await row.getByRole('button', { name: 'Attempts' }).click();
-  await row.getByText('#1').waitFor();
-  await shot(page, 'console-deliveries');
-  return { runId };
-});
+// 7. The console's runs, run page and tasks (e2e/console-runs.mjs).
+results.axeRuns = await consoleRuns({ step, shot, must, cfg });
 
 // 7b. The server's own checks come back by field: an address the browser lets through
 // and the service refuses; what was typed stays. A form with redirectUrl goes there.

@@ -30,13 +30,13 @@ var receivers = []struct {
 func TestReadmeReceiversAreTheTestedOnes(t *testing.T) {
 	t.Parallel()
 
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/integrations.md")
 	require.NoError(t, err)
 	for _, r := range receivers {
 		src, err := os.ReadFile(r.file)
 		require.NoError(t, err)
 		require.Contains(t, string(readme), r.fence+"\n"+string(src)+"```\n",
-			"README.md must hold %s verbatim in a %s block: copy the file into it", r.file, r.fence)
+			"docs/integrations.md must hold %s verbatim in a %s block: copy the file into it", r.file, r.fence)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/svcflow/svcflow/hosts/identity"
 )
 
-// The console (/console): a page and a script, no build step, that read an organization's
+// The console (/console): a page and its native ES modules (web/console/*.js), no build step, that read an organization's
 // runs, tasks and webhook deliveries through public routes only. Signed in with a
 // management token it reads any organization of the account through
 // /console/api/orgs/{orgId}/..., a read-mostly window onto the runtime routes listed in
@@ -27,12 +27,16 @@ var consoleRoutes = []struct {
 	path   *regexp.Regexp
 }{
 	{http.MethodGet, regexp.MustCompile(`^/runs$`)},
-	{http.MethodGet, regexp.MustCompile(`^/runs/[^/]+/(status|evidence|events)$`)},
+	{http.MethodGet, regexp.MustCompile(`^/runs/[^/]+/(status|evidence|events|retry-plan)$`)},
+	{http.MethodGet, regexp.MustCompile(`^/runs/[^/]+/context/[^/]+$`)}, // a large value paged
+	{http.MethodPost, regexp.MustCompile(`^/runs/[^/]+/(cancel|retry)$`)},
+	{http.MethodGet, regexp.MustCompile(`^/agents/[^/]+/trace$`)}, // an agent step's reasoning
 	{http.MethodGet, regexp.MustCompile(`^/workflows$`)},
 	{http.MethodGet, regexp.MustCompile(`^/webhooks$`)},
 	{http.MethodGet, regexp.MustCompile(`^/webhooks/[^/]+/deliveries$`)},
 	{http.MethodGet, regexp.MustCompile(`^/deliveries/[^/]+$`)},
 	{http.MethodGet, regexp.MustCompile(`^/approvals$`)},
+	{http.MethodGet, regexp.MustCompile(`^/approvals/[^/]+$`)}, // a run's pending approval
 	{http.MethodGet, regexp.MustCompile(`^/forms/pending$`)},
 	{http.MethodGet, regexp.MustCompile(`^/forms/[^/]+/[0-9]+$`)},
 	{http.MethodPost, regexp.MustCompile(`^/approvals/[^/]+/[0-9]+$`)},
@@ -48,27 +52,44 @@ func consoleAllows(method, path string) bool {
 	return false
 }
 
-// registerConsole serves the console's page, its script and its window onto the runtime.
+// consoleModule is the name of one of the console's scripts (web/console/<name>.js).
+var consoleModule = regexp.MustCompile(`^/console/([a-z][a-z0-9-]*)\.js$`)
+
+// registerConsole serves the console's page, its scripts and its window onto the runtime.
+// The console's URLs are real paths (/console/runs/<id>, /console/tasks?...): every GET
+// under /console that is not one of its scripts answers the page, so a reload or a link
+// shared lands where it points.
 func (s *Server) registerConsole() {
-	s.router.Get("/console", func(w http.ResponseWriter, r *http.Request) {
+	page := func(w http.ResponseWriter, r *http.Request) {
+		if m := consoleModule.FindStringSubmatch(r.URL.Path); m != nil {
+			b, err := webFS.ReadFile("web/console/" + m[1] + ".js")
+			if err != nil {
+				writeProblem(w, http.StatusNotFound, "not_found", "the console has no script "+m[1]+".js")
+				return
+			}
+			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-cache")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			_, _ = w.Write(b)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, ".js") {
+			writeProblem(w, http.StatusNotFound, "not_found", "the console has no script "+r.URL.Path)
+			return
+		}
 		b, _ := webFS.ReadFile("web/console.html")
 		pageHeaders(w, nil) // decides approvals: framed by no page, this origin's neither
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write(b)
-	})
-	s.router.Get("/console/app.js", func(w http.ResponseWriter, r *http.Request) {
-		b, _ := webFS.ReadFile("web/console.js")
-		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		_, _ = w.Write(b)
-	})
+	}
+	s.router.Get("/console", page)
+	s.router.Get("/console/*", page)
 	s.router.HandleFunc("/console/api/orgs/{orgId}/*", s.consoleAPI)
 }
 
 // consoleAPI forwards an allowed runtime route for an organization of the management
-// token's account. A decision or a form submit is the account holder's: the runtime
-// records their email.
+// token's account. A decision, a form submit, a cancel or a retry is the account holder's:
+// the runtime records their email.
 func (s *Server) consoleAPI(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	a, err := s.account(ctx, r.Header.Get("Authorization"))
@@ -116,6 +137,7 @@ func (s *Server) consoleAPI(w http.ResponseWriter, r *http.Request) {
 		if tok != "" {
 			req.Header.Set(identity.Header, tok)
 		}
+		req.Header.Set("X-Actor-Id", a.Email) // a cancel or a retry names who did it
 	}
 	s.proxy.ServeHTTP(w, req)
 }

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -35,7 +36,8 @@ func TestConsoleReachesOnlyItsWindow(t *testing.T) {
 	code, p, _ = b.call(t, "GET", api+"/runs/"+runID+"/status", mgmt, "")
 	require.Equal(t, http.StatusOK, code, p)
 	require.Equal(t, "paused", p["status"])
-	for _, path := range []string{"/runs/" + runID + "/evidence", "/runs/" + runID + "/events", "/approvals?status=pending", "/forms/pending", "/webhooks"} {
+	for _, path := range []string{"/runs/" + runID + "/evidence", "/runs/" + runID + "/events", "/approvals?status=pending", "/forms/pending", "/webhooks",
+		"/runs/" + runID + "/context/__run_id"} {
 		code, p, _ = b.call(t, "GET", api+path, mgmt, "")
 		require.Equal(t, http.StatusOK, code, "%s: %v", path, p)
 	}
@@ -43,7 +45,9 @@ func TestConsoleReachesOnlyItsWindow(t *testing.T) {
 	// Outside the window: 404, whatever the runtime would have answered.
 	for _, tc := range []struct{ method, path string }{
 		{"GET", "/org-config"}, {"DELETE", "/workflows/" + wf["id"].(string)}, {"POST", "/workflows"},
-		{"GET", "/runs/" + runID + "/context/input"}, {"GET", "/runs/../org-config"}, {"POST", "/runs/" + runID + "/cancel"},
+		{"GET", "/runs/../org-config"}, {"POST", "/runs/" + runID + "/context/input"}, {"GET", "/runs/" + runID + "/context/a/b"},
+		{"DELETE", "/runs/" + runID}, {"POST", "/runs/" + runID + "/cancel/x"}, {"GET", "/runs/" + runID + "/cancel"},
+		{"POST", "/agents/x/resume"}, {"GET", "/agents/x/trace/y"},
 	} {
 		code, p, _ = b.call(t, tc.method, api+tc.path, mgmt, `{}`)
 		require.Equal(t, http.StatusNotFound, code, "%s %s: %v", tc.method, tc.path, p)
@@ -61,8 +65,35 @@ func TestConsoleReachesOnlyItsWindow(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, p)
 	require.Equal(t, map[string]any{"type": "user", "id": "ops@platform.example"}, p["decided_by"])
 
+	// A cancel through the console is the account holder's, with the reason given.
+	code, p, _ = b.call(t, "GET", api+"/runs/"+runID+"/context/__run_id", mgmt, "")
+	require.Equal(t, http.StatusOK, code, p)
+	require.Equal(t, runID, p["value"])
+	code, wf2, _ := b.call(t, "POST", "/workflows", live, `{"name": "form-then-end", "definition": {"actions": [{"type": "PbotForm", "properties": {"expected_keys": ["answer"]}}]}}`)
+	require.Equal(t, http.StatusCreated, code, wf2)
+	code, run2, _ := b.call(t, "POST", "/workflows/"+wf2["id"].(string)+"/execute", live, `{}`)
+	require.Equal(t, http.StatusAccepted, code, run2)
+	_, err = b.eng.Work(context.Background())
+	require.NoError(t, err)
+	code, p, _ = b.call(t, "POST", api+"/runs/"+run2["id"].(string)+"/cancel", mgmt, `{"reason": "sent by mistake"}`, "X-Actor-Id: forged")
+	require.Equal(t, http.StatusOK, code, p)
+	code, p, _ = b.call(t, "GET", "/runs/"+run2["id"].(string)+"/events", live, "")
+	require.Equal(t, http.StatusOK, code, p)
+	var cancelled map[string]any
+	for _, e := range p["items"].([]any) {
+		if e.(map[string]any)["event"] == "workflow_run_cancelled" {
+			cancelled = e.(map[string]any)
+		}
+	}
+	require.NotNil(t, cancelled, "the run's events: %v", p["items"])
+	require.Contains(t, fmt.Sprint(cancelled), "sent by mistake")
+	require.Contains(t, fmt.Sprint(cancelled), "ops@platform.example")
+	require.NotContains(t, fmt.Sprint(cancelled), "forged")
+	code, p, _ = b.call(t, "POST", "/console/api/orgs/cust-a/runs/"+run2["id"].(string)+"/cancel", mgmtB, `{}`)
+	require.Equal(t, http.StatusNotFound, code, "another account's organization: %v", p)
+
 	// The page and its script are served, with no third-party asset.
-	for _, path := range []string{"/console", "/console/app.js"} {
+	for _, path := range []string{"/console", "/console/app.js", "/console/runs/" + runID} {
 		resp, err := http.Get(b.gw.URL + path)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
@@ -70,5 +101,42 @@ func TestConsoleReachesOnlyItsWindow(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode, path)
 		require.NotContains(t, strings.ReplaceAll(string(body), "http://www.w3.org", ""), "http://", path)
 		require.NotContains(t, string(body), "https://", path)
+	}
+}
+
+// TestConsoleServesDeepLinks: every console path answers the page (a reload or a shared
+// link lands where it points), its modules come as scripts the browser will run as
+// modules, and an unknown script is 404, never the page.
+func TestConsoleServesDeepLinks(t *testing.T) {
+	t.Parallel()
+	b := setupSDK(t, gateway.Options{})
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		resp, err := http.Get(b.gw.URL + path)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return resp, string(body)
+	}
+	for _, path := range []string{"/console", "/console/", "/console/runs", "/console/runs/r-123?tab=steps", "/console/tasks", "/console/workflows/wf-1"} {
+		resp, body := get(path)
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		require.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"), path)
+		require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"), path)
+		require.Contains(t, body, `<script type="module" src="/console/app.js"></script>`, path)
+	}
+	for _, name := range []string{"app", "ui", "pages", "runs", "run", "tasks"} {
+		resp, body := get("/console/" + name + ".js")
+		require.Equal(t, http.StatusOK, resp.StatusCode, name)
+		require.Equal(t, "text/javascript; charset=utf-8", resp.Header.Get("Content-Type"), name)
+		require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), name)
+		require.Equal(t, "no-cache", resp.Header.Get("Cache-Control"), name)
+		require.NotContains(t, body, "<!doctype", name)
+		require.NotContains(t, body, "https://", name)
+	}
+	for _, path := range []string{"/console/nope.js", "/console/runs/app.js", "/console/../sdk.js", "/console/App.js"} {
+		resp, body := get(path)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, path)
+		require.NotContains(t, body, "<!doctype", path)
 	}
 }

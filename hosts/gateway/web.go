@@ -26,7 +26,7 @@ import (
 // and sign-in on a hosted form. Everything is served from this origin: the page fetches
 // nothing from another (but the form's own https logo, which it does without).
 
-//go:embed web/sdk.js web/page.html web/console.html web/console.js
+//go:embed web/sdk.js web/page.html web/console.html web/console
 var webFS embed.FS
 
 // sdkAsset is the SDK script with its content hash, gzipped once.

@@ -1,0 +1,81 @@
+// Shared helpers of the console's pages: plain DOM, no build step.
+
+// el builds an element: attrs (text, className, on<event> handlers, others as attributes;
+// undefined, null and false are left out) and children (strings, nodes, nested arrays,
+// falsy ones skipped).
+export function el(tag, attrs, children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'text') e.textContent = v;
+    else if (k === 'className') e.className = v;
+    else if (k.startsWith('on') && typeof v === 'function') e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  append(e, children);
+  return e;
+}
+
+function append(e, children) {
+  for (const c of [].concat(children || [])) {
+    if (c === null || c === undefined || c === false || c === '') continue;
+    if (Array.isArray(c)) append(e, c);
+    else e.appendChild(typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c);
+  }
+}
+
+// status is a status badge; label, when given, is what it reads (the class stays the status).
+export function status(s, label) {
+  return el('span', { className: 'status ' + String(s || '').replace(/[^a-z_]/g, ''), text: label || s || '' });
+}
+
+// when is a moment as the reader's locale writes it.
+export function when(t) {
+  if (!t) return '';
+  const d = new Date(t);
+  return isNaN(d) ? String(t) : d.toLocaleString();
+}
+
+// duration writes milliseconds as a person reads them: 840 ms, 3.2 s, 4 min 05 s, 2 h 10 min.
+export function duration(ms) {
+  if (ms === null || ms === undefined || isNaN(ms)) return '';
+  ms = Math.max(0, Math.round(ms));
+  if (ms < 1000) return ms + ' ms';
+  const s = ms / 1000;
+  if (s < 60) return (s < 10 ? s.toFixed(1) : Math.round(s)) + ' s';
+  const m = Math.floor(s / 60);
+  if (m < 60) return m + ' min ' + String(Math.round(s % 60)).padStart(2, '0') + ' s';
+  const h = Math.floor(m / 60);
+  if (h < 48) return h + ' h ' + String(m % 60).padStart(2, '0') + ' min';
+  return Math.floor(h / 24) + ' d ' + (h % 24) + ' h';
+}
+
+// between is the duration from a to b (b missing: until now).
+export function between(a, b) {
+  if (!a) return null;
+  return (b ? new Date(b) : new Date()) - new Date(a);
+}
+
+// problem is an error's message for a person: the problem's detail and its code.
+export function problem(e) {
+  if (!e) return '';
+  return (e.message || String(e)) + (e.code ? ' (' + e.code + ')' : '');
+}
+
+// fail replaces a box's content by the error, announced.
+export function fail(where, e) {
+  where.replaceChildren(el('div', { className: 'msg bad', role: 'alert', text: problem(e) }));
+}
+
+// json is a value as indented JSON in a <pre>.
+export function json(v, attrs) {
+  return el('pre', Object.assign({ className: 'json' }, attrs || {}), [JSON.stringify(v, null, 2)]);
+}
+
+// msg is a message line, its role status (polite) or alert when bad.
+export function msg(kind, text) {
+  return el('div', { className: 'msg ' + (kind || ''), role: kind === 'bad' ? 'alert' : 'status', text: text || '' });
+}
+
+// ENDED are the statuses a run does not leave.
+export const ENDED = ['completed', 'failed', 'cancelled', 'rejected', 'condition_not_met'];

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The documentation's shell examples, run as a reader would paste them.
+//
+// Every ```sh block of README.md and of each docs/ page is run, in the page's order and in
+// one bash per page (so a variable one block sets serves the next), against a `svcflow
+// serve` of its own on a fresh SQLite file, from the repository's root. The page's
+// localhost:8080 (the runtime) and localhost:8081 (the gateway) are that process's
+// addresses. curl is a function that fails the page when an answer is not 2xx, unless the
+// command's comment shows the status it expects (`# -> 422 …`); a pipe into grep fails it
+// when the line is not there. A block that cannot run here (it needs a mailbox, a Google
+// account, a model key) says why on the line before it: `<!-- not run: REASON -->`.
+
+// docPages are the pages whose examples run; decisions.md and performance.md hold none.
+var docPages = []string{
+	"README.md",
+	"docs/workflows.md", "docs/reconciliation.md", "docs/gateway.md", "docs/integrations.md", "docs/people-and-forms.md", "docs/agents.md", "docs/process-studio.md",
+	"docs/console.md", "docs/api.md", "docs/embedding.md",
+	"docs/binary.md", "docs/operations.md", "docs/development.md",
+}
+
+// docBlock is one ```sh block of a page.
+type docBlock struct {
+	line   int    // where it starts, 1-based
+	text   string // the commands
+	notRun string // why it does not run, when it does not
+}
+
+var (
+	fenceOpen = regexp.MustCompile("^```(\\w*)\\s*$")
+	notRunTag = regexp.MustCompile(`^<!-- not run: (.+?) -->$`)
+	// a comment that names the status a command answers: `# -> 422 {...}` or `# → 404`
+	expectStatus = regexp.MustCompile(`#\s*(?:->|→)\s*([1-5][0-9][0-9])\b`)
+)
+
+// shellBlocks reads a page's ```sh blocks.
+func shellBlocks(page string) ([]docBlock, error) {
+	b, err := os.ReadFile(page)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(string(b), "\n")
+	var blocks []docBlock
+	for i := 0; i < len(lines); i++ {
+		m := fenceOpen.FindStringSubmatch(lines[i])
+		if m == nil {
+			continue
+		}
+		start := i
+		var body []string
+		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
+			body = append(body, lines[i])
+		}
+		if m[1] != "sh" {
+			continue
+		}
+		blk := docBlock{line: start + 1, text: strings.Join(body, "\n")}
+		for j := start - 1; j >= 0 && j >= start-2; j-- {
+			if n := notRunTag.FindStringSubmatch(strings.TrimSpace(lines[j])); n != nil {
+				blk.notRun = n[1]
+			}
+		}
+		blocks = append(blocks, blk)
+	}
+	return blocks, nil
+}
+
+// expectations marks each curl command whose comment names a status: `curl` becomes
+// `curl --svc-expect NNN` on the command's first line. A command continued with `\` is
+// one command; its comment is on its last line.
+func expectations(script string) string {
+	lines := strings.Split(script, "\n")
+	for i := 0; i < len(lines); i++ {
+		first := i
+		for i < len(lines)-1 && strings.HasSuffix(strings.TrimRight(lines[i], " "), "\\") {
+			i++
+		}
+		m := expectStatus.FindStringSubmatch(lines[i])
+		if m == nil {
+			continue
+		}
+		for j := first; j <= i; j++ {
+			if k := strings.Index(lines[j], "curl "); k >= 0 && !strings.HasPrefix(strings.TrimSpace(lines[j]), "#") {
+				lines[j] = lines[j][:k] + "curl --svc-expect " + m[1] + " " + lines[j][k+len("curl "):]
+				break
+			}
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// docPrelude is run before a page's blocks: strict bash, and curl checking each answer's
+// status (2xx, or what the command's comment expects).
+const docPrelude = `set -euo pipefail
+# As README's tour defines them.
+H='-H Content-Type:application/json -H X-Org-Id:acme'
+id() { grep -o '"id":"[^"]*"' | head -1 | cut -d'"' -f4; }
+curl() {
+  local want=2
+  if [ "${1:-}" = --svc-expect ]; then want=$2; shift 2; fi
+  local out code
+  out=$(command curl --no-progress-meter --write-out '\n%{http_code}' "$@") || { echo "svc-docs: curl failed: curl $*" >&2; return 1; }
+  code=${out##*$'\n'}
+  out=${out%$'\n'*}
+  printf '%s\n' "$out"
+  case $code in
+    "$want"*) ;;
+    *) printf 'svc-docs: HTTP %s (want %s): curl %s\n%s\n' "$code" "$want" "$*" "$out" >&2; return 1 ;;
+  esac
+}
+`
+
+func TestDocsExamplesRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts svcflow serve once a page")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	t.Parallel()
+	bin := buildBinary(t)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	for _, page := range docPages {
+		t.Run(strings.TrimSuffix(filepath.Base(page), ".md"), func(t *testing.T) {
+			blocks, err := shellBlocks(filepath.Join(root, page))
+			require.NoError(t, err)
+			var script strings.Builder
+			script.WriteString(docPrelude)
+			ran := 0
+			for _, b := range blocks {
+				if b.notRun != "" {
+					t.Logf("%s:%d not run: %s", page, b.line, b.notRun)
+					continue
+				}
+				fmt.Fprintf(&script, "\n# %s:%d\n%s\n", page, b.line, expectations(b.text))
+				ran++
+			}
+			if ran == 0 {
+				return
+			}
+			p := startProcessEnv(t, bin, "", envWithout(), "serve", "--runtime-addr", "127.0.0.1:0",
+				"--db", "sqlite:"+filepath.Join(t.TempDir(), "svcflow.db"), "--allow-private-targets", "--dev-show-codes")
+			text := strings.NewReplacer(
+				"localhost:8080", strings.TrimPrefix(p.base, "http://"),
+				"localhost:8081", strings.TrimPrefix(p.gateway, "http://"),
+			).Replace(script.String())
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "bash", "-c", text)
+			cmd.WaitDelay = time.Second
+			cmd.Dir = root
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			require.NoError(t, cmd.Run(), "%s's examples failed:\n%s", page, out.String())
+			if testing.Verbose() {
+				t.Logf("%s's examples answered:\n%s", page, out.String())
+			}
+		})
+	}
+}
+
+// TestEveryDocsPageRuns keeps docPages whole: a new page under docs/ runs its examples too.
+func TestEveryDocsPageRuns(t *testing.T) {
+	t.Parallel()
+	pages, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, pages)
+	for _, p := range pages {
+		name := "docs/" + filepath.Base(p)
+		if name == "docs/decisions.md" || name == "docs/performance.md" {
+			continue
+		}
+		require.Contains(t, docPages, name, "add %s to docPages", name)
+	}
+}
+
+func TestExpectationsMarkTheCommandsComment(t *testing.T) {
+	t.Parallel()
+	in := "curl -s localhost:8080/a   # -> 422 {\"code\": \"x\"}\n" +
+		"RUN=$(curl -s -X POST localhost:8080/b \\\n  -d '{}' | id)   # → 404\n" +
+		"curl -s localhost:8080/c   # -> {\"ok\": true}\n"
+	require.Equal(t,
+		"curl --svc-expect 422 -s localhost:8080/a   # -> 422 {\"code\": \"x\"}\n"+
+			"RUN=$(curl --svc-expect 404 -s -X POST localhost:8080/b \\\n  -d '{}' | id)   # → 404\n"+
+			"curl -s localhost:8080/c   # -> {\"ok\": true}\n",
+		expectations(in))
+}
