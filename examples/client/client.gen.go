@@ -72,54 +72,189 @@ func (e ActionKind) Valid() bool {
 	}
 }
 
-// Defines values for ActionBodyHttpMethod.
+// Defines values for ActionDefinitionHttpMethod.
 const (
-	ActionBodyHttpMethodDELETE ActionBodyHttpMethod = "DELETE"
-	ActionBodyHttpMethodGET    ActionBodyHttpMethod = "GET"
-	ActionBodyHttpMethodPATCH  ActionBodyHttpMethod = "PATCH"
-	ActionBodyHttpMethodPOST   ActionBodyHttpMethod = "POST"
-	ActionBodyHttpMethodPUT    ActionBodyHttpMethod = "PUT"
+	ActionDefinitionHttpMethodDELETE ActionDefinitionHttpMethod = "DELETE"
+	ActionDefinitionHttpMethodGET    ActionDefinitionHttpMethod = "GET"
+	ActionDefinitionHttpMethodPATCH  ActionDefinitionHttpMethod = "PATCH"
+	ActionDefinitionHttpMethodPOST   ActionDefinitionHttpMethod = "POST"
+	ActionDefinitionHttpMethodPUT    ActionDefinitionHttpMethod = "PUT"
 )
 
-// Valid indicates whether the value is a known member of the ActionBodyHttpMethod enum.
-func (e ActionBodyHttpMethod) Valid() bool {
+// Valid indicates whether the value is a known member of the ActionDefinitionHttpMethod enum.
+func (e ActionDefinitionHttpMethod) Valid() bool {
 	switch e {
-	case ActionBodyHttpMethodDELETE:
+	case ActionDefinitionHttpMethodDELETE:
 		return true
-	case ActionBodyHttpMethodGET:
+	case ActionDefinitionHttpMethodGET:
 		return true
-	case ActionBodyHttpMethodPATCH:
+	case ActionDefinitionHttpMethodPATCH:
 		return true
-	case ActionBodyHttpMethodPOST:
+	case ActionDefinitionHttpMethodPOST:
 		return true
-	case ActionBodyHttpMethodPUT:
+	case ActionDefinitionHttpMethodPUT:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for ActionBodyKind.
+// Defines values for ActionDefinitionKind.
 const (
-	ActionBodyKindCustomTable ActionBodyKind = "custom-table"
-	ActionBodyKindDb          ActionBodyKind = "db"
-	ActionBodyKindHttp        ActionBodyKind = "http"
-	ActionBodyKindLlm         ActionBodyKind = "llm"
-	ActionBodyKindNwayMatch   ActionBodyKind = "nway_match"
+	ActionDefinitionKindCustomTable ActionDefinitionKind = "custom-table"
+	ActionDefinitionKindDb          ActionDefinitionKind = "db"
+	ActionDefinitionKindHttp        ActionDefinitionKind = "http"
+	ActionDefinitionKindLlm         ActionDefinitionKind = "llm"
+	ActionDefinitionKindNwayMatch   ActionDefinitionKind = "nway_match"
 )
 
-// Valid indicates whether the value is a known member of the ActionBodyKind enum.
-func (e ActionBodyKind) Valid() bool {
+// Valid indicates whether the value is a known member of the ActionDefinitionKind enum.
+func (e ActionDefinitionKind) Valid() bool {
 	switch e {
-	case ActionBodyKindCustomTable:
+	case ActionDefinitionKindCustomTable:
 		return true
-	case ActionBodyKindDb:
+	case ActionDefinitionKindDb:
 		return true
-	case ActionBodyKindHttp:
+	case ActionDefinitionKindHttp:
 		return true
-	case ActionBodyKindLlm:
+	case ActionDefinitionKindLlm:
 		return true
-	case ActionBodyKindNwayMatch:
+	case ActionDefinitionKindNwayMatch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentRunStatus.
+const (
+	AgentRunStatusBudgetExceeded AgentRunStatus = "budget_exceeded"
+	AgentRunStatusCancelled      AgentRunStatus = "cancelled"
+	AgentRunStatusCompleted      AgentRunStatus = "completed"
+	AgentRunStatusFailed         AgentRunStatus = "failed"
+	AgentRunStatusPaused         AgentRunStatus = "paused"
+	AgentRunStatusRunning        AgentRunStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the AgentRunStatus enum.
+func (e AgentRunStatus) Valid() bool {
+	switch e {
+	case AgentRunStatusBudgetExceeded:
+		return true
+	case AgentRunStatusCancelled:
+		return true
+	case AgentRunStatusCompleted:
+		return true
+	case AgentRunStatusFailed:
+		return true
+	case AgentRunStatusPaused:
+		return true
+	case AgentRunStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalStatus.
+const (
+	ApprovalStatusApproved  ApprovalStatus = "approved"
+	ApprovalStatusCancelled ApprovalStatus = "cancelled"
+	ApprovalStatusPending   ApprovalStatus = "pending"
+	ApprovalStatusRejected  ApprovalStatus = "rejected"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalStatus enum.
+func (e ApprovalStatus) Valid() bool {
+	switch e {
+	case ApprovalStatusApproved:
+		return true
+	case ApprovalStatusCancelled:
+		return true
+	case ApprovalStatusPending:
+		return true
+	case ApprovalStatusRejected:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BundleStatus.
+const (
+	Draft     BundleStatus = "draft"
+	Published BundleStatus = "published"
+)
+
+// Valid indicates whether the value is a known member of the BundleStatus enum.
+func (e BundleStatus) Valid() bool {
+	switch e {
+	case Draft:
+		return true
+	case Published:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateProcessRequestAuthoringMode.
+const (
+	ProcessFirst  CreateProcessRequestAuthoringMode = "process_first"
+	WorkflowFirst CreateProcessRequestAuthoringMode = "workflow_first"
+)
+
+// Valid indicates whether the value is a known member of the CreateProcessRequestAuthoringMode enum.
+func (e CreateProcessRequestAuthoringMode) Valid() bool {
+	switch e {
+	case ProcessFirst:
+		return true
+	case WorkflowFirst:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeliveryStatus.
+const (
+	DeliveryStatusFailed    DeliveryStatus = "failed"
+	DeliveryStatusPending   DeliveryStatus = "pending"
+	DeliveryStatusSucceeded DeliveryStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryStatus enum.
+func (e DeliveryStatus) Valid() bool {
+	switch e {
+	case DeliveryStatusFailed:
+		return true
+	case DeliveryStatusPending:
+		return true
+	case DeliveryStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FormPauseStatus.
+const (
+	FormPauseStatusCancelled FormPauseStatus = "cancelled"
+	FormPauseStatusExpired   FormPauseStatus = "expired"
+	FormPauseStatusOpen      FormPauseStatus = "open"
+	FormPauseStatusSubmitted FormPauseStatus = "submitted"
+)
+
+// Valid indicates whether the value is a known member of the FormPauseStatus enum.
+func (e FormPauseStatus) Valid() bool {
+	switch e {
+	case FormPauseStatusCancelled:
+		return true
+	case FormPauseStatusExpired:
+		return true
+	case FormPauseStatusOpen:
+		return true
+	case FormPauseStatusSubmitted:
 		return true
 	default:
 		return false
@@ -144,27 +279,6 @@ func (e FormSubmissionTriggeredExecutionType) Valid() bool {
 	}
 }
 
-// Defines values for GenerateAnswerStatus.
-const (
-	GenerateAnswerStatusCompleted  GenerateAnswerStatus = "completed"
-	GenerateAnswerStatusFailed     GenerateAnswerStatus = "failed"
-	GenerateAnswerStatusProcessing GenerateAnswerStatus = "processing"
-)
-
-// Valid indicates whether the value is a known member of the GenerateAnswerStatus enum.
-func (e GenerateAnswerStatus) Valid() bool {
-	switch e {
-	case GenerateAnswerStatusCompleted:
-		return true
-	case GenerateAnswerStatusFailed:
-		return true
-	case GenerateAnswerStatusProcessing:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for GeneratedFormSource.
 const (
 	GeneratedFormSourceFallback GeneratedFormSource = "fallback"
@@ -183,21 +297,36 @@ func (e GeneratedFormSource) Valid() bool {
 	}
 }
 
-// Defines values for GenerationStatusStatus.
+// Defines values for GenerationStatus.
 const (
-	GenerationStatusStatusCompleted  GenerationStatusStatus = "completed"
-	GenerationStatusStatusFailed     GenerationStatusStatus = "failed"
-	GenerationStatusStatusProcessing GenerationStatusStatus = "processing"
+	GenerationStatusCompleted  GenerationStatus = "completed"
+	GenerationStatusFailed     GenerationStatus = "failed"
+	GenerationStatusProcessing GenerationStatus = "processing"
 )
 
-// Valid indicates whether the value is a known member of the GenerationStatusStatus enum.
-func (e GenerationStatusStatus) Valid() bool {
+// Valid indicates whether the value is a known member of the GenerationStatus enum.
+func (e GenerationStatus) Valid() bool {
 	switch e {
-	case GenerationStatusStatusCompleted:
+	case GenerationStatusCompleted:
 		return true
-	case GenerationStatusStatusFailed:
+	case GenerationStatusFailed:
 		return true
-	case GenerationStatusStatusProcessing:
+	case GenerationStatusProcessing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HealthStatus.
+const (
+	HealthStatusOk HealthStatus = "ok"
+)
+
+// Valid indicates whether the value is a known member of the HealthStatus enum.
+func (e HealthStatus) Valid() bool {
+	switch e {
+	case HealthStatusOk:
 		return true
 	default:
 		return false
@@ -261,24 +390,6 @@ func (e ProbeStatus) Valid() bool {
 	}
 }
 
-// Defines values for ProcessBodyAuthoringMode.
-const (
-	ProcessFirst  ProcessBodyAuthoringMode = "process_first"
-	WorkflowFirst ProcessBodyAuthoringMode = "workflow_first"
-)
-
-// Valid indicates whether the value is a known member of the ProcessBodyAuthoringMode enum.
-func (e ProcessBodyAuthoringMode) Valid() bool {
-	switch e {
-	case ProcessFirst:
-		return true
-	case WorkflowFirst:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for PublicSubmitResultTriggeredExecutionType.
 const (
 	PublicSubmitResultTriggeredExecutionTypeAgentRun    PublicSubmitResultTriggeredExecutionType = "agent_run"
@@ -297,6 +408,69 @@ func (e PublicSubmitResultTriggeredExecutionType) Valid() bool {
 	}
 }
 
+// Defines values for RunStatus.
+const (
+	RunStatusCancelled       RunStatus = "cancelled"
+	RunStatusCompleted       RunStatus = "completed"
+	RunStatusConditionNotMet RunStatus = "condition_not_met"
+	RunStatusFailed          RunStatus = "failed"
+	RunStatusPaused          RunStatus = "paused"
+	RunStatusRejected        RunStatus = "rejected"
+	RunStatusRunning         RunStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the RunStatus enum.
+func (e RunStatus) Valid() bool {
+	switch e {
+	case RunStatusCancelled:
+		return true
+	case RunStatusCompleted:
+		return true
+	case RunStatusConditionNotMet:
+		return true
+	case RunStatusFailed:
+		return true
+	case RunStatusPaused:
+		return true
+	case RunStatusRejected:
+		return true
+	case RunStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StepStatus.
+const (
+	StepStatusCancelled  StepStatus = "cancelled"
+	StepStatusCompleted  StepStatus = "completed"
+	StepStatusFailed     StepStatus = "failed"
+	StepStatusPending    StepStatus = "pending"
+	StepStatusProcessing StepStatus = "processing"
+	StepStatusSkipped    StepStatus = "skipped"
+)
+
+// Valid indicates whether the value is a known member of the StepStatus enum.
+func (e StepStatus) Valid() bool {
+	switch e {
+	case StepStatusCancelled:
+		return true
+	case StepStatusCompleted:
+		return true
+	case StepStatusFailed:
+		return true
+	case StepStatusPending:
+		return true
+	case StepStatusProcessing:
+		return true
+	case StepStatusSkipped:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TableIndexState.
 const (
 	TableIndexStateBuilding TableIndexState = "building"
@@ -309,144 +483,6 @@ func (e TableIndexState) Valid() bool {
 	case TableIndexStateBuilding:
 		return true
 	case TableIndexStateReady:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ListAgentsParamsStatus.
-const (
-	ListAgentsParamsStatusBudgetExceeded ListAgentsParamsStatus = "budget_exceeded"
-	ListAgentsParamsStatusCancelled      ListAgentsParamsStatus = "cancelled"
-	ListAgentsParamsStatusCompleted      ListAgentsParamsStatus = "completed"
-	ListAgentsParamsStatusFailed         ListAgentsParamsStatus = "failed"
-	ListAgentsParamsStatusPaused         ListAgentsParamsStatus = "paused"
-	ListAgentsParamsStatusRunning        ListAgentsParamsStatus = "running"
-)
-
-// Valid indicates whether the value is a known member of the ListAgentsParamsStatus enum.
-func (e ListAgentsParamsStatus) Valid() bool {
-	switch e {
-	case ListAgentsParamsStatusBudgetExceeded:
-		return true
-	case ListAgentsParamsStatusCancelled:
-		return true
-	case ListAgentsParamsStatusCompleted:
-		return true
-	case ListAgentsParamsStatusFailed:
-		return true
-	case ListAgentsParamsStatusPaused:
-		return true
-	case ListAgentsParamsStatusRunning:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ListApprovalsParamsStatus.
-const (
-	ListApprovalsParamsStatusApproved  ListApprovalsParamsStatus = "approved"
-	ListApprovalsParamsStatusCancelled ListApprovalsParamsStatus = "cancelled"
-	ListApprovalsParamsStatusPending   ListApprovalsParamsStatus = "pending"
-	ListApprovalsParamsStatusRejected  ListApprovalsParamsStatus = "rejected"
-)
-
-// Valid indicates whether the value is a known member of the ListApprovalsParamsStatus enum.
-func (e ListApprovalsParamsStatus) Valid() bool {
-	switch e {
-	case ListApprovalsParamsStatusApproved:
-		return true
-	case ListApprovalsParamsStatusCancelled:
-		return true
-	case ListApprovalsParamsStatusPending:
-		return true
-	case ListApprovalsParamsStatusRejected:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ListRunsParamsStatus.
-const (
-	ListRunsParamsStatusCancelled       ListRunsParamsStatus = "cancelled"
-	ListRunsParamsStatusCompleted       ListRunsParamsStatus = "completed"
-	ListRunsParamsStatusConditionNotMet ListRunsParamsStatus = "condition_not_met"
-	ListRunsParamsStatusFailed          ListRunsParamsStatus = "failed"
-	ListRunsParamsStatusPaused          ListRunsParamsStatus = "paused"
-	ListRunsParamsStatusRejected        ListRunsParamsStatus = "rejected"
-	ListRunsParamsStatusRunning         ListRunsParamsStatus = "running"
-)
-
-// Valid indicates whether the value is a known member of the ListRunsParamsStatus enum.
-func (e ListRunsParamsStatus) Valid() bool {
-	switch e {
-	case ListRunsParamsStatusCancelled:
-		return true
-	case ListRunsParamsStatusCompleted:
-		return true
-	case ListRunsParamsStatusConditionNotMet:
-		return true
-	case ListRunsParamsStatusFailed:
-		return true
-	case ListRunsParamsStatusPaused:
-		return true
-	case ListRunsParamsStatusRejected:
-		return true
-	case ListRunsParamsStatusRunning:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for GetRunStatusParamsLastStatus.
-const (
-	GetRunStatusParamsLastStatusCancelled       GetRunStatusParamsLastStatus = "cancelled"
-	GetRunStatusParamsLastStatusCompleted       GetRunStatusParamsLastStatus = "completed"
-	GetRunStatusParamsLastStatusConditionNotMet GetRunStatusParamsLastStatus = "condition_not_met"
-	GetRunStatusParamsLastStatusFailed          GetRunStatusParamsLastStatus = "failed"
-	GetRunStatusParamsLastStatusPaused          GetRunStatusParamsLastStatus = "paused"
-	GetRunStatusParamsLastStatusRejected        GetRunStatusParamsLastStatus = "rejected"
-	GetRunStatusParamsLastStatusRunning         GetRunStatusParamsLastStatus = "running"
-)
-
-// Valid indicates whether the value is a known member of the GetRunStatusParamsLastStatus enum.
-func (e GetRunStatusParamsLastStatus) Valid() bool {
-	switch e {
-	case GetRunStatusParamsLastStatusCancelled:
-		return true
-	case GetRunStatusParamsLastStatusCompleted:
-		return true
-	case GetRunStatusParamsLastStatusConditionNotMet:
-		return true
-	case GetRunStatusParamsLastStatusFailed:
-		return true
-	case GetRunStatusParamsLastStatusPaused:
-		return true
-	case GetRunStatusParamsLastStatusRejected:
-		return true
-	case GetRunStatusParamsLastStatusRunning:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ExecuteWorkflowParamsContext.
-const (
-	False ExecuteWorkflowParamsContext = "false"
-	True  ExecuteWorkflowParamsContext = "true"
-)
-
-// Valid indicates whether the value is a known member of the ExecuteWorkflowParamsContext enum.
-func (e ExecuteWorkflowParamsContext) Valid() bool {
-	switch e {
-	case False:
-		return true
-	case True:
 		return true
 	default:
 		return false
@@ -517,8 +553,8 @@ type ActionHttpMethod string
 // ActionKind What the action does. A registration may carry only its kind's fields (422 naming any other).
 type ActionKind string
 
-// ActionBody defines model for ActionBody.
-type ActionBody struct {
+// ActionDefinition defines model for ActionDefinition.
+type ActionDefinition struct {
 	// ActionName 1-100 letters, digits, '_', '-' or '.'; unique within the organization; a workflow step names the action by it as its type. Required on POST; on PUT optional, and when given it must equal the path's.
 	//
 	// Example: notify-crm
@@ -536,10 +572,10 @@ type ActionBody struct {
 	Headers *map[string]string `json:"headers,omitempty"`
 
 	// HttpMethod http: default POST.
-	HttpMethod *ActionBodyHttpMethod `json:"http_method,omitempty"`
+	HttpMethod *ActionDefinitionHttpMethod `json:"http_method,omitempty"`
 
 	// Kind What the action does. A registration may carry only its kind's fields (422 naming any other).
-	Kind ActionBodyKind `json:"kind"`
+	Kind ActionDefinitionKind `json:"kind"`
 
 	// MaxTokens llm: the longest reply, in tokens.
 	MaxTokens *int64 `json:"max_tokens,omitempty"`
@@ -573,11 +609,20 @@ type ActionBody struct {
 	Url *string `json:"url,omitempty"`
 }
 
-// ActionBodyHttpMethod http: default POST.
-type ActionBodyHttpMethod string
+// ActionDefinitionHttpMethod http: default POST.
+type ActionDefinitionHttpMethod string
 
-// ActionBodyKind What the action does. A registration may carry only its kind's fields (422 naming any other).
-type ActionBodyKind string
+// ActionDefinitionKind What the action does. A registration may carry only its kind's fields (422 naming any other).
+type ActionDefinitionKind string
+
+// ActionList defines model for ActionList.
+type ActionList struct {
+	// Items This page of results.
+	Items []Action `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
 
 // Actor defines model for Actor.
 type Actor struct {
@@ -585,22 +630,8 @@ type Actor struct {
 	Type string `json:"type"`
 }
 
-// AgentBody defines model for AgentBody.
-type AgentBody struct {
-	Config *AgentBodyConfigStruct `json:"config,omitempty"`
-
-	// Model The provider's model name (default gpt-4o-mini).
-	Model *string `json:"model,omitempty"`
-
-	// Objective The agent's goal, in words; at most 20,000 characters.
-	Objective string `json:"objective"`
-
-	// Tools Tool declarations, mixed freely: "<action_name>", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones.
-	Tools *[]interface{} `json:"tools,omitempty"`
-}
-
-// AgentBodyConfigStruct defines model for AgentBodyConfigStruct.
-type AgentBodyConfigStruct struct {
+// AgentConfig defines model for AgentConfig.
+type AgentConfig struct {
 	// LlmBudget Raises or lowers input_tokens (100,000), output_tokens (50,000), total_tokens (150,000), model_calls (100), wall_seconds (300).
 	LlmBudget *map[string]interface{} `json:"llm_budget,omitempty"`
 
@@ -611,17 +642,8 @@ type AgentBodyConfigStruct struct {
 	OnStuck *OnStuck `json:"on_stuck,omitempty"`
 }
 
-// AgentResumeBody defines model for AgentResumeBody.
-type AgentResumeBody struct {
-	// Approved Whether the person approves what the agent asked.
-	Approved bool `json:"approved"`
-
-	// HumanInput The person's answer.
-	HumanInput string `json:"human_input"`
-}
-
-// AgentStatus defines model for AgentStatus.
-type AgentStatus struct {
+// AgentRun defines model for AgentRun.
+type AgentRun struct {
 	// AgentRunId Example: agent-0b4e6c1a-3f5d-4e2a-9c8b-7a6d5e4f3c2b
 	AgentRunId  string    `json:"agent_run_id"`
 	Confidence  *float64  `json:"confidence,omitempty"`
@@ -639,13 +661,25 @@ type AgentStatus struct {
 	ReasoningTrace *[]TraceEntry `json:"reasoning_trace,omitempty"`
 
 	// Status running, paused, completed, failed, budget_exceeded or cancelled.
-	Status    string    `json:"status"`
-	UpdatedAt time.Time `json:"updated_at"`
-	Usage     *Usage    `json:"usage,omitempty"`
+	Status    AgentRunStatus `json:"status"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	Usage     *Usage         `json:"usage,omitempty"`
 }
 
-// AgentTraceAnswer defines model for AgentTraceAnswer.
-type AgentTraceAnswer struct {
+// AgentRunList defines model for AgentRunList.
+type AgentRunList struct {
+	// Items This page of results.
+	Items []AgentRun `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// AgentRunStatus An agent run's status: running and paused are live, the others are final.
+type AgentRunStatus string
+
+// AgentTrace defines model for AgentTrace.
+type AgentTrace struct {
 	AgentRunId string       `json:"agent_run_id"`
 	Trace      []TraceEntry `json:"trace"`
 }
@@ -663,19 +697,33 @@ type Approval struct {
 	ExpiresAt       *time.Time  `json:"expires_at"`
 	RequestPayload  interface{} `json:"request_payload"`
 	RunId           string      `json:"run_id"`
-	Status          string      `json:"status"`
-	StepId          int64       `json:"step_id"`
-	WorkflowId      string      `json:"workflow_id"`
+
+	// Status An approval's status: pending until decided, cancelled with its run.
+	Status     ApprovalStatus `json:"status"`
+	StepId     int64          `json:"step_id"`
+	WorkflowId string         `json:"workflow_id"`
 }
 
-// ApprovalDecisionBody defines model for ApprovalDecisionBody.
-type ApprovalDecisionBody struct {
+// ApprovalDecision defines model for ApprovalDecision.
+type ApprovalDecision struct {
 	// Approved true resumes the run; false ends it as rejected (rows already written stay).
 	Approved bool `json:"approved"`
 
 	// Comment Set in the run's context as __comment.
 	Comment *string `json:"comment,omitempty"`
 }
+
+// ApprovalList defines model for ApprovalList.
+type ApprovalList struct {
+	// Items This page of results.
+	Items []Approval `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// ApprovalStatus An approval's status: pending until decided, cancelled with its run.
+type ApprovalStatus string
 
 // Bundle defines model for Bundle.
 type Bundle struct {
@@ -686,21 +734,26 @@ type Bundle struct {
 	ProcessId       string      `json:"process_id"`
 	PublishNote     *string     `json:"publish_note,omitempty"`
 	PublishedAt     *time.Time  `json:"published_at,omitempty"`
-	Status          string      `json:"status"`
-	Summary         *string     `json:"summary,omitempty"`
-	Version         int64       `json:"version"`
-	WorkflowId      *string     `json:"workflow_id,omitempty"`
-	WorkflowVersion *int64      `json:"workflow_version,omitempty"`
+
+	// Status A process bundle's status: a draft until published, then immutable.
+	Status          BundleStatus `json:"status"`
+	Summary         *string      `json:"summary,omitempty"`
+	Version         int64        `json:"version"`
+	WorkflowId      *string      `json:"workflow_id,omitempty"`
+	WorkflowVersion *int64       `json:"workflow_version,omitempty"`
 }
 
-// CancelBody defines model for CancelBody.
-type CancelBody struct {
+// BundleStatus A process bundle's status: a draft until published, then immutable.
+type BundleStatus string
+
+// CancelRunRequest defines model for CancelRunRequest.
+type CancelRunRequest struct {
 	// Reason Why; carried by workflow_run_cancelled.
 	Reason *string `json:"reason,omitempty"`
 }
 
-// ComposeBody defines model for ComposeBody.
-type ComposeBody struct {
+// ComposeBundleRequest defines model for ComposeBundleRequest.
+type ComposeBundleRequest struct {
 	// DeploymentShape How the bundle deploys (single_workflow, ...): kept with it.
 	DeploymentShape *string `json:"deployment_shape,omitempty"`
 
@@ -729,6 +782,73 @@ type ContextValue struct {
 	Value interface{} `json:"value"`
 }
 
+// CreateOAuthConnectionRequest defines model for CreateOAuthConnectionRequest.
+type CreateOAuthConnectionRequest struct {
+	// AccessToken The access token. Encrypted at rest; never returned.
+	AccessToken string `json:"access_token"`
+
+	// Account The organization's label for the account: 1-200 letters, digits and @ . _ + : -.
+	Account string `json:"account"`
+
+	// ExpiresAt When the access token expires (absent: it does not, as Slack bot tokens).
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// Provider google, slack or microsoft.
+	Provider string `json:"provider"`
+
+	// RefreshToken The refresh token, when there is one: the access token is then refreshed before it expires.
+	RefreshToken *string `json:"refresh_token,omitempty"`
+
+	// Scopes The scopes the token holds, for the listing.
+	Scopes *[]string `json:"scopes,omitempty"`
+}
+
+// CreateProcessFromPromptRequest defines model for CreateProcessFromPromptRequest.
+type CreateProcessFromPromptRequest struct {
+	Description *string     `json:"description,omitempty"`
+	LlmOptions  *LLMOptions `json:"llmOptions,omitempty"`
+
+	// Name The process's name (default: the drafted workflow name).
+	Name      *string `json:"name,omitempty"`
+	ProjectId string  `json:"project_id"`
+	Prompt    string  `json:"prompt"`
+
+	// Publish Publish the bundle (default true); false stops at the draft bundle.
+	Publish *bool `json:"publish,omitempty"`
+}
+
+// CreateProcessRequest defines model for CreateProcessRequest.
+type CreateProcessRequest struct {
+	// AuthoringMode Default process_first.
+	AuthoringMode *CreateProcessRequestAuthoringMode `json:"authoring_mode,omitempty"`
+	Description   *string                            `json:"description,omitempty"`
+
+	// Name 1-200 characters, unique in the project; also the name of the workflow it publishes.
+	Name string `json:"name"`
+
+	// ProjectId The project the process belongs to.
+	ProjectId string `json:"project_id"`
+}
+
+// CreateProcessRequestAuthoringMode Default process_first.
+type CreateProcessRequestAuthoringMode string
+
+// CreateProjectRequest defines model for CreateProjectRequest.
+type CreateProjectRequest struct {
+	// Description At most 4,000 characters.
+	Description *string `json:"description,omitempty"`
+
+	// Name 1-200 characters.
+	Name string `json:"name"`
+}
+
+// CreateWorkflowFromAIRequest defines model for CreateWorkflowFromAIRequest.
+type CreateWorkflowFromAIRequest struct {
+	LlmOptions *LLMOptions `json:"llmOptions,omitempty"`
+	Name       *string     `json:"name,omitempty"`
+	Prompt     string      `json:"prompt"`
+}
+
 // Decision defines model for Decision.
 type Decision struct {
 	Kind   string      `json:"kind"`
@@ -748,10 +868,12 @@ type Delivery struct {
 	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"`
 	RunId          *string    `json:"run_id,omitempty"`
 	Signed         bool       `json:"signed"`
-	Status         string     `json:"status"`
-	Target         string     `json:"target"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	WebhookId      *string    `json:"webhook_id,omitempty"`
+
+	// Status A webhook delivery's status: pending until an attempt succeeds or it gives up.
+	Status    DeliveryStatus `json:"status"`
+	Target    string         `json:"target"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	WebhookId *string        `json:"webhook_id,omitempty"`
 }
 
 // DeliveryAttempt defines model for DeliveryAttempt.
@@ -765,24 +887,38 @@ type DeliveryAttempt struct {
 	StatusCode    *int64     `json:"status_code,omitempty"`
 }
 
-// DeliveryDoc defines model for DeliveryDoc.
-type DeliveryDoc struct {
-	AttemptList    *[]DeliveryAttempt `json:"attempt_list"`
-	Attempts       int64              `json:"attempts"`
-	CompletedAt    *time.Time         `json:"completed_at,omitempty"`
-	CreatedAt      time.Time          `json:"created_at"`
-	DeliveryId     string             `json:"delivery_id"`
-	Event          string             `json:"event"`
-	LastError      *string            `json:"last_error,omitempty"`
-	LastStatusCode *int64             `json:"last_status_code,omitempty"`
-	NextAttemptAt  *time.Time         `json:"next_attempt_at,omitempty"`
-	RunId          *string            `json:"run_id,omitempty"`
-	Signed         bool               `json:"signed"`
-	Status         string             `json:"status"`
-	Target         string             `json:"target"`
-	UpdatedAt      time.Time          `json:"updated_at"`
-	WebhookId      *string            `json:"webhook_id,omitempty"`
+// DeliveryDocument defines model for DeliveryDocument.
+type DeliveryDocument struct {
+	AttemptList    []DeliveryAttempt `json:"attempt_list"`
+	Attempts       int64             `json:"attempts"`
+	CompletedAt    *time.Time        `json:"completed_at,omitempty"`
+	CreatedAt      time.Time         `json:"created_at"`
+	DeliveryId     string            `json:"delivery_id"`
+	Event          string            `json:"event"`
+	LastError      *string           `json:"last_error,omitempty"`
+	LastStatusCode *int64            `json:"last_status_code,omitempty"`
+	NextAttemptAt  *time.Time        `json:"next_attempt_at,omitempty"`
+	RunId          *string           `json:"run_id,omitempty"`
+	Signed         bool              `json:"signed"`
+
+	// Status A webhook delivery's status: pending until an attempt succeeds or it gives up.
+	Status    DeliveryStatus `json:"status"`
+	Target    string         `json:"target"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	WebhookId *string        `json:"webhook_id,omitempty"`
 }
+
+// DeliveryList defines model for DeliveryList.
+type DeliveryList struct {
+	// Items This page of results.
+	Items []Delivery `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// DeliveryStatus A webhook delivery's status: pending until an attempt succeeds or it gives up.
+type DeliveryStatus string
 
 // Document defines model for Document.
 type Document struct {
@@ -807,6 +943,15 @@ type Document struct {
 
 	// Versions Every version, oldest first (not in listings).
 	Versions *[]DocumentVersion `json:"versions,omitempty"`
+}
+
+// DocumentList defines model for DocumentList.
+type DocumentList struct {
+	// Items This page of results.
+	Items []Document `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // DocumentVersion defines model for DocumentVersion.
@@ -835,19 +980,30 @@ type Event struct {
 	Timestamp  time.Time   `json:"timestamp"`
 }
 
+// EventList defines model for EventList.
+type EventList struct {
+	// Items This page of results.
+	Items []Event `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
 // Evidence defines model for Evidence.
 type Evidence struct {
-	Counts          map[string]int64  `json:"counts"`
-	Decisions       *[]Decision       `json:"decisions"`
-	Effects         *[]EvidenceEffect `json:"effects"`
-	Exceptions      *[]interface{}    `json:"exceptions"`
-	Input           interface{}       `json:"input"`
-	Reason          *string           `json:"reason,omitempty"`
-	RunId           string            `json:"run_id"`
-	Status          string            `json:"status"`
-	Steps           *[]StepRecord     `json:"steps"`
-	WorkflowId      string            `json:"workflow_id"`
-	WorkflowVersion int64             `json:"workflow_version"`
+	Counts     map[string]int64 `json:"counts"`
+	Decisions  []Decision       `json:"decisions"`
+	Effects    []EvidenceEffect `json:"effects"`
+	Exceptions []interface{}    `json:"exceptions"`
+	Input      interface{}      `json:"input"`
+	Reason     *string          `json:"reason,omitempty"`
+	RunId      string           `json:"run_id"`
+
+	// Status A run's status: running and paused are live, the others are final.
+	Status          RunStatus    `json:"status"`
+	Steps           []StepRecord `json:"steps"`
+	WorkflowId      string       `json:"workflow_id"`
+	WorkflowVersion int64        `json:"workflow_version"`
 }
 
 // EvidenceEffect defines model for EvidenceEffect.
@@ -858,30 +1014,22 @@ type EvidenceEffect struct {
 	Target    *string                 `json:"target,omitempty"`
 }
 
-// ExecuteAnswer {id, status} at once; with ?wait=, the run's status document (GET /runs/{runId}/status).
-type ExecuteAnswer struct {
-	Context    *map[string]interface{} `json:"context,omitempty"`
-	CreatedAt  *time.Time              `json:"created_at,omitempty"`
-	FinishedAt *time.Time              `json:"finished_at,omitempty"`
+// ExecuteAgentRequest defines model for ExecuteAgentRequest.
+type ExecuteAgentRequest struct {
+	Config *AgentConfig `json:"config,omitempty"`
 
-	// Id Run id (run-<uuid>).
-	//
-	// Example: run-6a1e0f7c-2b7d-4c61-8f3e-5d4c3b2a1908
-	Id     string  `json:"id"`
-	Reason *string `json:"reason,omitempty"`
+	// Model The provider's model name (default gpt-4o-mini).
+	Model *string `json:"model,omitempty"`
 
-	// Status The run's status.
-	//
-	// Example: running
-	Status          string         `json:"status"`
-	Steps           *[]StepSummary `json:"steps,omitempty"`
-	UpdatedAt       *time.Time     `json:"updated_at,omitempty"`
-	WorkflowId      *string        `json:"workflow_id,omitempty"`
-	WorkflowVersion *int64         `json:"workflow_version,omitempty"`
+	// Objective The agent's goal, in words; at most 20,000 characters.
+	Objective string `json:"objective"`
+
+	// Tools Tool declarations, mixed freely: "<action_name>", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones.
+	Tools *[]interface{} `json:"tools,omitempty"`
 }
 
-// ExecuteBody defines model for ExecuteBody.
-type ExecuteBody struct {
+// ExecuteRequest defines model for ExecuteRequest.
+type ExecuteRequest struct {
 	// Input The run's input, read as @input (default {}).
 	Input *map[string]interface{} `json:"input,omitempty"`
 }
@@ -907,8 +1055,8 @@ type ExternalForm struct {
 	UpdatedAt         time.Time    `json:"updated_at"`
 }
 
-// ExternalFormBody defines model for ExternalFormBody.
-type ExternalFormBody struct {
+// ExternalFormDefinition defines model for ExternalFormDefinition.
+type ExternalFormDefinition struct {
 	// Description At most 4,000 characters.
 	Description *string `json:"description,omitempty"`
 
@@ -930,6 +1078,15 @@ type ExternalFormBody struct {
 
 	// TriggerWorkflowId The workflow started per submission, with the flat payload as its input. At most one trigger.
 	TriggerWorkflowId *string `json:"trigger_workflow_id,omitempty"`
+}
+
+// ExternalFormList defines model for ExternalFormList.
+type ExternalFormList struct {
+	// Items This page of results.
+	Items []ExternalForm `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // Field defines model for Field.
@@ -984,40 +1141,39 @@ type FormCreate struct {
 	TriggerWorkflowId *string `json:"trigger_workflow_id,omitempty"`
 }
 
-// FormGenerateBody defines model for FormGenerateBody.
-type FormGenerateBody struct {
-	// Create Also create an external form with the generated schema; the answer's form is that form.
-	Create *FormCreate `json:"create,omitempty"`
-
-	// ExpectedKeys The keys the form must collect: each becomes a field key (snake_case).
-	ExpectedKeys *[]string `json:"expected_keys"`
-
-	// Hints Anything that helps the model (audience, language, tone).
-	Hints *map[string]interface{} `json:"hints,omitempty"`
-
-	// Intent What the form is for.
-	Intent string `json:"intent"`
-}
-
 // FormPause defines model for FormPause.
 type FormPause struct {
 	AssigneeRole      *string     `json:"assignee_role,omitempty"`
 	ClaimedBy         *string     `json:"claimed_by,omitempty"`
 	CreatedAt         time.Time   `json:"created_at"`
-	ExpectedKeys      *[]string   `json:"expected_keys"`
+	ExpectedKeys      []string    `json:"expected_keys"`
 	ExpiresAt         *time.Time  `json:"expires_at"`
 	FormPauseId       string      `json:"form_pause_id"`
 	ReminderIntervals *[]float64  `json:"reminder_intervals,omitempty"`
 	RunId             string      `json:"run_id"`
 	Schema            interface{} `json:"schema"`
-	Status            string      `json:"status"`
-	StepId            int64       `json:"step_id"`
-	Submission        interface{} `json:"submission,omitempty"`
-	SubmissionId      *string     `json:"submission_id,omitempty"`
-	SubmittedAt       *time.Time  `json:"submitted_at,omitempty"`
-	UpdatedAt         time.Time   `json:"updated_at"`
-	WorkflowId        string      `json:"workflow_id"`
+
+	// Status A form pause's status: open until submitted or expired, cancelled with its run.
+	Status       FormPauseStatus `json:"status"`
+	StepId       int64           `json:"step_id"`
+	Submission   interface{}     `json:"submission,omitempty"`
+	SubmissionId *string         `json:"submission_id,omitempty"`
+	SubmittedAt  *time.Time      `json:"submitted_at,omitempty"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+	WorkflowId   string          `json:"workflow_id"`
 }
+
+// FormPauseList defines model for FormPauseList.
+type FormPauseList struct {
+	// Items This page of results.
+	Items []FormPause `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// FormPauseStatus A form pause's status: open until submitted or expired, cancelled with its run.
+type FormPauseStatus string
 
 // FormSettings defines model for FormSettings.
 type FormSettings struct {
@@ -1062,49 +1218,33 @@ type FormSubmission struct {
 // FormSubmissionTriggeredExecutionType What kind of run it started.
 type FormSubmissionTriggeredExecutionType string
 
-// FormSubmitBody defines model for FormSubmitBody.
-type FormSubmitBody struct {
-	// Data The submission, flat: {<key>: <value>}. Every expected key is required; values are checked against the pause's form_schema_v1.
-	Data map[string]interface{} `json:"data"`
+// FormSubmissionList defines model for FormSubmissionList.
+type FormSubmissionList struct {
+	// Items This page of results.
+	Items []FormSubmission `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
-// FromPromptAnswer defines model for FromPromptAnswer.
-type FromPromptAnswer struct {
-	Attempts    int64   `json:"attempts"`
-	Bundle      Bundle  `json:"bundle"`
-	ExecutePath *string `json:"execute_path,omitempty"`
-	Process     Process `json:"process"`
-	Published   bool    `json:"published"`
-	WorkflowId  *string `json:"workflow_id,omitempty"`
+// GenerateFormRequest defines model for GenerateFormRequest.
+type GenerateFormRequest struct {
+	// Create Also create an external form with the generated schema; the answer's form is that form.
+	Create *FormCreate `json:"create,omitempty"`
+
+	// ExpectedKeys The keys the form must collect: each becomes a field key (snake_case).
+	ExpectedKeys []string `json:"expected_keys"`
+
+	// Hints Anything that helps the model (audience, language, tone).
+	Hints *map[string]interface{} `json:"hints,omitempty"`
+
+	// Intent What the form is for.
+	Intent string `json:"intent"`
 }
 
-// FromPromptBody defines model for FromPromptBody.
-type FromPromptBody struct {
-	Description *string         `json:"description,omitempty"`
-	LlmOptions  *LLMOptionsBody `json:"llmOptions,omitempty"`
-
-	// Name The process's name (default: the drafted workflow name).
-	Name      *string `json:"name,omitempty"`
-	ProjectId string  `json:"project_id"`
-	Prompt    string  `json:"prompt"`
-
-	// Publish Publish the bundle (default true); false stops at the draft bundle.
-	Publish *bool `json:"publish,omitempty"`
-}
-
-// GenerateAnswer defines model for GenerateAnswer.
-type GenerateAnswer struct {
-	GenerationId string               `json:"generation_id"`
-	Message      string               `json:"message"`
-	Status       GenerateAnswerStatus `json:"status"`
-}
-
-// GenerateAnswerStatus defines model for GenerateAnswer.Status.
-type GenerateAnswerStatus string
-
-// GenerateBody defines model for GenerateBody.
-type GenerateBody struct {
-	LlmOptions *LLMOptionsBody `json:"llmOptions,omitempty"`
+// GenerateWorkflowRequest defines model for GenerateWorkflowRequest.
+type GenerateWorkflowRequest struct {
+	LlmOptions *LLMOptions `json:"llmOptions,omitempty"`
 
 	// Prompt The process, in words; at most 20,000 characters.
 	Prompt string `json:"prompt"`
@@ -1140,212 +1280,63 @@ type Generation struct {
 	GenerationId string      `json:"generation_id"`
 	Model        *string     `json:"model,omitempty"`
 	Prompt       string      `json:"prompt"`
-	Status       string      `json:"status"`
-	Temperature  *float64    `json:"temperature,omitempty"`
-	UpdatedAt    time.Time   `json:"updated_at"`
+
+	// Status A workflow drafting's status.
+	Status      GenerationStatus `json:"status"`
+	Temperature *float64         `json:"temperature,omitempty"`
+	UpdatedAt   time.Time        `json:"updated_at"`
 }
 
-// GenerationStatus defines model for GenerationStatus.
-type GenerationStatus struct {
+// GenerationProgress defines model for GenerationProgress.
+type GenerationProgress struct {
 	// Attempts Model calls made: 1 or 2.
 	Attempts int64 `json:"attempts"`
 
 	// Errors Why it failed: the validator's problems of the last attempt.
-	Errors       *[]string              `json:"errors,omitempty"`
-	GenerationId string                 `json:"generation_id"`
-	Status       GenerationStatusStatus `json:"status"`
-	UpdatedAt    time.Time              `json:"updated_at"`
+	Errors       *[]string `json:"errors,omitempty"`
+	GenerationId string    `json:"generation_id"`
+
+	// Status A workflow drafting's status.
+	Status    GenerationStatus `json:"status"`
+	UpdatedAt time.Time        `json:"updated_at"`
 }
 
-// GenerationStatusStatus defines model for GenerationStatus.Status.
-type GenerationStatusStatus string
+// GenerationStarted defines model for GenerationStarted.
+type GenerationStarted struct {
+	GenerationId string `json:"generation_id"`
+	Message      string `json:"message"`
+
+	// Status A workflow drafting's status.
+	Status GenerationStatus `json:"status"`
+}
+
+// GenerationStatus A workflow drafting's status.
+type GenerationStatus string
 
 // Health defines model for Health.
 type Health struct {
 	// Status Always ok when the process serves requests.
 	//
 	// Example: ok
-	Status string `json:"status"`
+	Status HealthStatus `json:"status"`
 }
 
-// IndexBody defines model for IndexBody.
-type IndexBody struct {
+// HealthStatus Always ok when the process serves requests.
+//
+// Example: ok
+type HealthStatus string
+
+// IndexDefinition defines model for IndexDefinition.
+type IndexDefinition struct {
 	// Columns The declared columns the index covers (a set: order does not matter).
-	Columns *[]string `json:"columns"`
+	Columns []string `json:"columns"`
 }
 
-// LLMOptionsBody defines model for LLMOptionsBody.
-type LLMOptionsBody struct {
+// LLMOptions defines model for LLMOptions.
+type LLMOptions struct {
 	// Model The provider's model name (default gpt-4o-mini).
 	Model       *string  `json:"model,omitempty"`
 	Temperature *float64 `json:"temperature,omitempty"`
-}
-
-// LegacyFromAIAnswer defines model for LegacyFromAIAnswer.
-type LegacyFromAIAnswer struct {
-	BundleId   string `json:"bundle_id"`
-	ProcessId  string `json:"process_id"`
-	WorkflowId string `json:"workflow_id"`
-}
-
-// LegacyFromAIBody defines model for LegacyFromAIBody.
-type LegacyFromAIBody struct {
-	LlmOptions *LLMOptionsBody `json:"llmOptions,omitempty"`
-	Name       *string         `json:"name,omitempty"`
-	Prompt     string          `json:"prompt"`
-}
-
-// ListAction defines model for ListAction.
-type ListAction struct {
-	// Items This page of results.
-	Items []Action `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListAgentStatus defines model for ListAgentStatus.
-type ListAgentStatus struct {
-	// Items This page of results.
-	Items []AgentStatus `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListApproval defines model for ListApproval.
-type ListApproval struct {
-	// Items This page of results.
-	Items []Approval `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListDelivery defines model for ListDelivery.
-type ListDelivery struct {
-	// Items This page of results.
-	Items []Delivery `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListDocument defines model for ListDocument.
-type ListDocument struct {
-	// Items This page of results.
-	Items []Document `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListEvent defines model for ListEvent.
-type ListEvent struct {
-	// Items This page of results.
-	Items []Event `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListExternalForm defines model for ListExternalForm.
-type ListExternalForm struct {
-	// Items This page of results.
-	Items []ExternalForm `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListFormPause defines model for ListFormPause.
-type ListFormPause struct {
-	// Items This page of results.
-	Items []FormPause `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListFormSubmission defines model for ListFormSubmission.
-type ListFormSubmission struct {
-	// Items This page of results.
-	Items []FormSubmission `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListOAuthConnection defines model for ListOAuthConnection.
-type ListOAuthConnection struct {
-	// Items This page of results.
-	Items []OAuthConnection `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListOrgConfigEntry defines model for ListOrgConfigEntry.
-type ListOrgConfigEntry struct {
-	// Items This page of results.
-	Items []OrgConfigEntry `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListProject defines model for ListProject.
-type ListProject struct {
-	// Items This page of results.
-	Items []Project `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListRow defines model for ListRow.
-type ListRow struct {
-	// Items This page of results.
-	Items []Row `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListRun defines model for ListRun.
-type ListRun struct {
-	// Items This page of results.
-	Items []Run `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListTable defines model for ListTable.
-type ListTable struct {
-	// Items This page of results.
-	Items []Table `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListWebhook defines model for ListWebhook.
-type ListWebhook struct {
-	// Items This page of results.
-	Items []Webhook `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListWorkflow defines model for ListWorkflow.
-type ListWorkflow struct {
-	// Items This page of results.
-	Items []Workflow `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
 }
 
 // OAuthAuthorization defines model for OAuthAuthorization.
@@ -1396,25 +1387,13 @@ type OAuthConnectionProvider string
 // OAuthConnectionSource oauth: made by the authorize and callback flow; tokens: given to POST /oauth/connections.
 type OAuthConnectionSource string
 
-// OAuthConnectionBody defines model for OAuthConnectionBody.
-type OAuthConnectionBody struct {
-	// AccessToken The access token. Encrypted at rest; never returned.
-	AccessToken string `json:"access_token"`
+// OAuthConnectionList defines model for OAuthConnectionList.
+type OAuthConnectionList struct {
+	// Items This page of results.
+	Items []OAuthConnection `json:"items"`
 
-	// Account The organization's label for the account: 1-200 letters, digits and @ . _ + : -.
-	Account string `json:"account"`
-
-	// ExpiresAt When the access token expires (absent: it does not, as Slack bot tokens).
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-
-	// Provider google, slack or microsoft.
-	Provider string `json:"provider"`
-
-	// RefreshToken The refresh token, when there is one: the access token is then refreshed before it expires.
-	RefreshToken *string `json:"refresh_token,omitempty"`
-
-	// Scopes The scopes the token holds, for the listing.
-	Scopes *[]string `json:"scopes,omitempty"`
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // OnStuck defines model for OnStuck.
@@ -1426,15 +1405,6 @@ type OnStuck struct {
 // Option defines model for Option.
 type Option struct {
 	Label string `json:"label"`
-	Value string `json:"value"`
-}
-
-// OrgConfigBody defines model for OrgConfigBody.
-type OrgConfigBody struct {
-	// Key Key name: 1-200 characters of letters, digits and : _ - . / (api:llm_api_key, db:warehouse, webhook_url).
-	Key string `json:"key"`
-
-	// Value The secret, up to 64 KiB. Encrypted at rest; never returned.
 	Value string `json:"value"`
 }
 
@@ -1454,6 +1424,15 @@ type OrgConfigEntry struct {
 	Value string `json:"value"`
 }
 
+// OrgConfigEntryList defines model for OrgConfigEntryList.
+type OrgConfigEntryList struct {
+	// Items This page of results.
+	Items []OrgConfigEntry `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
 // OrgFeatures defines model for OrgFeatures.
 type OrgFeatures struct {
 	AgentForms bool `json:"agent_forms"`
@@ -1461,10 +1440,10 @@ type OrgFeatures struct {
 
 // Page defines model for Page.
 type Page struct {
-	Description *string  `json:"description,omitempty"`
-	Fields      *[]Field `json:"fields"`
-	Id          string   `json:"id"`
-	Title       *string  `json:"title,omitempty"`
+	Description *string `json:"description,omitempty"`
+	Fields      []Field `json:"fields"`
+	Id          string  `json:"id"`
+	Title       *string `json:"title,omitempty"`
 }
 
 // PauseRequest defines model for PauseRequest.
@@ -1551,21 +1530,15 @@ type Process struct {
 	WorkflowVersion   *int64     `json:"workflow_version,omitempty"`
 }
 
-// ProcessBody defines model for ProcessBody.
-type ProcessBody struct {
-	// AuthoringMode Default process_first.
-	AuthoringMode *ProcessBodyAuthoringMode `json:"authoring_mode,omitempty"`
-	Description   *string                   `json:"description,omitempty"`
-
-	// Name 1-200 characters, unique in the project; also the name of the workflow it publishes.
-	Name string `json:"name"`
-
-	// ProjectId The project the process belongs to.
-	ProjectId string `json:"project_id"`
+// ProcessFromPrompt defines model for ProcessFromPrompt.
+type ProcessFromPrompt struct {
+	Attempts    int64   `json:"attempts"`
+	Bundle      Bundle  `json:"bundle"`
+	ExecutePath *string `json:"execute_path,omitempty"`
+	Process     Process `json:"process"`
+	Published   bool    `json:"published"`
+	WorkflowId  *string `json:"workflow_id,omitempty"`
 }
-
-// ProcessBodyAuthoringMode Default process_first.
-type ProcessBodyAuthoringMode string
 
 // Project defines model for Project.
 type Project struct {
@@ -1575,13 +1548,13 @@ type Project struct {
 	Name        string    `json:"name"`
 }
 
-// ProjectBody defines model for ProjectBody.
-type ProjectBody struct {
-	// Description At most 4,000 characters.
-	Description *string `json:"description,omitempty"`
+// ProjectList defines model for ProjectList.
+type ProjectList struct {
+	// Items This page of results.
+	Items []Project `json:"items"`
 
-	// Name 1-200 characters.
-	Name string `json:"name"`
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // PublicForm defines model for PublicForm.
@@ -1618,25 +1591,34 @@ type PublicSubmitResult struct {
 // PublicSubmitResultTriggeredExecutionType defines model for PublicSubmitResult.TriggeredExecutionType.
 type PublicSubmitResultTriggeredExecutionType string
 
-// PublishAnswer defines model for PublishAnswer.
-type PublishAnswer struct {
-	ActionsKept       *[]string `json:"actions_kept"`
-	ActionsRegistered *[]string `json:"actions_registered"`
-	Bundle            Bundle    `json:"bundle"`
+// Publication defines model for Publication.
+type Publication struct {
+	ActionsKept       []string `json:"actions_kept"`
+	ActionsRegistered []string `json:"actions_registered"`
+	Bundle            Bundle   `json:"bundle"`
 
 	// ExecutePath POST it with {input} to run the published version.
-	ExecutePath     string    `json:"execute_path"`
-	Process         Process   `json:"process"`
-	TablesCreated   *[]string `json:"tables_created"`
-	TablesKept      *[]string `json:"tables_kept"`
-	WorkflowId      string    `json:"workflow_id"`
-	WorkflowName    string    `json:"workflow_name"`
-	WorkflowVersion int64     `json:"workflow_version"`
+	ExecutePath     string   `json:"execute_path"`
+	Process         Process  `json:"process"`
+	TablesCreated   []string `json:"tables_created"`
+	TablesKept      []string `json:"tables_kept"`
+	WorkflowId      string   `json:"workflow_id"`
+	WorkflowName    string   `json:"workflow_name"`
+	WorkflowVersion int64    `json:"workflow_version"`
 }
 
-// PublishBody defines model for PublishBody.
-type PublishBody struct {
+// PublishBundleRequest defines model for PublishBundleRequest.
+type PublishBundleRequest struct {
 	PublishNote *string `json:"publish_note,omitempty"`
+}
+
+// ResumeAgentRequest defines model for ResumeAgentRequest.
+type ResumeAgentRequest struct {
+	// Approved Whether the person approves what the agent asked.
+	Approved bool `json:"approved"`
+
+	// HumanInput The person's answer.
+	HumanInput string `json:"human_input"`
 }
 
 // Row defines model for Row.
@@ -1645,6 +1627,15 @@ type Row struct {
 	Data      map[string]interface{} `json:"data"`
 	Id        string                 `json:"id"`
 	UpdatedAt time.Time              `json:"updated_at"`
+}
+
+// RowList defines model for RowList.
+type RowList struct {
+	// Items This page of results.
+	Items []Row `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // RowsUpdate defines model for RowsUpdate.
@@ -1677,13 +1668,46 @@ type Run struct {
 	Input interface{} `json:"input"`
 
 	// Reason Why the run ended, when it failed or was cancelled.
-	Reason     *string   `json:"reason,omitempty"`
-	Status     string    `json:"status"`
+	Reason *string `json:"reason,omitempty"`
+
+	// Status A run's status: running and paused are live, the others are final.
+	Status     RunStatus `json:"status"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	WorkflowId string    `json:"workflow_id"`
 
 	// WorkflowVersion The workflow version the run executes.
 	WorkflowVersion int64 `json:"workflow_version"`
+}
+
+// RunAccepted {id, status} at once; with ?wait=, the run's status document (GET /runs/{runId}/status).
+type RunAccepted struct {
+	Context    *map[string]interface{} `json:"context,omitempty"`
+	CreatedAt  *time.Time              `json:"created_at,omitempty"`
+	FinishedAt *time.Time              `json:"finished_at,omitempty"`
+
+	// Id Run id (run-<uuid>).
+	//
+	// Example: run-6a1e0f7c-2b7d-4c61-8f3e-5d4c3b2a1908
+	Id     string  `json:"id"`
+	Reason *string `json:"reason,omitempty"`
+
+	// Status The run's status.
+	//
+	// Example: running
+	Status          RunStatus      `json:"status"`
+	Steps           *[]StepSummary `json:"steps,omitempty"`
+	UpdatedAt       *time.Time     `json:"updated_at,omitempty"`
+	WorkflowId      *string        `json:"workflow_id,omitempty"`
+	WorkflowVersion *int64         `json:"workflow_version,omitempty"`
+}
+
+// RunList defines model for RunList.
+type RunList struct {
+	// Items This page of results.
+	Items []Run `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // RunRef defines model for RunRef.
@@ -1696,29 +1720,43 @@ type RunRef struct {
 	// Status The run's status.
 	//
 	// Example: running
-	Status string `json:"status"`
+	Status RunStatus `json:"status"`
 }
 
-// RunStatusDoc defines model for RunStatusDoc.
-type RunStatusDoc struct {
-	Context         *map[string]interface{} `json:"context,omitempty"`
-	CreatedAt       time.Time               `json:"created_at"`
-	FinishedAt      *time.Time              `json:"finished_at,omitempty"`
-	Id              string                  `json:"id"`
-	Reason          *string                 `json:"reason,omitempty"`
-	Status          string                  `json:"status"`
-	Steps           *[]StepSummary          `json:"steps"`
-	UpdatedAt       time.Time               `json:"updated_at"`
-	WorkflowId      string                  `json:"workflow_id"`
-	WorkflowVersion int64                   `json:"workflow_version"`
+// RunStatus A run's status: running and paused are live, the others are final.
+type RunStatus string
+
+// RunStatusDocument defines model for RunStatusDocument.
+type RunStatusDocument struct {
+	Context    *map[string]interface{} `json:"context,omitempty"`
+	CreatedAt  time.Time               `json:"created_at"`
+	FinishedAt *time.Time              `json:"finished_at,omitempty"`
+	Id         string                  `json:"id"`
+	Reason     *string                 `json:"reason,omitempty"`
+
+	// Status A run's status: running and paused are live, the others are final.
+	Status          RunStatus     `json:"status"`
+	Steps           []StepSummary `json:"steps"`
+	UpdatedAt       time.Time     `json:"updated_at"`
+	WorkflowId      string        `json:"workflow_id"`
+	WorkflowVersion int64         `json:"workflow_version"`
 }
 
 // Schema defines model for Schema.
 type Schema struct {
 	Description *string `json:"description,omitempty"`
-	Pages       *[]Page `json:"pages"`
+	Pages       []Page  `json:"pages"`
 	Title       *string `json:"title,omitempty"`
 	Version     string  `json:"version"`
+}
+
+// SetOrgConfigRequest defines model for SetOrgConfigRequest.
+type SetOrgConfigRequest struct {
+	// Key Key name: 1-200 characters of letters, digits and : _ - . / (api:llm_api_key, db:warehouse, webhook_url).
+	Key string `json:"key"`
+
+	// Value The secret, up to 64 KiB. Encrypted at rest; never returned.
+	Value string `json:"value"`
 }
 
 // StepRecord defines model for StepRecord.
@@ -1731,32 +1769,45 @@ type StepRecord struct {
 	InputSummary interface{} `json:"input_summary,omitempty"`
 	Output       interface{} `json:"output,omitempty"`
 	StartedAt    *time.Time  `json:"started_at,omitempty"`
-	Status       string      `json:"status"`
-	Type         string      `json:"type"`
+
+	// Status A step's status within its run.
+	Status StepStatus `json:"status"`
+	Type   string     `json:"type"`
 }
+
+// StepStatus A step's status within its run.
+type StepStatus string
 
 // StepSummary defines model for StepSummary.
 type StepSummary struct {
-	Index  int64  `json:"index"`
-	Status string `json:"status"`
-	Type   string `json:"type"`
+	Index int64 `json:"index"`
+
+	// Status A step's status within its run.
+	Status StepStatus `json:"status"`
+	Type   string     `json:"type"`
+}
+
+// SubmitFormRequest defines model for SubmitFormRequest.
+type SubmitFormRequest struct {
+	// Data The submission, flat: {<key>: <value>}. Every expected key is required; values are checked against the pause's form_schema_v1.
+	Data map[string]interface{} `json:"data"`
 }
 
 // Table defines model for Table.
 type Table struct {
 	CreatedAt time.Time         `json:"created_at"`
 	Fields    map[string]string `json:"fields"`
-	Indexes   *[]TableIndex     `json:"indexes"`
+	Indexes   []TableIndex      `json:"indexes"`
 	Name      string            `json:"name"`
 }
 
-// TableBody defines model for TableBody.
-type TableBody struct {
+// TableDefinition defines model for TableDefinition.
+type TableDefinition struct {
 	// Fields Column name to type (text, ...).
 	Fields map[string]string `json:"fields"`
 
 	// Indexes Equality indexes, each a set of 1 to 4 declared columns, e.g. [["k"], ["a", "b"]]. A where naming every column of one reads through it instead of every row. The key columns of an upsert are indexed without being listed.
-	Indexes *[]*[]string `json:"indexes,omitempty"`
+	Indexes *[][]string `json:"indexes,omitempty"`
 
 	// Name Unique within the organization.
 	Name string `json:"name"`
@@ -1764,13 +1815,22 @@ type TableBody struct {
 
 // TableIndex defines model for TableIndex.
 type TableIndex struct {
-	Columns   *[]string       `json:"columns"`
+	Columns   []string        `json:"columns"`
 	CreatedAt time.Time       `json:"created_at"`
 	State     TableIndexState `json:"state"`
 }
 
 // TableIndexState defines model for TableIndex.State.
 type TableIndexState string
+
+// TableList defines model for TableList.
+type TableList struct {
+	// Items This page of results.
+	Items []Table `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
 
 // TraceEntry defines model for TraceEntry.
 type TraceEntry struct {
@@ -1831,8 +1891,28 @@ type Webhook struct {
 	Url string `json:"url"`
 }
 
-// WebhookBody defines model for WebhookBody.
-type WebhookBody struct {
+// WebhookFilter defines model for WebhookFilter.
+type WebhookFilter struct {
+	// ContentType Deliver only for documents of this media type (parameters and case ignored); text/* matches every text type.
+	//
+	// Example: text/csv
+	ContentType *string `json:"content_type,omitempty"`
+
+	// Tags Deliver only for documents carrying at least one of these tags (1-100 bytes each, at most 50).
+	Tags *[]string `json:"tags,omitempty"`
+}
+
+// WebhookList defines model for WebhookList.
+type WebhookList struct {
+	// Items This page of results.
+	Items []Webhook `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// WebhookRegistration defines model for WebhookRegistration.
+type WebhookRegistration struct {
 	// AutoPayload An object merged into every payload sent to this target (the event's own fields win), at most 64 KiB.
 	AutoPayload *map[string]interface{} `json:"auto_payload,omitempty"`
 
@@ -1853,19 +1933,8 @@ type WebhookBody struct {
 	Url string `json:"url"`
 }
 
-// WebhookFilter defines model for WebhookFilter.
-type WebhookFilter struct {
-	// ContentType Deliver only for documents of this media type (parameters and case ignored); text/* matches every text type.
-	//
-	// Example: text/csv
-	ContentType *string `json:"content_type,omitempty"`
-
-	// Tags Deliver only for documents carrying at least one of these tags (1-100 bytes each, at most 50).
-	Tags *[]string `json:"tags,omitempty"`
-}
-
-// WebhookPatchBody defines model for WebhookPatchBody.
-type WebhookPatchBody struct {
+// WebhookUpdate defines model for WebhookUpdate.
+type WebhookUpdate struct {
 	// AutoPayload Replaces auto_payload; {} removes it.
 	AutoPayload *map[string]interface{} `json:"auto_payload,omitempty"`
 
@@ -1908,8 +1977,24 @@ type Workflow struct {
 	Warnings *[]string `json:"warnings,omitempty"`
 }
 
-// WorkflowBody defines model for WorkflowBody.
-type WorkflowBody struct {
+// WorkflowFromAI defines model for WorkflowFromAI.
+type WorkflowFromAI struct {
+	BundleId   string `json:"bundle_id"`
+	ProcessId  string `json:"process_id"`
+	WorkflowId string `json:"workflow_id"`
+}
+
+// WorkflowList defines model for WorkflowList.
+type WorkflowList struct {
+	// Items This page of results.
+	Items []Workflow `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// WorkflowRequest defines model for WorkflowRequest.
+type WorkflowRequest struct {
 	// Definition The specification; validated by the engine, whose problems point into it.
 	Definition map[string]interface{} `json:"definition"`
 
@@ -1956,7 +2041,7 @@ type ReplaceActionParams struct {
 // ListAgentsParams defines parameters for ListAgents.
 type ListAgentsParams struct {
 	// Status Only agent runs in this status.
-	Status *ListAgentsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *AgentRunStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// Limit Page size (default 50, at most 500).
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1967,9 +2052,6 @@ type ListAgentsParams struct {
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
 }
-
-// ListAgentsParamsStatus defines parameters for ListAgents.
-type ListAgentsParamsStatus string
 
 // ExecuteAgentParams defines parameters for ExecuteAgent.
 type ExecuteAgentParams struct {
@@ -2022,7 +2104,7 @@ type GetGenerationStatusParams struct {
 // ListApprovalsParams defines parameters for ListApprovals.
 type ListApprovalsParams struct {
 	// Status Only approvals in this status.
-	Status *ListApprovalsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *ApprovalStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// Role Only approvals for this approver_role.
 	Role *string `form:"role,omitempty" json:"role,omitempty"`
@@ -2036,9 +2118,6 @@ type ListApprovalsParams struct {
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
 }
-
-// ListApprovalsParamsStatus defines parameters for ListApprovals.
-type ListApprovalsParamsStatus string
 
 // GetApprovalParams defines parameters for GetApproval.
 type GetApprovalParams struct {
@@ -2442,14 +2521,11 @@ type ListRunsParams struct {
 	WorkflowId *string `form:"workflow_id,omitempty" json:"workflow_id,omitempty"`
 
 	// Status Only runs in this status.
-	Status *ListRunsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *RunStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
 }
-
-// ListRunsParamsStatus defines parameters for ListRuns.
-type ListRunsParamsStatus string
 
 // CancelRunParams defines parameters for CancelRun.
 type CancelRunParams struct {
@@ -2496,17 +2572,14 @@ type GetRunStatusParams struct {
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
 
 	// LastStatus With ?wait=: the status the caller last saw; the answer comes when the run's status differs from it (default running).
-	LastStatus *GetRunStatusParamsLastStatus `form:"last_status,omitempty" json:"last_status,omitempty"`
+	LastStatus *RunStatus `form:"last_status,omitempty" json:"last_status,omitempty"`
 
-	// Context false leaves the context out of the answer (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{key}.
+	// Context false leaves the context out of the status document (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{contextKey}.
 	Context *bool `form:"context,omitempty" json:"context,omitempty"`
 
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
 }
-
-// GetRunStatusParamsLastStatus defines parameters for GetRunStatus.
-type GetRunStatusParamsLastStatus string
 
 // ListWebhooksParams defines parameters for ListWebhooks.
 type ListWebhooksParams struct {
@@ -2603,8 +2676,8 @@ type ExecuteWorkflowParams struct {
 	// Wait Hold the answer up to this long (a Go duration: 500ms, 30s; at most 60s).
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
 
-	// Context With ?wait=: false leaves the context out of the status document (read large results with GET /runs/{runId}/context/{key}).
-	Context *ExecuteWorkflowParamsContext `form:"context,omitempty" json:"context,omitempty"`
+	// Context false leaves the context out of the status document (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{contextKey}.
+	Context *bool `form:"context,omitempty" json:"context,omitempty"`
 
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
@@ -2613,32 +2686,29 @@ type ExecuteWorkflowParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
-// ExecuteWorkflowParamsContext defines parameters for ExecuteWorkflow.
-type ExecuteWorkflowParamsContext string
-
 // CreateActionJSONRequestBody defines body for CreateAction for application/json ContentType.
-type CreateActionJSONRequestBody = ActionBody
+type CreateActionJSONRequestBody = ActionDefinition
 
 // ReplaceActionJSONRequestBody defines body for ReplaceAction for application/json ContentType.
-type ReplaceActionJSONRequestBody = ActionBody
+type ReplaceActionJSONRequestBody = ActionDefinition
 
 // ExecuteAgentJSONRequestBody defines body for ExecuteAgent for application/json ContentType.
-type ExecuteAgentJSONRequestBody = AgentBody
+type ExecuteAgentJSONRequestBody = ExecuteAgentRequest
 
 // ResumeAgentJSONRequestBody defines body for ResumeAgent for application/json ContentType.
-type ResumeAgentJSONRequestBody = AgentResumeBody
+type ResumeAgentJSONRequestBody = ResumeAgentRequest
 
 // GenerateWorkflowJSONRequestBody defines body for GenerateWorkflow for application/json ContentType.
-type GenerateWorkflowJSONRequestBody = GenerateBody
+type GenerateWorkflowJSONRequestBody = GenerateWorkflowRequest
 
 // DecideApprovalJSONRequestBody defines body for DecideApproval for application/json ContentType.
-type DecideApprovalJSONRequestBody = ApprovalDecisionBody
+type DecideApprovalJSONRequestBody = ApprovalDecision
 
 // CreateCustomTableJSONRequestBody defines body for CreateCustomTable for application/json ContentType.
-type CreateCustomTableJSONRequestBody = TableBody
+type CreateCustomTableJSONRequestBody = TableDefinition
 
 // AddCustomTableIndexJSONRequestBody defines body for AddCustomTableIndex for application/json ContentType.
-type AddCustomTableIndexJSONRequestBody = IndexBody
+type AddCustomTableIndexJSONRequestBody = IndexDefinition
 
 // UpdateCustomTableRowsJSONRequestBody defines body for UpdateCustomTableRows for application/json ContentType.
 type UpdateCustomTableRowsJSONRequestBody = RowsUpdate
@@ -2650,67 +2720,67 @@ type UploadDocumentMultipartRequestBody UploadDocumentMultipartBody
 type CreateDocumentVersionMultipartRequestBody CreateDocumentVersionMultipartBody
 
 // CreateExternalFormJSONRequestBody defines body for CreateExternalForm for application/json ContentType.
-type CreateExternalFormJSONRequestBody = ExternalFormBody
+type CreateExternalFormJSONRequestBody = ExternalFormDefinition
 
 // ReplaceExternalFormJSONRequestBody defines body for ReplaceExternalForm for application/json ContentType.
-type ReplaceExternalFormJSONRequestBody = ExternalFormBody
+type ReplaceExternalFormJSONRequestBody = ExternalFormDefinition
 
 // GenerateFormJSONRequestBody defines body for GenerateForm for application/json ContentType.
-type GenerateFormJSONRequestBody = FormGenerateBody
+type GenerateFormJSONRequestBody = GenerateFormRequest
 
 // SubmitPublicFormJSONRequestBody defines body for SubmitPublicForm for application/json ContentType.
 type SubmitPublicFormJSONRequestBody SubmitPublicFormJSONBody
 
 // SubmitFormJSONRequestBody defines body for SubmitForm for application/json ContentType.
-type SubmitFormJSONRequestBody = FormSubmitBody
+type SubmitFormJSONRequestBody = SubmitFormRequest
 
 // CreateOauthConnectionJSONRequestBody defines body for CreateOauthConnection for application/json ContentType.
-type CreateOauthConnectionJSONRequestBody = OAuthConnectionBody
+type CreateOauthConnectionJSONRequestBody = CreateOAuthConnectionRequest
 
 // SetOrgConfigJSONRequestBody defines body for SetOrgConfig for application/json ContentType.
-type SetOrgConfigJSONRequestBody = OrgConfigBody
+type SetOrgConfigJSONRequestBody = SetOrgConfigRequest
 
 // SetOrgFeaturesJSONRequestBody defines body for SetOrgFeatures for application/json ContentType.
 type SetOrgFeaturesJSONRequestBody = OrgFeatures
 
 // PublishBundleJSONRequestBody defines body for PublishBundle for application/json ContentType.
-type PublishBundleJSONRequestBody = PublishBody
+type PublishBundleJSONRequestBody = PublishBundleRequest
 
 // CreateProcessJSONRequestBody defines body for CreateProcess for application/json ContentType.
-type CreateProcessJSONRequestBody = ProcessBody
+type CreateProcessJSONRequestBody = CreateProcessRequest
 
 // CreateProcessFromPromptJSONRequestBody defines body for CreateProcessFromPrompt for application/json ContentType.
-type CreateProcessFromPromptJSONRequestBody = FromPromptBody
+type CreateProcessFromPromptJSONRequestBody = CreateProcessFromPromptRequest
 
 // ComposeBundleJSONRequestBody defines body for ComposeBundle for application/json ContentType.
-type ComposeBundleJSONRequestBody = ComposeBody
+type ComposeBundleJSONRequestBody = ComposeBundleRequest
 
 // ExecuteProcessJSONRequestBody defines body for ExecuteProcess for application/json ContentType.
-type ExecuteProcessJSONRequestBody = ExecuteBody
+type ExecuteProcessJSONRequestBody = ExecuteRequest
 
 // CreateProjectJSONRequestBody defines body for CreateProject for application/json ContentType.
-type CreateProjectJSONRequestBody = ProjectBody
+type CreateProjectJSONRequestBody = CreateProjectRequest
 
 // CancelRunJSONRequestBody defines body for CancelRun for application/json ContentType.
-type CancelRunJSONRequestBody = CancelBody
+type CancelRunJSONRequestBody = CancelRunRequest
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
-type CreateWebhookJSONRequestBody = WebhookBody
+type CreateWebhookJSONRequestBody = WebhookRegistration
 
 // UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
-type UpdateWebhookJSONRequestBody = WebhookPatchBody
+type UpdateWebhookJSONRequestBody = WebhookUpdate
 
 // CreateWorkflowJSONRequestBody defines body for CreateWorkflow for application/json ContentType.
-type CreateWorkflowJSONRequestBody = WorkflowBody
+type CreateWorkflowJSONRequestBody = WorkflowRequest
 
 // CreateWorkflowFromAiJSONRequestBody defines body for CreateWorkflowFromAi for application/json ContentType.
-type CreateWorkflowFromAiJSONRequestBody = LegacyFromAIBody
+type CreateWorkflowFromAiJSONRequestBody = CreateWorkflowFromAIRequest
 
 // UpdateWorkflowJSONRequestBody defines body for UpdateWorkflow for application/json ContentType.
-type UpdateWorkflowJSONRequestBody = WorkflowBody
+type UpdateWorkflowJSONRequestBody = WorkflowRequest
 
 // ExecuteWorkflowJSONRequestBody defines body for ExecuteWorkflow for application/json ContentType.
-type ExecuteWorkflowJSONRequestBody = ExecuteBody
+type ExecuteWorkflowJSONRequestBody = ExecuteRequest
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -2984,8 +3054,8 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-	AddCustomTableIndexWithBody(ctx context.Context, name string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+	AddCustomTableIndexWithBody(ctx context.Context, tableName string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AddCustomTableIndex Add an index to a custom table
 	//
@@ -2993,15 +3063,15 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-	AddCustomTableIndex(ctx context.Context, name string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+	AddCustomTableIndex(ctx context.Context, tableName string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReadCustomTableRows Page through a custom table's rows
 	//
 	// The rows whose columns equal every `where` entry, oldest first (by creation time, then id), a page at a time like every list: pass `next_cursor` back as `?cursor=` until it is empty.
 	//
-	// Corresponds with GET /custom-tables/{name}/rows (the `ReadCustomTableRows` operationId).
-	ReadCustomTableRows(ctx context.Context, name string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /custom-tables/{tableName}/rows (the `ReadCustomTableRows` operationId).
+	ReadCustomTableRows(ctx context.Context, tableName string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateCustomTableRowsWithBody Set columns on the rows that match
 	//
@@ -3009,8 +3079,8 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-	UpdateCustomTableRowsWithBody(ctx context.Context, name string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+	UpdateCustomTableRowsWithBody(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateCustomTableRows Set columns on the rows that match
 	//
@@ -3018,8 +3088,8 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-	UpdateCustomTableRows(ctx context.Context, name string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+	UpdateCustomTableRows(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetDelivery A delivery and every attempt
 	//
@@ -3407,7 +3477,7 @@ type ClientInterface interface {
 
 	// ExecuteProcessWithBody Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3416,7 +3486,7 @@ type ClientInterface interface {
 
 	// ExecuteProcess Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3476,8 +3546,8 @@ type ClientInterface interface {
 	//
 	// Answers `{key, value}`. When the value is a JSON array, `?offset=&limit=` page it: `value` is the page (at most `limit` elements from `offset`, `[]` past the end) and `total`, `offset` and `limit` are added; the next page starts at `offset + limit`. Any other value is answered whole, without `total`, and `offset` and `limit` are ignored, so one query serves a key whose type the client does not know. A run without the key answers 404 not_found, as does another organization's run. The `result_reference` of `nway_matcher.completed` is this route's path for its `matchGroups`.
 	//
-	// Corresponds with GET /runs/{runId}/context/{key} (the `GetRunContext` operationId).
-	GetRunContext(ctx context.Context, runId string, key string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /runs/{runId}/context/{contextKey} (the `GetRunContext` operationId).
+	GetRunContext(ctx context.Context, runId string, contextKey string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRunEvents A run's events, oldest first
 	//
@@ -3599,27 +3669,27 @@ type ClientInterface interface {
 	//
 	// Deletes the workflow, its versions and its schedule; its runs stay readable. A workflow a process of the studio publishes is not deleted: 409 workflow_owned_by_process, naming the process.
 	//
-	// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
-	DeleteWorkflow(ctx context.Context, id string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with DELETE /workflows/{workflowId} (the `DeleteWorkflow` operationId).
+	DeleteWorkflow(ctx context.Context, workflowId string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWorkflow Get a workflow's current version
 	//
-	// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-	GetWorkflow(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /workflows/{workflowId} (the `GetWorkflow` operationId).
+	GetWorkflow(ctx context.Context, workflowId string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateWorkflowWithBody Replace a workflow: stores a new version
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-	UpdateWorkflowWithBody(ctx context.Context, id string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+	UpdateWorkflowWithBody(ctx context.Context, workflowId string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateWorkflow Replace a workflow: stores a new version
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-	UpdateWorkflow(ctx context.Context, id string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+	UpdateWorkflow(ctx context.Context, workflowId string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExecuteWorkflowWithBody Start a run of the workflow's current version
 	//
@@ -3627,8 +3697,8 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-	ExecuteWorkflowWithBody(ctx context.Context, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+	ExecuteWorkflowWithBody(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExecuteWorkflow Start a run of the workflow's current version
 	//
@@ -3636,8 +3706,8 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-	ExecuteWorkflow(ctx context.Context, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+	ExecuteWorkflow(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // ListActions List the organization's actions
@@ -4098,9 +4168,9 @@ func (c *Client) CreateCustomTable(ctx context.Context, params *CreateCustomTabl
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-func (c *Client) AddCustomTableIndexWithBody(ctx context.Context, name string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAddCustomTableIndexRequestWithBody(c.Server, name, params, contentType, body)
+// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+func (c *Client) AddCustomTableIndexWithBody(ctx context.Context, tableName string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddCustomTableIndexRequestWithBody(c.Server, tableName, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4117,9 +4187,9 @@ func (c *Client) AddCustomTableIndexWithBody(ctx context.Context, name string, p
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-func (c *Client) AddCustomTableIndex(ctx context.Context, name string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAddCustomTableIndexRequest(c.Server, name, params, body)
+// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+func (c *Client) AddCustomTableIndex(ctx context.Context, tableName string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddCustomTableIndexRequest(c.Server, tableName, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4134,9 +4204,9 @@ func (c *Client) AddCustomTableIndex(ctx context.Context, name string, params *A
 //
 // The rows whose columns equal every `where` entry, oldest first (by creation time, then id), a page at a time like every list: pass `next_cursor` back as `?cursor=` until it is empty.
 //
-// Corresponds with GET /custom-tables/{name}/rows (the `ReadCustomTableRows` operationId).
-func (c *Client) ReadCustomTableRows(ctx context.Context, name string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReadCustomTableRowsRequest(c.Server, name, params)
+// Corresponds with GET /custom-tables/{tableName}/rows (the `ReadCustomTableRows` operationId).
+func (c *Client) ReadCustomTableRows(ctx context.Context, tableName string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadCustomTableRowsRequest(c.Server, tableName, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4153,9 +4223,9 @@ func (c *Client) ReadCustomTableRows(ctx context.Context, name string, params *R
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-func (c *Client) UpdateCustomTableRowsWithBody(ctx context.Context, name string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateCustomTableRowsRequestWithBody(c.Server, name, params, contentType, body)
+// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+func (c *Client) UpdateCustomTableRowsWithBody(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustomTableRowsRequestWithBody(c.Server, tableName, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4172,9 +4242,9 @@ func (c *Client) UpdateCustomTableRowsWithBody(ctx context.Context, name string,
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-func (c *Client) UpdateCustomTableRows(ctx context.Context, name string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateCustomTableRowsRequest(c.Server, name, params, body)
+// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+func (c *Client) UpdateCustomTableRows(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustomTableRowsRequest(c.Server, tableName, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5071,7 +5141,7 @@ func (c *Client) ComposeBundle(ctx context.Context, processId string, params *Co
 
 // ExecuteProcessWithBody Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5090,7 +5160,7 @@ func (c *Client) ExecuteProcessWithBody(ctx context.Context, processId string, p
 
 // ExecuteProcess Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5230,9 +5300,9 @@ func (c *Client) CancelRun(ctx context.Context, runId string, params *CancelRunP
 //
 // Answers `{key, value}`. When the value is a JSON array, `?offset=&limit=` page it: `value` is the page (at most `limit` elements from `offset`, `[]` past the end) and `total`, `offset` and `limit` are added; the next page starts at `offset + limit`. Any other value is answered whole, without `total`, and `offset` and `limit` are ignored, so one query serves a key whose type the client does not know. A run without the key answers 404 not_found, as does another organization's run. The `result_reference` of `nway_matcher.completed` is this route's path for its `matchGroups`.
 //
-// Corresponds with GET /runs/{runId}/context/{key} (the `GetRunContext` operationId).
-func (c *Client) GetRunContext(ctx context.Context, runId string, key string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetRunContextRequest(c.Server, runId, key, params)
+// Corresponds with GET /runs/{runId}/context/{contextKey} (the `GetRunContext` operationId).
+func (c *Client) GetRunContext(ctx context.Context, runId string, contextKey string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunContextRequest(c.Server, runId, contextKey, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5523,9 +5593,9 @@ func (c *Client) CreateWorkflowFromAi(ctx context.Context, params *CreateWorkflo
 //
 // Deletes the workflow, its versions and its schedule; its runs stay readable. A workflow a process of the studio publishes is not deleted: 409 workflow_owned_by_process, naming the process.
 //
-// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
-func (c *Client) DeleteWorkflow(ctx context.Context, id string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteWorkflowRequest(c.Server, id, params)
+// Corresponds with DELETE /workflows/{workflowId} (the `DeleteWorkflow` operationId).
+func (c *Client) DeleteWorkflow(ctx context.Context, workflowId string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteWorkflowRequest(c.Server, workflowId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5538,9 +5608,9 @@ func (c *Client) DeleteWorkflow(ctx context.Context, id string, params *DeleteWo
 
 // GetWorkflow Get a workflow's current version
 //
-// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-func (c *Client) GetWorkflow(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetWorkflowRequest(c.Server, id, params)
+// Corresponds with GET /workflows/{workflowId} (the `GetWorkflow` operationId).
+func (c *Client) GetWorkflow(ctx context.Context, workflowId string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowRequest(c.Server, workflowId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5555,9 +5625,9 @@ func (c *Client) GetWorkflow(ctx context.Context, id string, params *GetWorkflow
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-func (c *Client) UpdateWorkflowWithBody(ctx context.Context, id string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateWorkflowRequestWithBody(c.Server, id, params, contentType, body)
+// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+func (c *Client) UpdateWorkflowWithBody(ctx context.Context, workflowId string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateWorkflowRequestWithBody(c.Server, workflowId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5572,9 +5642,9 @@ func (c *Client) UpdateWorkflowWithBody(ctx context.Context, id string, params *
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-func (c *Client) UpdateWorkflow(ctx context.Context, id string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateWorkflowRequest(c.Server, id, params, body)
+// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+func (c *Client) UpdateWorkflow(ctx context.Context, workflowId string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateWorkflowRequest(c.Server, workflowId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5591,9 +5661,9 @@ func (c *Client) UpdateWorkflow(ctx context.Context, id string, params *UpdateWo
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-func (c *Client) ExecuteWorkflowWithBody(ctx context.Context, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewExecuteWorkflowRequestWithBody(c.Server, id, params, contentType, body)
+// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+func (c *Client) ExecuteWorkflowWithBody(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExecuteWorkflowRequestWithBody(c.Server, workflowId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5610,9 +5680,9 @@ func (c *Client) ExecuteWorkflowWithBody(ctx context.Context, id string, params 
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-func (c *Client) ExecuteWorkflow(ctx context.Context, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewExecuteWorkflowRequest(c.Server, id, params, body)
+// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+func (c *Client) ExecuteWorkflow(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExecuteWorkflowRequest(c.Server, workflowId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5939,7 +6009,7 @@ func NewListAgentsRequest(server string, params *ListAgentsParams) (*http.Reques
 
 		if params.Status != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6438,7 +6508,7 @@ func NewListApprovalsRequest(server string, params *ListApprovalsParams) (*http.
 
 		if params.Status != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6816,23 +6886,23 @@ func NewCreateCustomTableRequestWithBody(server string, params *CreateCustomTabl
 }
 
 // NewAddCustomTableIndexRequest calls the generic AddCustomTableIndex builder with application/json body
-func NewAddCustomTableIndexRequest(server string, name string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody) (*http.Request, error) {
+func NewAddCustomTableIndexRequest(server string, tableName string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewAddCustomTableIndexRequestWithBody(server, name, params, "application/json", bodyReader)
+	return NewAddCustomTableIndexRequestWithBody(server, tableName, params, "application/json", bodyReader)
 }
 
 // NewAddCustomTableIndexRequestWithBody constructs an http.Request for the AddCustomTableIndex method, with any body, and a specified content type
-func NewAddCustomTableIndexRequestWithBody(server string, name string, params *AddCustomTableIndexParams, contentType string, body io.Reader) (*http.Request, error) {
+func NewAddCustomTableIndexRequestWithBody(server string, tableName string, params *AddCustomTableIndexParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tableName", tableName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -6876,12 +6946,12 @@ func NewAddCustomTableIndexRequestWithBody(server string, name string, params *A
 }
 
 // NewReadCustomTableRowsRequest constructs an http.Request for the ReadCustomTableRows method
-func NewReadCustomTableRowsRequest(server string, name string, params *ReadCustomTableRowsParams) (*http.Request, error) {
+func NewReadCustomTableRowsRequest(server string, tableName string, params *ReadCustomTableRowsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tableName", tableName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -6986,23 +7056,23 @@ func NewReadCustomTableRowsRequest(server string, name string, params *ReadCusto
 }
 
 // NewUpdateCustomTableRowsRequest calls the generic UpdateCustomTableRows builder with application/json body
-func NewUpdateCustomTableRowsRequest(server string, name string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody) (*http.Request, error) {
+func NewUpdateCustomTableRowsRequest(server string, tableName string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewUpdateCustomTableRowsRequestWithBody(server, name, params, "application/json", bodyReader)
+	return NewUpdateCustomTableRowsRequestWithBody(server, tableName, params, "application/json", bodyReader)
 }
 
 // NewUpdateCustomTableRowsRequestWithBody constructs an http.Request for the UpdateCustomTableRows method, with any body, and a specified content type
-func NewUpdateCustomTableRowsRequestWithBody(server string, name string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpdateCustomTableRowsRequestWithBody(server string, tableName string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tableName", tableName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -9491,7 +9561,7 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 
 		if params.Status != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -9600,7 +9670,7 @@ func NewCancelRunRequestWithBody(server string, runId string, params *CancelRunP
 }
 
 // NewGetRunContextRequest constructs an http.Request for the GetRunContext method
-func NewGetRunContextRequest(server string, runId string, key string, params *GetRunContextParams) (*http.Request, error) {
+func NewGetRunContextRequest(server string, runId string, contextKey string, params *GetRunContextParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -9612,7 +9682,7 @@ func NewGetRunContextRequest(server string, runId string, key string, params *Ge
 
 	var pathParam1 string
 
-	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "contextKey", contextKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -9874,7 +9944,7 @@ func NewGetRunStatusRequest(server string, runId string, params *GetRunStatusPar
 
 		if params.LastStatus != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "last_status", *params.LastStatus, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "last_status", *params.LastStatus, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -10481,12 +10551,12 @@ func NewCreateWorkflowFromAiRequestWithBody(server string, params *CreateWorkflo
 }
 
 // NewDeleteWorkflowRequest constructs an http.Request for the DeleteWorkflow method
-func NewDeleteWorkflowRequest(server string, id string, params *DeleteWorkflowParams) (*http.Request, error) {
+func NewDeleteWorkflowRequest(server string, workflowId string, params *DeleteWorkflowParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -10528,12 +10598,12 @@ func NewDeleteWorkflowRequest(server string, id string, params *DeleteWorkflowPa
 }
 
 // NewGetWorkflowRequest constructs an http.Request for the GetWorkflow method
-func NewGetWorkflowRequest(server string, id string, params *GetWorkflowParams) (*http.Request, error) {
+func NewGetWorkflowRequest(server string, workflowId string, params *GetWorkflowParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -10575,23 +10645,23 @@ func NewGetWorkflowRequest(server string, id string, params *GetWorkflowParams) 
 }
 
 // NewUpdateWorkflowRequest calls the generic UpdateWorkflow builder with application/json body
-func NewUpdateWorkflowRequest(server string, id string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody) (*http.Request, error) {
+func NewUpdateWorkflowRequest(server string, workflowId string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewUpdateWorkflowRequestWithBody(server, id, params, "application/json", bodyReader)
+	return NewUpdateWorkflowRequestWithBody(server, workflowId, params, "application/json", bodyReader)
 }
 
 // NewUpdateWorkflowRequestWithBody constructs an http.Request for the UpdateWorkflow method, with any body, and a specified content type
-func NewUpdateWorkflowRequestWithBody(server string, id string, params *UpdateWorkflowParams, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpdateWorkflowRequestWithBody(server string, workflowId string, params *UpdateWorkflowParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -10635,23 +10705,23 @@ func NewUpdateWorkflowRequestWithBody(server string, id string, params *UpdateWo
 }
 
 // NewExecuteWorkflowRequest calls the generic ExecuteWorkflow builder with application/json body
-func NewExecuteWorkflowRequest(server string, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody) (*http.Request, error) {
+func NewExecuteWorkflowRequest(server string, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewExecuteWorkflowRequestWithBody(server, id, params, "application/json", bodyReader)
+	return NewExecuteWorkflowRequestWithBody(server, workflowId, params, "application/json", bodyReader)
 }
 
 // NewExecuteWorkflowRequestWithBody constructs an http.Request for the ExecuteWorkflow method, with any body, and a specified content type
-func NewExecuteWorkflowRequestWithBody(server string, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader) (*http.Request, error) {
+func NewExecuteWorkflowRequestWithBody(server string, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -10694,7 +10764,7 @@ func NewExecuteWorkflowRequestWithBody(server string, id string, params *Execute
 
 		if params.Context != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "context", *params.Context, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "context", *params.Context, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -11010,8 +11080,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-	AddCustomTableIndexWithBodyWithResponse(ctx context.Context, name string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error)
+	// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+	AddCustomTableIndexWithBodyWithResponse(ctx context.Context, tableName string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error)
 
 	// AddCustomTableIndexWithResponse Add an index to a custom table
 	//
@@ -11019,8 +11089,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-	AddCustomTableIndexWithResponse(ctx context.Context, name string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error)
+	// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+	AddCustomTableIndexWithResponse(ctx context.Context, tableName string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error)
 
 	// ReadCustomTableRowsWithResponse Page through a custom table's rows
 	//
@@ -11028,8 +11098,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /custom-tables/{name}/rows (the `ReadCustomTableRows` operationId).
-	ReadCustomTableRowsWithResponse(ctx context.Context, name string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*ReadCustomTableRowsResponse, error)
+	// Corresponds with GET /custom-tables/{tableName}/rows (the `ReadCustomTableRows` operationId).
+	ReadCustomTableRowsWithResponse(ctx context.Context, tableName string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*ReadCustomTableRowsResponse, error)
 
 	// UpdateCustomTableRowsWithBodyWithResponse Set columns on the rows that match
 	//
@@ -11037,8 +11107,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-	UpdateCustomTableRowsWithBodyWithResponse(ctx context.Context, name string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error)
+	// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+	UpdateCustomTableRowsWithBodyWithResponse(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error)
 
 	// UpdateCustomTableRowsWithResponse Set columns on the rows that match
 	//
@@ -11046,8 +11116,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-	UpdateCustomTableRowsWithResponse(ctx context.Context, name string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error)
+	// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+	UpdateCustomTableRowsWithResponse(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error)
 
 	// GetDeliveryWithResponse A delivery and every attempt
 	//
@@ -11483,7 +11553,7 @@ type ClientWithResponsesInterface interface {
 
 	// ExecuteProcessWithBodyWithResponse Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11492,7 +11562,7 @@ type ClientWithResponsesInterface interface {
 
 	// ExecuteProcessWithResponse Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11560,8 +11630,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /runs/{runId}/context/{key} (the `GetRunContext` operationId).
-	GetRunContextWithResponse(ctx context.Context, runId string, key string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*GetRunContextResponse, error)
+	// Corresponds with GET /runs/{runId}/context/{contextKey} (the `GetRunContext` operationId).
+	GetRunContextWithResponse(ctx context.Context, runId string, contextKey string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*GetRunContextResponse, error)
 
 	// ListRunEventsWithResponse A run's events, oldest first
 	//
@@ -11701,29 +11771,29 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
-	DeleteWorkflowWithResponse(ctx context.Context, id string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*DeleteWorkflowResponse, error)
+	// Corresponds with DELETE /workflows/{workflowId} (the `DeleteWorkflow` operationId).
+	DeleteWorkflowWithResponse(ctx context.Context, workflowId string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*DeleteWorkflowResponse, error)
 
 	// GetWorkflowWithResponse Get a workflow's current version
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-	GetWorkflowWithResponse(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowResponse, error)
+	// Corresponds with GET /workflows/{workflowId} (the `GetWorkflow` operationId).
+	GetWorkflowWithResponse(ctx context.Context, workflowId string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowResponse, error)
 
 	// UpdateWorkflowWithBodyWithResponse Replace a workflow: stores a new version
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-	UpdateWorkflowWithBodyWithResponse(ctx context.Context, id string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error)
+	// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+	UpdateWorkflowWithBodyWithResponse(ctx context.Context, workflowId string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error)
 
 	// UpdateWorkflowWithResponse Replace a workflow: stores a new version
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-	UpdateWorkflowWithResponse(ctx context.Context, id string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error)
+	// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+	UpdateWorkflowWithResponse(ctx context.Context, workflowId string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error)
 
 	// ExecuteWorkflowWithBodyWithResponse Start a run of the workflow's current version
 	//
@@ -11731,8 +11801,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-	ExecuteWorkflowWithBodyWithResponse(ctx context.Context, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error)
+	// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+	ExecuteWorkflowWithBodyWithResponse(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error)
 
 	// ExecuteWorkflowWithResponse Start a run of the workflow's current version
 	//
@@ -11740,15 +11810,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-	ExecuteWorkflowWithResponse(ctx context.Context, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error)
+	// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+	ExecuteWorkflowWithResponse(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error)
 }
 
 type ListActionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListAction
+	JSON200 *ActionList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -11760,7 +11830,7 @@ type ListActionsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListActionsResponse) GetJSON200() *ListAction {
+func (r ListActionsResponse) GetJSON200() *ActionList {
 	return r.JSON200
 }
 
@@ -12142,7 +12212,7 @@ type ListAgentsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListAgentStatus
+	JSON200 *AgentRunList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -12154,7 +12224,7 @@ type ListAgentsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListAgentsResponse) GetJSON200() *ListAgentStatus {
+func (r ListAgentsResponse) GetJSON200() *AgentRunList {
 	return r.JSON200
 }
 
@@ -12211,9 +12281,9 @@ type ExecuteAgentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AgentStatus
+	JSON200 *AgentRun
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *AgentStatus
+	JSON202 *AgentRun
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -12229,12 +12299,12 @@ type ExecuteAgentResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ExecuteAgentResponse) GetJSON200() *AgentStatus {
+func (r ExecuteAgentResponse) GetJSON200() *AgentRun {
 	return r.JSON200
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r ExecuteAgentResponse) GetJSON202() *AgentStatus {
+func (r ExecuteAgentResponse) GetJSON202() *AgentRun {
 	return r.JSON202
 }
 
@@ -12301,7 +12371,7 @@ type ResumeAgentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *AgentStatus
+	JSON202 *AgentRun
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -12321,7 +12391,7 @@ type ResumeAgentResponse struct {
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r ResumeAgentResponse) GetJSON202() *AgentStatus {
+func (r ResumeAgentResponse) GetJSON202() *AgentRun {
 	return r.JSON202
 }
 
@@ -12398,7 +12468,7 @@ type GetAgentStatusResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AgentStatus
+	JSON200 *AgentRun
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -12412,7 +12482,7 @@ type GetAgentStatusResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetAgentStatusResponse) GetJSON200() *AgentStatus {
+func (r GetAgentStatusResponse) GetJSON200() *AgentRun {
 	return r.JSON200
 }
 
@@ -12474,7 +12544,7 @@ type GetAgentTraceResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AgentTraceAnswer
+	JSON200 *AgentTrace
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -12488,7 +12558,7 @@ type GetAgentTraceResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetAgentTraceResponse) GetJSON200() *AgentTraceAnswer {
+func (r GetAgentTraceResponse) GetJSON200() *AgentTrace {
 	return r.JSON200
 }
 
@@ -12550,7 +12620,7 @@ type GenerateWorkflowResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *GenerateAnswer
+	JSON202 *GenerationStarted
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -12566,7 +12636,7 @@ type GenerateWorkflowResponse struct {
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r GenerateWorkflowResponse) GetJSON202() *GenerateAnswer {
+func (r GenerateWorkflowResponse) GetJSON202() *GenerationStarted {
 	return r.JSON202
 }
 
@@ -12709,7 +12779,7 @@ type GetGenerationStatusResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *GenerationStatus
+	JSON200 *GenerationProgress
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -12723,7 +12793,7 @@ type GetGenerationStatusResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetGenerationStatusResponse) GetJSON200() *GenerationStatus {
+func (r GetGenerationStatusResponse) GetJSON200() *GenerationProgress {
 	return r.JSON200
 }
 
@@ -12785,7 +12855,7 @@ type ListApprovalsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListApproval
+	JSON200 *ApprovalList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -12797,7 +12867,7 @@ type ListApprovalsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListApprovalsResponse) GetJSON200() *ListApproval {
+func (r ListApprovalsResponse) GetJSON200() *ApprovalList {
 	return r.JSON200
 }
 
@@ -13110,7 +13180,7 @@ type ListCustomTablesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListTable
+	JSON200 *TableList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -13122,7 +13192,7 @@ type ListCustomTablesResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListCustomTablesResponse) GetJSON200() *ListTable {
+func (r ListCustomTablesResponse) GetJSON200() *TableList {
 	return r.JSON200
 }
 
@@ -13366,7 +13436,7 @@ type ReadCustomTableRowsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListRow
+	JSON200 *RowList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -13380,7 +13450,7 @@ type ReadCustomTableRowsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ReadCustomTableRowsResponse) GetJSON200() *ListRow {
+func (r ReadCustomTableRowsResponse) GetJSON200() *RowList {
 	return r.JSON200
 }
 
@@ -13539,7 +13609,7 @@ type GetDeliveryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *DeliveryDoc
+	JSON200 *DeliveryDocument
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -13553,7 +13623,7 @@ type GetDeliveryResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetDeliveryResponse) GetJSON200() *DeliveryDoc {
+func (r GetDeliveryResponse) GetJSON200() *DeliveryDocument {
 	return r.JSON200
 }
 
@@ -13698,7 +13768,7 @@ type ListDocumentsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListDocument
+	JSON200 *DocumentList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -13710,7 +13780,7 @@ type ListDocumentsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListDocumentsResponse) GetJSON200() *ListDocument {
+func (r ListDocumentsResponse) GetJSON200() *DocumentList {
 	return r.JSON200
 }
 
@@ -14164,7 +14234,7 @@ type ListExternalFormsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListExternalForm
+	JSON200 *ExternalFormList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -14176,7 +14246,7 @@ type ListExternalFormsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListExternalFormsResponse) GetJSON200() *ListExternalForm {
+func (r ListExternalFormsResponse) GetJSON200() *ExternalFormList {
 	return r.JSON200
 }
 
@@ -14551,7 +14621,7 @@ type ListFormSubmissionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListFormSubmission
+	JSON200 *FormSubmissionList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -14565,7 +14635,7 @@ type ListFormSubmissionsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListFormSubmissionsResponse) GetJSON200() *ListFormSubmission {
+func (r ListFormSubmissionsResponse) GetJSON200() *FormSubmissionList {
 	return r.JSON200
 }
 
@@ -14717,7 +14787,7 @@ type ListPendingFormsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListFormPause
+	JSON200 *FormPauseList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -14729,7 +14799,7 @@ type ListPendingFormsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListPendingFormsResponse) GetJSON200() *ListFormPause {
+func (r ListPendingFormsResponse) GetJSON200() *FormPauseList {
 	return r.JSON200
 }
 
@@ -15311,7 +15381,7 @@ type ListOauthConnectionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListOAuthConnection
+	JSON200 *OAuthConnectionList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -15323,7 +15393,7 @@ type ListOauthConnectionsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListOauthConnectionsResponse) GetJSON200() *ListOAuthConnection {
+func (r ListOauthConnectionsResponse) GetJSON200() *OAuthConnectionList {
 	return r.JSON200
 }
 
@@ -15629,7 +15699,7 @@ type ListOrgConfigResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListOrgConfigEntry
+	JSON200 *OrgConfigEntryList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -15643,7 +15713,7 @@ type ListOrgConfigResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListOrgConfigResponse) GetJSON200() *ListOrgConfigEntry {
+func (r ListOrgConfigResponse) GetJSON200() *OrgConfigEntryList {
 	return r.JSON200
 }
 
@@ -16099,7 +16169,7 @@ type PublishBundleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *PublishAnswer
+	JSON200 *Publication
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16119,7 +16189,7 @@ type PublishBundleResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PublishBundleResponse) GetJSON200() *PublishAnswer {
+func (r PublishBundleResponse) GetJSON200() *Publication {
 	return r.JSON200
 }
 
@@ -16286,7 +16356,7 @@ type CreateProcessFromPromptResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *FromPromptAnswer
+	JSON201 *ProcessFromPrompt
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16304,7 +16374,7 @@ type CreateProcessFromPromptResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r CreateProcessFromPromptResponse) GetJSON201() *FromPromptAnswer {
+func (r CreateProcessFromPromptResponse) GetJSON201() *ProcessFromPrompt {
 	return r.JSON201
 }
 
@@ -16542,7 +16612,7 @@ type ExecuteProcessResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *ExecuteAnswer
+	JSON202 *RunAccepted
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16562,7 +16632,7 @@ type ExecuteProcessResponse struct {
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r ExecuteProcessResponse) GetJSON202() *ExecuteAnswer {
+func (r ExecuteProcessResponse) GetJSON202() *RunAccepted {
 	return r.JSON202
 }
 
@@ -16639,7 +16709,7 @@ type ListProjectsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListProject
+	JSON200 *ProjectList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16651,7 +16721,7 @@ type ListProjectsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListProjectsResponse) GetJSON200() *ListProject {
+func (r ListProjectsResponse) GetJSON200() *ProjectList {
 	return r.JSON200
 }
 
@@ -16846,7 +16916,7 @@ type ListRunsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListRun
+	JSON200 *RunList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16858,7 +16928,7 @@ type ListRunsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListRunsResponse) GetJSON200() *ListRun {
+func (r ListRunsResponse) GetJSON200() *RunList {
 	return r.JSON200
 }
 
@@ -17088,7 +17158,7 @@ type ListRunEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListEvent
+	JSON200 *EventList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -17102,7 +17172,7 @@ type ListRunEventsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListRunEventsResponse) GetJSON200() *ListEvent {
+func (r ListRunEventsResponse) GetJSON200() *EventList {
 	return r.JSON200
 }
 
@@ -17240,7 +17310,7 @@ type GetRunStatusResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *RunStatusDoc
+	JSON200 *RunStatusDocument
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -17254,7 +17324,7 @@ type GetRunStatusResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetRunStatusResponse) GetJSON200() *RunStatusDoc {
+func (r GetRunStatusResponse) GetJSON200() *RunStatusDocument {
 	return r.JSON200
 }
 
@@ -17316,7 +17386,7 @@ type ListWebhooksResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListWebhook
+	JSON200 *WebhookList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -17328,7 +17398,7 @@ type ListWebhooksResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListWebhooksResponse) GetJSON200() *ListWebhook {
+func (r ListWebhooksResponse) GetJSON200() *WebhookList {
 	return r.JSON200
 }
 
@@ -17717,7 +17787,7 @@ type ListWebhookDeliveriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListDelivery
+	JSON200 *DeliveryList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -17731,7 +17801,7 @@ type ListWebhookDeliveriesResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListWebhookDeliveriesResponse) GetJSON200() *ListDelivery {
+func (r ListWebhookDeliveriesResponse) GetJSON200() *DeliveryList {
 	return r.JSON200
 }
 
@@ -17793,7 +17863,7 @@ type ListWorkflowsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListWorkflow
+	JSON200 *WorkflowList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -17805,7 +17875,7 @@ type ListWorkflowsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListWorkflowsResponse) GetJSON200() *ListWorkflow {
+func (r ListWorkflowsResponse) GetJSON200() *WorkflowList {
 	return r.JSON200
 }
 
@@ -17952,7 +18022,7 @@ type CreateWorkflowFromAiResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *LegacyFromAIAnswer
+	JSON201 *WorkflowFromAI
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -17972,7 +18042,7 @@ type CreateWorkflowFromAiResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r CreateWorkflowFromAiResponse) GetJSON201() *LegacyFromAIAnswer {
+func (r CreateWorkflowFromAiResponse) GetJSON201() *WorkflowFromAI {
 	return r.JSON201
 }
 
@@ -18298,9 +18368,9 @@ type ExecuteWorkflowResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ExecuteAnswer
+	JSON200 *RunStatusDocument
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *ExecuteAnswer
+	JSON202 *RunAccepted
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -18318,12 +18388,12 @@ type ExecuteWorkflowResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ExecuteWorkflowResponse) GetJSON200() *ExecuteAnswer {
+func (r ExecuteWorkflowResponse) GetJSON200() *RunStatusDocument {
 	return r.JSON200
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r ExecuteWorkflowResponse) GetJSON202() *ExecuteAnswer {
+func (r ExecuteWorkflowResponse) GetJSON202() *RunAccepted {
 	return r.JSON202
 }
 
@@ -18769,9 +18839,9 @@ func (c *ClientWithResponses) CreateCustomTableWithResponse(ctx context.Context,
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-func (c *ClientWithResponses) AddCustomTableIndexWithBodyWithResponse(ctx context.Context, name string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error) {
-	rsp, err := c.AddCustomTableIndexWithBody(ctx, name, params, contentType, body, reqEditors...)
+// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+func (c *ClientWithResponses) AddCustomTableIndexWithBodyWithResponse(ctx context.Context, tableName string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error) {
+	rsp, err := c.AddCustomTableIndexWithBody(ctx, tableName, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18784,9 +18854,9 @@ func (c *ClientWithResponses) AddCustomTableIndexWithBodyWithResponse(ctx contex
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-func (c *ClientWithResponses) AddCustomTableIndexWithResponse(ctx context.Context, name string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error) {
-	rsp, err := c.AddCustomTableIndex(ctx, name, params, body, reqEditors...)
+// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+func (c *ClientWithResponses) AddCustomTableIndexWithResponse(ctx context.Context, tableName string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error) {
+	rsp, err := c.AddCustomTableIndex(ctx, tableName, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18799,9 +18869,9 @@ func (c *ClientWithResponses) AddCustomTableIndexWithResponse(ctx context.Contex
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /custom-tables/{name}/rows (the `ReadCustomTableRows` operationId).
-func (c *ClientWithResponses) ReadCustomTableRowsWithResponse(ctx context.Context, name string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*ReadCustomTableRowsResponse, error) {
-	rsp, err := c.ReadCustomTableRows(ctx, name, params, reqEditors...)
+// Corresponds with GET /custom-tables/{tableName}/rows (the `ReadCustomTableRows` operationId).
+func (c *ClientWithResponses) ReadCustomTableRowsWithResponse(ctx context.Context, tableName string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*ReadCustomTableRowsResponse, error) {
+	rsp, err := c.ReadCustomTableRows(ctx, tableName, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18814,9 +18884,9 @@ func (c *ClientWithResponses) ReadCustomTableRowsWithResponse(ctx context.Contex
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-func (c *ClientWithResponses) UpdateCustomTableRowsWithBodyWithResponse(ctx context.Context, name string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error) {
-	rsp, err := c.UpdateCustomTableRowsWithBody(ctx, name, params, contentType, body, reqEditors...)
+// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+func (c *ClientWithResponses) UpdateCustomTableRowsWithBodyWithResponse(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error) {
+	rsp, err := c.UpdateCustomTableRowsWithBody(ctx, tableName, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18829,9 +18899,9 @@ func (c *ClientWithResponses) UpdateCustomTableRowsWithBodyWithResponse(ctx cont
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-func (c *ClientWithResponses) UpdateCustomTableRowsWithResponse(ctx context.Context, name string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error) {
-	rsp, err := c.UpdateCustomTableRows(ctx, name, params, body, reqEditors...)
+// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+func (c *ClientWithResponses) UpdateCustomTableRowsWithResponse(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error) {
+	rsp, err := c.UpdateCustomTableRows(ctx, tableName, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19572,7 +19642,7 @@ func (c *ClientWithResponses) ComposeBundleWithResponse(ctx context.Context, pro
 
 // ExecuteProcessWithBodyWithResponse Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19587,7 +19657,7 @@ func (c *ClientWithResponses) ExecuteProcessWithBodyWithResponse(ctx context.Con
 
 // ExecuteProcessWithResponse Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19703,9 +19773,9 @@ func (c *ClientWithResponses) CancelRunWithResponse(ctx context.Context, runId s
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /runs/{runId}/context/{key} (the `GetRunContext` operationId).
-func (c *ClientWithResponses) GetRunContextWithResponse(ctx context.Context, runId string, key string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*GetRunContextResponse, error) {
-	rsp, err := c.GetRunContext(ctx, runId, key, params, reqEditors...)
+// Corresponds with GET /runs/{runId}/context/{contextKey} (the `GetRunContext` operationId).
+func (c *ClientWithResponses) GetRunContextWithResponse(ctx context.Context, runId string, contextKey string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*GetRunContextResponse, error) {
+	rsp, err := c.GetRunContext(ctx, runId, contextKey, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19946,9 +20016,9 @@ func (c *ClientWithResponses) CreateWorkflowFromAiWithResponse(ctx context.Conte
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
-func (c *ClientWithResponses) DeleteWorkflowWithResponse(ctx context.Context, id string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*DeleteWorkflowResponse, error) {
-	rsp, err := c.DeleteWorkflow(ctx, id, params, reqEditors...)
+// Corresponds with DELETE /workflows/{workflowId} (the `DeleteWorkflow` operationId).
+func (c *ClientWithResponses) DeleteWorkflowWithResponse(ctx context.Context, workflowId string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*DeleteWorkflowResponse, error) {
+	rsp, err := c.DeleteWorkflow(ctx, workflowId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19959,9 +20029,9 @@ func (c *ClientWithResponses) DeleteWorkflowWithResponse(ctx context.Context, id
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-func (c *ClientWithResponses) GetWorkflowWithResponse(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowResponse, error) {
-	rsp, err := c.GetWorkflow(ctx, id, params, reqEditors...)
+// Corresponds with GET /workflows/{workflowId} (the `GetWorkflow` operationId).
+func (c *ClientWithResponses) GetWorkflowWithResponse(ctx context.Context, workflowId string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowResponse, error) {
+	rsp, err := c.GetWorkflow(ctx, workflowId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19972,9 +20042,9 @@ func (c *ClientWithResponses) GetWorkflowWithResponse(ctx context.Context, id st
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-func (c *ClientWithResponses) UpdateWorkflowWithBodyWithResponse(ctx context.Context, id string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error) {
-	rsp, err := c.UpdateWorkflowWithBody(ctx, id, params, contentType, body, reqEditors...)
+// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+func (c *ClientWithResponses) UpdateWorkflowWithBodyWithResponse(ctx context.Context, workflowId string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error) {
+	rsp, err := c.UpdateWorkflowWithBody(ctx, workflowId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19985,9 +20055,9 @@ func (c *ClientWithResponses) UpdateWorkflowWithBodyWithResponse(ctx context.Con
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-func (c *ClientWithResponses) UpdateWorkflowWithResponse(ctx context.Context, id string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error) {
-	rsp, err := c.UpdateWorkflow(ctx, id, params, body, reqEditors...)
+// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+func (c *ClientWithResponses) UpdateWorkflowWithResponse(ctx context.Context, workflowId string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error) {
+	rsp, err := c.UpdateWorkflow(ctx, workflowId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -20000,9 +20070,9 @@ func (c *ClientWithResponses) UpdateWorkflowWithResponse(ctx context.Context, id
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-func (c *ClientWithResponses) ExecuteWorkflowWithBodyWithResponse(ctx context.Context, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error) {
-	rsp, err := c.ExecuteWorkflowWithBody(ctx, id, params, contentType, body, reqEditors...)
+// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+func (c *ClientWithResponses) ExecuteWorkflowWithBodyWithResponse(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error) {
+	rsp, err := c.ExecuteWorkflowWithBody(ctx, workflowId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -20015,9 +20085,9 @@ func (c *ClientWithResponses) ExecuteWorkflowWithBodyWithResponse(ctx context.Co
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-func (c *ClientWithResponses) ExecuteWorkflowWithResponse(ctx context.Context, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error) {
-	rsp, err := c.ExecuteWorkflow(ctx, id, params, body, reqEditors...)
+// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+func (c *ClientWithResponses) ExecuteWorkflowWithResponse(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error) {
+	rsp, err := c.ExecuteWorkflow(ctx, workflowId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -20039,7 +20109,7 @@ func ParseListActionsResponse(rsp *http.Response) (*ListActionsResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListAction
+		var dest ActionList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20361,7 +20431,7 @@ func ParseListAgentsResponse(rsp *http.Response) (*ListAgentsResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListAgentStatus
+		var dest AgentRunList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20415,14 +20485,14 @@ func ParseExecuteAgentResponse(rsp *http.Response) (*ExecuteAgentResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AgentStatus
+		var dest AgentRun
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest AgentStatus
+		var dest AgentRun
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20490,7 +20560,7 @@ func ParseResumeAgentResponse(rsp *http.Response) (*ResumeAgentResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest AgentStatus
+		var dest AgentRun
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20572,7 +20642,7 @@ func ParseGetAgentStatusResponse(rsp *http.Response) (*GetAgentStatusResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AgentStatus
+		var dest AgentRun
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20633,7 +20703,7 @@ func ParseGetAgentTraceResponse(rsp *http.Response) (*GetAgentTraceResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AgentTraceAnswer
+		var dest AgentTrace
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20694,7 +20764,7 @@ func ParseGenerateWorkflowResponse(rsp *http.Response) (*GenerateWorkflowRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest GenerateAnswer
+		var dest GenerationStarted
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20823,7 +20893,7 @@ func ParseGetGenerationStatusResponse(rsp *http.Response) (*GetGenerationStatusR
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest GenerationStatus
+		var dest GenerationProgress
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20884,7 +20954,7 @@ func ParseListApprovalsResponse(rsp *http.Response) (*ListApprovalsResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListApproval
+		var dest ApprovalList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21149,7 +21219,7 @@ func ParseListCustomTablesResponse(rsp *http.Response) (*ListCustomTablesRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListTable
+		var dest TableList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21360,7 +21430,7 @@ func ParseReadCustomTableRowsResponse(rsp *http.Response) (*ReadCustomTableRowsR
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListRow
+		var dest RowList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21503,7 +21573,7 @@ func ParseGetDeliveryResponse(rsp *http.Response) (*GetDeliveryResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest DeliveryDoc
+		var dest DeliveryDocument
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21632,7 +21702,7 @@ func ParseListDocumentsResponse(rsp *http.Response) (*ListDocumentsResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListDocument
+		var dest DocumentList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -22035,7 +22105,7 @@ func ParseListExternalFormsResponse(rsp *http.Response) (*ListExternalFormsRespo
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListExternalForm
+		var dest ExternalFormList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -22350,7 +22420,7 @@ func ParseListFormSubmissionsResponse(rsp *http.Response) (*ListFormSubmissionsR
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListFormSubmission
+		var dest FormSubmissionList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -22486,7 +22556,7 @@ func ParseListPendingFormsResponse(rsp *http.Response) (*ListPendingFormsRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListFormPause
+		var dest FormPauseList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -22960,7 +23030,7 @@ func ParseListOauthConnectionsResponse(rsp *http.Response) (*ListOauthConnection
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListOAuthConnection
+		var dest OAuthConnectionList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -23221,7 +23291,7 @@ func ParseListOrgConfigResponse(rsp *http.Response) (*ListOrgConfigResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListOrgConfigEntry
+		var dest OrgConfigEntryList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -23604,7 +23674,7 @@ func ParsePublishBundleResponse(rsp *http.Response) (*PublishBundleResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest PublishAnswer
+		var dest Publication
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -23761,7 +23831,7 @@ func ParseCreateProcessFromPromptResponse(rsp *http.Response) (*CreateProcessFro
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest FromPromptAnswer
+		var dest ProcessFromPrompt
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -23972,7 +24042,7 @@ func ParseExecuteProcessResponse(rsp *http.Response) (*ExecuteProcessResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest ExecuteAnswer
+		var dest RunAccepted
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -24054,7 +24124,7 @@ func ParseListProjectsResponse(rsp *http.Response) (*ListProjectsResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListProject
+		var dest ProjectList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -24216,7 +24286,7 @@ func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListRun
+		var dest RunList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -24413,7 +24483,7 @@ func ParseListRunEventsResponse(rsp *http.Response) (*ListRunEventsResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListEvent
+		var dest EventList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -24535,7 +24605,7 @@ func ParseGetRunStatusResponse(rsp *http.Response) (*GetRunStatusResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest RunStatusDoc
+		var dest RunStatusDocument
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -24596,7 +24666,7 @@ func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListWebhook
+		var dest WebhookList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -24925,7 +24995,7 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListDelivery
+		var dest DeliveryList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -24986,7 +25056,7 @@ func ParseListWorkflowsResponse(rsp *http.Response) (*ListWorkflowsResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListWorkflow
+		var dest WorkflowList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25115,7 +25185,7 @@ func ParseCreateWorkflowFromAiResponse(rsp *http.Response) (*CreateWorkflowFromA
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest LegacyFromAIAnswer
+		var dest WorkflowFromAI
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25404,14 +25474,14 @@ func ParseExecuteWorkflowResponse(rsp *http.Response) (*ExecuteWorkflowResponse,
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ExecuteAnswer
+		var dest RunStatusDocument
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest ExecuteAnswer
+		var dest RunAccepted
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -114,7 +114,7 @@ export interface paths {
         get?: never;
         /**
          * Put an account on a tier
-         * @description tier names a tier of PUT /admin/tiers/{name}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
+         * @description tier names a tier of PUT /admin/tiers/{tierName}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
          */
         put: operations["admin-set-account-tier"];
         post?: never;
@@ -182,7 +182,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/admin/tiers/{name}": {
+    "/admin/tiers/{tierName}": {
         parameters: {
             query?: never;
             header?: never;
@@ -465,7 +465,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/custom-tables/{name}/indexes": {
+    "/custom-tables/{tableName}/indexes": {
         parameters: {
             query?: never;
             header?: never;
@@ -485,7 +485,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/custom-tables/{name}/rows": {
+    "/custom-tables/{tableName}/rows": {
         parameters: {
             query?: never;
             header?: never;
@@ -1463,7 +1463,7 @@ export interface paths {
         put?: never;
         /**
          * Run the process's published version
-         * @description As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+         * @description As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
          */
         post: operations["execute-process"];
         delete?: never;
@@ -1547,7 +1547,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/runs/{runId}/context/{key}": {
+    "/runs/{runId}/context/{contextKey}": {
         parameters: {
             query?: never;
             header?: never;
@@ -1885,7 +1885,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/workflows/{id}": {
+    "/workflows/{workflowId}": {
         parameters: {
             query?: never;
             header?: never;
@@ -1907,7 +1907,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/workflows/{id}/execute": {
+    "/workflows/{workflowId}/execute": {
         parameters: {
             query?: never;
             header?: never;
@@ -1937,12 +1937,23 @@ export interface components {
             email: string;
             id: string;
             name: string;
-            status: string;
+            status: components["schemas"]["AccountStatus"];
             /** @description The account's tier (operator administration); empty: the deployment's defaults. */
             tier?: string;
             /** @description The management token's beginning, to tell tokens apart. */
             token_prefix: string;
         };
+        AccountList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Account"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        /**
+         * @description An account's status: active, or suspended by the operator (its keys and token are refused).
+         * @enum {string}
+         */
+        AccountStatus: "active" | "suspended";
         AccountUsage: {
             account_id: string;
             /** Format: int64 */
@@ -2016,7 +2027,7 @@ export interface components {
              */
             url?: string;
         };
-        ActionBody: {
+        ActionDefinition: {
             /**
              * @description 1-100 letters, digits, '_', '-' or '.'; unique within the organization; a workflow step names the action by it as its type. Required on POST; on PUT optional, and when given it must equal the path's.
              * @example notify-crm
@@ -2076,20 +2087,17 @@ export interface components {
              */
             url?: string;
         };
+        ActionList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Action"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
         Actor: {
             id: string;
             type: string;
         };
-        AgentBody: {
-            config?: components["schemas"]["AgentBodyConfigStruct"];
-            /** @description The provider's model name (default gpt-4o-mini). */
-            model?: string;
-            /** @description The agent's goal, in words; at most 20,000 characters. */
-            objective: string;
-            /** @description Tool declarations, mixed freely: "<action_name>", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones. */
-            tools?: unknown[] | null;
-        };
-        AgentBodyConfigStruct: {
+        AgentConfig: {
             /** @description Raises or lowers input_tokens (100,000), output_tokens (50,000), total_tokens (150,000), model_calls (100), wall_seconds (300). */
             llm_budget?: {
                 [key: string]: unknown;
@@ -2102,13 +2110,7 @@ export interface components {
             /** @description {iterations, action: escalate}: the same call, or nothing new learned, that many iterations in a row pauses the agent for a person (default 3). */
             on_stuck?: components["schemas"]["OnStuck"];
         };
-        AgentResumeBody: {
-            /** @description Whether the person approves what the agent asked. */
-            approved: boolean;
-            /** @description The person's answer. */
-            human_input: string;
-        };
-        AgentStatus: {
+        AgentRun: {
             /** @example agent-0b4e6c1a-3f5d-4e2a-9c8b-7a6d5e4f3c2b */
             agent_run_id: string;
             /** Format: double */
@@ -2123,14 +2125,25 @@ export interface components {
             /** @description Why the agent ended or paused. */
             reason?: string;
             /** @description With include_trace=true: every iteration. */
-            reasoning_trace?: components["schemas"]["TraceEntry"][] | null;
+            reasoning_trace?: components["schemas"]["TraceEntry"][];
             /** @description running, paused, completed, failed, budget_exceeded or cancelled. */
-            status: string;
+            status: components["schemas"]["AgentRunStatus"];
             /** Format: date-time */
             updated_at: string;
             usage?: components["schemas"]["Usage"];
         };
-        AgentTraceAnswer: {
+        AgentRunList: {
+            /** @description This page of results. */
+            items: components["schemas"]["AgentRun"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        /**
+         * @description An agent run's status: running and paused are live, the others are final.
+         * @enum {string}
+         */
+        AgentRunStatus: "running" | "paused" | "completed" | "failed" | "budget_exceeded" | "cancelled";
+        AgentTrace: {
             agent_run_id: string;
             trace: components["schemas"]["TraceEntry"][];
         };
@@ -2149,17 +2162,28 @@ export interface components {
             expires_at: string | null;
             request_payload: unknown;
             run_id: string;
-            status: string;
+            status: components["schemas"]["ApprovalStatus"];
             /** Format: int64 */
             step_id: number;
             workflow_id: string;
         };
-        ApprovalDecisionBody: {
+        ApprovalDecision: {
             /** @description true resumes the run; false ends it as rejected (rows already written stay). */
             approved: boolean;
             /** @description Set in the run's context as __comment. */
             comment?: string;
         };
+        ApprovalList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Approval"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        /**
+         * @description An approval's status: pending until decided, cancelled with its run.
+         * @enum {string}
+         */
+        ApprovalStatus: "pending" | "approved" | "rejected" | "cancelled";
         Bundle: {
             /** Format: date-time */
             created_at: string;
@@ -2170,7 +2194,7 @@ export interface components {
             publish_note?: string;
             /** Format: date-time */
             published_at?: string;
-            status: string;
+            status: components["schemas"]["BundleStatus"];
             summary?: string;
             /** Format: int64 */
             version: number;
@@ -2178,7 +2202,12 @@ export interface components {
             /** Format: int64 */
             workflow_version?: number;
         };
-        CancelBody: {
+        /**
+         * @description A process bundle's status: a draft until published, then immutable.
+         * @enum {string}
+         */
+        BundleStatus: "draft" | "published";
+        CancelRunRequest: {
             /** @description Why; carried by workflow_run_cancelled. */
             reason?: string;
         };
@@ -2188,7 +2217,7 @@ export interface components {
             /** @enum {string} */
             status: "sent";
         };
-        ComposeBody: {
+        ComposeBundleRequest: {
             /** @description How the bundle deploys (single_workflow, ...): kept with it. */
             deployment_shape?: string;
             /** @description {svc_workflow_definition, actions_to_register[], custom_tables_to_create[], workflow_description}: the definition as POST /workflows takes it, action registrations as POST /actions, tables as POST /custom-tables. */
@@ -2217,9 +2246,59 @@ export interface components {
             /** @description The key's value. When it is an array: the page of its elements from offset, at most limit of them ([] past the end). Any other value: the whole value. */
             value: unknown;
         };
-        "Create-keyRequest": {
+        CreateKeyRequest: {
             /** @enum {string} */
             kind: "runtime" | "publishable";
+        };
+        CreateOAuthConnectionRequest: {
+            /** @description The access token. Encrypted at rest; never returned. */
+            access_token: string;
+            /** @description The organization's label for the account: 1-200 letters, digits and @ . _ + : -. */
+            account: string;
+            /**
+             * Format: date-time
+             * @description When the access token expires (absent: it does not, as Slack bot tokens).
+             */
+            expires_at?: string;
+            /** @description google, slack or microsoft. */
+            provider: string;
+            /** @description The refresh token, when there is one: the access token is then refreshed before it expires. */
+            refresh_token?: string;
+            /** @description The scopes the token holds, for the listing. */
+            scopes?: string[];
+        };
+        CreateProcessFromPromptRequest: {
+            description?: string;
+            llmOptions?: components["schemas"]["LLMOptions"];
+            /** @description The process's name (default: the drafted workflow name). */
+            name?: string;
+            project_id: string;
+            prompt: string;
+            /** @description Publish the bundle (default true); false stops at the draft bundle. */
+            publish?: boolean;
+        };
+        CreateProcessRequest: {
+            /**
+             * @description Default process_first.
+             * @enum {string}
+             */
+            authoring_mode?: "process_first" | "workflow_first";
+            description?: string;
+            /** @description 1-200 characters, unique in the project; also the name of the workflow it publishes. */
+            name: string;
+            /** @description The project the process belongs to. */
+            project_id: string;
+        };
+        CreateProjectRequest: {
+            /** @description At most 4,000 characters. */
+            description?: string;
+            /** @description 1-200 characters. */
+            name: string;
+        };
+        CreateWorkflowFromAIRequest: {
+            llmOptions?: components["schemas"]["LLMOptions"];
+            name?: string;
+            prompt: string;
         };
         Decision: {
             kind: string;
@@ -2242,7 +2321,7 @@ export interface components {
             next_attempt_at?: string;
             run_id?: string;
             signed: boolean;
-            status: string;
+            status: components["schemas"]["DeliveryStatus"];
             target: string;
             /** Format: date-time */
             updated_at: string;
@@ -2262,8 +2341,8 @@ export interface components {
             /** Format: int64 */
             status_code?: number;
         };
-        DeliveryDoc: {
-            attempt_list: components["schemas"]["DeliveryAttempt"][] | null;
+        DeliveryDocument: {
+            attempt_list: components["schemas"]["DeliveryAttempt"][];
             /** Format: int64 */
             attempts: number;
             /** Format: date-time */
@@ -2279,12 +2358,23 @@ export interface components {
             next_attempt_at?: string;
             run_id?: string;
             signed: boolean;
-            status: string;
+            status: components["schemas"]["DeliveryStatus"];
             target: string;
             /** Format: date-time */
             updated_at: string;
             webhook_id?: string;
         };
+        DeliveryList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Delivery"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        /**
+         * @description A webhook delivery's status: pending until an attempt succeeds or it gives up.
+         * @enum {string}
+         */
+        DeliveryStatus: "pending" | "succeeded" | "failed";
         Document: {
             /** @description The latest version's content type. */
             content_type: string;
@@ -2312,7 +2402,13 @@ export interface components {
              */
             version: number;
             /** @description Every version, oldest first (not in listings). */
-            versions?: components["schemas"]["DocumentVersion"][] | null;
+            versions?: components["schemas"]["DocumentVersion"][];
+        };
+        DocumentList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Document"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         DocumentVersion: {
             content_type: string;
@@ -2339,18 +2435,24 @@ export interface components {
             /** Format: date-time */
             timestamp: string;
         };
+        EventList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Event"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
         Evidence: {
             counts: {
                 [key: string]: number;
             };
-            decisions: components["schemas"]["Decision"][] | null;
-            effects: components["schemas"]["EvidenceEffect"][] | null;
-            exceptions: unknown[] | null;
+            decisions: components["schemas"]["Decision"][];
+            effects: components["schemas"]["EvidenceEffect"][];
+            exceptions: unknown[];
             input: unknown;
             reason?: string;
             run_id: string;
-            status: string;
-            steps: components["schemas"]["StepRecord"][] | null;
+            status: components["schemas"]["RunStatus"];
+            steps: components["schemas"]["StepRecord"][];
             workflow_id: string;
             /** Format: int64 */
             workflow_version: number;
@@ -2364,34 +2466,16 @@ export interface components {
             step_index: number;
             target?: string;
         };
-        /** @description {id, status} at once; with ?wait=, the run's status document (GET /runs/{runId}/status). */
-        ExecuteAnswer: {
-            context?: {
-                [key: string]: unknown;
-            };
-            /** Format: date-time */
-            created_at?: string;
-            /** Format: date-time */
-            finished_at?: string;
-            /**
-             * @description Run id (run-<uuid>).
-             * @example run-6a1e0f7c-2b7d-4c61-8f3e-5d4c3b2a1908
-             */
-            id: string;
-            reason?: string;
-            /**
-             * @description The run's status.
-             * @example running
-             */
-            status: string;
-            steps?: components["schemas"]["StepSummary"][] | null;
-            /** Format: date-time */
-            updated_at?: string;
-            workflow_id?: string;
-            /** Format: int64 */
-            workflow_version?: number;
+        ExecuteAgentRequest: {
+            config?: components["schemas"]["AgentConfig"];
+            /** @description The provider's model name (default gpt-4o-mini). */
+            model?: string;
+            /** @description The agent's goal, in words; at most 20,000 characters. */
+            objective: string;
+            /** @description Tool declarations, mixed freely: "<action_name>", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones. */
+            tools?: unknown[];
         };
-        ExecuteBody: {
+        ExecuteRequest: {
             /** @description The run's input, read as @input (default {}). */
             input?: {
                 [key: string]: unknown;
@@ -2418,7 +2502,7 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
-        ExternalFormBody: {
+        ExternalFormDefinition: {
             /** @description At most 4,000 characters. */
             description?: string;
             /**
@@ -2438,6 +2522,12 @@ export interface components {
             /** @description The workflow started per submission, with the flat payload as its input. At most one trigger. */
             trigger_workflow_id?: string;
         };
+        ExternalFormList: {
+            /** @description This page of results. */
+            items: components["schemas"]["ExternalForm"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
         Field: {
             default?: unknown;
             help?: string;
@@ -2449,7 +2539,7 @@ export interface components {
             /** Format: double */
             min?: number;
             multiple?: boolean;
-            options?: components["schemas"]["Option"][] | null;
+            options?: components["schemas"]["Option"][];
             placeholder?: string;
             required?: boolean;
             /** Format: double */
@@ -2457,10 +2547,10 @@ export interface components {
             type: string;
             unit?: string;
         };
-        "Form-auth-startRequest": {
+        FormAuthStartRequest: {
             email: string;
         };
-        "Form-auth-verifyRequest": {
+        FormAuthVerifyRequest: {
             code: string;
             email: string;
         };
@@ -2490,31 +2580,19 @@ export interface components {
             /** @description The workflow each submission starts. */
             trigger_workflow_id?: string;
         };
-        FormGenerateBody: {
-            /** @description Also create an external form with the generated schema; the answer's form is that form. */
-            create?: components["schemas"]["FormCreate"];
-            /** @description The keys the form must collect: each becomes a field key (snake_case). */
-            expected_keys: string[] | null;
-            /** @description Anything that helps the model (audience, language, tone). */
-            hints?: {
-                [key: string]: unknown;
-            };
-            /** @description What the form is for. */
-            intent: string;
-        };
         FormPause: {
             assignee_role?: string;
             claimed_by?: string;
             /** Format: date-time */
             created_at: string;
-            expected_keys: string[] | null;
+            expected_keys: string[];
             /** Format: date-time */
             expires_at: string | null;
             form_pause_id: string;
-            reminder_intervals?: number[] | null;
+            reminder_intervals?: number[];
             run_id: string;
             schema: unknown;
-            status: string;
+            status: components["schemas"]["FormPauseStatus"];
             /** Format: int64 */
             step_id: number;
             submission?: unknown;
@@ -2525,6 +2603,17 @@ export interface components {
             updated_at: string;
             workflow_id: string;
         };
+        FormPauseList: {
+            /** @description This page of results. */
+            items: components["schemas"]["FormPause"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        /**
+         * @description A form pause's status: open until submitted or expired, cancelled with its run.
+         * @enum {string}
+         */
+        FormPauseStatus: "open" | "submitted" | "expired" | "cancelled";
         FormSettings: {
             branding?: components["schemas"]["FormBranding"];
             /**
@@ -2533,7 +2622,7 @@ export interface components {
              *       "https://www.example.com"
              *     ]
              */
-            frameAncestors?: string[] | null;
+            frameAncestors?: string[];
             /** @description An absolute http(s) URL to send the person to instead of the message. */
             redirectUrl?: string;
             /** @description Require a signed-in person (email and one-time code, at the gateway) before a submission: without one, 401 form_signin_required. The person is recorded as submitted_by. */
@@ -2559,30 +2648,11 @@ export interface components {
             /** @description The run the submission started (null when the form has no trigger). */
             triggered_run_id: string | null;
         };
-        FormSubmitBody: {
-            /** @description The submission, flat: {<key>: <value>}. Every expected key is required; values are checked against the pause's form_schema_v1. */
-            data: {
-                [key: string]: unknown;
-            };
-        };
-        FromPromptAnswer: {
-            /** Format: int64 */
-            attempts: number;
-            bundle: components["schemas"]["Bundle"];
-            execute_path?: string;
-            process: components["schemas"]["Process"];
-            published: boolean;
-            workflow_id?: string;
-        };
-        FromPromptBody: {
-            description?: string;
-            llmOptions?: components["schemas"]["LLMOptionsBody"];
-            /** @description The process's name (default: the drafted workflow name). */
-            name?: string;
-            project_id: string;
-            prompt: string;
-            /** @description Publish the bundle (default true); false stops at the draft bundle. */
-            publish?: boolean;
+        FormSubmissionList: {
+            /** @description This page of results. */
+            items: components["schemas"]["FormSubmission"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         GatewayHealth: {
             /** @enum {string} */
@@ -2600,6 +2670,12 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        GatewayOrgList: {
+            /** @description This page of results. */
+            items: components["schemas"]["GatewayOrg"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
         GatewayUsage: {
             day: string;
             /** Format: int64 */
@@ -2610,14 +2686,20 @@ export interface components {
             /** Format: int64 */
             runs_started: number;
         };
-        GenerateAnswer: {
-            generation_id: string;
-            message: string;
-            /** @enum {string} */
-            status: "processing" | "completed" | "failed";
+        GenerateFormRequest: {
+            /** @description Also create an external form with the generated schema; the answer's form is that form. */
+            create?: components["schemas"]["FormCreate"];
+            /** @description The keys the form must collect: each becomes a field key (snake_case). */
+            expected_keys: string[];
+            /** @description Anything that helps the model (audience, language, tone). */
+            hints?: {
+                [key: string]: unknown;
+            };
+            /** @description What the form is for. */
+            intent: string;
         };
-        GenerateBody: {
-            llmOptions?: components["schemas"]["LLMOptionsBody"];
+        GenerateWorkflowRequest: {
+            llmOptions?: components["schemas"]["LLMOptions"];
             /** @description The process, in words; at most 20,000 characters. */
             prompt: string;
         };
@@ -2648,36 +2730,45 @@ export interface components {
             bundle?: unknown;
             /** Format: date-time */
             created_at: string;
-            errors?: string[] | null;
+            errors?: string[];
             generation_id: string;
             model?: string;
             prompt: string;
-            status: string;
+            status: components["schemas"]["GenerationStatus"];
             /** Format: double */
             temperature?: number;
             /** Format: date-time */
             updated_at: string;
         };
-        GenerationStatus: {
+        GenerationProgress: {
             /**
              * Format: int64
              * @description Model calls made: 1 or 2.
              */
             attempts: number;
             /** @description Why it failed: the validator's problems of the last attempt. */
-            errors?: string[] | null;
+            errors?: string[];
             generation_id: string;
-            /** @enum {string} */
-            status: "processing" | "completed" | "failed";
+            status: components["schemas"]["GenerationStatus"];
             /** Format: date-time */
             updated_at: string;
         };
-        "Get-usageResponse": {
+        GenerationStarted: {
+            generation_id: string;
+            message: string;
+            status: components["schemas"]["GenerationStatus"];
+        };
+        /**
+         * @description A workflow drafting's status.
+         * @enum {string}
+         */
+        GenerationStatus: "processing" | "completed" | "failed";
+        GetUsageResponse: {
             items: components["schemas"]["GatewayUsage"][];
         };
-        IndexBody: {
+        IndexDefinition: {
             /** @description The declared columns the index covers (a set: order does not matter). */
-            columns: string[] | null;
+            columns: string[];
         };
         IssuedLicense: {
             account_id: string;
@@ -2685,7 +2776,7 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             expires_at: string;
-            features: string[] | null;
+            features: string[];
             id: string;
             /** @description The signed license, as POST /licensing/validate takes it. */
             license: string;
@@ -2711,26 +2802,22 @@ export interface components {
             /** @description The key itself: shown once, in this answer only. */
             secret?: string;
         };
-        LLMOptionsBody: {
+        KeyList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Key"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        LLMOptions: {
             /** @description The provider's model name (default gpt-4o-mini). */
             model?: string;
             /** Format: double */
             temperature?: number;
         };
-        LegacyFromAIAnswer: {
-            bundle_id: string;
-            process_id: string;
-            workflow_id: string;
-        };
-        LegacyFromAIBody: {
-            llmOptions?: components["schemas"]["LLMOptionsBody"];
-            name?: string;
-            prompt: string;
-        };
         License: {
             /** Format: date-time */
             expires_at: string;
-            features: string[] | null;
+            features: string[];
             id: string;
             /** Format: date-time */
             issued_at?: string;
@@ -2740,13 +2827,13 @@ export interface components {
             /** Format: int64 */
             seats: number;
         };
-        "License-public-keyResponse": {
+        LicenseList: {
+            items: components["schemas"]["IssuedLicense"][];
+        };
+        LicensePublicKeyResponse: {
             algorithm: string;
             /** @description Base64 of the 32-byte Ed25519 public key. */
             public_key: string;
-        };
-        LicenseListOutputBody: {
-            items: components["schemas"]["IssuedLicense"][] | null;
         };
         LicenseRequest: {
             account_id: string;
@@ -2755,7 +2842,7 @@ export interface components {
              * @description Days from not_before to expiry (default 365).
              */
             days?: number;
-            features?: string[] | null;
+            features?: string[];
             licensee: string;
             /**
              * Format: date-time
@@ -2764,132 +2851,6 @@ export interface components {
             not_before?: string;
             /** Format: int64 */
             seats: number;
-        };
-        ListAccount: {
-            /** @description This page of results. */
-            items: components["schemas"]["Account"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListAction: {
-            /** @description This page of results. */
-            items: components["schemas"]["Action"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListAgentStatus: {
-            /** @description This page of results. */
-            items: components["schemas"]["AgentStatus"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListApproval: {
-            /** @description This page of results. */
-            items: components["schemas"]["Approval"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListDelivery: {
-            /** @description This page of results. */
-            items: components["schemas"]["Delivery"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListDocument: {
-            /** @description This page of results. */
-            items: components["schemas"]["Document"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListEvent: {
-            /** @description This page of results. */
-            items: components["schemas"]["Event"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListExternalForm: {
-            /** @description This page of results. */
-            items: components["schemas"]["ExternalForm"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListFormPause: {
-            /** @description This page of results. */
-            items: components["schemas"]["FormPause"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListFormSubmission: {
-            /** @description This page of results. */
-            items: components["schemas"]["FormSubmission"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListGatewayOrg: {
-            /** @description This page of results. */
-            items: components["schemas"]["GatewayOrg"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListKey: {
-            /** @description This page of results. */
-            items: components["schemas"]["Key"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListOAuthConnection: {
-            /** @description This page of results. */
-            items: components["schemas"]["OAuthConnection"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListOrgConfigEntry: {
-            /** @description This page of results. */
-            items: components["schemas"]["OrgConfigEntry"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListOrgUser: {
-            /** @description This page of results. */
-            items: components["schemas"]["OrgUser"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListProject: {
-            /** @description This page of results. */
-            items: components["schemas"]["Project"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListRow: {
-            /** @description This page of results. */
-            items: components["schemas"]["Row"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListRun: {
-            /** @description This page of results. */
-            items: components["schemas"]["Run"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListTable: {
-            /** @description This page of results. */
-            items: components["schemas"]["Table"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListWebhook: {
-            /** @description This page of results. */
-            items: components["schemas"]["Webhook"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListWorkflow: {
-            /** @description This page of results. */
-            items: components["schemas"]["Workflow"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
         };
         OAuthAuthorization: {
             /** @description The provider's authorization page: send the person there (a redirect of your own front end). */
@@ -2937,22 +2898,11 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
-        OAuthConnectionBody: {
-            /** @description The access token. Encrypted at rest; never returned. */
-            access_token: string;
-            /** @description The organization's label for the account: 1-200 letters, digits and @ . _ + : -. */
-            account: string;
-            /**
-             * Format: date-time
-             * @description When the access token expires (absent: it does not, as Slack bot tokens).
-             */
-            expires_at?: string;
-            /** @description google, slack or microsoft. */
-            provider: string;
-            /** @description The refresh token, when there is one: the access token is then refreshed before it expires. */
-            refresh_token?: string;
-            /** @description The scopes the token holds, for the listing. */
-            scopes?: string[] | null;
+        OAuthConnectionList: {
+            /** @description This page of results. */
+            items: components["schemas"]["OAuthConnection"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         OnStuck: {
             action: string;
@@ -2961,17 +2911,6 @@ export interface components {
         };
         Option: {
             label: string;
-            value: string;
-        };
-        OrgBody: {
-            /** @description The organization id (X-Org-Id upstream); generated when absent. */
-            id?: string;
-            name: string;
-        };
-        OrgConfigBody: {
-            /** @description Key name: 1-200 characters of letters, digits and : _ - . / (api:llm_api_key, db:warehouse, webhook_url). */
-            key: string;
-            /** @description The secret, up to 64 KiB. Encrypted at rest; never returned. */
             value: string;
         };
         OrgConfigEntry: {
@@ -2991,31 +2930,48 @@ export interface components {
              */
             value: string;
         };
+        OrgConfigEntryList: {
+            /** @description This page of results. */
+            items: components["schemas"]["OrgConfigEntry"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
         OrgFeatures: {
             agent_forms: boolean;
         };
+        OrgRequest: {
+            /** @description The organization id (X-Org-Id upstream); generated when absent. */
+            id?: string;
+            name: string;
+        };
         OrgUser: {
-            approver_roles: string[] | null;
+            approver_roles: string[];
             email: string;
             /** Format: date-time */
             updated_at: string;
         };
+        OrgUserList: {
+            /** @description This page of results. */
+            items: components["schemas"]["OrgUser"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
         Page: {
             description?: string;
-            fields: components["schemas"]["Field"][] | null;
+            fields: components["schemas"]["Field"][];
             id: string;
             title?: string;
         };
         PauseRequest: {
             context_summary?: string;
-            options?: string[] | null;
+            options?: string[];
             question: string;
             stuck?: boolean;
             urgency?: string;
         };
         Permissions: {
             /** @description The person's roles (set by the organization's backend: PUT /gateway/orgs/{orgId}/users/{email}): the approvals they may decide and the form pauses assigned to them. */
-            approver_roles: string[] | null;
+            approver_roles: string[];
             /** @description True for a person of the organization (added by its backend, or of a domain it lists); false for an anonymous session or a guest (signed in only because the organization lets anyone): they work no tasks and read no submitted data. */
             member: boolean;
         };
@@ -3090,17 +3046,14 @@ export interface components {
             /** Format: int64 */
             workflow_version?: number;
         };
-        ProcessBody: {
-            /**
-             * @description Default process_first.
-             * @enum {string}
-             */
-            authoring_mode?: "process_first" | "workflow_first";
-            description?: string;
-            /** @description 1-200 characters, unique in the project; also the name of the workflow it publishes. */
-            name: string;
-            /** @description The project the process belongs to. */
-            project_id: string;
+        ProcessFromPrompt: {
+            /** Format: int64 */
+            attempts: number;
+            bundle: components["schemas"]["Bundle"];
+            execute_path?: string;
+            process: components["schemas"]["Process"];
+            published: boolean;
+            workflow_id?: string;
         };
         Project: {
             /** Format: date-time */
@@ -3109,11 +3062,11 @@ export interface components {
             id: string;
             name: string;
         };
-        ProjectBody: {
-            /** @description At most 4,000 characters. */
-            description?: string;
-            /** @description 1-200 characters. */
-            name: string;
+        ProjectList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Project"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         PublicForm: {
             description?: string;
@@ -3139,46 +3092,52 @@ export interface components {
             /** @description The run the submission started (null when the form has no trigger). */
             triggered_run_id: string | null;
         };
-        PublishAnswer: {
-            actions_kept: string[] | null;
-            actions_registered: string[] | null;
+        Publication: {
+            actions_kept: string[];
+            actions_registered: string[];
             bundle: components["schemas"]["Bundle"];
             /** @description POST it with {input} to run the published version. */
             execute_path: string;
             process: components["schemas"]["Process"];
-            tables_created: string[] | null;
-            tables_kept: string[] | null;
+            tables_created: string[];
+            tables_kept: string[];
             workflow_id: string;
             workflow_name: string;
             /** Format: int64 */
             workflow_version: number;
         };
-        PublishBody: {
+        PublishBundleRequest: {
             publish_note?: string;
         };
-        "Put-org-signin-policyRequest": {
+        PutOrgSigninPolicyRequest: {
             /** @description Let every mailbox sign in (as a guest unless added or of a listed domain). */
             anyone?: boolean;
             /** @description Email domains whose people may sign in and work the organization's tasks, e.g. example.com. */
-            domains?: string[] | null;
+            domains?: string[];
         };
-        "Put-org-userRequest": {
-            approver_roles: string[] | null;
+        PutOrgUserRequest: {
+            approver_roles: string[];
         };
-        PutTierInputBody: {
+        PutTierRequest: {
             /** Format: int64 */
             burst: number;
             description?: string;
-            features?: string[] | null;
+            features?: string[];
             /** Format: double */
             rate: number;
             /** Format: int64 */
             runs_per_day?: number;
         };
-        "Regenerate-tokenResponse": {
+        RegenerateTokenResponse: {
             management_token: string;
         };
-        "Rotate-keyRequest": {
+        ResumeAgentRequest: {
+            /** @description Whether the person approves what the agent asked. */
+            approved: boolean;
+            /** @description The person's answer. */
+            human_input: string;
+        };
+        RotateKeyRequest: {
             /**
              * Format: int64
              * @description How long the old key keeps working (at most 30 days).
@@ -3194,6 +3153,12 @@ export interface components {
             id: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        RowList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Row"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         RowsUpdate: {
             /** @description Allow a where that no index serves on a table of more than 10,000 rows (it reads every row); refused with 422 scan_refused otherwise. */
@@ -3225,7 +3190,7 @@ export interface components {
             input: unknown;
             /** @description Why the run ended, when it failed or was cancelled. */
             reason?: string;
-            status: string;
+            status: components["schemas"]["RunStatus"];
             /** Format: date-time */
             updated_at: string;
             workflow_id: string;
@@ -3234,6 +3199,39 @@ export interface components {
              * @description The workflow version the run executes.
              */
             workflow_version: number;
+        };
+        /** @description {id, status} at once; with ?wait=, the run's status document (GET /runs/{runId}/status). */
+        RunAccepted: {
+            context?: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            created_at?: string;
+            /** Format: date-time */
+            finished_at?: string;
+            /**
+             * @description Run id (run-<uuid>).
+             * @example run-6a1e0f7c-2b7d-4c61-8f3e-5d4c3b2a1908
+             */
+            id: string;
+            reason?: string;
+            /**
+             * @description The run's status.
+             * @example running
+             */
+            status: components["schemas"]["RunStatus"];
+            steps?: components["schemas"]["StepSummary"][];
+            /** Format: date-time */
+            updated_at?: string;
+            workflow_id?: string;
+            /** Format: int64 */
+            workflow_version?: number;
+        };
+        RunList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Run"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         RunRef: {
             /**
@@ -3245,9 +3243,14 @@ export interface components {
              * @description The run's status.
              * @example running
              */
-            status: string;
+            status: components["schemas"]["RunStatus"];
         };
-        RunStatusDoc: {
+        /**
+         * @description A run's status: running and paused are live, the others are final.
+         * @enum {string}
+         */
+        RunStatus: "running" | "paused" | "completed" | "failed" | "cancelled" | "rejected" | "condition_not_met";
+        RunStatusDocument: {
             context?: {
                 [key: string]: unknown;
             };
@@ -3257,8 +3260,8 @@ export interface components {
             finished_at?: string;
             id: string;
             reason?: string;
-            status: string;
-            steps: components["schemas"]["StepSummary"][] | null;
+            status: components["schemas"]["RunStatus"];
+            steps: components["schemas"]["StepSummary"][];
             /** Format: date-time */
             updated_at: string;
             workflow_id: string;
@@ -3267,25 +3270,25 @@ export interface components {
         };
         Schema: {
             description?: string;
-            pages: components["schemas"]["Page"][] | null;
+            pages: components["schemas"]["Page"][];
             title?: string;
             version: string;
         };
-        "Sdk-auth-startRequest": {
+        SdkAuthStartRequest: {
             email: string;
         };
-        "Sdk-auth-verifyRequest": {
+        SdkAuthVerifyRequest: {
             code: string;
             email: string;
         };
-        "Sdk-decide-taskRequest": {
+        SdkDecideTaskRequest: {
             approved: boolean;
             comment?: string;
         };
-        "Sdk-list-tasksResponse": {
-            items: components["schemas"]["Task"][] | null;
+        SdkListTasksResponse: {
+            items: components["schemas"]["Task"][];
         };
-        "Sdk-submit-form-pauseRequest": {
+        SdkSubmitFormPauseRequest: {
             data: {
                 [key: string]: unknown;
             };
@@ -3298,14 +3301,20 @@ export interface components {
             org_id: string;
             permissions: components["schemas"]["Permissions"];
         };
-        SetTierInputBody: {
+        SetAccountTierRequest: {
             tier: string;
+        };
+        SetOrgConfigRequest: {
+            /** @description Key name: 1-200 characters of letters, digits and : _ - . / (api:llm_api_key, db:warehouse, webhook_url). */
+            key: string;
+            /** @description The secret, up to 64 KiB. Encrypted at rest; never returned. */
+            value: string;
         };
         SignInPolicy: {
             /** @description Let every mailbox sign in (a public portal). People the organization did not add, and whose domain is not listed, sign in as guests: they work no tasks and read no submitted data. */
             anyone: boolean;
             /** @description Email domains whose people may sign in, as the people added do (lower case, e.g. example.com). */
-            domains: string[] | null;
+            domains: string[];
             /** Format: date-time */
             updated_at: string;
         };
@@ -3329,8 +3338,8 @@ export interface components {
             management_token: string;
         };
         StepRecord: {
-            decisions?: components["schemas"]["Decision"][] | null;
-            effects?: components["schemas"]["Effect"][] | null;
+            decisions?: components["schemas"]["Decision"][];
+            effects?: components["schemas"]["Effect"][];
             error?: string;
             /** Format: date-time */
             finished_at?: string;
@@ -3340,14 +3349,25 @@ export interface components {
             output?: unknown;
             /** Format: date-time */
             started_at?: string;
-            status: string;
+            status: components["schemas"]["StepStatus"];
             type: string;
         };
+        /**
+         * @description A step's status within its run.
+         * @enum {string}
+         */
+        StepStatus: "pending" | "processing" | "completed" | "skipped" | "failed" | "cancelled";
         StepSummary: {
             /** Format: int64 */
             index: number;
-            status: string;
+            status: components["schemas"]["StepStatus"];
             type: string;
+        };
+        SubmitFormRequest: {
+            /** @description The submission, flat: {<key>: <value>}. Every expected key is required; values are checked against the pause's form_schema_v1. */
+            data: {
+                [key: string]: unknown;
+            };
         };
         Table: {
             /** Format: date-time */
@@ -3355,25 +3375,31 @@ export interface components {
             fields: {
                 [key: string]: string;
             };
-            indexes: components["schemas"]["TableIndex"][] | null;
+            indexes: components["schemas"]["TableIndex"][];
             name: string;
         };
-        TableBody: {
+        TableDefinition: {
             /** @description Column name to type (text, ...). */
             fields: {
                 [key: string]: string;
             };
             /** @description Equality indexes, each a set of 1 to 4 declared columns, e.g. [["k"], ["a", "b"]]. A where naming every column of one reads through it instead of every row. The key columns of an upsert are indexed without being listed. */
-            indexes?: (string[] | null)[] | null;
+            indexes?: string[][];
             /** @description Unique within the organization. */
             name: string;
         };
         TableIndex: {
-            columns: string[] | null;
+            columns: string[];
             /** Format: date-time */
             created_at: string;
             /** @enum {string} */
             state: "building" | "ready";
+        };
+        TableList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Table"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         Task: {
             approver_role?: string;
@@ -3403,7 +3429,7 @@ export interface components {
             burst: number;
             description?: string;
             /** @description Features the tier opens, such as agent_forms and agents. */
-            features: string[] | null;
+            features: string[];
             name: string;
             /**
              * Format: double
@@ -3418,8 +3444,8 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
-        TierListOutputBody: {
-            items: components["schemas"]["Tier"][] | null;
+        TierList: {
+            items: components["schemas"]["Tier"][];
         };
         TraceEntry: {
             action: string;
@@ -3429,7 +3455,7 @@ export interface components {
             observation: unknown;
             thought?: string;
         };
-        "Update-gateway-orgRequest": {
+        UpdateGatewayOrgRequest: {
             name: string;
         };
         Usage: {
@@ -3440,15 +3466,15 @@ export interface components {
             /** Format: int64 */
             total_tokens: number;
         };
-        UsageOutputBody: {
+        UsageList: {
             from: string;
-            items: components["schemas"]["AccountUsage"][] | null;
+            items: components["schemas"]["AccountUsage"][];
             to: string;
         };
-        "Validate-licenseRequest": {
+        ValidateLicenseRequest: {
             license: string;
         };
-        "Validate-licenseResponse": {
+        ValidateLicenseResponse: {
             license?: components["schemas"]["License"];
             reason?: string;
             valid: boolean;
@@ -3499,7 +3525,22 @@ export interface components {
             /** @description The target. */
             url: string;
         };
-        WebhookBody: {
+        WebhookFilter: {
+            /**
+             * @description Deliver only for documents of this media type (parameters and case ignored); text/* matches every text type.
+             * @example text/csv
+             */
+            content_type?: string;
+            /** @description Deliver only for documents carrying at least one of these tags (1-100 bytes each, at most 50). */
+            tags?: string[];
+        };
+        WebhookList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Webhook"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        WebhookRegistration: {
             /** @description An object merged into every payload sent to this target (the event's own fields win), at most 64 KiB. */
             auto_payload?: {
                 [key: string]: unknown;
@@ -3519,16 +3560,7 @@ export interface components {
              */
             url: string;
         };
-        WebhookFilter: {
-            /**
-             * @description Deliver only for documents of this media type (parameters and case ignored); text/* matches every text type.
-             * @example text/csv
-             */
-            content_type?: string;
-            /** @description Deliver only for documents carrying at least one of these tags (1-100 bytes each, at most 50). */
-            tags?: string[] | null;
-        };
-        WebhookPatchBody: {
+        WebhookUpdate: {
             /** @description Replaces auto_payload; {} removes it. */
             auto_payload?: {
                 [key: string]: unknown;
@@ -3566,9 +3598,20 @@ export interface components {
              */
             version: number;
             /** @description Things the engine accepted but that are probably mistakes. */
-            warnings?: string[] | null;
+            warnings?: string[];
         };
-        WorkflowBody: {
+        WorkflowFromAI: {
+            bundle_id: string;
+            process_id: string;
+            workflow_id: string;
+        };
+        WorkflowList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Workflow"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        WorkflowRequest: {
             /** @description The specification; validated by the engine, whose problems point into it. */
             definition: {
                 [key: string]: unknown;
@@ -3605,7 +3648,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListAction"];
+                    "application/json": components["schemas"]["ActionList"];
                 };
             };
             /** @description Bad Request */
@@ -3684,7 +3727,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ActionBody"];
+                "application/json": components["schemas"]["ActionDefinition"];
             };
         };
         responses: {
@@ -3900,7 +3943,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ActionBody"];
+                "application/json": components["schemas"]["ActionDefinition"];
             };
         };
         responses: {
@@ -4120,7 +4163,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListAccount"];
+                    "application/json": components["schemas"]["AccountList"];
                 };
             };
             /** @description Bad Request */
@@ -4315,7 +4358,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["SetTierInputBody"];
+                "application/json": components["schemas"]["SetAccountTierRequest"];
             };
         };
         responses: {
@@ -4411,7 +4454,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LicenseListOutputBody"];
+                    "application/json": components["schemas"]["LicenseList"];
                 };
             };
             /** @description Bad Request */
@@ -4639,7 +4682,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TierListOutputBody"];
+                    "application/json": components["schemas"]["TierList"];
                 };
             };
             /** @description Bad Request */
@@ -4694,13 +4737,13 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                name: string;
+                tierName: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["PutTierInputBody"];
+                "application/json": components["schemas"]["PutTierRequest"];
             };
         };
         responses: {
@@ -4796,7 +4839,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["UsageOutputBody"];
+                    "application/json": components["schemas"]["UsageList"];
                 };
             };
             /** @description Bad Request */
@@ -4850,7 +4893,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only agent runs in this status. */
-                status?: "running" | "paused" | "completed" | "failed" | "budget_exceeded" | "cancelled";
+                status?: components["schemas"]["AgentRunStatus"];
                 /** @description Page size (default 50, at most 500). */
                 limit?: number;
                 /** @description Opaque cursor from the previous page's next_cursor; one the server did not issue is 400 invalid_cursor. */
@@ -4868,7 +4911,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListAgentStatus"];
+                    "application/json": components["schemas"]["AgentRunList"];
                 };
             };
             /** @description Bad Request */
@@ -4950,7 +4993,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["AgentBody"];
+                "application/json": components["schemas"]["ExecuteAgentRequest"];
             };
         };
         responses: {
@@ -4960,7 +5003,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AgentStatus"];
+                    "application/json": components["schemas"]["AgentRun"];
                 };
             };
             /** @description Accepted */
@@ -4969,7 +5012,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AgentStatus"];
+                    "application/json": components["schemas"]["AgentRun"];
                 };
             };
             /** @description Bad Request */
@@ -5069,7 +5112,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["AgentResumeBody"];
+                "application/json": components["schemas"]["ResumeAgentRequest"];
             };
         };
         responses: {
@@ -5079,7 +5122,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AgentStatus"];
+                    "application/json": components["schemas"]["AgentRun"];
                 };
             };
             /** @description Bad Request */
@@ -5206,7 +5249,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AgentStatus"];
+                    "application/json": components["schemas"]["AgentRun"];
                 };
             };
             /** @description Bad Request */
@@ -5303,7 +5346,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AgentTraceAnswer"];
+                    "application/json": components["schemas"]["AgentTrace"];
                 };
             };
             /** @description Bad Request */
@@ -5391,7 +5434,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["GenerateBody"];
+                "application/json": components["schemas"]["GenerateWorkflowRequest"];
             };
         };
         responses: {
@@ -5401,7 +5444,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["GenerateAnswer"];
+                    "application/json": components["schemas"]["GenerationStarted"];
                 };
             };
             /** @description Bad Request */
@@ -5602,7 +5645,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["GenerationStatus"];
+                    "application/json": components["schemas"]["GenerationProgress"];
                 };
             };
             /** @description Bad Request */
@@ -5685,7 +5728,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only approvals in this status. */
-                status?: "pending" | "approved" | "rejected" | "cancelled";
+                status?: components["schemas"]["ApprovalStatus"];
                 /** @description Only approvals for this approver_role. */
                 role?: string;
                 /** @description Page size (default 50, at most 500). */
@@ -5705,7 +5748,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListApproval"];
+                    "application/json": components["schemas"]["ApprovalList"];
                 };
             };
             /** @description Bad Request */
@@ -5985,7 +6028,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ApprovalDecisionBody"];
+                "application/json": components["schemas"]["ApprovalDecision"];
             };
         };
         responses: {
@@ -6130,7 +6173,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListTable"];
+                    "application/json": components["schemas"]["TableList"];
                 };
             };
             /** @description Bad Request */
@@ -6209,7 +6252,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["TableBody"];
+                "application/json": components["schemas"]["TableDefinition"];
             };
         };
         responses: {
@@ -6322,13 +6365,13 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Table name. */
-                name: string;
+                tableName: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["IndexBody"];
+                "application/json": components["schemas"]["IndexDefinition"];
             };
         };
         responses: {
@@ -6459,7 +6502,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Table name. */
-                name: string;
+                tableName: string;
             };
             cookie?: never;
         };
@@ -6471,7 +6514,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListRow"];
+                    "application/json": components["schemas"]["RowList"];
                 };
             };
             /** @description Bad Request */
@@ -6556,7 +6599,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Table name. */
-                name: string;
+                tableName: string;
             };
             cookie?: never;
         };
@@ -6696,7 +6739,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DeliveryDoc"];
+                    "application/json": components["schemas"]["DeliveryDocument"];
                 };
             };
             /** @description Bad Request */
@@ -6903,7 +6946,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListDocument"];
+                    "application/json": components["schemas"]["DocumentList"];
                 };
             };
             /** @description Bad Request */
@@ -7540,7 +7583,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListExternalForm"];
+                    "application/json": components["schemas"]["ExternalFormList"];
                 };
             };
             /** @description Bad Request */
@@ -7619,7 +7662,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ExternalFormBody"];
+                "application/json": components["schemas"]["ExternalFormDefinition"];
             };
         };
         responses: {
@@ -7826,7 +7869,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ExternalFormBody"];
+                "application/json": components["schemas"]["ExternalFormDefinition"];
             };
         };
         responses: {
@@ -8051,7 +8094,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListFormSubmission"];
+                    "application/json": components["schemas"]["FormSubmissionList"];
                 };
             };
             /** @description Bad Request */
@@ -8139,7 +8182,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["FormGenerateBody"];
+                "application/json": components["schemas"]["GenerateFormRequest"];
             };
         };
         responses: {
@@ -8257,7 +8300,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListFormPause"];
+                    "application/json": components["schemas"]["FormPauseList"];
                 };
             };
             /** @description Bad Request */
@@ -8426,7 +8469,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Form-auth-startRequest"];
+                "application/json": components["schemas"]["FormAuthStartRequest"];
             };
         };
         responses: {
@@ -8535,7 +8578,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Form-auth-verifyRequest"];
+                "application/json": components["schemas"]["FormAuthVerifyRequest"];
             };
         };
         responses: {
@@ -8891,7 +8934,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["FormSubmitBody"];
+                "application/json": components["schemas"]["SubmitFormRequest"];
             };
         };
         responses: {
@@ -9078,7 +9121,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Regenerate-tokenResponse"];
+                    "application/json": components["schemas"]["RegenerateTokenResponse"];
                 };
             };
             /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
@@ -9125,7 +9168,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LicenseListOutputBody"];
+                    "application/json": components["schemas"]["LicenseList"];
                 };
             };
             /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
@@ -9175,7 +9218,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListGatewayOrg"];
+                    "application/json": components["schemas"]["GatewayOrgList"];
                 };
             };
             /** @description Bad Request */
@@ -9234,7 +9277,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["OrgBody"];
+                "application/json": components["schemas"]["OrgRequest"];
             };
         };
         responses: {
@@ -9332,7 +9375,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Update-gateway-orgRequest"];
+                "application/json": components["schemas"]["UpdateGatewayOrgRequest"];
             };
         };
         responses: {
@@ -9439,7 +9482,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListKey"];
+                    "application/json": components["schemas"]["KeyList"];
                 };
             };
             /** @description Bad Request */
@@ -9509,7 +9552,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Create-keyRequest"];
+                "application/json": components["schemas"]["CreateKeyRequest"];
             };
         };
         responses: {
@@ -9674,7 +9717,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Rotate-keyRequest"];
+                "application/json": components["schemas"]["RotateKeyRequest"];
             };
         };
         responses: {
@@ -9848,7 +9891,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Put-org-signin-policyRequest"];
+                "application/json": components["schemas"]["PutOrgSigninPolicyRequest"];
             };
         };
         responses: {
@@ -9957,7 +10000,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Get-usageResponse"];
+                    "application/json": components["schemas"]["GetUsageResponse"];
                 };
             };
             /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
@@ -10027,7 +10070,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListOrgUser"];
+                    "application/json": components["schemas"]["OrgUserList"];
                 };
             };
             /** @description Bad Request */
@@ -10099,7 +10142,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Put-org-userRequest"];
+                "application/json": components["schemas"]["PutOrgUserRequest"];
             };
         };
         responses: {
@@ -10404,7 +10447,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["License-public-keyResponse"];
+                    "application/json": components["schemas"]["LicensePublicKeyResponse"];
                 };
             };
             /** @description Not Found */
@@ -10436,7 +10479,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Validate-licenseRequest"];
+                "application/json": components["schemas"]["ValidateLicenseRequest"];
             };
         };
         responses: {
@@ -10446,7 +10489,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Validate-licenseResponse"];
+                    "application/json": components["schemas"]["ValidateLicenseResponse"];
                 };
             };
             /** @description Bad Request */
@@ -10637,7 +10680,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListOAuthConnection"];
+                    "application/json": components["schemas"]["OAuthConnectionList"];
                 };
             };
             /** @description Bad Request */
@@ -10716,7 +10759,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["OAuthConnectionBody"];
+                "application/json": components["schemas"]["CreateOAuthConnectionRequest"];
             };
         };
         responses: {
@@ -11056,7 +11099,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListOrgConfigEntry"];
+                    "application/json": components["schemas"]["OrgConfigEntryList"];
                 };
             };
             /** @description Bad Request */
@@ -11144,7 +11187,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["OrgConfigBody"];
+                "application/json": components["schemas"]["SetOrgConfigRequest"];
             };
         };
         responses: {
@@ -11654,7 +11697,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["PublishBody"];
+                "application/json": components["schemas"]["PublishBundleRequest"];
             };
         };
         responses: {
@@ -11664,7 +11707,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PublishAnswer"];
+                    "application/json": components["schemas"]["Publication"];
                 };
             };
             /** @description Bad Request */
@@ -11779,7 +11822,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ProcessBody"];
+                "application/json": components["schemas"]["CreateProcessRequest"];
             };
         };
         responses: {
@@ -11895,7 +11938,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["FromPromptBody"];
+                "application/json": components["schemas"]["CreateProcessFromPromptRequest"];
             };
         };
         responses: {
@@ -11905,7 +11948,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FromPromptAnswer"];
+                    "application/json": components["schemas"]["ProcessFromPrompt"];
                 };
             };
             /** @description Bad Request */
@@ -12109,7 +12152,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ComposeBody"];
+                "application/json": components["schemas"]["ComposeBundleRequest"];
             };
         };
         responses: {
@@ -12227,7 +12270,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["ExecuteBody"];
+                "application/json": components["schemas"]["ExecuteRequest"];
             };
         };
         responses: {
@@ -12237,7 +12280,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ExecuteAnswer"];
+                    "application/json": components["schemas"]["RunAccepted"];
                 };
             };
             /** @description Bad Request */
@@ -12363,7 +12406,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListProject"];
+                    "application/json": components["schemas"]["ProjectList"];
                 };
             };
             /** @description Bad Request */
@@ -12442,7 +12485,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ProjectBody"];
+                "application/json": components["schemas"]["CreateProjectRequest"];
             };
         };
         responses: {
@@ -12588,7 +12631,7 @@ export interface operations {
                 /** @description Only runs of this workflow. */
                 workflow_id?: string;
                 /** @description Only runs in this status. */
-                status?: "running" | "paused" | "completed" | "failed" | "cancelled" | "rejected" | "condition_not_met";
+                status?: components["schemas"]["RunStatus"];
             };
             header?: never;
             path?: never;
@@ -12602,7 +12645,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListRun"];
+                    "application/json": components["schemas"]["RunList"];
                 };
             };
             /** @description Bad Request */
@@ -12687,7 +12730,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["CancelBody"];
+                "application/json": components["schemas"]["CancelRunRequest"];
             };
         };
         responses: {
@@ -12816,7 +12859,7 @@ export interface operations {
                 /** @description Run id. */
                 runId: string;
                 /** @description The context key: a step's outputKey or output key (matchGroups, matched, ...), input, a submitted form field, __approved, __run_id. */
-                key: string;
+                contextKey: string;
             };
             cookie?: never;
         };
@@ -12930,7 +12973,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListEvent"];
+                    "application/json": components["schemas"]["EventList"];
                 };
             };
             /** @description Bad Request */
@@ -13112,8 +13155,8 @@ export interface operations {
                 /** @description Hold the answer up to this long (a Go duration: 500ms, 30s; at most 60s). */
                 wait?: string;
                 /** @description With ?wait=: the status the caller last saw; the answer comes when the run's status differs from it (default running). */
-                last_status?: "running" | "paused" | "completed" | "failed" | "cancelled" | "rejected" | "condition_not_met";
-                /** @description false leaves the context out of the answer (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{key}. */
+                last_status?: components["schemas"]["RunStatus"];
+                /** @description false leaves the context out of the status document (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{contextKey}. */
                 context?: boolean;
             };
             header?: never;
@@ -13131,7 +13174,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RunStatusDoc"];
+                    "application/json": components["schemas"]["RunStatusDocument"];
                 };
             };
             /** @description Bad Request */
@@ -13293,7 +13336,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Sdk-auth-startRequest"];
+                "application/json": components["schemas"]["SdkAuthStartRequest"];
             };
         };
         responses: {
@@ -13400,7 +13443,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Sdk-auth-verifyRequest"];
+                "application/json": components["schemas"]["SdkAuthVerifyRequest"];
             };
         };
         responses: {
@@ -13598,7 +13641,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Sdk-submit-form-pauseRequest"];
+                "application/json": components["schemas"]["SdkSubmitFormPauseRequest"];
             };
         };
         responses: {
@@ -13805,7 +13848,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Sdk-list-tasksResponse"];
+                    "application/json": components["schemas"]["SdkListTasksResponse"];
                 };
             };
             /** @description No credential (unauthorized); an unknown, revoked or expired key (unknown_key, key_revoked, key_expired); a session that is not known, has expired or whose person the organization no longer admits (unknown_session, session_expired, session_ended); on sign-in, a wrong, expired, used or exhausted code (code_invalid). */
@@ -13877,7 +13920,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Sdk-decide-taskRequest"];
+                "application/json": components["schemas"]["SdkDecideTaskRequest"];
             };
         };
         responses: {
@@ -14022,7 +14065,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListWebhook"];
+                    "application/json": components["schemas"]["WebhookList"];
                 };
             };
             /** @description Bad Request */
@@ -14101,7 +14144,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WebhookBody"];
+                "application/json": components["schemas"]["WebhookRegistration"];
             };
         };
         responses: {
@@ -14412,7 +14455,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WebhookPatchBody"];
+                "application/json": components["schemas"]["WebhookUpdate"];
             };
         };
         responses: {
@@ -14551,7 +14594,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListDelivery"];
+                    "application/json": components["schemas"]["DeliveryList"];
                 };
             };
             /** @description Bad Request */
@@ -14650,7 +14693,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListWorkflow"];
+                    "application/json": components["schemas"]["WorkflowList"];
                 };
             };
             /** @description Bad Request */
@@ -14729,7 +14772,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WorkflowBody"];
+                "application/json": components["schemas"]["WorkflowRequest"];
             };
         };
         responses: {
@@ -14845,7 +14888,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["LegacyFromAIBody"];
+                "application/json": components["schemas"]["CreateWorkflowFromAIRequest"];
             };
         };
         responses: {
@@ -14855,7 +14898,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LegacyFromAIAnswer"];
+                    "application/json": components["schemas"]["WorkflowFromAI"];
                 };
             };
             /** @description Bad Request */
@@ -14967,7 +15010,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Workflow id. */
-                id: string;
+                workflowId: string;
             };
             cookie?: never;
         };
@@ -15064,13 +15107,13 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Workflow id. */
-                id: string;
+                workflowId: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WorkflowBody"];
+                "application/json": components["schemas"]["WorkflowRequest"];
             };
         };
         responses: {
@@ -15192,7 +15235,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Workflow id. */
-                id: string;
+                workflowId: string;
             };
             cookie?: never;
         };
@@ -15295,8 +15338,8 @@ export interface operations {
             query?: {
                 /** @description Hold the answer up to this long (a Go duration: 500ms, 30s; at most 60s). */
                 wait?: string;
-                /** @description With ?wait=: false leaves the context out of the status document (read large results with GET /runs/{runId}/context/{key}). */
-                context?: "true" | "false";
+                /** @description false leaves the context out of the status document (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{contextKey}. */
+                context?: boolean;
             };
             header?: {
                 /** @description Makes retries start one run. */
@@ -15304,23 +15347,23 @@ export interface operations {
             };
             path: {
                 /** @description Workflow id. */
-                id: string;
+                workflowId: string;
             };
             cookie?: never;
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["ExecuteBody"];
+                "application/json": components["schemas"]["ExecuteRequest"];
             };
         };
         responses: {
-            /** @description With ?wait=: the run ended or paused within the wait; the body is its status document. */
+            /** @description With ?wait=: the run ended or paused within the wait; the body is its status document (GET /runs/{runId}/status). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ExecuteAnswer"];
+                    "application/json": components["schemas"]["RunStatusDocument"];
                 };
             };
             /** @description Accepted */
@@ -15329,7 +15372,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ExecuteAnswer"];
+                    "application/json": components["schemas"]["RunAccepted"];
                 };
             };
             /** @description Bad Request */
