@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -243,4 +244,16 @@ func TestContractNames(t *testing.T) {
 			require.NotRegexp(t, goisms, s, "%s: schema %q: name it for what it holds (hosts/runtime/names.go)", name, s)
 		}
 	}
+}
+
+// TestNullArrayInARequestIsLeftOut: the contract declares no array nullable, in a request
+// either, but Huma takes an optional member sent as null as left out, as it did while arrays
+// were nullable: a client that sends null keeps working, and the answer holds [] (never null).
+func TestNullArrayInARequestIsLeftOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	table := ok[map[string]any](t, b.do(t, http.MethodPost, "/custom-tables", orgA, map[string]any{
+		"name": "contacts", "fields": map[string]string{"email": "text"}, "indexes": nil,
+	}), http.StatusCreated)
+	require.Equal(t, []any{}, table["indexes"])
 }
