@@ -660,7 +660,7 @@ type AgentRun struct {
 	// ReasoningTrace With include_trace=true: every iteration.
 	ReasoningTrace *[]TraceEntry `json:"reasoning_trace,omitempty"`
 
-	// Status running, paused, completed, failed, budget_exceeded or cancelled.
+	// Status The agent run's status.
 	Status    AgentRunStatus `json:"status"`
 	UpdatedAt time.Time      `json:"updated_at"`
 	Usage     *Usage         `json:"usage,omitempty"`

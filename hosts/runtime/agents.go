@@ -58,7 +58,7 @@ func (b AgentBody) input() engine.AgentInput {
 // AgentStatus is GET /agents/{agentId}/status.
 type AgentStatus struct {
 	AgentRunID string              `json:"agent_run_id" example:"agent-0b4e6c1a-3f5d-4e2a-9c8b-7a6d5e4f3c2b"`
-	Status     svctype.AgentStatus `json:"status" doc:"running, paused, completed, failed, budget_exceeded or cancelled."`
+	Status     svctype.AgentStatus `json:"status" doc:"The agent run's status."`
 	Iterations int                 `json:"iterations"`
 	Answer     string              `json:"final_answer,omitempty"`
 	Confidence float64             `json:"confidence,omitempty"`

@@ -2126,7 +2126,7 @@ export interface components {
             reason?: string;
             /** @description With include_trace=true: every iteration. */
             reasoning_trace?: components["schemas"]["TraceEntry"][];
-            /** @description running, paused, completed, failed, budget_exceeded or cancelled. */
+            /** @description The agent run's status. */
             status: components["schemas"]["AgentRunStatus"];
             /** Format: date-time */
             updated_at: string;
