@@ -5,6 +5,7 @@
 import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { sdkFixes } from './sdk-fixes.mjs';
 import { consoleRuns } from './console-runs.mjs';
 
 const cfg = JSON.parse(process.env.SVC_E2E_CONFIG || '{}');
@@ -251,6 +252,9 @@ await step('allTypes', async (page) => {
   must(popup.url().startsWith(cfg.gateway + '/forms/'), 'the button opens the hosted page: ' + popup.url());
   await popup.close();
 });
+
+// 7b. The SDK's fixes of issue 34 (sdk-fixes.mjs).
+await sdkFixes({ step, shot, must, code, cfg });
 
 // 8. How fast the hosted page renders its form: cold (a new browser context: nothing
 // cached) and warm (the SDK cached), many loads each; median, p90 and worst.

@@ -151,6 +151,12 @@ func TestRender(t *testing.T) {
 		{"unterminated after one", "{{input.name}} {{", "Ada {{"},
 		{"empty placeholder", "a{{}}b", "ab"},
 		{"value is not rendered again", "{{x}}", "{{input.name}}"},
+		{"default for a missing path", "({{gold.length ?? 0}} gold)", "(0 gold)"},
+		{"default for a null", "[{{input.none ?? \"none\"}}]", "[none]"},
+		{"default quoted in single quotes", "[{{ input.missing ?? 'not counted' }}]", "[not counted]"},
+		{"default unused when present", "{{matched.length ?? 0}} matches", "2 matches"},
+		{"default unused for a present false", "{{__approved ?? no}}", "true"},
+		{"empty default", "[{{input.missing ??}}]", "[]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,7 +12,9 @@ import (
 
 // Render interpolates every {{ path }} in tmpl with the text of Lookup(path, vars).
 // Inside the braces the path may be written with or without its leading "@", so
-// {{input.name}} and {{@input.name}} are the same; a missing path renders as "". A "{{"
+// {{input.name}} and {{@input.name}} are the same; a missing path renders as "", or as
+// the placeholder's default when it has one: {{gold.length ?? 0}}, {{input.note ?? "none"}}
+// (see Fallback). A skipped step wrote no output, so a path into it is missing. A "{{"
 // with no closing "}}" is kept as written (CheckTemplate rejects it at create time).
 // Rendered values are not rendered again, so input text cannot inject placeholders.
 func Render(tmpl string, vars Vars) string {
@@ -28,7 +30,13 @@ func Render(tmpl string, vars Vars) string {
 		if !found {
 			return b.String()
 		}
-		b.WriteString(Text(Lookup(path, vars)))
+		path, def, hasDef := Fallback(path)
+		v := Lookup(path, vars)
+		if v == nil && hasDef {
+			b.WriteString(def)
+		} else {
+			b.WriteString(Text(v))
+		}
 		rest = after
 	}
 }
@@ -56,12 +64,30 @@ func CheckTemplate(s string) error {
 		if !found {
 			return fmt.Errorf("%w: unterminated \"{{\" at byte %d", ErrInvalidTemplate, offset+open)
 		}
+		path, _, _ = Fallback(path)
 		if err := CheckPath(path); err != nil {
 			return fmt.Errorf("%w (the placeholder at byte %d)", err, offset+open)
 		}
 		offset += len(rest) - len(after)
 		rest = after
 	}
+}
+
+// Fallback splits a placeholder's text at "??" into its path and the text it renders as
+// when the path is missing or null: the default as written, trimmed, without one pair of
+// enclosing double or single quotes ({{x ?? "n/a"}}, {{x ?? 0}}). A path that is there
+// renders as its value, even when that is "", 0 or false: the default stands in for
+// absence, as JavaScript's and C#'s ?? do, not for falsiness.
+func Fallback(placeholder string) (path, def string, ok bool) {
+	path, def, ok = strings.Cut(placeholder, "??")
+	if !ok {
+		return placeholder, "", false
+	}
+	def = strings.TrimSpace(def)
+	if n := len(def); n >= 2 && (def[0] == '"' || def[0] == '\'') && def[n-1] == def[0] {
+		def = def[1 : n-1]
+	}
+	return strings.TrimSpace(path), def, true
 }
 
 // cutPlaceholder splits s around its first complete {{ path }}: the text before it,

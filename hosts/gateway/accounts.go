@@ -91,7 +91,9 @@ func (s *Server) fail(ctx context.Context, err error, notFound string) error {
 }
 
 func invalid(pointer, msg string) error {
-	p := newProblem(http.StatusUnprocessableEntity, "validation_failed", "validation failed").(*problem)
+	// The detail names the field and why as well as errors does: a client that shows only
+	// the detail (a sign-in box) says more than "validation failed".
+	p := newProblem(http.StatusUnprocessableEntity, "validation_failed", "validation failed: "+strings.TrimPrefix(pointer, "/")+": "+msg).(*problem)
 	p.Errors = []*runtime.ProblemDetail{{Location: "body" + strings.ReplaceAll(pointer, "/", "."), Pointer: pointer, Message: msg}}
 	return p
 }

@@ -254,6 +254,7 @@ func New(o Options) *Server {
 	s.registerAccountLicenses()
 	s.registerWeb()
 	s.registerConsole()
+	s.registerFront()
 	declareAnswers(s.api.OpenAPI())
 	r.NotFound(s.forward)
 	r.MethodNotAllowed(s.forward)

@@ -311,9 +311,12 @@ func (s *Server) registerSDKAuth() {
 // code is kept or mailed. The mail goes out after the answer, so that answer takes as
 // long whoever asks, and no request waits on the mail server.
 func (s *Server) startSignIn(ctx context.Context, orgID, keyID, formID, rawEmail string) error {
+	if strings.TrimSpace(rawEmail) == "" {
+		return invalid("/email", "required, the address the sign-in code is sent to")
+	}
 	email, ok := normalEmail(rawEmail)
 	if !ok {
-		return invalid("/email", "an email address")
+		return invalid("/email", "not an email address")
 	}
 	if !mailConfigured(s.mailer) {
 		return errMailNotConfigured

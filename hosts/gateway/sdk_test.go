@@ -318,6 +318,17 @@ func TestSignInWithACodeByMail(t *testing.T) {
 	}
 	code, p, _ = b.call(t, "POST", "/sdk/auth/start", pk, `{"email": "not an email"}`)
 	require.Equal(t, http.StatusUnprocessableEntity, code)
+	require.Equal(t, "validation failed: email: not an email address", p["detail"])
+	// An empty email: the answer says which field and why, not a bare "validation failed".
+	for _, body := range []string{`{"email": ""}`, `{"email": "  "}`} {
+		code, p, _ = b.call(t, "POST", "/sdk/auth/start", pk, body)
+		require.Equal(t, http.StatusUnprocessableEntity, code, body)
+		require.Equal(t, "validation_failed", p["code"])
+		require.Equal(t, "validation failed: email: required, the address the sign-in code is sent to", p["detail"], body)
+		e := p["errors"].([]any)[0].(map[string]any)
+		require.Equal(t, "/email", e["pointer"])
+		require.Equal(t, "required, the address the sign-in code is sent to", e["message"])
+	}
 	b.srv.WaitMails()
 	require.Equal(t, sent, b.mail.count(), "nothing was sent")
 

@@ -193,7 +193,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 	}
 	cfg, _ := json.Marshal(map[string]any{"gateway": gw, "embed": site.URL + "/", "codeUrl": site.URL + "/code", "artifacts": artifacts,
 		"publicForm": publicForm, "limitForm": limitForm, "authForm": authForm, "pauseWorkflow": pauseWF, "liveKey": live,
-		"slowWorkflow": slowWF, "mgmt": mgmt, "redirectForm": redirectForm})
+		"slowWorkflow": slowWF, "mgmt": mgmt, "redirectForm": redirectForm, "pk": pk})
 	cmd := exec.Command("node", filepath.Join(root, "e2e/run.mjs"))
 	cmd.Env = append(os.Environ(), "SVC_E2E_CONFIG="+string(cfg))
 	cmd.Stderr = os.Stderr

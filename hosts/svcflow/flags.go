@@ -256,6 +256,8 @@ type gatewayFlags struct {
 	burst                        int
 	smtpAddr, smtpFrom, smtpUser string
 	showCodes                    bool
+	devToken                     bool
+	stderr                       io.Writer // the person at the terminal: where the console is
 }
 
 func (f *gatewayFlags) flags(fs *flag.FlagSet) {
@@ -266,6 +268,14 @@ func (f *gatewayFlags) flags(fs *flag.FlagSet) {
 	fs.StringVar(&f.smtpFrom, "smtp-from", "", "the From `ADDRESS` of sign-in code mail (required with --smtp-addr)")
 	fs.StringVar(&f.smtpUser, "smtp-user", "", "the SMTP AUTH `USER` (password in SVC_SMTP_PASSWORD)")
 	fs.BoolVar(&f.showCodes, "dev-show-codes", false, "without --smtp-addr: log the sign-in codes themselves (local development only)")
+	fs.BoolVar(&f.devToken, "dev-token", false, "make a development account (dev@localhost, owning organization acme, the README tour's) and print a new management token for it on standard output at each start; refused unless the gateway listens on loopback only (local development only)")
+}
+
+func (f *gatewayFlags) check() error {
+	if f.devToken && f.addr != "" && !gateway.Loopback(f.addr) {
+		return fmt.Errorf("--dev-token: the gateway listens on %q, not on loopback only; a development token is for a gateway nobody else can reach (--gateway-addr 127.0.0.1:8081), elsewhere sign up (POST /gateway/signup)", f.addr)
+	}
+	return nil
 }
 
 // workerFlags size a worker (serve, worker).
@@ -317,7 +327,12 @@ func (c *processConfig) flags(fs *flag.FlagSet) {
 
 func (c *processConfig) check() error {
 	if c.api != nil {
-		return c.api.check()
+		if err := c.api.check(); err != nil {
+			return err
+		}
+	}
+	if c.gateway != nil {
+		return c.gateway.check()
 	}
 	return nil
 }
@@ -329,6 +344,8 @@ type gatewayConfig struct {
 	gateway    gatewayFlags
 	runtimeURL string
 }
+
+func (c *gatewayConfig) check() error { return c.gateway.check() }
 
 func (c *gatewayConfig) flags(fs *flag.FlagSet) {
 	c.store.flags(fs)

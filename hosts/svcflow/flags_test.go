@@ -18,7 +18,7 @@ import (
 var commandFlags = func() map[string][]string {
 	engine := []string{"io-concurrency", "io-per-org", "oauth-redirect-url", "allow-private-targets", "lease", "documents-dir", "otlp-endpoint"}
 	api := []string{"runtime-addr", "legacy-create-from-ai", "max-document-mib"}
-	gw := []string{"gateway-addr", "rate", "burst", "smtp-addr", "smtp-from", "smtp-user", "dev-show-codes"}
+	gw := []string{"gateway-addr", "rate", "burst", "smtp-addr", "smtp-from", "smtp-user", "dev-show-codes", "dev-token"}
 	join := func(groups ...[]string) []string { return slices.Concat(groups...) }
 	return map[string][]string{
 		"serve":             join([]string{"db", "ops-addr", "workers"}, engine, api, gw),

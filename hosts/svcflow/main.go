@@ -99,6 +99,11 @@ Gateway sign-in codes go through --smtp-addr host:port (--smtp-from, --smtp-user
 SVC_SMTP_PASSWORD; STARTTLS whenever offered); without it a development mailer logs that a
 code was sent (the code too only with --dev-show-codes).
 
+serve and gateway print where the console is once the gateway listens. --dev-token (local
+development, a loopback --gateway-addr only) makes the account dev@localhost, owner of the
+organization acme, and prints a new management token for it on standard output at each
+start (never in the log).
+
 SVC_OAUTH_API_URLS=slack=URL,gmail=URL,sheets=URL,graph=URL (any of them) points the
 OAuth tools at other API base URLs (a test double or a proxy).
 `
@@ -137,6 +142,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case err != nil:
 		fmt.Fprintln(stderr, err)
 		return 2
+	}
+	switch c := cfg.(type) {
+	case *processConfig:
+		if c.gateway != nil {
+			c.gateway.stderr = stderr
+		}
+	case *gatewayConfig:
+		c.gateway.stderr = stderr
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -177,7 +190,7 @@ func (c *rotateConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) e
 	})
 }
 
-func (c *gatewayConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) error {
+func (c *gatewayConfig) run(ctx context.Context, log *slog.Logger, stdout io.Writer) error {
 	u, err := url.Parse(c.runtimeURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("--runtime-url %q: the runtime's http(s) base URL is required", c.runtimeURL)
@@ -195,7 +208,15 @@ func (c *gatewayConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) 
 		gw := gateway.New(opts)
 		flushed := make(chan struct{})
 		go func() { defer close(flushed); gw.RunFlusher(ctx, usageFlush) }()
-		err = serveHTTP(ctx, log, "gateway", c.gateway.addr, gw.Handler())
+		ln, err := net.Listen("tcp", c.gateway.addr)
+		if err == nil {
+			log.Info("gateway listening", "addr", ln.Addr().String())
+			if err = c.gateway.announce(ctx, gw, ln.Addr().String(), log, stdout); err == nil {
+				if err = serveListener(ctx, ln, gw.Handler()); err == nil {
+					log.Info("stopped cleanly")
+				}
+			}
+		}
 		<-flushed
 		return err
 	})
@@ -203,7 +224,7 @@ func (c *gatewayConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) 
 
 // run runs serve, runtime or worker: the engine over the store, and the roles the command
 // plays.
-func (c *processConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) error {
+func (c *processConfig) run(ctx context.Context, log *slog.Logger, stdout io.Writer) error {
 	return withStore(ctx, c.store.dsn, log, func(st *store.Store) error {
 		keys, err := masterKeyring(ctx, c.store.dsn, st, os.Getenv, log)
 		if err != nil {
@@ -288,7 +309,7 @@ func (c *processConfig) run(ctx context.Context, log *slog.Logger, _ io.Writer) 
 		if c.api != nil {
 			rtOpts = &runtime.Options{Logger: log, Version: version, IdentityKey: idKey, IdentityPreviousKeys: idPrevious, LegacyCreateFromAI: c.api.legacyAI}
 		}
-		return c.serve(ctx, st, cfg, log, rtOpts, gwOpts)
+		return c.serve(ctx, st, cfg, log, stdout, rtOpts, gwOpts)
 	})
 }
 
@@ -316,7 +337,7 @@ var _ gateway.Store = (*gwstore.Store)(nil)
 // serve runs the engine's roles until ctx ends, then drains them: the API finishes the
 // requests in flight, the worker the steps in flight. rtOpts is nil for a process without
 // the runtime API, gwOpts for one without a gateway.
-func (c *processConfig) serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, rtOpts *runtime.Options, gwOpts *gateway.Options) error {
+func (c *processConfig) serve(ctx context.Context, st *store.Store, cfg engine.Config, log *slog.Logger, stdout io.Writer, rtOpts *runtime.Options, gwOpts *gateway.Options) error {
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return err
@@ -336,14 +357,17 @@ func (c *processConfig) serve(ctx context.Context, st *store.Store, cfg engine.C
 		name, addr string
 		h          http.Handler
 	}
-	var servers []server
+	var (
+		servers []server
+		gw      *gateway.Server
+	)
 	if rtOpts != nil {
 		rt := runtime.New(eng, *rtOpts).Handler()
 		servers = append(servers, server{"runtime", c.api.addr, rt})
 		if gwOpts != nil {
 			gwOpts.Store, gwOpts.Runtime, gwOpts.Logger, gwOpts.Version = gwstore.New(st.Shared()), rt, log, version
 			gwOpts.Shared = st.Dialect() == "postgres" // several gateways share one database's limits
-			gw := gateway.New(*gwOpts)
+			gw = gateway.New(*gwOpts)
 			wg.Add(1)
 			go func() { defer wg.Done(); gw.RunFlusher(ctx, usageFlush) }()
 			servers = append(servers, server{"gateway", c.gateway.addr, gw.Handler()})
@@ -368,6 +392,13 @@ func (c *processConfig) serve(ctx context.Context, st *store.Store, cfg engine.C
 			}
 		}()
 		log.Info(s.name+" listening", "addr", ln.Addr().String(), "dialect", st.Dialect())
+		if s.name == "gateway" {
+			if err := c.gateway.announce(ctx, gw, ln.Addr().String(), log, stdout); err != nil {
+				cancel()
+				wg.Wait()
+				return err
+			}
+		}
 	}
 	wg.Wait()
 	close(errs)

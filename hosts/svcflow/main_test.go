@@ -156,7 +156,7 @@ func TestServeTourAndDrain(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond)
 	require.Equal(t, "completed", status["status"])
 	rows := call("GET", "/custom-tables/notes/rows", "", 200)
-	require.Equal(t, "Welcome Ada (1 gold customers)", rows["items"].([]any)[0].(map[string]any)["data"].(map[string]any)["text"])
+	require.Equal(t, "Welcome Ada (gold customers: 1)", rows["items"].([]any)[0].(map[string]any)["data"].(map[string]any)["text"])
 
 	// What the tour did, as /metrics counts it.
 	resp, err := http.Get("http://" + opsAddr + "/metrics")
@@ -183,6 +183,19 @@ func TestServeTourAndDrain(t *testing.T) {
 	require.Equal(t, 0.0, metric(`svcflow_jobs{state="leased"}`))
 	require.Equal(t, 0.0, metric(`svcflow_jobs{state="lease_expired"}`))
 	require.Contains(t, string(scraped), "go_goroutines")
+
+	// The README's ?wait= example: Bo is silver, so the read of the gold customers is
+	// skipped and wrote no output; the note's {{gold.length ?? "not counted"}} says so
+	// instead of rendering blank ("Welcome Bo ( gold customers)").
+	bo := call("POST", fmt.Sprintf("/workflows/%s/execute?wait=30s", w["id"]), `{"input": {"email": "bo@example.com", "name": "Bo", "tier": "silver"}}`, 200)
+	require.Equal(t, "completed", bo["status"])
+	require.Equal(t, "skipped", bo["steps"].([]any)[1].(map[string]any)["status"])
+	rows = call("GET", "/custom-tables/notes/rows", "", 200)
+	var notes []string
+	for _, r := range rows["items"].([]any) {
+		notes = append(notes, r.(map[string]any)["data"].(map[string]any)["text"].(string))
+	}
+	require.ElementsMatch(t, []string{"Welcome Ada (gold customers: 1)", "Welcome Bo (gold customers: not counted)"}, notes)
 
 	require.NoError(t, p.stop(), "serve must exit 0 on SIGTERM; logs:\n%s", p.logs.String())
 	require.Contains(t, p.logs.String(), "stopped cleanly")
@@ -254,6 +267,7 @@ type process struct {
 	base    string // the runtime's base URL, when it serves one
 	gateway string // the gateway's base URL, when it serves one (read once it logged it)
 	logs    *syncLog
+	stdout  *syncLog     // standard output, kept apart from the logs (a --dev-token token)
 	stop    func() error // SIGTERM, then the exit status (killed after 30 s); once
 	kill    func()       // SIGKILL: the process dies at once, as on a crash
 }
@@ -278,10 +292,11 @@ func startProcessEnv(t *testing.T, bin, dir string, env []string, args ...string
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = env
+	p := &process{logs: &syncLog{}, stdout: &syncLog{quiet: true}}
+	cmd.Stdout = p.stdout
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	p := &process{logs: &syncLog{}}
 	addrCh, gwCh := make(chan string, 1), make(chan string, 1)
 	logsDone := make(chan struct{})
 	go func() {
@@ -357,16 +372,26 @@ func startProcessEnv(t *testing.T, bin, dir string, env []string, args ...string
 }
 
 type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu    sync.Mutex
+	b     strings.Builder
+	quiet bool // not a log: not gathered with the suite's logs
 }
 
 // add keeps a line the process wrote, and gathers it with the suite's logs.
 func (l *syncLog) add(line string) {
-	testlog.Line(line)
+	if !l.quiet {
+		testlog.Line(line)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.b.WriteString(line + "\n")
+}
+
+// Write keeps what the process writes to its standard output.
+func (l *syncLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(b)
 }
 
 func (l *syncLog) String() string {

@@ -48,9 +48,25 @@
     return e;
   }
 
+  // emit sends an event from target; it bubbles to document, so a listener there hears it
+  // once. An element no longer in the page has no document above it: it goes there directly.
   function emit(target, name, detail) {
     target.dispatchEvent(new CustomEvent(name, { detail: detail, bubbles: true, composed: true }));
-    if (target !== document) document.dispatchEvent(new CustomEvent(name, { detail: detail }));
+    if (target !== document && !target.isConnected) document.dispatchEvent(new CustomEvent(name, { detail: detail }));
+  }
+
+  // Sign-in boxes on show, by scope: a person who signs in in one element is signed in in
+  // every element of the page that asked them to (sessionStorage's own event fires only in
+  // other tabs).
+  var waiting = [];
+  function signedIn(scope, s) {
+    setSession(scope, s);
+    var now = waiting;
+    waiting = [];
+    now.forEach(function (w) {
+      if (!w.box.isConnected) return;
+      if (w.scope === scope) w.done(s); else waiting.push(w);
+    });
   }
 
   var STYLE = '' +
@@ -58,6 +74,7 @@
     '.svc-form fieldset{border:0;margin:0 0 1rem;padding:0}' +
     '.svc-form legend{font-weight:600;font-size:1.1em;margin-bottom:.5rem}' +
     '.svc-field{margin:0 0 1rem;display:flex;flex-direction:column;gap:.25rem}' +
+    '.svc-field[hidden]{display:none}' +
     '.svc-field label,.svc-field .svc-label{font-weight:500}' +
     '.svc-field input,.svc-field select,.svc-field textarea{font:inherit;padding:.5rem;border:1px solid #8a8f98;border-radius:6px;background:inherit;color:inherit}' +
     '.svc-field input[type=checkbox]{width:auto}' +
@@ -255,30 +272,51 @@
     return 'Too many attempts from your address for now.' + (secs ? ' Try again in ' + secs + ' s.' : ' Try again in a minute.');
   }
 
-  // signInFlow asks for an email, then the code mailed to it; done(session) on success.
+  var EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
+
+  // signInFlow asks for an email, then the code mailed to it; done(session) when the person
+  // signs in here or in another element of the same scope (opts.scope). It takes the focus
+  // only when opts.focus (the person asked for it: a submit that needs a sign-in), never
+  // when a page loads.
   function signInFlow(host, opts, done) {
     var box = el('form', { className: 'svc-form', novalidate: true, 'aria-label': 'Sign in' });
     var status = el('div', { className: 'svc-status', role: 'status', 'aria-live': 'polite' });
     var emailId = 'svc-f-' + (++uid), codeId = 'svc-f-' + (++uid);
-    var email = el('input', { id: emailId, type: 'email', name: 'email', autocomplete: 'email', required: true, 'aria-required': 'true' });
+    var emailErr = el('span', { className: 'svc-error', id: emailId + '-err' });
+    var email = el('input', { id: emailId, type: 'email', name: 'email', autocomplete: 'email', required: true, 'aria-required': 'true', 'aria-describedby': emailId + '-err' });
     var code = el('input', { id: codeId, type: 'text', name: 'code', inputmode: 'numeric', autocomplete: 'one-time-code', pattern: '[0-9]{6}', maxlength: '6' });
     var codeWrap = el('div', { className: 'svc-field', hidden: true }, [el('label', { 'for': codeId, text: 'The 6-digit code we sent you' }), code]);
     var btn = el('button', { type: 'submit', className: 'svc-btn', text: 'Send me a code' });
     box.appendChild(el('p', { text: opts.intro || 'Sign in with your email to continue.' }));
-    box.appendChild(el('div', { className: 'svc-field' }, [el('label', { 'for': emailId, text: 'Email' }), email]));
+    box.appendChild(el('div', { className: 'svc-field' }, [el('label', { 'for': emailId, text: 'Email' }), email, emailErr]));
     box.appendChild(codeWrap);
     box.appendChild(status);
     box.appendChild(el('div', { className: 'svc-actions' }, [btn]));
     var sent = false;
+    var emailProblem = function (msg) {
+      emailErr.textContent = msg;
+      if (msg) email.setAttribute('aria-invalid', 'true'); else email.removeAttribute('aria-invalid');
+      if (msg) { setStatus(status, 'Email: ' + msg, 'bad'); email.focus(); }
+    };
     box.addEventListener('submit', function (ev) {
       ev.preventDefault();
+      if (!sent) {
+        var typed = email.value.trim();
+        emailProblem(!typed ? 'Enter your email address: the code is sent there.' : (EMAIL.test(typed) ? '' : 'Enter an email address, like name@example.com.'));
+        if (emailErr.textContent) return;
+      }
       btn.disabled = true;
       var req = sent ? call(opts.verifyUrl, 'POST', opts.bearer, { email: email.value.trim(), code: code.value.trim() })
         : call(opts.startUrl, 'POST', opts.bearer, { email: email.value.trim() });
       req.then(function (res) {
         btn.disabled = false;
         if (!res.ok) {
-          setStatus(status, res.status === 429 ? retryText(res) : (res.data && res.data.detail) || 'That did not work.', 'bad');
+          // A 422 names the field and why ({errors: [{pointer: "/email", message}]}): say that,
+          // not the bare "validation failed".
+          var m = res.status === 422 ? errorsByField(res.data, ['email', 'code']) : { byField: {}, rest: [] };
+          if (!sent && m.byField.email) return emailProblem(m.byField.email);
+          var why = m.byField.code ? 'Code: ' + m.byField.code : m.rest.join(' ');
+          setStatus(status, res.status === 429 ? retryText(res) : why || (res.data && res.data.detail) || 'That did not work.', 'bad');
           (sent ? code : email).focus();
           return;
         }
@@ -292,11 +330,13 @@
           code.focus();
           return;
         }
-        done({ token: res.data.session_token, email: res.data.email, permissions: res.data.permissions });
+        var s = { token: res.data.session_token, email: res.data.email, permissions: res.data.permissions };
+        if (opts.scope) signedIn(opts.scope, s); else done(s);
       });
     });
     host.replaceChildren(box);
-    email.focus();
+    if (opts.scope) waiting.push({ scope: opts.scope, box: box, done: done });
+    if (opts.focus) email.focus();
   }
 
   class SvcForm extends HTMLElement {
@@ -361,8 +401,9 @@
       var opts = this.mode === 'public'
         ? { startUrl: this.publicBase + '/forms/public/' + encodeURIComponent(this.form.id) + '/auth/start', verifyUrl: this.publicBase + '/forms/public/' + encodeURIComponent(this.form.id) + '/auth/verify', intro: 'This form asks you to sign in with your email first.' }
         : { startUrl: base() + '/sdk/auth/start', verifyUrl: base() + '/sdk/auth/verify', bearer: cfg.publishableKey, intro: 'Sign in with your email to submit this form.' };
-      signInFlow(this, opts, function (s) {
-        setSession(self.scope, s);
+      opts.scope = this.scope;
+      opts.focus = values !== undefined; // asked for by a submit, not by the page loading
+      signInFlow(this, opts, function () {
         self.renderForm(self.mode === 'public' ? self.form.schema : self.pause.schema, values);
       });
     }
@@ -461,8 +502,7 @@
       var self = this;
       var sess = getSession(this.scope);
       if (!sess) {
-        return signInFlow(this, { startUrl: base() + '/sdk/auth/start', verifyUrl: base() + '/sdk/auth/verify', bearer: cfg.publishableKey, intro: 'Sign in with your email to see your tasks.' }, function (s) {
-          setSession(self.scope, s);
+        return signInFlow(this, { startUrl: base() + '/sdk/auth/start', verifyUrl: base() + '/sdk/auth/verify', bearer: cfg.publishableKey, intro: 'Sign in with your email to see your tasks.', scope: this.scope }, function () {
           self.start();
         });
       }
@@ -594,5 +634,16 @@
     session: function () { return getSession('pk:' + cfg.publishableKey); },
     on: function (name, fn) { document.addEventListener(name, fn); }
   };
-  if (autoDefine) defineFormElements();
+  // A hosted page's logo that cannot load is hidden rather than shown broken; the brand's
+  // name beside it stays (the page is the gateway's: its CSP allows no inline handler).
+  function hideBrokenLogos() {
+    Array.prototype.forEach.call(document.querySelectorAll('img[data-svc-logo]'), function (img) {
+      var hide = function () { img.hidden = true; };
+      if (img.complete && img.naturalWidth === 0) hide(); else img.addEventListener('error', hide);
+    });
+  }
+  if (autoDefine) {
+    defineFormElements();
+    if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', hideBrokenLogos); else hideBrokenLogos();
+  }
 })();
