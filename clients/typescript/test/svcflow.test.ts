@@ -88,7 +88,7 @@ test("the README tour through the gateway: tables, a workflow, execute with ?wai
   const notes = await ok(svc.GET("/custom-tables/{tableName}/rows", { params: { path: { tableName: "notes" } } }));
   assert.deepEqual(
     notes.items?.map((r) => r.data?.text),
-    ["Welcome Ada (1 gold customers)"],
+    ["Welcome Ada (gold customers: 1)"],
   );
 
   // The same run, read from the runtime directly as the organization (X-Org-Id set once).
