@@ -25,6 +25,7 @@ import (
 	"github.com/svcflow/svcflow/engine/oauth"
 	"github.com/svcflow/svcflow/engine/orgconfig"
 	"github.com/svcflow/svcflow/engine/outbound"
+	"github.com/svcflow/svcflow/engine/runops"
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/engine/tables"
@@ -122,6 +123,7 @@ type Engine struct {
 	*hitl.HITL
 	*agents.Agents
 	*authoring.Authoring
+	*runops.RunOps
 
 	store Store
 }
@@ -169,7 +171,8 @@ func New(cfg Config) (*Engine, error) {
 	e.Forms = extforms.New(c, cfg.Store)
 	e.Agents = agents.New(c, cfg.Store, model)
 	e.Authoring = authoring.New(c, e.Actions, cfg.Store).WithModel(model)
-	for _, f := range []feature{e.Tables, e.OrgConfig, e.Actions, e.Connections, e.Webhooks, e.HITL, e.Documents, e.Agents, e.Authoring} {
+	e.RunOps = runops.New(c, cfg.Store)
+	for _, f := range []feature{e.Tables, e.OrgConfig, e.Actions, e.Connections, e.Webhooks, e.HITL, e.Documents, e.Agents, e.Authoring, e.RunOps} {
 		f.Register(c)
 	}
 	return e, nil

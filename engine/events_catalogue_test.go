@@ -39,6 +39,10 @@ var eventShapes = map[string]func(t *testing.T, p map[string]any){
 	"workflow_run_cancelled": func(t *testing.T, p map[string]any) {
 		requireKeys(t, p["actor"], "type", "id")
 	},
+	"workflow_run_retried": func(t *testing.T, p map[string]any) {
+		requireKeys(t, p["actor"], "type", "id")
+		require.IsType(t, float64(0), p["from_step"])
+	},
 	"nway_matcher.started": func(t *testing.T, p map[string]any) {
 		for leg, n := range p["leg_counts"].(map[string]any) {
 			require.IsType(t, float64(0), n, "leg_counts[%s]", leg)
@@ -100,8 +104,9 @@ type catalogueScenario struct {
 	definition string
 	input      string
 	status     svctype.RunStatus
-	// inTx starts the run with ExecuteTx; cancel cancels it before a worker takes it.
-	inTx, cancel bool
+	// inTx starts the run with ExecuteTx; cancel cancels it before a worker takes it;
+	// retry retries the failed run, whose retry must emit workflow_run_retried.
+	inTx, cancel, retry bool
 	// approve decides the approval the run paused at (status is then paused), after which
 	// the run must end as approved.
 	approve  int
@@ -195,6 +200,13 @@ func catalogueScenarios() []catalogueScenario {
 			definition: `{"actions": [{"type": "custom-table", "properties": {"table": "nope", "operation": "read"}}]}`,
 			status:     svctype.RunFailed,
 			want:       []string{"step.failed", "workflow_run_failed"},
+		},
+		{
+			name: "retried",
+			definition: `{"actions": [{"type": "custom-table", "properties": {"table": "notes", "operation": "read"}},
+			  {"type": "custom-table", "properties": {"table": "nope", "operation": "read"}}]}`,
+			status: svctype.RunFailed, retry: true,
+			want: []string{"step.failed", "workflow_run_failed"},
 		},
 		{
 			name:       "cancelled",
@@ -306,6 +318,13 @@ func TestEventCatalogue(t *testing.T) {
 					require.Equal(t, sc.approved, doc.Status, "%s: %s", sc.name, doc.Reason)
 				}
 				runs[run.ID] = sc
+				if sc.retry {
+					next, err := b.Eng.RetryRun(b.Ctx, org, run.ID, "the table exists now", engine.Actor{Type: "user", ID: "u1"})
+					require.NoError(t, err, sc.name)
+					_, err = b.Eng.Work(b.Ctx)
+					require.NoError(t, err)
+					runs[next.ID] = catalogueScenario{name: sc.name + ", its retry", want: []string{"workflow_run_retried", "workflow_run_failed"}}
+				}
 			}
 
 			// The document events belong to no run. An engine whose clock runs an hour behind

@@ -8,6 +8,7 @@ import (
 	"github.com/svcflow/svcflow/engine/hitl"
 	"github.com/svcflow/svcflow/engine/oauth"
 	"github.com/svcflow/svcflow/engine/orgconfig"
+	"github.com/svcflow/svcflow/engine/runops"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/tables"
 	"github.com/svcflow/svcflow/engine/uploads"
@@ -46,6 +47,8 @@ var (
 	_ oauth.Tx             = Tx(nil)
 	_ oauth.SealedStore    = Store(nil)
 	_ orgconfig.Store      = Store(nil)
+	_ runops.Store         = Store(nil)
+	_ runops.Tx            = Tx(nil)
 	_ tables.Store         = Store(nil)
 	_ tables.Tx            = Tx(nil)
 	_ webhooks.Store       = Store(nil)

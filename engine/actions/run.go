@@ -94,7 +94,10 @@ func New(c *core.Core, st Store, o Options) *Actions {
 }
 
 // Register makes the organizations' actions a source of step types of c.
-func (e *Actions) Register(c *core.Core) { c.RegisterStepSource(e) }
+func (e *Actions) Register(c *core.Core) {
+	c.RegisterStepSource(e)
+	c.RegisterCallPlanner(e.planCalls)
+}
 
 // StepKind is the kind that runs the organization's action named stepType (core.StepSource):
 // read on a miss of the cache through stx (the step's transaction), or the store when stx

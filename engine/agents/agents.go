@@ -91,6 +91,7 @@ func New(c *core.Core, st Store, model func(baseURL, apiKey string) (agent.Model
 func (a *Agents) Register(c *core.Core) {
 	c.RegisterJob(JobTurn, a.turnJob)
 	c.RegisterLoopMode(LoopMode, a.reactKind())
+	c.RegisterCallPlanner(a.planCalls)
 	c.OnCancel(a.cancelChildren)
 }
 

@@ -77,6 +77,10 @@ type Evidence struct {
 	// Exceptions are the run's non-full match results (matchGroupExceptions), the first
 	// EvidenceExceptions of them; counts.exceptions says how many there are.
 	Exceptions []json.RawMessage `json:"exceptions"`
+	// Retry says, for a run that retries a failed one, which run, from which step, why
+	// and who asked; RetriedBy, for a failed run that was retried, the run that retries it.
+	Retry     *svctype.RunRetry `json:"retry,omitempty"`
+	RetriedBy *svctype.RunRetry `json:"retried_by,omitempty"`
 }
 
 // EvidenceExceptions bounds the exceptions an evidence document lists.

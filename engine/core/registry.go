@@ -91,6 +91,7 @@ type registry struct {
 	stepCalls []StepCallHook
 	cancels   []CancelHook
 	deletes   []DeleteWorkflowHook
+	planners  []CallPlanner
 	secrets   SecretSource
 	// reserved are step types taken whatever the Environment holds (IsStepType).
 	reserved map[string]bool

@@ -343,6 +343,9 @@ func (e *Core) Evidence(ctx context.Context, orgID, runID string) (*Evidence, er
 	if ev.Exceptions == nil {
 		ev.Exceptions = []json.RawMessage{}
 	}
+	if ev.Retry, ev.RetriedBy, err = e.store.RunRetries(ctx, orgID, runID); err != nil {
+		return nil, err
+	}
 	return ev, nil
 }
 

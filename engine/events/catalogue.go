@@ -54,6 +54,7 @@ var Catalogue = []Spec{
 	{Name: "workflow_run_completed", Registrable: true, Aliases: []string{"workflow.completed"}, Fields: req("run_id", "workflow_id", "result")},
 	{Name: "workflow_run_failed", Registrable: true, Aliases: []string{"workflow.failed"}, Fields: req("run_id", "workflow_id", "reason", "context")},
 	{Name: "workflow_run_cancelled", Registrable: true, Aliases: []string{"workflow.cancelled"}, Fields: req("run_id", "workflow_id", "reason", "actor")},
+	{Name: "workflow_run_retried", Registrable: true, Fields: req("run_id", "retry_of", "from_step", "reason", "actor")},
 	{Name: "pbot_approval_requested", Registrable: true,
 		Fields:   req("run_id", "step_id", "workflow_id", "comment", "request_payload", "status"),
 		Variants: [][]Field{req("source", "agent_run_id", "run_id", "step_id", "question", "options", "context_summary", "urgency", "status")}},

@@ -253,3 +253,14 @@ type Authoring interface {
 	// longer processing.
 	FinishGeneration(ctx context.Context, g *svctype.Generation) error
 }
+
+// RunOperations is the storage of run operations (svctype.RunOperation): CreateRunOperation
+// inserts one (ID set by the caller; ErrConflict when taken); SaveRunOperation writes its
+// status, counts, errors, cursor and times (ErrNotFound when there is none);
+// ListRunOperations pages them newest first.
+type RunOperations interface {
+	CreateRunOperation(ctx context.Context, op *svctype.RunOperation) error
+	GetRunOperation(ctx context.Context, orgID, id string) (*svctype.RunOperation, error)
+	SaveRunOperation(ctx context.Context, op *svctype.RunOperation) error
+	ListRunOperations(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.RunOperation], error)
+}

@@ -215,6 +215,7 @@ type All interface {
 	OrgConfig
 	Documents
 	Authoring
+	RunOperations
 }
 
 // RunFilter narrows ListRuns.
@@ -309,6 +310,13 @@ type Runs interface {
 	RenewJob(ctx context.Context, job *svctype.Job, lease time.Duration) error
 	CompleteJob(ctx context.Context, job *svctype.Job) error
 	DeleteJobs(ctx context.Context, orgID, kind, runID, workflowID string) error
+
+	// Retries (svctype.RunRetry). PutRunRetry records that r.RunID retries r.RetryOf, in
+	// the transaction that starts r.RunID: ErrConflict when r.RetryOf was retried already.
+	// RunRetries returns the record of runID's retry of another run (of) and that of the
+	// run retrying runID (by), each nil when there is none.
+	PutRunRetry(ctx context.Context, r *svctype.RunRetry) error
+	RunRetries(ctx context.Context, orgID, runID string) (of, by *svctype.RunRetry, err error)
 
 	// Outbound call intents (svctype.CallIntent). OpenCall records a try of call key made
 	// under claim (a job's lease token) and returns the intent before this try (nil when it

@@ -51,7 +51,7 @@ func (m *deliveryModel) toDelivery() (svctype.Delivery, error) {
 	return svctype.Delivery{
 		OrgID: m.OrgID, ID: m.ID, Event: m.Event, RunID: m.RunID, WebhookID: m.WebhookID, Target: m.Target,
 		Signed: m.Signed, Body: m.Body, Status: svctype.DeliveryStatus(m.Status), Attempts: m.Attempts, Recorded: m.Recorded,
-		NextAttemptAt: utcPtr(m.NextAttemptAt), LastStatusCode: m.LastStatusCode, LastError: m.LastError,
+		Skipped: max(m.Recorded-m.Attempts, 0), NextAttemptAt: utcPtr(m.NextAttemptAt), LastStatusCode: m.LastStatusCode, LastError: m.LastError,
 		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(), CompletedAt: utcPtr(m.CompletedAt),
 	}, nil
 }

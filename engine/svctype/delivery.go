@@ -35,7 +35,10 @@ type Delivery struct {
 	// skips while a circuit is open are not attempts.
 	Attempts int `json:"attempts"`
 	// Recorded counts the delivery's attempt records (sends and skips, every round).
-	Recorded       int        `json:"-"`
+	Recorded int `json:"-"`
+	// Skipped counts the times the target's circuit held the delivery back (attempt
+	// records with outcome skipped): Attempts + Skipped is the number of attempt records.
+	Skipped        int        `json:"skipped"`
 	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"`
 	LastStatusCode int        `json:"last_status_code,omitempty"`
 	LastError      string     `json:"last_error,omitempty"`

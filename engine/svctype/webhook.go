@@ -30,12 +30,27 @@ type Webhook struct {
 	Disabled            bool       `json:"disabled"`
 	DisabledAt          *time.Time `json:"disabled_at,omitempty"`
 	ConsecutiveFailures int        `json:"consecutive_failures"`
+	// Circuit is the state of the circuit of the target's address, which counts failed
+	// requests (a delivery's retries among them) where ConsecutiveFailures counts
+	// deliveries that failed after all their retries: it can be open while no delivery
+	// has failed yet. Filled by the reads that answer a registration.
+	Circuit *WebhookCircuit `json:"circuit,omitempty"`
 
 	Sealed      []byte `json:"-"`
 	MasterKeyID string `json:"-"`
 
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// WebhookCircuit is the circuit of a target's address as a registration shows it.
+type WebhookCircuit struct {
+	// State is closed (deliveries go), open (deliveries are held until OpenUntil) or
+	// half_open (one delivery is out as a probe).
+	State string `json:"state" enum:"closed,open,half_open"`
+	// Failures counts the requests to the address that failed in a row.
+	Failures  int        `json:"failures"`
+	OpenUntil *time.Time `json:"open_until,omitempty"`
 }
 
 // WebhookFilter is a registration's filter, honoured for document events only. A document

@@ -407,7 +407,21 @@ func (e *Webhooks) GetWebhook(ctx context.Context, orgID, id string) (*svctype.W
 		return nil, err
 	}
 	w.Sealed = nil
-	return w, nil
+	return w, e.showCircuit(ctx, w)
+}
+
+// showCircuit fills w.Circuit from the circuit of its target's address.
+func (e *Webhooks) showCircuit(ctx context.Context, w *svctype.Webhook) error {
+	c, err := e.circuit(ctx, e.store, w.OrgID, w.URL)
+	if err != nil {
+		return err
+	}
+	w.Circuit = &svctype.WebhookCircuit{State: circuitStateName(c.State), Failures: c.Failures}
+	if c.State == events.CircuitOpen {
+		until := c.OpenUntil.UTC()
+		w.Circuit.OpenUntil = &until
+	}
+	return nil
 }
 
 // ListWebhooks pages the organization's registrations, oldest first.
@@ -416,10 +430,16 @@ func (e *Webhooks) ListWebhooks(ctx context.Context, orgID string, opts svctype.
 		return svctype.Page[svctype.Webhook]{}, err
 	}
 	page, err := e.store.ListWebhooks(ctx, orgID, storage.WebhookListFilter{ListOptions: opts})
+	if err != nil {
+		return page, err
+	}
 	for i := range page.Items {
 		page.Items[i].Sealed = nil
+		if err := e.showCircuit(ctx, &page.Items[i]); err != nil {
+			return page, err
+		}
 	}
-	return page, err
+	return page, nil
 }
 
 // UpdateWebhook applies p to a registration (PATCH): only the fields p sets change, and the

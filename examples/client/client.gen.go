@@ -216,6 +216,24 @@ func (e CreateProcessRequestAuthoringMode) Valid() bool {
 	}
 }
 
+// Defines values for CreateRunOperationRequestAction.
+const (
+	Cancel CreateRunOperationRequestAction = "cancel"
+	Retry  CreateRunOperationRequestAction = "retry"
+)
+
+// Valid indicates whether the value is a known member of the CreateRunOperationRequestAction enum.
+func (e CreateRunOperationRequestAction) Valid() bool {
+	switch e {
+	case Cancel:
+		return true
+	case Retry:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliveryStatus.
 const (
 	DeliveryStatusFailed    DeliveryStatus = "failed"
@@ -408,6 +426,27 @@ func (e PublicSubmitResultTriggeredExecutionType) Valid() bool {
 	}
 }
 
+// Defines values for RunOperationStatus.
+const (
+	RunOperationStatusCompleted RunOperationStatus = "completed"
+	RunOperationStatusPending   RunOperationStatus = "pending"
+	RunOperationStatusRunning   RunOperationStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the RunOperationStatus enum.
+func (e RunOperationStatus) Valid() bool {
+	switch e {
+	case RunOperationStatusCompleted:
+		return true
+	case RunOperationStatusPending:
+		return true
+	case RunOperationStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RunStatus.
 const (
 	RunStatusCancelled       RunStatus = "cancelled"
@@ -483,6 +522,27 @@ func (e TableIndexState) Valid() bool {
 	case TableIndexStateBuilding:
 		return true
 	case TableIndexStateReady:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookCircuitState.
+const (
+	WebhookCircuitStateClosed   WebhookCircuitState = "closed"
+	WebhookCircuitStateHalfOpen WebhookCircuitState = "half_open"
+	WebhookCircuitStateOpen     WebhookCircuitState = "open"
+)
+
+// Valid indicates whether the value is a known member of the WebhookCircuitState enum.
+func (e WebhookCircuitState) Valid() bool {
+	switch e {
+	case WebhookCircuitStateClosed:
+		return true
+	case WebhookCircuitStateHalfOpen:
+		return true
+	case WebhookCircuitStateOpen:
 		return true
 	default:
 		return false
@@ -842,6 +902,24 @@ type CreateProjectRequest struct {
 	Name string `json:"name"`
 }
 
+// CreateRunOperationRequest defines model for CreateRunOperationRequest.
+type CreateRunOperationRequest struct {
+	// Action cancel: cancel each run that has not ended; retry: retry each failed run from its failed step.
+	Action CreateRunOperationRequestAction `json:"action"`
+
+	// DryRun Only count the runs it would touch (matched); nothing is done or kept.
+	DryRun *bool `json:"dry_run,omitempty"`
+
+	// Filter The runs to act on: those that match it when the operation is created.
+	Filter RunOperationFilter `json:"filter"`
+
+	// Reason Why; recorded on each run as its cancel's or retry's reason.
+	Reason string `json:"reason"`
+}
+
+// CreateRunOperationRequestAction cancel: cancel each run that has not ended; retry: retry each failed run from its failed step.
+type CreateRunOperationRequestAction string
+
 // CreateWorkflowFromAIRequest defines model for CreateWorkflowFromAIRequest.
 type CreateWorkflowFromAIRequest struct {
 	LlmOptions *LLMOptions `json:"llmOptions,omitempty"`
@@ -868,6 +946,7 @@ type Delivery struct {
 	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"`
 	RunId          *string    `json:"run_id,omitempty"`
 	Signed         bool       `json:"signed"`
+	Skipped        int64      `json:"skipped"`
 
 	// Status A webhook delivery's status: pending until an attempt succeeds or it gives up.
 	Status    DeliveryStatus `json:"status"`
@@ -900,6 +979,7 @@ type DeliveryDocument struct {
 	NextAttemptAt  *time.Time        `json:"next_attempt_at,omitempty"`
 	RunId          *string           `json:"run_id,omitempty"`
 	Signed         bool              `json:"signed"`
+	Skipped        int64             `json:"skipped"`
 
 	// Status A webhook delivery's status: pending until an attempt succeeds or it gives up.
 	Status    DeliveryStatus `json:"status"`
@@ -997,6 +1077,8 @@ type Evidence struct {
 	Exceptions []interface{}    `json:"exceptions"`
 	Input      interface{}      `json:"input"`
 	Reason     *string          `json:"reason,omitempty"`
+	RetriedBy  *RunRetry        `json:"retried_by,omitempty"`
+	Retry      *RunRetry        `json:"retry,omitempty"`
 	RunId      string           `json:"run_id"`
 
 	// Status A run's status: running and paused are live, the others are final.
@@ -1455,6 +1537,24 @@ type PauseRequest struct {
 	Urgency        *string   `json:"urgency,omitempty"`
 }
 
+// PlannedCall defines model for PlannedCall.
+type PlannedCall struct {
+	Detail *string `json:"detail,omitempty"`
+	Host   *string `json:"host,omitempty"`
+	Kind   string  `json:"kind"`
+	Method *string `json:"method,omitempty"`
+}
+
+// PlannedStep defines model for PlannedStep.
+type PlannedStep struct {
+	Calls       []PlannedCall `json:"calls"`
+	FromElement *int64        `json:"from_element,omitempty"`
+	Index       int64         `json:"index"`
+	Path        string        `json:"path"`
+	Pauses      *bool         `json:"pauses,omitempty"`
+	Type        string        `json:"type"`
+}
+
 // Probe defines model for Probe.
 type Probe struct {
 	// Status ok (/healthz: the process serves) or ready (/readyz: its store answers).
@@ -1621,6 +1721,43 @@ type ResumeAgentRequest struct {
 	HumanInput string `json:"human_input"`
 }
 
+// RetriedRun defines model for RetriedRun.
+type RetriedRun struct {
+	// FromStep The top-level step it starts at: the one that failed.
+	FromStep int64 `json:"from_step"`
+
+	// Id The new run's id.
+	Id string `json:"id"`
+
+	// RetryOf The failed run it retries.
+	RetryOf string `json:"retry_of"`
+
+	// Status running: a worker executes it.
+	Status     RunStatus `json:"status"`
+	WorkflowId string    `json:"workflow_id"`
+
+	// WorkflowVersion The failed run's version, whatever the workflow's current one.
+	WorkflowVersion int64 `json:"workflow_version"`
+}
+
+// RetryPlan defines model for RetryPlan.
+type RetryPlan struct {
+	Calls           map[string]int64 `json:"calls"`
+	FromElement     *int64           `json:"from_element,omitempty"`
+	FromStep        int64            `json:"from_step"`
+	ReusedSteps     []int64          `json:"reused_steps"`
+	RunId           string           `json:"run_id"`
+	Steps           []PlannedStep    `json:"steps"`
+	WorkflowId      string           `json:"workflow_id"`
+	WorkflowVersion int64            `json:"workflow_version"`
+}
+
+// RetryRunRequest defines model for RetryRunRequest.
+type RetryRunRequest struct {
+	// Reason Why the run is retried; kept in the new run's evidence (retry.reason) and carried by workflow_run_retried.
+	Reason string `json:"reason"`
+}
+
 // Row defines model for Row.
 type Row struct {
 	CreatedAt time.Time              `json:"created_at"`
@@ -1710,6 +1847,66 @@ type RunList struct {
 	NextCursor string `json:"next_cursor"`
 }
 
+// RunOperation defines model for RunOperation.
+type RunOperation struct {
+	Action    string    `json:"action"`
+	Actor     Actor     `json:"actor"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Done Runs cancelled or retried.
+	Done int64 `json:"done"`
+
+	// DryRun This answer only counted the runs.
+	DryRun *bool               `json:"dry_run,omitempty"`
+	Errors []RunOperationError `json:"errors"`
+
+	// Failed Runs the action failed on (errors says why, for the first 100).
+	Failed     int64              `json:"failed"`
+	Filter     RunOperationFilter `json:"filter"`
+	FinishedAt *time.Time         `json:"finished_at,omitempty"`
+
+	// Id Operation id (rop-<uuid>); absent from a dry run's answer.
+	Id *string `json:"id,omitempty"`
+
+	// Matched Runs the filter matched when the operation was created.
+	Matched int64  `json:"matched"`
+	Reason  string `json:"reason"`
+
+	// Skipped Runs that needed nothing by the time the worker reached them: ended, retried already, or no longer matching.
+	Skipped int64 `json:"skipped"`
+
+	// Status pending until a worker counts its runs (matched), running while it works through them, then completed.
+	Status    RunOperationStatus `json:"status"`
+	UpdatedAt time.Time          `json:"updated_at"`
+}
+
+// RunOperationError defines model for RunOperationError.
+type RunOperationError struct {
+	Message string `json:"message"`
+	RunId   string `json:"run_id"`
+}
+
+// RunOperationFilter defines model for RunOperationFilter.
+type RunOperationFilter struct {
+	// Status Only runs in this status.
+	Status *RunStatus `json:"status,omitempty"`
+
+	// WorkflowId Only runs of this workflow.
+	WorkflowId *string `json:"workflow_id,omitempty"`
+}
+
+// RunOperationList defines model for RunOperationList.
+type RunOperationList struct {
+	// Items This page of results.
+	Items []RunOperation `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// RunOperationStatus A run operation's status: pending until a worker counts its runs, running while it works through them, then completed.
+type RunOperationStatus string
+
 // RunRef defines model for RunRef.
 type RunRef struct {
 	// Id Run id (run-<uuid>).
@@ -1721,6 +1918,16 @@ type RunRef struct {
 	//
 	// Example: running
 	Status RunStatus `json:"status"`
+}
+
+// RunRetry defines model for RunRetry.
+type RunRetry struct {
+	Actor     Actor     `json:"actor"`
+	CreatedAt time.Time `json:"created_at"`
+	FromStep  int64     `json:"from_step"`
+	Reason    string    `json:"reason"`
+	RetryOf   string    `json:"retry_of"`
+	RunId     string    `json:"run_id"`
 }
 
 // RunStatus A run's status: running and paused are live, the others are final.
@@ -1853,7 +2060,10 @@ type Webhook struct {
 	// AutoPayload Merged into every payload sent to this target.
 	AutoPayload *map[string]interface{} `json:"auto_payload,omitempty"`
 
-	// ConsecutiveFailures Deliveries failed in a row since the last success.
+	// Circuit GET and list only: the circuit of the target's address, which counts failed requests (retries among them): it can be open while consecutive_failures is still 0.
+	Circuit *WebhookCircuit `json:"circuit,omitempty"`
+
+	// ConsecutiveFailures Deliveries failed in a row since the last success (each after all its retries).
 	ConsecutiveFailures int64     `json:"consecutive_failures"`
 	CreatedAt           time.Time `json:"created_at"`
 
@@ -1890,6 +2100,16 @@ type Webhook struct {
 	// Url The target.
 	Url string `json:"url"`
 }
+
+// WebhookCircuit defines model for WebhookCircuit.
+type WebhookCircuit struct {
+	Failures  int64               `json:"failures"`
+	OpenUntil *time.Time          `json:"open_until,omitempty"`
+	State     WebhookCircuitState `json:"state"`
+}
+
+// WebhookCircuitState defines model for WebhookCircuit.State.
+type WebhookCircuitState string
 
 // WebhookFilter defines model for WebhookFilter.
 type WebhookFilter struct {
@@ -2509,6 +2729,36 @@ type CreateProjectParams struct {
 	XOrgId string `json:"X-Org-Id"`
 }
 
+// ListRunOperationsParams defines parameters for ListRunOperations.
+type ListRunOperationsParams struct {
+	// Limit Page size (default 50, at most 500).
+	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from the previous page's next_cursor; one the server did not issue is 400 invalid_cursor.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
+	XOrgId string `json:"X-Org-Id"`
+}
+
+// CreateRunOperationParams defines parameters for CreateRunOperation.
+type CreateRunOperationParams struct {
+	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
+	XOrgId string `json:"X-Org-Id"`
+
+	// XActorId Who asks, recorded as the actor id (default "api"); a person the gateway vouches for is recorded as {type: user, id: their email}.
+	XActorId *string `json:"X-Actor-Id,omitempty"`
+
+	// XSvcIdentity Set by the gateway for a signed-in person: a token signed with the key the gateway and the runtime share. Anything else is ignored.
+	XSvcIdentity *string `json:"X-Svc-Identity,omitempty"`
+}
+
+// GetRunOperationParams defines parameters for GetRunOperation.
+type GetRunOperationParams struct {
+	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
+	XOrgId string `json:"X-Org-Id"`
+}
+
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
 	// Limit Page size (default 50, at most 500).
@@ -2562,6 +2812,24 @@ type ListRunEventsParams struct {
 
 // GetRunEvidenceParams defines parameters for GetRunEvidence.
 type GetRunEvidenceParams struct {
+	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
+	XOrgId string `json:"X-Org-Id"`
+}
+
+// RetryRunParams defines parameters for RetryRun.
+type RetryRunParams struct {
+	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
+	XOrgId string `json:"X-Org-Id"`
+
+	// XActorId Who retries, recorded as the actor id (default "api"); a person the gateway vouches for (X-Svc-Identity, the console's) is recorded as {type: user, id: their email} instead.
+	XActorId *string `json:"X-Actor-Id,omitempty"`
+
+	// XSvcIdentity Set by the gateway for a signed-in person: a token signed with the key the gateway and the runtime share. Anything else is ignored.
+	XSvcIdentity *string `json:"X-Svc-Identity,omitempty"`
+}
+
+// GetRunRetryPlanParams defines parameters for GetRunRetryPlan.
+type GetRunRetryPlanParams struct {
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
 }
@@ -2761,8 +3029,14 @@ type ExecuteProcessJSONRequestBody = ExecuteRequest
 // CreateProjectJSONRequestBody defines body for CreateProject for application/json ContentType.
 type CreateProjectJSONRequestBody = CreateProjectRequest
 
+// CreateRunOperationJSONRequestBody defines body for CreateRunOperation for application/json ContentType.
+type CreateRunOperationJSONRequestBody = CreateRunOperationRequest
+
 // CancelRunJSONRequestBody defines body for CancelRun for application/json ContentType.
 type CancelRunJSONRequestBody = CancelRunRequest
+
+// RetryRunJSONRequestBody defines body for RetryRun for application/json ContentType.
+type RetryRunJSONRequestBody = RetryRunRequest
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = WebhookRegistration
@@ -3519,6 +3793,34 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `Readiness` operationId).
 	Readiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListRunOperations The organization's run operations, newest first
+	//
+	// Corresponds with GET /run-operations (the `ListRunOperations` operationId).
+	ListRunOperations(ctx context.Context, params *ListRunOperationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateRunOperationWithBody Cancel or retry every run a filter matches
+	//
+	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /run-operations (the `CreateRunOperation` operationId).
+	CreateRunOperationWithBody(ctx context.Context, params *CreateRunOperationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateRunOperation Cancel or retry every run a filter matches
+	//
+	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /run-operations (the `CreateRunOperation` operationId).
+	CreateRunOperation(ctx context.Context, params *CreateRunOperationParams, body CreateRunOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRunOperation A run operation's progress and outcome
+	//
+	// Corresponds with GET /run-operations/{runOperationId} (the `GetRunOperation` operationId).
+	GetRunOperation(ctx context.Context, runOperationId string, params *GetRunOperationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListRuns List the organization's runs, newest first
 	//
 	// Corresponds with GET /runs (the `ListRuns` operationId).
@@ -3558,6 +3860,31 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /runs/{runId}/evidence (the `GetRunEvidence` operationId).
 	GetRunEvidence(ctx context.Context, runId string, params *GetRunEvidenceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetryRunWithBody Retry a failed run from the step that failed
+	//
+	// Starts a new run (`retry_of` names the failed one; the failed run's evidence gains `retried_by`) at the step that failed, with the failed run's workflow version and input. The steps before it are not run again: their outputs are reused, so no table row is written and no outside call is made a second time. A foreach that failed at element k goes on at k. The reason and the actor are kept in the new run's evidence (`retry`) and carried by workflow_run_retried. A run that did not fail, or was retried already, answers 409; GET /runs/{runId}/retry-plan says beforehand what the retry will run again.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /runs/{runId}/retry (the `RetryRun` operationId).
+	RetryRunWithBody(ctx context.Context, runId string, params *RetryRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetryRun Retry a failed run from the step that failed
+	//
+	// Starts a new run (`retry_of` names the failed one; the failed run's evidence gains `retried_by`) at the step that failed, with the failed run's workflow version and input. The steps before it are not run again: their outputs are reused, so no table row is written and no outside call is made a second time. A foreach that failed at element k goes on at k. The reason and the actor are kept in the new run's evidence (`retry`) and carried by workflow_run_retried. A run that did not fail, or was retried already, answers 409; GET /runs/{runId}/retry-plan says beforehand what the retry will run again.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /runs/{runId}/retry (the `RetryRun` operationId).
+	RetryRun(ctx context.Context, runId string, params *RetryRunParams, body RetryRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRunRetryPlan What a retry of a failed run will run again, and what it reaches outside
+	//
+	// The step the retry starts at (and the element, for a foreach), the steps it reuses, and every step it runs again (inside loops and onFalse branches too) with the outside calls each makes: http actions with method and host, database queries, model calls, agents and their tools; a step that waits for a person says so. 409 as POST /runs/{runId}/retry.
+	//
+	// Corresponds with GET /runs/{runId}/retry-plan (the `GetRunRetryPlan` operationId).
+	GetRunRetryPlan(ctx context.Context, runId string, params *GetRunRetryPlanParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRunStatus A run's status, context and steps
 	//
@@ -5243,6 +5570,74 @@ func (c *Client) Readiness(ctx context.Context, reqEditors ...RequestEditorFn) (
 	return c.Client.Do(req)
 }
 
+// ListRunOperations The organization's run operations, newest first
+//
+// Corresponds with GET /run-operations (the `ListRunOperations` operationId).
+func (c *Client) ListRunOperations(ctx context.Context, params *ListRunOperationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRunOperationsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateRunOperationWithBody Cancel or retry every run a filter matches
+//
+// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /run-operations (the `CreateRunOperation` operationId).
+func (c *Client) CreateRunOperationWithBody(ctx context.Context, params *CreateRunOperationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRunOperationRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateRunOperation Cancel or retry every run a filter matches
+//
+// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /run-operations (the `CreateRunOperation` operationId).
+func (c *Client) CreateRunOperation(ctx context.Context, params *CreateRunOperationParams, body CreateRunOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateRunOperationRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRunOperation A run operation's progress and outcome
+//
+// Corresponds with GET /run-operations/{runOperationId} (the `GetRunOperation` operationId).
+func (c *Client) GetRunOperation(ctx context.Context, runOperationId string, params *GetRunOperationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunOperationRequest(c.Server, runOperationId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListRuns List the organization's runs, newest first
 //
 // Corresponds with GET /runs (the `ListRuns` operationId).
@@ -5333,6 +5728,61 @@ func (c *Client) ListRunEvents(ctx context.Context, runId string, params *ListRu
 // Corresponds with GET /runs/{runId}/evidence (the `GetRunEvidence` operationId).
 func (c *Client) GetRunEvidence(ctx context.Context, runId string, params *GetRunEvidenceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRunEvidenceRequest(c.Server, runId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetryRunWithBody Retry a failed run from the step that failed
+//
+// Starts a new run (`retry_of` names the failed one; the failed run's evidence gains `retried_by`) at the step that failed, with the failed run's workflow version and input. The steps before it are not run again: their outputs are reused, so no table row is written and no outside call is made a second time. A foreach that failed at element k goes on at k. The reason and the actor are kept in the new run's evidence (`retry`) and carried by workflow_run_retried. A run that did not fail, or was retried already, answers 409; GET /runs/{runId}/retry-plan says beforehand what the retry will run again.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /runs/{runId}/retry (the `RetryRun` operationId).
+func (c *Client) RetryRunWithBody(ctx context.Context, runId string, params *RetryRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryRunRequestWithBody(c.Server, runId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetryRun Retry a failed run from the step that failed
+//
+// Starts a new run (`retry_of` names the failed one; the failed run's evidence gains `retried_by`) at the step that failed, with the failed run's workflow version and input. The steps before it are not run again: their outputs are reused, so no table row is written and no outside call is made a second time. A foreach that failed at element k goes on at k. The reason and the actor are kept in the new run's evidence (`retry`) and carried by workflow_run_retried. A run that did not fail, or was retried already, answers 409; GET /runs/{runId}/retry-plan says beforehand what the retry will run again.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /runs/{runId}/retry (the `RetryRun` operationId).
+func (c *Client) RetryRun(ctx context.Context, runId string, params *RetryRunParams, body RetryRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryRunRequest(c.Server, runId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRunRetryPlan What a retry of a failed run will run again, and what it reaches outside
+//
+// The step the retry starts at (and the element, for a foreach), the steps it reuses, and every step it runs again (inside loops and onFalse branches too) with the outside calls each makes: http actions with method and host, database queries, model calls, agents and their tools; a step that waits for a person says so. 409 as POST /runs/{runId}/retry.
+//
+// Corresponds with GET /runs/{runId}/retry-plan (the `GetRunRetryPlan` operationId).
+func (c *Client) GetRunRetryPlan(ctx context.Context, runId string, params *GetRunRetryPlanParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunRetryPlanRequest(c.Server, runId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -9495,6 +9945,207 @@ func NewReadinessRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListRunOperationsRequest constructs an http.Request for the ListRunOperations method
+func NewListRunOperationsRequest(server string, params *ListRunOperationsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/run-operations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Org-Id", params.XOrgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Org-Id", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewCreateRunOperationRequest calls the generic CreateRunOperation builder with application/json body
+func NewCreateRunOperationRequest(server string, params *CreateRunOperationParams, body CreateRunOperationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateRunOperationRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateRunOperationRequestWithBody constructs an http.Request for the CreateRunOperation method, with any body, and a specified content type
+func NewCreateRunOperationRequestWithBody(server string, params *CreateRunOperationParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/run-operations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Org-Id", params.XOrgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Org-Id", headerParam0)
+
+		if params.XActorId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Actor-Id", *params.XActorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Actor-Id", headerParam1)
+		}
+
+		if params.XSvcIdentity != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "X-Svc-Identity", *params.XSvcIdentity, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Svc-Identity", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetRunOperationRequest constructs an http.Request for the GetRunOperation method
+func NewGetRunOperationRequest(server string, runOperationId string, params *GetRunOperationParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "runOperationId", runOperationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/run-operations/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Org-Id", params.XOrgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Org-Id", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewListRunsRequest constructs an http.Request for the ListRuns method
 func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, error) {
 	var err error
@@ -9865,6 +10516,135 @@ func NewGetRunEvidenceRequest(server string, runId string, params *GetRunEvidenc
 	}
 
 	operationPath := fmt.Sprintf("/runs/%s/evidence", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Org-Id", params.XOrgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Org-Id", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewRetryRunRequest calls the generic RetryRun builder with application/json body
+func NewRetryRunRequest(server string, runId string, params *RetryRunParams, body RetryRunJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRetryRunRequestWithBody(server, runId, params, "application/json", bodyReader)
+}
+
+// NewRetryRunRequestWithBody constructs an http.Request for the RetryRun method, with any body, and a specified content type
+func NewRetryRunRequestWithBody(server string, runId string, params *RetryRunParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "runId", runId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/runs/%s/retry", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Org-Id", params.XOrgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Org-Id", headerParam0)
+
+		if params.XActorId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Actor-Id", *params.XActorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Actor-Id", headerParam1)
+		}
+
+		if params.XSvcIdentity != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "X-Svc-Identity", *params.XSvcIdentity, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Svc-Identity", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetRunRetryPlanRequest constructs an http.Request for the GetRunRetryPlan method
+func NewGetRunRetryPlanRequest(server string, runId string, params *GetRunRetryPlanParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "runId", runId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/runs/%s/retry-plan", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -11599,6 +12379,38 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `Readiness` operationId).
 	ReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadinessResponse, error)
 
+	// ListRunOperationsWithResponse The organization's run operations, newest first
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /run-operations (the `ListRunOperations` operationId).
+	ListRunOperationsWithResponse(ctx context.Context, params *ListRunOperationsParams, reqEditors ...RequestEditorFn) (*ListRunOperationsResponse, error)
+
+	// CreateRunOperationWithBodyWithResponse Cancel or retry every run a filter matches
+	//
+	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /run-operations (the `CreateRunOperation` operationId).
+	CreateRunOperationWithBodyWithResponse(ctx context.Context, params *CreateRunOperationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRunOperationResponse, error)
+
+	// CreateRunOperationWithResponse Cancel or retry every run a filter matches
+	//
+	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /run-operations (the `CreateRunOperation` operationId).
+	CreateRunOperationWithResponse(ctx context.Context, params *CreateRunOperationParams, body CreateRunOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRunOperationResponse, error)
+
+	// GetRunOperationWithResponse A run operation's progress and outcome
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /run-operations/{runOperationId} (the `GetRunOperation` operationId).
+	GetRunOperationWithResponse(ctx context.Context, runOperationId string, params *GetRunOperationParams, reqEditors ...RequestEditorFn) (*GetRunOperationResponse, error)
+
 	// ListRunsWithResponse List the organization's runs, newest first
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -11646,6 +12458,33 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /runs/{runId}/evidence (the `GetRunEvidence` operationId).
 	GetRunEvidenceWithResponse(ctx context.Context, runId string, params *GetRunEvidenceParams, reqEditors ...RequestEditorFn) (*GetRunEvidenceResponse, error)
+
+	// RetryRunWithBodyWithResponse Retry a failed run from the step that failed
+	//
+	// Starts a new run (`retry_of` names the failed one; the failed run's evidence gains `retried_by`) at the step that failed, with the failed run's workflow version and input. The steps before it are not run again: their outputs are reused, so no table row is written and no outside call is made a second time. A foreach that failed at element k goes on at k. The reason and the actor are kept in the new run's evidence (`retry`) and carried by workflow_run_retried. A run that did not fail, or was retried already, answers 409; GET /runs/{runId}/retry-plan says beforehand what the retry will run again.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runs/{runId}/retry (the `RetryRun` operationId).
+	RetryRunWithBodyWithResponse(ctx context.Context, runId string, params *RetryRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryRunResponse, error)
+
+	// RetryRunWithResponse Retry a failed run from the step that failed
+	//
+	// Starts a new run (`retry_of` names the failed one; the failed run's evidence gains `retried_by`) at the step that failed, with the failed run's workflow version and input. The steps before it are not run again: their outputs are reused, so no table row is written and no outside call is made a second time. A foreach that failed at element k goes on at k. The reason and the actor are kept in the new run's evidence (`retry`) and carried by workflow_run_retried. A run that did not fail, or was retried already, answers 409; GET /runs/{runId}/retry-plan says beforehand what the retry will run again.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /runs/{runId}/retry (the `RetryRun` operationId).
+	RetryRunWithResponse(ctx context.Context, runId string, params *RetryRunParams, body RetryRunJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryRunResponse, error)
+
+	// GetRunRetryPlanWithResponse What a retry of a failed run will run again, and what it reaches outside
+	//
+	// The step the retry starts at (and the element, for a foreach), the steps it reuses, and every step it runs again (inside loops and onFalse branches too) with the outside calls each makes: http actions with method and host, database queries, model calls, agents and their tools; a step that waits for a person says so. 409 as POST /runs/{runId}/retry.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /runs/{runId}/retry-plan (the `GetRunRetryPlan` operationId).
+	GetRunRetryPlanWithResponse(ctx context.Context, runId string, params *GetRunRetryPlanParams, reqEditors ...RequestEditorFn) (*GetRunRetryPlanResponse, error)
 
 	// GetRunStatusWithResponse A run's status, context and steps
 	//
@@ -16912,6 +17751,234 @@ func (r ReadinessResponse) ContentType() string {
 	return ""
 }
 
+type ListRunOperationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RunOperationList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRunOperationsResponse) GetJSON200() *RunOperationList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListRunOperationsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListRunOperationsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListRunOperationsResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListRunOperationsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRunOperationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRunOperationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRunOperationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRunOperationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateRunOperationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *RunOperation
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateRunOperationResponse) GetJSON202() *RunOperation {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateRunOperationResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateRunOperationResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateRunOperationResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateRunOperationResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateRunOperationResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateRunOperationResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateRunOperationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateRunOperationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateRunOperationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateRunOperationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetRunOperationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RunOperation
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRunOperationResponse) GetJSON200() *RunOperation {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunOperationResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRunOperationResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunOperationResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetRunOperationResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetRunOperationResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunOperationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunOperationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunOperationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunOperationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListRunsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17300,6 +18367,186 @@ func (r GetRunEvidenceResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetRunEvidenceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RetryRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *RetriedRun
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r RetryRunResponse) GetJSON201() *RetriedRun {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RetryRunResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RetryRunResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RetryRunResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RetryRunResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RetryRunResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RetryRunResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RetryRunResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RetryRunResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r RetryRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetryRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetryRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetryRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetRunRetryPlanResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RetryPlan
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRunRetryPlanResponse) GetJSON200() *RetryPlan {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunRetryPlanResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRunRetryPlanResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunRetryPlanResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r GetRunRetryPlanResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetRunRetryPlanResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetRunRetryPlanResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunRetryPlanResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunRetryPlanResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunRetryPlanResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunRetryPlanResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -19724,6 +20971,62 @@ func (c *ClientWithResponses) ReadinessWithResponse(ctx context.Context, reqEdit
 	return ParseReadinessResponse(rsp)
 }
 
+// ListRunOperationsWithResponse The organization's run operations, newest first
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /run-operations (the `ListRunOperations` operationId).
+func (c *ClientWithResponses) ListRunOperationsWithResponse(ctx context.Context, params *ListRunOperationsParams, reqEditors ...RequestEditorFn) (*ListRunOperationsResponse, error) {
+	rsp, err := c.ListRunOperations(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRunOperationsResponse(rsp)
+}
+
+// CreateRunOperationWithBodyWithResponse Cancel or retry every run a filter matches
+//
+// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /run-operations (the `CreateRunOperation` operationId).
+func (c *ClientWithResponses) CreateRunOperationWithBodyWithResponse(ctx context.Context, params *CreateRunOperationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateRunOperationResponse, error) {
+	rsp, err := c.CreateRunOperationWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateRunOperationResponse(rsp)
+}
+
+// CreateRunOperationWithResponse Cancel or retry every run a filter matches
+//
+// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /run-operations (the `CreateRunOperation` operationId).
+func (c *ClientWithResponses) CreateRunOperationWithResponse(ctx context.Context, params *CreateRunOperationParams, body CreateRunOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRunOperationResponse, error) {
+	rsp, err := c.CreateRunOperation(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateRunOperationResponse(rsp)
+}
+
+// GetRunOperationWithResponse A run operation's progress and outcome
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /run-operations/{runOperationId} (the `GetRunOperation` operationId).
+func (c *ClientWithResponses) GetRunOperationWithResponse(ctx context.Context, runOperationId string, params *GetRunOperationParams, reqEditors ...RequestEditorFn) (*GetRunOperationResponse, error) {
+	rsp, err := c.GetRunOperation(ctx, runOperationId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunOperationResponse(rsp)
+}
+
 // ListRunsWithResponse List the organization's runs, newest first
 //
 // Returns a wrapper object for the known response body format(s).
@@ -19806,6 +21109,51 @@ func (c *ClientWithResponses) GetRunEvidenceWithResponse(ctx context.Context, ru
 		return nil, err
 	}
 	return ParseGetRunEvidenceResponse(rsp)
+}
+
+// RetryRunWithBodyWithResponse Retry a failed run from the step that failed
+//
+// Starts a new run (`retry_of` names the failed one; the failed run's evidence gains `retried_by`) at the step that failed, with the failed run's workflow version and input. The steps before it are not run again: their outputs are reused, so no table row is written and no outside call is made a second time. A foreach that failed at element k goes on at k. The reason and the actor are kept in the new run's evidence (`retry`) and carried by workflow_run_retried. A run that did not fail, or was retried already, answers 409; GET /runs/{runId}/retry-plan says beforehand what the retry will run again.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runs/{runId}/retry (the `RetryRun` operationId).
+func (c *ClientWithResponses) RetryRunWithBodyWithResponse(ctx context.Context, runId string, params *RetryRunParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryRunResponse, error) {
+	rsp, err := c.RetryRunWithBody(ctx, runId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryRunResponse(rsp)
+}
+
+// RetryRunWithResponse Retry a failed run from the step that failed
+//
+// Starts a new run (`retry_of` names the failed one; the failed run's evidence gains `retried_by`) at the step that failed, with the failed run's workflow version and input. The steps before it are not run again: their outputs are reused, so no table row is written and no outside call is made a second time. A foreach that failed at element k goes on at k. The reason and the actor are kept in the new run's evidence (`retry`) and carried by workflow_run_retried. A run that did not fail, or was retried already, answers 409; GET /runs/{runId}/retry-plan says beforehand what the retry will run again.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /runs/{runId}/retry (the `RetryRun` operationId).
+func (c *ClientWithResponses) RetryRunWithResponse(ctx context.Context, runId string, params *RetryRunParams, body RetryRunJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryRunResponse, error) {
+	rsp, err := c.RetryRun(ctx, runId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryRunResponse(rsp)
+}
+
+// GetRunRetryPlanWithResponse What a retry of a failed run will run again, and what it reaches outside
+//
+// The step the retry starts at (and the element, for a foreach), the steps it reuses, and every step it runs again (inside loops and onFalse branches too) with the outside calls each makes: http actions with method and host, database queries, model calls, agents and their tools; a step that waits for a person says so. 409 as POST /runs/{runId}/retry.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /runs/{runId}/retry-plan (the `GetRunRetryPlan` operationId).
+func (c *ClientWithResponses) GetRunRetryPlanWithResponse(ctx context.Context, runId string, params *GetRunRetryPlanParams, reqEditors ...RequestEditorFn) (*GetRunRetryPlanResponse, error) {
+	rsp, err := c.GetRunRetryPlan(ctx, runId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunRetryPlanResponse(rsp)
 }
 
 // GetRunStatusWithResponse A run's status, context and steps
@@ -24271,6 +25619,192 @@ func ParseReadinessResponse(rsp *http.Response) (*ReadinessResponse, error) {
 	return response, nil
 }
 
+// ParseListRunOperationsResponse parses an HTTP response from a ListRunOperationsWithResponse call
+func ParseListRunOperationsResponse(rsp *http.Response) (*ListRunOperationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRunOperationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RunOperationList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateRunOperationResponse parses an HTTP response from a CreateRunOperationWithResponse call
+func ParseCreateRunOperationResponse(rsp *http.Response) (*CreateRunOperationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateRunOperationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest RunOperation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetRunOperationResponse parses an HTTP response from a GetRunOperationWithResponse call
+func ParseGetRunOperationResponse(rsp *http.Response) (*GetRunOperationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunOperationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RunOperation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListRunsResponse parses an HTTP response from a ListRunsWithResponse call
 func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -24570,6 +26104,156 @@ func ParseGetRunEvidenceResponse(rsp *http.Response) (*GetRunEvidenceResponse, e
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRetryRunResponse parses an HTTP response from a RetryRunWithResponse call
+func ParseRetryRunResponse(rsp *http.Response) (*RetryRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetryRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest RetriedRun
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetRunRetryPlanResponse parses an HTTP response from a GetRunRetryPlanWithResponse call
+func ParseGetRunRetryPlanResponse(rsp *http.Response) (*GetRunRetryPlanResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunRetryPlanResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RetryPlan
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Problem

@@ -41,6 +41,10 @@ var consoleRoutes = []struct {
 	{http.MethodGet, regexp.MustCompile(`^/forms/[^/]+/[0-9]+$`)},
 	{http.MethodPost, regexp.MustCompile(`^/approvals/[^/]+/[0-9]+$`)},
 	{http.MethodPost, regexp.MustCompile(`^/forms/[^/]+/[0-9]+/submit$`)},
+	// Operations on many runs (issue 34).
+	{http.MethodGet, regexp.MustCompile(`^/run-operations$`)},
+	{http.MethodPost, regexp.MustCompile(`^/run-operations$`)},
+	{http.MethodGet, regexp.MustCompile(`^/run-operations/[^/]+$`)},
 }
 
 func consoleAllows(method, path string) bool {

@@ -135,7 +135,7 @@ func TestResponseStatusesAreNamedEnums(t *testing.T) {
 				}
 				require.Equal(t, c.set, ref, "GET %s?%s= filters on the set its answers carry", c.path, c.param)
 			}
-			for _, set := range []string{"RunStatus", "StepStatus", "AgentRunStatus", "ApprovalStatus", "FormPauseStatus", "DeliveryStatus", "GenerationStatus", "BundleStatus"} {
+			for _, set := range []string{"RunStatus", "StepStatus", "AgentRunStatus", "ApprovalStatus", "FormPauseStatus", "DeliveryStatus", "GenerationStatus", "BundleStatus", "RunOperationStatus"} {
 				require.Contains(t, named, set)
 				require.NotEmpty(t, named[set].(map[string]any)["enum"], "%s is an enum", set)
 			}

@@ -77,6 +77,8 @@ var schemaNames = map[string]string{
 	"OrgConfigBody":         "SetOrgConfigRequest",
 	"ProcessBody":           "CreateProcessRequest",
 	"ProjectBody":           "CreateProjectRequest",
+	"RetryBody":             "RetryRunRequest",
+	"RunOperationBody":      "CreateRunOperationRequest",
 	"PublishBody":           "PublishBundleRequest",
 	"TableBody":             "TableDefinition",
 	"WebhookBody":           "WebhookRegistration",

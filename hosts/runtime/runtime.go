@@ -111,6 +111,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	RegisterProbes(s.api, "", s.log, func(ctx context.Context) error { return s.eng.Ready(ctx) })
 	s.registerWorkflows()
 	s.registerRuns()
+	s.registerRunOps()
 	s.registerRunContext()
 	s.registerTables()
 	s.registerActions()

@@ -53,6 +53,8 @@ var StatusSets = []StatusSet{
 		svctype.DeliveryPending, svctype.DeliverySucceeded, svctype.DeliveryFailed),
 	statusSet("GenerationStatus", "A workflow drafting's status.",
 		svctype.GenerationProcessing, svctype.GenerationCompleted, svctype.GenerationFailed),
+	statusSet("RunOperationStatus", "A run operation's status: pending until a worker counts its runs, running while it works through them, then completed.",
+		svctype.RunOperationPending, svctype.RunOperationRunning, svctype.RunOperationCompleted),
 	statusSet("BundleStatus", "A process bundle's status: a draft until published, then immutable.",
 		svctype.BundleDraft, svctype.BundlePublished),
 }

@@ -59,7 +59,7 @@ func TestStatusSetsKnowEveryValue(t *testing.T) {
 	t.Parallel()
 	consts := constantsByType(t, filepath.Join("..", "..", "engine", "svctype"))
 	consts["AgentStatus"] = constantsByType(t, filepath.Join("..", "..", "agent"))["Status"]
-	require.Len(t, StatusSets, 8)
+	require.Len(t, StatusSets, 9)
 	for _, set := range StatusSets {
 		values := consts[set.goType.Name()]
 		require.NotEmpty(t, values, "no constants of %s", set.goType)

@@ -69,12 +69,19 @@ var tenancyCalls = map[string]tenancyCall{
 		return map[string]any{"input": map[string]any{"email": "b@example.com"}}
 	}},
 
-	"list-runs":        {scope: listing},
-	"get-run-status":   {scope: byID},
-	"get-run-evidence": {scope: byID},
-	"get-run-context":  {scope: byID},
-	"list-run-events":  {scope: byID},
-	"cancel-run":       {scope: byID, body: func(tenancyFixture) any { return map[string]string{"reason": "org B says so"} }},
+	"list-runs":          {scope: listing},
+	"get-run-status":     {scope: byID},
+	"get-run-evidence":   {scope: byID},
+	"get-run-context":    {scope: byID},
+	"list-run-events":    {scope: byID},
+	"cancel-run":         {scope: byID, body: func(tenancyFixture) any { return map[string]string{"reason": "org B says so"} }},
+	"retry-run":          {scope: byID, body: func(tenancyFixture) any { return map[string]string{"reason": "org B says so"} }},
+	"get-run-retry-plan": {scope: byID},
+	"create-run-operation": {scope: creation, status: http.StatusAccepted, body: func(tenancyFixture) any {
+		return map[string]any{"action": "cancel", "filter": map[string]any{}, "reason": "org B says so"}
+	}},
+	"get-run-operation":   {scope: byID},
+	"list-run-operations": {scope: listing},
 
 	"create-custom-table": {scope: creation, body: func(fx tenancyFixture) any {
 		return map[string]any{"name": fx.table, "fields": map[string]string{"other": "text"}}
@@ -245,6 +252,8 @@ type tenancyFixture struct {
 	process, bundle, projectB string
 	// generation is A's workflow drafting request.
 	generation string
+	// runOperation is A's run operation (cancel, matching no run).
+	runOperation string
 }
 
 const agentObjective = "a-private-objective-5e19"
@@ -297,6 +306,8 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.bundle, true
 	case "generationId":
 		return fx.generation, true
+	case "runOperationId":
+		return fx.runOperation, true
 	}
 	return "", false
 }
@@ -424,6 +435,11 @@ func buildTenancyFixture(t *testing.T, b *bundle) tenancyFixture {
 		"event": "workflow.failed", "url": "https://93.184.215.14/b-hook",
 	}), http.StatusCreated)
 	b.createForm(t, orgB, formBody("", true))
+	for _, o := range []string{orgB, orgA} {
+		rop := ok[map[string]any](t, b.do(t, http.MethodPost, "/run-operations", o, map[string]any{
+			"action": "cancel", "filter": map[string]any{"workflow_id": "no-such-workflow"}, "reason": o + "'s own"}), http.StatusAccepted)
+		fx.runOperation = rop["id"].(string)
+	}
 	return fx
 }
 

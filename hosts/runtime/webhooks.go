@@ -49,25 +49,26 @@ type WebhookPatchBody struct {
 
 // Webhook is a registration as every answer shows it: never its secret.
 type Webhook struct {
-	ID                  string         `json:"id" example:"whk_0b7c…" doc:"Registration id."`
-	Event               string         `json:"event" example:"workflow_run_completed" doc:"The event, by its canonical name."`
-	EventAlias          string         `json:"event_alias,omitempty" example:"workflow.completed" doc:"The alias the registration named the event by, when it used one."`
-	URL                 string         `json:"url" doc:"The target."`
-	HasSecret           bool           `json:"has_secret" doc:"Whether deliveries are signed (the secret itself is never returned)."`
-	Filter              *WebhookFilter `json:"filter,omitempty" doc:"The filter of a document event, when there is one."`
-	AutoPayload         map[string]any `json:"auto_payload,omitempty" doc:"Merged into every payload sent to this target."`
-	Disabled            bool           `json:"disabled" doc:"A disabled target failed 10 deliveries in a row (or was disabled by PATCH); a successful delivery or PATCH {\"disabled\": false} re-enables it."`
-	DisabledAt          *time.Time     `json:"disabled_at,omitempty" doc:"When it was disabled."`
-	ConsecutiveFailures int            `json:"consecutive_failures" doc:"Deliveries failed in a row since the last success."`
-	CreatedAt           time.Time      `json:"created_at"`
-	UpdatedAt           time.Time      `json:"updated_at" doc:"When the registration last changed (not its health)."`
+	ID                  string                  `json:"id" example:"whk_0b7c…" doc:"Registration id."`
+	Event               string                  `json:"event" example:"workflow_run_completed" doc:"The event, by its canonical name."`
+	EventAlias          string                  `json:"event_alias,omitempty" example:"workflow.completed" doc:"The alias the registration named the event by, when it used one."`
+	URL                 string                  `json:"url" doc:"The target."`
+	HasSecret           bool                    `json:"has_secret" doc:"Whether deliveries are signed (the secret itself is never returned)."`
+	Filter              *WebhookFilter          `json:"filter,omitempty" doc:"The filter of a document event, when there is one."`
+	AutoPayload         map[string]any          `json:"auto_payload,omitempty" doc:"Merged into every payload sent to this target."`
+	Disabled            bool                    `json:"disabled" doc:"A disabled target failed 10 deliveries in a row (or was disabled by PATCH); a successful delivery or PATCH {\"disabled\": false} re-enables it."`
+	DisabledAt          *time.Time              `json:"disabled_at,omitempty" doc:"When it was disabled."`
+	ConsecutiveFailures int                     `json:"consecutive_failures" doc:"Deliveries failed in a row since the last success (each after all its retries)."`
+	Circuit             *svctype.WebhookCircuit `json:"circuit,omitempty" doc:"GET and list only: the circuit of the target's address, which counts failed requests (retries among them): it can be open while consecutive_failures is still 0."`
+	CreatedAt           time.Time               `json:"created_at"`
+	UpdatedAt           time.Time               `json:"updated_at" doc:"When the registration last changed (not its health)."`
 }
 
 func webhookOf(w svctype.Webhook) Webhook {
 	out := Webhook{
 		ID: w.ID, Event: w.Event, EventAlias: w.EventAlias, URL: w.URL, HasSecret: w.HasSecret,
 		AutoPayload: w.AutoPayload, Disabled: w.Disabled, DisabledAt: w.DisabledAt,
-		ConsecutiveFailures: w.ConsecutiveFailures, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
+		ConsecutiveFailures: w.ConsecutiveFailures, Circuit: w.Circuit, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
 	}
 	if w.Filter != nil {
 		out.Filter = &WebhookFilter{Tags: w.Filter.Tags, ContentType: w.Filter.ContentType}

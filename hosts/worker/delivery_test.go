@@ -381,6 +381,24 @@ func TestCircuitOpensForFiveMinutes(t *testing.T) {
 	}
 	require.NotNil(t, skipped)
 	require.Equal(t, t0.Add(5*time.Minute), *skipped.NextAttemptAt, "skipped until the circuit may let one through")
+	// A delivery's counts add up to its attempt records: the requests sent and the skips.
+	for _, d := range deliveriesOf(t, eng, org) {
+		doc, err := eng.GetDelivery(context.Background(), org, d.ID)
+		require.NoError(t, err)
+		require.Equal(t, len(doc.AttemptList), doc.Attempts+doc.Skipped, "delivery %s: %+v", d.ID, doc.AttemptList)
+	}
+	// A registration of the same address shows the open circuit, though none of its
+	// deliveries has failed (it has none): consecutive_failures counts those.
+	w, err := eng.CreateWebhook(context.Background(), org, engine.WebhookInput{Event: "workflow.completed", URL: rc.URL})
+	require.NoError(t, err)
+	shown, err := eng.GetWebhook(context.Background(), org, w.ID)
+	require.NoError(t, err)
+	require.Equal(t, 0, shown.ConsecutiveFailures)
+	require.Equal(t, &svctype.WebhookCircuit{State: "open", Failures: 3, OpenUntil: ptrTo(t0.Add(5 * time.Minute))}, shown.Circuit)
+	listed, err := eng.ListWebhooks(context.Background(), org, svctype.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, listed.Items, 1)
+	require.Equal(t, shown.Circuit, listed.Items[0].Circuit)
 
 	// 4 minutes later: still open. The retries due by then meet it: each is skipped (until
 	// 5 minutes), none is sent.
@@ -724,3 +742,5 @@ func TestHangingTargetTimesOutAndIsRetried(t *testing.T) {
 	require.GreaterOrEqual(t, doc.AttemptList[0].LatencyMS, int64(300))
 	once.Do(func() { close(release) })
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1510,6 +1510,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/run-operations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's run operations, newest first */
+        get: operations["list-run-operations"];
+        put?: never;
+        /**
+         * Cancel or retry every run a filter matches
+         * @description Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+         */
+        post: operations["create-run-operation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/run-operations/{runOperationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A run operation's progress and outcome */
+        get: operations["get-run-operation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/runs": {
         parameters: {
             query?: never;
@@ -1593,6 +1631,46 @@ export interface paths {
         };
         /** A run's durable record: steps, effects in order, decisions, counts */
         get: operations["get-run-evidence"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/runs/{runId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry a failed run from the step that failed
+         * @description Starts a new run (`retry_of` names the failed one; the failed run's evidence gains `retried_by`) at the step that failed, with the failed run's workflow version and input. The steps before it are not run again: their outputs are reused, so no table row is written and no outside call is made a second time. A foreach that failed at element k goes on at k. The reason and the actor are kept in the new run's evidence (`retry`) and carried by workflow_run_retried. A run that did not fail, or was retried already, answers 409; GET /runs/{runId}/retry-plan says beforehand what the retry will run again.
+         */
+        post: operations["retry-run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/runs/{runId}/retry-plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a retry of a failed run will run again, and what it reaches outside
+         * @description The step the retry starts at (and the element, for a foreach), the steps it reuses, and every step it runs again (inside loops and onFalse branches too) with the outside calls each makes: http actions with method and host, database queries, model calls, agents and their tools; a step that waits for a person says so. 409 as POST /runs/{runId}/retry.
+         */
+        get: operations["get-run-retry-plan"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2295,6 +2373,19 @@ export interface components {
             /** @description 1-200 characters. */
             name: string;
         };
+        CreateRunOperationRequest: {
+            /**
+             * @description cancel: cancel each run that has not ended; retry: retry each failed run from its failed step.
+             * @enum {string}
+             */
+            action: "cancel" | "retry";
+            /** @description Only count the runs it would touch (matched); nothing is done or kept. */
+            dry_run?: boolean;
+            /** @description The runs to act on: those that match it when the operation is created. */
+            filter: components["schemas"]["RunOperationFilter"];
+            /** @description Why; recorded on each run as its cancel's or retry's reason. */
+            reason: string;
+        };
         CreateWorkflowFromAIRequest: {
             llmOptions?: components["schemas"]["LLMOptions"];
             name?: string;
@@ -2321,6 +2412,8 @@ export interface components {
             next_attempt_at?: string;
             run_id?: string;
             signed: boolean;
+            /** Format: int64 */
+            skipped: number;
             status: components["schemas"]["DeliveryStatus"];
             target: string;
             /** Format: date-time */
@@ -2358,6 +2451,8 @@ export interface components {
             next_attempt_at?: string;
             run_id?: string;
             signed: boolean;
+            /** Format: int64 */
+            skipped: number;
             status: components["schemas"]["DeliveryStatus"];
             target: string;
             /** Format: date-time */
@@ -2450,6 +2545,8 @@ export interface components {
             exceptions: unknown[];
             input: unknown;
             reason?: string;
+            retried_by?: components["schemas"]["RunRetry"];
+            retry?: components["schemas"]["RunRetry"];
             run_id: string;
             status: components["schemas"]["RunStatus"];
             steps: components["schemas"]["StepRecord"][];
@@ -2975,6 +3072,22 @@ export interface components {
             /** @description True for a person of the organization (added by its backend, or of a domain it lists); false for an anonymous session or a guest (signed in only because the organization lets anyone): they work no tasks and read no submitted data. */
             member: boolean;
         };
+        PlannedCall: {
+            detail?: string;
+            host?: string;
+            kind: string;
+            method?: string;
+        };
+        PlannedStep: {
+            calls: components["schemas"]["PlannedCall"][];
+            /** Format: int64 */
+            from_element?: number;
+            /** Format: int64 */
+            index: number;
+            path: string;
+            pauses?: boolean;
+            type: string;
+        };
         Probe: {
             /**
              * @description ok (/healthz: the process serves) or ready (/readyz: its store answers).
@@ -3137,6 +3250,44 @@ export interface components {
             /** @description The person's answer. */
             human_input: string;
         };
+        RetriedRun: {
+            /**
+             * Format: int64
+             * @description The top-level step it starts at: the one that failed.
+             */
+            from_step: number;
+            /** @description The new run's id. */
+            id: string;
+            /** @description The failed run it retries. */
+            retry_of: string;
+            /** @description running: a worker executes it. */
+            status: components["schemas"]["RunStatus"];
+            workflow_id: string;
+            /**
+             * Format: int64
+             * @description The failed run's version, whatever the workflow's current one.
+             */
+            workflow_version: number;
+        };
+        RetryPlan: {
+            calls: {
+                [key: string]: number;
+            };
+            /** Format: int64 */
+            from_element?: number;
+            /** Format: int64 */
+            from_step: number;
+            reused_steps: number[];
+            run_id: string;
+            steps: components["schemas"]["PlannedStep"][];
+            workflow_id: string;
+            /** Format: int64 */
+            workflow_version: number;
+        };
+        RetryRunRequest: {
+            /** @description Why the run is retried; kept in the new run's evidence (retry.reason) and carried by workflow_run_retried. */
+            reason: string;
+        };
         RotateKeyRequest: {
             /**
              * Format: int64
@@ -3233,6 +3384,66 @@ export interface components {
             /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
             next_cursor: string;
         };
+        RunOperation: {
+            action: string;
+            actor: components["schemas"]["Actor"];
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: int64
+             * @description Runs cancelled or retried.
+             */
+            done: number;
+            /** @description This answer only counted the runs. */
+            dry_run?: boolean;
+            errors: components["schemas"]["RunOperationError"][];
+            /**
+             * Format: int64
+             * @description Runs the action failed on (errors says why, for the first 100).
+             */
+            failed: number;
+            filter: components["schemas"]["RunOperationFilter"];
+            /** Format: date-time */
+            finished_at?: string;
+            /** @description Operation id (rop-<uuid>); absent from a dry run's answer. */
+            id?: string;
+            /**
+             * Format: int64
+             * @description Runs the filter matched when the operation was created.
+             */
+            matched: number;
+            reason: string;
+            /**
+             * Format: int64
+             * @description Runs that needed nothing by the time the worker reached them: ended, retried already, or no longer matching.
+             */
+            skipped: number;
+            /** @description pending until a worker counts its runs (matched), running while it works through them, then completed. */
+            status: components["schemas"]["RunOperationStatus"];
+            /** Format: date-time */
+            updated_at: string;
+        };
+        RunOperationError: {
+            message: string;
+            run_id: string;
+        };
+        RunOperationFilter: {
+            /** @description Only runs in this status. */
+            status?: components["schemas"]["RunStatus"];
+            /** @description Only runs of this workflow. */
+            workflow_id?: string;
+        };
+        RunOperationList: {
+            /** @description This page of results. */
+            items: components["schemas"]["RunOperation"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        /**
+         * @description A run operation's status: pending until a worker counts its runs, running while it works through them, then completed.
+         * @enum {string}
+         */
+        RunOperationStatus: "pending" | "running" | "completed";
         RunRef: {
             /**
              * @description Run id (run-<uuid>).
@@ -3244,6 +3455,16 @@ export interface components {
              * @example running
              */
             status: components["schemas"]["RunStatus"];
+        };
+        RunRetry: {
+            actor: components["schemas"]["Actor"];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: int64 */
+            from_step: number;
+            reason: string;
+            retry_of: string;
+            run_id: string;
         };
         /**
          * @description A run's status: running and paused are live, the others are final.
@@ -3484,9 +3705,11 @@ export interface components {
             auto_payload?: {
                 [key: string]: unknown;
             };
+            /** @description GET and list only: the circuit of the target's address, which counts failed requests (retries among them): it can be open while consecutive_failures is still 0. */
+            circuit?: components["schemas"]["WebhookCircuit"];
             /**
              * Format: int64
-             * @description Deliveries failed in a row since the last success.
+             * @description Deliveries failed in a row since the last success (each after all its retries).
              */
             consecutive_failures: number;
             /** Format: date-time */
@@ -3524,6 +3747,14 @@ export interface components {
             updated_at: string;
             /** @description The target. */
             url: string;
+        };
+        WebhookCircuit: {
+            /** Format: int64 */
+            failures: number;
+            /** Format: date-time */
+            open_until?: string;
+            /** @enum {string} */
+            state: "closed" | "open" | "half_open";
         };
         WebhookFilter: {
             /**
@@ -12621,6 +12852,312 @@ export interface operations {
             };
         };
     };
+    "list-run-operations": {
+        parameters: {
+            query?: {
+                /** @description Page size (default 50, at most 500). */
+                limit?: number;
+                /** @description Opaque cursor from the previous page's next_cursor; one the server did not issue is 400 invalid_cursor. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunOperationList"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No runtime key (unauthorized), an unknown one (unknown_key), a revoked one (key_revoked), or one whose rotation's grace is over (key_expired). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A publishable key (publishable_key) or a management token (management_token_on_runtime_route) instead of a runtime key, or a suspended account (account_suspended). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate_limited: the key's rate limit is spent. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next request. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description runtime_unreachable: the runtime did not answer the gateway. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "create-run-operation": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Who asks, recorded as the actor id (default "api"); a person the gateway vouches for is recorded as {type: user, id: their email}. */
+                "X-Actor-Id"?: string;
+                /** @description Set by the gateway for a signed-in person: a token signed with the key the gateway and the runtime share. Anything else is ignored. */
+                "X-Svc-Identity"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRunOperationRequest"];
+            };
+        };
+        responses: {
+            /** @description A dry run: how many runs the operation would touch. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunOperation"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No runtime key (unauthorized), an unknown one (unknown_key), a revoked one (key_revoked), or one whose rotation's grace is over (key_expired). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A publishable key (publishable_key) or a management token (management_token_on_runtime_route) instead of a runtime key, or a suspended account (account_suspended). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate_limited: the key's rate limit is spent. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next request. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description runtime_unreachable: the runtime did not answer the gateway. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "get-run-operation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Operation id. */
+                runOperationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunOperation"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No runtime key (unauthorized), an unknown one (unknown_key), a revoked one (key_revoked), or one whose rotation's grace is over (key_expired). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A publishable key (publishable_key) or a management token (management_token_on_runtime_route) instead of a runtime key, or a suspended account (account_suspended). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate_limited: the key's rate limit is spent. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next request. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description runtime_unreachable: the runtime did not answer the gateway. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "list-runs": {
         parameters: {
             query?: {
@@ -13102,6 +13639,245 @@ export interface operations {
             };
             /** @description Not Found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate_limited: the key's rate limit is spent. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next request. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description runtime_unreachable: the runtime did not answer the gateway. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "retry-run": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Who retries, recorded as the actor id (default "api"); a person the gateway vouches for (X-Svc-Identity, the console's) is recorded as {type: user, id: their email} instead. */
+                "X-Actor-Id"?: string;
+                /** @description Set by the gateway for a signed-in person: a token signed with the key the gateway and the runtime share. Anything else is ignored. */
+                "X-Svc-Identity"?: string;
+            };
+            path: {
+                /** @description Run id. */
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetryRunRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetriedRun"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No runtime key (unauthorized), an unknown one (unknown_key), a revoked one (key_revoked), or one whose rotation's grace is over (key_expired). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A publishable key (publishable_key) or a management token (management_token_on_runtime_route) instead of a runtime key, or a suspended account (account_suspended). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate_limited: the key's rate limit is spent. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next request. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description runtime_unreachable: the runtime did not answer the gateway. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "get-run-retry-plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Run id. */
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetryPlan"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No runtime key (unauthorized), an unknown one (unknown_key), a revoked one (key_revoked), or one whose rotation's grace is over (key_expired). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A publishable key (publishable_key) or a management token (management_token_on_runtime_route) instead of a runtime key, or a suspended account (account_suspended). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

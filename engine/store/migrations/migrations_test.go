@@ -41,6 +41,7 @@ var shipped = []string{
 	"20261126000190",
 	"20261128000200",
 	"20261128000230",
+	"20261128001500",
 }
 
 // TestAllIsTheHistory: All lists every shipped migration under its id, in the order bun

@@ -80,6 +80,8 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) storage.Ful
 		{"FormSchemas", testFormSchemas},
 		{"Agents", testAgents},
 		{"Authoring", testAuthoring},
+		{"RunRetries", testRunRetries},
+		{"RunOperations", testRunOperations},
 		{"Ready", testReady},
 	}
 	for _, tt := range tests {
