@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet fuzz openapi client client-ts test-ts ts-deps lint-openapi build bench bench-runs bench-runs-traced bench-chain bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http bench-match-million bench-fair bench-waits e2e load chaos
+.PHONY: help run test test-short vet fuzz openapi client client-ts test-ts ts-deps lint-openapi build bench bench-runs bench-runs-traced bench-chain bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http bench-match-million bench-fair bench-waits bench-runs-list e2e load chaos
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -45,8 +45,8 @@ openapi: ## regenerate openapi/openapi.yaml (3.1), openapi-3.0.yaml (Huma's 3.0 
 lint-openapi: ## lint openapi/'s four documents (runtime, integrator; 3.1 and 3.0) with Redocly CLI (openapi/redocly.yaml; npm ci in openapi/ when needed)
 	bash .ci/lint-openapi
 
-client: ## regenerate the Go client examples/client/client.gen.go from openapi/openapi-3.0.yaml (oapi-codegen, pinned in examples/client/tools.mod)
-	$(GO) generate ./examples/client
+client: ## regenerate the Go clients: examples/client/client.gen.go (runtime, openapi/openapi-3.0.yaml) and examples/client/integrator/integrator.gen.go (gateway, openapi/integrator-3.0.yaml); oapi-codegen pinned in examples/client/tools.mod
+	$(GO) generate ./examples/client/...
 
 # The TypeScript client's dependencies, pinned by clients/typescript/package-lock.json: `npm ci`
 # when they are missing or the lock file is newer than the install.
@@ -100,6 +100,10 @@ bench-runs-pg: ## runs/s on PostgreSQL with 1, 2 and 4 worker processes, and the
 bench-tables: ## a keyed read on a 1,000,000-row custom table (SQLite, PostgreSQL): p50, p99, index build; the two index designs compared
 	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkKeyedRead' -benchtime 5000x -timeout 30m ./engine/store/
 	$(GO) test -run '^$$' -bench 'BenchmarkIndexDesigns' -benchtime 1x -timeout 30m ./engine/store/
+
+bench-runs-list: ## GET /runs?key= among 1,000,000 runs, and the console's first page (limit 50, with and without status filters, workflow names) among 100,000: p50, p99 on SQLite (file) and PostgreSQL
+	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkRunsByKey' -benchtime 2000x -timeout 60m -v ./engine/store/ | grep -v '^=== '
+	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkRunsFirstPage' -benchtime 200x -timeout 30m ./hosts/runtime/
 
 bench-foreach: ## a foreach of 50,000 custom-table upserts through the worker, on SQLite and PostgreSQL
 	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkForeachWrites' -benchtime 1x -timeout 20m ./hosts/worker/

@@ -42,8 +42,12 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     must(new URL(page.url()).pathname === '/console' + path.split('?')[0], 'the deep link is kept through sign-in: ' + page.url());
   }
   async function look(page, name) { axe.push(await checkAxe(page, name)); }
-  function docsImg(name) {
-    if (process.env.SVC_E2E_DOCS_IMG) copyFileSync(join(cfg.artifacts, name + '.png'), join(process.env.SVC_E2E_DOCS_IMG, name + '.png'));
+  // docsShot is a screenshot of the window (not the whole page) for the documentation:
+  // e2e/artifacts/docs-<name>.png, copied to $SVC_E2E_DOCS_IMG/<name>.png when it is set.
+  async function docsShot(page, name) {
+    const file = join(cfg.artifacts, 'docs-' + name + '.png');
+    await page.screenshot({ path: file });
+    if (process.env.SVC_E2E_DOCS_IMG) copyFileSync(file, join(process.env.SVC_E2E_DOCS_IMG, name + '.png'));
   }
 
   // The console: a run watched at its own URL while it runs (its steps change without a
@@ -66,6 +70,7 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await task.getByText('Release it?').waitFor();
     await look(page, 'run-paused');
     await shot(page, 'console-paused');
+    await docsShot(page, 'console-paused');
     await task.getByLabel('Comment (optional)').fill('ship it');
     await task.getByRole('button', { name: 'Approve' }).click();
     await page.locator('#run-task').getByText('Approved.').waitFor();
@@ -148,17 +153,21 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     must(/attempts?/.test(await s0.locator('.step-head').innerText()), 'the attempts are shown');
     await look(page, 'run-failed');
     await shot(page, 'console-run-failed');
+    await docsShot(page, 'console-run-failed');
     const plan = await api('GET', '/runs/' + failed + '/retry-plan');
     let retried = null;
     if (plan.status === 200) {
       await page.getByRole('button', { name: 'Retry from the failed step…' }).click();
       await page.locator('#retry-plan, #run-action pre').first().waitFor();
       await page.getByLabel(/Why retry/).fill('the receiver is back');
+      await shot(page, 'console-retry-plan');
       await page.getByRole('button', { name: 'Retry', exact: true }).click();
       await page.locator('#run-action .msg.good').waitFor();
-      const ev = await ok('GET', '/runs/' + failed + '/evidence');
+      const link = page.locator('#run-action .msg.good a');
+      const next = (await link.count()) ? decodeURIComponent((await link.getAttribute('href')).split('/').pop()) : failed;
+      const ev = await ok('GET', '/runs/' + next + '/evidence');
       retried = JSON.stringify(ev).includes('the receiver is back');
-      must(retried, 'the retry\u2019s reason is in the evidence');
+      must(retried, 'the retry\u2019s reason is in the evidence of ' + next);
     }
 
     // Cancel a paused run, with the reason recorded.
@@ -224,7 +233,8 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await page.locator('#bulk-count').getByText('This will cancel 7 runs').waitFor();
     await page.getByLabel('Reason (recorded with each run)').fill('a bad batch');
     await page.getByRole('button', { name: 'Cancel 7 runs' }).click();
-    await page.locator('#bulk .progress').getByText('7 of 7 cancelled').waitFor({ timeout: 15000 });
+    await page.locator('#bulk [data-op]').filter({ hasText: '7 of 7 cancelled' }).waitFor({ timeout: 15000 });
+    await page.locator('#runs-summary').getByText('No run matches').waitFor();
     await look(page, 'runs-bulk');
     await shot(page, 'console-bulk');
     for (const id of ids) {
@@ -233,8 +243,9 @@ export async function consoleRuns({ step, shot, must, cfg }) {
       must(c.payload.reason === 'a bad batch', 'its reason');
     }
     // The outcome is kept: a reload lists it.
-    await page.reload();
-    await page.locator('#bulk summary').click();
+    await page.goto(G + '/console/runs?workflow=hold-for-answer');
+    await page.locator('#runs tbody tr[data-run="' + ids[0] + '"] .status').filter({ hasText: 'cancelled' }).waitFor();
+    if (await page.locator('#bulk').getAttribute('open') === null) await page.locator('#bulk summary').click();
     await page.locator('#bulk [data-op]').filter({ hasText: '7 of 7 cancelled' }).waitFor();
   });
 
@@ -257,6 +268,7 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     must(/Acme Paper/.test(await card.locator('.payload').innerText()) && /1250/.test(await card.locator('.payload').innerText()), 'the request_payload is shown');
     await look(page, 'tasks-session');
     await shot(page, 'console-tasks');
+    await docsShot(page, 'console-tasks');
     // A task that appears while the page is open comes in without a reload.
     const second = await start(pay, { supplier: 'Beta Ink', amount: 80 });
     const card2 = page.locator('li[data-kind=approval][data-run="' + second + '"]');
@@ -278,7 +290,7 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await fcard.waitFor({ state: 'detached', timeout: 10000 });
     const fp = await ok('GET', '/forms/' + formRun + '/0');
     must(fp.status === 'submitted' && fp.claimed_by === 'bo@example.com', 'the form was submitted by the person: ' + JSON.stringify(fp));
-    await page.getByText('Nothing waits for you.').waitFor();
+    must(await page.locator([first, second, formRun].map((r) => 'li[data-run="' + r + '"]').join(', ')).count() === 0, 'no card of these runs is left');
   });
 
   // The management token's task list, and keyboard only through the navigation.
@@ -294,12 +306,13 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await page.waitForURL(/\/console\/runs$/);
     await page.waitForFunction(() => document.activeElement && document.activeElement.tagName === 'H2');
     must(await page.getByRole('link', { name: 'Runs', exact: true }).getAttribute('aria-current') === 'page', 'the current page is marked');
+    await page.locator('#runs tbody tr').first().waitFor();
+    await docsShot(page, 'console-runs');
     await page.goBack();
     await page.waitForURL(/\/console\/tasks$/);
     await page.locator('li[data-kind=form]').first().waitFor();
     await ok('POST', '/runs/' + run + '/cancel', { reason: 'e2e tidy' });
   });
 
-  for (const n of ['console-runs', 'console-paused', 'console-tasks', 'console-run-failed']) { try { docsImg(n); } catch (e) { /* a step failed: its screenshot is missing */ } }
   return axe;
 }

@@ -5,6 +5,7 @@
 import { chromium } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { consolePages } from './console-pages.mjs';
 import { sdkFixes } from './sdk-fixes.mjs';
 import { consoleRuns } from './console-runs.mjs';
 
@@ -253,6 +254,8 @@ await step('allTypes', async (page) => {
   await popup.close();
 });
 
+// 7d. The console's workflows, tables, documents, webhooks, agents and forms pages.
+results.axe = await consolePages({ step, shot, must, cfg });
 // 7b. The SDK's fixes of issue 34 (sdk-fixes.mjs).
 await sdkFixes({ step, shot, must, code, cfg });
 

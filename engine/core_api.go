@@ -15,6 +15,7 @@ type (
 	StepSummary    = core.StepSummary
 	StatusOptions  = core.StatusOptions
 	RunStatusDoc   = core.RunStatusDoc
+	ListedRun      = core.ListedRun
 	Evidence       = core.Evidence
 	EvidenceEffect = core.EvidenceEffect
 	ContextValue   = core.ContextValue

@@ -199,3 +199,16 @@ func (e *Engine) Ready(ctx context.Context) error { return e.store.Ready(ctx) }
 // ValidOrgID reports whether id can name an organization: 1-128 characters of
 // [A-Za-z0-9_.:-].
 func ValidOrgID(id string) bool { return core.ValidOrgID(id) }
+
+// ObserveEvents calls fn with every event the engine emits, in the transaction that appends
+// it to the outbox (an event whose transaction then rolls back was observed all the same).
+// fn must not block or fail. The test suites watch every payload with it
+// (internal/contracttest.WatchEvents); an embedding program may count or log events.
+func (e *Engine) ObserveEvents(fn func(svctype.Event)) {
+	e.Core.RegisterSink(func(_ context.Context, _ Tx, evs []svctype.Event, _ *core.EventSubject) error {
+		for _, ev := range evs {
+			fn(ev)
+		}
+		return nil
+	})
+}

@@ -94,7 +94,7 @@ func (e *Core) advanceRun(ctx context.Context, job *svctype.Job) error {
 			step = &st.ent.def.Actions[i]
 		}
 		return e.failRun(commitCtx, job, st, max(i, 0), step,
-			fmt.Errorf("gave up after %d attempts to run this step; the workers' logs say why", job.Attempts-1))
+			fmt.Errorf("gave up after %d attempts to run this step; the workers' logs say why", job.Attempts-1), nil)
 	}
 	// Every commit that ends or pauses the run also completes its job.
 	stepped := false

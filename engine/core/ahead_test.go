@@ -43,7 +43,8 @@ func TestReadOnlyStepRunsBeforeItsTransaction(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				wroteMeanwhile = errors.New("a write waited 5 s for the step: the step holds the writer")
 			}
-			call.Emit(steps.EventMatcherCompleted, map[string]any{"matched_count": 7})
+			call.Emit(steps.EventMatcherCompleted, map[string]any{"schema_version": steps.MatcherSchemaVersion, "matched_count": 1,
+				"unmatched_left_count": 0, "unmatched_right_count": 0, "policy": map[string]any{}})
 			return svctype.ContextOutputs{"pairs": []any{map[string]any{"a": 1.0}}, "rest": []any{}}, nil
 		},
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/svcflow/svcflow/engine/events"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -91,9 +92,9 @@ func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job,
 	done := next >= len(st.ent.def.Actions)
 	if done {
 		e.finish(st.run, svctype.RunCompleted, "")
-		c.events = append(c.events, e.Event(st.run, EventRunCompleted, map[string]any{
-			"run_id": runID, "workflow_id": st.run.WorkflowID,
-			"result": map[string]any{"status": svctype.RunCompleted, "outputs": e.outputs(st, c)},
+		c.events = append(c.events, e.Event(st.run, EventRunCompleted, events.WorkflowRunCompletedEvent{
+			RunID: runID, WorkflowID: st.run.WorkflowID,
+			Result: events.RunResult{Status: string(svctype.RunCompleted), Outputs: e.outputs(st, c)},
 		}))
 		sc.Complete = job
 	} else if c.renew {
@@ -128,7 +129,7 @@ func (e *Core) commitStep(ctx context.Context, job *svctype.Job, st *runState, c
 	}
 	var sf *stepFailure
 	if errors.As(err, &sf) {
-		return e.failRun(ctx, job, st, st.run.Cursor.Step, &svctype.Step{Type: "definition.condition"}, sf.err)
+		return e.failRun(ctx, job, st, st.run.Cursor.Step, &svctype.Step{Type: "definition.condition"}, sf.err, nil)
 	}
 	return err
 }
@@ -142,7 +143,7 @@ func (e *Core) afterCommit(ctx context.Context, job *svctype.Job, st *runState, 
 		e.applyOutputs(st, c)
 		return nil
 	case errors.As(err, &sf):
-		return e.failRun(ctx, job, st, i, step, sf.err)
+		return e.failRun(ctx, job, st, i, step, sf.err, &c.rec)
 	default:
 		// The transaction rolled back: reload the run so memory matches the database. When
 		// that fails too, memory may not match it: the caller stops advancing the run (st

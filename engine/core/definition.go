@@ -140,11 +140,17 @@ func (e *Core) checkWorkflow(ctx context.Context, orgID string, in WorkflowInput
 			problems = append(problems, Problem{Pointer: "/definition/schedule/timezone", Message: fmt.Sprintf("unknown IANA time zone %q", def.Schedule.Timezone)})
 		}
 	}
+	keyProblems := checkSearchKeys(def.SearchKeys)
+	problems = append(problems, keyProblems...)
 	for i := range def.Actions {
 		problems = append(problems, e.checkStep(&def.Actions[i], fmt.Sprintf("/definition/actions/%d", i), c)...)
 	}
 	if len(problems) > 0 {
-		return nil, &ValidationError{Problems: problems}
+		ve := &ValidationError{Problems: problems}
+		if len(keyProblems) == len(problems) {
+			ve.Code = CodeInvalidSearchKey
+		}
+		return nil, ve
 	}
 	return c, nil
 }

@@ -38,7 +38,9 @@ func (e *Core) sink(ctx context.Context, tx storage.Tx, evs []svctype.Event, sub
 }
 
 // Event builds an outbox entry of a run.
-func (e *Core) Event(run *svctype.Run, name string, payload map[string]any) svctype.Event {
+// payload is the event's payload type (engine/events/payloads.go), or a map where a step
+// kind's fields are filled in (fillStepFields).
+func (e *Core) Event(run *svctype.Run, name string, payload any) svctype.Event {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		b, _ = json.Marshal(map[string]any{"run_id": run.ID, "error": "payload not encodable: " + err.Error()})
@@ -51,7 +53,7 @@ func (e *Core) Event(run *svctype.Run, name string, payload map[string]any) svct
 
 // OrgEvent builds an outbox entry of an organization that belongs to no run (documents,
 // external forms).
-func (e *Core) OrgEvent(orgID, name string, payload map[string]any) (svctype.Event, error) {
+func (e *Core) OrgEvent(orgID, name string, payload any) (svctype.Event, error) {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return svctype.Event{}, fmt.Errorf("%s payload: %w", name, err)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/svcflow/svcflow/engine/events"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -20,8 +21,10 @@ func (f *stepFailure) Error() string { return f.err.Error() }
 func (f *stepFailure) Unwrap() error { return f.err }
 
 // failRun ends the run as failed in a transaction of its own; the failing step's work was
-// rolled back, earlier steps' committed effects stay.
-func (e *Core) failRun(ctx context.Context, job *svctype.Job, st *runState, i int, step *svctype.Step, cause error) error {
+// rolled back, earlier steps' committed effects stay. began, when not nil, is the record the
+// failing step had in memory: its start and resolved input are kept in the failed record
+// (the console shows how long it ran and what it was given).
+func (e *Core) failRun(ctx context.Context, job *svctype.Job, st *runState, i int, step *svctype.Step, cause error, began *svctype.StepRecord) error {
 	reason := fmt.Sprintf("step %d (%s): %s", i, step.Type, cause.Error())
 	calls := st.calls
 	st.calls = nil
@@ -31,6 +34,9 @@ func (e *Core) failRun(ctx context.Context, job *svctype.Job, st *runState, i in
 		}
 		now := e.now().UTC()
 		rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepFailed, Error: cause.Error(), FinishedAt: &now}
+		if began != nil && began.Index == i {
+			rec.StartedAt, rec.InputSummary = began.StartedAt, began.InputSummary
+		}
 		if step.Type == LoopStep && st.run.Cursor.Loop != nil {
 			// The elements committed before the failure made their effects (their rows are
 			// in the tables): the failed step's record keeps them, as endLoop would have.
@@ -61,7 +67,7 @@ func (e *Core) failRun(ctx context.Context, job *svctype.Job, st *runState, i in
 		if err := tx.UpdateRun(ctx, st.run); err != nil {
 			return err
 		}
-		events := []svctype.Event{}
+		evs := []svctype.Event{}
 		var withEvent *svctype.StepFailedError
 		if errors.As(cause, &withEvent) && withEvent.Event != "" {
 			payload := maps.Clone(withEvent.Payload)
@@ -69,22 +75,22 @@ func (e *Core) failRun(ctx context.Context, job *svctype.Job, st *runState, i in
 				payload = map[string]any{}
 			}
 			fillStepFields(withEvent.Event, payload, map[string]any{"run_id": st.run.ID, "step_index": i, "error": cause.Error()})
-			events = append(events, e.Event(st.run, withEvent.Event, payload))
+			evs = append(evs, e.Event(st.run, withEvent.Event, payload))
 		}
 		if step.Type == LoopStep {
 			mode, _ := step.Properties["mode"].(string)
-			events = append(events, e.Event(st.run, EventLoopFailed, map[string]any{
-				"run_id": st.run.ID, "step_id": strconv.Itoa(i), "step_index": i, "mode": mode, "error": cause.Error(),
+			evs = append(evs, e.Event(st.run, EventLoopFailed, events.LoopFailedEvent{
+				RunID: st.run.ID, StepID: strconv.Itoa(i), StepIndex: i, Mode: mode, Error: cause.Error(),
 			}))
 		}
-		events = append(events,
-			e.Event(st.run, EventStepFailed, map[string]any{
-				"run_id": st.run.ID, "step_index": i, "error": map[string]any{"message": cause.Error()},
+		evs = append(evs,
+			e.Event(st.run, EventStepFailed, events.StepFailedEvent{
+				RunID: st.run.ID, StepIndex: i, Error: events.StepError{Message: cause.Error()},
 			}),
-			e.Event(st.run, EventRunFailed, map[string]any{
-				"run_id": st.run.ID, "workflow_id": st.run.WorkflowID, "reason": reason, "context": e.outputs(st, &commit{}),
+			e.Event(st.run, EventRunFailed, events.WorkflowRunFailedEvent{
+				RunID: st.run.ID, WorkflowID: st.run.WorkflowID, Reason: reason, Context: e.outputs(st, &commit{}),
 			}))
-		if err := e.Emit(ctx, tx, events, nil); err != nil {
+		if err := e.Emit(ctx, tx, evs, nil); err != nil {
 			return err
 		}
 		return tx.CompleteJob(ctx, job)

@@ -313,7 +313,10 @@ func (e *Core) lookupKind(ctx context.Context, tx storage.Tx, orgID, stepType st
 //
 // A read in a foreach element stays in the element's transaction: it must see the rows the
 // batch's earlier elements wrote, which are not committed yet.
-func (e *Core) workAhead(ctx context.Context, job *svctype.Job, st *runState, step *svctype.Step, index int) error {
+//
+// rec is the step's record in memory: a call made here sets its resolved input's summary,
+// which a failed call leaves in the failed step's record.
+func (e *Core) workAhead(ctx context.Context, job *svctype.Job, st *runState, step *svctype.Step, index int, rec *svctype.StepRecord) error {
 	c := &commit{}
 	kind, call, key, ok := e.ahead(ctx, st, step, index, c, func(k svctype.StepKind, s *svctype.Step) bool {
 		return k.IO != nil || k.ReadOnly != nil && k.Run != nil && k.ReadOnly(s.Properties)
@@ -326,6 +329,7 @@ func (e *Core) workAhead(ctx context.Context, job *svctype.Job, st *runState, st
 			return nil
 		}
 		call.Secret = e.secretFor(st.run.OrgID)
+		rec.InputSummary = summarize(call.Properties)
 		return e.makeCall(ctx, job, st, &needIO{key: key, kind: kind, call: call})
 	}
 	e.BindStepCall(nil, call)

@@ -115,6 +115,14 @@ func TestIOStepFailureFailsTheRunWithItsEvidence(t *testing.T) {
 		require.Len(t, effects, 1)
 		require.Equal(t, "the third party said no", effects[0].Detail["error"])
 		require.Len(t, r.received(), 1)
+		// The failed step's record keeps when it started and what it was given.
+		ev, err := b.Eng.Evidence(context.Background(), "org-a", doc.ID)
+		require.NoError(t, err)
+		require.Len(t, ev.Steps, 1)
+		require.Equal(t, svctype.StepFailed, ev.Steps[0].Status)
+		require.NotNil(t, ev.Steps[0].StartedAt)
+		require.False(t, ev.Steps[0].StartedAt.After(*ev.Steps[0].FinishedAt))
+		require.JSONEq(t, `{"arg": 1, "fail": true}`, string(ev.Steps[0].InputSummary))
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/svcflow/svcflow/engine/events"
 	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -249,9 +250,9 @@ func (e *Core) loopOnce(ctx context.Context, job *svctype.Job, st *runState, i i
 				return err
 			}
 			return e.Emit(ctx, tx, []svctype.Event{
-				e.Event(st.run, EventStepStarted, map[string]any{"run_id": st.run.ID, "step_index": i, "step_type": step.Type}),
-				e.Event(st.run, EventLoopStarted, map[string]any{
-					"run_id": st.run.ID, "step_id": stepID, "step_index": i, "mode": mode, "total_items": len(plan.items),
+				e.Event(st.run, EventStepStarted, events.StepStartedEvent{RunID: st.run.ID, StepIndex: i, StepType: step.Type}),
+				e.Event(st.run, EventLoopStarted, events.LoopStartedEvent{
+					RunID: st.run.ID, StepID: stepID, StepIndex: i, Mode: mode, TotalItems: len(plan.items),
 				}),
 			}, nil)
 		})
@@ -261,7 +262,7 @@ func (e *Core) loopOnce(ctx context.Context, job *svctype.Job, st *runState, i i
 		return e.afterCommit(ctx, job, st, c, i, step, err)
 	}
 	if planErr != nil {
-		return e.failRun(ctx, job, st, i, step, planErr)
+		return e.failRun(ctx, job, st, i, step, planErr, nil)
 	}
 	lc := st.run.Cursor.Loop
 	if lc.Next < len(plan.items) {
@@ -367,7 +368,7 @@ func (e *Core) endLoop(ctx context.Context, job *svctype.Job, st *runState, i in
 		c.rec.Output = summarize(results)
 		c.setOutput(loopResultKey(step), results)
 		c.setOutput(step.OutputKey, results)
-		c.events = append(c.events, e.Event(st.run, EventStepDone, map[string]any{"run_id": st.run.ID, "step_index": i}))
+		c.events = append(c.events, e.Event(st.run, EventStepDone, events.StepCompletedEvent{RunID: st.run.ID, StepIndex: i}))
 		return e.writeCommit(ctx, tx, job, st, c, i+1)
 	})
 	if err != nil {

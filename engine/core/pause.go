@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/svcflow/svcflow/engine/events"
 	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -204,11 +205,11 @@ func (e *Core) ResumeTx(ctx context.Context, tx storage.Tx, run *svctype.Run, r 
 		if err := tx.EnqueueJob(ctx, &svctype.Job{OrgID: run.OrgID, Kind: svctype.JobRunStep, RunID: run.ID}); err != nil {
 			return err
 		}
-		evs = append(evs, e.Event(run, EventStepDone, map[string]any{"run_id": run.ID, "step_index": r.Step.Index}))
+		evs = append(evs, e.Event(run, EventStepDone, events.StepCompletedEvent{RunID: run.ID, StepIndex: r.Step.Index}))
 	} else {
 		e.finish(run, r.End, r.Reason)
-		evs = append(evs, e.Event(run, EventRunCompleted, map[string]any{
-			"run_id": run.ID, "workflow_id": run.WorkflowID, "result": map[string]any{"status": r.End},
+		evs = append(evs, e.Event(run, EventRunCompleted, events.WorkflowRunCompletedEvent{
+			RunID: run.ID, WorkflowID: run.WorkflowID, Result: events.RunResult{Status: string(r.End)},
 		}))
 	}
 	if err := tx.UpdateRun(ctx, run); err != nil {

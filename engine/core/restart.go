@@ -131,6 +131,9 @@ func (e *Core) StartAtTx(ctx context.Context, tx storage.Tx, s *StartAt) (*svcty
 	if err := storage.StartRun(ctx, tx, &storage.RunStart{Run: run, Input: full, Job: job, Events: evs}); err != nil {
 		return nil, nil, err
 	}
+	if err := e.putSearchKeys(ctx, tx, run); err != nil {
+		return nil, nil, err
+	}
 	for k, v := range s.Context {
 		if err := tx.PutContext(ctx, run.OrgID, run.ID, k, v); err != nil {
 			return nil, nil, err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/svcflow/svcflow/engine/events"
 	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -191,8 +192,8 @@ func (e *Core) startRunTx(ctx context.Context, tx storage.Tx, w *svctype.Workflo
 		job = &svctype.Job{OrgID: w.OrgID, Kind: svctype.JobRunStep, RunAt: now}
 	}
 	job.RunID = run.ID
-	evs := []svctype.Event{e.Event(run, EventRunStarted, map[string]any{
-		"run_id": run.ID, "workflow_id": w.ID, "input_payload": json.RawMessage(shown),
+	evs := []svctype.Event{e.Event(run, EventRunStarted, events.WorkflowRunStartedEvent{
+		RunID: run.ID, WorkflowID: w.ID, InputPayload: json.RawMessage(shown),
 	})}
 	// One statement on PostgreSQL (storage.RunStarter): the run, its input, its job, its
 	// event.
@@ -201,6 +202,9 @@ func (e *Core) startRunTx(ctx context.Context, tx storage.Tx, w *svctype.Workflo
 	})
 	run.Input = input // for Started: the worker's first claim reads nothing back
 	if err != nil {
+		return nil, err
+	}
+	if err := e.putSearchKeys(ctx, tx, run); err != nil {
 		return nil, err
 	}
 	if err := e.sink(ctx, tx, evs, nil); err != nil {
@@ -354,8 +358,8 @@ func (e *Core) ListRuns(ctx context.Context, orgID string, f storage.RunFilter) 
 	if err := CheckOrg(orgID); err != nil {
 		return svctype.Page[svctype.Run]{}, err
 	}
-	if f.Status != "" && !f.Status.Valid() {
-		return svctype.Page[svctype.Run]{}, Invalid("/status", "unknown run status %q", f.Status)
+	if err := CheckRunFilter(f); err != nil {
+		return svctype.Page[svctype.Run]{}, err
 	}
 	return e.store.ListRuns(ctx, orgID, f)
 }
@@ -403,8 +407,8 @@ func (e *Core) CancelRun(ctx context.Context, orgID, runID, reason string, actor
 		if err := tx.UpdateRun(ctx, run); err != nil {
 			return err
 		}
-		return e.Emit(ctx, tx, []svctype.Event{e.Event(run, EventRunCancelled, map[string]any{
-			"run_id": run.ID, "workflow_id": run.WorkflowID, "reason": reason, "actor": actor,
+		return e.Emit(ctx, tx, []svctype.Event{e.Event(run, EventRunCancelled, events.WorkflowRunCancelledEvent{
+			RunID: run.ID, WorkflowID: run.WorkflowID, Reason: reason, Actor: events.RunActor(actor),
 		})}, nil)
 	})
 	if err != nil {

@@ -275,11 +275,11 @@ func TestVersionsIdempotencyCancel(t *testing.T) {
 		}
 		require.ElementsMatch(t, []string{"v1", "v2"}, texts)
 
-		page, err := b.Eng.ListRuns(b.Ctx, "o1", engine.RunFilter{Status: svctype.RunCancelled})
+		page, err := b.Eng.ListRuns(b.Ctx, "o1", engine.RunFilter{Statuses: []svctype.RunStatus{svctype.RunCancelled}})
 		require.NoError(t, err)
 		require.Len(t, page.Items, 1)
 		require.Equal(t, run3.ID, page.Items[0].ID)
-		_, err = b.Eng.ListRuns(b.Ctx, "o1", engine.RunFilter{Status: "sleeping"})
+		_, err = b.Eng.ListRuns(b.Ctx, "o1", engine.RunFilter{Statuses: []svctype.RunStatus{"sleeping"}})
 		var ve *engine.ValidationError
 		require.ErrorAs(t, err, &ve)
 	})

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/svcflow/svcflow/engine/events"
 	"github.com/svcflow/svcflow/engine/expr"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -38,8 +39,8 @@ func (e *Core) stepOnce(ctx context.Context, job *svctype.Job, st *runState) ([]
 	}
 	started := e.now().UTC()
 	rec := svctype.StepRecord{RunID: st.run.ID, Index: i, Type: step.Type, Status: svctype.StepCompleted, StartedAt: &started}
-	c := &commit{}
-	if err := e.workAhead(ctx, job, st, step, i); err != nil {
+	c := &commit{rec: rec} // a call that fails ahead leaves its start and input in the failed record
+	if err := e.workAhead(ctx, job, st, step, i, &c.rec); err != nil {
 		return nil, e.afterCommit(ctx, job, st, c, i, step, err)
 	}
 	began := time.Now() // the chain's time counts from here: its work outside is done
@@ -139,9 +140,9 @@ func (e *Core) gate(ctx context.Context, tx storage.Tx, job *svctype.Job, st *ru
 	if err := tx.UpdateRun(ctx, st.run); err != nil {
 		return false, err
 	}
-	if err := e.Emit(ctx, tx, []svctype.Event{e.Event(st.run, EventRunCompleted, map[string]any{
-		"run_id": st.run.ID, "workflow_id": st.run.WorkflowID,
-		"result": map[string]any{"status": svctype.RunConditionNotMet},
+	if err := e.Emit(ctx, tx, []svctype.Event{e.Event(st.run, EventRunCompleted, events.WorkflowRunCompletedEvent{
+		RunID: st.run.ID, WorkflowID: st.run.WorkflowID,
+		Result: events.RunResult{Status: string(svctype.RunConditionNotMet)},
 	})}, nil); err != nil {
 		return false, err
 	}
@@ -204,8 +205,8 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 		c.rec.InputSummary = summarize(pm)
 	}
 	if !c.inner {
-		c.events = append(c.events, e.Event(st.run, EventStepStarted, map[string]any{
-			"run_id": st.run.ID, "step_index": index, "step_type": step.Type,
+		c.events = append(c.events, e.Event(st.run, EventStepStarted, events.StepStartedEvent{
+			RunID: st.run.ID, StepIndex: index, StepType: step.Type,
 		}))
 	}
 	call := e.stepCall(st, step, index, pm, vars, c)
@@ -229,7 +230,7 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 				c.setEncoded(k, b)
 			}
 		}
-		c.events = append(c.events, e.Event(st.run, EventStepDone, map[string]any{"run_id": st.run.ID, "step_index": index}))
+		c.events = append(c.events, e.Event(st.run, EventStepDone, events.StepCompletedEvent{RunID: st.run.ID, StepIndex: index}))
 		return read.out, step.OutputKey, svctype.StepCompleted, nil
 	} else if kind.IO != nil {
 		key := callKey(st.run.ID, c.position(index))
@@ -260,7 +261,7 @@ func (e *Core) execStep(ctx context.Context, tx storage.Tx, st *runState, step *
 		out = normalize(out)
 	}
 	if !c.inner {
-		c.events = append(c.events, e.Event(st.run, EventStepDone, map[string]any{"run_id": st.run.ID, "step_index": index}))
+		c.events = append(c.events, e.Event(st.run, EventStepDone, events.StepCompletedEvent{RunID: st.run.ID, StepIndex: index}))
 	}
 	return out, step.OutputKey, svctype.StepCompleted, nil
 }

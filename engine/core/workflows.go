@@ -121,6 +121,15 @@ func (e *Core) GetWorkflow(ctx context.Context, orgID, id string) (*svctype.Work
 	return e.store.GetWorkflow(ctx, orgID, id)
 }
 
+// GetWorkflowVersion returns one version of a workflow, current or earlier (every version
+// is kept until the workflow is deleted): ErrNotFound for a version it never had.
+func (e *Core) GetWorkflowVersion(ctx context.Context, orgID, id string, version int) (*svctype.Workflow, error) {
+	if err := CheckOrg(orgID); err != nil {
+		return nil, err
+	}
+	return e.store.GetWorkflowVersion(ctx, orgID, id, version)
+}
+
 // ListWorkflows pages an organization's workflows.
 func (e *Core) ListWorkflows(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Workflow], error) {
 	if err := CheckOrg(orgID); err != nil {

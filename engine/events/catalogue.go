@@ -4,7 +4,12 @@
 // I/O of its own: the engine stores events and deliveries, and the worker sends them.
 package events
 
-import "slices"
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+)
 
 // Field is one payload field of an event. Optional fields (`?` in the spec) are absent or
 // null when they do not apply.
@@ -21,9 +26,14 @@ type Spec struct {
 	Registrable bool
 	// Aliases are other names a registration may use for it (workflow.started ...).
 	Aliases []string
-	// Fields are the payload fields, as the spec's tables list them. Variants lists other
-	// complete field sets of the same event (pbot_approval_requested for a standalone
-	// agent); a payload matches one of Fields or Variants.
+	// Payload is a zero value of the event's payload type (payloads.go): its fields are
+	// the payload's, and the OpenAPI documents declare its schema under the type's name.
+	// OtherPayloads are other complete payloads of the same event (pbot_approval_requested
+	// for a standalone agent); a payload is one of Payload or OtherPayloads.
+	Payload       any
+	OtherPayloads []any
+	// Fields and Variants are the payload fields of Payload and of each of OtherPayloads,
+	// read from their types.
 	Fields   []Field
 	Variants [][]Field
 	// Filterable events honour a registration's filter (tags, content_type): the
@@ -31,73 +41,86 @@ type Spec struct {
 	Filterable bool
 }
 
-func req(names ...string) []Field {
-	out := make([]Field, len(names))
-	for i, n := range names {
-		out[i] = Field{Name: n}
+// Payloads is the payload type of s, then its other payload types.
+func (s *Spec) Payloads() []any { return append([]any{s.Payload}, s.OtherPayloads...) }
+
+// fieldsOf lists the JSON fields of a payload struct: a field is optional when its tag
+// says omitempty.
+func fieldsOf(payload any) []Field {
+	t := reflect.TypeOf(payload)
+	var out []Field
+	for f := range t.Fields() {
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			panic(fmt.Sprintf("events: payload field %s.%s has no json name", t.Name(), f.Name))
+		}
+		out = append(out, Field{Name: name, Optional: slices.Contains(strings.Split(opts, ","), "omitempty")})
 	}
 	return out
 }
 
-func opt(fs []Field, names ...string) []Field {
-	for _, n := range names {
-		fs = append(fs, Field{Name: n, Optional: true})
+// withFields fills every spec's Fields and Variants from its payload types.
+func withFields(specs []Spec) []Spec {
+	for i := range specs {
+		s := &specs[i]
+		s.Fields = fieldsOf(s.Payload)
+		for _, p := range s.OtherPayloads {
+			s.Variants = append(s.Variants, fieldsOf(p))
+		}
 	}
-	return fs
+	return specs
 }
 
 // Catalogue is every event of spec section 6 (and the form reminder DESIGN.md names), in the
 // spec's order.
-var Catalogue = []Spec{
+var Catalogue = withFields([]Spec{
 	// Registrable events (also reach the catch-all).
-	{Name: "workflow_run_started", Registrable: true, Aliases: []string{"workflow.started"}, Fields: req("run_id", "workflow_id", "input_payload")},
-	{Name: "workflow_run_completed", Registrable: true, Aliases: []string{"workflow.completed"}, Fields: req("run_id", "workflow_id", "result")},
-	{Name: "workflow_run_failed", Registrable: true, Aliases: []string{"workflow.failed"}, Fields: req("run_id", "workflow_id", "reason", "context")},
-	{Name: "workflow_run_cancelled", Registrable: true, Aliases: []string{"workflow.cancelled"}, Fields: req("run_id", "workflow_id", "reason", "actor")},
-	{Name: "workflow_run_retried", Registrable: true, Fields: req("run_id", "retry_of", "from_step", "reason", "actor")},
+	{Name: "workflow_run_started", Registrable: true, Aliases: []string{"workflow.started"}, Payload: WorkflowRunStartedEvent{}},
+	{Name: "workflow_run_completed", Registrable: true, Aliases: []string{"workflow.completed"}, Payload: WorkflowRunCompletedEvent{}},
+	{Name: "workflow_run_failed", Registrable: true, Aliases: []string{"workflow.failed"}, Payload: WorkflowRunFailedEvent{}},
+	{Name: "workflow_run_cancelled", Registrable: true, Aliases: []string{"workflow.cancelled"}, Payload: WorkflowRunCancelledEvent{}},
+	{Name: "workflow_run_retried", Registrable: true, Payload: WorkflowRunRetriedEvent{}},
 	{Name: "pbot_approval_requested", Registrable: true,
-		Fields:   req("run_id", "step_id", "workflow_id", "comment", "request_payload", "status"),
-		Variants: [][]Field{req("source", "agent_run_id", "run_id", "step_id", "question", "options", "context_summary", "urgency", "status")}},
-	{Name: "pbot_approval_decided", Registrable: true, Fields: req("run_id", "step_id", "approval_id", "approved", "comment", "decided_at")},
-	{Name: "external_form_created", Registrable: true, Fields: req("form_id", "form_name", "is_public", "created_at")},
-	{Name: "external_form_updated", Registrable: true, Fields: req("form_id", "form_name", "changes")},
-	{Name: "external_form_deleted", Registrable: true, Fields: req("form_id", "form_name", "deleted_at")},
-	{Name: "external_form_submitted", Registrable: true, Fields: opt(req("form_id", "form_name", "submission_id", "submitted_at",
-		"triggered_run_id", "triggered_execution_type", "has_triggered_workflow"), "submitted_by")},
-	{Name: "document.uploaded", Registrable: true, Filterable: true, Fields: req("document_id", "name", "content_type", "size_bytes")},
-	{Name: "document.version_created", Registrable: true, Filterable: true, Fields: req("document_id", "version", "content_type", "size_bytes")},
-	{Name: "document.deleted", Registrable: true, Filterable: true, Fields: req("document_id")},
-	{Name: "document.expired", Registrable: true, Filterable: true, Fields: req("document_id", "name", "expires_at")},
+		Payload: PbotApprovalRequestedEvent{}, OtherPayloads: []any{AgentApprovalRequestedEvent{}}},
+	{Name: "pbot_approval_decided", Registrable: true, Payload: PbotApprovalDecidedEvent{}},
+	{Name: "external_form_created", Registrable: true, Payload: ExternalFormCreatedEvent{}},
+	{Name: "external_form_updated", Registrable: true, Payload: ExternalFormUpdatedEvent{}},
+	{Name: "external_form_deleted", Registrable: true, Payload: ExternalFormDeletedEvent{}},
+	{Name: "external_form_submitted", Registrable: true, Payload: ExternalFormSubmittedEvent{}},
+	{Name: "document.uploaded", Registrable: true, Filterable: true, Payload: DocumentUploadedEvent{}},
+	{Name: "document.version_created", Registrable: true, Filterable: true, Payload: DocumentVersionCreatedEvent{}},
+	{Name: "document.deleted", Registrable: true, Filterable: true, Payload: DocumentDeletedEvent{}},
+	{Name: "document.expired", Registrable: true, Filterable: true, Payload: DocumentExpiredEvent{}},
 
 	// Catch-all only events.
-	{Name: "step.started", Fields: req("run_id", "step_index", "step_type")},
-	{Name: "step.completed", Fields: req("run_id", "step_index")},
-	{Name: "step.failed", Fields: req("run_id", "step_index", "error")},
-	{Name: "loop.started", Fields: opt(req("run_id", "step_id", "step_index", "mode", "total_items"), "agent_run_id")},
-	{Name: "loop.failed", Fields: req("run_id", "step_id", "step_index", "mode", "error")},
-	{Name: "agent.started", Fields: req("agent_run_id")},
-	{Name: "agent.completed", Fields: opt(req("agent_run_id", "status", "iterations"), "final_answer", "confidence", "paused_reason")},
-	{Name: "agent.paused", Fields: opt(req("agent_run_id", "status", "iterations"), "final_answer", "confidence", "paused_reason")},
-	{Name: "agent.cancelled", Fields: opt(req("agent_run_id", "status", "iterations"), "final_answer", "confidence", "paused_reason")},
-	{Name: "agent.failed", Fields: opt(req("agent_run_id", "status", "iterations"), "final_answer", "confidence", "paused_reason")},
-	{Name: "form_pause_created", Fields: req("form_pause_id", "run_id", "step_id", "expected_keys", "expires_at")},
-	{Name: "form_submitted", Fields: opt(req("form_pause_id", "submission_id", "run_id", "step_id"), "claimed_by")},
-	{Name: "form_expired", Fields: req("run_id", "step_id")},
-	{Name: "form_reminder", Fields: req("run_id", "step_id", "form_pause_id", "reminder_index", "expires_at")},
-	{Name: "matcher.started", Fields: req("run_id", "step_index", "left_size", "right_size")},
-	{Name: "matcher.completed", Fields: req("run_id", "step_index", "schema_version", "matched_count", "unmatched_left_count", "unmatched_right_count", "policy")},
-	{Name: "matcher.failed", Fields: req("run_id", "step_index", "error")},
-	{Name: "nway_matcher.started", Fields: req("run_id", "step_index", "leg_counts")},
-	{Name: "nway_matcher.completed", Fields: req("run_id", "step_index", "schema_version", "counts", "result_reference")},
-	{Name: "nway_matcher.failed", Fields: req("run_id", "step_index", "error")},
-	{Name: "playbook_request.listed", Fields: req("request_id", "package_id", "key", "code", "title", "listed_by")},
-	{Name: "playbook_request.awaiting_admin", Fields: req("request_id", "package_id", "title", "code", "deadline_hours")},
-	{Name: "playbook_request.returned", Fields: opt(req("request_id", "title", "notes"), "package_id")},
-	{Name: "workflow_creation_status", Fields: opt(req("process_id", "status"), "workflow_id", "workflow_name", "error")},
-	{Name: "llm_generation_status", Fields: opt(req("generation_id", "status"), "result")},
-	{Name: "llm_key_missing", Fields: req("run_id", "event", "message")},
-	{Name: "custom_table_dropped_fields", Fields: req("run_id", "step_index", "table", "dropped")},
-}
+	{Name: "step.started", Payload: StepStartedEvent{}},
+	{Name: "step.completed", Payload: StepCompletedEvent{}},
+	{Name: "step.failed", Payload: StepFailedEvent{}},
+	{Name: "loop.started", Payload: LoopStartedEvent{}},
+	{Name: "loop.failed", Payload: LoopFailedEvent{}},
+	{Name: "agent.started", Payload: AgentStartedEvent{}},
+	{Name: "agent.completed", Payload: AgentCompletedEvent{}},
+	{Name: "agent.paused", Payload: AgentPausedEvent{}},
+	{Name: "agent.cancelled", Payload: AgentCancelledEvent{}},
+	{Name: "agent.failed", Payload: AgentFailedEvent{}},
+	{Name: "form_pause_created", Payload: FormPauseCreatedEvent{}},
+	{Name: "form_submitted", Payload: FormSubmittedEvent{}},
+	{Name: "form_expired", Payload: FormExpiredEvent{}},
+	{Name: "form_reminder", Payload: FormReminderEvent{}},
+	{Name: "matcher.started", Payload: MatcherStartedEvent{}},
+	{Name: "matcher.completed", Payload: MatcherCompletedEvent{}},
+	{Name: "matcher.failed", Payload: MatcherFailedEvent{}},
+	{Name: "nway_matcher.started", Payload: NWayMatcherStartedEvent{}},
+	{Name: "nway_matcher.completed", Payload: NWayMatcherCompletedEvent{}},
+	{Name: "nway_matcher.failed", Payload: NWayMatcherFailedEvent{}},
+	{Name: "playbook_request.listed", Payload: PlaybookRequestListedEvent{}},
+	{Name: "playbook_request.awaiting_admin", Payload: PlaybookRequestAwaitingAdminEvent{}},
+	{Name: "playbook_request.returned", Payload: PlaybookRequestReturnedEvent{}},
+	{Name: "workflow_creation_status", Payload: WorkflowCreationStatusEvent{}},
+	{Name: "llm_generation_status", Payload: LLMGenerationStatusEvent{}},
+	{Name: "llm_key_missing", Payload: LLMKeyMissingEvent{}},
+	{Name: "custom_table_dropped_fields", Payload: CustomTableDroppedFieldsEvent{}},
+})
 
 var byName = func() map[string]*Spec {
 	m := map[string]*Spec{}

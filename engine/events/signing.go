@@ -96,12 +96,17 @@ func Body(deliveryID, event string, at time.Time, payload any) ([]byte, error) {
 	case len(p) == 0 || p[0] != '{':
 		return nil, fmt.Errorf("%w (event %s)", ErrPayloadNotObject, event)
 	}
-	return marshal(struct {
-		DeliveryID string          `json:"delivery_id"`
-		Event      string          `json:"event"`
-		Timestamp  string          `json:"timestamp"`
-		Payload    json.RawMessage `json:"payload"`
-	}{deliveryID, event, at.UTC().Format(timestampLayout), p})
+	return marshal(WebhookDelivery{DeliveryID: deliveryID, Event: event, Timestamp: at.UTC().Format(timestampLayout), Payload: p})
+}
+
+// WebhookDelivery is the JSON body of every delivery, in its fields' order: what Body encodes and
+// what the OpenAPI documents declare (the 3.1 documents' webhooks give each event's payload
+// its own schema).
+type WebhookDelivery struct {
+	DeliveryID string          `json:"delivery_id" doc:"The delivery's id, also in X-Svc-Delivery-Id: the same on every retry of the delivery." example:"dlv_6f1c9d2e-8a4b-4c1e-9f3a-2b7d5e8c0a14"`
+	Event      string          `json:"event" doc:"The event's canonical name (never an alias)." example:"workflow_run_completed"`
+	Timestamp  string          `json:"timestamp" format:"date-time" doc:"When the event happened, UTC with milliseconds." example:"2026-01-02T03:04:05.678Z"`
+	Payload    json.RawMessage `json:"payload" doc:"The event's payload (its schema is the event's), with the registration's auto_payload keys added where the event has none of that name."`
 }
 
 func marshal(v any) ([]byte, error) {

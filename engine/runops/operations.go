@@ -50,8 +50,8 @@ func (f *RunOps) CreateRunOperation(ctx context.Context, orgID string, in Operat
 	if in.Action != svctype.RunOperationCancel && in.Action != svctype.RunOperationRetry {
 		return nil, core.Invalid("/action", "must be cancel or retry")
 	}
-	if in.Filter.Status != "" && !in.Filter.Status.Valid() {
-		return nil, core.Invalid("/filter/status", "unknown run status %q", in.Filter.Status)
+	if err := core.CheckRunFilter(in.Filter); err != nil {
+		return nil, err
 	}
 	in.Reason = strings.TrimSpace(in.Reason)
 	if err := checkReason(in.Reason); err != nil {

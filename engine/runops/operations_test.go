@@ -1,6 +1,8 @@
 package runops_test
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"slices"
@@ -16,7 +18,11 @@ import (
 
 func runsOf(t *testing.T, b *enginetest.Logged, org, workflowID string, status svctype.RunStatus) []svctype.Run {
 	t.Helper()
-	page, err := b.Eng.ListRuns(b.Ctx, org, engine.RunFilter{WorkflowID: workflowID, Status: status, ListOptions: svctype.ListOptions{Limit: 500}})
+	f := engine.RunFilter{WorkflowID: workflowID, ListOptions: svctype.ListOptions{Limit: 500}}
+	if status != "" {
+		f.Statuses = []svctype.RunStatus{status}
+	}
+	page, err := b.Eng.ListRuns(b.Ctx, org, f)
 	require.NoError(t, err)
 	return page.Items
 }
@@ -41,7 +47,7 @@ func TestRunOperationRetriesEveryMatchingRunOnce(t *testing.T) {
 		require.NoError(t, err)
 
 		in := engine.RunOperationInput{Action: svctype.RunOperationRetry, Reason: "table made",
-			Filter: engine.RunFilter{WorkflowID: fails.ID, Status: svctype.RunFailed}}
+			Filter: engine.RunFilter{WorkflowID: fails.ID, Statuses: []svctype.RunStatus{svctype.RunFailed}}}
 		dry := in
 		dry.DryRun = true
 		op, err := b.Eng.CreateRunOperation(b.Ctx, org, dry, engine.Actor{Type: "user", ID: "ops"})
@@ -116,7 +122,7 @@ func TestRunOperationCancelsInBatchesAndSurvivesALostBatch(t *testing.T) {
 		require.Len(t, runsOf(t, b, org, w.ID, svctype.RunPaused), n)
 
 		in := engine.RunOperationInput{Action: svctype.RunOperationCancel, Reason: "no longer needed",
-			Filter: engine.RunFilter{WorkflowID: w.ID, Status: svctype.RunPaused}}
+			Filter: engine.RunFilter{WorkflowID: w.ID, Statuses: []svctype.RunStatus{svctype.RunPaused}}}
 		op, err := b.Eng.CreateRunOperation(b.Ctx, org, in, engine.Actor{})
 		require.NoError(t, err)
 
@@ -179,7 +185,8 @@ func TestRunOperationRefusesBadInput(t *testing.T) {
 	for name, in := range map[string]engine.RunOperationInput{
 		"action":    {Action: "pause", Reason: "x"},
 		"reason":    {Action: svctype.RunOperationCancel},
-		"status":    {Action: svctype.RunOperationCancel, Reason: "x", Filter: engine.RunFilter{Status: "sleeping"}},
+		"status":    {Action: svctype.RunOperationCancel, Reason: "x", Filter: engine.RunFilter{Statuses: []svctype.RunStatus{"sleeping"}}},
+		"range":     {Action: svctype.RunOperationCancel, Reason: "x", Filter: engine.RunFilter{CreatedAfter: time.Unix(20, 0), CreatedBefore: time.Unix(10, 0)}},
 		"dry runs2": {Action: "", Reason: "x", DryRun: true},
 	} {
 		_, err := b.Eng.CreateRunOperation(b.Ctx, "org-a", in, engine.Actor{})

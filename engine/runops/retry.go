@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/svcflow/svcflow/engine/core"
+	"github.com/svcflow/svcflow/engine/events"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -129,8 +130,9 @@ func (f *RunOps) retryTx(ctx context.Context, stx storage.Tx, orgID, runID, reas
 	}
 	at.Retry = &svctype.RunRetry{FromStep: at.Cursor.Step, Reason: reason, Actor: actor}
 	at.Events = func(next *svctype.Run) []svctype.Event {
-		return []svctype.Event{f.core.Event(next, EventRunRetried, map[string]any{
-			"run_id": next.ID, "retry_of": run.ID, "from_step": at.Cursor.Step, "reason": reason, "actor": actor,
+		return []svctype.Event{f.core.Event(next, EventRunRetried, events.WorkflowRunRetriedEvent{
+			RunID: next.ID, RetryOf: run.ID, FromStep: at.Cursor.Step, Reason: reason,
+			Actor: events.RunActor{Type: actor.Type, ID: actor.ID},
 		})}
 	}
 	next, _, err := f.core.StartAtTx(ctx, stx, at)

@@ -85,7 +85,7 @@ func TestRetryRunsAgainFromTheFailedStepOnly(t *testing.T) {
 		b.CustomerTables(t, org)
 		b.Action(t, org, svctype.Action{Name: "call_a", Kind: svctype.ActionHTTP, URL: a.URL + "/a"})
 		b.Action(t, org, svctype.Action{Name: "call_b", Kind: svctype.ActionHTTP, URL: bsrv.URL + "/b", HTTPMethod: "PUT"})
-		w := b.Workflow(t, org, "three", `{"actions": [
+		w := b.Workflow(t, org, "three", `{"search_keys": ["@input.x"], "actions": [
 			{"type": "custom-table", "properties": {"table": "notes", "operation": "write", "fields": {"text": "@input.x"}}},
 			{"type": "call_a", "properties": {"x": "@input.x"}, "outputKey": "a"},
 			{"type": "call_b", "properties": {"x": "@input.x"}, "outputKey": "b"}]}`)
@@ -120,6 +120,9 @@ func TestRetryRunsAgainFromTheFailedStepOnly(t *testing.T) {
 		require.Equal(t, 1, a.count(), "A is not called again")
 		require.Equal(t, 2, bsrv.count())
 		require.Len(t, rows(t, b, org, "notes"), 1, "the row is not written again")
+		byKey, err := b.Eng.ListRuns(b.Ctx, org, engine.RunFilter{Key: "one"})
+		require.NoError(t, err)
+		require.Len(t, byKey.Items, 2, "the retried run is found by its search key, as the failed one is")
 
 		ev, err := b.Eng.Evidence(b.Ctx, org, next.ID)
 		require.NoError(t, err)

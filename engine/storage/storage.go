@@ -218,10 +218,22 @@ type All interface {
 	RunOperations
 }
 
-// RunFilter narrows ListRuns.
+// RunFilter narrows ListRuns: a run is listed when it passes every filter that is set. It
+// is the one description of "these runs" (the runs list, and operations on every run that
+// matches a filter).
 type RunFilter struct {
 	WorkflowID string
-	Status     svctype.RunStatus
+	// Statuses keeps the runs in any of these statuses (every status when empty).
+	Statuses []svctype.RunStatus
+	// CreatedAfter keeps the runs created at or after it, CreatedBefore those created
+	// before it; a zero time does not filter.
+	CreatedAfter, CreatedBefore time.Time
+	// RunID keeps the run of this id when it is a whole run id, else the runs whose id
+	// starts with it.
+	RunID string
+	// Key keeps the runs that a search key of their workflow found this value in
+	// (PutRunSearchKeys), through the search key index.
+	Key string
 	svctype.ListOptions
 }
 
@@ -255,8 +267,16 @@ type Runs interface {
 	UpdateRun(ctx context.Context, run *svctype.Run) error
 	// RunStatuses returns the status of each of the org's runs in ids that exists.
 	RunStatuses(ctx context.Context, orgID string, ids []string) (map[string]svctype.RunStatus, error)
-	// ListRuns pages runs newest first; the cursor is opaque to callers.
+	// ListRuns pages runs newest first (created_at, then id), without their Definition; the
+	// cursor is opaque to callers. A run id prefix is at most 40 bytes of [a-z0-9-].
 	ListRuns(ctx context.Context, orgID string, f RunFilter) (svctype.Page[svctype.Run], error)
+	// WorkflowNames returns the current name of each of the org's workflows in ids that
+	// exists (what a runs list shows beside each run).
+	WorkflowNames(ctx context.Context, orgID string, ids []string) (map[string]string, error)
+	// PutRunSearchKeys indexes the run runID (created at createdAt) under each of values,
+	// what its workflow's search keys found in its input; a value repeated is kept once.
+	// It is written in the transaction that creates the run.
+	PutRunSearchKeys(ctx context.Context, orgID, runID string, createdAt time.Time, values []string) error
 
 	// Run context, stored one row per key: PutContext inserts or replaces one key.
 	// GetContext returns every key, or only the given keys (those that exist).

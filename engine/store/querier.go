@@ -410,17 +410,3 @@ func (q *querier) RunStatuses(ctx context.Context, orgID string, ids []string) (
 	}
 	return out, nil
 }
-
-// ListRuns pages runs newest first. Items carry no Definition: a listing does not need the
-// snapshot, and it is the largest column; GetRun returns it.
-func (q *querier) ListRuns(ctx context.Context, orgID string, f storage.RunFilter) (svctype.Page[svctype.Run], error) {
-	sel := q.r.NewSelect().Model((*runModel)(nil)).ExcludeColumn("definition").Where("org_id = ?", orgID)
-	if f.WorkflowID != "" {
-		sel = sel.Where("workflow_id = ?", f.WorkflowID)
-	}
-	if f.Status != "" {
-		sel = sel.Where("status = ?", string(f.Status))
-	}
-	return pageByCreated(ctx, "list runs", sel, true, f.ListOptions,
-		func(m *runModel) (time.Time, string) { return m.CreatedAt, m.ID }, (*runModel).toRun)
-}

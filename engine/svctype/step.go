@@ -22,6 +22,9 @@ type Definition struct {
 	Condition any       `json:"condition,omitempty"`
 	Actions   []Step    `json:"actions"`
 	Schedule  *Schedule `json:"schedule,omitempty"`
+	// SearchKeys are paths into the input (@input.invoice_id) whose values find the
+	// workflow's runs (GET /runs?key=).
+	SearchKeys []string `json:"search_keys,omitempty"`
 }
 
 // Schedule makes the worker start runs on its own: every <n><unit> (m, h, d, w), at HH:MM,

@@ -126,6 +126,144 @@ func (e ActionDefinitionKind) Valid() bool {
 	}
 }
 
+// Defines values for AgentApprovalRequestedEventSource.
+const (
+	StandaloneAgent AgentApprovalRequestedEventSource = "standalone_agent"
+)
+
+// Valid indicates whether the value is a known member of the AgentApprovalRequestedEventSource enum.
+func (e AgentApprovalRequestedEventSource) Valid() bool {
+	switch e {
+	case StandaloneAgent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentApprovalRequestedEventStatus.
+const (
+	AgentApprovalRequestedEventStatusPending AgentApprovalRequestedEventStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the AgentApprovalRequestedEventStatus enum.
+func (e AgentApprovalRequestedEventStatus) Valid() bool {
+	switch e {
+	case AgentApprovalRequestedEventStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentCancelledEventStatus.
+const (
+	AgentCancelledEventStatusBudgetExceeded AgentCancelledEventStatus = "budget_exceeded"
+	AgentCancelledEventStatusCancelled      AgentCancelledEventStatus = "cancelled"
+	AgentCancelledEventStatusCompleted      AgentCancelledEventStatus = "completed"
+	AgentCancelledEventStatusFailed         AgentCancelledEventStatus = "failed"
+	AgentCancelledEventStatusPaused         AgentCancelledEventStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the AgentCancelledEventStatus enum.
+func (e AgentCancelledEventStatus) Valid() bool {
+	switch e {
+	case AgentCancelledEventStatusBudgetExceeded:
+		return true
+	case AgentCancelledEventStatusCancelled:
+		return true
+	case AgentCancelledEventStatusCompleted:
+		return true
+	case AgentCancelledEventStatusFailed:
+		return true
+	case AgentCancelledEventStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentCompletedEventStatus.
+const (
+	AgentCompletedEventStatusBudgetExceeded AgentCompletedEventStatus = "budget_exceeded"
+	AgentCompletedEventStatusCancelled      AgentCompletedEventStatus = "cancelled"
+	AgentCompletedEventStatusCompleted      AgentCompletedEventStatus = "completed"
+	AgentCompletedEventStatusFailed         AgentCompletedEventStatus = "failed"
+	AgentCompletedEventStatusPaused         AgentCompletedEventStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the AgentCompletedEventStatus enum.
+func (e AgentCompletedEventStatus) Valid() bool {
+	switch e {
+	case AgentCompletedEventStatusBudgetExceeded:
+		return true
+	case AgentCompletedEventStatusCancelled:
+		return true
+	case AgentCompletedEventStatusCompleted:
+		return true
+	case AgentCompletedEventStatusFailed:
+		return true
+	case AgentCompletedEventStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentFailedEventStatus.
+const (
+	AgentFailedEventStatusBudgetExceeded AgentFailedEventStatus = "budget_exceeded"
+	AgentFailedEventStatusCancelled      AgentFailedEventStatus = "cancelled"
+	AgentFailedEventStatusCompleted      AgentFailedEventStatus = "completed"
+	AgentFailedEventStatusFailed         AgentFailedEventStatus = "failed"
+	AgentFailedEventStatusPaused         AgentFailedEventStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the AgentFailedEventStatus enum.
+func (e AgentFailedEventStatus) Valid() bool {
+	switch e {
+	case AgentFailedEventStatusBudgetExceeded:
+		return true
+	case AgentFailedEventStatusCancelled:
+		return true
+	case AgentFailedEventStatusCompleted:
+		return true
+	case AgentFailedEventStatusFailed:
+		return true
+	case AgentFailedEventStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentPausedEventStatus.
+const (
+	AgentPausedEventStatusBudgetExceeded AgentPausedEventStatus = "budget_exceeded"
+	AgentPausedEventStatusCancelled      AgentPausedEventStatus = "cancelled"
+	AgentPausedEventStatusCompleted      AgentPausedEventStatus = "completed"
+	AgentPausedEventStatusFailed         AgentPausedEventStatus = "failed"
+	AgentPausedEventStatusPaused         AgentPausedEventStatus = "paused"
+)
+
+// Valid indicates whether the value is a known member of the AgentPausedEventStatus enum.
+func (e AgentPausedEventStatus) Valid() bool {
+	switch e {
+	case AgentPausedEventStatusBudgetExceeded:
+		return true
+	case AgentPausedEventStatusCancelled:
+		return true
+	case AgentPausedEventStatusCompleted:
+		return true
+	case AgentPausedEventStatusFailed:
+		return true
+	case AgentPausedEventStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AgentRunStatus.
 const (
 	AgentRunStatusBudgetExceeded AgentRunStatus = "budget_exceeded"
@@ -390,6 +528,21 @@ func (e OAuthConnectionSource) Valid() bool {
 	}
 }
 
+// Defines values for PbotApprovalRequestedEventStatus.
+const (
+	PbotApprovalRequestedEventStatusPending PbotApprovalRequestedEventStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the PbotApprovalRequestedEventStatus enum.
+func (e PbotApprovalRequestedEventStatus) Valid() bool {
+	switch e {
+	case PbotApprovalRequestedEventStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProbeStatus.
 const (
 	ProbeStatusOk    ProbeStatus = "ok"
@@ -441,6 +594,27 @@ func (e RunOperationStatus) Valid() bool {
 	case RunOperationStatusPending:
 		return true
 	case RunOperationStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunResultStatus.
+const (
+	RunResultStatusCompleted       RunResultStatus = "completed"
+	RunResultStatusConditionNotMet RunResultStatus = "condition_not_met"
+	RunResultStatusRejected        RunResultStatus = "rejected"
+)
+
+// Valid indicates whether the value is a known member of the RunResultStatus enum.
+func (e RunResultStatus) Valid() bool {
+	switch e {
+	case RunResultStatusCompleted:
+		return true
+	case RunResultStatusConditionNotMet:
+		return true
+	case RunResultStatusRejected:
 		return true
 	default:
 		return false
@@ -690,6 +864,55 @@ type Actor struct {
 	Type string `json:"type"`
 }
 
+// AgentApprovalRequestedEvent defines model for AgentApprovalRequestedEvent.
+type AgentApprovalRequestedEvent struct {
+	AgentRunId     string   `json:"agent_run_id"`
+	ContextSummary string   `json:"context_summary"`
+	Options        []string `json:"options"`
+	Question       string   `json:"question"`
+
+	// RunId Always null: the agent belongs to no run.
+	RunId  *string                           `json:"run_id"`
+	Source AgentApprovalRequestedEventSource `json:"source"`
+	Status AgentApprovalRequestedEventStatus `json:"status"`
+
+	// StepId Always null.
+	StepId  *string `json:"step_id"`
+	Urgency string  `json:"urgency"`
+}
+
+// AgentApprovalRequestedEventSource defines model for AgentApprovalRequestedEvent.Source.
+type AgentApprovalRequestedEventSource string
+
+// AgentApprovalRequestedEventStatus defines model for AgentApprovalRequestedEvent.Status.
+type AgentApprovalRequestedEventStatus string
+
+// AgentCancelledEvent defines model for AgentCancelledEvent.
+type AgentCancelledEvent struct {
+	AgentRunId   string                    `json:"agent_run_id"`
+	Confidence   *float64                  `json:"confidence,omitempty"`
+	FinalAnswer  *string                   `json:"final_answer,omitempty"`
+	Iterations   int64                     `json:"iterations"`
+	PausedReason *string                   `json:"paused_reason,omitempty"`
+	Status       AgentCancelledEventStatus `json:"status"`
+}
+
+// AgentCancelledEventStatus defines model for AgentCancelledEvent.Status.
+type AgentCancelledEventStatus string
+
+// AgentCompletedEvent defines model for AgentCompletedEvent.
+type AgentCompletedEvent struct {
+	AgentRunId   string                    `json:"agent_run_id"`
+	Confidence   *float64                  `json:"confidence,omitempty"`
+	FinalAnswer  *string                   `json:"final_answer,omitempty"`
+	Iterations   int64                     `json:"iterations"`
+	PausedReason *string                   `json:"paused_reason,omitempty"`
+	Status       AgentCompletedEventStatus `json:"status"`
+}
+
+// AgentCompletedEventStatus defines model for AgentCompletedEvent.Status.
+type AgentCompletedEventStatus string
+
 // AgentConfig defines model for AgentConfig.
 type AgentConfig struct {
 	// LlmBudget Raises or lowers input_tokens (100,000), output_tokens (50,000), total_tokens (150,000), model_calls (100), wall_seconds (300).
@@ -701,6 +924,32 @@ type AgentConfig struct {
 	// OnStuck {iterations, action: escalate}: the same call, or nothing new learned, that many iterations in a row pauses the agent for a person (default 3).
 	OnStuck *OnStuck `json:"on_stuck,omitempty"`
 }
+
+// AgentFailedEvent defines model for AgentFailedEvent.
+type AgentFailedEvent struct {
+	AgentRunId   string                 `json:"agent_run_id"`
+	Confidence   *float64               `json:"confidence,omitempty"`
+	FinalAnswer  *string                `json:"final_answer,omitempty"`
+	Iterations   int64                  `json:"iterations"`
+	PausedReason *string                `json:"paused_reason,omitempty"`
+	Status       AgentFailedEventStatus `json:"status"`
+}
+
+// AgentFailedEventStatus defines model for AgentFailedEvent.Status.
+type AgentFailedEventStatus string
+
+// AgentPausedEvent defines model for AgentPausedEvent.
+type AgentPausedEvent struct {
+	AgentRunId   string                 `json:"agent_run_id"`
+	Confidence   *float64               `json:"confidence,omitempty"`
+	FinalAnswer  *string                `json:"final_answer,omitempty"`
+	Iterations   int64                  `json:"iterations"`
+	PausedReason *string                `json:"paused_reason,omitempty"`
+	Status       AgentPausedEventStatus `json:"status"`
+}
+
+// AgentPausedEventStatus defines model for AgentPausedEvent.Status.
+type AgentPausedEventStatus string
 
 // AgentRun defines model for AgentRun.
 type AgentRun struct {
@@ -737,6 +986,11 @@ type AgentRunList struct {
 
 // AgentRunStatus An agent run's status: running and paused are live, the others are final.
 type AgentRunStatus string
+
+// AgentStartedEvent defines model for AgentStartedEvent.
+type AgentStartedEvent struct {
+	AgentRunId string `json:"agent_run_id"`
+}
 
 // AgentTrace defines model for AgentTrace.
 type AgentTrace struct {
@@ -927,6 +1181,14 @@ type CreateWorkflowFromAIRequest struct {
 	Prompt     string      `json:"prompt"`
 }
 
+// CustomTableDroppedFieldsEvent defines model for CustomTableDroppedFieldsEvent.
+type CustomTableDroppedFieldsEvent struct {
+	Dropped   []string `json:"dropped"`
+	RunId     string   `json:"run_id"`
+	StepIndex int64    `json:"step_index"`
+	Table     string   `json:"table"`
+}
+
 // Decision defines model for Decision.
 type Decision struct {
 	Kind   string      `json:"kind"`
@@ -1025,6 +1287,18 @@ type Document struct {
 	Versions *[]DocumentVersion `json:"versions,omitempty"`
 }
 
+// DocumentDeletedEvent defines model for DocumentDeletedEvent.
+type DocumentDeletedEvent struct {
+	DocumentId string `json:"document_id"`
+}
+
+// DocumentExpiredEvent defines model for DocumentExpiredEvent.
+type DocumentExpiredEvent struct {
+	DocumentId string    `json:"document_id"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	Name       string    `json:"name"`
+}
+
 // DocumentList defines model for DocumentList.
 type DocumentList struct {
 	// Items This page of results.
@@ -1032,6 +1306,14 @@ type DocumentList struct {
 
 	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
 	NextCursor string `json:"next_cursor"`
+}
+
+// DocumentUploadedEvent defines model for DocumentUploadedEvent.
+type DocumentUploadedEvent struct {
+	ContentType string `json:"content_type"`
+	DocumentId  string `json:"document_id"`
+	Name        string `json:"name"`
+	SizeBytes   int64  `json:"size_bytes"`
 }
 
 // DocumentVersion defines model for DocumentVersion.
@@ -1043,6 +1325,14 @@ type DocumentVersion struct {
 	Sha256    string `json:"sha256"`
 	SizeBytes int64  `json:"size_bytes"`
 	Version   int64  `json:"version"`
+}
+
+// DocumentVersionCreatedEvent defines model for DocumentVersionCreatedEvent.
+type DocumentVersionCreatedEvent struct {
+	ContentType string `json:"content_type"`
+	DocumentId  string `json:"document_id"`
+	SizeBytes   int64  `json:"size_bytes"`
+	Version     int64  `json:"version"`
 }
 
 // Effect defines model for Effect.
@@ -1137,6 +1427,14 @@ type ExternalForm struct {
 	UpdatedAt         time.Time    `json:"updated_at"`
 }
 
+// ExternalFormCreatedEvent defines model for ExternalFormCreatedEvent.
+type ExternalFormCreatedEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+	FormId    string    `json:"form_id"`
+	FormName  string    `json:"form_name"`
+	IsPublic  bool      `json:"is_public"`
+}
+
 // ExternalFormDefinition defines model for ExternalFormDefinition.
 type ExternalFormDefinition struct {
 	// Description At most 4,000 characters.
@@ -1162,6 +1460,13 @@ type ExternalFormDefinition struct {
 	TriggerWorkflowId *string `json:"trigger_workflow_id,omitempty"`
 }
 
+// ExternalFormDeletedEvent defines model for ExternalFormDeletedEvent.
+type ExternalFormDeletedEvent struct {
+	DeletedAt time.Time `json:"deleted_at"`
+	FormId    string    `json:"form_id"`
+	FormName  string    `json:"form_name"`
+}
+
 // ExternalFormList defines model for ExternalFormList.
 type ExternalFormList struct {
 	// Items This page of results.
@@ -1169,6 +1474,32 @@ type ExternalFormList struct {
 
 	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
 	NextCursor string `json:"next_cursor"`
+}
+
+// ExternalFormSubmittedEvent defines model for ExternalFormSubmittedEvent.
+type ExternalFormSubmittedEvent struct {
+	FormId               string    `json:"form_id"`
+	FormName             string    `json:"form_name"`
+	HasTriggeredWorkflow bool      `json:"has_triggered_workflow"`
+	SubmissionId         string    `json:"submission_id"`
+	SubmittedAt          time.Time `json:"submitted_at"`
+
+	// SubmittedBy The signed-in person who submitted it (a form that requires sign-in).
+	SubmittedBy *string `json:"submitted_by,omitempty"`
+
+	// TriggeredExecutionType workflow_run when it started one, or null.
+	TriggeredExecutionType *string `json:"triggered_execution_type"`
+
+	// TriggeredRunId The run the submission started, or null.
+	TriggeredRunId *string `json:"triggered_run_id"`
+}
+
+// ExternalFormUpdatedEvent defines model for ExternalFormUpdatedEvent.
+type ExternalFormUpdatedEvent struct {
+	// Changes The names of the fields that changed.
+	Changes  []string `json:"changes"`
+	FormId   string   `json:"form_id"`
+	FormName string   `json:"form_name"`
 }
 
 // Field defines model for Field.
@@ -1223,6 +1554,12 @@ type FormCreate struct {
 	TriggerWorkflowId *string `json:"trigger_workflow_id,omitempty"`
 }
 
+// FormExpiredEvent defines model for FormExpiredEvent.
+type FormExpiredEvent struct {
+	RunId  string `json:"run_id"`
+	StepId string `json:"step_id"`
+}
+
 // FormPause defines model for FormPause.
 type FormPause struct {
 	AssigneeRole      *string     `json:"assignee_role,omitempty"`
@@ -1245,6 +1582,19 @@ type FormPause struct {
 	WorkflowId   string          `json:"workflow_id"`
 }
 
+// FormPauseCreatedEvent defines model for FormPauseCreatedEvent.
+type FormPauseCreatedEvent struct {
+	// AssigneeRole The role the form is assigned to, when the step names one.
+	AssigneeRole *string  `json:"assignee_role,omitempty"`
+	ExpectedKeys []string `json:"expected_keys"`
+
+	// ExpiresAt When the pause expires, or null when it does not.
+	ExpiresAt   *time.Time `json:"expires_at"`
+	FormPauseId string     `json:"form_pause_id"`
+	RunId       string     `json:"run_id"`
+	StepId      string     `json:"step_id"`
+}
+
 // FormPauseList defines model for FormPauseList.
 type FormPauseList struct {
 	// Items This page of results.
@@ -1256,6 +1606,15 @@ type FormPauseList struct {
 
 // FormPauseStatus A form pause's status: open until submitted or expired, cancelled with its run.
 type FormPauseStatus string
+
+// FormReminderEvent defines model for FormReminderEvent.
+type FormReminderEvent struct {
+	ExpiresAt     *time.Time `json:"expires_at"`
+	FormPauseId   string     `json:"form_pause_id"`
+	ReminderIndex int64      `json:"reminder_index"`
+	RunId         string     `json:"run_id"`
+	StepId        string     `json:"step_id"`
+}
 
 // FormSettings defines model for FormSettings.
 type FormSettings struct {
@@ -1307,6 +1666,15 @@ type FormSubmissionList struct {
 
 	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
 	NextCursor string `json:"next_cursor"`
+}
+
+// FormSubmittedEvent defines model for FormSubmittedEvent.
+type FormSubmittedEvent struct {
+	ClaimedBy    *string `json:"claimed_by,omitempty"`
+	FormPauseId  string  `json:"form_pause_id"`
+	RunId        string  `json:"run_id"`
+	StepId       string  `json:"step_id"`
+	SubmissionId string  `json:"submission_id"`
 }
 
 // GenerateFormRequest defines model for GenerateFormRequest.
@@ -1383,6 +1751,12 @@ type GenerationProgress struct {
 	UpdatedAt time.Time        `json:"updated_at"`
 }
 
+// GenerationResult defines model for GenerationResult.
+type GenerationResult struct {
+	Attempts int64     `json:"attempts"`
+	Errors   *[]string `json:"errors,omitempty"`
+}
+
 // GenerationStarted defines model for GenerationStarted.
 type GenerationStarted struct {
 	GenerationId string `json:"generation_id"`
@@ -1414,11 +1788,111 @@ type IndexDefinition struct {
 	Columns []string `json:"columns"`
 }
 
+// LLMGenerationStatusEvent defines model for LLMGenerationStatusEvent.
+type LLMGenerationStatusEvent struct {
+	GenerationId string            `json:"generation_id"`
+	Result       *GenerationResult `json:"result,omitempty"`
+	Status       string            `json:"status"`
+}
+
+// LLMKeyMissingEvent defines model for LLMKeyMissingEvent.
+type LLMKeyMissingEvent struct {
+	// Event The step type that needed the key.
+	Event   string `json:"event"`
+	Message string `json:"message"`
+	RunId   string `json:"run_id"`
+}
+
 // LLMOptions defines model for LLMOptions.
 type LLMOptions struct {
 	// Model The provider's model name (default gpt-4o-mini).
 	Model       *string  `json:"model,omitempty"`
 	Temperature *float64 `json:"temperature,omitempty"`
+}
+
+// LoopFailedEvent defines model for LoopFailedEvent.
+type LoopFailedEvent struct {
+	Error     string `json:"error"`
+	Mode      string `json:"mode"`
+	RunId     string `json:"run_id"`
+	StepId    string `json:"step_id"`
+	StepIndex int64  `json:"step_index"`
+}
+
+// LoopStartedEvent defines model for LoopStartedEvent.
+type LoopStartedEvent struct {
+	// AgentRunId The agent run of an agent loop.
+	AgentRunId *string `json:"agent_run_id,omitempty"`
+
+	// Mode foreach, or agent.
+	Mode       string `json:"mode"`
+	RunId      string `json:"run_id"`
+	StepId     string `json:"step_id"`
+	StepIndex  int64  `json:"step_index"`
+	TotalItems int64  `json:"total_items"`
+}
+
+// MatcherCompletedEvent defines model for MatcherCompletedEvent.
+type MatcherCompletedEvent struct {
+	MatchedCount int64 `json:"matched_count"`
+
+	// Policy The effective configuration, defaults filled in.
+	Policy              map[string]interface{} `json:"policy"`
+	RunId               string                 `json:"run_id"`
+	SchemaVersion       string                 `json:"schema_version"`
+	StepIndex           int64                  `json:"step_index"`
+	UnmatchedLeftCount  int64                  `json:"unmatched_left_count"`
+	UnmatchedRightCount int64                  `json:"unmatched_right_count"`
+}
+
+// MatcherFailedEvent defines model for MatcherFailedEvent.
+type MatcherFailedEvent struct {
+	Error     string `json:"error"`
+	RunId     string `json:"run_id"`
+	StepIndex int64  `json:"step_index"`
+}
+
+// MatcherStartedEvent defines model for MatcherStartedEvent.
+type MatcherStartedEvent struct {
+	LeftSize  int64  `json:"left_size"`
+	RightSize int64  `json:"right_size"`
+	RunId     string `json:"run_id"`
+	StepIndex int64  `json:"step_index"`
+}
+
+// NWayCounts defines model for NWayCounts.
+type NWayCounts struct {
+	Full       int64 `json:"full"`
+	Groups     int64 `json:"groups"`
+	MissingLeg int64 `json:"missing_leg"`
+	Orphan     int64 `json:"orphan"`
+	Variance   int64 `json:"variance"`
+}
+
+// NWayMatcherCompletedEvent defines model for NWayMatcherCompletedEvent.
+type NWayMatcherCompletedEvent struct {
+	Counts NWayCounts `json:"counts"`
+
+	// ResultReference Where the match groups are: /runs/{run_id}/context/matchGroups.
+	ResultReference string `json:"result_reference"`
+	RunId           string `json:"run_id"`
+	SchemaVersion   string `json:"schema_version"`
+	StepIndex       int64  `json:"step_index"`
+}
+
+// NWayMatcherFailedEvent defines model for NWayMatcherFailedEvent.
+type NWayMatcherFailedEvent struct {
+	Error     string `json:"error"`
+	RunId     string `json:"run_id"`
+	StepIndex int64  `json:"step_index"`
+}
+
+// NWayMatcherStartedEvent defines model for NWayMatcherStartedEvent.
+type NWayMatcherStartedEvent struct {
+	// LegCounts The records of each leg, by its key.
+	LegCounts map[string]int64 `json:"leg_counts"`
+	RunId     string           `json:"run_id"`
+	StepIndex int64            `json:"step_index"`
 }
 
 // OAuthAuthorization defines model for OAuthAuthorization.
@@ -1537,6 +2011,33 @@ type PauseRequest struct {
 	Urgency        *string   `json:"urgency,omitempty"`
 }
 
+// PbotApprovalDecidedEvent defines model for PbotApprovalDecidedEvent.
+type PbotApprovalDecidedEvent struct {
+	ApprovalId string    `json:"approval_id"`
+	Approved   bool      `json:"approved"`
+	Comment    string    `json:"comment"`
+	DecidedAt  time.Time `json:"decided_at"`
+	RunId      string    `json:"run_id"`
+	StepId     string    `json:"step_id"`
+}
+
+// PbotApprovalRequestedEvent defines model for PbotApprovalRequestedEvent.
+type PbotApprovalRequestedEvent struct {
+	Comment string `json:"comment"`
+
+	// RequestPayload The step's request_payload, resolved.
+	RequestPayload interface{}                      `json:"request_payload"`
+	RunId          string                           `json:"run_id"`
+	Status         PbotApprovalRequestedEventStatus `json:"status"`
+
+	// StepId The step's index, as a string.
+	StepId     string `json:"step_id"`
+	WorkflowId string `json:"workflow_id"`
+}
+
+// PbotApprovalRequestedEventStatus defines model for PbotApprovalRequestedEvent.Status.
+type PbotApprovalRequestedEventStatus string
+
 // PlannedCall defines model for PlannedCall.
 type PlannedCall struct {
 	Detail *string `json:"detail,omitempty"`
@@ -1553,6 +2054,33 @@ type PlannedStep struct {
 	Path        string        `json:"path"`
 	Pauses      *bool         `json:"pauses,omitempty"`
 	Type        string        `json:"type"`
+}
+
+// PlaybookRequestAwaitingAdminEvent defines model for PlaybookRequestAwaitingAdminEvent.
+type PlaybookRequestAwaitingAdminEvent struct {
+	Code          string  `json:"code"`
+	DeadlineHours float64 `json:"deadline_hours"`
+	PackageId     string  `json:"package_id"`
+	RequestId     string  `json:"request_id"`
+	Title         string  `json:"title"`
+}
+
+// PlaybookRequestListedEvent defines model for PlaybookRequestListedEvent.
+type PlaybookRequestListedEvent struct {
+	Code      string `json:"code"`
+	Key       string `json:"key"`
+	ListedBy  string `json:"listed_by"`
+	PackageId string `json:"package_id"`
+	RequestId string `json:"request_id"`
+	Title     string `json:"title"`
+}
+
+// PlaybookRequestReturnedEvent defines model for PlaybookRequestReturnedEvent.
+type PlaybookRequestReturnedEvent struct {
+	Notes     string  `json:"notes"`
+	PackageId *string `json:"package_id,omitempty"`
+	RequestId string  `json:"request_id"`
+	Title     string  `json:"title"`
 }
 
 // Probe defines model for Probe.
@@ -1795,13 +2323,19 @@ type RowsUpdated struct {
 
 // Run defines model for Run.
 type Run struct {
-	CreatedAt  time.Time  `json:"created_at"`
+	// CreatedAt When the run started.
+	CreatedAt time.Time `json:"created_at"`
+
+	// DurationMs finished_at - created_at in milliseconds, once the run ended.
+	DurationMs *int64 `json:"duration_ms,omitempty"`
+
+	// FinishedAt When the run ended (completed, failed, cancelled, rejected).
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 
 	// Id Run id (run-<uuid>).
 	Id string `json:"id"`
 
-	// Input The run's input object.
+	// Input The run's input object; a large input is a reference to GET /runs/{runId}/context/input.
 	Input interface{} `json:"input"`
 
 	// Reason Why the run ended, when it failed or was cancelled.
@@ -1811,6 +2345,9 @@ type Run struct {
 	Status     RunStatus `json:"status"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	WorkflowId string    `json:"workflow_id"`
+
+	// WorkflowName The workflow's current name; empty when the workflow was deleted.
+	WorkflowName string `json:"workflow_name"`
 
 	// WorkflowVersion The workflow version the run executes.
 	WorkflowVersion int64 `json:"workflow_version"`
@@ -1836,6 +2373,17 @@ type RunAccepted struct {
 	UpdatedAt       *time.Time     `json:"updated_at,omitempty"`
 	WorkflowId      *string        `json:"workflow_id,omitempty"`
 	WorkflowVersion *int64         `json:"workflow_version,omitempty"`
+}
+
+// RunActor defines model for RunActor.
+type RunActor struct {
+	// Id The actor's id (a user's, a key's), or empty.
+	Id string `json:"id"`
+
+	// Type user, api_key, system...
+	//
+	// Example: user
+	Type string `json:"type"`
 }
 
 // RunList defines model for RunList.
@@ -1888,8 +2436,20 @@ type RunOperationError struct {
 
 // RunOperationFilter defines model for RunOperationFilter.
 type RunOperationFilter struct {
-	// Status Only runs in this status.
-	Status *RunStatus `json:"status,omitempty"`
+	// CreatedAfter Only runs created at or after this time.
+	CreatedAfter *time.Time `json:"created_after,omitempty"`
+
+	// CreatedBefore Only runs created before this time.
+	CreatedBefore *time.Time `json:"created_before,omitempty"`
+
+	// Key Only runs whose workflow's search keys found this value in their input.
+	Key *string `json:"key,omitempty"`
+
+	// RunId A run id, or its beginning.
+	RunId *string `json:"run_id,omitempty"`
+
+	// Status Only runs in one of these statuses.
+	Status *[]RunStatus `json:"status,omitempty"`
 
 	// WorkflowId Only runs of this workflow.
 	WorkflowId *string `json:"workflow_id,omitempty"`
@@ -1919,6 +2479,18 @@ type RunRef struct {
 	// Example: running
 	Status RunStatus `json:"status"`
 }
+
+// RunResult defines model for RunResult.
+type RunResult struct {
+	// Outputs The run's context: the steps' outputs by key (absent when no step ran).
+	Outputs *map[string]interface{} `json:"outputs,omitempty"`
+
+	// Status completed; condition_not_met when the workflow's condition was false (no step ran); rejected when an approval was rejected or expired.
+	Status RunResultStatus `json:"status"`
+}
+
+// RunResultStatus completed; condition_not_met when the workflow's condition was false (no step ran); rejected when an approval was rejected or expired.
+type RunResultStatus string
 
 // RunRetry defines model for RunRetry.
 type RunRetry struct {
@@ -1966,6 +2538,24 @@ type SetOrgConfigRequest struct {
 	Value string `json:"value"`
 }
 
+// StepCompletedEvent defines model for StepCompletedEvent.
+type StepCompletedEvent struct {
+	RunId     string `json:"run_id"`
+	StepIndex int64  `json:"step_index"`
+}
+
+// StepError defines model for StepError.
+type StepError struct {
+	Message string `json:"message"`
+}
+
+// StepFailedEvent defines model for StepFailedEvent.
+type StepFailedEvent struct {
+	Error     StepError `json:"error"`
+	RunId     string    `json:"run_id"`
+	StepIndex int64     `json:"step_index"`
+}
+
 // StepRecord defines model for StepRecord.
 type StepRecord struct {
 	Decisions    *[]Decision `json:"decisions,omitempty"`
@@ -1980,6 +2570,13 @@ type StepRecord struct {
 	// Status A step's status within its run.
 	Status StepStatus `json:"status"`
 	Type   string     `json:"type"`
+}
+
+// StepStartedEvent defines model for StepStartedEvent.
+type StepStartedEvent struct {
+	RunId     string `json:"run_id"`
+	StepIndex int64  `json:"step_index"`
+	StepType  string `json:"step_type"`
 }
 
 // StepStatus A step's status within its run.
@@ -2111,6 +2708,27 @@ type WebhookCircuit struct {
 // WebhookCircuitState defines model for WebhookCircuit.State.
 type WebhookCircuitState string
 
+// WebhookDelivery defines model for WebhookDelivery.
+type WebhookDelivery struct {
+	// DeliveryId The delivery's id, also in X-Svc-Delivery-Id: the same on every retry of the delivery.
+	//
+	// Example: dlv_6f1c9d2e-8a4b-4c1e-9f3a-2b7d5e8c0a14
+	DeliveryId string `json:"delivery_id"`
+
+	// Event The event's canonical name (never an alias).
+	//
+	// Example: workflow_run_completed
+	Event string `json:"event"`
+
+	// Payload The event's payload (its schema is the event's), with the registration's auto_payload keys added where the event has none of that name.
+	Payload map[string]interface{} `json:"payload"`
+
+	// Timestamp When the event happened, UTC with milliseconds.
+	//
+	// Example: 2026-01-02T03:04:05.678Z
+	Timestamp time.Time `json:"timestamp"`
+}
+
 // WebhookFilter defines model for WebhookFilter.
 type WebhookFilter struct {
 	// ContentType Deliver only for documents of this media type (parameters and case ignored); text/* matches every text type.
@@ -2197,6 +2815,15 @@ type Workflow struct {
 	Warnings *[]string `json:"warnings,omitempty"`
 }
 
+// WorkflowCreationStatusEvent defines model for WorkflowCreationStatusEvent.
+type WorkflowCreationStatusEvent struct {
+	Error        *string `json:"error,omitempty"`
+	ProcessId    string  `json:"process_id"`
+	Status       string  `json:"status"`
+	WorkflowId   *string `json:"workflow_id,omitempty"`
+	WorkflowName *string `json:"workflow_name,omitempty"`
+}
+
 // WorkflowFromAI defines model for WorkflowFromAI.
 type WorkflowFromAI struct {
 	BundleId   string `json:"bundle_id"`
@@ -2220,6 +2847,53 @@ type WorkflowRequest struct {
 
 	// Name Unique within the organization.
 	Name string `json:"name"`
+}
+
+// WorkflowRunCancelledEvent defines model for WorkflowRunCancelledEvent.
+type WorkflowRunCancelledEvent struct {
+	Actor      RunActor `json:"actor"`
+	Reason     string   `json:"reason"`
+	RunId      string   `json:"run_id"`
+	WorkflowId string   `json:"workflow_id"`
+}
+
+// WorkflowRunCompletedEvent defines model for WorkflowRunCompletedEvent.
+type WorkflowRunCompletedEvent struct {
+	Result     RunResult `json:"result"`
+	RunId      string    `json:"run_id"`
+	WorkflowId string    `json:"workflow_id"`
+}
+
+// WorkflowRunFailedEvent defines model for WorkflowRunFailedEvent.
+type WorkflowRunFailedEvent struct {
+	// Context The run's context when it failed.
+	Context    map[string]interface{} `json:"context"`
+	Reason     string                 `json:"reason"`
+	RunId      string                 `json:"run_id"`
+	WorkflowId string                 `json:"workflow_id"`
+}
+
+// WorkflowRunRetriedEvent defines model for WorkflowRunRetriedEvent.
+type WorkflowRunRetriedEvent struct {
+	Actor RunActor `json:"actor"`
+
+	// FromStep The index of the step the new run starts at (the one that failed).
+	FromStep int64  `json:"from_step"`
+	Reason   string `json:"reason"`
+
+	// RetryOf The failed run it retries.
+	RetryOf string `json:"retry_of"`
+
+	// RunId The new run.
+	RunId string `json:"run_id"`
+}
+
+// WorkflowRunStartedEvent defines model for WorkflowRunStartedEvent.
+type WorkflowRunStartedEvent struct {
+	// InputPayload The run's input, secrets redacted.
+	InputPayload interface{} `json:"input_payload"`
+	RunId        string      `json:"run_id"`
+	WorkflowId   string      `json:"workflow_id"`
 }
 
 // ListActionsParams defines parameters for ListActions.
@@ -2770,8 +3444,20 @@ type ListRunsParams struct {
 	// WorkflowId Only runs of this workflow.
 	WorkflowId *string `form:"workflow_id,omitempty" json:"workflow_id,omitempty"`
 
-	// Status Only runs in this status.
-	Status *RunStatus `form:"status,omitempty" json:"status,omitempty"`
+	// Status Only runs in one of these statuses: ?status=failed&status=paused.
+	Status *[]RunStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CreatedAfter Only runs created at or after this time (RFC 3339).
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only runs created before this time (RFC 3339).
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// RunId A run id, or its beginning (at least one character of a-z, 0-9, -): the runs whose id starts with it.
+	RunId *string `form:"run_id,omitempty" json:"run_id,omitempty"`
+
+	// Key Only runs whose workflow's search keys found this value in their input (a string, or a number's decimal text), exactly.
+	Key *string `form:"key,omitempty" json:"key,omitempty"`
 
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
@@ -2929,6 +3615,9 @@ type DeleteWorkflowParams struct {
 
 // GetWorkflowParams defines parameters for GetWorkflow.
 type GetWorkflowParams struct {
+	// Version A version to read instead of the current one (1 is the first).
+	Version *int64 `form:"version,omitempty" json:"version,omitempty"`
+
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
 }
@@ -3999,7 +4688,9 @@ type ClientInterface interface {
 	// Corresponds with DELETE /workflows/{workflowId} (the `DeleteWorkflow` operationId).
 	DeleteWorkflow(ctx context.Context, workflowId string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetWorkflow Get a workflow's current version
+	// GetWorkflow Get a workflow's current version, or an earlier one
+	//
+	// The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 	//
 	// Corresponds with GET /workflows/{workflowId} (the `GetWorkflow` operationId).
 	GetWorkflow(ctx context.Context, workflowId string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6056,7 +6747,9 @@ func (c *Client) DeleteWorkflow(ctx context.Context, workflowId string, params *
 	return c.Client.Do(req)
 }
 
-// GetWorkflow Get a workflow's current version
+// GetWorkflow Get a workflow's current version, or an earlier one
+//
+// The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 //
 // Corresponds with GET /workflows/{workflowId} (the `GetWorkflow` operationId).
 func (c *Client) GetWorkflow(ctx context.Context, workflowId string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10212,7 +10905,55 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 
 		if params.Status != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "created_after", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "created_before", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RunId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "run_id", *params.RunId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Key != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "key", *params.Key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -11401,6 +12142,33 @@ func NewGetWorkflowRequest(server string, workflowId string, params *GetWorkflow
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Version != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "version", *params.Version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -12613,7 +13381,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /workflows/{workflowId} (the `DeleteWorkflow` operationId).
 	DeleteWorkflowWithResponse(ctx context.Context, workflowId string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*DeleteWorkflowResponse, error)
 
-	// GetWorkflowWithResponse Get a workflow's current version
+	// GetWorkflowWithResponse Get a workflow's current version, or an earlier one
+	//
+	// The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -21373,7 +22143,9 @@ func (c *ClientWithResponses) DeleteWorkflowWithResponse(ctx context.Context, wo
 	return ParseDeleteWorkflowResponse(rsp)
 }
 
-// GetWorkflowWithResponse Get a workflow's current version
+// GetWorkflowWithResponse Get a workflow's current version, or an earlier one
+//
+// The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -30,3 +30,23 @@ func TestClientUpToDate(t *testing.T) {
 		t.Fatal("examples/client/client.gen.go is out of date with openapi/openapi-3.0.yaml: run `make client` and commit it")
 	}
 }
+
+// TestIntegratorClientUpToDate is TestClientUpToDate for the integrator's client
+// (examples/client/integrator, from openapi/integrator-3.0.yaml).
+func TestIntegratorClientUpToDate(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "integrator.gen.go")
+	cmd := exec.Command("go", "tool", "-modfile=../tools.mod", "oapi-codegen",
+		"-config", "oapi-codegen.yaml", "-o", out, filepath.Join("..", "..", "..", "openapi", "integrator-3.0.yaml"))
+	cmd.Dir = "integrator"
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Run(), "oapi-codegen: %s", stderr.String())
+	generated, err := os.ReadFile(out)
+	require.NoError(t, err)
+	committed, err := os.ReadFile(filepath.Join("integrator", "integrator.gen.go"))
+	require.NoError(t, err)
+	if !bytes.Equal(generated, committed) {
+		t.Fatal("examples/client/integrator/integrator.gen.go is out of date with openapi/integrator-3.0.yaml: run `make client` and commit it")
+	}
+}

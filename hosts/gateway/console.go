@@ -45,6 +45,18 @@ var consoleRoutes = []struct {
 	{http.MethodGet, regexp.MustCompile(`^/run-operations$`)},
 	{http.MethodPost, regexp.MustCompile(`^/run-operations$`)},
 	{http.MethodGet, regexp.MustCompile(`^/run-operations/[^/]+$`)},
+	// The workflows, tables, documents, webhooks, agents and forms pages.
+	{http.MethodGet, regexp.MustCompile(`^/workflows/[^/]+$`)}, // ?version=N: an earlier version, to compare
+	{http.MethodGet, regexp.MustCompile(`^/custom-tables$`)},
+	{http.MethodGet, regexp.MustCompile(`^/custom-tables/[^/]+/rows$`)},
+	{http.MethodGet, regexp.MustCompile(`^/documents$`)},
+	{http.MethodGet, regexp.MustCompile(`^/documents/[^/]+(/content)?$`)},
+	{http.MethodGet, regexp.MustCompile(`^/webhooks/[^/]+$`)},
+	{http.MethodPost, regexp.MustCompile(`^/deliveries/[^/]+/redeliver$`)},
+	{http.MethodGet, regexp.MustCompile(`^/agents$`)},
+	{http.MethodGet, regexp.MustCompile(`^/agents/[^/]+/status$`)},
+	{http.MethodGet, regexp.MustCompile(`^/external-forms$`)},
+	{http.MethodGet, regexp.MustCompile(`^/external-forms/[^/]+(/submissions)?$`)},
 }
 
 func consoleAllows(method, path string) bool {

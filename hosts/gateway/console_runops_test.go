@@ -28,7 +28,7 @@ func TestConsoleRetriesAndOperatesOnRuns(t *testing.T) {
 	code, p, _ := b.call(t, "GET", api+"/runs/"+runID+"/retry-plan", mgmt, "")
 	require.Equal(t, http.StatusOK, code, p)
 	require.Equal(t, float64(0), p["from_step"])
-	code, p, _ = b.call(t, "POST", api+"/run-operations", mgmt, `{"action": "retry", "filter": {"status": "failed"}, "reason": "count", "dry_run": true}`)
+	code, p, _ = b.call(t, "POST", api+"/run-operations", mgmt, `{"action": "retry", "filter": {"status": ["failed"]}, "reason": "count", "dry_run": true}`)
 	require.Equal(t, http.StatusOK, code, p)
 	require.Equal(t, float64(1), p["matched"])
 
@@ -38,7 +38,7 @@ func TestConsoleRetriesAndOperatesOnRuns(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, ev)
 	require.Equal(t, map[string]any{"type": "user", "id": "ops@platform.example"}, ev["retry"].(map[string]any)["actor"])
 
-	code, p, _ = b.call(t, "POST", api+"/run-operations", mgmt, `{"action": "cancel", "filter": {"status": "running"}, "reason": "stop"}`)
+	code, p, _ = b.call(t, "POST", api+"/run-operations", mgmt, `{"action": "cancel", "filter": {"status": ["running"]}, "reason": "stop"}`)
 	require.Equal(t, http.StatusAccepted, code, p)
 	opID := p["id"].(string)
 	require.Equal(t, map[string]any{"type": "user", "id": "ops@platform.example"}, p["actor"])

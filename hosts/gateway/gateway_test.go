@@ -26,6 +26,7 @@ import (
 	"github.com/svcflow/svcflow/hosts/license"
 	"github.com/svcflow/svcflow/hosts/metrics"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -63,6 +64,7 @@ func setup(t *testing.T, o gateway.Options) *bundle {
 	st := store.OpenTest(t, "sqlite")
 	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet()})
 	require.NoError(t, err)
+	contracttest.WatchEvents(t, eng)
 	b := &bundle{st: st, gs: gwstore.OpenTest(t, st), logs: &bytes.Buffer{}, clock: &clock{t: time.Now()}}
 	rt := runtime.New(eng, runtime.Options{Logger: testlog.Quiet()}).Handler()
 	b.rt = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -16,6 +16,7 @@ import (
 	"github.com/svcflow/svcflow/hosts/gateway"
 	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -34,6 +35,7 @@ func setupVisitors(t *testing.T, o gateway.Options) *visitorBundle {
 	st := store.OpenTest(t, "sqlite")
 	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet()})
 	require.NoError(t, err)
+	contracttest.WatchEvents(t, eng)
 	b := &visitorBundle{rt: runtime.New(eng, runtime.Options{Logger: testlog.Quiet()}).Handler(), clock: &clock{t: time.Now()}}
 	o.Store, o.Runtime, o.Now, o.Logger = gwstore.OpenTest(t, st), b.rt, b.clock.now, testlog.Quiet()
 	b.gw = gateway.New(o)

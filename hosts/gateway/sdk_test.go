@@ -33,6 +33,7 @@ import (
 	"github.com/svcflow/svcflow/hosts/gateway"
 	"github.com/svcflow/svcflow/hosts/gateway/gwstore"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -157,11 +158,16 @@ type sdkBundle struct {
 	srv  *gateway.Server
 }
 
-func setupSDK(t *testing.T, o gateway.Options) *sdkBundle {
+func setupSDK(t *testing.T, o gateway.Options, engineOpts ...func(*engine.Config)) *sdkBundle {
 	t.Helper()
 	st := store.OpenTest(t, "sqlite")
-	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet()})
+	cfg := engine.Config{Store: st, Logger: testlog.Quiet()}
+	for _, f := range engineOpts {
+		f(&cfg)
+	}
+	eng, err := engine.New(cfg)
 	require.NoError(t, err)
+	contracttest.WatchEvents(t, eng)
 	b := &sdkBundle{bundle: &bundle{logs: &bytes.Buffer{}, clock: &clock{t: time.Now()}}, eng: eng, mail: newMailbox(t)}
 	b.rt = httptest.NewServer(runtime.New(eng, runtime.Options{Logger: testlog.Quiet(), IdentityKey: idKey}).Handler())
 	t.Cleanup(b.rt.Close)

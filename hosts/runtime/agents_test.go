@@ -17,6 +17,7 @@ import (
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
 	"github.com/svcflow/svcflow/hosts/worker"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -27,6 +28,7 @@ func agentBundle(t *testing.T, turns ...llm.Turn) *bundle {
 	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet(), Keyring: testKeyring(t),
 		ModelFactory: func(string, string, *http.Client) (agent.Model, error) { return model, nil }})
 	require.NoError(t, err)
+	contracttest.WatchEvents(t, eng)
 	_, _, err = eng.SetOrgConfig(t.Context(), "acme", engine.LLMAPIKey, "sk-test")
 	require.NoError(t, err)
 	logs := &bytes.Buffer{}

@@ -14,6 +14,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -51,6 +52,7 @@ func TestAgentModelCallsAreCappedByTheBudgetLeft(t *testing.T) {
 	st := store.OpenTest(t, "sqlite")
 	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet(), Keyring: testKeyring(t), AllowPrivateTargets: true})
 	require.NoError(t, err)
+	contracttest.WatchEvents(t, eng)
 	srvRT := runtime.New(eng, runtime.Options{Logger: testlog.Quiet(), Version: "test"})
 	b := &bundle{eng: eng, st: st, srv: srvRT, h: srvRT.Handler(), api: srvRT.API()}
 	for k, v := range map[string]string{"api:llm_api_key": "sk-test", "api:llm_base_url": srv.URL + "/v1"} {

@@ -11,6 +11,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -25,6 +26,7 @@ func TestPassedDeadlinesOverHTTP(t *testing.T) {
 	// The engine and its store share the clock: no timer falls due while the test runs.
 	eng, err := engine.New(engine.Config{Store: store.OpenTest(t, "sqlite", store.WithNow(clock)), Logger: testlog.Quiet(), Now: clock})
 	require.NoError(t, err)
+	contracttest.WatchEvents(t, eng)
 	b := &bundle{eng: eng}
 	b.h = runtime.New(eng, runtime.Options{Logger: testlog.Quiet()}).Handler()
 

@@ -12,6 +12,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testclock"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
@@ -39,6 +40,7 @@ func TestRedeliveryCountsEveryRequestSent(t *testing.T) {
 	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet(), Keyring: testKeyring(t),
 		Now: clock.Now, AllowPrivateTargets: true})
 	require.NoError(t, err)
+	contracttest.WatchEvents(t, eng)
 	srv := runtime.New(eng, runtime.Options{Logger: testlog.Quiet(), Version: "test", IdentityKey: testIdentityKey})
 	b := &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API()}
 

@@ -17,6 +17,7 @@ import (
 	"github.com/svcflow/svcflow/engine/documents"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -229,6 +230,7 @@ func TestDocumentUploadConfiguredLimit(t *testing.T) {
 	const limit = 26 << 20
 	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet(), Keyring: testKeyring(t), MaxDocumentBytes: limit})
 	require.NoError(t, err)
+	contracttest.WatchEvents(t, eng)
 	srv := runtime.New(eng, runtime.Options{Logger: testlog.Quiet(), Version: "test", IdentityKey: testIdentityKey})
 	b := &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API(), logs: &bytes.Buffer{}}
 

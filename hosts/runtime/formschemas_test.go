@@ -15,6 +15,7 @@ import (
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/forms"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -38,6 +39,7 @@ func TestGeneratedFormPauseRoute(t *testing.T) {
 	st := store.OpenTest(t, "sqlite")
 	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet(), Keyring: testKeyring(t), AllowPrivateTargets: true})
 	require.NoError(t, err)
+	contracttest.WatchEvents(t, eng)
 	srv := runtime.New(eng, runtime.Options{Logger: testlog.Quiet(), Version: "test"})
 	b := &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API()}
 

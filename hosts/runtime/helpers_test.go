@@ -17,6 +17,7 @@ import (
 	"github.com/svcflow/svcflow/engine/secrets"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testclock"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
@@ -43,6 +44,7 @@ func setup(t testing.TB) *bundle {
 	fake := oauthtest.New(t)
 	eng, err := engine.New(engine.Config{Store: st, Logger: quiet, Keyring: testKeyring(t), OAuth: testOAuth(fake), Now: clk.Now})
 	require.NoError(t, err)
+	contracttest.WatchEvents(t, eng)
 	logs := &bytes.Buffer{}
 	srv := runtime.New(eng, runtime.Options{Logger: testlog.Tee(slog.NewTextHandler(logs, nil)), Version: "test", IdentityKey: testIdentityKey})
 	return &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API(), logs: logs, oauth: fake, clk: clk}

@@ -13,6 +13,7 @@ import (
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -22,6 +23,7 @@ func setupOn(t *testing.T, dialect string) *bundle {
 	st := store.OpenTest(t, dialect)
 	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet(), Keyring: testKeyring(t)})
 	require.NoError(t, err)
+	contracttest.WatchEvents(t, eng)
 	srv := runtime.New(eng, runtime.Options{Logger: slog.New(slog.DiscardHandler), Version: "test", IdentityKey: testIdentityKey})
 	return &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API()}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -39,6 +40,7 @@ func setupSecrets(t *testing.T, withKey bool) *secretBundle {
 	}
 	eng, err := engine.New(cfg)
 	require.NoError(t, err)
+	contracttest.WatchEvents(t, eng)
 	srv := runtime.New(eng, runtime.Options{Logger: log, Version: "test"})
 	sb := &secretBundle{bundle: &bundle{eng: eng, st: st, srv: srv, h: srv.Handler(), api: srv.API()}}
 	t.Cleanup(func() {

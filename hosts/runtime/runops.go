@@ -28,8 +28,42 @@ type RetriedRun struct {
 
 // RunOperationFilter is the runs a run operation matches: the runs listing's filter.
 type RunOperationFilter struct {
-	WorkflowID string            `json:"workflow_id,omitempty" maxLength:"200" doc:"Only runs of this workflow."`
-	Status     svctype.RunStatus `json:"status,omitempty" doc:"Only runs in this status."`
+	WorkflowID    string              `json:"workflow_id,omitempty" maxLength:"200" doc:"Only runs of this workflow."`
+	Status        []svctype.RunStatus `json:"status,omitempty" maxItems:"7" doc:"Only runs in one of these statuses."`
+	CreatedAfter  *time.Time          `json:"created_after,omitempty" doc:"Only runs created at or after this time."`
+	CreatedBefore *time.Time          `json:"created_before,omitempty" doc:"Only runs created before this time."`
+	RunID         string              `json:"run_id,omitempty" maxLength:"40" doc:"A run id, or its beginning."`
+	Key           string              `json:"key,omitempty" maxLength:"256" doc:"Only runs whose workflow's search keys found this value in their input."`
+}
+
+// runFilterOf is the engine's filter for f (without paging).
+func runFilterOf(f RunOperationFilter) engine.RunFilter {
+	out := engine.RunFilter{WorkflowID: f.WorkflowID, RunID: f.RunID, Key: f.Key}
+	for _, st := range f.Status {
+		out.Statuses = append(out.Statuses, st)
+	}
+	if f.CreatedAfter != nil {
+		out.CreatedAfter = *f.CreatedAfter
+	}
+	if f.CreatedBefore != nil {
+		out.CreatedBefore = *f.CreatedBefore
+	}
+	return out
+}
+
+// operationFilterOf is f as an operation's answer shows it.
+func operationFilterOf(f engine.RunFilter) RunOperationFilter {
+	out := RunOperationFilter{WorkflowID: f.WorkflowID, RunID: f.RunID, Key: f.Key}
+	for _, st := range f.Statuses {
+		out.Status = append(out.Status, st)
+	}
+	if !f.CreatedAfter.IsZero() {
+		out.CreatedAfter = &f.CreatedAfter
+	}
+	if !f.CreatedBefore.IsZero() {
+		out.CreatedBefore = &f.CreatedBefore
+	}
+	return out
 }
 
 // RunOperationBody is the body of POST /run-operations.
@@ -68,7 +102,7 @@ func runOperationOf(op svctype.RunOperation) RunOperation {
 		out.Errors = []svctype.RunOperationError{}
 	}
 	if f, err := engine.RunOperationFilter(&op); err == nil {
-		out.Filter = RunOperationFilter{WorkflowID: f.WorkflowID, Status: f.Status}
+		out.Filter = operationFilterOf(f)
 	}
 	return out
 }
@@ -166,7 +200,7 @@ func (s *Server) createRunOperation(ctx context.Context, in *createRunOperationI
 	actor := s.actorOf(in.OrgID, in.Identity, in.ActorID)
 	op, err := s.eng.CreateRunOperation(ctx, in.OrgID, engine.RunOperationInput{
 		Action: in.Body.Action, Reason: in.Body.Reason, DryRun: in.Body.DryRun,
-		Filter: engine.RunFilter{WorkflowID: in.Body.Filter.WorkflowID, Status: svctype.RunStatus(in.Body.Filter.Status)},
+		Filter: runFilterOf(in.Body.Filter),
 	}, actor)
 	if err != nil {
 		return nil, err

@@ -73,14 +73,14 @@ func TestRunOperationRoutes(t *testing.T) {
 	b.execute(t, orgA, wf, map[string]any{"n": "2"})
 	b.work(t)
 
-	body := map[string]any{"action": "retry", "filter": map[string]any{"workflow_id": wf, "status": "failed"}, "reason": "table made", "dry_run": true}
+	body := map[string]any{"action": "retry", "filter": map[string]any{"workflow_id": wf, "status": []string{"failed"}}, "reason": "table made", "dry_run": true}
 	dry := ok[map[string]any](t, b.do(t, http.MethodPost, "/run-operations", orgA, body), http.StatusOK)
 	require.Equal(t, float64(2), dry["matched"])
 	require.Equal(t, true, dry["dry_run"])
 	require.Empty(t, ok[list[map[string]any]](t, b.do(t, http.MethodGet, "/run-operations", orgA, nil), http.StatusOK).Items)
 
 	problem(t, b.do(t, http.MethodPost, "/run-operations", orgA, map[string]any{"action": "pause", "reason": "x"}), http.StatusUnprocessableEntity, "validation_failed")
-	problem(t, b.do(t, http.MethodPost, "/run-operations", orgA, map[string]any{"action": "cancel", "filter": map[string]any{"status": "asleep"}, "reason": "x"}), http.StatusUnprocessableEntity, "validation_failed")
+	problem(t, b.do(t, http.MethodPost, "/run-operations", orgA, map[string]any{"action": "cancel", "filter": map[string]any{"status": []string{"asleep"}}, "reason": "x"}), http.StatusUnprocessableEntity, "validation_failed")
 
 	b.do(t, http.MethodPost, "/custom-tables", orgA, map[string]any{"name": "later", "fields": map[string]string{"x": "text"}})
 	delete(body, "dry_run")
@@ -92,7 +92,7 @@ func TestRunOperationRoutes(t *testing.T) {
 	require.Equal(t, "completed", got["status"])
 	require.Equal(t, float64(2), got["matched"])
 	require.Equal(t, float64(2), got["done"])
-	require.Equal(t, map[string]any{"workflow_id": wf, "status": "failed"}, got["filter"])
+	require.Equal(t, map[string]any{"workflow_id": wf, "status": []any{"failed"}}, got["filter"])
 	require.Equal(t, map[string]any{"type": "api", "id": "ops-7"}, got["actor"])
 	listed := ok[list[map[string]any]](t, b.do(t, http.MethodGet, "/run-operations", orgA, nil), http.StatusOK)
 	require.Len(t, listed.Items, 1)

@@ -14,20 +14,28 @@ import (
 type Run struct {
 	ID              string            `json:"id" doc:"Run id (run-<uuid>)."`
 	WorkflowID      string            `json:"workflow_id"`
+	WorkflowName    string            `json:"workflow_name" doc:"The workflow's current name; empty when the workflow was deleted."`
 	WorkflowVersion int               `json:"workflow_version" doc:"The workflow version the run executes."`
 	Status          svctype.RunStatus `json:"status"`
 	Reason          string            `json:"reason,omitempty" doc:"Why the run ended, when it failed or was cancelled."`
-	Input           json.RawMessage   `json:"input" doc:"The run's input object."`
-	CreatedAt       time.Time         `json:"created_at"`
+	Input           json.RawMessage   `json:"input" doc:"The run's input object; a large input is a reference to GET /runs/{runId}/context/input."`
+	CreatedAt       time.Time         `json:"created_at" doc:"When the run started."`
 	UpdatedAt       time.Time         `json:"updated_at"`
-	FinishedAt      *time.Time        `json:"finished_at,omitempty"`
+	FinishedAt      *time.Time        `json:"finished_at,omitempty" doc:"When the run ended (completed, failed, cancelled, rejected)."`
+	DurationMS      *int64            `json:"duration_ms,omitempty" doc:"finished_at - created_at in milliseconds, once the run ended."`
 }
 
-func runOf(r svctype.Run) Run {
-	return Run{
-		ID: r.ID, WorkflowID: r.WorkflowID, WorkflowVersion: r.WorkflowVersion, Status: r.Status,
-		Reason: r.Reason, Input: r.Input, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
+func runOf(r engine.ListedRun) Run {
+	out := Run{
+		ID: r.ID, WorkflowID: r.WorkflowID, WorkflowName: r.WorkflowName, WorkflowVersion: r.WorkflowVersion,
+		Status: r.Status, Reason: r.Reason, Input: r.Input, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		FinishedAt: r.FinishedAt,
 	}
+	if r.FinishedAt != nil {
+		ms := r.FinishedAt.Sub(r.CreatedAt).Milliseconds()
+		out.DurationMS = &ms
+	}
+	return out
 }
 
 // CancelBody is the optional body of POST /runs/{runId}/cancel.
@@ -107,18 +115,46 @@ func (s *Server) getRunEvidence(ctx context.Context, in *RunPath) (*answer[*engi
 type listRunsInput struct {
 	OrgParam
 	Paging
-	WorkflowID string            `query:"workflow_id" maxLength:"200" doc:"Only runs of this workflow."`
-	Status     svctype.RunStatus `query:"status" doc:"Only runs in this status."`
+	WorkflowID    string              `query:"workflow_id" maxLength:"200" doc:"Only runs of this workflow."`
+	Status        []svctype.RunStatus `query:"status,explode" maxItems:"7" doc:"Only runs in one of these statuses: ?status=failed&status=paused."`
+	CreatedAfter  string              `query:"created_after" maxLength:"64" format:"date-time" example:"2026-11-28T00:00:00Z" doc:"Only runs created at or after this time (RFC 3339)."`
+	CreatedBefore string              `query:"created_before" maxLength:"64" format:"date-time" example:"2026-11-29T00:00:00Z" doc:"Only runs created before this time (RFC 3339)."`
+	RunID         string              `query:"run_id" maxLength:"40" doc:"A run id, or its beginning (at least one character of a-z, 0-9, -): the runs whose id starts with it."`
+	Key           string              `query:"key" maxLength:"256" doc:"Only runs whose workflow's search keys found this value in their input (a string, or a number's decimal text), exactly."`
 }
 
 func (s *Server) listRuns(ctx context.Context, in *listRunsInput) (*answer[List[Run]], error) {
-	page, err := s.eng.ListRuns(ctx, in.OrgID, engine.RunFilter{
-		WorkflowID: in.WorkflowID, Status: in.Status, ListOptions: in.options(),
-	})
+	f := engine.RunFilter{WorkflowID: in.WorkflowID, RunID: in.RunID, Key: in.Key, ListOptions: in.options()}
+	for _, st := range in.Status {
+		f.Statuses = append(f.Statuses, st)
+	}
+	var err error
+	if f.CreatedAfter, err = queryTime("created_after", in.CreatedAfter); err != nil {
+		return nil, err
+	}
+	if f.CreatedBefore, err = queryTime("created_before", in.CreatedBefore); err != nil {
+		return nil, err
+	}
+	page, err := s.eng.ListRunsNamed(ctx, in.OrgID, f)
 	if err != nil {
 		return nil, err
 	}
 	return &answer[List[Run]]{Body: listOf(page, runOf)}, nil
+}
+
+// queryTime parses a time query parameter: RFC 3339, or zero when it is absent; else 422.
+func queryTime(name, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, newProblem(http.StatusUnprocessableEntity, codeValidation, "validation failed", &ProblemDetail{
+			Location: "query." + name, Value: v,
+			Message: "must be an RFC 3339 time, such as 2026-11-28T15:04:05Z",
+		})
+	}
+	return t, nil
 }
 
 type listRunEventsInput struct {

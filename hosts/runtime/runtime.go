@@ -127,6 +127,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerAgents()
 	s.registerStudio()
 	declareBodyRefusals(s.api.OpenAPI())
+	declareWebhookEvents(s.api.OpenAPI())
 	return s
 }
 
@@ -200,6 +201,10 @@ func downgrade(o *huma.OpenAPI) (jsonDoc, yamlDoc []byte, err error) {
 		return nil, nil, err
 	}
 	finishDowngrade(doc, false)
+	// 3.0 has no webhooks: the payloads' schemas stay in components.
+	if m, ok := doc.(map[string]any); ok {
+		delete(m, "webhooks")
+	}
 	if jsonDoc, err = json.Marshal(doc); err != nil {
 		return nil, nil, err
 	}

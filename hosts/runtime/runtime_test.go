@@ -400,7 +400,7 @@ func TestListRuns(t *testing.T) {
 		require.True(t, strings.HasPrefix(p.Errors[0].Location, "query."), "%s: %+v", q, p.Errors[0])
 	}
 	p := problem(t, b.do(t, http.MethodGet, "/runs?status=bogus", orgA, nil), http.StatusUnprocessableEntity, "validation_failed")
-	require.Equal(t, "query.status", p.Errors[0].Location)
+	require.Equal(t, "query.status[0]", p.Errors[0].Location)
 }
 
 func TestPaging(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/svcflow/svcflow/engine"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -157,6 +158,7 @@ func TestLegacyCreateFromAIWhenKept(t *testing.T) {
 	eng, err := engine.New(engine.Config{Store: st, Logger: testlog.Quiet(), Keyring: testKeyring(t),
 		ModelFactory: func(string, string, *http.Client) (agent.Model, error) { return model, nil }})
 	require.NoError(t, err)
+	contracttest.WatchEvents(t, eng)
 	_, _, err = eng.SetOrgConfig(context.Background(), orgA, engine.LLMAPIKey, "sk-legacy")
 	require.NoError(t, err)
 	srv := runtime.New(eng, runtime.Options{Logger: testlog.Quiet(), LegacyCreateFromAI: true})

@@ -18,6 +18,7 @@ import (
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/runtime"
 	"github.com/svcflow/svcflow/hosts/worker"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -195,8 +196,10 @@ func TestWaitForARunExecutedElsewhere(t *testing.T) {
 			quiet := testlog.Quiet()
 			front, err := engine.New(engine.Config{Store: open(), Logger: quiet, WaitPoll: poll})
 			require.NoError(t, err)
+			contracttest.WatchEvents(t, front)
 			back, err := engine.New(engine.Config{Store: open(), Logger: quiet})
 			require.NoError(t, err)
+			contracttest.WatchEvents(t, back)
 			srv := runtime.New(front, runtime.Options{Logger: quiet})
 			b := &bundle{eng: front, srv: srv, h: srv.Handler(), api: srv.API()}
 			wf := b.createWorkflow(t, orgA, "elsewhere")

@@ -125,7 +125,9 @@ func (s *Server) registerWorkflows() {
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
 	register(s, o, failure{in: "query"}, s.listWorkflows)
 
-	o = op("get-workflow", http.MethodGet, "/workflows/{workflowId}", "Get a workflow's current version", "Workflows")
+	o = op("get-workflow", http.MethodGet, "/workflows/{workflowId}", "Get a workflow's current version, or an earlier one", "Workflows")
+	o.Description = "The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) " +
+		"so that the console can show how two versions differ. A version the workflow never had is 404."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	register(s, o, workflowNotFound, s.getWorkflow)
 
@@ -192,11 +194,18 @@ func (s *Server) listWorkflows(ctx context.Context, in *listWorkflowsInput) (*an
 
 type getWorkflowInput struct {
 	OrgParam
-	ID string `path:"workflowId" doc:"Workflow id."`
+	ID      string `path:"workflowId" doc:"Workflow id."`
+	Version int    `query:"version" minimum:"0" doc:"A version to read instead of the current one (1 is the first)."`
 }
 
 func (s *Server) getWorkflow(ctx context.Context, in *getWorkflowInput) (*workflowOutput, error) {
-	w, err := s.eng.GetWorkflow(ctx, in.OrgID, in.ID)
+	get := s.eng.GetWorkflow
+	if in.Version > 0 {
+		get = func(ctx context.Context, orgID, id string) (*svctype.Workflow, error) {
+			return s.eng.GetWorkflowVersion(ctx, orgID, id, in.Version)
+		}
+	}
+	w, err := get(ctx, in.OrgID, in.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -147,6 +147,15 @@ func TestBrowserEndToEnd(t *testing.T) {
 			w.WriteHeader(http.StatusNoContent) // the webhook receiver
 			return
 		}
+		if r.URL.Path == "/rates" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprint(w, `{"EUR/USD": 1.08}`)
+			return
+		}
+		if r.URL.Path == "/llm/chat/completions" {
+			llmReply(w, r) // the organization's model, for the agents page
+			return
+		}
 		if r.URL.Path == "/slow" {
 			time.Sleep(3 * time.Second) // a slow server: the console watches the run in flight
 			w.Header().Set("Content-Type", "application/json")
@@ -187,13 +196,15 @@ func TestBrowserEndToEnd(t *testing.T) {
 	slowWF := workflow("slow-then-approve", `{"actions": [{"type": "slow-call", "properties": {}},
 		{"type": "PbotApproval", "properties": {"approver_role": "ops", "comment": "Release it?"}}]}`)
 
+	pages := seedConsolePages(t, gw, live, site.URL, call, waitStatus)
+
 	artifacts := os.Getenv("SVC_E2E_ARTIFACTS")
 	if artifacts == "" {
 		artifacts = filepath.Join(root, "e2e/artifacts")
 	}
 	cfg, _ := json.Marshal(map[string]any{"gateway": gw, "embed": site.URL + "/", "codeUrl": site.URL + "/code", "artifacts": artifacts,
 		"publicForm": publicForm, "limitForm": limitForm, "authForm": authForm, "pauseWorkflow": pauseWF, "liveKey": live,
-		"slowWorkflow": slowWF, "mgmt": mgmt, "redirectForm": redirectForm, "pk": pk})
+		"slowWorkflow": slowWF, "mgmt": mgmt, "redirectForm": redirectForm, "pk": pk, "pages": pages})
 	cmd := exec.Command("node", filepath.Join(root, "e2e/run.mjs"))
 	cmd.Env = append(os.Environ(), "SVC_E2E_CONFIG="+string(cfg))
 	cmd.Stderr = os.Stderr
@@ -219,14 +230,14 @@ func TestBrowserEndToEnd(t *testing.T) {
 	require.Len(t, limited, 10, "the 11th was refused")
 	waitStatus(approvalRun, "completed")
 	approvals := call("GET", "/approvals?status=approved", live, "")["items"].([]any)
-	require.Len(t, approvals, 2, "one from the sidebar, one from the console")
+	require.Len(t, approvals, 3, "one from the sidebar, one on the console's run page, one in a member's console inbox")
 	deciders := map[string]string{}
 	for _, a := range approvals {
 		a := a.(map[string]any)
 		require.Equal(t, "user", a["decided_by"].(map[string]any)["type"])
 		deciders[a["approver_role"].(string)] = a["decided_by"].(map[string]any)["id"].(string)
 	}
-	require.Equal(t, map[string]string{"finance": "ann@example.com", "ops": "ops@platform.example"}, deciders)
+	require.Equal(t, map[string]string{"finance": "ann@example.com", "ops": "ops@platform.example", "treasury": "bo@example.com"}, deciders)
 	consoleRun, _ := res.Steps["console"]["runId"].(string)
 	require.NotEmpty(t, consoleRun)
 	waitStatus(consoleRun, "completed")

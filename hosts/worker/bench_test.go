@@ -72,7 +72,7 @@ func waitDrained(b *testing.B, eng *engine.Engine) {
 func checkLedger(b *testing.B, eng *engine.Engine, n int) {
 	b.Helper()
 	require.Equal(b, n, countRows(b, eng, "ledger"))
-	failed, err := eng.ListRuns(context.Background(), org, engine.RunFilter{Status: svctype.RunFailed})
+	failed, err := eng.ListRuns(context.Background(), org, engine.RunFilter{Statuses: []svctype.RunStatus{svctype.RunFailed}})
 	require.NoError(b, err)
 	require.Empty(b, failed.Items)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/metrics"
 	"github.com/svcflow/svcflow/hosts/worker"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testclock"
 )
 
@@ -52,11 +53,24 @@ type receiver struct {
 func newReceiver(t testing.TB, answer func(n int, w http.ResponseWriter, r *received) int) *receiver {
 	t.Helper()
 	rc := &receiver{answer: answer}
+	// Every delivery is checked against the webhooks of openapi/openapi.yaml: the envelope,
+	// a declared event, the headers. The first that is not fails the test when it ends
+	// (the server is closed first: cleanups run last in, first out).
+	var notDeclared error
+	t.Cleanup(func() {
+		if notDeclared != nil {
+			t.Errorf("contract: a delivery is not what openapi/openapi.yaml declares: %v", notDeclared)
+		}
+	})
 	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		got := received{at: time.Now(), header: r.Header.Clone(), body: body}
 		_ = json.Unmarshal(body, &got.decoded)
+		err := contracttest.RuntimeEvents().CheckDelivery(r.Header, body)
 		rc.mu.Lock()
+		if err != nil && notDeclared == nil {
+			notDeclared = fmt.Errorf("%s: %w", body, err)
+		}
 		rc.got = append(rc.got, got)
 		n := len(rc.got)
 		rc.mu.Unlock()

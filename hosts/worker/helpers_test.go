@@ -22,6 +22,7 @@ import (
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/worker"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
@@ -125,6 +126,7 @@ func newEngine(tb testing.TB, cfg engine.Config) *engine.Engine {
 	}
 	eng, err := engine.New(cfg)
 	require.NoError(tb, err)
+	contracttest.WatchEvents(tb, eng)
 	return eng
 }
 

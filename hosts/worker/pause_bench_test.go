@@ -38,7 +38,7 @@ func BenchmarkPauseExpiry(b *testing.B) {
 		ctx := context.Background()
 		// Every run paused: none running, and one job (its expiry) per pause.
 		paused := func() int {
-			page, err := eng.ListRuns(ctx, org, engine.RunFilter{Status: svctype.RunRunning, ListOptions: svctype.ListOptions{Limit: 1}})
+			page, err := eng.ListRuns(ctx, org, engine.RunFilter{Statuses: []svctype.RunStatus{svctype.RunRunning}, ListOptions: svctype.ListOptions{Limit: 1}})
 			require.NoError(b, err)
 			if len(page.Items) > 0 {
 				return 0
@@ -61,7 +61,7 @@ func BenchmarkPauseExpiry(b *testing.B) {
 		took := time.Since(expiryBegan)
 		b.StopTimer()
 		require.NoError(b, stop())
-		done, err := eng.ListRuns(ctx, org, engine.RunFilter{Status: svctype.RunCompleted, ListOptions: svctype.ListOptions{Limit: 500}})
+		done, err := eng.ListRuns(ctx, org, engine.RunFilter{Statuses: []svctype.RunStatus{svctype.RunCompleted}, ListOptions: svctype.ListOptions{Limit: 500}})
 		require.NoError(b, err)
 		require.NotEmpty(b, done.Items)
 		b.ReportMetric(took.Seconds(), "expiry-s")

@@ -1970,7 +1970,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a workflow's current version */
+        /**
+         * Get a workflow's current version, or an earlier one
+         * @description The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
+         */
         get: operations["get-workflow"];
         /** Replace a workflow: stores a new version */
         put: operations["update-workflow"];
@@ -2006,7 +2009,848 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "agent.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * agent.cancelled
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-agent-cancelled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "agent.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * agent.completed
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-agent-completed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "agent.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * agent.failed
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-agent-failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "agent.paused": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * agent.paused
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-agent-paused"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "agent.started": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * agent.started
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-agent-started"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    custom_table_dropped_fields: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * custom_table_dropped_fields
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-custom-table-dropped-fields"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "document.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * document.deleted
+         * @description Sent to registrations of document.deleted (POST /webhooks) and to the organization's catch-all webhook_url. A registration's filter (tags, content_type) narrows it.
+         */
+        post: operations["webhook-document-deleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "document.expired": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * document.expired
+         * @description Sent to registrations of document.expired (POST /webhooks) and to the organization's catch-all webhook_url. A registration's filter (tags, content_type) narrows it.
+         */
+        post: operations["webhook-document-expired"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "document.uploaded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * document.uploaded
+         * @description Sent to registrations of document.uploaded (POST /webhooks) and to the organization's catch-all webhook_url. A registration's filter (tags, content_type) narrows it.
+         */
+        post: operations["webhook-document-uploaded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "document.version_created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * document.version_created
+         * @description Sent to registrations of document.version_created (POST /webhooks) and to the organization's catch-all webhook_url. A registration's filter (tags, content_type) narrows it.
+         */
+        post: operations["webhook-document-version-created"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    external_form_created: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * external_form_created
+         * @description Sent to registrations of external_form_created (POST /webhooks) and to the organization's catch-all webhook_url.
+         */
+        post: operations["webhook-external-form-created"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    external_form_deleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * external_form_deleted
+         * @description Sent to registrations of external_form_deleted (POST /webhooks) and to the organization's catch-all webhook_url.
+         */
+        post: operations["webhook-external-form-deleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    external_form_submitted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * external_form_submitted
+         * @description Sent to registrations of external_form_submitted (POST /webhooks) and to the organization's catch-all webhook_url.
+         */
+        post: operations["webhook-external-form-submitted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    external_form_updated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * external_form_updated
+         * @description Sent to registrations of external_form_updated (POST /webhooks) and to the organization's catch-all webhook_url.
+         */
+        post: operations["webhook-external-form-updated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    form_expired: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * form_expired
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-form-expired"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    form_pause_created: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * form_pause_created
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-form-pause-created"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    form_reminder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * form_reminder
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-form-reminder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    form_submitted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * form_submitted
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-form-submitted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    llm_generation_status: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * llm_generation_status
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-llm-generation-status"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    llm_key_missing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * llm_key_missing
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-llm-key-missing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "loop.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * loop.failed
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-loop-failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "loop.started": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * loop.started
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-loop-started"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "matcher.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * matcher.completed
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-matcher-completed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "matcher.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * matcher.failed
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-matcher-failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "matcher.started": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * matcher.started
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-matcher-started"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "nway_matcher.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * nway_matcher.completed
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-nway-matcher-completed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "nway_matcher.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * nway_matcher.failed
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-nway-matcher-failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "nway_matcher.started": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * nway_matcher.started
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-nway-matcher-started"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    pbot_approval_decided: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * pbot_approval_decided
+         * @description Sent to registrations of pbot_approval_decided (POST /webhooks) and to the organization's catch-all webhook_url.
+         */
+        post: operations["webhook-pbot-approval-decided"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    pbot_approval_requested: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * pbot_approval_requested
+         * @description Sent to registrations of pbot_approval_requested (POST /webhooks) and to the organization's catch-all webhook_url. Its payload is one of several shapes (oneOf).
+         */
+        post: operations["webhook-pbot-approval-requested"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "playbook_request.awaiting_admin": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * playbook_request.awaiting_admin
+         * @description Sent to the organization's catch-all webhook_url only (not registrable). Declared as the spec gives it; this build does not emit it yet (playbooks do not exist).
+         */
+        post: operations["webhook-playbook-request-awaiting-admin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "playbook_request.listed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * playbook_request.listed
+         * @description Sent to the organization's catch-all webhook_url only (not registrable). Declared as the spec gives it; this build does not emit it yet (playbooks do not exist).
+         */
+        post: operations["webhook-playbook-request-listed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "playbook_request.returned": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * playbook_request.returned
+         * @description Sent to the organization's catch-all webhook_url only (not registrable). Declared as the spec gives it; this build does not emit it yet (playbooks do not exist).
+         */
+        post: operations["webhook-playbook-request-returned"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "step.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * step.completed
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-step-completed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "step.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * step.failed
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-step-failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "step.started": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * step.started
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-step-started"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    workflow_creation_status: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * workflow_creation_status
+         * @description Sent to the organization's catch-all webhook_url only (not registrable).
+         */
+        post: operations["webhook-workflow-creation-status"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    workflow_run_cancelled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * workflow_run_cancelled
+         * @description Sent to registrations of workflow_run_cancelled (POST /webhooks; alias workflow.cancelled) and to the organization's catch-all webhook_url.
+         */
+        post: operations["webhook-workflow-run-cancelled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    workflow_run_completed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * workflow_run_completed
+         * @description Sent to registrations of workflow_run_completed (POST /webhooks; alias workflow.completed) and to the organization's catch-all webhook_url.
+         */
+        post: operations["webhook-workflow-run-completed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    workflow_run_failed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * workflow_run_failed
+         * @description Sent to registrations of workflow_run_failed (POST /webhooks; alias workflow.failed) and to the organization's catch-all webhook_url.
+         */
+        post: operations["webhook-workflow-run-failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    workflow_run_retried: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * workflow_run_retried
+         * @description Sent to registrations of workflow_run_retried (POST /webhooks) and to the organization's catch-all webhook_url.
+         */
+        post: operations["webhook-workflow-run-retried"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    workflow_run_started: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * workflow_run_started
+         * @description Sent to registrations of workflow_run_started (POST /webhooks; alias workflow.started) and to the organization's catch-all webhook_url.
+         */
+        post: operations["webhook-workflow-run-started"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         Account: {
@@ -2175,6 +3019,43 @@ export interface components {
             id: string;
             type: string;
         };
+        AgentApprovalRequestedEvent: {
+            agent_run_id: string;
+            context_summary: string;
+            options: string[];
+            question: string;
+            /** @description Always null: the agent belongs to no run. */
+            run_id: string | null;
+            /** @enum {string} */
+            source: "standalone_agent";
+            /** @enum {string} */
+            status: "pending";
+            /** @description Always null. */
+            step_id: string | null;
+            urgency: string;
+        };
+        AgentCancelledEvent: {
+            agent_run_id: string;
+            /** Format: double */
+            confidence?: number;
+            final_answer?: string;
+            /** Format: int64 */
+            iterations: number;
+            paused_reason?: string;
+            /** @enum {string} */
+            status: "completed" | "paused" | "cancelled" | "failed" | "budget_exceeded";
+        };
+        AgentCompletedEvent: {
+            agent_run_id: string;
+            /** Format: double */
+            confidence?: number;
+            final_answer?: string;
+            /** Format: int64 */
+            iterations: number;
+            paused_reason?: string;
+            /** @enum {string} */
+            status: "completed" | "paused" | "cancelled" | "failed" | "budget_exceeded";
+        };
         AgentConfig: {
             /** @description Raises or lowers input_tokens (100,000), output_tokens (50,000), total_tokens (150,000), model_calls (100), wall_seconds (300). */
             llm_budget?: {
@@ -2187,6 +3068,28 @@ export interface components {
             max_iterations?: number;
             /** @description {iterations, action: escalate}: the same call, or nothing new learned, that many iterations in a row pauses the agent for a person (default 3). */
             on_stuck?: components["schemas"]["OnStuck"];
+        };
+        AgentFailedEvent: {
+            agent_run_id: string;
+            /** Format: double */
+            confidence?: number;
+            final_answer?: string;
+            /** Format: int64 */
+            iterations: number;
+            paused_reason?: string;
+            /** @enum {string} */
+            status: "completed" | "paused" | "cancelled" | "failed" | "budget_exceeded";
+        };
+        AgentPausedEvent: {
+            agent_run_id: string;
+            /** Format: double */
+            confidence?: number;
+            final_answer?: string;
+            /** Format: int64 */
+            iterations: number;
+            paused_reason?: string;
+            /** @enum {string} */
+            status: "completed" | "paused" | "cancelled" | "failed" | "budget_exceeded";
         };
         AgentRun: {
             /** @example agent-0b4e6c1a-3f5d-4e2a-9c8b-7a6d5e4f3c2b */
@@ -2221,6 +3124,9 @@ export interface components {
          * @enum {string}
          */
         AgentRunStatus: "running" | "paused" | "completed" | "failed" | "budget_exceeded" | "cancelled";
+        AgentStartedEvent: {
+            agent_run_id: string;
+        };
         AgentTrace: {
             agent_run_id: string;
             trace: components["schemas"]["TraceEntry"][];
@@ -2391,6 +3297,13 @@ export interface components {
             name?: string;
             prompt: string;
         };
+        CustomTableDroppedFieldsEvent: {
+            dropped: string[];
+            run_id: string;
+            /** Format: int64 */
+            step_index: number;
+            table: string;
+        };
         Decision: {
             kind: string;
             reason?: string;
@@ -2499,11 +3412,27 @@ export interface components {
             /** @description Every version, oldest first (not in listings). */
             versions?: components["schemas"]["DocumentVersion"][];
         };
+        DocumentDeletedEvent: {
+            document_id: string;
+        };
+        DocumentExpiredEvent: {
+            document_id: string;
+            /** Format: date-time */
+            expires_at: string;
+            name: string;
+        };
         DocumentList: {
             /** @description This page of results. */
             items: components["schemas"]["Document"][];
             /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
             next_cursor: string;
+        };
+        DocumentUploadedEvent: {
+            content_type: string;
+            document_id: string;
+            name: string;
+            /** Format: int64 */
+            size_bytes: number;
         };
         DocumentVersion: {
             content_type: string;
@@ -2511,6 +3440,14 @@ export interface components {
             created_at: string;
             /** @description Hex SHA-256 of the content. */
             sha256: string;
+            /** Format: int64 */
+            size_bytes: number;
+            /** Format: int64 */
+            version: number;
+        };
+        DocumentVersionCreatedEvent: {
+            content_type: string;
+            document_id: string;
             /** Format: int64 */
             size_bytes: number;
             /** Format: int64 */
@@ -2599,6 +3536,13 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        ExternalFormCreatedEvent: {
+            /** Format: date-time */
+            created_at: string;
+            form_id: string;
+            form_name: string;
+            is_public: boolean;
+        };
         ExternalFormDefinition: {
             /** @description At most 4,000 characters. */
             description?: string;
@@ -2619,11 +3563,37 @@ export interface components {
             /** @description The workflow started per submission, with the flat payload as its input. At most one trigger. */
             trigger_workflow_id?: string;
         };
+        ExternalFormDeletedEvent: {
+            /** Format: date-time */
+            deleted_at: string;
+            form_id: string;
+            form_name: string;
+        };
         ExternalFormList: {
             /** @description This page of results. */
             items: components["schemas"]["ExternalForm"][];
             /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
             next_cursor: string;
+        };
+        ExternalFormSubmittedEvent: {
+            form_id: string;
+            form_name: string;
+            has_triggered_workflow: boolean;
+            submission_id: string;
+            /** Format: date-time */
+            submitted_at: string;
+            /** @description The signed-in person who submitted it (a form that requires sign-in). */
+            submitted_by?: string;
+            /** @description workflow_run when it started one, or null. */
+            triggered_execution_type: string | null;
+            /** @description The run the submission started, or null. */
+            triggered_run_id: string | null;
+        };
+        ExternalFormUpdatedEvent: {
+            /** @description The names of the fields that changed. */
+            changes: string[];
+            form_id: string;
+            form_name: string;
         };
         Field: {
             default?: unknown;
@@ -2677,6 +3647,10 @@ export interface components {
             /** @description The workflow each submission starts. */
             trigger_workflow_id?: string;
         };
+        FormExpiredEvent: {
+            run_id: string;
+            step_id: string;
+        };
         FormPause: {
             assignee_role?: string;
             claimed_by?: string;
@@ -2700,6 +3674,19 @@ export interface components {
             updated_at: string;
             workflow_id: string;
         };
+        FormPauseCreatedEvent: {
+            /** @description The role the form is assigned to, when the step names one. */
+            assignee_role?: string;
+            expected_keys: string[];
+            /**
+             * Format: date-time
+             * @description When the pause expires, or null when it does not.
+             */
+            expires_at: string | null;
+            form_pause_id: string;
+            run_id: string;
+            step_id: string;
+        };
         FormPauseList: {
             /** @description This page of results. */
             items: components["schemas"]["FormPause"][];
@@ -2711,6 +3698,15 @@ export interface components {
          * @enum {string}
          */
         FormPauseStatus: "open" | "submitted" | "expired" | "cancelled";
+        FormReminderEvent: {
+            /** Format: date-time */
+            expires_at: string | null;
+            form_pause_id: string;
+            /** Format: int64 */
+            reminder_index: number;
+            run_id: string;
+            step_id: string;
+        };
         FormSettings: {
             branding?: components["schemas"]["FormBranding"];
             /**
@@ -2750,6 +3746,13 @@ export interface components {
             items: components["schemas"]["FormSubmission"][];
             /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
             next_cursor: string;
+        };
+        FormSubmittedEvent: {
+            claimed_by?: string;
+            form_pause_id: string;
+            run_id: string;
+            step_id: string;
+            submission_id: string;
         };
         GatewayHealth: {
             /** @enum {string} */
@@ -2850,6 +3853,11 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        GenerationResult: {
+            /** Format: int64 */
+            attempts: number;
+            errors?: string[];
+        };
         GenerationStarted: {
             generation_id: string;
             message: string;
@@ -2905,6 +3913,17 @@ export interface components {
             /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
             next_cursor: string;
         };
+        LLMGenerationStatusEvent: {
+            generation_id: string;
+            result?: components["schemas"]["GenerationResult"];
+            status: string;
+        };
+        LLMKeyMissingEvent: {
+            /** @description The step type that needed the key. */
+            event: string;
+            message: string;
+            run_id: string;
+        };
         LLMOptions: {
             /** @description The provider's model name (default gpt-4o-mini). */
             model?: string;
@@ -2948,6 +3967,93 @@ export interface components {
             not_before?: string;
             /** Format: int64 */
             seats: number;
+        };
+        LoopFailedEvent: {
+            error: string;
+            mode: string;
+            run_id: string;
+            step_id: string;
+            /** Format: int64 */
+            step_index: number;
+        };
+        LoopStartedEvent: {
+            /** @description The agent run of an agent loop. */
+            agent_run_id?: string;
+            /** @description foreach, or agent. */
+            mode: string;
+            run_id: string;
+            step_id: string;
+            /** Format: int64 */
+            step_index: number;
+            /** Format: int64 */
+            total_items: number;
+        };
+        MatcherCompletedEvent: {
+            /** Format: int64 */
+            matched_count: number;
+            /** @description The effective configuration, defaults filled in. */
+            policy: {
+                [key: string]: unknown;
+            };
+            run_id: string;
+            schema_version: string;
+            /** Format: int64 */
+            step_index: number;
+            /** Format: int64 */
+            unmatched_left_count: number;
+            /** Format: int64 */
+            unmatched_right_count: number;
+        };
+        MatcherFailedEvent: {
+            error: string;
+            run_id: string;
+            /** Format: int64 */
+            step_index: number;
+        };
+        MatcherStartedEvent: {
+            /** Format: int64 */
+            left_size: number;
+            /** Format: int64 */
+            right_size: number;
+            run_id: string;
+            /** Format: int64 */
+            step_index: number;
+        };
+        NWayCounts: {
+            /** Format: int64 */
+            full: number;
+            /** Format: int64 */
+            groups: number;
+            /** Format: int64 */
+            missing_leg: number;
+            /** Format: int64 */
+            orphan: number;
+            /** Format: int64 */
+            variance: number;
+        };
+        NWayMatcherCompletedEvent: {
+            counts: components["schemas"]["NWayCounts"];
+            /** @description Where the match groups are: /runs/{run_id}/context/matchGroups. */
+            result_reference: string;
+            run_id: string;
+            schema_version: string;
+            /** Format: int64 */
+            step_index: number;
+        };
+        NWayMatcherFailedEvent: {
+            error: string;
+            run_id: string;
+            /** Format: int64 */
+            step_index: number;
+        };
+        NWayMatcherStartedEvent: {
+            /** @description The records of each leg, by its key. */
+            leg_counts: {
+                [key: string]: number;
+            };
+            run_id: string;
+            /** Format: int64 */
+            step_index: number;
         };
         OAuthAuthorization: {
             /** @description The provider's authorization page: send the person there (a redirect of your own front end). */
@@ -3066,6 +4172,26 @@ export interface components {
             stuck?: boolean;
             urgency?: string;
         };
+        PbotApprovalDecidedEvent: {
+            approval_id: string;
+            approved: boolean;
+            comment: string;
+            /** Format: date-time */
+            decided_at: string;
+            run_id: string;
+            step_id: string;
+        };
+        PbotApprovalRequestedEvent: {
+            comment: string;
+            /** @description The step's request_payload, resolved. */
+            request_payload: unknown;
+            run_id: string;
+            /** @enum {string} */
+            status: "pending";
+            /** @description The step's index, as a string. */
+            step_id: string;
+            workflow_id: string;
+        };
         Permissions: {
             /** @description The person's roles (set by the organization's backend: PUT /gateway/orgs/{orgId}/users/{email}): the approvals they may decide and the form pauses assigned to them. */
             approver_roles: string[];
@@ -3087,6 +4213,28 @@ export interface components {
             path: string;
             pauses?: boolean;
             type: string;
+        };
+        PlaybookRequestAwaitingAdminEvent: {
+            code: string;
+            /** Format: double */
+            deadline_hours: number;
+            package_id: string;
+            request_id: string;
+            title: string;
+        };
+        PlaybookRequestListedEvent: {
+            code: string;
+            key: string;
+            listed_by: string;
+            package_id: string;
+            request_id: string;
+            title: string;
+        };
+        PlaybookRequestReturnedEvent: {
+            notes: string;
+            package_id?: string;
+            request_id: string;
+            title: string;
         };
         Probe: {
             /**
@@ -3331,13 +4479,24 @@ export interface components {
             updated: number;
         };
         Run: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the run started.
+             */
             created_at: string;
-            /** Format: date-time */
+            /**
+             * Format: int64
+             * @description finished_at - created_at in milliseconds, once the run ended.
+             */
+            duration_ms?: number;
+            /**
+             * Format: date-time
+             * @description When the run ended (completed, failed, cancelled, rejected).
+             */
             finished_at?: string;
             /** @description Run id (run-<uuid>). */
             id: string;
-            /** @description The run's input object. */
+            /** @description The run's input object; a large input is a reference to GET /runs/{runId}/context/input. */
             input: unknown;
             /** @description Why the run ended, when it failed or was cancelled. */
             reason?: string;
@@ -3345,6 +4504,8 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             workflow_id: string;
+            /** @description The workflow's current name; empty when the workflow was deleted. */
+            workflow_name: string;
             /**
              * Format: int64
              * @description The workflow version the run executes.
@@ -3377,6 +4538,15 @@ export interface components {
             workflow_id?: string;
             /** Format: int64 */
             workflow_version?: number;
+        };
+        RunActor: {
+            /** @description The actor's id (a user's, a key's), or empty. */
+            id: string;
+            /**
+             * @description user, api_key, system...
+             * @example user
+             */
+            type: string;
         };
         RunList: {
             /** @description This page of results. */
@@ -3428,8 +4598,22 @@ export interface components {
             run_id: string;
         };
         RunOperationFilter: {
-            /** @description Only runs in this status. */
-            status?: components["schemas"]["RunStatus"];
+            /**
+             * Format: date-time
+             * @description Only runs created at or after this time.
+             */
+            created_after?: string;
+            /**
+             * Format: date-time
+             * @description Only runs created before this time.
+             */
+            created_before?: string;
+            /** @description Only runs whose workflow's search keys found this value in their input. */
+            key?: string;
+            /** @description A run id, or its beginning. */
+            run_id?: string;
+            /** @description Only runs in one of these statuses. */
+            status?: components["schemas"]["RunStatus"][];
             /** @description Only runs of this workflow. */
             workflow_id?: string;
         };
@@ -3455,6 +4639,17 @@ export interface components {
              * @example running
              */
             status: components["schemas"]["RunStatus"];
+        };
+        RunResult: {
+            /** @description The run's context: the steps' outputs by key (absent when no step ran). */
+            outputs?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description completed; condition_not_met when the workflow's condition was false (no step ran); rejected when an approval was rejected or expired.
+             * @enum {string}
+             */
+            status: "completed" | "condition_not_met" | "rejected";
         };
         RunRetry: {
             actor: components["schemas"]["Actor"];
@@ -3558,6 +4753,20 @@ export interface components {
             /** @description Shown once. */
             management_token: string;
         };
+        StepCompletedEvent: {
+            run_id: string;
+            /** Format: int64 */
+            step_index: number;
+        };
+        StepError: {
+            message: string;
+        };
+        StepFailedEvent: {
+            error: components["schemas"]["StepError"];
+            run_id: string;
+            /** Format: int64 */
+            step_index: number;
+        };
         StepRecord: {
             decisions?: components["schemas"]["Decision"][];
             effects?: components["schemas"]["Effect"][];
@@ -3572,6 +4781,12 @@ export interface components {
             started_at?: string;
             status: components["schemas"]["StepStatus"];
             type: string;
+        };
+        StepStartedEvent: {
+            run_id: string;
+            /** Format: int64 */
+            step_index: number;
+            step_type: string;
         };
         /**
          * @description A step's status within its run.
@@ -3756,6 +4971,26 @@ export interface components {
             /** @enum {string} */
             state: "closed" | "open" | "half_open";
         };
+        WebhookDelivery: {
+            /**
+             * @description The delivery's id, also in X-Svc-Delivery-Id: the same on every retry of the delivery.
+             * @example dlv_6f1c9d2e-8a4b-4c1e-9f3a-2b7d5e8c0a14
+             */
+            delivery_id: string;
+            /**
+             * @description The event's canonical name (never an alias).
+             * @example workflow_run_completed
+             */
+            event: string;
+            /** @description The event's payload (its schema is the event's), with the registration's auto_payload keys added where the event has none of that name. */
+            payload: Record<string, never>;
+            /**
+             * Format: date-time
+             * @description When the event happened, UTC with milliseconds.
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            timestamp: string;
+        };
         WebhookFilter: {
             /**
              * @description Deliver only for documents of this media type (parameters and case ignored); text/* matches every text type.
@@ -3831,6 +5066,13 @@ export interface components {
             /** @description Things the engine accepted but that are probably mistakes. */
             warnings?: string[];
         };
+        WorkflowCreationStatusEvent: {
+            error?: string;
+            process_id: string;
+            status: string;
+            workflow_id?: string;
+            workflow_name?: string;
+        };
         WorkflowFromAI: {
             bundle_id: string;
             process_id: string;
@@ -3849,6 +5091,45 @@ export interface components {
             };
             /** @description Unique within the organization. */
             name: string;
+        };
+        WorkflowRunCancelledEvent: {
+            actor: components["schemas"]["RunActor"];
+            reason: string;
+            run_id: string;
+            workflow_id: string;
+        };
+        WorkflowRunCompletedEvent: {
+            result: components["schemas"]["RunResult"];
+            run_id: string;
+            workflow_id: string;
+        };
+        WorkflowRunFailedEvent: {
+            /** @description The run's context when it failed. */
+            context: {
+                [key: string]: unknown;
+            };
+            reason: string;
+            run_id: string;
+            workflow_id: string;
+        };
+        WorkflowRunRetriedEvent: {
+            actor: components["schemas"]["RunActor"];
+            /**
+             * Format: int64
+             * @description The index of the step the new run starts at (the one that failed).
+             */
+            from_step: number;
+            reason: string;
+            /** @description The failed run it retries. */
+            retry_of: string;
+            /** @description The new run. */
+            run_id: string;
+        };
+        WorkflowRunStartedEvent: {
+            /** @description The run's input, secrets redacted. */
+            input_payload: unknown;
+            run_id: string;
+            workflow_id: string;
         };
     };
     responses: never;
@@ -13167,8 +14448,16 @@ export interface operations {
                 cursor?: string;
                 /** @description Only runs of this workflow. */
                 workflow_id?: string;
-                /** @description Only runs in this status. */
-                status?: components["schemas"]["RunStatus"];
+                /** @description Only runs in one of these statuses: ?status=failed&status=paused. */
+                status?: components["schemas"]["RunStatus"][];
+                /** @description Only runs created at or after this time (RFC 3339). */
+                created_after?: string;
+                /** @description Only runs created before this time (RFC 3339). */
+                created_before?: string;
+                /** @description A run id, or its beginning (at least one character of a-z, 0-9, -): the runs whose id starts with it. */
+                run_id?: string;
+                /** @description Only runs whose workflow's search keys found this value in their input (a string, or a number's decimal text), exactly. */
+                key?: string;
             };
             header?: never;
             path?: never;
@@ -15782,7 +17071,10 @@ export interface operations {
     };
     "get-workflow": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A version to read instead of the current one (1 is the first). */
+                version?: number;
+            };
             header?: never;
             path: {
                 /** @description Workflow id. */
@@ -16242,6 +17534,1770 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
+            };
+        };
+    };
+    "webhook-agent-cancelled": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "agent.cancelled";
+                    payload?: components["schemas"]["AgentCancelledEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-agent-completed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "agent.completed";
+                    payload?: components["schemas"]["AgentCompletedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-agent-failed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "agent.failed";
+                    payload?: components["schemas"]["AgentFailedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-agent-paused": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "agent.paused";
+                    payload?: components["schemas"]["AgentPausedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-agent-started": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "agent.started";
+                    payload?: components["schemas"]["AgentStartedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-custom-table-dropped-fields": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "custom_table_dropped_fields";
+                    payload?: components["schemas"]["CustomTableDroppedFieldsEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-document-deleted": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "document.deleted";
+                    payload?: components["schemas"]["DocumentDeletedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-document-expired": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "document.expired";
+                    payload?: components["schemas"]["DocumentExpiredEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-document-uploaded": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "document.uploaded";
+                    payload?: components["schemas"]["DocumentUploadedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-document-version-created": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "document.version_created";
+                    payload?: components["schemas"]["DocumentVersionCreatedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-external-form-created": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "external_form_created";
+                    payload?: components["schemas"]["ExternalFormCreatedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-external-form-deleted": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "external_form_deleted";
+                    payload?: components["schemas"]["ExternalFormDeletedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-external-form-submitted": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "external_form_submitted";
+                    payload?: components["schemas"]["ExternalFormSubmittedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-external-form-updated": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "external_form_updated";
+                    payload?: components["schemas"]["ExternalFormUpdatedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-form-expired": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "form_expired";
+                    payload?: components["schemas"]["FormExpiredEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-form-pause-created": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "form_pause_created";
+                    payload?: components["schemas"]["FormPauseCreatedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-form-reminder": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "form_reminder";
+                    payload?: components["schemas"]["FormReminderEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-form-submitted": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "form_submitted";
+                    payload?: components["schemas"]["FormSubmittedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-llm-generation-status": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "llm_generation_status";
+                    payload?: components["schemas"]["LLMGenerationStatusEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-llm-key-missing": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "llm_key_missing";
+                    payload?: components["schemas"]["LLMKeyMissingEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-loop-failed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "loop.failed";
+                    payload?: components["schemas"]["LoopFailedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-loop-started": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "loop.started";
+                    payload?: components["schemas"]["LoopStartedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-matcher-completed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "matcher.completed";
+                    payload?: components["schemas"]["MatcherCompletedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-matcher-failed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "matcher.failed";
+                    payload?: components["schemas"]["MatcherFailedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-matcher-started": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "matcher.started";
+                    payload?: components["schemas"]["MatcherStartedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-nway-matcher-completed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "nway_matcher.completed";
+                    payload?: components["schemas"]["NWayMatcherCompletedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-nway-matcher-failed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "nway_matcher.failed";
+                    payload?: components["schemas"]["NWayMatcherFailedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-nway-matcher-started": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "nway_matcher.started";
+                    payload?: components["schemas"]["NWayMatcherStartedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-pbot-approval-decided": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "pbot_approval_decided";
+                    payload?: components["schemas"]["PbotApprovalDecidedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-pbot-approval-requested": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "pbot_approval_requested";
+                    payload?: components["schemas"]["PbotApprovalRequestedEvent"] | components["schemas"]["AgentApprovalRequestedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-playbook-request-awaiting-admin": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "playbook_request.awaiting_admin";
+                    payload?: components["schemas"]["PlaybookRequestAwaitingAdminEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-playbook-request-listed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "playbook_request.listed";
+                    payload?: components["schemas"]["PlaybookRequestListedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-playbook-request-returned": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "playbook_request.returned";
+                    payload?: components["schemas"]["PlaybookRequestReturnedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-step-completed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "step.completed";
+                    payload?: components["schemas"]["StepCompletedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-step-failed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "step.failed";
+                    payload?: components["schemas"]["StepFailedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-step-started": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "step.started";
+                    payload?: components["schemas"]["StepStartedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-workflow-creation-status": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "workflow_creation_status";
+                    payload?: components["schemas"]["WorkflowCreationStatusEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-workflow-run-cancelled": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "workflow_run_cancelled";
+                    payload?: components["schemas"]["WorkflowRunCancelledEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-workflow-run-completed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "workflow_run_completed";
+                    payload?: components["schemas"]["WorkflowRunCompletedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-workflow-run-failed": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "workflow_run_failed";
+                    payload?: components["schemas"]["WorkflowRunFailedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-workflow-run-retried": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "workflow_run_retried";
+                    payload?: components["schemas"]["WorkflowRunRetriedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "webhook-workflow-run-started": {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery's id (the body's delivery_id): the same on every retry. Keep the ids handled, to drop a retry or a replay. */
+                "X-Svc-Delivery-Id": string;
+                /** @description When this attempt was sent, in Unix seconds. Refuse one further than 5 minutes from your clock. */
+                "X-Svc-Timestamp": string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of the raw body with the registration's secret. Absent when the registration has no secret, and on deliveries to the catch-all webhook_url. */
+                "X-Svc-Signature"?: string;
+                /** @description sha256=<lowercase hex>: HMAC-SHA256 of "<X-Svc-Timestamp>.<raw body>" with the secret; prefer it (it binds the timestamp, so a captured delivery cannot be replayed later). Absent when X-Svc-Signature is. */
+                "X-Svc-Signature-Timestamped"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookDelivery"] & {
+                    /** @enum {string} */
+                    event?: "workflow_run_started";
+                    payload?: components["schemas"]["WorkflowRunStartedEvent"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx answered within 10 s acknowledges the delivery; its body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else fails the attempt. 408, 429 and 5xx (and a timeout or a connection error) are tried again, up to 5 times, with backoff from 1 s that honours Retry-After; any other answer fails the delivery at once. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -17,6 +17,7 @@ import (
 	"github.com/svcflow/svcflow/engine/documents"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/contracttest"
 	"github.com/svcflow/svcflow/internal/testclock"
 	"github.com/svcflow/svcflow/internal/testlog"
 )
@@ -48,6 +49,7 @@ func Setup(t *testing.T, dialect string, cfg ...engine.Config) *Bundle {
 	c.Store = st
 	eng, err := engine.New(c)
 	require.NoError(t, err)
+	contracttest.WatchEvents(t, eng)
 	return &Bundle{Eng: eng, St: st, Ctx: context.Background()}
 }
 

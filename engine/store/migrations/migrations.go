@@ -42,6 +42,7 @@ func All() []migrate.Migration {
 		{Name: "20261126000190", Comment: "run context: each value's size, and large arrays in parts (run_context_parts)", Up: inTx(contextParts)},
 		{Name: "20261128000200", Comment: "a form pause's assignee role", Up: inTx(assigneeRole)},
 		{Name: "20261128000230", Comment: "published workflow versions of processes and bundles; idempotency key requests", Up: inTx(publishedWorkflowVersions)},
+		{Name: "20261128000260", Comment: "run_search_keys: the runs a search key value finds", Up: inTx(runSearchKeys)},
 		{Name: "20261128001500", Comment: "run_retries (a retried run's link to the failed run), run_operations", Up: inTx(runRetriesOperations)},
 	}
 }

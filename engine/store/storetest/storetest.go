@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -353,39 +354,80 @@ func testRuns(t *testing.T, b *bundle) {
 
 func testRunList(t *testing.T, b *bundle) {
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	named := b.workflow(t, orgA, "invoices")
 	var runs []*svctype.Run
-	for i := range 9 {
+	keys := map[string][]string{}
+	for i := range 12 {
 		// Three runs share each timestamp: the id breaks ties.
-		r := b.run(t, orgA, fmt.Sprintf("wf%d", i%2), base.Add(time.Duration(i/3)*time.Second))
-		if i%3 == 0 {
+		wf := fmt.Sprintf("wf%d", i%2)
+		if i%2 == 1 {
+			wf = named.ID
+		}
+		r := b.run(t, orgA, wf, base.Add(time.Duration(i/3)*time.Second))
+		switch i % 3 {
+		case 0:
 			r.Status = svctype.RunPaused
 			require.NoError(t, b.s.UpdateRun(b.ctx, r))
+		case 1:
+			if i%2 == 1 {
+				r.Status = svctype.RunFailed
+				require.NoError(t, b.s.UpdateRun(b.ctx, r))
+			}
 		}
+		var values []string
+		switch {
+		case i%4 == 0:
+			values = []string{"INV-1", "INV-1", "a@example.com"} // a value twice is kept once
+		case i%4 == 1:
+			values = []string{"1042"}
+		}
+		require.NoError(t, b.s.PutRunSearchKeys(b.ctx, orgA, r.ID, r.CreatedAt, values))
+		keys[r.ID] = values
 		runs = append(runs, r)
 	}
-	b.run(t, orgB, "wf0", base)
+	other := b.run(t, orgB, "wf0", base)
+	require.NoError(t, b.s.PutRunSearchKeys(b.ctx, orgB, other.ID, other.CreatedAt, []string{"INV-1"}))
 	sort.Slice(runs, func(i, j int) bool {
 		if !runs[i].CreatedAt.Equal(runs[j].CreatedAt) {
 			return runs[i].CreatedAt.After(runs[j].CreatedAt)
 		}
 		return runs[i].ID > runs[j].ID
 	})
+	has := func(id, v string) bool { return slices.Contains(keys[id], v) }
+	prefix := runs[4].ID[:8]
 	tests := []struct {
 		name   string
 		filter storage.RunFilter
 		keep   func(r *svctype.Run) bool
 	}{
 		{"all", storage.RunFilter{}, func(*svctype.Run) bool { return true }},
-		{"workflow", storage.RunFilter{WorkflowID: "wf1"}, func(r *svctype.Run) bool { return r.WorkflowID == "wf1" }},
-		{"status", storage.RunFilter{Status: svctype.RunPaused}, func(r *svctype.Run) bool { return r.Status == svctype.RunPaused }},
-		{"both", storage.RunFilter{WorkflowID: "wf0", Status: svctype.RunRunning}, func(r *svctype.Run) bool {
+		{"workflow", storage.RunFilter{WorkflowID: "wf0"}, func(r *svctype.Run) bool { return r.WorkflowID == "wf0" }},
+		{"status", storage.RunFilter{Statuses: []svctype.RunStatus{svctype.RunPaused}}, func(r *svctype.Run) bool { return r.Status == svctype.RunPaused }},
+		{"statuses", storage.RunFilter{Statuses: []svctype.RunStatus{svctype.RunFailed, svctype.RunPaused}}, func(r *svctype.Run) bool {
+			return r.Status == svctype.RunPaused || r.Status == svctype.RunFailed
+		}},
+		{"workflow and status", storage.RunFilter{WorkflowID: "wf0", Statuses: []svctype.RunStatus{svctype.RunRunning}}, func(r *svctype.Run) bool {
 			return r.WorkflowID == "wf0" && r.Status == svctype.RunRunning
+		}},
+		{"created range", storage.RunFilter{CreatedAfter: base.Add(time.Second), CreatedBefore: base.Add(3 * time.Second)}, func(r *svctype.Run) bool {
+			return !r.CreatedAt.Before(base.Add(time.Second)) && r.CreatedAt.Before(base.Add(3*time.Second))
+		}},
+		{"run id", storage.RunFilter{RunID: runs[4].ID}, func(r *svctype.Run) bool { return r.ID == runs[4].ID }},
+		{"run id prefix", storage.RunFilter{RunID: prefix}, func(r *svctype.Run) bool { return strings.HasPrefix(r.ID, prefix) }},
+		{"key", storage.RunFilter{Key: "INV-1"}, func(r *svctype.Run) bool { return has(r.ID, "INV-1") }},
+		{"key of a number", storage.RunFilter{Key: "1042"}, func(r *svctype.Run) bool { return has(r.ID, "1042") }},
+		{"key nobody has", storage.RunFilter{Key: "INV-2"}, func(*svctype.Run) bool { return false }},
+		{"key and status", storage.RunFilter{Key: "INV-1", Statuses: []svctype.RunStatus{svctype.RunPaused}}, func(r *svctype.Run) bool {
+			return has(r.ID, "INV-1") && r.Status == svctype.RunPaused
+		}},
+		{"key and created range", storage.RunFilter{Key: "1042", CreatedAfter: base.Add(time.Second)}, func(r *svctype.Run) bool {
+			return has(r.ID, "1042") && !r.CreatedAt.Before(base.Add(time.Second))
 		}},
 	}
 	for _, tt := range tests {
 		for _, limit := range []int{1, 2, 4, 50} {
 			t.Run(fmt.Sprintf("%s/limit%d", tt.name, limit), func(t *testing.T) {
-				var want []string
+				want := []string{}
 				for _, r := range runs {
 					if tt.keep(r) {
 						want = append(want, r.ID)
@@ -400,11 +442,29 @@ func testRunList(t *testing.T, b *bundle) {
 				got := make([]string, len(all))
 				for i, r := range all {
 					got[i] = r.ID
+					require.Empty(t, r.Definition, "a listing leaves the definition out")
 				}
 				require.Equal(t, want, got, "newest first, no duplicates or omissions")
 			})
 		}
 	}
+	t.Run("workflow names", func(t *testing.T) {
+		names, err := b.s.WorkflowNames(b.ctx, orgA, []string{named.ID, "wf0"})
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{named.ID: "invoices"}, names, "the names of the workflows that exist")
+		names, err = b.s.WorkflowNames(b.ctx, orgB, []string{named.ID})
+		require.NoError(t, err)
+		require.Empty(t, names, "another organization's workflow has no name here")
+	})
+	t.Run("another organization's key", func(t *testing.T) {
+		p, err := b.s.ListRuns(b.ctx, orgB, storage.RunFilter{Key: "1042"})
+		require.NoError(t, err)
+		require.Empty(t, p.Items, "orgA's value is invisible to orgB")
+		p, err = b.s.ListRuns(b.ctx, orgB, storage.RunFilter{Key: "INV-1"})
+		require.NoError(t, err)
+		require.Len(t, p.Items, 1)
+		require.Equal(t, other.ID, p.Items[0].ID)
+	})
 }
 
 func testIdempotency(t *testing.T, b *bundle) {

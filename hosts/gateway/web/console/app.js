@@ -2,7 +2,7 @@
 // modules, no build step. Each page (console/pages.js) exports
 //   route = { name, title, nav, session?, pattern }   // pattern matches the path after /console
 //   render(ctx, main, match)                            // fills main
-// and gets a ctx = { org, who, session, rt, api, el, status, when, duration, navigate, query,
+// and gets a ctx = { org, who, session, rt, raw, api, el, status, when, duration, navigate, query,
 // onLeave, every, refresh }. URLs are real paths under /console (History API); the gateway
 // serves console.html for each, so reloads and deep links work; query strings carry filters.
 import { el, status, when, duration, fail, problem } from './ui.js';
@@ -55,6 +55,12 @@ export async function api(method, path, body) {
 // rt calls a runtime path of the current organization through the console's window.
 function rt(method, path, body) {
   return api(method, BASE + '/api/orgs/' + encodeURIComponent(state.org) + path, body);
+}
+
+// raw fetches a runtime path of the current organization whose answer is not JSON (a
+// document's content): the Response, for the page to read as it needs.
+function raw(path) {
+  return fetch(BASE + '/api/orgs/' + encodeURIComponent(state.org) + path, { credentials: 'omit', headers: { Authorization: 'Bearer ' + state.token } });
 }
 
 function signOut() {
@@ -201,7 +207,7 @@ async function show(moved) {
   }
   const ctx = {
     org: state.org, who: state.who, session: isSession(),
-    rt, api, el, status, when, duration, navigate,
+    rt, raw, api, el, status, when, duration, navigate,
     query: new URLSearchParams(location.search),
     onLeave(fn) { state.leave.push(fn); },
     // every runs fn every ms milliseconds while the page is shown (not while a call is out).

@@ -133,11 +133,12 @@ function decisionsTable(list) {
     el('tbody', {}, list.map((d) => el('tr', {}, [el('td', {}, [el('code', { text: d.kind })]), el('td', {}, [typeof d.result === 'object' ? json(d.result) : String(d.result)]), el('td', { text: d.reason || '' })])))]);
 }
 
-function effectsTable(list, withStep) {
-  if (!list || !list.length) return null;
-  return el('table', { className: 'effects' }, [el('thead', {}, [el('tr', {}, [withStep ? 'Step' : null, 'Effect', 'Target', 'Detail'].filter(Boolean).map((h) => el('th', { scope: 'col', text: h })))]),
+function effectsTable(all, withStep) {
+  if (!all || !all.length) return null;
+  const list = all.slice(0, 100); // a loop's thousands of writes: the first hundred, and how many
+  return el('div', {}, [all.length > list.length ? el('p', { className: 'muted', text: 'The first ' + list.length + ' of ' + all.length + ' effects.' }) : null, el('table', { className: 'effects' }, [el('thead', {}, [el('tr', {}, [withStep ? 'Step' : null, 'Effect', 'Target', 'Detail'].filter(Boolean).map((h) => el('th', { scope: 'col', text: h })))]),
     el('tbody', {}, list.map((e) => el('tr', {}, [withStep ? el('td', { text: String(e.step_index) }) : null, el('td', {}, [el('code', { text: e.kind })]),
-      el('td', { text: e.target || '' }), el('td', {}, [e.detail && Object.keys(e.detail).length ? json(e.detail) : ''])])))]);
+      el('td', { text: e.target || '' }), el('td', {}, [e.detail && Object.keys(e.detail).length ? json(e.detail) : ''])])))])]);
 }
 
 function stepItem(ctx, runId, run, step, pending, def, open, began) {
@@ -152,7 +153,7 @@ function stepItem(ctx, runId, run, step, pending, def, open, began) {
     el('span', { className: 'step-n', text: '#' + step.index }),
     el('code', { className: 'step-type', text: step.type }),
     stepStatus(run, step, pending),
-    ms !== null ? el('span', { className: 'muted', text: duration(ms) + (step.finished_at ? '' : '…') }) : null,
+    ms !== null ? el('span', { className: 'muted', text: duration(ms) + (step.finished_at ? '' : ' so far') }) : null,
     tries && tries > 1 ? el('span', { className: 'muted', text: tries + ' attempts' }) : (tries === 1 ? el('span', { className: 'muted', text: '1 attempt' }) : null),
   ]);
   const body = [];
@@ -317,13 +318,17 @@ export async function render(ctx, main, match) {
     const reason = el('input', { id: 'retry-reason', type: 'text', size: 40, required: true });
     const out = msg('', '');
     const steps = plan.steps || [];
+    const callText = (c) => typeof c === 'string' ? c : [c.kind, c.method, c.host, c.detail].filter(Boolean).join(' ');
+    const reused = plan.reused_steps || [];
     const form = el('form', { className: 'confirm', 'aria-label': 'Retry the run' }, [
       el('h4', { text: 'What the retry does again' }),
-      steps.length ? el('table', { id: 'retry-plan' }, [el('thead', {}, [el('tr', {}, ['Step', 'Type', 'Does', 'Outside calls'].map((h) => el('th', { scope: 'col', text: h })))]),
-        el('tbody', {}, steps.map((s) => el('tr', {}, [el('td', { text: '#' + (s.index ?? s.step_index) }), el('td', {}, [el('code', { text: s.type || '' })]),
-          el('td', { text: s.action || s.does || (s.reruns === false ? 'kept' : 'runs again') }),
-          el('td', {}, [(s.outside_calls || s.calls || []).length ? el('ul', {}, (s.outside_calls || s.calls).map((c) => el('li', { text: typeof c === 'string' ? c : [c.kind, c.method, c.target || c.url || c.name].filter(Boolean).join(' ') }))) : el('span', { className: 'muted', text: 'none' })])])))]) : json(plan),
-      el('label', { for: 'retry-reason', text: 'Why retry? (recorded in the run\u2019s evidence)' }), reason,
+      el('p', { text: 'A new run of version ' + (plan.workflow_version || '') + ' with the same input starts at step #' + (plan.from_step ?? '?') +
+        (plan.from_element !== undefined && plan.from_element !== null ? ', element ' + plan.from_element : '') + '.' +
+        (reused.length ? ' Reused, not run again: ' + reused.map((i) => '#' + i).join(', ') + '.' : '') }),
+      steps.length ? el('table', { id: 'retry-plan' }, [el('thead', {}, [el('tr', {}, ['Step', 'Type', 'Outside calls it makes'].map((h) => el('th', { scope: 'col', text: h })))]),
+        el('tbody', {}, steps.map((s) => el('tr', {}, [el('td', { text: '#' + (s.path || s.index) }), el('td', {}, [el('code', { text: s.type || '' }), s.pauses ? el('span', { className: 'muted', text: ' (waits for a person)' }) : null]),
+          el('td', {}, [(s.calls || []).length ? el('ul', {}, s.calls.map((c) => el('li', { text: callText(c) }))) : el('span', { className: 'muted', text: 'none' })])])))]) : json(plan),
+      el('label', { for: 'retry-reason', text: 'Why retry? (recorded in the new run\u2019s evidence)' }), reason,
       el('div', { className: 'row' }, [el('button', { type: 'submit', className: 'btn', text: 'Retry' }),
         el('button', { type: 'button', className: 'btn secondary', text: 'Back', onclick: () => actionBox.replaceChildren() })]), out]);
     form.addEventListener('submit', async (ev) => {

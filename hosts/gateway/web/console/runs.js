@@ -106,7 +106,7 @@ export async function render(ctx, main) {
     return (!f.status || r.status === f.status) && (!wfIds || wfIds.has(r.workflow_id)) &&
       (after === null || t > after) && (before === null || t < before);
   }
-  const bulk = bulkPanel(ctx, query, matches, describeFilter(f));
+  const bulk = bulkPanel(ctx, query, matches, describeFilter(f), () => ctx.refresh(), (id) => (wf.byId.get(id) || {}).name || id);
   main.replaceChildren(el('h2', { text: 'Runs' }), form, bulk, box);
 
   if (query === null) {
@@ -134,7 +134,7 @@ export async function render(ctx, main) {
       el('td', {}, [status(r.status, r.status.replace(/_/g, ' '))]),
       el('td', {}, [el('time', { datetime: r.created_at, text: when(r.created_at) })]),
       el('td', {}, end ? [el('time', { datetime: end, text: when(end) })] : [el('span', { className: 'muted', text: '—' })]),
-      el('td', { className: 'num', text: duration(ms) + (ended ? '' : '…') }),
+      el('td', { className: 'num', text: duration(ms) + (ended ? '' : ' so far') }),
     ];
   }
   function rowOf(r) {
@@ -231,8 +231,16 @@ export async function render(ctx, main) {
       newest = fresh[0].created_at > newest ? fresh[0].created_at : newest;
       for (const r of fresh) if (r.created_at > newest) newest = r.created_at;
     }
-    // Runs still going get their duration ticking.
-    for (const { run } of rows.values()) if (!ENDED.includes(run.status) && !(p.items || []).some((x) => x.id === run.id)) update(run);
+    // A run shown that has not ended and left the first page (it changed status and the
+    // filter no longer takes it, or it is further down): read on its own, 20 a tick at most.
+    const onPage = new Set((p.items || []).map((x) => x.id));
+    const stale = [...rows.values()].filter(({ run }) => !ENDED.includes(run.status) && !onPage.has(run.id)).slice(0, 20);
+    await Promise.all(stale.map(async ({ run }) => {
+      try {
+        const st = await ctx.rt('GET', '/runs/' + encodeURIComponent(run.id) + '/status');
+        update(Object.assign({}, run, { status: st.status, updated_at: st.updated_at, finished_at: st.finished_at }));
+      } catch (e) { /* gone: left as it was */ }
+    }));
     if (fresh.length) counted();
   });
 }
