@@ -1,7 +1,10 @@
 package match
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
+	"os"
 	"runtime"
 	"runtime/metrics"
 	"slices"
@@ -207,4 +210,43 @@ func peakHeapDuring(f func()) uint64 {
 		peak.Store(h)
 	}
 	return peak.Load()
+}
+
+// BenchmarkSimilarityOracle scores the 684 pairs of testdata/similarity_oracle.jsonl, one
+// pair an op (ns/op is the time a pair): descriptions of one transaction and of unrelated
+// ones, Unicode pairs and pairs over 64 bytes. "cutoff90" is SimilarityAtLeast at 90, as
+// the matcher asks.
+func BenchmarkSimilarityOracle(b *testing.B) {
+	file, err := os.ReadFile("testdata/similarity_oracle.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pairs [][2]string
+	for line := range bytes.Lines(file) {
+		var row [3]any
+		if err := json.Unmarshal(line, &row); err != nil {
+			b.Fatal(err)
+		}
+		pairs = append(pairs, [2]string{row[1].(string), row[2].(string)})
+	}
+	b.Run("score", func(b *testing.B) {
+		b.ReportAllocs()
+		sink := 0
+		for i := 0; b.Loop(); i++ {
+			p := pairs[i%len(pairs)]
+			sink += Similarity(p[0], p[1])
+		}
+		_ = sink
+	})
+	b.Run("cutoff90", func(b *testing.B) {
+		b.ReportAllocs()
+		sink := 0
+		for i := 0; b.Loop(); i++ {
+			p := pairs[i%len(pairs)]
+			if SimilarityAtLeast(p[0], p[1], 90) {
+				sink++
+			}
+		}
+		_ = sink
+	})
 }

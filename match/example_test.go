@@ -21,6 +21,18 @@ func ExampleSimilarity() {
 	// 36
 }
 
+func ExampleSimilarityAtLeast() {
+	// 96.30: at least 96, not 96.5 (the cut-off compares against the exact score).
+	fmt.Println(match.SimilarityAtLeast("new york mets", "new york meats", 96))
+	fmt.Println(match.SimilarityAtLeast("new york mets", "new york meats", 96.5))
+	// "invoice" against "refund cust 1182": the lengths alone rule out 90.
+	fmt.Println(match.SimilarityAtLeast("Invoice 1182", "REFUND CUST 1182", 90))
+	// Output:
+	// true
+	// false
+	// false
+}
+
 func ExampleMatch() {
 	ledger := []match.Record{
 		{"id": "L1", "ref": "ACME", "amount": 120.00, "date": "2024-03-01", "description": "Invoice 17 ACME office chairs"},

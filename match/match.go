@@ -451,7 +451,7 @@ func candidates(out []candidate, ls, rs []int32, lf, rf []features, ld, rd []str
 			}
 		}
 		if c.useText {
-			num, den := similarityRatio(ld[l], rd[r])
+			num, den := similarityRatio(ld[l], rd[r], c.threshold)
 			if den == 0 {
 				if c.threshold > 0 {
 					return

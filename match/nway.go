@@ -1073,7 +1073,7 @@ func (e *evaluator) checkText(g *Group, off []int32) {
 			if legs[i].Count == 0 || legs[j].Count == 0 {
 				continue
 			}
-			if !similarityAtLeast(e.text[i], e.text[j], c.threshold) {
+			if !SimilarityAtLeast(e.text[i], e.text[j], c.threshold) {
 				score := Similarity(e.text[i], e.text[j])
 				g.Discrepancies = append(g.Discrepancies, Discrepancy{
 					Kind: KindSimilarity, Field: c.descKey, Legs: []string{legs[i].Leg, legs[j].Leg},

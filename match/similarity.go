@@ -34,24 +34,25 @@ import (
 // It is safe for concurrent use and does not allocate: two ASCII texts of at most 64 bytes
 // each, the common case, are scored with fixed arrays on the stack (ratioSmall), others
 // with scratch space from a sync.Pool. ASCII text is split into words 8 bytes at a time,
-// and the edit distance is the bit-parallel LCS of Hyyrö: a pair of 64-character
-// descriptions takes a few hundred nanoseconds (BenchmarkSimilarity).
+// and the edit distance comes from the bit-parallel LCS of Hyyrö (lcs.go).
 func Similarity(a, b string) int {
-	num, den := similarityRatio(a, b)
+	num, den := similarityRatio(a, b, 0)
 	if den == 0 {
 		return 0
 	}
 	return int(100 * num / den)
 }
 
-// similarityAtLeast reports whether the exact token-set score of a and b is at least
-// threshold, without the integer truncation.
-func similarityAtLeast(a, b string, threshold float64) bool {
-	num, den := similarityRatio(a, b)
+// SimilarityAtLeast reports whether the exact token-set score of a and b (Similarity
+// before the truncation to an integer) is at least cutoff. It skips the edit distance when
+// the words' lengths alone show the score cannot reach cutoff, so it is the cheaper call
+// where only the verdict matters. A side without words scores 0.
+func SimilarityAtLeast(a, b string, cutoff float64) bool {
+	num, den := similarityRatio(a, b, cutoff)
 	if den == 0 {
-		return threshold <= 0
+		return cutoff <= 0
 	}
-	return float64(100*num) >= threshold*float64(den)
+	return float64(100*num) >= cutoff*float64(den)
 }
 
 type token struct {
@@ -75,7 +76,8 @@ type simScratch struct {
 	joinB    []byte
 	runesA   []rune
 	runesB   []rune
-	pm       [256]uint64 // pattern bits per byte, single-word path; kept zero between uses
+	pm       [256]uint64 // pattern bits per byte or code point below 256; kept zero between uses
+	wide     []runeBits  // pattern bits of other code points (lcsShort)
 	slots    map[rune]int32
 	pmBlocks []uint64
 	state    []uint64
@@ -86,20 +88,72 @@ type simScratch struct {
 var simPool = sync.Pool{New: func() any { return &simScratch{slots: map[rune]int32{}} }}
 
 // similarityRatio returns the token-set score as the fraction num/den of 1 (den 0 means no
-// words on one side).
-func similarityRatio(a, b string) (num, den int) {
-	if len(a) <= smallMax && len(b) <= smallMax {
-		if num, den, ok := ratioSmall(a, b); ok {
+// words on one side). When the score is below cutoff (0-100) it may return instead a
+// larger fraction that is still below cutoff: the bound the words' lengths give.
+func similarityRatio(a, b string, cutoff float64) (num, den int) {
+	switch {
+	case len(a) == 0 || len(b) == 0:
+		return 0, 0
+	case a == b:
+		if hasWord(a) {
+			return 1, 1
+		}
+		return 0, 0
+	case len(a) <= smallMax && len(b) <= smallMax:
+		if num, den, ok := ratioSmall(a, b, cutoff); ok {
 			return num, den
 		}
 	}
 	s := simPool.Get().(*simScratch)
-	num, den = s.ratio(a, b)
+	num, den = s.ratio(a, b, cutoff)
 	simPool.Put(s)
 	return num, den
 }
 
-func (s *simScratch) ratio(a, b string) (int, int) {
+// hasWord reports whether str has a letter or a number.
+func hasWord(str string) bool {
+	for _, r := range str {
+		if r < utf8.RuneSelf && lowerAlnum[r] != 0 || r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsNumber(r)) {
+			return true
+		}
+	}
+	return false
+}
+
+// setScore is the token-set score from the lengths in characters of I, A and B joined
+// (sect 0 when I is empty) and the LCS of A's and B's joins.
+func setScore(sect, ab, ba, lcs int) (num, den int) {
+	sep := min(sect, 1)
+	sectAB := sect + sep + ab
+	sectBA := sect + sep + ba
+	// ratio(I+" "+A, I+" "+B): the common prefix drops out of the edit distance.
+	lensum := sectAB + sectBA
+	dist := ab + ba - 2*lcs
+	num, den = lensum-dist, lensum
+	if sect > 0 {
+		// ratio(I, I+" "+A): the distance is the appended part's length.
+		if n, d := sect+sectAB-(sep+ab), sect+sectAB; n*den > num*d {
+			num, den = n, d
+		}
+		if n, d := sect+sectBA-(sep+ba), sect+sectBA; n*den > num*d {
+			num, den = n, d
+		}
+	}
+	return num, den
+}
+
+// belowCutoff reports whether the score is below cutoff whatever the LCS, with the bound
+// as the score: the LCS is at most the shorter join, so the distance at least the
+// difference of their lengths.
+func belowCutoff(sect, ab, ba int, cutoff float64) (num, den int, below bool) {
+	if cutoff <= 0 {
+		return 0, 0, false
+	}
+	num, den = setScore(sect, ab, ba, min(ab, ba))
+	return num, den, float64(100*num) < cutoff*float64(den)
+}
+
+func (s *simScratch) ratio(a, b string, cutoff float64) (int, int) {
 	s.asciiA = s.a.tokenize(a)
 	s.asciiB = s.b.tokenize(b)
 	if len(s.a.toks) == 0 || len(s.b.toks) == 0 {
@@ -150,24 +204,10 @@ func (s *simScratch) ratio(a, b string) (int, int) {
 	if nSect > 0 && (ab == 0 || ba == 0) {
 		return 1, 1
 	}
-	sep := min(nSect, 1)
-	sectAB := sect + sep + ab
-	sectBA := sect + sep + ba
-
-	// ratio(I+" "+A, I+" "+B): the common prefix drops out of the edit distance.
-	lensum := sectAB + sectBA
-	dist := ab + ba - 2*s.lcs()
-	bestNum, bestDen := lensum-dist, lensum
-	if nSect > 0 {
-		// ratio(I, I+" "+A): the distance is the appended part's length.
-		if n, d := sect+sectAB-(sep+ab), sect+sectAB; n*bestDen > bestNum*d {
-			bestNum, bestDen = n, d
-		}
-		if n, d := sect+sectBA-(sep+ba), sect+sectBA; n*bestDen > bestNum*d {
-			bestNum, bestDen = n, d
-		}
+	if num, den, below := belowCutoff(sect, ab, ba, cutoff); below {
+		return num, den
 	}
-	return bestNum, bestDen
+	return setScore(sect, ab, ba, s.lcs(s.joinA, s.joinB, s.asciiA && s.asciiB))
 }
 
 // appendWord appends t's lower-cased bytes to join, after a space unless join is empty,
@@ -513,327 +553,4 @@ func (sd *side) sortDedupe() {
 		}
 	}
 	sd.toks = out
-}
-
-// lcs is the length of the longest common subsequence of joinA and joinB, in characters,
-// by the bit-parallel algorithm of Hyyrö (one machine word per 64 pattern characters).
-func (s *simScratch) lcs() int {
-	if len(s.joinA) == 0 || len(s.joinB) == 0 {
-		return 0
-	}
-	p, t := s.joinA, s.joinB
-	if len(t) < len(p) {
-		p, t = t, p
-	}
-	if s.asciiA && s.asciiB && len(p) <= 64 {
-		for i, c := range p {
-			s.pm[c] |= 1 << uint(i)
-		}
-		S := ^uint64(0)
-		for _, c := range t {
-			u := S & s.pm[c]
-			S = (S + u) | (S - u)
-		}
-		for _, c := range p {
-			s.pm[c] = 0
-		}
-		return bits.OnesCount64(^S)
-	}
-	return s.lcsBlocks()
-}
-
-// lcsBlocks is the multi-word form, on code points, for long or non-ASCII words.
-func (s *simScratch) lcsBlocks() int {
-	s.runesA = appendRunes(s.runesA[:0], s.joinA)
-	s.runesB = appendRunes(s.runesB[:0], s.joinB)
-	p, t := s.runesA, s.runesB
-	if len(t) < len(p) {
-		p, t = t, p
-	}
-	words := (len(p) + 63) / 64
-	clear(s.slots)
-	s.pmBlocks = s.pmBlocks[:0]
-	for i, r := range p {
-		slot, ok := s.slots[r]
-		if !ok {
-			slot = int32(len(s.pmBlocks) / words)
-			s.slots[r] = slot
-			for range words {
-				s.pmBlocks = append(s.pmBlocks, 0)
-			}
-		}
-		s.pmBlocks[int(slot)*words+i/64] |= 1 << uint(i%64)
-	}
-	s.state = s.state[:0]
-	for range words {
-		s.state = append(s.state, ^uint64(0))
-	}
-	S := s.state
-	for _, r := range t {
-		slot, ok := s.slots[r]
-		if !ok {
-			continue
-		}
-		pm := s.pmBlocks[int(slot)*words : int(slot)*words+words]
-		var carry uint64
-		for w := range words {
-			u := S[w] & pm[w]
-			x, c := bits.Add64(S[w], u, carry)
-			S[w] = x | (S[w] - u)
-			carry = c
-		}
-	}
-	n := 0
-	for _, w := range S {
-		n += bits.OnesCount64(^w)
-	}
-	return n
-}
-
-func appendRunes(dst []rune, b []byte) []rune {
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		dst = append(dst, r)
-		b = b[size:]
-	}
-	return dst
-}
-
-// smallMax is the longest text ratioSmall takes: its words fit in fixed arrays on the
-// stack and the LCS pattern in one machine word.
-const smallMax = 64
-
-// smallSide is one ASCII text of at most smallMax bytes and its words.
-type smallSide struct {
-	text string
-	keys [smallMax / 2]uint64
-	pos  [smallMax / 2]uint8 // a word's start in text
-	size [smallMax / 2]uint8 // a word's length
-	n    int
-	sig  uint64 // the keyBit of every word
-	rep  uint32 // the words whose keyBit an earlier word has: maybe repeats
-}
-
-// keyBit is one bit chosen by a hash of key, for a quick test of set membership.
-func keyBit(key uint64) uint64 {
-	return 1 << ((key * 0x9E3779B97F4A7C15) >> 58)
-}
-
-// tokenize finds the words of str (at most smallMax bytes) and reports whether str is
-// ASCII.
-func (sd *smallSide) tokenize(str string) bool {
-	sd.text = str
-	var mask, high uint64
-	if len(str) >= 8 {
-		i := 0
-		for ; i+8 <= len(str); i += 8 {
-			x := load64(str, i)
-			high |= x
-			mask |= moveMask(swarAlnum(x)) << uint(i)
-		}
-		if rem := len(str) - i; rem > 0 { // the last 8 bytes, shifted down to the rest
-			x := load64(str, len(str)-8) >> uint(8*(8-rem))
-			high |= x
-			mask |= moveMask(swarAlnum(x)) << uint(i)
-		}
-	} else {
-		for i := 0; i < len(str); i++ {
-			high |= uint64(str[i])
-			if lowerAlnum[str[i]&0x7f] != 0 {
-				mask |= 1 << uint(i)
-			}
-		}
-	}
-	if high&swarHigh != 0 {
-		return false
-	}
-	starts := mask &^ (mask << 1)
-	ends := mask &^ (mask >> 1)
-	n := 0
-	var sig uint64
-	var rep uint32
-	for starts != 0 {
-		start := bits.TrailingZeros64(starts)
-		end := bits.TrailingZeros64(ends) + 1
-		starts &= starts - 1
-		ends &= ends - 1
-		var key uint64
-		if len(str) >= 8 {
-			// Near the end, load the last 8 bytes and shift the word to the top.
-			off := min(start, len(str)-8)
-			key = load64BE(str, off) << uint(8*(start-off))
-		} else {
-			key = load8(str, start)
-		}
-		key = (key | 0x2020202020202020) & keyMasks[min(uint(end-start), 8)]
-		bit := keyBit(key)
-		if sig&bit != 0 {
-			rep |= 1 << uint(n&31)
-		}
-		sig |= bit
-		sd.keys[n&31] = key
-		sd.pos[n&31] = uint8(start)
-		sd.size[n&31] = uint8(end - start)
-		n++
-	}
-	sd.n, sd.sig, sd.rep = n, sig, rep
-	return true
-}
-
-// tail is the part of word i past its first 8 bytes (as written, not lower-cased).
-func (sd *smallSide) tail(i int) string {
-	p, n := int(sd.pos[i&31]), int(sd.size[i&31])
-	return sd.text[p+min(n, 8) : p+n]
-}
-
-// word is word i as written.
-func (sd *smallSide) word(i uint8) string {
-	p := int(sd.pos[i&31])
-	return sd.text[p : p+int(sd.size[i&31])]
-}
-
-// cmpTails orders two words with equal keys by the bytes past their first 8.
-func cmpTails(sa *smallSide, i int, sb *smallSide, j int) int {
-	if sa.size[i&31] <= 8 && sb.size[j&31] <= 8 {
-		return 0
-	}
-	wa, wb := sa.tail(i), sb.tail(j)
-	for k := 0; k < len(wa) && k < len(wb); k++ {
-		if ca, cb := wa[k]|0x20, wb[k]|0x20; ca != cb {
-			return int(ca) - int(cb)
-		}
-	}
-	return len(wa) - len(wb)
-}
-
-// find returns the index of the first of sd's words [0, n) equal to o's word j, or -1.
-func (sd *smallSide) find(n int, o *smallSide, j int) int {
-	key := o.keys[j&31]
-	for k := range sd.keys[:n] {
-		if sd.keys[k] == key && cmpTails(sd, k, o, j) == 0 {
-			return k
-		}
-	}
-	return -1
-}
-
-// sortWords sorts the word indices idx of sd.
-func (sd *smallSide) sortWords(idx []uint8) {
-	for i := 1; i < len(idx); i++ {
-		t := idx[i]
-		key := sd.keys[t&31]
-		j := i
-		for ; j > 0; j-- {
-			k := sd.keys[idx[j-1]&31]
-			if k < key || k == key && cmpTails(sd, int(idx[j-1]), sd, int(t)) < 0 {
-				break
-			}
-			idx[j] = idx[j-1]
-		}
-		idx[j] = t
-	}
-}
-
-// lcsIndex maps a letter (either case), a digit or a space to its own slot in 0-63.
-func lcsIndex(c byte) byte {
-	return (c&0x1f | (c&0x40)>>1) & 63
-}
-
-// ratioSmall is ratio for two texts of at most smallMax bytes, on the stack; ok is false
-// when a text is not ASCII.
-func ratioSmall(a, b string) (num, den int, ok bool) {
-	var sa, sb smallSide
-	if !sa.tokenize(a) || !sb.tokenize(b) {
-		return 0, 0, false
-	}
-	if sa.n == 0 || sb.n == 0 {
-		return 0, 0, true
-	}
-	var onlyA, onlyB [smallMax / 2]uint8
-	var inA uint32 // b's words found in a
-	nA, nB := 0, 0
-	sect, nSect, ab, ba := 0, 0, 0, 0
-	for i := range sa.n {
-		if sa.rep&(1<<uint(i)) != 0 && sa.find(i, &sa, i) >= 0 {
-			continue // a repeat
-		}
-		size := int(sa.size[i&31])
-		j := -1
-		if sb.sig&keyBit(sa.keys[i&31]) != 0 {
-			j = sb.find(sb.n, &sa, i)
-		}
-		if j >= 0 {
-			inA |= 1 << uint(j)
-			sect += size
-			nSect++
-		} else {
-			onlyA[nA&31] = uint8(i)
-			nA++
-			ab += size
-		}
-	}
-	if nSect > 0 && nA == 0 {
-		return 1, 1, true
-	}
-	for j := range sb.n {
-		if inA&(1<<uint(j)) != 0 || sb.rep&(1<<uint(j)) != 0 && sb.find(j, &sb, j) >= 0 {
-			continue
-		}
-		onlyB[nB&31] = uint8(j)
-		nB++
-		ba += int(sb.size[j&31])
-	}
-	if nSect > 0 && nB == 0 {
-		return 1, 1, true
-	}
-	sep := min(nSect, 1)
-	sect += max(nSect-1, 0)
-	ab += max(nA-1, 0)
-	ba += max(nB-1, 0)
-	sectAB := sect + sep + ab
-	sectBA := sect + sep + ba
-
-	lcs := 0
-	if nA > 0 && nB > 0 {
-		sa.sortWords(onlyA[:nA])
-		sb.sortWords(onlyB[:nB])
-		// Bit-parallel LCS (see lcs) with A's join as the pattern: it is no longer than a.
-		var pm [64]uint64
-		bit := uint64(1)
-		for w, i := range onlyA[:nA] {
-			if w > 0 {
-				pm[0] |= bit // the space
-				bit <<= 1
-			}
-			for _, c := range []byte(sa.word(i)) {
-				pm[lcsIndex(c)] |= bit
-				bit <<= 1
-			}
-		}
-		S := ^uint64(0)
-		for w, j := range onlyB[:nB] {
-			if w > 0 {
-				u := S & pm[0]
-				S = (S + u) | (S - u)
-			}
-			for _, c := range []byte(sb.word(j)) {
-				u := S & pm[lcsIndex(c)]
-				S = (S + u) | (S - u)
-			}
-		}
-		lcs = bits.OnesCount64(^S)
-	}
-
-	lensum := sectAB + sectBA
-	dist := ab + ba - 2*lcs
-	bestNum, bestDen := lensum-dist, lensum
-	if nSect > 0 {
-		if n, d := sect+sectAB-(sep+ab), sect+sectAB; n*bestDen > bestNum*d {
-			bestNum, bestDen = n, d
-		}
-		if n, d := sect+sectBA-(sep+ba), sect+sectBA; n*bestDen > bestNum*d {
-			bestNum, bestDen = n, d
-		}
-	}
-	return bestNum, bestDen, true
 }

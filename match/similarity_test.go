@@ -1,7 +1,9 @@
 package match
 
 import (
+	"encoding/json"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -187,10 +189,10 @@ func TestSimilarityThresholdIsExact(t *testing.T) {
 		{96, true}, {96.29, true}, {96.3, false}, {97, false}, {0, true}, {100, false},
 	}
 	for _, tt := range tests {
-		require.Equal(t, tt.want, similarityAtLeast("new york mets", "new york meats", tt.threshold), "threshold %v", tt.threshold)
+		require.Equal(t, tt.want, SimilarityAtLeast("new york mets", "new york meats", tt.threshold), "threshold %v", tt.threshold)
 	}
-	require.False(t, similarityAtLeast("", "x", 1))
-	require.True(t, similarityAtLeast("", "x", 0), "threshold 0 admits everything")
+	require.False(t, SimilarityAtLeast("", "x", 1))
+	require.True(t, SimilarityAtLeast("", "x", 0), "threshold 0 admits everything")
 }
 
 func TestSimilarityAllocations(t *testing.T) {
@@ -202,8 +204,11 @@ func TestSimilarityAllocations(t *testing.T) {
 	Similarity(short[0], short[1])
 	require.Zero(t, testing.AllocsPerRun(100, func() { Similarity(short[0], short[1]) }), "the stack path")
 	s := &simScratch{slots: map[rune]int32{}}
-	s.ratio(long[0], long[1])
-	require.Zero(t, testing.AllocsPerRun(100, func() { s.ratio(long[0], long[1]) }), "a scratch used again")
+	s.ratio(long[0], long[1], 0)
+	require.Zero(t, testing.AllocsPerRun(100, func() { s.ratio(long[0], long[1], 0) }), "a scratch used again")
+	accents := [2]string{"Zürich AG Rechnung 4821 東京", "ZUERICH AG RECHNUNG 4821 東京 Bürobedarf"}
+	s.ratio(accents[0], accents[1], 0)
+	require.Zero(t, testing.AllocsPerRun(100, func() { s.ratio(accents[0], accents[1], 0) }), "Unicode, a scratch used again")
 	if !raceEnabled { // the race detector makes sync.Pool drop items on purpose
 		Similarity(long[0], long[1])
 		require.Zero(t, testing.AllocsPerRun(100, func() { Similarity(long[0], long[1]) }), "the scratch from the pool")
@@ -245,11 +250,11 @@ func TestSimilaritySmallPath(t *testing.T) {
 
 	general := func(a, b string) (int, int) {
 		s := &simScratch{slots: map[rune]int32{}}
-		return s.ratio(a, b)
+		return s.ratio(a, b, 0)
 	}
 	check := func(a, b string) {
 		t.Helper()
-		num, den, ok := ratioSmall(a, b)
+		num, den, ok := ratioSmall(a, b, 0)
 		require.True(t, ok, "%q vs %q", a, b)
 		gn, gd := general(a, b)
 		require.Equal(t, gn*den, num*gd, "%q vs %q: %d/%d, general %d/%d", a, b, num, den, gn, gd)
@@ -267,9 +272,9 @@ func TestSimilaritySmallPath(t *testing.T) {
 	check("zz yy xx ww", "ww vv zz uu")
 
 	// Not ASCII, or over smallMax: the general path.
-	_, _, ok := ratioSmall("café", "cafe")
+	_, _, ok := ratioSmall("café", "cafe", 0)
 	require.False(t, ok)
-	_, _, ok = ratioSmall("cafe", "CAFÉ")
+	_, _, ok = ratioSmall("cafe", "CAFÉ", 0)
 	require.False(t, ok)
 	long := strings.Repeat("y", 65)
 	require.Equal(t, naiveTokenSetRatio(long, "y"), Similarity(long, "y"))
@@ -302,4 +307,76 @@ func TestSimilaritySmallPath(t *testing.T) {
 	for range 20000 {
 		check(gen(), gen())
 	}
+}
+
+// oraclePairs reads testdata/similarity_oracle.jsonl: [score, a, b] per line, the scores
+// of the Similarity before bit-parallel kernels were split out and a cut-off added
+// (issue 35), on the benchmark's pairs, 300 ledger and bank descriptions of one
+// transaction and 250 of unrelated ones from the noisy generator, Unicode pairs and pairs
+// over 64 bytes (the pooled path).
+func oraclePairs(tb testing.TB) []oraclePair {
+	f, err := os.Open("testdata/similarity_oracle.jsonl")
+	require.NoError(tb, err)
+	defer f.Close()
+	var out []oraclePair
+	dec := json.NewDecoder(f)
+	for dec.More() {
+		var row [3]any
+		require.NoError(tb, dec.Decode(&row))
+		out = append(out, oraclePair{a: row[1].(string), b: row[2].(string), score: int(row[0].(float64))})
+	}
+	return out
+}
+
+type oraclePair struct {
+	a, b  string
+	score int
+}
+
+// TestSimilarityOracle holds every oracle score, the definition and the cut-off's verdict
+// at the score and just above it.
+func TestSimilarityOracle(t *testing.T) {
+	t.Parallel()
+
+	pairs := oraclePairs(t)
+	require.Len(t, pairs, 684)
+	for _, p := range pairs {
+		require.Equal(t, p.score, Similarity(p.a, p.b), "%q vs %q", p.a, p.b)
+		require.Equal(t, p.score, Similarity(p.b, p.a), "%q vs %q", p.b, p.a)
+		require.Equal(t, naiveTokenSetRatio(p.a, p.b), p.score, "%q vs %q", p.a, p.b)
+		require.True(t, SimilarityAtLeast(p.a, p.b, float64(p.score)), "%q vs %q at %d", p.a, p.b, p.score)
+		if p.score < 100 {
+			require.False(t, SimilarityAtLeast(p.a, p.b, float64(p.score+1)), "%q vs %q at %d", p.a, p.b, p.score+1)
+		}
+	}
+}
+
+// TestSimilarityCutoff checks SimilarityAtLeast against Similarity at every integer
+// cut-off, and that the fraction similarityRatio returns when it stops early is below the
+// cut-off.
+func TestSimilarityCutoff(t *testing.T) {
+	t.Parallel()
+
+	pairs := oraclePairs(t)
+	early := 0
+	for _, p := range pairs[:200] {
+		exactNum, exactDen := similarityRatio(p.a, p.b, 0)
+		for cutoff := 1; cutoff <= 100; cutoff++ {
+			require.Equal(t, p.score >= cutoff, SimilarityAtLeast(p.a, p.b, float64(cutoff)), "%q vs %q at %d", p.a, p.b, cutoff)
+			num, den := similarityRatio(p.a, p.b, float64(cutoff))
+			if num != exactNum || den != exactDen {
+				early++
+				require.Less(t, float64(100*num), float64(cutoff*den), "%q vs %q at %d: %d/%d", p.a, p.b, cutoff, num, den)
+				require.GreaterOrEqual(t, num*exactDen, exactNum*den, "the bound is not below the score")
+			}
+		}
+	}
+	require.Positive(t, early, "the lengths' bound stopped some pairs early")
+
+	// The fast paths: equal texts, empty ones.
+	require.Equal(t, 100, Similarity("ACME Corp", "ACME Corp"))
+	require.Equal(t, 0, Similarity("!!", "!!"), "equal texts without a word")
+	require.Equal(t, 100, Similarity("Café", "Café"))
+	require.Equal(t, 0, Similarity("", ""))
+	require.False(t, SimilarityAtLeast("", "", 1))
 }
