@@ -68,7 +68,7 @@ type bundleModel struct {
 }
 
 func (m *bundleModel) toBundle() *svctype.Bundle {
-	return &svctype.Bundle{ID: m.ID, OrgID: m.OrgID, ProcessID: m.ProcessID, Version: m.Version, Status: m.Status,
+	return &svctype.Bundle{ID: m.ID, OrgID: m.OrgID, ProcessID: m.ProcessID, Version: m.Version, Status: svctype.BundleStatus(m.Status),
 		DeploymentShape: m.DeploymentShape, Summary: m.Summary, DSL: json.RawMessage(m.DSL), PublishNote: m.PublishNote,
 		PublishedAt: utcPtr(m.PublishedAt), WorkflowID: m.WorkflowID, WorkflowVersion: m.WorkflowVersion, CreatedAt: m.CreatedAt.UTC()}
 }
@@ -159,7 +159,7 @@ func (q *querier) CreateBundle(ctx context.Context, b *svctype.Bundle) error {
 		return wrap(op, err)
 	}
 	b.Version = last + 1
-	_, err := q.w.NewInsert().Model(&bundleModel{ID: b.ID, OrgID: b.OrgID, ProcessID: b.ProcessID, Version: b.Version, Status: b.Status,
+	_, err := q.w.NewInsert().Model(&bundleModel{ID: b.ID, OrgID: b.OrgID, ProcessID: b.ProcessID, Version: b.Version, Status: string(b.Status),
 		DeploymentShape: b.DeploymentShape, Summary: b.Summary, DSL: string(b.DSL), CreatedAt: b.CreatedAt}).Exec(ctx)
 	return wrap(op, err)
 }

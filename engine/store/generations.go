@@ -29,7 +29,7 @@ type generationModel struct {
 }
 
 func (m *generationModel) toGeneration() (*svctype.Generation, error) {
-	g := &svctype.Generation{ID: m.ID, OrgID: m.OrgID, Prompt: m.Prompt, Model: m.Model, Temperature: m.Temperature, Status: m.Status,
+	g := &svctype.Generation{ID: m.ID, OrgID: m.OrgID, Prompt: m.Prompt, Model: m.Model, Temperature: m.Temperature, Status: svctype.GenerationStatus(m.Status),
 		Attempts: m.Attempts, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 	if m.Bundle != "" {
 		g.Bundle = json.RawMessage(m.Bundle)
@@ -43,7 +43,7 @@ func (m *generationModel) toGeneration() (*svctype.Generation, error) {
 }
 
 func generationModelOf(g *svctype.Generation) (*generationModel, error) {
-	m := &generationModel{ID: g.ID, OrgID: g.OrgID, Prompt: g.Prompt, Model: g.Model, Temperature: g.Temperature, Status: g.Status,
+	m := &generationModel{ID: g.ID, OrgID: g.OrgID, Prompt: g.Prompt, Model: g.Model, Temperature: g.Temperature, Status: string(g.Status),
 		Attempts: g.Attempts, Bundle: string(g.Bundle), CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt}
 	if len(g.Errors) > 0 {
 		b, err := json.Marshal(g.Errors)

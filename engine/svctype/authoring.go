@@ -33,10 +33,13 @@ type Process struct {
 	UpdatedAt         time.Time  `json:"updated_at"`
 }
 
+// BundleStatus is where a bundle stands.
+type BundleStatus string
+
 // Bundle statuses: a draft until published, then immutable.
 const (
-	BundleDraft     = "draft"
-	BundlePublished = "published"
+	BundleDraft     BundleStatus = "draft"
+	BundlePublished BundleStatus = "published"
 )
 
 // Bundle is one version of a process: the workflow definition and what it needs (actions
@@ -46,7 +49,7 @@ type Bundle struct {
 	OrgID           string          `json:"-"`
 	ProcessID       string          `json:"process_id"`
 	Version         int             `json:"version"`
-	Status          string          `json:"status"`
+	Status          BundleStatus    `json:"status"`
 	DeploymentShape string          `json:"deployment_shape,omitempty"`
 	Summary         string          `json:"summary,omitempty"`
 	DSL             json.RawMessage `json:"dsl"`
@@ -58,24 +61,27 @@ type Bundle struct {
 	CreatedAt       time.Time `json:"created_at"`
 }
 
+// GenerationStatus is where a drafting from a prompt stands.
+type GenerationStatus string
+
 // Generation statuses.
 const (
-	GenerationProcessing = "processing"
-	GenerationCompleted  = "completed"
-	GenerationFailed     = "failed"
+	GenerationProcessing GenerationStatus = "processing"
+	GenerationCompleted  GenerationStatus = "completed"
+	GenerationFailed     GenerationStatus = "failed"
 )
 
 // Generation is a workflow bundle drafted from a prompt by the organization's model.
 type Generation struct {
-	ID          string          `json:"generation_id"`
-	OrgID       string          `json:"-"`
-	Prompt      string          `json:"prompt"`
-	Model       string          `json:"model,omitempty"`
-	Temperature *float64        `json:"temperature,omitempty"`
-	Status      string          `json:"status"`
-	Attempts    int             `json:"attempts"`
-	Bundle      json.RawMessage `json:"bundle,omitempty"`
-	Errors      []string        `json:"errors,omitempty"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
+	ID          string           `json:"generation_id"`
+	OrgID       string           `json:"-"`
+	Prompt      string           `json:"prompt"`
+	Model       string           `json:"model,omitempty"`
+	Temperature *float64         `json:"temperature,omitempty"`
+	Status      GenerationStatus `json:"status"`
+	Attempts    int              `json:"attempts"`
+	Bundle      json.RawMessage  `json:"bundle,omitempty"`
+	Errors      []string         `json:"errors,omitempty"`
+	CreatedAt   time.Time        `json:"created_at"`
+	UpdatedAt   time.Time        `json:"updated_at"`
 }

@@ -72,54 +72,54 @@ func (e ActionKind) Valid() bool {
 	}
 }
 
-// Defines values for ActionBodyHttpMethod.
+// Defines values for ActionDefinitionHttpMethod.
 const (
-	ActionBodyHttpMethodDELETE ActionBodyHttpMethod = "DELETE"
-	ActionBodyHttpMethodGET    ActionBodyHttpMethod = "GET"
-	ActionBodyHttpMethodPATCH  ActionBodyHttpMethod = "PATCH"
-	ActionBodyHttpMethodPOST   ActionBodyHttpMethod = "POST"
-	ActionBodyHttpMethodPUT    ActionBodyHttpMethod = "PUT"
+	ActionDefinitionHttpMethodDELETE ActionDefinitionHttpMethod = "DELETE"
+	ActionDefinitionHttpMethodGET    ActionDefinitionHttpMethod = "GET"
+	ActionDefinitionHttpMethodPATCH  ActionDefinitionHttpMethod = "PATCH"
+	ActionDefinitionHttpMethodPOST   ActionDefinitionHttpMethod = "POST"
+	ActionDefinitionHttpMethodPUT    ActionDefinitionHttpMethod = "PUT"
 )
 
-// Valid indicates whether the value is a known member of the ActionBodyHttpMethod enum.
-func (e ActionBodyHttpMethod) Valid() bool {
+// Valid indicates whether the value is a known member of the ActionDefinitionHttpMethod enum.
+func (e ActionDefinitionHttpMethod) Valid() bool {
 	switch e {
-	case ActionBodyHttpMethodDELETE:
+	case ActionDefinitionHttpMethodDELETE:
 		return true
-	case ActionBodyHttpMethodGET:
+	case ActionDefinitionHttpMethodGET:
 		return true
-	case ActionBodyHttpMethodPATCH:
+	case ActionDefinitionHttpMethodPATCH:
 		return true
-	case ActionBodyHttpMethodPOST:
+	case ActionDefinitionHttpMethodPOST:
 		return true
-	case ActionBodyHttpMethodPUT:
+	case ActionDefinitionHttpMethodPUT:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for ActionBodyKind.
+// Defines values for ActionDefinitionKind.
 const (
-	ActionBodyKindCustomTable ActionBodyKind = "custom-table"
-	ActionBodyKindDb          ActionBodyKind = "db"
-	ActionBodyKindHttp        ActionBodyKind = "http"
-	ActionBodyKindLlm         ActionBodyKind = "llm"
-	ActionBodyKindNwayMatch   ActionBodyKind = "nway_match"
+	ActionDefinitionKindCustomTable ActionDefinitionKind = "custom-table"
+	ActionDefinitionKindDb          ActionDefinitionKind = "db"
+	ActionDefinitionKindHttp        ActionDefinitionKind = "http"
+	ActionDefinitionKindLlm         ActionDefinitionKind = "llm"
+	ActionDefinitionKindNwayMatch   ActionDefinitionKind = "nway_match"
 )
 
-// Valid indicates whether the value is a known member of the ActionBodyKind enum.
-func (e ActionBodyKind) Valid() bool {
+// Valid indicates whether the value is a known member of the ActionDefinitionKind enum.
+func (e ActionDefinitionKind) Valid() bool {
 	switch e {
-	case ActionBodyKindCustomTable:
+	case ActionDefinitionKindCustomTable:
 		return true
-	case ActionBodyKindDb:
+	case ActionDefinitionKindDb:
 		return true
-	case ActionBodyKindHttp:
+	case ActionDefinitionKindHttp:
 		return true
-	case ActionBodyKindLlm:
+	case ActionDefinitionKindLlm:
 		return true
-	case ActionBodyKindNwayMatch:
+	case ActionDefinitionKindNwayMatch:
 		return true
 	default:
 		return false
@@ -279,6 +279,36 @@ func (e AgentPausedEventStatus) Valid() bool {
 	}
 }
 
+// Defines values for AgentRunStatus.
+const (
+	AgentRunStatusBudgetExceeded AgentRunStatus = "budget_exceeded"
+	AgentRunStatusCancelled      AgentRunStatus = "cancelled"
+	AgentRunStatusCompleted      AgentRunStatus = "completed"
+	AgentRunStatusFailed         AgentRunStatus = "failed"
+	AgentRunStatusPaused         AgentRunStatus = "paused"
+	AgentRunStatusRunning        AgentRunStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the AgentRunStatus enum.
+func (e AgentRunStatus) Valid() bool {
+	switch e {
+	case AgentRunStatusBudgetExceeded:
+		return true
+	case AgentRunStatusCancelled:
+		return true
+	case AgentRunStatusCompleted:
+		return true
+	case AgentRunStatusFailed:
+		return true
+	case AgentRunStatusPaused:
+		return true
+	case AgentRunStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AgentToolDeclaration1Type.
 const (
 	AgentToolDeclaration1TypeAction AgentToolDeclaration1Type = "action"
@@ -309,6 +339,30 @@ func (e AgentToolDeclaration2Type) Valid() bool {
 	}
 }
 
+// Defines values for ApprovalStatus.
+const (
+	ApprovalStatusApproved  ApprovalStatus = "approved"
+	ApprovalStatusCancelled ApprovalStatus = "cancelled"
+	ApprovalStatusPending   ApprovalStatus = "pending"
+	ApprovalStatusRejected  ApprovalStatus = "rejected"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalStatus enum.
+func (e ApprovalStatus) Valid() bool {
+	switch e {
+	case ApprovalStatusApproved:
+		return true
+	case ApprovalStatusCancelled:
+		return true
+	case ApprovalStatusPending:
+		return true
+	case ApprovalStatusRejected:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ApprovalStepType.
 const (
 	PbotApproval ApprovalStepType = "PbotApproval"
@@ -318,6 +372,60 @@ const (
 func (e ApprovalStepType) Valid() bool {
 	switch e {
 	case PbotApproval:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BundleStatus.
+const (
+	Draft     BundleStatus = "draft"
+	Published BundleStatus = "published"
+)
+
+// Valid indicates whether the value is a known member of the BundleStatus enum.
+func (e BundleStatus) Valid() bool {
+	switch e {
+	case Draft:
+		return true
+	case Published:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateProcessRequestAuthoringMode.
+const (
+	ProcessFirst  CreateProcessRequestAuthoringMode = "process_first"
+	WorkflowFirst CreateProcessRequestAuthoringMode = "workflow_first"
+)
+
+// Valid indicates whether the value is a known member of the CreateProcessRequestAuthoringMode enum.
+func (e CreateProcessRequestAuthoringMode) Valid() bool {
+	switch e {
+	case ProcessFirst:
+		return true
+	case WorkflowFirst:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateRunOperationRequestAction.
+const (
+	Cancel CreateRunOperationRequestAction = "cancel"
+	Retry  CreateRunOperationRequestAction = "retry"
+)
+
+// Valid indicates whether the value is a known member of the CreateRunOperationRequestAction enum.
+func (e CreateRunOperationRequestAction) Valid() bool {
+	switch e {
+	case Cancel:
+		return true
+	case Retry:
 		return true
 	default:
 		return false
@@ -393,6 +501,27 @@ func (e CustomTableWritePropertiesOperation) Valid() bool {
 	}
 }
 
+// Defines values for DeliveryStatus.
+const (
+	DeliveryStatusFailed    DeliveryStatus = "failed"
+	DeliveryStatusPending   DeliveryStatus = "pending"
+	DeliveryStatusSucceeded DeliveryStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryStatus enum.
+func (e DeliveryStatus) Valid() bool {
+	switch e {
+	case DeliveryStatusFailed:
+		return true
+	case DeliveryStatusPending:
+		return true
+	case DeliveryStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ForeachLoopPropertiesMode.
 const (
 	Foreach ForeachLoopPropertiesMode = "foreach"
@@ -402,6 +531,30 @@ const (
 func (e ForeachLoopPropertiesMode) Valid() bool {
 	switch e {
 	case Foreach:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FormPauseStatus.
+const (
+	FormPauseStatusCancelled FormPauseStatus = "cancelled"
+	FormPauseStatusExpired   FormPauseStatus = "expired"
+	FormPauseStatusOpen      FormPauseStatus = "open"
+	FormPauseStatusSubmitted FormPauseStatus = "submitted"
+)
+
+// Valid indicates whether the value is a known member of the FormPauseStatus enum.
+func (e FormPauseStatus) Valid() bool {
+	switch e {
+	case FormPauseStatusCancelled:
+		return true
+	case FormPauseStatusExpired:
+		return true
+	case FormPauseStatusOpen:
+		return true
+	case FormPauseStatusSubmitted:
 		return true
 	default:
 		return false
@@ -441,27 +594,6 @@ func (e FormSubmissionTriggeredExecutionType) Valid() bool {
 	}
 }
 
-// Defines values for GenerateAnswerStatus.
-const (
-	GenerateAnswerStatusCompleted  GenerateAnswerStatus = "completed"
-	GenerateAnswerStatusFailed     GenerateAnswerStatus = "failed"
-	GenerateAnswerStatusProcessing GenerateAnswerStatus = "processing"
-)
-
-// Valid indicates whether the value is a known member of the GenerateAnswerStatus enum.
-func (e GenerateAnswerStatus) Valid() bool {
-	switch e {
-	case GenerateAnswerStatusCompleted:
-		return true
-	case GenerateAnswerStatusFailed:
-		return true
-	case GenerateAnswerStatusProcessing:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for GeneratedFormSource.
 const (
 	GeneratedFormSourceFallback GeneratedFormSource = "fallback"
@@ -480,21 +612,21 @@ func (e GeneratedFormSource) Valid() bool {
 	}
 }
 
-// Defines values for GenerationStatusStatus.
+// Defines values for GenerationStatus.
 const (
-	GenerationStatusStatusCompleted  GenerationStatusStatus = "completed"
-	GenerationStatusStatusFailed     GenerationStatusStatus = "failed"
-	GenerationStatusStatusProcessing GenerationStatusStatus = "processing"
+	GenerationStatusCompleted  GenerationStatus = "completed"
+	GenerationStatusFailed     GenerationStatus = "failed"
+	GenerationStatusProcessing GenerationStatus = "processing"
 )
 
-// Valid indicates whether the value is a known member of the GenerationStatusStatus enum.
-func (e GenerationStatusStatus) Valid() bool {
+// Valid indicates whether the value is a known member of the GenerationStatus enum.
+func (e GenerationStatus) Valid() bool {
 	switch e {
-	case GenerationStatusStatusCompleted:
+	case GenerationStatusCompleted:
 		return true
-	case GenerationStatusStatusFailed:
+	case GenerationStatusFailed:
 		return true
-	case GenerationStatusStatusProcessing:
+	case GenerationStatusProcessing:
 		return true
 	default:
 		return false
@@ -525,6 +657,21 @@ const (
 func (e GoogleSheetsAppendRowStepType) Valid() bool {
 	switch e {
 	case GoogleSheetsAppendRow:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HealthStatus.
+const (
+	HealthStatusOk HealthStatus = "ok"
+)
+
+// Valid indicates whether the value is a known member of the HealthStatus enum.
+func (e HealthStatus) Valid() bool {
+	switch e {
+	case HealthStatusOk:
 		return true
 	default:
 		return false
@@ -681,24 +828,6 @@ func (e ProbeStatus) Valid() bool {
 	}
 }
 
-// Defines values for ProcessBodyAuthoringMode.
-const (
-	ProcessFirst  ProcessBodyAuthoringMode = "process_first"
-	WorkflowFirst ProcessBodyAuthoringMode = "workflow_first"
-)
-
-// Valid indicates whether the value is a known member of the ProcessBodyAuthoringMode enum.
-func (e ProcessBodyAuthoringMode) Valid() bool {
-	switch e {
-	case ProcessFirst:
-		return true
-	case WorkflowFirst:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for PublicSubmitResultTriggeredExecutionType.
 const (
 	PublicSubmitResultTriggeredExecutionTypeAgentRun    PublicSubmitResultTriggeredExecutionType = "agent_run"
@@ -753,57 +882,6 @@ func (e RunOperationStatus) Valid() bool {
 	}
 }
 
-// Defines values for RunOperationBodyAction.
-const (
-	Cancel RunOperationBodyAction = "cancel"
-	Retry  RunOperationBodyAction = "retry"
-)
-
-// Valid indicates whether the value is a known member of the RunOperationBodyAction enum.
-func (e RunOperationBodyAction) Valid() bool {
-	switch e {
-	case Cancel:
-		return true
-	case Retry:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for RunOperationFilterStatus.
-const (
-	RunOperationFilterStatusCancelled       RunOperationFilterStatus = "cancelled"
-	RunOperationFilterStatusCompleted       RunOperationFilterStatus = "completed"
-	RunOperationFilterStatusConditionNotMet RunOperationFilterStatus = "condition_not_met"
-	RunOperationFilterStatusFailed          RunOperationFilterStatus = "failed"
-	RunOperationFilterStatusPaused          RunOperationFilterStatus = "paused"
-	RunOperationFilterStatusRejected        RunOperationFilterStatus = "rejected"
-	RunOperationFilterStatusRunning         RunOperationFilterStatus = "running"
-)
-
-// Valid indicates whether the value is a known member of the RunOperationFilterStatus enum.
-func (e RunOperationFilterStatus) Valid() bool {
-	switch e {
-	case RunOperationFilterStatusCancelled:
-		return true
-	case RunOperationFilterStatusCompleted:
-		return true
-	case RunOperationFilterStatusConditionNotMet:
-		return true
-	case RunOperationFilterStatusFailed:
-		return true
-	case RunOperationFilterStatusPaused:
-		return true
-	case RunOperationFilterStatusRejected:
-		return true
-	case RunOperationFilterStatusRunning:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for RunResultStatus.
 const (
 	RunResultStatusCompleted       RunResultStatus = "completed"
@@ -825,6 +903,39 @@ func (e RunResultStatus) Valid() bool {
 	}
 }
 
+// Defines values for RunStatus.
+const (
+	RunStatusCancelled       RunStatus = "cancelled"
+	RunStatusCompleted       RunStatus = "completed"
+	RunStatusConditionNotMet RunStatus = "condition_not_met"
+	RunStatusFailed          RunStatus = "failed"
+	RunStatusPaused          RunStatus = "paused"
+	RunStatusRejected        RunStatus = "rejected"
+	RunStatusRunning         RunStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the RunStatus enum.
+func (e RunStatus) Valid() bool {
+	switch e {
+	case RunStatusCancelled:
+		return true
+	case RunStatusCompleted:
+		return true
+	case RunStatusConditionNotMet:
+		return true
+	case RunStatusFailed:
+		return true
+	case RunStatusPaused:
+		return true
+	case RunStatusRejected:
+		return true
+	case RunStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SlackPostMessageStepType.
 const (
 	SlackPostMessage SlackPostMessageStepType = "slack_post_message"
@@ -834,6 +945,36 @@ const (
 func (e SlackPostMessageStepType) Valid() bool {
 	switch e {
 	case SlackPostMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StepStatus.
+const (
+	StepStatusCancelled  StepStatus = "cancelled"
+	StepStatusCompleted  StepStatus = "completed"
+	StepStatusFailed     StepStatus = "failed"
+	StepStatusPending    StepStatus = "pending"
+	StepStatusProcessing StepStatus = "processing"
+	StepStatusSkipped    StepStatus = "skipped"
+)
+
+// Valid indicates whether the value is a known member of the StepStatus enum.
+func (e StepStatus) Valid() bool {
+	switch e {
+	case StepStatusCancelled:
+		return true
+	case StepStatusCompleted:
+		return true
+	case StepStatusFailed:
+		return true
+	case StepStatusPending:
+		return true
+	case StepStatusProcessing:
+		return true
+	case StepStatusSkipped:
 		return true
 	default:
 		return false
@@ -860,157 +1001,19 @@ func (e TableIndexState) Valid() bool {
 
 // Defines values for WebhookCircuitState.
 const (
-	Closed   WebhookCircuitState = "closed"
-	HalfOpen WebhookCircuitState = "half_open"
-	Open     WebhookCircuitState = "open"
+	WebhookCircuitStateClosed   WebhookCircuitState = "closed"
+	WebhookCircuitStateHalfOpen WebhookCircuitState = "half_open"
+	WebhookCircuitStateOpen     WebhookCircuitState = "open"
 )
 
 // Valid indicates whether the value is a known member of the WebhookCircuitState enum.
 func (e WebhookCircuitState) Valid() bool {
 	switch e {
-	case Closed:
+	case WebhookCircuitStateClosed:
 		return true
-	case HalfOpen:
+	case WebhookCircuitStateHalfOpen:
 		return true
-	case Open:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ListAgentsParamsStatus.
-const (
-	ListAgentsParamsStatusBudgetExceeded ListAgentsParamsStatus = "budget_exceeded"
-	ListAgentsParamsStatusCancelled      ListAgentsParamsStatus = "cancelled"
-	ListAgentsParamsStatusCompleted      ListAgentsParamsStatus = "completed"
-	ListAgentsParamsStatusFailed         ListAgentsParamsStatus = "failed"
-	ListAgentsParamsStatusPaused         ListAgentsParamsStatus = "paused"
-	ListAgentsParamsStatusRunning        ListAgentsParamsStatus = "running"
-)
-
-// Valid indicates whether the value is a known member of the ListAgentsParamsStatus enum.
-func (e ListAgentsParamsStatus) Valid() bool {
-	switch e {
-	case ListAgentsParamsStatusBudgetExceeded:
-		return true
-	case ListAgentsParamsStatusCancelled:
-		return true
-	case ListAgentsParamsStatusCompleted:
-		return true
-	case ListAgentsParamsStatusFailed:
-		return true
-	case ListAgentsParamsStatusPaused:
-		return true
-	case ListAgentsParamsStatusRunning:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ListApprovalsParamsStatus.
-const (
-	ListApprovalsParamsStatusApproved  ListApprovalsParamsStatus = "approved"
-	ListApprovalsParamsStatusCancelled ListApprovalsParamsStatus = "cancelled"
-	ListApprovalsParamsStatusPending   ListApprovalsParamsStatus = "pending"
-	ListApprovalsParamsStatusRejected  ListApprovalsParamsStatus = "rejected"
-)
-
-// Valid indicates whether the value is a known member of the ListApprovalsParamsStatus enum.
-func (e ListApprovalsParamsStatus) Valid() bool {
-	switch e {
-	case ListApprovalsParamsStatusApproved:
-		return true
-	case ListApprovalsParamsStatusCancelled:
-		return true
-	case ListApprovalsParamsStatusPending:
-		return true
-	case ListApprovalsParamsStatusRejected:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ListRunsParamsStatus.
-const (
-	ListRunsParamsStatusCancelled       ListRunsParamsStatus = "cancelled"
-	ListRunsParamsStatusCompleted       ListRunsParamsStatus = "completed"
-	ListRunsParamsStatusConditionNotMet ListRunsParamsStatus = "condition_not_met"
-	ListRunsParamsStatusFailed          ListRunsParamsStatus = "failed"
-	ListRunsParamsStatusPaused          ListRunsParamsStatus = "paused"
-	ListRunsParamsStatusRejected        ListRunsParamsStatus = "rejected"
-	ListRunsParamsStatusRunning         ListRunsParamsStatus = "running"
-)
-
-// Valid indicates whether the value is a known member of the ListRunsParamsStatus enum.
-func (e ListRunsParamsStatus) Valid() bool {
-	switch e {
-	case ListRunsParamsStatusCancelled:
-		return true
-	case ListRunsParamsStatusCompleted:
-		return true
-	case ListRunsParamsStatusConditionNotMet:
-		return true
-	case ListRunsParamsStatusFailed:
-		return true
-	case ListRunsParamsStatusPaused:
-		return true
-	case ListRunsParamsStatusRejected:
-		return true
-	case ListRunsParamsStatusRunning:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for GetRunStatusParamsLastStatus.
-const (
-	GetRunStatusParamsLastStatusCancelled       GetRunStatusParamsLastStatus = "cancelled"
-	GetRunStatusParamsLastStatusCompleted       GetRunStatusParamsLastStatus = "completed"
-	GetRunStatusParamsLastStatusConditionNotMet GetRunStatusParamsLastStatus = "condition_not_met"
-	GetRunStatusParamsLastStatusFailed          GetRunStatusParamsLastStatus = "failed"
-	GetRunStatusParamsLastStatusPaused          GetRunStatusParamsLastStatus = "paused"
-	GetRunStatusParamsLastStatusRejected        GetRunStatusParamsLastStatus = "rejected"
-	GetRunStatusParamsLastStatusRunning         GetRunStatusParamsLastStatus = "running"
-)
-
-// Valid indicates whether the value is a known member of the GetRunStatusParamsLastStatus enum.
-func (e GetRunStatusParamsLastStatus) Valid() bool {
-	switch e {
-	case GetRunStatusParamsLastStatusCancelled:
-		return true
-	case GetRunStatusParamsLastStatusCompleted:
-		return true
-	case GetRunStatusParamsLastStatusConditionNotMet:
-		return true
-	case GetRunStatusParamsLastStatusFailed:
-		return true
-	case GetRunStatusParamsLastStatusPaused:
-		return true
-	case GetRunStatusParamsLastStatusRejected:
-		return true
-	case GetRunStatusParamsLastStatusRunning:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ExecuteWorkflowParamsContext.
-const (
-	False ExecuteWorkflowParamsContext = "false"
-	True  ExecuteWorkflowParamsContext = "true"
-)
-
-// Valid indicates whether the value is a known member of the ExecuteWorkflowParamsContext enum.
-func (e ExecuteWorkflowParamsContext) Valid() bool {
-	switch e {
-	case False:
-		return true
-	case True:
+	case WebhookCircuitStateOpen:
 		return true
 	default:
 		return false
@@ -1081,8 +1084,8 @@ type ActionHttpMethod string
 // ActionKind What the action does. A registration may carry only its kind's fields (422 naming any other).
 type ActionKind string
 
-// ActionBody defines model for ActionBody.
-type ActionBody struct {
+// ActionDefinition defines model for ActionDefinition.
+type ActionDefinition struct {
 	// ActionName 1-100 letters, digits, '_', '-' or '.'; unique within the organization; a workflow step names the action by it as its type. Required on POST; on PUT optional, and when given it must equal the path's.
 	//
 	// Example: notify-crm
@@ -1100,10 +1103,10 @@ type ActionBody struct {
 	Headers *map[string]string `json:"headers,omitempty"`
 
 	// HttpMethod http: default POST.
-	HttpMethod *ActionBodyHttpMethod `json:"http_method,omitempty"`
+	HttpMethod *ActionDefinitionHttpMethod `json:"http_method,omitempty"`
 
 	// Kind What the action does. A registration may carry only its kind's fields (422 naming any other).
-	Kind ActionBodyKind `json:"kind"`
+	Kind ActionDefinitionKind `json:"kind"`
 
 	// MaxTokens llm: the longest reply, in tokens.
 	MaxTokens *int64 `json:"max_tokens,omitempty"`
@@ -1137,11 +1140,20 @@ type ActionBody struct {
 	Url *string `json:"url,omitempty"`
 }
 
-// ActionBodyHttpMethod http: default POST.
-type ActionBodyHttpMethod string
+// ActionDefinitionHttpMethod http: default POST.
+type ActionDefinitionHttpMethod string
 
-// ActionBodyKind What the action does. A registration may carry only its kind's fields (422 naming any other).
-type ActionBodyKind string
+// ActionDefinitionKind What the action does. A registration may carry only its kind's fields (422 naming any other).
+type ActionDefinitionKind string
+
+// ActionList defines model for ActionList.
+type ActionList struct {
+	// Items This page of results.
+	Items []Action `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
 
 // ActionStep A step whose type is no built-in: an action the organization registered (POST /actions) or a step kind the embedding program registered. Its properties are the action's to check.
 type ActionStep struct {
@@ -1178,32 +1190,6 @@ type AgentApprovalRequestedEventSource string
 // AgentApprovalRequestedEventStatus defines model for AgentApprovalRequestedEvent.Status.
 type AgentApprovalRequestedEventStatus string
 
-// AgentBody defines model for AgentBody.
-type AgentBody struct {
-	Config *AgentBodyConfigStruct `json:"config,omitempty"`
-
-	// Model The provider's model name (default gpt-4o-mini).
-	Model *string `json:"model,omitempty"`
-
-	// Objective The agent's goal, in words; at most 20,000 characters.
-	Objective string `json:"objective"`
-
-	// Tools Tool declarations, mixed freely: "<action_name>", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones.
-	Tools *[]interface{} `json:"tools,omitempty"`
-}
-
-// AgentBodyConfigStruct defines model for AgentBodyConfigStruct.
-type AgentBodyConfigStruct struct {
-	// LlmBudget Raises or lowers input_tokens (100,000), output_tokens (50,000), total_tokens (150,000), model_calls (100), wall_seconds (300).
-	LlmBudget *map[string]interface{} `json:"llm_budget,omitempty"`
-
-	// MaxIterations Iteration cap, 1 to 1,000 (default 25).
-	MaxIterations *int64 `json:"max_iterations,omitempty"`
-
-	// OnStuck {iterations, action: escalate}: the same call, or nothing new learned, that many iterations in a row pauses the agent for a person (default 3).
-	OnStuck *OnStuck `json:"on_stuck,omitempty"`
-}
-
 // AgentCancelledEvent defines model for AgentCancelledEvent.
 type AgentCancelledEvent struct {
 	AgentRunId   string                    `json:"agent_run_id"`
@@ -1229,6 +1215,18 @@ type AgentCompletedEvent struct {
 
 // AgentCompletedEventStatus defines model for AgentCompletedEvent.Status.
 type AgentCompletedEventStatus string
+
+// AgentConfig defines model for AgentConfig.
+type AgentConfig struct {
+	// LlmBudget Raises or lowers input_tokens (100,000), output_tokens (50,000), total_tokens (150,000), model_calls (100), wall_seconds (300).
+	LlmBudget *map[string]interface{} `json:"llm_budget,omitempty"`
+
+	// MaxIterations Iteration cap, 1 to 1,000 (default 25).
+	MaxIterations *int64 `json:"max_iterations,omitempty"`
+
+	// OnStuck {iterations, action: escalate}: the same call, or nothing new learned, that many iterations in a row pauses the agent for a person (default 3).
+	OnStuck *OnStuck `json:"on_stuck,omitempty"`
+}
 
 // AgentFailedEvent defines model for AgentFailedEvent.
 type AgentFailedEvent struct {
@@ -1265,22 +1263,8 @@ type AgentPausedEvent struct {
 // AgentPausedEventStatus defines model for AgentPausedEvent.Status.
 type AgentPausedEventStatus string
 
-// AgentResumeBody defines model for AgentResumeBody.
-type AgentResumeBody struct {
-	// Approved Whether the person approves what the agent asked.
-	Approved bool `json:"approved"`
-
-	// HumanInput The person's answer.
-	HumanInput string `json:"human_input"`
-}
-
-// AgentStartedEvent defines model for AgentStartedEvent.
-type AgentStartedEvent struct {
-	AgentRunId string `json:"agent_run_id"`
-}
-
-// AgentStatus defines model for AgentStatus.
-type AgentStatus struct {
+// AgentRun defines model for AgentRun.
+type AgentRun struct {
 	// AgentRunId Example: agent-0b4e6c1a-3f5d-4e2a-9c8b-7a6d5e4f3c2b
 	AgentRunId  string    `json:"agent_run_id"`
 	Confidence  *float64  `json:"confidence,omitempty"`
@@ -1297,10 +1281,27 @@ type AgentStatus struct {
 	// ReasoningTrace With include_trace=true: every iteration.
 	ReasoningTrace *[]TraceEntry `json:"reasoning_trace,omitempty"`
 
-	// Status running, paused, completed, failed, budget_exceeded or cancelled.
-	Status    string    `json:"status"`
-	UpdatedAt time.Time `json:"updated_at"`
-	Usage     *Usage    `json:"usage,omitempty"`
+	// Status The agent run's status.
+	Status    AgentRunStatus `json:"status"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	Usage     *Usage         `json:"usage,omitempty"`
+}
+
+// AgentRunList defines model for AgentRunList.
+type AgentRunList struct {
+	// Items This page of results.
+	Items []AgentRun `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// AgentRunStatus An agent run's status: running and paused are live, the others are final.
+type AgentRunStatus string
+
+// AgentStartedEvent defines model for AgentStartedEvent.
+type AgentStartedEvent struct {
+	AgentRunId string `json:"agent_run_id"`
 }
 
 // AgentToolDeclaration An action name, {type: action, name}, {type: workflow, id}, or a legacy inline {name, action, description, parameters}.
@@ -1339,8 +1340,8 @@ type AgentToolDeclaration3 struct {
 	Parameters map[string]interface{} `json:"parameters"`
 }
 
-// AgentTraceAnswer defines model for AgentTraceAnswer.
-type AgentTraceAnswer struct {
+// AgentTrace defines model for AgentTrace.
+type AgentTrace struct {
 	AgentRunId string       `json:"agent_run_id"`
 	Trace      []TraceEntry `json:"trace"`
 }
@@ -1358,18 +1359,29 @@ type Approval struct {
 	ExpiresAt       *time.Time  `json:"expires_at"`
 	RequestPayload  interface{} `json:"request_payload"`
 	RunId           string      `json:"run_id"`
-	Status          string      `json:"status"`
-	StepId          int64       `json:"step_id"`
-	WorkflowId      string      `json:"workflow_id"`
+
+	// Status An approval's status: pending until decided, cancelled with its run.
+	Status     ApprovalStatus `json:"status"`
+	StepId     int64          `json:"step_id"`
+	WorkflowId string         `json:"workflow_id"`
 }
 
-// ApprovalDecisionBody defines model for ApprovalDecisionBody.
-type ApprovalDecisionBody struct {
+// ApprovalDecision defines model for ApprovalDecision.
+type ApprovalDecision struct {
 	// Approved true resumes the run; false ends it as rejected (rows already written stay).
 	Approved bool `json:"approved"`
 
 	// Comment Set in the run's context as __comment.
 	Comment *string `json:"comment,omitempty"`
+}
+
+// ApprovalList defines model for ApprovalList.
+type ApprovalList struct {
+	// Items This page of results.
+	Items []Approval `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // ApprovalProperties defines model for ApprovalProperties.
@@ -1386,6 +1398,9 @@ type ApprovalProperties struct {
 	// RequestPayload Values (and @paths) shown with the request.
 	RequestPayload *map[string]interface{} `json:"request_payload,omitempty"`
 }
+
+// ApprovalStatus An approval's status: pending until decided, cancelled with its run.
+type ApprovalStatus string
 
 // ApprovalStep Pauses the run until a person holding approver_role decides (POST /approvals/{runId}/{stepId}).
 type ApprovalStep struct {
@@ -1405,21 +1420,26 @@ type Bundle struct {
 	ProcessId       string      `json:"process_id"`
 	PublishNote     *string     `json:"publish_note,omitempty"`
 	PublishedAt     *time.Time  `json:"published_at,omitempty"`
-	Status          string      `json:"status"`
-	Summary         *string     `json:"summary,omitempty"`
-	Version         int64       `json:"version"`
-	WorkflowId      *string     `json:"workflow_id,omitempty"`
-	WorkflowVersion *int64      `json:"workflow_version,omitempty"`
+
+	// Status A process bundle's status: a draft until published, then immutable.
+	Status          BundleStatus `json:"status"`
+	Summary         *string      `json:"summary,omitempty"`
+	Version         int64        `json:"version"`
+	WorkflowId      *string      `json:"workflow_id,omitempty"`
+	WorkflowVersion *int64       `json:"workflow_version,omitempty"`
 }
 
-// CancelBody defines model for CancelBody.
-type CancelBody struct {
+// BundleStatus A process bundle's status: a draft until published, then immutable.
+type BundleStatus string
+
+// CancelRunRequest defines model for CancelRunRequest.
+type CancelRunRequest struct {
 	// Reason Why; carried by workflow_run_cancelled.
 	Reason *string `json:"reason,omitempty"`
 }
 
-// ComposeBody defines model for ComposeBody.
-type ComposeBody struct {
+// ComposeBundleRequest defines model for ComposeBundleRequest.
+type ComposeBundleRequest struct {
 	// DeploymentShape How the bundle deploys (single_workflow, ...): kept with it.
 	DeploymentShape *string `json:"deployment_shape,omitempty"`
 
@@ -1456,6 +1476,91 @@ type ContextValue struct {
 
 	// Value The key's value. When it is an array: the page of its elements from offset, at most limit of them ([] past the end). Any other value: the whole value.
 	Value interface{} `json:"value"`
+}
+
+// CreateOAuthConnectionRequest defines model for CreateOAuthConnectionRequest.
+type CreateOAuthConnectionRequest struct {
+	// AccessToken The access token. Encrypted at rest; never returned.
+	AccessToken string `json:"access_token"`
+
+	// Account The organization's label for the account: 1-200 letters, digits and @ . _ + : -.
+	Account string `json:"account"`
+
+	// ExpiresAt When the access token expires (absent: it does not, as Slack bot tokens).
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// Provider google, slack or microsoft.
+	Provider string `json:"provider"`
+
+	// RefreshToken The refresh token, when there is one: the access token is then refreshed before it expires.
+	RefreshToken *string `json:"refresh_token,omitempty"`
+
+	// Scopes The scopes the token holds, for the listing.
+	Scopes *[]string `json:"scopes,omitempty"`
+}
+
+// CreateProcessFromPromptRequest defines model for CreateProcessFromPromptRequest.
+type CreateProcessFromPromptRequest struct {
+	Description *string     `json:"description,omitempty"`
+	LlmOptions  *LLMOptions `json:"llmOptions,omitempty"`
+
+	// Name The process's name (default: the drafted workflow name).
+	Name      *string `json:"name,omitempty"`
+	ProjectId string  `json:"project_id"`
+	Prompt    string  `json:"prompt"`
+
+	// Publish Publish the bundle (default true); false stops at the draft bundle.
+	Publish *bool `json:"publish,omitempty"`
+}
+
+// CreateProcessRequest defines model for CreateProcessRequest.
+type CreateProcessRequest struct {
+	// AuthoringMode Default process_first.
+	AuthoringMode *CreateProcessRequestAuthoringMode `json:"authoring_mode,omitempty"`
+	Description   *string                            `json:"description,omitempty"`
+
+	// Name 1-200 characters, unique in the project; also the name of the workflow it publishes.
+	Name string `json:"name"`
+
+	// ProjectId The project the process belongs to.
+	ProjectId string `json:"project_id"`
+}
+
+// CreateProcessRequestAuthoringMode Default process_first.
+type CreateProcessRequestAuthoringMode string
+
+// CreateProjectRequest defines model for CreateProjectRequest.
+type CreateProjectRequest struct {
+	// Description At most 4,000 characters.
+	Description *string `json:"description,omitempty"`
+
+	// Name 1-200 characters.
+	Name string `json:"name"`
+}
+
+// CreateRunOperationRequest defines model for CreateRunOperationRequest.
+type CreateRunOperationRequest struct {
+	// Action cancel: cancel each run that has not ended; retry: retry each failed run from its failed step.
+	Action CreateRunOperationRequestAction `json:"action"`
+
+	// DryRun Only count the runs it would touch (matched); nothing is done or kept.
+	DryRun *bool `json:"dry_run,omitempty"`
+
+	// Filter The runs to act on: those that match it when the operation is created.
+	Filter RunOperationFilter `json:"filter"`
+
+	// Reason Why; recorded on each run as its cancel's or retry's reason.
+	Reason string `json:"reason"`
+}
+
+// CreateRunOperationRequestAction cancel: cancel each run that has not ended; retry: retry each failed run from its failed step.
+type CreateRunOperationRequestAction string
+
+// CreateWorkflowFromAIRequest defines model for CreateWorkflowFromAIRequest.
+type CreateWorkflowFromAIRequest struct {
+	LlmOptions *LLMOptions `json:"llmOptions,omitempty"`
+	Name       *string     `json:"name,omitempty"`
+	Prompt     string      `json:"prompt"`
 }
 
 // CustomTableDroppedFieldsEvent defines model for CustomTableDroppedFieldsEvent.
@@ -1561,10 +1666,12 @@ type Delivery struct {
 	RunId          *string    `json:"run_id,omitempty"`
 	Signed         bool       `json:"signed"`
 	Skipped        int64      `json:"skipped"`
-	Status         string     `json:"status"`
-	Target         string     `json:"target"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	WebhookId      *string    `json:"webhook_id,omitempty"`
+
+	// Status A webhook delivery's status: pending until an attempt succeeds or it gives up.
+	Status    DeliveryStatus `json:"status"`
+	Target    string         `json:"target"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	WebhookId *string        `json:"webhook_id,omitempty"`
 }
 
 // DeliveryAttempt defines model for DeliveryAttempt.
@@ -1578,25 +1685,39 @@ type DeliveryAttempt struct {
 	StatusCode    *int64     `json:"status_code,omitempty"`
 }
 
-// DeliveryDoc defines model for DeliveryDoc.
-type DeliveryDoc struct {
-	AttemptList    *[]DeliveryAttempt `json:"attempt_list"`
-	Attempts       int64              `json:"attempts"`
-	CompletedAt    *time.Time         `json:"completed_at,omitempty"`
-	CreatedAt      time.Time          `json:"created_at"`
-	DeliveryId     string             `json:"delivery_id"`
-	Event          string             `json:"event"`
-	LastError      *string            `json:"last_error,omitempty"`
-	LastStatusCode *int64             `json:"last_status_code,omitempty"`
-	NextAttemptAt  *time.Time         `json:"next_attempt_at,omitempty"`
-	RunId          *string            `json:"run_id,omitempty"`
-	Signed         bool               `json:"signed"`
-	Skipped        int64              `json:"skipped"`
-	Status         string             `json:"status"`
-	Target         string             `json:"target"`
-	UpdatedAt      time.Time          `json:"updated_at"`
-	WebhookId      *string            `json:"webhook_id,omitempty"`
+// DeliveryDocument defines model for DeliveryDocument.
+type DeliveryDocument struct {
+	AttemptList    []DeliveryAttempt `json:"attempt_list"`
+	Attempts       int64             `json:"attempts"`
+	CompletedAt    *time.Time        `json:"completed_at,omitempty"`
+	CreatedAt      time.Time         `json:"created_at"`
+	DeliveryId     string            `json:"delivery_id"`
+	Event          string            `json:"event"`
+	LastError      *string           `json:"last_error,omitempty"`
+	LastStatusCode *int64            `json:"last_status_code,omitempty"`
+	NextAttemptAt  *time.Time        `json:"next_attempt_at,omitempty"`
+	RunId          *string           `json:"run_id,omitempty"`
+	Signed         bool              `json:"signed"`
+	Skipped        int64             `json:"skipped"`
+
+	// Status A webhook delivery's status: pending until an attempt succeeds or it gives up.
+	Status    DeliveryStatus `json:"status"`
+	Target    string         `json:"target"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	WebhookId *string        `json:"webhook_id,omitempty"`
 }
+
+// DeliveryList defines model for DeliveryList.
+type DeliveryList struct {
+	// Items This page of results.
+	Items []Delivery `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// DeliveryStatus A webhook delivery's status: pending until an attempt succeeds or it gives up.
+type DeliveryStatus string
 
 // Document defines model for Document.
 type Document struct {
@@ -1633,6 +1754,15 @@ type DocumentExpiredEvent struct {
 	DocumentId string    `json:"document_id"`
 	ExpiresAt  time.Time `json:"expires_at"`
 	Name       string    `json:"name"`
+}
+
+// DocumentList defines model for DocumentList.
+type DocumentList struct {
+	// Items This page of results.
+	Items []Document `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // DocumentUploadedEvent defines model for DocumentUploadedEvent.
@@ -1677,21 +1807,32 @@ type Event struct {
 	Timestamp  time.Time   `json:"timestamp"`
 }
 
+// EventList defines model for EventList.
+type EventList struct {
+	// Items This page of results.
+	Items []Event `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
 // Evidence defines model for Evidence.
 type Evidence struct {
-	Counts          map[string]int64  `json:"counts"`
-	Decisions       *[]Decision       `json:"decisions"`
-	Effects         *[]EvidenceEffect `json:"effects"`
-	Exceptions      *[]interface{}    `json:"exceptions"`
-	Input           interface{}       `json:"input"`
-	Reason          *string           `json:"reason,omitempty"`
-	RetriedBy       *RunRetry         `json:"retried_by,omitempty"`
-	Retry           *RunRetry         `json:"retry,omitempty"`
-	RunId           string            `json:"run_id"`
-	Status          string            `json:"status"`
-	Steps           *[]StepRecord     `json:"steps"`
-	WorkflowId      string            `json:"workflow_id"`
-	WorkflowVersion int64             `json:"workflow_version"`
+	Counts     map[string]int64 `json:"counts"`
+	Decisions  []Decision       `json:"decisions"`
+	Effects    []EvidenceEffect `json:"effects"`
+	Exceptions []interface{}    `json:"exceptions"`
+	Input      interface{}      `json:"input"`
+	Reason     *string          `json:"reason,omitempty"`
+	RetriedBy  *RunRetry        `json:"retried_by,omitempty"`
+	Retry      *RunRetry        `json:"retry,omitempty"`
+	RunId      string           `json:"run_id"`
+
+	// Status A run's status: running and paused are live, the others are final.
+	Status          RunStatus    `json:"status"`
+	Steps           []StepRecord `json:"steps"`
+	WorkflowId      string       `json:"workflow_id"`
+	WorkflowVersion int64        `json:"workflow_version"`
 }
 
 // EvidenceEffect defines model for EvidenceEffect.
@@ -1702,30 +1843,22 @@ type EvidenceEffect struct {
 	Target    *string                 `json:"target,omitempty"`
 }
 
-// ExecuteAnswer {id, status} at once; with ?wait=, the run's status document (GET /runs/{runId}/status).
-type ExecuteAnswer struct {
-	Context    *map[string]interface{} `json:"context,omitempty"`
-	CreatedAt  *time.Time              `json:"created_at,omitempty"`
-	FinishedAt *time.Time              `json:"finished_at,omitempty"`
+// ExecuteAgentRequest defines model for ExecuteAgentRequest.
+type ExecuteAgentRequest struct {
+	Config *AgentConfig `json:"config,omitempty"`
 
-	// Id Run id (run-<uuid>).
-	//
-	// Example: run-6a1e0f7c-2b7d-4c61-8f3e-5d4c3b2a1908
-	Id     string  `json:"id"`
-	Reason *string `json:"reason,omitempty"`
+	// Model The provider's model name (default gpt-4o-mini).
+	Model *string `json:"model,omitempty"`
 
-	// Status The run's status.
-	//
-	// Example: running
-	Status          string         `json:"status"`
-	Steps           *[]StepSummary `json:"steps,omitempty"`
-	UpdatedAt       *time.Time     `json:"updated_at,omitempty"`
-	WorkflowId      *string        `json:"workflow_id,omitempty"`
-	WorkflowVersion *int64         `json:"workflow_version,omitempty"`
+	// Objective The agent's goal, in words; at most 20,000 characters.
+	Objective string `json:"objective"`
+
+	// Tools Tool declarations, mixed freely: "<action_name>", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones.
+	Tools *[]interface{} `json:"tools,omitempty"`
 }
 
-// ExecuteBody defines model for ExecuteBody.
-type ExecuteBody struct {
+// ExecuteRequest defines model for ExecuteRequest.
+type ExecuteRequest struct {
 	// Input The run's input, read as @input (default {}).
 	Input *map[string]interface{} `json:"input,omitempty"`
 }
@@ -1751,8 +1884,16 @@ type ExternalForm struct {
 	UpdatedAt         time.Time    `json:"updated_at"`
 }
 
-// ExternalFormBody defines model for ExternalFormBody.
-type ExternalFormBody struct {
+// ExternalFormCreatedEvent defines model for ExternalFormCreatedEvent.
+type ExternalFormCreatedEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+	FormId    string    `json:"form_id"`
+	FormName  string    `json:"form_name"`
+	IsPublic  bool      `json:"is_public"`
+}
+
+// ExternalFormDefinition defines model for ExternalFormDefinition.
+type ExternalFormDefinition struct {
 	// Description At most 4,000 characters.
 	Description *string `json:"description,omitempty"`
 
@@ -1776,19 +1917,20 @@ type ExternalFormBody struct {
 	TriggerWorkflowId *string `json:"trigger_workflow_id,omitempty"`
 }
 
-// ExternalFormCreatedEvent defines model for ExternalFormCreatedEvent.
-type ExternalFormCreatedEvent struct {
-	CreatedAt time.Time `json:"created_at"`
-	FormId    string    `json:"form_id"`
-	FormName  string    `json:"form_name"`
-	IsPublic  bool      `json:"is_public"`
-}
-
 // ExternalFormDeletedEvent defines model for ExternalFormDeletedEvent.
 type ExternalFormDeletedEvent struct {
 	DeletedAt time.Time `json:"deleted_at"`
 	FormId    string    `json:"form_id"`
 	FormName  string    `json:"form_name"`
+}
+
+// ExternalFormList defines model for ExternalFormList.
+type ExternalFormList struct {
+	// Items This page of results.
+	Items []ExternalForm `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // ExternalFormSubmittedEvent defines model for ExternalFormSubmittedEvent.
@@ -1902,39 +2044,26 @@ type FormExpiredEvent struct {
 	StepId string `json:"step_id"`
 }
 
-// FormGenerateBody defines model for FormGenerateBody.
-type FormGenerateBody struct {
-	// Create Also create an external form with the generated schema; the answer's form is that form.
-	Create *FormCreate `json:"create,omitempty"`
-
-	// ExpectedKeys The keys the form must collect: each becomes a field key (snake_case).
-	ExpectedKeys *[]string `json:"expected_keys"`
-
-	// Hints Anything that helps the model (audience, language, tone).
-	Hints *map[string]interface{} `json:"hints,omitempty"`
-
-	// Intent What the form is for.
-	Intent string `json:"intent"`
-}
-
 // FormPause defines model for FormPause.
 type FormPause struct {
 	AssigneeRole      *string     `json:"assignee_role,omitempty"`
 	ClaimedBy         *string     `json:"claimed_by,omitempty"`
 	CreatedAt         time.Time   `json:"created_at"`
-	ExpectedKeys      *[]string   `json:"expected_keys"`
+	ExpectedKeys      []string    `json:"expected_keys"`
 	ExpiresAt         *time.Time  `json:"expires_at"`
 	FormPauseId       string      `json:"form_pause_id"`
 	ReminderIntervals *[]float64  `json:"reminder_intervals,omitempty"`
 	RunId             string      `json:"run_id"`
 	Schema            interface{} `json:"schema"`
-	Status            string      `json:"status"`
-	StepId            int64       `json:"step_id"`
-	Submission        interface{} `json:"submission,omitempty"`
-	SubmissionId      *string     `json:"submission_id,omitempty"`
-	SubmittedAt       *time.Time  `json:"submitted_at,omitempty"`
-	UpdatedAt         time.Time   `json:"updated_at"`
-	WorkflowId        string      `json:"workflow_id"`
+
+	// Status A form pause's status: open until submitted or expired, cancelled with its run.
+	Status       FormPauseStatus `json:"status"`
+	StepId       int64           `json:"step_id"`
+	Submission   interface{}     `json:"submission,omitempty"`
+	SubmissionId *string         `json:"submission_id,omitempty"`
+	SubmittedAt  *time.Time      `json:"submitted_at,omitempty"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+	WorkflowId   string          `json:"workflow_id"`
 }
 
 // FormPauseCreatedEvent defines model for FormPauseCreatedEvent.
@@ -1949,6 +2078,18 @@ type FormPauseCreatedEvent struct {
 	RunId       string     `json:"run_id"`
 	StepId      string     `json:"step_id"`
 }
+
+// FormPauseList defines model for FormPauseList.
+type FormPauseList struct {
+	// Items This page of results.
+	Items []FormPause `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// FormPauseStatus A form pause's status: open until submitted or expired, cancelled with its run.
+type FormPauseStatus string
 
 // FormProperties defines model for FormProperties.
 type FormProperties struct {
@@ -2033,10 +2174,13 @@ type FormSubmission struct {
 // FormSubmissionTriggeredExecutionType What kind of run it started.
 type FormSubmissionTriggeredExecutionType string
 
-// FormSubmitBody defines model for FormSubmitBody.
-type FormSubmitBody struct {
-	// Data The submission, flat: {<key>: <value>}. Every expected key is required; values are checked against the pause's form_schema_v1.
-	Data map[string]interface{} `json:"data"`
+// FormSubmissionList defines model for FormSubmissionList.
+type FormSubmissionList struct {
+	// Items This page of results.
+	Items []FormSubmission `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // FormSubmittedEvent defines model for FormSubmittedEvent.
@@ -2048,43 +2192,24 @@ type FormSubmittedEvent struct {
 	SubmissionId string  `json:"submission_id"`
 }
 
-// FromPromptAnswer defines model for FromPromptAnswer.
-type FromPromptAnswer struct {
-	Attempts    int64   `json:"attempts"`
-	Bundle      Bundle  `json:"bundle"`
-	ExecutePath *string `json:"execute_path,omitempty"`
-	Process     Process `json:"process"`
-	Published   bool    `json:"published"`
-	WorkflowId  *string `json:"workflow_id,omitempty"`
+// GenerateFormRequest defines model for GenerateFormRequest.
+type GenerateFormRequest struct {
+	// Create Also create an external form with the generated schema; the answer's form is that form.
+	Create *FormCreate `json:"create,omitempty"`
+
+	// ExpectedKeys The keys the form must collect: each becomes a field key (snake_case).
+	ExpectedKeys []string `json:"expected_keys"`
+
+	// Hints Anything that helps the model (audience, language, tone).
+	Hints *map[string]interface{} `json:"hints,omitempty"`
+
+	// Intent What the form is for.
+	Intent string `json:"intent"`
 }
 
-// FromPromptBody defines model for FromPromptBody.
-type FromPromptBody struct {
-	Description *string         `json:"description,omitempty"`
-	LlmOptions  *LLMOptionsBody `json:"llmOptions,omitempty"`
-
-	// Name The process's name (default: the drafted workflow name).
-	Name      *string `json:"name,omitempty"`
-	ProjectId string  `json:"project_id"`
-	Prompt    string  `json:"prompt"`
-
-	// Publish Publish the bundle (default true); false stops at the draft bundle.
-	Publish *bool `json:"publish,omitempty"`
-}
-
-// GenerateAnswer defines model for GenerateAnswer.
-type GenerateAnswer struct {
-	GenerationId string               `json:"generation_id"`
-	Message      string               `json:"message"`
-	Status       GenerateAnswerStatus `json:"status"`
-}
-
-// GenerateAnswerStatus defines model for GenerateAnswer.Status.
-type GenerateAnswerStatus string
-
-// GenerateBody defines model for GenerateBody.
-type GenerateBody struct {
-	LlmOptions *LLMOptionsBody `json:"llmOptions,omitempty"`
+// GenerateWorkflowRequest defines model for GenerateWorkflowRequest.
+type GenerateWorkflowRequest struct {
+	LlmOptions *LLMOptions `json:"llmOptions,omitempty"`
 
 	// Prompt The process, in words; at most 20,000 characters.
 	Prompt string `json:"prompt"`
@@ -2120,9 +2245,25 @@ type Generation struct {
 	GenerationId string      `json:"generation_id"`
 	Model        *string     `json:"model,omitempty"`
 	Prompt       string      `json:"prompt"`
-	Status       string      `json:"status"`
-	Temperature  *float64    `json:"temperature,omitempty"`
-	UpdatedAt    time.Time   `json:"updated_at"`
+
+	// Status A workflow drafting's status.
+	Status      GenerationStatus `json:"status"`
+	Temperature *float64         `json:"temperature,omitempty"`
+	UpdatedAt   time.Time        `json:"updated_at"`
+}
+
+// GenerationProgress defines model for GenerationProgress.
+type GenerationProgress struct {
+	// Attempts Model calls made: 1 or 2.
+	Attempts int64 `json:"attempts"`
+
+	// Errors Why it failed: the validator's problems of the last attempt.
+	Errors       *[]string `json:"errors,omitempty"`
+	GenerationId string    `json:"generation_id"`
+
+	// Status A workflow drafting's status.
+	Status    GenerationStatus `json:"status"`
+	UpdatedAt time.Time        `json:"updated_at"`
 }
 
 // GenerationResult defines model for GenerationResult.
@@ -2131,20 +2272,17 @@ type GenerationResult struct {
 	Errors   *[]string `json:"errors,omitempty"`
 }
 
-// GenerationStatus defines model for GenerationStatus.
-type GenerationStatus struct {
-	// Attempts Model calls made: 1 or 2.
-	Attempts int64 `json:"attempts"`
+// GenerationStarted defines model for GenerationStarted.
+type GenerationStarted struct {
+	GenerationId string `json:"generation_id"`
+	Message      string `json:"message"`
 
-	// Errors Why it failed: the validator's problems of the last attempt.
-	Errors       *[]string              `json:"errors,omitempty"`
-	GenerationId string                 `json:"generation_id"`
-	Status       GenerationStatusStatus `json:"status"`
-	UpdatedAt    time.Time              `json:"updated_at"`
+	// Status A workflow drafting's status.
+	Status GenerationStatus `json:"status"`
 }
 
-// GenerationStatusStatus defines model for GenerationStatus.Status.
-type GenerationStatusStatus string
+// GenerationStatus A workflow drafting's status.
+type GenerationStatus string
 
 // GmailSendProperties defines model for GmailSendProperties.
 type GmailSendProperties struct {
@@ -2199,13 +2337,18 @@ type Health struct {
 	// Status Always ok when the process serves requests.
 	//
 	// Example: ok
-	Status string `json:"status"`
+	Status HealthStatus `json:"status"`
 }
 
-// IndexBody defines model for IndexBody.
-type IndexBody struct {
+// HealthStatus Always ok when the process serves requests.
+//
+// Example: ok
+type HealthStatus string
+
+// IndexDefinition defines model for IndexDefinition.
+type IndexDefinition struct {
 	// Columns The declared columns the index covers (a set: order does not matter).
-	Columns *[]string `json:"columns"`
+	Columns []string `json:"columns"`
 }
 
 // LLMGenerationStatusEvent defines model for LLMGenerationStatusEvent.
@@ -2223,187 +2366,11 @@ type LLMKeyMissingEvent struct {
 	RunId   string `json:"run_id"`
 }
 
-// LLMOptionsBody defines model for LLMOptionsBody.
-type LLMOptionsBody struct {
+// LLMOptions defines model for LLMOptions.
+type LLMOptions struct {
 	// Model The provider's model name (default gpt-4o-mini).
 	Model       *string  `json:"model,omitempty"`
 	Temperature *float64 `json:"temperature,omitempty"`
-}
-
-// LegacyFromAIAnswer defines model for LegacyFromAIAnswer.
-type LegacyFromAIAnswer struct {
-	BundleId   string `json:"bundle_id"`
-	ProcessId  string `json:"process_id"`
-	WorkflowId string `json:"workflow_id"`
-}
-
-// LegacyFromAIBody defines model for LegacyFromAIBody.
-type LegacyFromAIBody struct {
-	LlmOptions *LLMOptionsBody `json:"llmOptions,omitempty"`
-	Name       *string         `json:"name,omitempty"`
-	Prompt     string          `json:"prompt"`
-}
-
-// ListAction defines model for ListAction.
-type ListAction struct {
-	// Items This page of results.
-	Items []Action `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListAgentStatus defines model for ListAgentStatus.
-type ListAgentStatus struct {
-	// Items This page of results.
-	Items []AgentStatus `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListApproval defines model for ListApproval.
-type ListApproval struct {
-	// Items This page of results.
-	Items []Approval `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListDelivery defines model for ListDelivery.
-type ListDelivery struct {
-	// Items This page of results.
-	Items []Delivery `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListDocument defines model for ListDocument.
-type ListDocument struct {
-	// Items This page of results.
-	Items []Document `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListEvent defines model for ListEvent.
-type ListEvent struct {
-	// Items This page of results.
-	Items []Event `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListExternalForm defines model for ListExternalForm.
-type ListExternalForm struct {
-	// Items This page of results.
-	Items []ExternalForm `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListFormPause defines model for ListFormPause.
-type ListFormPause struct {
-	// Items This page of results.
-	Items []FormPause `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListFormSubmission defines model for ListFormSubmission.
-type ListFormSubmission struct {
-	// Items This page of results.
-	Items []FormSubmission `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListOAuthConnection defines model for ListOAuthConnection.
-type ListOAuthConnection struct {
-	// Items This page of results.
-	Items []OAuthConnection `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListOrgConfigEntry defines model for ListOrgConfigEntry.
-type ListOrgConfigEntry struct {
-	// Items This page of results.
-	Items []OrgConfigEntry `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListProject defines model for ListProject.
-type ListProject struct {
-	// Items This page of results.
-	Items []Project `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListRow defines model for ListRow.
-type ListRow struct {
-	// Items This page of results.
-	Items []Row `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListRun defines model for ListRun.
-type ListRun struct {
-	// Items This page of results.
-	Items []Run `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListRunOperation defines model for ListRunOperation.
-type ListRunOperation struct {
-	// Items This page of results.
-	Items []RunOperation `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListTable defines model for ListTable.
-type ListTable struct {
-	// Items This page of results.
-	Items []Table `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListWebhook defines model for ListWebhook.
-type ListWebhook struct {
-	// Items This page of results.
-	Items []Webhook `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListWorkflow defines model for ListWorkflow.
-type ListWorkflow struct {
-	// Items This page of results.
-	Items []Workflow `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
 }
 
 // LoopFailedEvent defines model for LoopFailedEvent.
@@ -2710,25 +2677,13 @@ type OAuthConnectionProvider string
 // OAuthConnectionSource oauth: made by the authorize and callback flow; tokens: given to POST /oauth/connections.
 type OAuthConnectionSource string
 
-// OAuthConnectionBody defines model for OAuthConnectionBody.
-type OAuthConnectionBody struct {
-	// AccessToken The access token. Encrypted at rest; never returned.
-	AccessToken string `json:"access_token"`
+// OAuthConnectionList defines model for OAuthConnectionList.
+type OAuthConnectionList struct {
+	// Items This page of results.
+	Items []OAuthConnection `json:"items"`
 
-	// Account The organization's label for the account: 1-200 letters, digits and @ . _ + : -.
-	Account string `json:"account"`
-
-	// ExpiresAt When the access token expires (absent: it does not, as Slack bot tokens).
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-
-	// Provider google, slack or microsoft.
-	Provider string `json:"provider"`
-
-	// RefreshToken The refresh token, when there is one: the access token is then refreshed before it expires.
-	RefreshToken *string `json:"refresh_token,omitempty"`
-
-	// Scopes The scopes the token holds, for the listing.
-	Scopes *[]string `json:"scopes,omitempty"`
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // OnStuck defines model for OnStuck.
@@ -2740,15 +2695,6 @@ type OnStuck struct {
 // Option defines model for Option.
 type Option struct {
 	Label string `json:"label"`
-	Value string `json:"value"`
-}
-
-// OrgConfigBody defines model for OrgConfigBody.
-type OrgConfigBody struct {
-	// Key Key name: 1-200 characters of letters, digits and : _ - . / (api:llm_api_key, db:warehouse, webhook_url).
-	Key string `json:"key"`
-
-	// Value The secret, up to 64 KiB. Encrypted at rest; never returned.
 	Value string `json:"value"`
 }
 
@@ -2768,6 +2714,15 @@ type OrgConfigEntry struct {
 	Value string `json:"value"`
 }
 
+// OrgConfigEntryList defines model for OrgConfigEntryList.
+type OrgConfigEntryList struct {
+	// Items This page of results.
+	Items []OrgConfigEntry `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
 // OrgFeatures defines model for OrgFeatures.
 type OrgFeatures struct {
 	AgentForms bool `json:"agent_forms"`
@@ -2780,10 +2735,10 @@ type OtherLoopProperties struct {
 
 // Page defines model for Page.
 type Page struct {
-	Description *string  `json:"description,omitempty"`
-	Fields      *[]Field `json:"fields"`
-	Id          string   `json:"id"`
-	Title       *string  `json:"title,omitempty"`
+	Description *string `json:"description,omitempty"`
+	Fields      []Field `json:"fields"`
+	Id          string  `json:"id"`
+	Title       *string `json:"title,omitempty"`
 }
 
 // PauseRequest defines model for PauseRequest.
@@ -2832,12 +2787,12 @@ type PlannedCall struct {
 
 // PlannedStep defines model for PlannedStep.
 type PlannedStep struct {
-	Calls       *[]PlannedCall `json:"calls"`
-	FromElement *int64         `json:"from_element,omitempty"`
-	Index       int64          `json:"index"`
-	Path        string         `json:"path"`
-	Pauses      *bool          `json:"pauses,omitempty"`
-	Type        string         `json:"type"`
+	Calls       []PlannedCall `json:"calls"`
+	FromElement *int64        `json:"from_element,omitempty"`
+	Index       int64         `json:"index"`
+	Path        string        `json:"path"`
+	Pauses      *bool         `json:"pauses,omitempty"`
+	Type        string        `json:"type"`
 }
 
 // PlaybookRequestAwaitingAdminEvent defines model for PlaybookRequestAwaitingAdminEvent.
@@ -2942,21 +2897,15 @@ type Process struct {
 	WorkflowVersion   *int64     `json:"workflow_version,omitempty"`
 }
 
-// ProcessBody defines model for ProcessBody.
-type ProcessBody struct {
-	// AuthoringMode Default process_first.
-	AuthoringMode *ProcessBodyAuthoringMode `json:"authoring_mode,omitempty"`
-	Description   *string                   `json:"description,omitempty"`
-
-	// Name 1-200 characters, unique in the project; also the name of the workflow it publishes.
-	Name string `json:"name"`
-
-	// ProjectId The project the process belongs to.
-	ProjectId string `json:"project_id"`
+// ProcessFromPrompt defines model for ProcessFromPrompt.
+type ProcessFromPrompt struct {
+	Attempts    int64   `json:"attempts"`
+	Bundle      Bundle  `json:"bundle"`
+	ExecutePath *string `json:"execute_path,omitempty"`
+	Process     Process `json:"process"`
+	Published   bool    `json:"published"`
+	WorkflowId  *string `json:"workflow_id,omitempty"`
 }
-
-// ProcessBodyAuthoringMode Default process_first.
-type ProcessBodyAuthoringMode string
 
 // Project defines model for Project.
 type Project struct {
@@ -2966,13 +2915,13 @@ type Project struct {
 	Name        string    `json:"name"`
 }
 
-// ProjectBody defines model for ProjectBody.
-type ProjectBody struct {
-	// Description At most 4,000 characters.
-	Description *string `json:"description,omitempty"`
+// ProjectList defines model for ProjectList.
+type ProjectList struct {
+	// Items This page of results.
+	Items []Project `json:"items"`
 
-	// Name 1-200 characters.
-	Name string `json:"name"`
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // PublicForm defines model for PublicForm.
@@ -3009,24 +2958,24 @@ type PublicSubmitResult struct {
 // PublicSubmitResultTriggeredExecutionType defines model for PublicSubmitResult.TriggeredExecutionType.
 type PublicSubmitResultTriggeredExecutionType string
 
-// PublishAnswer defines model for PublishAnswer.
-type PublishAnswer struct {
-	ActionsKept       *[]string `json:"actions_kept"`
-	ActionsRegistered *[]string `json:"actions_registered"`
-	Bundle            Bundle    `json:"bundle"`
+// Publication defines model for Publication.
+type Publication struct {
+	ActionsKept       []string `json:"actions_kept"`
+	ActionsRegistered []string `json:"actions_registered"`
+	Bundle            Bundle   `json:"bundle"`
 
 	// ExecutePath POST it with {input} to run the published version.
-	ExecutePath     string    `json:"execute_path"`
-	Process         Process   `json:"process"`
-	TablesCreated   *[]string `json:"tables_created"`
-	TablesKept      *[]string `json:"tables_kept"`
-	WorkflowId      string    `json:"workflow_id"`
-	WorkflowName    string    `json:"workflow_name"`
-	WorkflowVersion int64     `json:"workflow_version"`
+	ExecutePath     string   `json:"execute_path"`
+	Process         Process  `json:"process"`
+	TablesCreated   []string `json:"tables_created"`
+	TablesKept      []string `json:"tables_kept"`
+	WorkflowId      string   `json:"workflow_id"`
+	WorkflowName    string   `json:"workflow_name"`
+	WorkflowVersion int64    `json:"workflow_version"`
 }
 
-// PublishBody defines model for PublishBody.
-type PublishBody struct {
+// PublishBundleRequest defines model for PublishBundleRequest.
+type PublishBundleRequest struct {
 	PublishNote *string `json:"publish_note,omitempty"`
 }
 
@@ -3061,6 +3010,15 @@ type Records0 = []interface{}
 // Records1 defines model for Records.1.
 type Records1 = string
 
+// ResumeAgentRequest defines model for ResumeAgentRequest.
+type ResumeAgentRequest struct {
+	// Approved Whether the person approves what the agent asked.
+	Approved bool `json:"approved"`
+
+	// HumanInput The person's answer.
+	HumanInput string `json:"human_input"`
+}
+
 // RetriedRun defines model for RetriedRun.
 type RetriedRun struct {
 	// FromStep The top-level step it starts at: the one that failed.
@@ -3073,17 +3031,11 @@ type RetriedRun struct {
 	RetryOf string `json:"retry_of"`
 
 	// Status running: a worker executes it.
-	Status     string `json:"status"`
-	WorkflowId string `json:"workflow_id"`
+	Status     RunStatus `json:"status"`
+	WorkflowId string    `json:"workflow_id"`
 
 	// WorkflowVersion The failed run's version, whatever the workflow's current one.
 	WorkflowVersion int64 `json:"workflow_version"`
-}
-
-// RetryBody defines model for RetryBody.
-type RetryBody struct {
-	// Reason Why the run is retried; kept in the new run's evidence (retry.reason) and carried by workflow_run_retried.
-	Reason string `json:"reason"`
 }
 
 // RetryPlan defines model for RetryPlan.
@@ -3091,11 +3043,17 @@ type RetryPlan struct {
 	Calls           map[string]int64 `json:"calls"`
 	FromElement     *int64           `json:"from_element,omitempty"`
 	FromStep        int64            `json:"from_step"`
-	ReusedSteps     *[]int64         `json:"reused_steps"`
+	ReusedSteps     []int64          `json:"reused_steps"`
 	RunId           string           `json:"run_id"`
-	Steps           *[]PlannedStep   `json:"steps"`
+	Steps           []PlannedStep    `json:"steps"`
 	WorkflowId      string           `json:"workflow_id"`
 	WorkflowVersion int64            `json:"workflow_version"`
+}
+
+// RetryRunRequest defines model for RetryRunRequest.
+type RetryRunRequest struct {
+	// Reason Why the run is retried; kept in the new run's evidence (retry.reason) and carried by workflow_run_retried.
+	Reason string `json:"reason"`
 }
 
 // RoleName A role: 1-100 characters, no surrounding spaces.
@@ -3107,6 +3065,15 @@ type Row struct {
 	Data      map[string]interface{} `json:"data"`
 	Id        string                 `json:"id"`
 	UpdatedAt time.Time              `json:"updated_at"`
+}
+
+// RowList defines model for RowList.
+type RowList struct {
+	// Items This page of results.
+	Items []Row `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // RowsUpdate defines model for RowsUpdate.
@@ -3145,8 +3112,10 @@ type Run struct {
 	Input interface{} `json:"input"`
 
 	// Reason Why the run ended, when it failed or was cancelled.
-	Reason     *string   `json:"reason,omitempty"`
-	Status     string    `json:"status"`
+	Reason *string `json:"reason,omitempty"`
+
+	// Status A run's status: running and paused are live, the others are final.
+	Status     RunStatus `json:"status"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	WorkflowId string    `json:"workflow_id"`
 
@@ -3155,6 +3124,28 @@ type Run struct {
 
 	// WorkflowVersion The workflow version the run executes.
 	WorkflowVersion int64 `json:"workflow_version"`
+}
+
+// RunAccepted {id, status} at once; with ?wait=, the run's status document (GET /runs/{runId}/status).
+type RunAccepted struct {
+	Context    *map[string]interface{} `json:"context,omitempty"`
+	CreatedAt  *time.Time              `json:"created_at,omitempty"`
+	FinishedAt *time.Time              `json:"finished_at,omitempty"`
+
+	// Id Run id (run-<uuid>).
+	//
+	// Example: run-6a1e0f7c-2b7d-4c61-8f3e-5d4c3b2a1908
+	Id     string  `json:"id"`
+	Reason *string `json:"reason,omitempty"`
+
+	// Status The run's status.
+	//
+	// Example: running
+	Status          RunStatus      `json:"status"`
+	Steps           *[]StepSummary `json:"steps,omitempty"`
+	UpdatedAt       *time.Time     `json:"updated_at,omitempty"`
+	WorkflowId      *string        `json:"workflow_id,omitempty"`
+	WorkflowVersion *int64         `json:"workflow_version,omitempty"`
 }
 
 // RunActor defines model for RunActor.
@@ -3166,6 +3157,15 @@ type RunActor struct {
 	//
 	// Example: user
 	Type string `json:"type"`
+}
+
+// RunList defines model for RunList.
+type RunList struct {
+	// Items This page of results.
+	Items []Run `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // RunOperation defines model for RunOperation.
@@ -3201,27 +3201,6 @@ type RunOperation struct {
 	UpdatedAt time.Time          `json:"updated_at"`
 }
 
-// RunOperationStatus pending until a worker counts its runs (matched), running while it works through them, then completed.
-type RunOperationStatus string
-
-// RunOperationBody defines model for RunOperationBody.
-type RunOperationBody struct {
-	// Action cancel: cancel each run that has not ended; retry: retry each failed run from its failed step.
-	Action RunOperationBodyAction `json:"action"`
-
-	// DryRun Only count the runs it would touch (matched); nothing is done or kept.
-	DryRun *bool `json:"dry_run,omitempty"`
-
-	// Filter The runs to act on: those that match it when the operation is created.
-	Filter RunOperationFilter `json:"filter"`
-
-	// Reason Why; recorded on each run as its cancel's or retry's reason.
-	Reason string `json:"reason"`
-}
-
-// RunOperationBodyAction cancel: cancel each run that has not ended; retry: retry each failed run from its failed step.
-type RunOperationBodyAction string
-
 // RunOperationError defines model for RunOperationError.
 type RunOperationError struct {
 	Message string `json:"message"`
@@ -3243,14 +3222,23 @@ type RunOperationFilter struct {
 	RunId *string `json:"run_id,omitempty"`
 
 	// Status Only runs in one of these statuses.
-	Status *[]RunOperationFilterStatus `json:"status,omitempty"`
+	Status *[]RunStatus `json:"status,omitempty"`
 
 	// WorkflowId Only runs of this workflow.
 	WorkflowId *string `json:"workflow_id,omitempty"`
 }
 
-// RunOperationFilterStatus Only runs in this status.
-type RunOperationFilterStatus string
+// RunOperationList defines model for RunOperationList.
+type RunOperationList struct {
+	// Items This page of results.
+	Items []RunOperation `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// RunOperationStatus A run operation's status: pending until a worker counts its runs, running while it works through them, then completed.
+type RunOperationStatus string
 
 // RunRef defines model for RunRef.
 type RunRef struct {
@@ -3262,7 +3250,7 @@ type RunRef struct {
 	// Status The run's status.
 	//
 	// Example: running
-	Status string `json:"status"`
+	Status RunStatus `json:"status"`
 }
 
 // RunResult defines model for RunResult.
@@ -3287,18 +3275,23 @@ type RunRetry struct {
 	RunId     string    `json:"run_id"`
 }
 
-// RunStatusDoc defines model for RunStatusDoc.
-type RunStatusDoc struct {
-	Context         *map[string]interface{} `json:"context,omitempty"`
-	CreatedAt       time.Time               `json:"created_at"`
-	FinishedAt      *time.Time              `json:"finished_at,omitempty"`
-	Id              string                  `json:"id"`
-	Reason          *string                 `json:"reason,omitempty"`
-	Status          string                  `json:"status"`
-	Steps           *[]StepSummary          `json:"steps"`
-	UpdatedAt       time.Time               `json:"updated_at"`
-	WorkflowId      string                  `json:"workflow_id"`
-	WorkflowVersion int64                   `json:"workflow_version"`
+// RunStatus A run's status: running and paused are live, the others are final.
+type RunStatus string
+
+// RunStatusDocument defines model for RunStatusDocument.
+type RunStatusDocument struct {
+	Context    *map[string]interface{} `json:"context,omitempty"`
+	CreatedAt  time.Time               `json:"created_at"`
+	FinishedAt *time.Time              `json:"finished_at,omitempty"`
+	Id         string                  `json:"id"`
+	Reason     *string                 `json:"reason,omitempty"`
+
+	// Status A run's status: running and paused are live, the others are final.
+	Status          RunStatus     `json:"status"`
+	Steps           []StepSummary `json:"steps"`
+	UpdatedAt       time.Time     `json:"updated_at"`
+	WorkflowId      string        `json:"workflow_id"`
+	WorkflowVersion int64         `json:"workflow_version"`
 }
 
 // RuntimeNumber A number, or an @path, {{template}} or doc: reference read at run time.
@@ -3315,9 +3308,18 @@ type RuntimeNumber1 = string
 // Schema defines model for Schema.
 type Schema struct {
 	Description *string `json:"description,omitempty"`
-	Pages       *[]Page `json:"pages"`
+	Pages       []Page  `json:"pages"`
 	Title       *string `json:"title,omitempty"`
 	Version     string  `json:"version"`
+}
+
+// SetOrgConfigRequest defines model for SetOrgConfigRequest.
+type SetOrgConfigRequest struct {
+	// Key Key name: 1-200 characters of letters, digits and : _ - . / (api:llm_api_key, db:warehouse, webhook_url).
+	Key string `json:"key"`
+
+	// Value The secret, up to 64 KiB. Encrypted at rest; never returned.
+	Value string `json:"value"`
 }
 
 // SlackPostMessageProperties defines model for SlackPostMessageProperties.
@@ -3369,8 +3371,10 @@ type StepRecord struct {
 	InputSummary interface{} `json:"input_summary,omitempty"`
 	Output       interface{} `json:"output,omitempty"`
 	StartedAt    *time.Time  `json:"started_at,omitempty"`
-	Status       string      `json:"status"`
-	Type         string      `json:"type"`
+
+	// Status A step's status within its run.
+	Status StepStatus `json:"status"`
+	Type   string     `json:"type"`
 }
 
 // StepStartedEvent defines model for StepStartedEvent.
@@ -3380,28 +3384,39 @@ type StepStartedEvent struct {
 	StepType  string `json:"step_type"`
 }
 
+// StepStatus A step's status within its run.
+type StepStatus string
+
 // StepSummary defines model for StepSummary.
 type StepSummary struct {
-	Index  int64  `json:"index"`
-	Status string `json:"status"`
-	Type   string `json:"type"`
+	Index int64 `json:"index"`
+
+	// Status A step's status within its run.
+	Status StepStatus `json:"status"`
+	Type   string     `json:"type"`
+}
+
+// SubmitFormRequest defines model for SubmitFormRequest.
+type SubmitFormRequest struct {
+	// Data The submission, flat: {<key>: <value>}. Every expected key is required; values are checked against the pause's form_schema_v1.
+	Data map[string]interface{} `json:"data"`
 }
 
 // Table defines model for Table.
 type Table struct {
 	CreatedAt time.Time         `json:"created_at"`
 	Fields    map[string]string `json:"fields"`
-	Indexes   *[]TableIndex     `json:"indexes"`
+	Indexes   []TableIndex      `json:"indexes"`
 	Name      string            `json:"name"`
 }
 
-// TableBody defines model for TableBody.
-type TableBody struct {
+// TableDefinition defines model for TableDefinition.
+type TableDefinition struct {
 	// Fields Column name to type (text, ...).
 	Fields map[string]string `json:"fields"`
 
 	// Indexes Equality indexes, each a set of 1 to 4 declared columns, e.g. [["k"], ["a", "b"]]. A where naming every column of one reads through it instead of every row. The key columns of an upsert are indexed without being listed.
-	Indexes *[]*[]string `json:"indexes,omitempty"`
+	Indexes *[][]string `json:"indexes,omitempty"`
 
 	// Name Unique within the organization.
 	Name string `json:"name"`
@@ -3409,13 +3424,22 @@ type TableBody struct {
 
 // TableIndex defines model for TableIndex.
 type TableIndex struct {
-	Columns   *[]string       `json:"columns"`
+	Columns   []string        `json:"columns"`
 	CreatedAt time.Time       `json:"created_at"`
 	State     TableIndexState `json:"state"`
 }
 
 // TableIndexState defines model for TableIndex.State.
 type TableIndexState string
+
+// TableList defines model for TableList.
+type TableList struct {
+	// Items This page of results.
+	Items []Table `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
 
 // TraceEntry defines model for TraceEntry.
 type TraceEntry struct {
@@ -3479,28 +3503,6 @@ type Webhook struct {
 	Url string `json:"url"`
 }
 
-// WebhookBody defines model for WebhookBody.
-type WebhookBody struct {
-	// AutoPayload An object merged into every payload sent to this target (the event's own fields win), at most 64 KiB.
-	AutoPayload *map[string]interface{} `json:"auto_payload,omitempty"`
-
-	// Event A registrable event (spec section 6) or an alias of one: workflow.started, workflow.completed, workflow.failed, workflow.cancelled.
-	//
-	// Example: workflow.completed
-	Event string `json:"event"`
-
-	// Filter Document events only (document.*); 422 on any other event.
-	Filter *WebhookFilter `json:"filter,omitempty"`
-
-	// Secret Signs every delivery (X-Svc-Signature: sha256=<hex>, HMAC-SHA256 of the raw body), 1-512 bytes. Encrypted at rest; never returned.
-	Secret *string `json:"secret,omitempty"`
-
-	// Url The target: an http(s) URL with a host and no credentials. Loopback, private, link-local and metadata addresses are refused (422 target_not_allowed) unless the deployment allows private targets.
-	//
-	// Example: https://hooks.example.com/svcflow
-	Url string `json:"url"`
-}
-
 // WebhookCircuit defines model for WebhookCircuit.
 type WebhookCircuit struct {
 	Failures  int64               `json:"failures"`
@@ -3543,8 +3545,39 @@ type WebhookFilter struct {
 	Tags *[]string `json:"tags,omitempty"`
 }
 
-// WebhookPatchBody defines model for WebhookPatchBody.
-type WebhookPatchBody struct {
+// WebhookList defines model for WebhookList.
+type WebhookList struct {
+	// Items This page of results.
+	Items []Webhook `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// WebhookRegistration defines model for WebhookRegistration.
+type WebhookRegistration struct {
+	// AutoPayload An object merged into every payload sent to this target (the event's own fields win), at most 64 KiB.
+	AutoPayload *map[string]interface{} `json:"auto_payload,omitempty"`
+
+	// Event A registrable event (spec section 6) or an alias of one: workflow.started, workflow.completed, workflow.failed, workflow.cancelled.
+	//
+	// Example: workflow.completed
+	Event string `json:"event"`
+
+	// Filter Document events only (document.*); 422 on any other event.
+	Filter *WebhookFilter `json:"filter,omitempty"`
+
+	// Secret Signs every delivery (X-Svc-Signature: sha256=<hex>, HMAC-SHA256 of the raw body), 1-512 bytes. Encrypted at rest; never returned.
+	Secret *string `json:"secret,omitempty"`
+
+	// Url The target: an http(s) URL with a host and no credentials. Loopback, private, link-local and metadata addresses are refused (422 target_not_allowed) unless the deployment allows private targets.
+	//
+	// Example: https://hooks.example.com/svcflow
+	Url string `json:"url"`
+}
+
+// WebhookUpdate defines model for WebhookUpdate.
+type WebhookUpdate struct {
 	// AutoPayload Replaces auto_payload; {} removes it.
 	AutoPayload *map[string]interface{} `json:"auto_payload,omitempty"`
 
@@ -3587,15 +3620,6 @@ type Workflow struct {
 	Warnings *[]string `json:"warnings,omitempty"`
 }
 
-// WorkflowBody defines model for WorkflowBody.
-type WorkflowBody struct {
-	// Definition The specification; validated by the engine against the WorkflowDefinition schema (GET /schemas/workflow.json), its problems pointing into it.
-	Definition WorkflowDefinition `json:"definition"`
-
-	// Name Unique within the organization.
-	Name string `json:"name"`
-}
-
 // WorkflowCondition One operator and its arguments, e.g. {"greaterThan": [{"length": ["@matched"]}, 0]}. Operators: equal notEqual greaterThan greaterThanOrEqual lessThan lessThanOrEqual and or not in contains startsWith endsWith exists isEmpty length matches.
 type WorkflowCondition map[string]interface{}
 
@@ -3624,6 +3648,31 @@ type WorkflowDefinition struct {
 
 	// SearchKeys Paths into the input (@input.invoice_id) whose values find the workflow's runs: GET /runs?key=.
 	SearchKeys *[]string `json:"search_keys,omitempty"`
+}
+
+// WorkflowFromAI defines model for WorkflowFromAI.
+type WorkflowFromAI struct {
+	BundleId   string `json:"bundle_id"`
+	ProcessId  string `json:"process_id"`
+	WorkflowId string `json:"workflow_id"`
+}
+
+// WorkflowList defines model for WorkflowList.
+type WorkflowList struct {
+	// Items This page of results.
+	Items []Workflow `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// WorkflowRequest defines model for WorkflowRequest.
+type WorkflowRequest struct {
+	// Definition The specification; validated by the engine against the WorkflowDefinition schema (GET /schemas/workflow.json), its problems pointing into it.
+	Definition WorkflowDefinition `json:"definition"`
+
+	// Name Unique within the organization.
+	Name string `json:"name"`
 }
 
 // WorkflowRunCancelledEvent defines model for WorkflowRunCancelledEvent.
@@ -3744,7 +3793,7 @@ type ReplaceActionParams struct {
 // ListAgentsParams defines parameters for ListAgents.
 type ListAgentsParams struct {
 	// Status Only agent runs in this status.
-	Status *ListAgentsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *AgentRunStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// Limit Page size (default 50, at most 500).
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
@@ -3755,9 +3804,6 @@ type ListAgentsParams struct {
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
 }
-
-// ListAgentsParamsStatus defines parameters for ListAgents.
-type ListAgentsParamsStatus string
 
 // ExecuteAgentParams defines parameters for ExecuteAgent.
 type ExecuteAgentParams struct {
@@ -3810,7 +3856,7 @@ type GetGenerationStatusParams struct {
 // ListApprovalsParams defines parameters for ListApprovals.
 type ListApprovalsParams struct {
 	// Status Only approvals in this status.
-	Status *ListApprovalsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *ApprovalStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// Role Only approvals for this approver_role.
 	Role *string `form:"role,omitempty" json:"role,omitempty"`
@@ -3824,9 +3870,6 @@ type ListApprovalsParams struct {
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
 }
-
-// ListApprovalsParamsStatus defines parameters for ListApprovals.
-type ListApprovalsParamsStatus string
 
 // GetApprovalParams defines parameters for GetApproval.
 type GetApprovalParams struct {
@@ -4260,7 +4303,7 @@ type ListRunsParams struct {
 	WorkflowId *string `form:"workflow_id,omitempty" json:"workflow_id,omitempty"`
 
 	// Status Only runs in one of these statuses: ?status=failed&status=paused.
-	Status *[]ListRunsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *[]RunStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// CreatedAfter Only runs created at or after this time (RFC 3339).
 	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
@@ -4277,9 +4320,6 @@ type ListRunsParams struct {
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
 }
-
-// ListRunsParamsStatus defines parameters for ListRuns.
-type ListRunsParamsStatus string
 
 // CancelRunParams defines parameters for CancelRun.
 type CancelRunParams struct {
@@ -4344,17 +4384,14 @@ type GetRunStatusParams struct {
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
 
 	// LastStatus With ?wait=: the status the caller last saw; the answer comes when the run's status differs from it (default running).
-	LastStatus *GetRunStatusParamsLastStatus `form:"last_status,omitempty" json:"last_status,omitempty"`
+	LastStatus *RunStatus `form:"last_status,omitempty" json:"last_status,omitempty"`
 
-	// Context false leaves the context out of the answer (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{key}.
+	// Context false leaves the context out of the status document (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{contextKey}.
 	Context *bool `form:"context,omitempty" json:"context,omitempty"`
 
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
 }
-
-// GetRunStatusParamsLastStatus defines parameters for GetRunStatus.
-type GetRunStatusParamsLastStatus string
 
 // GetWorkflowSchemaParams defines parameters for GetWorkflowSchema.
 type GetWorkflowSchemaParams struct {
@@ -4460,8 +4497,8 @@ type ExecuteWorkflowParams struct {
 	// Wait Hold the answer up to this long (a Go duration: 500ms, 30s; at most 60s).
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
 
-	// Context With ?wait=: false leaves the context out of the status document (read large results with GET /runs/{runId}/context/{key}).
-	Context *ExecuteWorkflowParamsContext `form:"context,omitempty" json:"context,omitempty"`
+	// Context false leaves the context out of the status document (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{contextKey}.
+	Context *bool `form:"context,omitempty" json:"context,omitempty"`
 
 	// XOrgId Organization id: 1-128 characters of [A-Za-z0-9_.:-].
 	XOrgId string `json:"X-Org-Id"`
@@ -4470,32 +4507,29 @@ type ExecuteWorkflowParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
-// ExecuteWorkflowParamsContext defines parameters for ExecuteWorkflow.
-type ExecuteWorkflowParamsContext string
-
 // CreateActionJSONRequestBody defines body for CreateAction for application/json ContentType.
-type CreateActionJSONRequestBody = ActionBody
+type CreateActionJSONRequestBody = ActionDefinition
 
 // ReplaceActionJSONRequestBody defines body for ReplaceAction for application/json ContentType.
-type ReplaceActionJSONRequestBody = ActionBody
+type ReplaceActionJSONRequestBody = ActionDefinition
 
 // ExecuteAgentJSONRequestBody defines body for ExecuteAgent for application/json ContentType.
-type ExecuteAgentJSONRequestBody = AgentBody
+type ExecuteAgentJSONRequestBody = ExecuteAgentRequest
 
 // ResumeAgentJSONRequestBody defines body for ResumeAgent for application/json ContentType.
-type ResumeAgentJSONRequestBody = AgentResumeBody
+type ResumeAgentJSONRequestBody = ResumeAgentRequest
 
 // GenerateWorkflowJSONRequestBody defines body for GenerateWorkflow for application/json ContentType.
-type GenerateWorkflowJSONRequestBody = GenerateBody
+type GenerateWorkflowJSONRequestBody = GenerateWorkflowRequest
 
 // DecideApprovalJSONRequestBody defines body for DecideApproval for application/json ContentType.
-type DecideApprovalJSONRequestBody = ApprovalDecisionBody
+type DecideApprovalJSONRequestBody = ApprovalDecision
 
 // CreateCustomTableJSONRequestBody defines body for CreateCustomTable for application/json ContentType.
-type CreateCustomTableJSONRequestBody = TableBody
+type CreateCustomTableJSONRequestBody = TableDefinition
 
 // AddCustomTableIndexJSONRequestBody defines body for AddCustomTableIndex for application/json ContentType.
-type AddCustomTableIndexJSONRequestBody = IndexBody
+type AddCustomTableIndexJSONRequestBody = IndexDefinition
 
 // UpdateCustomTableRowsJSONRequestBody defines body for UpdateCustomTableRows for application/json ContentType.
 type UpdateCustomTableRowsJSONRequestBody = RowsUpdate
@@ -4507,73 +4541,73 @@ type UploadDocumentMultipartRequestBody UploadDocumentMultipartBody
 type CreateDocumentVersionMultipartRequestBody CreateDocumentVersionMultipartBody
 
 // CreateExternalFormJSONRequestBody defines body for CreateExternalForm for application/json ContentType.
-type CreateExternalFormJSONRequestBody = ExternalFormBody
+type CreateExternalFormJSONRequestBody = ExternalFormDefinition
 
 // ReplaceExternalFormJSONRequestBody defines body for ReplaceExternalForm for application/json ContentType.
-type ReplaceExternalFormJSONRequestBody = ExternalFormBody
+type ReplaceExternalFormJSONRequestBody = ExternalFormDefinition
 
 // GenerateFormJSONRequestBody defines body for GenerateForm for application/json ContentType.
-type GenerateFormJSONRequestBody = FormGenerateBody
+type GenerateFormJSONRequestBody = GenerateFormRequest
 
 // SubmitPublicFormJSONRequestBody defines body for SubmitPublicForm for application/json ContentType.
 type SubmitPublicFormJSONRequestBody SubmitPublicFormJSONBody
 
 // SubmitFormJSONRequestBody defines body for SubmitForm for application/json ContentType.
-type SubmitFormJSONRequestBody = FormSubmitBody
+type SubmitFormJSONRequestBody = SubmitFormRequest
 
 // CreateOauthConnectionJSONRequestBody defines body for CreateOauthConnection for application/json ContentType.
-type CreateOauthConnectionJSONRequestBody = OAuthConnectionBody
+type CreateOauthConnectionJSONRequestBody = CreateOAuthConnectionRequest
 
 // SetOrgConfigJSONRequestBody defines body for SetOrgConfig for application/json ContentType.
-type SetOrgConfigJSONRequestBody = OrgConfigBody
+type SetOrgConfigJSONRequestBody = SetOrgConfigRequest
 
 // SetOrgFeaturesJSONRequestBody defines body for SetOrgFeatures for application/json ContentType.
 type SetOrgFeaturesJSONRequestBody = OrgFeatures
 
 // PublishBundleJSONRequestBody defines body for PublishBundle for application/json ContentType.
-type PublishBundleJSONRequestBody = PublishBody
+type PublishBundleJSONRequestBody = PublishBundleRequest
 
 // CreateProcessJSONRequestBody defines body for CreateProcess for application/json ContentType.
-type CreateProcessJSONRequestBody = ProcessBody
+type CreateProcessJSONRequestBody = CreateProcessRequest
 
 // CreateProcessFromPromptJSONRequestBody defines body for CreateProcessFromPrompt for application/json ContentType.
-type CreateProcessFromPromptJSONRequestBody = FromPromptBody
+type CreateProcessFromPromptJSONRequestBody = CreateProcessFromPromptRequest
 
 // ComposeBundleJSONRequestBody defines body for ComposeBundle for application/json ContentType.
-type ComposeBundleJSONRequestBody = ComposeBody
+type ComposeBundleJSONRequestBody = ComposeBundleRequest
 
 // ExecuteProcessJSONRequestBody defines body for ExecuteProcess for application/json ContentType.
-type ExecuteProcessJSONRequestBody = ExecuteBody
+type ExecuteProcessJSONRequestBody = ExecuteRequest
 
 // CreateProjectJSONRequestBody defines body for CreateProject for application/json ContentType.
-type CreateProjectJSONRequestBody = ProjectBody
+type CreateProjectJSONRequestBody = CreateProjectRequest
 
 // CreateRunOperationJSONRequestBody defines body for CreateRunOperation for application/json ContentType.
-type CreateRunOperationJSONRequestBody = RunOperationBody
+type CreateRunOperationJSONRequestBody = CreateRunOperationRequest
 
 // CancelRunJSONRequestBody defines body for CancelRun for application/json ContentType.
-type CancelRunJSONRequestBody = CancelBody
+type CancelRunJSONRequestBody = CancelRunRequest
 
 // RetryRunJSONRequestBody defines body for RetryRun for application/json ContentType.
-type RetryRunJSONRequestBody = RetryBody
+type RetryRunJSONRequestBody = RetryRunRequest
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
-type CreateWebhookJSONRequestBody = WebhookBody
+type CreateWebhookJSONRequestBody = WebhookRegistration
 
 // UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
-type UpdateWebhookJSONRequestBody = WebhookPatchBody
+type UpdateWebhookJSONRequestBody = WebhookUpdate
 
 // CreateWorkflowJSONRequestBody defines body for CreateWorkflow for application/json ContentType.
-type CreateWorkflowJSONRequestBody = WorkflowBody
+type CreateWorkflowJSONRequestBody = WorkflowRequest
 
 // CreateWorkflowFromAiJSONRequestBody defines body for CreateWorkflowFromAi for application/json ContentType.
-type CreateWorkflowFromAiJSONRequestBody = LegacyFromAIBody
+type CreateWorkflowFromAiJSONRequestBody = CreateWorkflowFromAIRequest
 
 // UpdateWorkflowJSONRequestBody defines body for UpdateWorkflow for application/json ContentType.
-type UpdateWorkflowJSONRequestBody = WorkflowBody
+type UpdateWorkflowJSONRequestBody = WorkflowRequest
 
 // ExecuteWorkflowJSONRequestBody defines body for ExecuteWorkflow for application/json ContentType.
-type ExecuteWorkflowJSONRequestBody = ExecuteBody
+type ExecuteWorkflowJSONRequestBody = ExecuteRequest
 
 // AsAgentToolDeclaration0 returns the union data inside the AgentToolDeclaration as a AgentToolDeclaration0
 func (t AgentToolDeclaration) AsAgentToolDeclaration0() (AgentToolDeclaration0, error) {
@@ -6159,8 +6193,8 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-	AddCustomTableIndexWithBody(ctx context.Context, name string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+	AddCustomTableIndexWithBody(ctx context.Context, tableName string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AddCustomTableIndex Add an index to a custom table
 	//
@@ -6168,15 +6202,15 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-	AddCustomTableIndex(ctx context.Context, name string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+	AddCustomTableIndex(ctx context.Context, tableName string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReadCustomTableRows Page through a custom table's rows
 	//
 	// The rows whose columns equal every `where` entry, oldest first (by creation time, then id), a page at a time like every list: pass `next_cursor` back as `?cursor=` until it is empty.
 	//
-	// Corresponds with GET /custom-tables/{name}/rows (the `ReadCustomTableRows` operationId).
-	ReadCustomTableRows(ctx context.Context, name string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /custom-tables/{tableName}/rows (the `ReadCustomTableRows` operationId).
+	ReadCustomTableRows(ctx context.Context, tableName string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateCustomTableRowsWithBody Set columns on the rows that match
 	//
@@ -6184,8 +6218,8 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-	UpdateCustomTableRowsWithBody(ctx context.Context, name string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+	UpdateCustomTableRowsWithBody(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateCustomTableRows Set columns on the rows that match
 	//
@@ -6193,8 +6227,8 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-	UpdateCustomTableRows(ctx context.Context, name string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+	UpdateCustomTableRows(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetDelivery A delivery and every attempt
 	//
@@ -6582,7 +6616,7 @@ type ClientInterface interface {
 
 	// ExecuteProcessWithBody Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6591,7 +6625,7 @@ type ClientInterface interface {
 
 	// ExecuteProcess Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6631,7 +6665,7 @@ type ClientInterface interface {
 
 	// CreateRunOperationWithBody Cancel or retry every run a filter matches
 	//
-	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6640,7 +6674,7 @@ type ClientInterface interface {
 
 	// CreateRunOperation Cancel or retry every run a filter matches
 	//
-	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6649,8 +6683,8 @@ type ClientInterface interface {
 
 	// GetRunOperation A run operation's progress and outcome
 	//
-	// Corresponds with GET /run-operations/{operationId} (the `GetRunOperation` operationId).
-	GetRunOperation(ctx context.Context, operationId string, params *GetRunOperationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /run-operations/{runOperationId} (the `GetRunOperation` operationId).
+	GetRunOperation(ctx context.Context, runOperationId string, params *GetRunOperationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRuns List the organization's runs, newest first
 	//
@@ -6679,8 +6713,8 @@ type ClientInterface interface {
 	//
 	// Answers `{key, value}`. When the value is a JSON array, `?offset=&limit=` page it: `value` is the page (at most `limit` elements from `offset`, `[]` past the end) and `total`, `offset` and `limit` are added; the next page starts at `offset + limit`. Any other value is answered whole, without `total`, and `offset` and `limit` are ignored, so one query serves a key whose type the client does not know. A run without the key answers 404 not_found, as does another organization's run. The `result_reference` of `nway_matcher.completed` is this route's path for its `matchGroups`.
 	//
-	// Corresponds with GET /runs/{runId}/context/{key} (the `GetRunContext` operationId).
-	GetRunContext(ctx context.Context, runId string, key string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /runs/{runId}/context/{contextKey} (the `GetRunContext` operationId).
+	GetRunContext(ctx context.Context, runId string, contextKey string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRunEvents A run's events, oldest first
 	//
@@ -6834,29 +6868,29 @@ type ClientInterface interface {
 	//
 	// Deletes the workflow, its versions and its schedule; its runs stay readable. A workflow a process of the studio publishes is not deleted: 409 workflow_owned_by_process, naming the process.
 	//
-	// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
-	DeleteWorkflow(ctx context.Context, id string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with DELETE /workflows/{workflowId} (the `DeleteWorkflow` operationId).
+	DeleteWorkflow(ctx context.Context, workflowId string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWorkflow Get a workflow's current version, or an earlier one
 	//
 	// The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 	//
-	// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-	GetWorkflow(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /workflows/{workflowId} (the `GetWorkflow` operationId).
+	GetWorkflow(ctx context.Context, workflowId string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateWorkflowWithBody Replace a workflow: stores a new version
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-	UpdateWorkflowWithBody(ctx context.Context, id string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+	UpdateWorkflowWithBody(ctx context.Context, workflowId string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateWorkflow Replace a workflow: stores a new version
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-	UpdateWorkflow(ctx context.Context, id string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+	UpdateWorkflow(ctx context.Context, workflowId string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExecuteWorkflowWithBody Start a run of the workflow's current version
 	//
@@ -6864,8 +6898,8 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-	ExecuteWorkflowWithBody(ctx context.Context, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+	ExecuteWorkflowWithBody(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExecuteWorkflow Start a run of the workflow's current version
 	//
@@ -6873,8 +6907,8 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-	ExecuteWorkflow(ctx context.Context, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+	ExecuteWorkflow(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // ListActions List the organization's actions
@@ -7335,9 +7369,9 @@ func (c *Client) CreateCustomTable(ctx context.Context, params *CreateCustomTabl
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-func (c *Client) AddCustomTableIndexWithBody(ctx context.Context, name string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAddCustomTableIndexRequestWithBody(c.Server, name, params, contentType, body)
+// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+func (c *Client) AddCustomTableIndexWithBody(ctx context.Context, tableName string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddCustomTableIndexRequestWithBody(c.Server, tableName, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7354,9 +7388,9 @@ func (c *Client) AddCustomTableIndexWithBody(ctx context.Context, name string, p
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-func (c *Client) AddCustomTableIndex(ctx context.Context, name string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAddCustomTableIndexRequest(c.Server, name, params, body)
+// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+func (c *Client) AddCustomTableIndex(ctx context.Context, tableName string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddCustomTableIndexRequest(c.Server, tableName, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7371,9 +7405,9 @@ func (c *Client) AddCustomTableIndex(ctx context.Context, name string, params *A
 //
 // The rows whose columns equal every `where` entry, oldest first (by creation time, then id), a page at a time like every list: pass `next_cursor` back as `?cursor=` until it is empty.
 //
-// Corresponds with GET /custom-tables/{name}/rows (the `ReadCustomTableRows` operationId).
-func (c *Client) ReadCustomTableRows(ctx context.Context, name string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReadCustomTableRowsRequest(c.Server, name, params)
+// Corresponds with GET /custom-tables/{tableName}/rows (the `ReadCustomTableRows` operationId).
+func (c *Client) ReadCustomTableRows(ctx context.Context, tableName string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadCustomTableRowsRequest(c.Server, tableName, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7390,9 +7424,9 @@ func (c *Client) ReadCustomTableRows(ctx context.Context, name string, params *R
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-func (c *Client) UpdateCustomTableRowsWithBody(ctx context.Context, name string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateCustomTableRowsRequestWithBody(c.Server, name, params, contentType, body)
+// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+func (c *Client) UpdateCustomTableRowsWithBody(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustomTableRowsRequestWithBody(c.Server, tableName, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7409,9 +7443,9 @@ func (c *Client) UpdateCustomTableRowsWithBody(ctx context.Context, name string,
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-func (c *Client) UpdateCustomTableRows(ctx context.Context, name string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateCustomTableRowsRequest(c.Server, name, params, body)
+// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+func (c *Client) UpdateCustomTableRows(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustomTableRowsRequest(c.Server, tableName, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8308,7 +8342,7 @@ func (c *Client) ComposeBundle(ctx context.Context, processId string, params *Co
 
 // ExecuteProcessWithBody Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes any type of body and a specified content type.
 //
@@ -8327,7 +8361,7 @@ func (c *Client) ExecuteProcessWithBody(ctx context.Context, processId string, p
 
 // ExecuteProcess Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8427,7 +8461,7 @@ func (c *Client) ListRunOperations(ctx context.Context, params *ListRunOperation
 
 // CreateRunOperationWithBody Cancel or retry every run a filter matches
 //
-// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 //
 // Takes any type of body and a specified content type.
 //
@@ -8446,7 +8480,7 @@ func (c *Client) CreateRunOperationWithBody(ctx context.Context, params *CreateR
 
 // CreateRunOperation Cancel or retry every run a filter matches
 //
-// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8465,9 +8499,9 @@ func (c *Client) CreateRunOperation(ctx context.Context, params *CreateRunOperat
 
 // GetRunOperation A run operation's progress and outcome
 //
-// Corresponds with GET /run-operations/{operationId} (the `GetRunOperation` operationId).
-func (c *Client) GetRunOperation(ctx context.Context, operationId string, params *GetRunOperationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetRunOperationRequest(c.Server, operationId, params)
+// Corresponds with GET /run-operations/{runOperationId} (the `GetRunOperation` operationId).
+func (c *Client) GetRunOperation(ctx context.Context, runOperationId string, params *GetRunOperationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunOperationRequest(c.Server, runOperationId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8535,9 +8569,9 @@ func (c *Client) CancelRun(ctx context.Context, runId string, params *CancelRunP
 //
 // Answers `{key, value}`. When the value is a JSON array, `?offset=&limit=` page it: `value` is the page (at most `limit` elements from `offset`, `[]` past the end) and `total`, `offset` and `limit` are added; the next page starts at `offset + limit`. Any other value is answered whole, without `total`, and `offset` and `limit` are ignored, so one query serves a key whose type the client does not know. A run without the key answers 404 not_found, as does another organization's run. The `result_reference` of `nway_matcher.completed` is this route's path for its `matchGroups`.
 //
-// Corresponds with GET /runs/{runId}/context/{key} (the `GetRunContext` operationId).
-func (c *Client) GetRunContext(ctx context.Context, runId string, key string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetRunContextRequest(c.Server, runId, key, params)
+// Corresponds with GET /runs/{runId}/context/{contextKey} (the `GetRunContext` operationId).
+func (c *Client) GetRunContext(ctx context.Context, runId string, contextKey string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunContextRequest(c.Server, runId, contextKey, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8900,9 +8934,9 @@ func (c *Client) CreateWorkflowFromAi(ctx context.Context, params *CreateWorkflo
 //
 // Deletes the workflow, its versions and its schedule; its runs stay readable. A workflow a process of the studio publishes is not deleted: 409 workflow_owned_by_process, naming the process.
 //
-// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
-func (c *Client) DeleteWorkflow(ctx context.Context, id string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteWorkflowRequest(c.Server, id, params)
+// Corresponds with DELETE /workflows/{workflowId} (the `DeleteWorkflow` operationId).
+func (c *Client) DeleteWorkflow(ctx context.Context, workflowId string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteWorkflowRequest(c.Server, workflowId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8917,9 +8951,9 @@ func (c *Client) DeleteWorkflow(ctx context.Context, id string, params *DeleteWo
 //
 // The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 //
-// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-func (c *Client) GetWorkflow(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetWorkflowRequest(c.Server, id, params)
+// Corresponds with GET /workflows/{workflowId} (the `GetWorkflow` operationId).
+func (c *Client) GetWorkflow(ctx context.Context, workflowId string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowRequest(c.Server, workflowId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8934,9 +8968,9 @@ func (c *Client) GetWorkflow(ctx context.Context, id string, params *GetWorkflow
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-func (c *Client) UpdateWorkflowWithBody(ctx context.Context, id string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateWorkflowRequestWithBody(c.Server, id, params, contentType, body)
+// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+func (c *Client) UpdateWorkflowWithBody(ctx context.Context, workflowId string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateWorkflowRequestWithBody(c.Server, workflowId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8951,9 +8985,9 @@ func (c *Client) UpdateWorkflowWithBody(ctx context.Context, id string, params *
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-func (c *Client) UpdateWorkflow(ctx context.Context, id string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateWorkflowRequest(c.Server, id, params, body)
+// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+func (c *Client) UpdateWorkflow(ctx context.Context, workflowId string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateWorkflowRequest(c.Server, workflowId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8970,9 +9004,9 @@ func (c *Client) UpdateWorkflow(ctx context.Context, id string, params *UpdateWo
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-func (c *Client) ExecuteWorkflowWithBody(ctx context.Context, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewExecuteWorkflowRequestWithBody(c.Server, id, params, contentType, body)
+// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+func (c *Client) ExecuteWorkflowWithBody(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExecuteWorkflowRequestWithBody(c.Server, workflowId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8989,9 +9023,9 @@ func (c *Client) ExecuteWorkflowWithBody(ctx context.Context, id string, params 
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-func (c *Client) ExecuteWorkflow(ctx context.Context, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewExecuteWorkflowRequest(c.Server, id, params, body)
+// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+func (c *Client) ExecuteWorkflow(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExecuteWorkflowRequest(c.Server, workflowId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9318,7 +9352,7 @@ func NewListAgentsRequest(server string, params *ListAgentsParams) (*http.Reques
 
 		if params.Status != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -9817,7 +9851,7 @@ func NewListApprovalsRequest(server string, params *ListApprovalsParams) (*http.
 
 		if params.Status != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -10195,23 +10229,23 @@ func NewCreateCustomTableRequestWithBody(server string, params *CreateCustomTabl
 }
 
 // NewAddCustomTableIndexRequest calls the generic AddCustomTableIndex builder with application/json body
-func NewAddCustomTableIndexRequest(server string, name string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody) (*http.Request, error) {
+func NewAddCustomTableIndexRequest(server string, tableName string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewAddCustomTableIndexRequestWithBody(server, name, params, "application/json", bodyReader)
+	return NewAddCustomTableIndexRequestWithBody(server, tableName, params, "application/json", bodyReader)
 }
 
 // NewAddCustomTableIndexRequestWithBody constructs an http.Request for the AddCustomTableIndex method, with any body, and a specified content type
-func NewAddCustomTableIndexRequestWithBody(server string, name string, params *AddCustomTableIndexParams, contentType string, body io.Reader) (*http.Request, error) {
+func NewAddCustomTableIndexRequestWithBody(server string, tableName string, params *AddCustomTableIndexParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tableName", tableName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -10255,12 +10289,12 @@ func NewAddCustomTableIndexRequestWithBody(server string, name string, params *A
 }
 
 // NewReadCustomTableRowsRequest constructs an http.Request for the ReadCustomTableRows method
-func NewReadCustomTableRowsRequest(server string, name string, params *ReadCustomTableRowsParams) (*http.Request, error) {
+func NewReadCustomTableRowsRequest(server string, tableName string, params *ReadCustomTableRowsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tableName", tableName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -10365,23 +10399,23 @@ func NewReadCustomTableRowsRequest(server string, name string, params *ReadCusto
 }
 
 // NewUpdateCustomTableRowsRequest calls the generic UpdateCustomTableRows builder with application/json body
-func NewUpdateCustomTableRowsRequest(server string, name string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody) (*http.Request, error) {
+func NewUpdateCustomTableRowsRequest(server string, tableName string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewUpdateCustomTableRowsRequestWithBody(server, name, params, "application/json", bodyReader)
+	return NewUpdateCustomTableRowsRequestWithBody(server, tableName, params, "application/json", bodyReader)
 }
 
 // NewUpdateCustomTableRowsRequestWithBody constructs an http.Request for the UpdateCustomTableRows method, with any body, and a specified content type
-func NewUpdateCustomTableRowsRequestWithBody(server string, name string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpdateCustomTableRowsRequestWithBody(server string, tableName string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tableName", tableName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -12959,12 +12993,12 @@ func NewCreateRunOperationRequestWithBody(server string, params *CreateRunOperat
 }
 
 // NewGetRunOperationRequest constructs an http.Request for the GetRunOperation method
-func NewGetRunOperationRequest(server string, operationId string, params *GetRunOperationParams) (*http.Request, error) {
+func NewGetRunOperationRequest(server string, runOperationId string, params *GetRunOperationParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "operationId", operationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "runOperationId", runOperationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -13228,7 +13262,7 @@ func NewCancelRunRequestWithBody(server string, runId string, params *CancelRunP
 }
 
 // NewGetRunContextRequest constructs an http.Request for the GetRunContext method
-func NewGetRunContextRequest(server string, runId string, key string, params *GetRunContextParams) (*http.Request, error) {
+func NewGetRunContextRequest(server string, runId string, contextKey string, params *GetRunContextParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -13240,7 +13274,7 @@ func NewGetRunContextRequest(server string, runId string, key string, params *Ge
 
 	var pathParam1 string
 
-	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "contextKey", contextKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -13631,7 +13665,7 @@ func NewGetRunStatusRequest(server string, runId string, params *GetRunStatusPar
 
 		if params.LastStatus != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "last_status", *params.LastStatus, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "last_status", *params.LastStatus, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -14280,12 +14314,12 @@ func NewCreateWorkflowFromAiRequestWithBody(server string, params *CreateWorkflo
 }
 
 // NewDeleteWorkflowRequest constructs an http.Request for the DeleteWorkflow method
-func NewDeleteWorkflowRequest(server string, id string, params *DeleteWorkflowParams) (*http.Request, error) {
+func NewDeleteWorkflowRequest(server string, workflowId string, params *DeleteWorkflowParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -14327,12 +14361,12 @@ func NewDeleteWorkflowRequest(server string, id string, params *DeleteWorkflowPa
 }
 
 // NewGetWorkflowRequest constructs an http.Request for the GetWorkflow method
-func NewGetWorkflowRequest(server string, id string, params *GetWorkflowParams) (*http.Request, error) {
+func NewGetWorkflowRequest(server string, workflowId string, params *GetWorkflowParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -14401,23 +14435,23 @@ func NewGetWorkflowRequest(server string, id string, params *GetWorkflowParams) 
 }
 
 // NewUpdateWorkflowRequest calls the generic UpdateWorkflow builder with application/json body
-func NewUpdateWorkflowRequest(server string, id string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody) (*http.Request, error) {
+func NewUpdateWorkflowRequest(server string, workflowId string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewUpdateWorkflowRequestWithBody(server, id, params, "application/json", bodyReader)
+	return NewUpdateWorkflowRequestWithBody(server, workflowId, params, "application/json", bodyReader)
 }
 
 // NewUpdateWorkflowRequestWithBody constructs an http.Request for the UpdateWorkflow method, with any body, and a specified content type
-func NewUpdateWorkflowRequestWithBody(server string, id string, params *UpdateWorkflowParams, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpdateWorkflowRequestWithBody(server string, workflowId string, params *UpdateWorkflowParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -14461,23 +14495,23 @@ func NewUpdateWorkflowRequestWithBody(server string, id string, params *UpdateWo
 }
 
 // NewExecuteWorkflowRequest calls the generic ExecuteWorkflow builder with application/json body
-func NewExecuteWorkflowRequest(server string, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody) (*http.Request, error) {
+func NewExecuteWorkflowRequest(server string, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewExecuteWorkflowRequestWithBody(server, id, params, "application/json", bodyReader)
+	return NewExecuteWorkflowRequestWithBody(server, workflowId, params, "application/json", bodyReader)
 }
 
 // NewExecuteWorkflowRequestWithBody constructs an http.Request for the ExecuteWorkflow method, with any body, and a specified content type
-func NewExecuteWorkflowRequestWithBody(server string, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader) (*http.Request, error) {
+func NewExecuteWorkflowRequestWithBody(server string, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -14520,7 +14554,7 @@ func NewExecuteWorkflowRequestWithBody(server string, id string, params *Execute
 
 		if params.Context != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "context", *params.Context, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "context", *params.Context, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -14836,8 +14870,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-	AddCustomTableIndexWithBodyWithResponse(ctx context.Context, name string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error)
+	// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+	AddCustomTableIndexWithBodyWithResponse(ctx context.Context, tableName string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error)
 
 	// AddCustomTableIndexWithResponse Add an index to a custom table
 	//
@@ -14845,8 +14879,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-	AddCustomTableIndexWithResponse(ctx context.Context, name string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error)
+	// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+	AddCustomTableIndexWithResponse(ctx context.Context, tableName string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error)
 
 	// ReadCustomTableRowsWithResponse Page through a custom table's rows
 	//
@@ -14854,8 +14888,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /custom-tables/{name}/rows (the `ReadCustomTableRows` operationId).
-	ReadCustomTableRowsWithResponse(ctx context.Context, name string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*ReadCustomTableRowsResponse, error)
+	// Corresponds with GET /custom-tables/{tableName}/rows (the `ReadCustomTableRows` operationId).
+	ReadCustomTableRowsWithResponse(ctx context.Context, tableName string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*ReadCustomTableRowsResponse, error)
 
 	// UpdateCustomTableRowsWithBodyWithResponse Set columns on the rows that match
 	//
@@ -14863,8 +14897,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-	UpdateCustomTableRowsWithBodyWithResponse(ctx context.Context, name string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error)
+	// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+	UpdateCustomTableRowsWithBodyWithResponse(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error)
 
 	// UpdateCustomTableRowsWithResponse Set columns on the rows that match
 	//
@@ -14872,8 +14906,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-	UpdateCustomTableRowsWithResponse(ctx context.Context, name string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error)
+	// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+	UpdateCustomTableRowsWithResponse(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error)
 
 	// GetDeliveryWithResponse A delivery and every attempt
 	//
@@ -15309,7 +15343,7 @@ type ClientWithResponsesInterface interface {
 
 	// ExecuteProcessWithBodyWithResponse Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15318,7 +15352,7 @@ type ClientWithResponsesInterface interface {
 
 	// ExecuteProcessWithResponse Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15364,7 +15398,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateRunOperationWithBodyWithResponse Cancel or retry every run a filter matches
 	//
-	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15373,7 +15407,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateRunOperationWithResponse Cancel or retry every run a filter matches
 	//
-	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15384,8 +15418,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /run-operations/{operationId} (the `GetRunOperation` operationId).
-	GetRunOperationWithResponse(ctx context.Context, operationId string, params *GetRunOperationParams, reqEditors ...RequestEditorFn) (*GetRunOperationResponse, error)
+	// Corresponds with GET /run-operations/{runOperationId} (the `GetRunOperation` operationId).
+	GetRunOperationWithResponse(ctx context.Context, runOperationId string, params *GetRunOperationParams, reqEditors ...RequestEditorFn) (*GetRunOperationResponse, error)
 
 	// ListRunsWithResponse List the organization's runs, newest first
 	//
@@ -15418,8 +15452,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /runs/{runId}/context/{key} (the `GetRunContext` operationId).
-	GetRunContextWithResponse(ctx context.Context, runId string, key string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*GetRunContextResponse, error)
+	// Corresponds with GET /runs/{runId}/context/{contextKey} (the `GetRunContext` operationId).
+	GetRunContextWithResponse(ctx context.Context, runId string, contextKey string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*GetRunContextResponse, error)
 
 	// ListRunEventsWithResponse A run's events, oldest first
 	//
@@ -15595,8 +15629,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
-	DeleteWorkflowWithResponse(ctx context.Context, id string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*DeleteWorkflowResponse, error)
+	// Corresponds with DELETE /workflows/{workflowId} (the `DeleteWorkflow` operationId).
+	DeleteWorkflowWithResponse(ctx context.Context, workflowId string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*DeleteWorkflowResponse, error)
 
 	// GetWorkflowWithResponse Get a workflow's current version, or an earlier one
 	//
@@ -15604,22 +15638,22 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-	GetWorkflowWithResponse(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowResponse, error)
+	// Corresponds with GET /workflows/{workflowId} (the `GetWorkflow` operationId).
+	GetWorkflowWithResponse(ctx context.Context, workflowId string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowResponse, error)
 
 	// UpdateWorkflowWithBodyWithResponse Replace a workflow: stores a new version
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-	UpdateWorkflowWithBodyWithResponse(ctx context.Context, id string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error)
+	// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+	UpdateWorkflowWithBodyWithResponse(ctx context.Context, workflowId string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error)
 
 	// UpdateWorkflowWithResponse Replace a workflow: stores a new version
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-	UpdateWorkflowWithResponse(ctx context.Context, id string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error)
+	// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+	UpdateWorkflowWithResponse(ctx context.Context, workflowId string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error)
 
 	// ExecuteWorkflowWithBodyWithResponse Start a run of the workflow's current version
 	//
@@ -15627,8 +15661,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-	ExecuteWorkflowWithBodyWithResponse(ctx context.Context, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error)
+	// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+	ExecuteWorkflowWithBodyWithResponse(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error)
 
 	// ExecuteWorkflowWithResponse Start a run of the workflow's current version
 	//
@@ -15636,15 +15670,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-	ExecuteWorkflowWithResponse(ctx context.Context, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error)
+	// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+	ExecuteWorkflowWithResponse(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error)
 }
 
 type ListActionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListAction
+	JSON200 *ActionList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -15656,7 +15690,7 @@ type ListActionsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListActionsResponse) GetJSON200() *ListAction {
+func (r ListActionsResponse) GetJSON200() *ActionList {
 	return r.JSON200
 }
 
@@ -16038,7 +16072,7 @@ type ListAgentsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListAgentStatus
+	JSON200 *AgentRunList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16050,7 +16084,7 @@ type ListAgentsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListAgentsResponse) GetJSON200() *ListAgentStatus {
+func (r ListAgentsResponse) GetJSON200() *AgentRunList {
 	return r.JSON200
 }
 
@@ -16107,9 +16141,9 @@ type ExecuteAgentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AgentStatus
+	JSON200 *AgentRun
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *AgentStatus
+	JSON202 *AgentRun
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16125,12 +16159,12 @@ type ExecuteAgentResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ExecuteAgentResponse) GetJSON200() *AgentStatus {
+func (r ExecuteAgentResponse) GetJSON200() *AgentRun {
 	return r.JSON200
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r ExecuteAgentResponse) GetJSON202() *AgentStatus {
+func (r ExecuteAgentResponse) GetJSON202() *AgentRun {
 	return r.JSON202
 }
 
@@ -16197,7 +16231,7 @@ type ResumeAgentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *AgentStatus
+	JSON202 *AgentRun
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16217,7 +16251,7 @@ type ResumeAgentResponse struct {
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r ResumeAgentResponse) GetJSON202() *AgentStatus {
+func (r ResumeAgentResponse) GetJSON202() *AgentRun {
 	return r.JSON202
 }
 
@@ -16294,7 +16328,7 @@ type GetAgentStatusResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AgentStatus
+	JSON200 *AgentRun
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16308,7 +16342,7 @@ type GetAgentStatusResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetAgentStatusResponse) GetJSON200() *AgentStatus {
+func (r GetAgentStatusResponse) GetJSON200() *AgentRun {
 	return r.JSON200
 }
 
@@ -16370,7 +16404,7 @@ type GetAgentTraceResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AgentTraceAnswer
+	JSON200 *AgentTrace
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16384,7 +16418,7 @@ type GetAgentTraceResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetAgentTraceResponse) GetJSON200() *AgentTraceAnswer {
+func (r GetAgentTraceResponse) GetJSON200() *AgentTrace {
 	return r.JSON200
 }
 
@@ -16446,7 +16480,7 @@ type GenerateWorkflowResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *GenerateAnswer
+	JSON202 *GenerationStarted
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16462,7 +16496,7 @@ type GenerateWorkflowResponse struct {
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r GenerateWorkflowResponse) GetJSON202() *GenerateAnswer {
+func (r GenerateWorkflowResponse) GetJSON202() *GenerationStarted {
 	return r.JSON202
 }
 
@@ -16605,7 +16639,7 @@ type GetGenerationStatusResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *GenerationStatus
+	JSON200 *GenerationProgress
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16619,7 +16653,7 @@ type GetGenerationStatusResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetGenerationStatusResponse) GetJSON200() *GenerationStatus {
+func (r GetGenerationStatusResponse) GetJSON200() *GenerationProgress {
 	return r.JSON200
 }
 
@@ -16681,7 +16715,7 @@ type ListApprovalsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListApproval
+	JSON200 *ApprovalList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -16693,7 +16727,7 @@ type ListApprovalsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListApprovalsResponse) GetJSON200() *ListApproval {
+func (r ListApprovalsResponse) GetJSON200() *ApprovalList {
 	return r.JSON200
 }
 
@@ -17006,7 +17040,7 @@ type ListCustomTablesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListTable
+	JSON200 *TableList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -17018,7 +17052,7 @@ type ListCustomTablesResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListCustomTablesResponse) GetJSON200() *ListTable {
+func (r ListCustomTablesResponse) GetJSON200() *TableList {
 	return r.JSON200
 }
 
@@ -17262,7 +17296,7 @@ type ReadCustomTableRowsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListRow
+	JSON200 *RowList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -17276,7 +17310,7 @@ type ReadCustomTableRowsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ReadCustomTableRowsResponse) GetJSON200() *ListRow {
+func (r ReadCustomTableRowsResponse) GetJSON200() *RowList {
 	return r.JSON200
 }
 
@@ -17435,7 +17469,7 @@ type GetDeliveryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *DeliveryDoc
+	JSON200 *DeliveryDocument
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -17449,7 +17483,7 @@ type GetDeliveryResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetDeliveryResponse) GetJSON200() *DeliveryDoc {
+func (r GetDeliveryResponse) GetJSON200() *DeliveryDocument {
 	return r.JSON200
 }
 
@@ -17594,7 +17628,7 @@ type ListDocumentsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListDocument
+	JSON200 *DocumentList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -17606,7 +17640,7 @@ type ListDocumentsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListDocumentsResponse) GetJSON200() *ListDocument {
+func (r ListDocumentsResponse) GetJSON200() *DocumentList {
 	return r.JSON200
 }
 
@@ -18060,7 +18094,7 @@ type ListExternalFormsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListExternalForm
+	JSON200 *ExternalFormList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -18072,7 +18106,7 @@ type ListExternalFormsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListExternalFormsResponse) GetJSON200() *ListExternalForm {
+func (r ListExternalFormsResponse) GetJSON200() *ExternalFormList {
 	return r.JSON200
 }
 
@@ -18447,7 +18481,7 @@ type ListFormSubmissionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListFormSubmission
+	JSON200 *FormSubmissionList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -18461,7 +18495,7 @@ type ListFormSubmissionsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListFormSubmissionsResponse) GetJSON200() *ListFormSubmission {
+func (r ListFormSubmissionsResponse) GetJSON200() *FormSubmissionList {
 	return r.JSON200
 }
 
@@ -18613,7 +18647,7 @@ type ListPendingFormsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListFormPause
+	JSON200 *FormPauseList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -18625,7 +18659,7 @@ type ListPendingFormsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListPendingFormsResponse) GetJSON200() *ListFormPause {
+func (r ListPendingFormsResponse) GetJSON200() *FormPauseList {
 	return r.JSON200
 }
 
@@ -19207,7 +19241,7 @@ type ListOauthConnectionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListOAuthConnection
+	JSON200 *OAuthConnectionList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -19219,7 +19253,7 @@ type ListOauthConnectionsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListOauthConnectionsResponse) GetJSON200() *ListOAuthConnection {
+func (r ListOauthConnectionsResponse) GetJSON200() *OAuthConnectionList {
 	return r.JSON200
 }
 
@@ -19525,7 +19559,7 @@ type ListOrgConfigResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListOrgConfigEntry
+	JSON200 *OrgConfigEntryList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -19539,7 +19573,7 @@ type ListOrgConfigResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListOrgConfigResponse) GetJSON200() *ListOrgConfigEntry {
+func (r ListOrgConfigResponse) GetJSON200() *OrgConfigEntryList {
 	return r.JSON200
 }
 
@@ -19995,7 +20029,7 @@ type PublishBundleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *PublishAnswer
+	JSON200 *Publication
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -20015,7 +20049,7 @@ type PublishBundleResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PublishBundleResponse) GetJSON200() *PublishAnswer {
+func (r PublishBundleResponse) GetJSON200() *Publication {
 	return r.JSON200
 }
 
@@ -20182,7 +20216,7 @@ type CreateProcessFromPromptResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *FromPromptAnswer
+	JSON201 *ProcessFromPrompt
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -20200,7 +20234,7 @@ type CreateProcessFromPromptResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r CreateProcessFromPromptResponse) GetJSON201() *FromPromptAnswer {
+func (r CreateProcessFromPromptResponse) GetJSON201() *ProcessFromPrompt {
 	return r.JSON201
 }
 
@@ -20438,7 +20472,7 @@ type ExecuteProcessResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *ExecuteAnswer
+	JSON202 *RunAccepted
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -20458,7 +20492,7 @@ type ExecuteProcessResponse struct {
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r ExecuteProcessResponse) GetJSON202() *ExecuteAnswer {
+func (r ExecuteProcessResponse) GetJSON202() *RunAccepted {
 	return r.JSON202
 }
 
@@ -20535,7 +20569,7 @@ type ListProjectsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListProject
+	JSON200 *ProjectList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -20547,7 +20581,7 @@ type ListProjectsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListProjectsResponse) GetJSON200() *ListProject {
+func (r ListProjectsResponse) GetJSON200() *ProjectList {
 	return r.JSON200
 }
 
@@ -20742,7 +20776,7 @@ type ListRunOperationsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListRunOperation
+	JSON200 *RunOperationList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -20754,7 +20788,7 @@ type ListRunOperationsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListRunOperationsResponse) GetJSON200() *ListRunOperation {
+func (r ListRunOperationsResponse) GetJSON200() *RunOperationList {
 	return r.JSON200
 }
 
@@ -20970,7 +21004,7 @@ type ListRunsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListRun
+	JSON200 *RunList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -20982,7 +21016,7 @@ type ListRunsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListRunsResponse) GetJSON200() *ListRun {
+func (r ListRunsResponse) GetJSON200() *RunList {
 	return r.JSON200
 }
 
@@ -21212,7 +21246,7 @@ type ListRunEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListEvent
+	JSON200 *EventList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -21226,7 +21260,7 @@ type ListRunEventsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListRunEventsResponse) GetJSON200() *ListEvent {
+func (r ListRunEventsResponse) GetJSON200() *EventList {
 	return r.JSON200
 }
 
@@ -21544,7 +21578,7 @@ type GetRunStatusResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *RunStatusDoc
+	JSON200 *RunStatusDocument
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -21558,7 +21592,7 @@ type GetRunStatusResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetRunStatusResponse) GetJSON200() *RunStatusDoc {
+func (r GetRunStatusResponse) GetJSON200() *RunStatusDocument {
 	return r.JSON200
 }
 
@@ -21677,7 +21711,7 @@ type ListWebhooksResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListWebhook
+	JSON200 *WebhookList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -21689,7 +21723,7 @@ type ListWebhooksResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListWebhooksResponse) GetJSON200() *ListWebhook {
+func (r ListWebhooksResponse) GetJSON200() *WebhookList {
 	return r.JSON200
 }
 
@@ -22078,7 +22112,7 @@ type ListWebhookDeliveriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListDelivery
+	JSON200 *DeliveryList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -22092,7 +22126,7 @@ type ListWebhookDeliveriesResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListWebhookDeliveriesResponse) GetJSON200() *ListDelivery {
+func (r ListWebhookDeliveriesResponse) GetJSON200() *DeliveryList {
 	return r.JSON200
 }
 
@@ -22154,7 +22188,7 @@ type ListWorkflowsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListWorkflow
+	JSON200 *WorkflowList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -22166,7 +22200,7 @@ type ListWorkflowsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListWorkflowsResponse) GetJSON200() *ListWorkflow {
+func (r ListWorkflowsResponse) GetJSON200() *WorkflowList {
 	return r.JSON200
 }
 
@@ -22313,7 +22347,7 @@ type CreateWorkflowFromAiResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *LegacyFromAIAnswer
+	JSON201 *WorkflowFromAI
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -22333,7 +22367,7 @@ type CreateWorkflowFromAiResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r CreateWorkflowFromAiResponse) GetJSON201() *LegacyFromAIAnswer {
+func (r CreateWorkflowFromAiResponse) GetJSON201() *WorkflowFromAI {
 	return r.JSON201
 }
 
@@ -22659,9 +22693,9 @@ type ExecuteWorkflowResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ExecuteAnswer
+	JSON200 *RunStatusDocument
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *ExecuteAnswer
+	JSON202 *RunAccepted
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -22679,12 +22713,12 @@ type ExecuteWorkflowResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ExecuteWorkflowResponse) GetJSON200() *ExecuteAnswer {
+func (r ExecuteWorkflowResponse) GetJSON200() *RunStatusDocument {
 	return r.JSON200
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r ExecuteWorkflowResponse) GetJSON202() *ExecuteAnswer {
+func (r ExecuteWorkflowResponse) GetJSON202() *RunAccepted {
 	return r.JSON202
 }
 
@@ -23130,9 +23164,9 @@ func (c *ClientWithResponses) CreateCustomTableWithResponse(ctx context.Context,
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-func (c *ClientWithResponses) AddCustomTableIndexWithBodyWithResponse(ctx context.Context, name string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error) {
-	rsp, err := c.AddCustomTableIndexWithBody(ctx, name, params, contentType, body, reqEditors...)
+// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+func (c *ClientWithResponses) AddCustomTableIndexWithBodyWithResponse(ctx context.Context, tableName string, params *AddCustomTableIndexParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error) {
+	rsp, err := c.AddCustomTableIndexWithBody(ctx, tableName, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23145,9 +23179,9 @@ func (c *ClientWithResponses) AddCustomTableIndexWithBodyWithResponse(ctx contex
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-func (c *ClientWithResponses) AddCustomTableIndexWithResponse(ctx context.Context, name string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error) {
-	rsp, err := c.AddCustomTableIndex(ctx, name, params, body, reqEditors...)
+// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+func (c *ClientWithResponses) AddCustomTableIndexWithResponse(ctx context.Context, tableName string, params *AddCustomTableIndexParams, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*AddCustomTableIndexResponse, error) {
+	rsp, err := c.AddCustomTableIndex(ctx, tableName, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23160,9 +23194,9 @@ func (c *ClientWithResponses) AddCustomTableIndexWithResponse(ctx context.Contex
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /custom-tables/{name}/rows (the `ReadCustomTableRows` operationId).
-func (c *ClientWithResponses) ReadCustomTableRowsWithResponse(ctx context.Context, name string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*ReadCustomTableRowsResponse, error) {
-	rsp, err := c.ReadCustomTableRows(ctx, name, params, reqEditors...)
+// Corresponds with GET /custom-tables/{tableName}/rows (the `ReadCustomTableRows` operationId).
+func (c *ClientWithResponses) ReadCustomTableRowsWithResponse(ctx context.Context, tableName string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*ReadCustomTableRowsResponse, error) {
+	rsp, err := c.ReadCustomTableRows(ctx, tableName, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23175,9 +23209,9 @@ func (c *ClientWithResponses) ReadCustomTableRowsWithResponse(ctx context.Contex
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-func (c *ClientWithResponses) UpdateCustomTableRowsWithBodyWithResponse(ctx context.Context, name string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error) {
-	rsp, err := c.UpdateCustomTableRowsWithBody(ctx, name, params, contentType, body, reqEditors...)
+// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+func (c *ClientWithResponses) UpdateCustomTableRowsWithBodyWithResponse(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error) {
+	rsp, err := c.UpdateCustomTableRowsWithBody(ctx, tableName, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23190,9 +23224,9 @@ func (c *ClientWithResponses) UpdateCustomTableRowsWithBodyWithResponse(ctx cont
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-func (c *ClientWithResponses) UpdateCustomTableRowsWithResponse(ctx context.Context, name string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error) {
-	rsp, err := c.UpdateCustomTableRows(ctx, name, params, body, reqEditors...)
+// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+func (c *ClientWithResponses) UpdateCustomTableRowsWithResponse(ctx context.Context, tableName string, params *UpdateCustomTableRowsParams, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsResponse, error) {
+	rsp, err := c.UpdateCustomTableRows(ctx, tableName, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23933,7 +23967,7 @@ func (c *ClientWithResponses) ComposeBundleWithResponse(ctx context.Context, pro
 
 // ExecuteProcessWithBodyWithResponse Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -23948,7 +23982,7 @@ func (c *ClientWithResponses) ExecuteProcessWithBodyWithResponse(ctx context.Con
 
 // ExecuteProcessWithResponse Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24030,7 +24064,7 @@ func (c *ClientWithResponses) ListRunOperationsWithResponse(ctx context.Context,
 
 // CreateRunOperationWithBodyWithResponse Cancel or retry every run a filter matches
 //
-// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24045,7 +24079,7 @@ func (c *ClientWithResponses) CreateRunOperationWithBodyWithResponse(ctx context
 
 // CreateRunOperationWithResponse Cancel or retry every run a filter matches
 //
-// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -24062,9 +24096,9 @@ func (c *ClientWithResponses) CreateRunOperationWithResponse(ctx context.Context
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /run-operations/{operationId} (the `GetRunOperation` operationId).
-func (c *ClientWithResponses) GetRunOperationWithResponse(ctx context.Context, operationId string, params *GetRunOperationParams, reqEditors ...RequestEditorFn) (*GetRunOperationResponse, error) {
-	rsp, err := c.GetRunOperation(ctx, operationId, params, reqEditors...)
+// Corresponds with GET /run-operations/{runOperationId} (the `GetRunOperation` operationId).
+func (c *ClientWithResponses) GetRunOperationWithResponse(ctx context.Context, runOperationId string, params *GetRunOperationParams, reqEditors ...RequestEditorFn) (*GetRunOperationResponse, error) {
+	rsp, err := c.GetRunOperation(ctx, runOperationId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -24120,9 +24154,9 @@ func (c *ClientWithResponses) CancelRunWithResponse(ctx context.Context, runId s
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /runs/{runId}/context/{key} (the `GetRunContext` operationId).
-func (c *ClientWithResponses) GetRunContextWithResponse(ctx context.Context, runId string, key string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*GetRunContextResponse, error) {
-	rsp, err := c.GetRunContext(ctx, runId, key, params, reqEditors...)
+// Corresponds with GET /runs/{runId}/context/{contextKey} (the `GetRunContext` operationId).
+func (c *ClientWithResponses) GetRunContextWithResponse(ctx context.Context, runId string, contextKey string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*GetRunContextResponse, error) {
+	rsp, err := c.GetRunContext(ctx, runId, contextKey, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -24423,9 +24457,9 @@ func (c *ClientWithResponses) CreateWorkflowFromAiWithResponse(ctx context.Conte
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
-func (c *ClientWithResponses) DeleteWorkflowWithResponse(ctx context.Context, id string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*DeleteWorkflowResponse, error) {
-	rsp, err := c.DeleteWorkflow(ctx, id, params, reqEditors...)
+// Corresponds with DELETE /workflows/{workflowId} (the `DeleteWorkflow` operationId).
+func (c *ClientWithResponses) DeleteWorkflowWithResponse(ctx context.Context, workflowId string, params *DeleteWorkflowParams, reqEditors ...RequestEditorFn) (*DeleteWorkflowResponse, error) {
+	rsp, err := c.DeleteWorkflow(ctx, workflowId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -24438,9 +24472,9 @@ func (c *ClientWithResponses) DeleteWorkflowWithResponse(ctx context.Context, id
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-func (c *ClientWithResponses) GetWorkflowWithResponse(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowResponse, error) {
-	rsp, err := c.GetWorkflow(ctx, id, params, reqEditors...)
+// Corresponds with GET /workflows/{workflowId} (the `GetWorkflow` operationId).
+func (c *ClientWithResponses) GetWorkflowWithResponse(ctx context.Context, workflowId string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowResponse, error) {
+	rsp, err := c.GetWorkflow(ctx, workflowId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -24451,9 +24485,9 @@ func (c *ClientWithResponses) GetWorkflowWithResponse(ctx context.Context, id st
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-func (c *ClientWithResponses) UpdateWorkflowWithBodyWithResponse(ctx context.Context, id string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error) {
-	rsp, err := c.UpdateWorkflowWithBody(ctx, id, params, contentType, body, reqEditors...)
+// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+func (c *ClientWithResponses) UpdateWorkflowWithBodyWithResponse(ctx context.Context, workflowId string, params *UpdateWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error) {
+	rsp, err := c.UpdateWorkflowWithBody(ctx, workflowId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -24464,9 +24498,9 @@ func (c *ClientWithResponses) UpdateWorkflowWithBodyWithResponse(ctx context.Con
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-func (c *ClientWithResponses) UpdateWorkflowWithResponse(ctx context.Context, id string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error) {
-	rsp, err := c.UpdateWorkflow(ctx, id, params, body, reqEditors...)
+// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+func (c *ClientWithResponses) UpdateWorkflowWithResponse(ctx context.Context, workflowId string, params *UpdateWorkflowParams, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWorkflowResponse, error) {
+	rsp, err := c.UpdateWorkflow(ctx, workflowId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -24479,9 +24513,9 @@ func (c *ClientWithResponses) UpdateWorkflowWithResponse(ctx context.Context, id
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-func (c *ClientWithResponses) ExecuteWorkflowWithBodyWithResponse(ctx context.Context, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error) {
-	rsp, err := c.ExecuteWorkflowWithBody(ctx, id, params, contentType, body, reqEditors...)
+// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+func (c *ClientWithResponses) ExecuteWorkflowWithBodyWithResponse(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error) {
+	rsp, err := c.ExecuteWorkflowWithBody(ctx, workflowId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -24494,9 +24528,9 @@ func (c *ClientWithResponses) ExecuteWorkflowWithBodyWithResponse(ctx context.Co
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-func (c *ClientWithResponses) ExecuteWorkflowWithResponse(ctx context.Context, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error) {
-	rsp, err := c.ExecuteWorkflow(ctx, id, params, body, reqEditors...)
+// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+func (c *ClientWithResponses) ExecuteWorkflowWithResponse(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteWorkflowResponse, error) {
+	rsp, err := c.ExecuteWorkflow(ctx, workflowId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -24518,7 +24552,7 @@ func ParseListActionsResponse(rsp *http.Response) (*ListActionsResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListAction
+		var dest ActionList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -24840,7 +24874,7 @@ func ParseListAgentsResponse(rsp *http.Response) (*ListAgentsResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListAgentStatus
+		var dest AgentRunList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -24894,14 +24928,14 @@ func ParseExecuteAgentResponse(rsp *http.Response) (*ExecuteAgentResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AgentStatus
+		var dest AgentRun
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest AgentStatus
+		var dest AgentRun
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -24969,7 +25003,7 @@ func ParseResumeAgentResponse(rsp *http.Response) (*ResumeAgentResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest AgentStatus
+		var dest AgentRun
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25051,7 +25085,7 @@ func ParseGetAgentStatusResponse(rsp *http.Response) (*GetAgentStatusResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AgentStatus
+		var dest AgentRun
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25112,7 +25146,7 @@ func ParseGetAgentTraceResponse(rsp *http.Response) (*GetAgentTraceResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AgentTraceAnswer
+		var dest AgentTrace
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25173,7 +25207,7 @@ func ParseGenerateWorkflowResponse(rsp *http.Response) (*GenerateWorkflowRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest GenerateAnswer
+		var dest GenerationStarted
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25302,7 +25336,7 @@ func ParseGetGenerationStatusResponse(rsp *http.Response) (*GetGenerationStatusR
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest GenerationStatus
+		var dest GenerationProgress
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25363,7 +25397,7 @@ func ParseListApprovalsResponse(rsp *http.Response) (*ListApprovalsResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListApproval
+		var dest ApprovalList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25628,7 +25662,7 @@ func ParseListCustomTablesResponse(rsp *http.Response) (*ListCustomTablesRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListTable
+		var dest TableList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25839,7 +25873,7 @@ func ParseReadCustomTableRowsResponse(rsp *http.Response) (*ReadCustomTableRowsR
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListRow
+		var dest RowList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25982,7 +26016,7 @@ func ParseGetDeliveryResponse(rsp *http.Response) (*GetDeliveryResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest DeliveryDoc
+		var dest DeliveryDocument
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -26111,7 +26145,7 @@ func ParseListDocumentsResponse(rsp *http.Response) (*ListDocumentsResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListDocument
+		var dest DocumentList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -26514,7 +26548,7 @@ func ParseListExternalFormsResponse(rsp *http.Response) (*ListExternalFormsRespo
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListExternalForm
+		var dest ExternalFormList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -26829,7 +26863,7 @@ func ParseListFormSubmissionsResponse(rsp *http.Response) (*ListFormSubmissionsR
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListFormSubmission
+		var dest FormSubmissionList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -26965,7 +26999,7 @@ func ParseListPendingFormsResponse(rsp *http.Response) (*ListPendingFormsRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListFormPause
+		var dest FormPauseList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -27439,7 +27473,7 @@ func ParseListOauthConnectionsResponse(rsp *http.Response) (*ListOauthConnection
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListOAuthConnection
+		var dest OAuthConnectionList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -27700,7 +27734,7 @@ func ParseListOrgConfigResponse(rsp *http.Response) (*ListOrgConfigResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListOrgConfigEntry
+		var dest OrgConfigEntryList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -28083,7 +28117,7 @@ func ParsePublishBundleResponse(rsp *http.Response) (*PublishBundleResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest PublishAnswer
+		var dest Publication
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -28240,7 +28274,7 @@ func ParseCreateProcessFromPromptResponse(rsp *http.Response) (*CreateProcessFro
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest FromPromptAnswer
+		var dest ProcessFromPrompt
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -28451,7 +28485,7 @@ func ParseExecuteProcessResponse(rsp *http.Response) (*ExecuteProcessResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest ExecuteAnswer
+		var dest RunAccepted
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -28533,7 +28567,7 @@ func ParseListProjectsResponse(rsp *http.Response) (*ListProjectsResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListProject
+		var dest ProjectList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -28695,7 +28729,7 @@ func ParseListRunOperationsResponse(rsp *http.Response) (*ListRunOperationsRespo
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListRunOperation
+		var dest RunOperationList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -28881,7 +28915,7 @@ func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListRun
+		var dest RunList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -29078,7 +29112,7 @@ func ParseListRunEventsResponse(rsp *http.Response) (*ListRunEventsResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListEvent
+		var dest EventList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -29350,7 +29384,7 @@ func ParseGetRunStatusResponse(rsp *http.Response) (*GetRunStatusResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest RunStatusDoc
+		var dest RunStatusDocument
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -29477,7 +29511,7 @@ func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListWebhook
+		var dest WebhookList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -29806,7 +29840,7 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListDelivery
+		var dest DeliveryList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -29867,7 +29901,7 @@ func ParseListWorkflowsResponse(rsp *http.Response) (*ListWorkflowsResponse, err
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListWorkflow
+		var dest WorkflowList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -29996,7 +30030,7 @@ func ParseCreateWorkflowFromAiResponse(rsp *http.Response) (*CreateWorkflowFromA
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest LegacyFromAIAnswer
+		var dest WorkflowFromAI
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -30285,14 +30319,14 @@ func ParseExecuteWorkflowResponse(rsp *http.Response) (*ExecuteWorkflowResponse,
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ExecuteAnswer
+		var dest RunStatusDocument
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest ExecuteAnswer
+		var dest RunAccepted
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

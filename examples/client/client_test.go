@@ -111,7 +111,7 @@ func TestClientAgainstRuntime(t *testing.T) {
 	ctx := t.Context()
 	c := setup(t)
 
-	for _, tbl := range []client.TableBody{
+	for _, tbl := range []client.TableDefinition{
 		{Name: "customers", Fields: map[string]string{"email": "text", "name": "text", "tier": "text"}},
 		{Name: "notes", Fields: map[string]string{"text": "text"}},
 	} {
@@ -124,7 +124,7 @@ func TestClientAgainstRuntime(t *testing.T) {
 
 	raw, err := os.ReadFile(filepath.Join("..", "workflows", "onboard.json"))
 	require.NoError(t, err)
-	var def client.WorkflowBody
+	var def client.WorkflowRequest
 	require.NoError(t, json.Unmarshal(raw, &def))
 	wf, err := c.CreateWorkflowWithResponse(ctx, &client.CreateWorkflowParams{XOrgId: org}, def)
 	require.NoError(t, err)
@@ -136,7 +136,7 @@ func TestClientAgainstRuntime(t *testing.T) {
 	input := map[string]any{"email": "ada@example.com", "name": "Ada", "tier": "gold"}
 	key := "signup-42"
 	started, err := c.ExecuteWorkflowWithResponse(ctx, wf.JSON201.Id,
-		&client.ExecuteWorkflowParams{XOrgId: org, IdempotencyKey: &key}, client.ExecuteBody{Input: &input})
+		&client.ExecuteWorkflowParams{XOrgId: org, IdempotencyKey: &key}, client.ExecuteRequest{Input: &input})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusAccepted, started.StatusCode(), string(started.Body))
 	require.NotNil(t, started.JSON202)
@@ -149,12 +149,11 @@ func TestClientAgainstRuntime(t *testing.T) {
 	require.Equal(t, http.StatusOK, status.StatusCode(), string(status.Body))
 	doc := status.JSON200
 	require.NotNil(t, doc)
-	require.Equal(t, "completed", doc.Status, "reason: %v", doc.Reason)
+	require.Equal(t, client.RunStatusCompleted, doc.Status, "reason: %v", doc.Reason)
 	require.Equal(t, wf.JSON201.Id, doc.WorkflowId)
-	require.NotNil(t, doc.Steps)
-	require.Len(t, *doc.Steps, 3)
-	for _, s := range *doc.Steps {
-		require.Equal(t, "completed", s.Status)
+	require.Len(t, doc.Steps, 3, "steps is an array, never null")
+	for _, s := range doc.Steps {
+		require.Equal(t, client.StepStatusCompleted, s.Status)
 		require.Equal(t, "custom-table", s.Type)
 	}
 	require.NotNil(t, doc.Context)
@@ -175,10 +174,23 @@ func TestClientAgainstRuntime(t *testing.T) {
 
 	// A retry with the same Idempotency-Key answers the same run.
 	again, err := c.ExecuteWorkflowWithResponse(ctx, wf.JSON201.Id,
-		&client.ExecuteWorkflowParams{XOrgId: org, IdempotencyKey: &key}, client.ExecuteBody{Input: &input})
+		&client.ExecuteWorkflowParams{XOrgId: org, IdempotencyKey: &key}, client.ExecuteRequest{Input: &input})
 	require.NoError(t, err)
 	require.NotNil(t, again.JSON202, string(again.Body))
 	require.Equal(t, runID, again.JSON202.Id)
+
+	// With ?wait=, a run that ends within the wait answers 200 with its status document, typed
+	// as GET /runs/{runId}/status's (no optional fields to unwrap); ?context=false leaves the
+	// context out.
+	noContext := false
+	waited, err := c.ExecuteWorkflowWithResponse(ctx, wf.JSON201.Id,
+		&client.ExecuteWorkflowParams{XOrgId: org, Wait: &wait, Context: &noContext}, client.ExecuteRequest{Input: &input})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, waited.StatusCode(), string(waited.Body))
+	require.NotNil(t, waited.JSON200, string(waited.Body))
+	require.Equal(t, client.RunStatusCompleted, waited.JSON200.Status)
+	require.Len(t, waited.JSON200.Steps, 3)
+	require.Nil(t, waited.JSON200.Context, "?context=false")
 
 	// Errors come back typed: problem+json with the machine code.
 	missing, err := c.GetRunContextWithResponse(ctx, runID, "nope", &client.GetRunContextParams{XOrgId: org})

@@ -102,17 +102,26 @@ var orgIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
 
 // Account is an account as the management routes show it (never its token).
 type Account struct {
-	ID          string    `json:"id"`
-	Email       string    `json:"email"`
-	Name        string    `json:"name"`
-	Status      string    `json:"status"`
-	Tier        string    `json:"tier,omitempty" doc:"The account's tier (operator administration); empty: the deployment's defaults."`
-	TokenPrefix string    `json:"token_prefix" doc:"The management token's beginning, to tell tokens apart."`
-	CreatedAt   time.Time `json:"created_at"`
+	ID          string        `json:"id"`
+	Email       string        `json:"email"`
+	Name        string        `json:"name"`
+	Status      AccountStatus `json:"status"`
+	Tier        string        `json:"tier,omitempty" doc:"The account's tier (operator administration); empty: the deployment's defaults."`
+	TokenPrefix string        `json:"token_prefix" doc:"The management token's beginning, to tell tokens apart."`
+	CreatedAt   time.Time     `json:"created_at"`
 }
 
 func accountOf(a *gwstore.Account) Account {
-	return Account{ID: a.ID, Email: a.Email, Name: a.Name, Status: a.Status, Tier: a.Tier, TokenPrefix: a.TokenPrefix, CreatedAt: a.CreatedAt}
+	return Account{ID: a.ID, Email: a.Email, Name: a.Name, Status: AccountStatus(a.Status), Tier: a.Tier, TokenPrefix: a.TokenPrefix, CreatedAt: a.CreatedAt}
+}
+
+// AccountStatus is an account's status: active, or suspended by the operator.
+type AccountStatus string
+
+// Schema is the $ref to the set's one declaration.
+func (AccountStatus) Schema(r huma.Registry) *huma.Schema {
+	return runtime.NamedEnum(r, "AccountStatus", "An account's status: active, or suspended by the operator (its keys and token are refused).",
+		gwstore.AccountActive, gwstore.AccountSuspended)
 }
 
 // Key is a key as the management routes show it; Secret only in the answer that made it.

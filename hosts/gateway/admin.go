@@ -101,11 +101,11 @@ func (s *Server) registerAdmin() {
 		Summary: "Resume a suspended account"}), s.adminResumeAccount)
 	huma.Register(s.api, s.operatorRoute(huma.Operation{OperationID: "admin-set-account-tier", Method: http.MethodPut, Path: "/admin/accounts/{accountId}/tier",
 		Summary: "Put an account on a tier", MaxBodyBytes: 1 << 12,
-		Description: "tier names a tier of PUT /admin/tiers/{name}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature)."}),
+		Description: "tier names a tier of PUT /admin/tiers/{tierName}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature)."}),
 		s.adminSetAccountTier)
 	huma.Register(s.api, s.operatorRoute(huma.Operation{OperationID: "admin-list-tiers", Method: http.MethodGet, Path: "/admin/tiers",
 		Summary: "The tiers"}), s.adminListTiers)
-	huma.Register(s.api, s.operatorRoute(huma.Operation{OperationID: "admin-put-tier", Method: http.MethodPut, Path: "/admin/tiers/{name}",
+	huma.Register(s.api, s.operatorRoute(huma.Operation{OperationID: "admin-put-tier", Method: http.MethodPut, Path: "/admin/tiers/{tierName}",
 		Summary: "Create or replace a tier", MaxBodyBytes: 1 << 14,
 		Description: "rate and burst are each key's token bucket; runs_per_day caps the workflow executions each organization " +
 			"of the account starts a day (UTC; 0: none); features open routes: agents (/agents/...), agent_forms (POST /forms/generate). " +
@@ -159,7 +159,7 @@ type (
 		}
 	}
 	putTierInput struct {
-		Name string `path:"name" maxLength:"64" pattern:"^[a-z0-9][a-z0-9_-]*$"`
+		Name string `path:"tierName" maxLength:"64" pattern:"^[a-z0-9][a-z0-9_-]*$"`
 		Body struct {
 			Rate        float64  `json:"rate" exclusiveMinimum:"0" maximum:"100000"`
 			Burst       int      `json:"burst" minimum:"1" maximum:"1000000"`

@@ -133,7 +133,7 @@ func TestOperatorRoutesNeedAToken(t *testing.T) {
 	code, doc, _ := b.call(t, "GET", "/openapi.json", "", "")
 	require.Equal(t, http.StatusOK, code)
 	paths := doc["paths"].(map[string]any)
-	for _, route := range []string{"/sdk/auth/start", "/sdk/tasks/{taskId}/decide", "/admin/tiers/{name}", "/gateway/licenses", "/gateway/orgs/{orgId}/users/{email}"} {
+	for _, route := range []string{"/sdk/auth/start", "/sdk/tasks/{taskId}/decide", "/admin/tiers/{tierName}", "/gateway/licenses", "/gateway/orgs/{orgId}/users/{email}"} {
 		require.Contains(t, paths, route)
 	}
 	// Every operator route declares the operator's bearer token, every management route the

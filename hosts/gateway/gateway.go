@@ -233,7 +233,8 @@ func New(o Options) *Server {
 	})
 	cfg := huma.DefaultConfig("svcflow gateway", o.Version)
 	cfg.CreateHooks = nil
-	cfg.Formats = runtime.JSONFormats() // a body that is not UTF-8: 400 invalid_utf8, as on the runtime
+	cfg.Formats = runtime.JSONFormats()            // a body that is not UTF-8: 400 invalid_utf8, as on the runtime
+	cfg.Components.Schemas = runtime.NewRegistry() // the contract's names and status sets, as the runtime's
 	cfg.Info.Description = "Accounts, organizations and keys (management token), and the proxy of every runtime route (runtime key)."
 	s.api = humachi.New(r, cfg)
 	s.api.OpenAPI().Components.SecuritySchemes = securitySchemes()

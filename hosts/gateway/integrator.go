@@ -121,7 +121,7 @@ func throughGateway(op *huma.Operation, path string) {
 		}
 		answer(http.StatusForbidden, forbidden)
 		too := "rate_limited: the key's rate limit is spent."
-		if op.Method == http.MethodPost && path == "/workflows/{id}/execute" {
+		if op.Method == http.MethodPost && path == "/workflows/{workflowId}/execute" {
 			too += " quota_exceeded: the organization started its tier's runs for today (the quota renews at 00:00 UTC)."
 		}
 		answer(http.StatusTooManyRequests, too)

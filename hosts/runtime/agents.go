@@ -55,10 +55,10 @@ func (b AgentBody) input() engine.AgentInput {
 	return in
 }
 
-// AgentStatus is GET /agents/{id}/status.
+// AgentStatus is GET /agents/{agentId}/status.
 type AgentStatus struct {
 	AgentRunID string              `json:"agent_run_id" example:"agent-0b4e6c1a-3f5d-4e2a-9c8b-7a6d5e4f3c2b"`
-	Status     svctype.AgentStatus `json:"status" doc:"running, paused, completed, failed, budget_exceeded or cancelled."`
+	Status     svctype.AgentStatus `json:"status" doc:"The agent run's status."`
 	Iterations int                 `json:"iterations"`
 	Answer     string              `json:"final_answer,omitempty"`
 	Confidence float64             `json:"confidence,omitempty"`
@@ -87,13 +87,13 @@ func agentStatusOf(r *svctype.AgentRun, st *agent.State, trace bool) *AgentStatu
 	return out
 }
 
-// AgentResumeBody is the body of POST /agents/{id}/resume.
+// AgentResumeBody is the body of POST /agents/{agentId}/resume.
 type AgentResumeBody struct {
 	HumanInput string `json:"human_input" doc:"The person's answer."`
 	Approved   bool   `json:"approved" doc:"Whether the person approves what the agent asked."`
 }
 
-// AgentTraceAnswer is GET /agents/{id}/trace. Named, as every body is, so that the schema
+// AgentTraceAnswer is GET /agents/{agentId}/trace. Named, as every body is, so that the schema
 // has a name of its own: Huma calls an anonymous one "Get-agent-traceResponse", which a
 // client generator turns into the name of its own response type for the operation.
 type AgentTraceAnswer struct {
@@ -223,12 +223,12 @@ func (s *Server) resumeAgent(ctx context.Context, in *resumeAgentInput) (*answer
 
 type listAgentsInput struct {
 	OrgParam
-	Status string `query:"status" enum:"running,paused,completed,failed,budget_exceeded,cancelled" doc:"Only agent runs in this status."`
+	Status svctype.AgentStatus `query:"status" doc:"Only agent runs in this status."`
 	Paging
 }
 
 func (s *Server) listAgents(ctx context.Context, in *listAgentsInput) (*answer[List[*AgentStatus]], error) {
-	page, err := s.eng.Agents.ListAgents(ctx, in.OrgID, svctype.AgentStatus(in.Status), in.options())
+	page, err := s.eng.Agents.ListAgents(ctx, in.OrgID, in.Status, in.options())
 	if err != nil {
 		return nil, err
 	}

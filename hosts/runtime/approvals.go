@@ -66,13 +66,13 @@ func (s *Server) getApproval(ctx context.Context, in *getApprovalInput) (*answer
 
 type listApprovalsInput struct {
 	OrgParam
-	Status string `query:"status" enum:"pending,approved,rejected,cancelled" doc:"Only approvals in this status."`
-	Role   string `query:"role" maxLength:"100" doc:"Only approvals for this approver_role."`
+	Status svctype.ApprovalStatus `query:"status" doc:"Only approvals in this status."`
+	Role   string                 `query:"role" maxLength:"100" doc:"Only approvals for this approver_role."`
 	Paging
 }
 
 func (s *Server) listApprovals(ctx context.Context, in *listApprovalsInput) (*answer[List[svctype.Approval]], error) {
-	page, err := s.eng.HITL.ListApprovals(ctx, in.OrgID, engine.ApprovalFilter{Status: svctype.ApprovalStatus(in.Status), Role: in.Role, ListOptions: in.options()})
+	page, err := s.eng.HITL.ListApprovals(ctx, in.OrgID, engine.ApprovalFilter{Status: in.Status, Role: in.Role, ListOptions: in.options()})
 	if err != nil {
 		return nil, err
 	}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/danielgtaylor/huma/v2"
 )
 
-// ContextValue is the answer of GET /runs/{runId}/context/{key}.
+// ContextValue is the answer of GET /runs/{runId}/context/{contextKey}.
 type ContextValue struct {
 	Key   string          `json:"key" doc:"The context key."`
 	Value json.RawMessage `json:"value" doc:"The key's value. When it is an array: the page of its elements from offset, at most limit of them ([] past the end). Any other value: the whole value."`
@@ -42,21 +44,32 @@ func (c ContextValue) appendJSON(b []byte) []byte {
 	return append(b, "}\n"...)
 }
 
-// ContextParams is the input of GET /runs/{runId}/context/{key}.
+// ContextParams is the input of GET /runs/{runId}/context/{contextKey}.
 type ContextParams struct {
 	RunPath
-	Key    string `path:"key" minLength:"1" maxLength:"256" doc:"The context key: a step's outputKey or output key (matchGroups, matched, ...), input, a submitted form field, __approved, __run_id."`
+	Key    string `path:"contextKey" minLength:"1" maxLength:"256" doc:"The context key: a step's outputKey or output key (matchGroups, matched, ...), input, a submitted form field, __approved, __run_id."`
 	Offset int    `query:"offset" default:"0" minimum:"0" doc:"For an array value: the index of the page's first element (default 0). Ignored for other values."`
 	Limit  int    `query:"limit" default:"100" minimum:"1" maximum:"10000" doc:"For an array value: the page size (default 100, at most 10000). Ignored for other values."`
 }
 
-// StatusParams are the query parameters of GET /runs/{runId}/status.
+// StatusParams are the query parameters of the routes that answer a run's status document:
+// GET /runs/{runId}/status, and POST /workflows/{workflowId}/execute with ?wait=.
 type StatusParams struct {
-	Context bool `query:"context" default:"true" doc:"false leaves the context out of the answer (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{key}."`
+	Context bool `query:"context" default:"true" doc:"false leaves the context out of the status document (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{contextKey}."`
+}
+
+// Resolve reads ?context= again after Huma has read the input: on an operation with a body
+// Huma fills the defaults after the body, and a false, bool's zero value, would become the
+// default true. Huma has checked that the value parses.
+func (p *StatusParams) Resolve(ctx huma.Context) []error {
+	if v := ctx.Query("context"); v != "" {
+		p.Context, _ = strconv.ParseBool(v)
+	}
+	return nil
 }
 
 func (s *Server) registerRunContext() {
-	o := op("get-run-context", http.MethodGet, "/runs/{runId}/context/{key}", "One key of a run's context; an array value in pages", "Runs")
+	o := op("get-run-context", http.MethodGet, "/runs/{runId}/context/{contextKey}", "One key of a run's context; an array value in pages", "Runs")
 	o.Description = "Answers `{key, value}`. When the value is a JSON array, `?offset=&limit=` page it: " +
 		"`value` is the page (at most `limit` elements from `offset`, `[]` past the end) and `total`, " +
 		"`offset` and `limit` are added; the next page starts at `offset + limit`. Any other value is " +

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// contextDoc is GET /runs/{runId}/context/{key} as a client reads it; present tells which
+// contextDoc is GET /runs/{runId}/context/{contextKey} as a client reads it; present tells which
 // members the answer had.
 type contextDoc struct {
 	Key     string          `json:"key"`

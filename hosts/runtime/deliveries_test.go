@@ -17,7 +17,7 @@ import (
 	"github.com/svcflow/svcflow/internal/testlog"
 )
 
-// deliveryDoc is GET /deliveries/{id} as a client reads it.
+// deliveryDoc is GET /deliveries/{deliveryId} as a client reads it.
 type deliveryDoc struct {
 	ID          string `json:"delivery_id"`
 	Status      string `json:"status"`

@@ -132,7 +132,7 @@ func TestOutOfRangeNumberIsRefused(t *testing.T) {
 
 // A person's form submission and a rows update are data too: a 30-digit number submitted
 // to a form pause reaches the run's context with its digits, and one set by
-// PATCH /custom-tables/{name}/rows is the row's, exactly.
+// PATCH /custom-tables/{tableName}/rows is the row's, exactly.
 func TestSubmittedNumbersKeptExactly(t *testing.T) {
 	t.Parallel()
 	const big = "123456789012345678901234567891"

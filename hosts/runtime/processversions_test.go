@@ -33,7 +33,7 @@ type versionDoc struct {
 	Steps           []any  `json:"steps"`
 }
 
-// TestProcessRunsPublishedVersionOverHTTP: after PUT /workflows/{id} edits a published
+// TestProcessRunsPublishedVersionOverHTTP: after PUT /workflows/{workflowId} edits a published
 // process's workflow (version 3), the process's execute and an external form naming the
 // process still run the published version 2; GET of the process says which it runs.
 func TestProcessRunsPublishedVersionOverHTTP(t *testing.T) {
@@ -62,7 +62,7 @@ func TestProcessRunsPublishedVersionOverHTTP(t *testing.T) {
 	require.Equal(t, 2, got.WorkflowVersion, "the process says which version it runs")
 }
 
-// TestDeleteProcessWorkflowOverHTTP: DELETE /workflows/{id} of a workflow a process
+// TestDeleteProcessWorkflowOverHTTP: DELETE /workflows/{workflowId} of a workflow a process
 // publishes is 409 workflow_owned_by_process naming the process, and nothing changes:
 // execute, publish and an external form naming the process go on working.
 func TestDeleteProcessWorkflowOverHTTP(t *testing.T) {

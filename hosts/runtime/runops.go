@@ -28,19 +28,19 @@ type RetriedRun struct {
 
 // RunOperationFilter is the runs a run operation matches: the runs listing's filter.
 type RunOperationFilter struct {
-	WorkflowID    string            `json:"workflow_id,omitempty" maxLength:"200" doc:"Only runs of this workflow."`
-	Status        []RunStatusFilter `json:"status,omitempty" maxItems:"7" doc:"Only runs in one of these statuses."`
-	CreatedAfter  *time.Time        `json:"created_after,omitempty" doc:"Only runs created at or after this time."`
-	CreatedBefore *time.Time        `json:"created_before,omitempty" doc:"Only runs created before this time."`
-	RunID         string            `json:"run_id,omitempty" maxLength:"40" doc:"A run id, or its beginning."`
-	Key           string            `json:"key,omitempty" maxLength:"256" doc:"Only runs whose workflow's search keys found this value in their input."`
+	WorkflowID    string              `json:"workflow_id,omitempty" maxLength:"200" doc:"Only runs of this workflow."`
+	Status        []svctype.RunStatus `json:"status,omitempty" maxItems:"7" doc:"Only runs in one of these statuses."`
+	CreatedAfter  *time.Time          `json:"created_after,omitempty" doc:"Only runs created at or after this time."`
+	CreatedBefore *time.Time          `json:"created_before,omitempty" doc:"Only runs created before this time."`
+	RunID         string              `json:"run_id,omitempty" maxLength:"40" doc:"A run id, or its beginning."`
+	Key           string              `json:"key,omitempty" maxLength:"256" doc:"Only runs whose workflow's search keys found this value in their input."`
 }
 
 // runFilterOf is the engine's filter for f (without paging).
 func runFilterOf(f RunOperationFilter) engine.RunFilter {
 	out := engine.RunFilter{WorkflowID: f.WorkflowID, RunID: f.RunID, Key: f.Key}
 	for _, st := range f.Status {
-		out.Statuses = append(out.Statuses, svctype.RunStatus(st))
+		out.Statuses = append(out.Statuses, st)
 	}
 	if f.CreatedAfter != nil {
 		out.CreatedAfter = *f.CreatedAfter
@@ -55,7 +55,7 @@ func runFilterOf(f RunOperationFilter) engine.RunFilter {
 func operationFilterOf(f engine.RunFilter) RunOperationFilter {
 	out := RunOperationFilter{WorkflowID: f.WorkflowID, RunID: f.RunID, Key: f.Key}
 	for _, st := range f.Statuses {
-		out.Status = append(out.Status, RunStatusFilter(st))
+		out.Status = append(out.Status, st)
 	}
 	if !f.CreatedAfter.IsZero() {
 		out.CreatedAfter = &f.CreatedAfter
@@ -81,7 +81,7 @@ type RunOperation struct {
 	Filter  RunOperationFilter          `json:"filter"`
 	Reason  string                      `json:"reason"`
 	Actor   engine.Actor                `json:"actor"`
-	Status  svctype.RunOperationStatus  `json:"status" enum:"pending,running,completed" doc:"pending until a worker counts its runs (matched), running while it works through them, then completed."`
+	Status  svctype.RunOperationStatus  `json:"status" doc:"pending until a worker counts its runs (matched), running while it works through them, then completed."`
 	DryRun  bool                        `json:"dry_run,omitempty" doc:"This answer only counted the runs."`
 	Matched int                         `json:"matched" doc:"Runs the filter matched when the operation was created."`
 	Done    int                         `json:"done" doc:"Runs cancelled or retried."`
@@ -133,7 +133,7 @@ func (s *Server) registerRunOps() {
 	o.DefaultStatus = http.StatusAccepted
 	o.Description = "Answers 202 with the operation (status pending); a worker counts the runs the filter matches now " +
 		"(runs started later are not touched) and acts on them in batches of 100, keeping its progress " +
-		"(GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, " +
+		"(GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, " +
 		"so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 " +
 		"with only `matched`, and nothing is done or kept."
 	o.Responses = map[string]*huma.Response{
@@ -142,7 +142,7 @@ func (s *Server) registerRunOps() {
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusUnprocessableEntity}
 	register(s, o, failure{}, s.createRunOperation)
 
-	o = op("get-run-operation", http.MethodGet, "/run-operations/{operationId}", "A run operation's progress and outcome", "Runs")
+	o = op("get-run-operation", http.MethodGet, "/run-operations/{runOperationId}", "A run operation's progress and outcome", "Runs")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	register(s, o, runOperationNotFound, s.getRunOperation)
 
@@ -214,7 +214,7 @@ func (s *Server) createRunOperation(ctx context.Context, in *createRunOperationI
 
 type runOperationPath struct {
 	OrgParam
-	OperationID string `path:"operationId" maxLength:"200" doc:"Operation id."`
+	OperationID string `path:"runOperationId" maxLength:"200" doc:"Operation id."`
 }
 
 func (s *Server) getRunOperation(ctx context.Context, in *runOperationPath) (*answer[RunOperation], error) {

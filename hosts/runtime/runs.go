@@ -82,7 +82,7 @@ func (s *Server) registerRuns() {
 type getRunStatusInput struct {
 	RunPath
 	WaitParam
-	LastStatus RunStatusFilter `query:"last_status" doc:"With ?wait=: the status the caller last saw; the answer comes when the run's status differs from it (default running)."`
+	LastStatus svctype.RunStatus `query:"last_status" doc:"With ?wait=: the status the caller last saw; the answer comes when the run's status differs from it (default running)."`
 	StatusParams
 }
 
@@ -115,18 +115,18 @@ func (s *Server) getRunEvidence(ctx context.Context, in *RunPath) (*answer[*engi
 type listRunsInput struct {
 	OrgParam
 	Paging
-	WorkflowID    string            `query:"workflow_id" maxLength:"200" doc:"Only runs of this workflow."`
-	Status        []RunStatusFilter `query:"status,explode" maxItems:"7" doc:"Only runs in one of these statuses: ?status=failed&status=paused."`
-	CreatedAfter  string            `query:"created_after" maxLength:"64" format:"date-time" example:"2026-11-28T00:00:00Z" doc:"Only runs created at or after this time (RFC 3339)."`
-	CreatedBefore string            `query:"created_before" maxLength:"64" format:"date-time" example:"2026-11-29T00:00:00Z" doc:"Only runs created before this time (RFC 3339)."`
-	RunID         string            `query:"run_id" maxLength:"40" doc:"A run id, or its beginning (at least one character of a-z, 0-9, -): the runs whose id starts with it."`
-	Key           string            `query:"key" maxLength:"256" doc:"Only runs whose workflow's search keys found this value in their input (a string, or a number's decimal text), exactly."`
+	WorkflowID    string              `query:"workflow_id" maxLength:"200" doc:"Only runs of this workflow."`
+	Status        []svctype.RunStatus `query:"status,explode" maxItems:"7" doc:"Only runs in one of these statuses: ?status=failed&status=paused."`
+	CreatedAfter  string              `query:"created_after" maxLength:"64" format:"date-time" example:"2026-11-28T00:00:00Z" doc:"Only runs created at or after this time (RFC 3339)."`
+	CreatedBefore string              `query:"created_before" maxLength:"64" format:"date-time" example:"2026-11-29T00:00:00Z" doc:"Only runs created before this time (RFC 3339)."`
+	RunID         string              `query:"run_id" maxLength:"40" doc:"A run id, or its beginning (at least one character of a-z, 0-9, -): the runs whose id starts with it."`
+	Key           string              `query:"key" maxLength:"256" doc:"Only runs whose workflow's search keys found this value in their input (a string, or a number's decimal text), exactly."`
 }
 
 func (s *Server) listRuns(ctx context.Context, in *listRunsInput) (*answer[List[Run]], error) {
 	f := engine.RunFilter{WorkflowID: in.WorkflowID, RunID: in.RunID, Key: in.Key, ListOptions: in.options()}
 	for _, st := range in.Status {
-		f.Statuses = append(f.Statuses, svctype.RunStatus(st))
+		f.Statuses = append(f.Statuses, st)
 	}
 	var err error
 	if f.CreatedAfter, err = queryTime("created_after", in.CreatedAfter); err != nil {

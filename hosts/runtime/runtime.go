@@ -98,6 +98,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	// No $schema links in bodies: the wire shape is exactly the documented one.
 	cfg.CreateHooks = nil
 	cfg.Formats = JSONFormats()
+	cfg.Components.Schemas = NewRegistry()
 	cfg.Info.Description = "The tenant-scoped runtime of svcflow: workflows, runs, registered actions, custom tables and webhook registrations. " +
 		"Every route but /health, /healthz, /readyz, /oauth/callback (whose state names the organization) and the public form routes under /forms/public/ " +
 		"(whose form id names it) takes the organization in the X-Org-Id header. " +
@@ -154,6 +155,14 @@ func declareBodyRefusals(o *huma.OpenAPI) {
 			}
 		}
 	}
+}
+
+// NewRegistry is the schema registry of the runtime's and the gateway's documents: the
+// contract's names (SchemaName) and its status sets (RegisterStatusSchemas).
+func NewRegistry() huma.Registry {
+	r := huma.NewMapRegistry("#/components/schemas/", SchemaName)
+	RegisterStatusSchemas(r)
+	return r
 }
 
 // Handler is the server's http.Handler.
@@ -364,7 +373,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 
 // Health is the answer of GET /health.
 type Health struct {
-	Status string `json:"status" example:"ok" doc:"Always ok when the process serves requests."`
+	Status string `json:"status" enum:"ok" example:"ok" doc:"Always ok when the process serves requests."`
 }
 
 func (s *Server) registerHealth() {

@@ -68,18 +68,18 @@ type GenerateBody struct {
 
 // GenerateAnswer is the answer of POST /ai/generate-workflow.
 type GenerateAnswer struct {
-	GenerationID string `json:"generation_id"`
-	Status       string `json:"status" enum:"processing,completed,failed"`
-	Message      string `json:"message"`
+	GenerationID string                   `json:"generation_id"`
+	Status       svctype.GenerationStatus `json:"status"`
+	Message      string                   `json:"message"`
 }
 
 // GenerationStatus is a generation's status.
 type GenerationStatus struct {
-	GenerationID string    `json:"generation_id"`
-	Status       string    `json:"status" enum:"processing,completed,failed"`
-	Attempts     int       `json:"attempts" doc:"Model calls made: 1 or 2."`
-	Errors       []string  `json:"errors,omitempty" doc:"Why it failed: the validator's problems of the last attempt."`
-	UpdatedAt    time.Time `json:"updated_at"`
+	GenerationID string                   `json:"generation_id"`
+	Status       svctype.GenerationStatus `json:"status"`
+	Attempts     int                      `json:"attempts" doc:"Model calls made: 1 or 2."`
+	Errors       []string                 `json:"errors,omitempty" doc:"Why it failed: the validator's problems of the last attempt."`
+	UpdatedAt    time.Time                `json:"updated_at"`
 }
 
 // GenerationPath names a generation.
@@ -178,8 +178,8 @@ func (s *Server) registerStudio() {
 
 	o = op("execute-process", http.MethodPost, "/process-studio/processes/{processId}/execute", "Run the process's published version", tags...)
 	o.DefaultStatus = http.StatusAccepted
-	o.Description = "As POST /workflows/{id}/execute on the workflow version the process's last publication put " +
-		"(the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} " +
+	o.Description = "As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put " +
+		"(the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} " +
 		"is not run here until a bundle is published. 409 process_not_published before a bundle is published."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
 	register(s, o, studioWords, s.executeProcess)

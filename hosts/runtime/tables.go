@@ -8,10 +8,10 @@ import (
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
-// TablePath is the input of the routes under /custom-tables/{name}.
+// TablePath is the input of the routes under /custom-tables/{tableName}.
 type TablePath struct {
 	OrgParam
-	Name string `path:"name" doc:"Table name."`
+	Name string `path:"tableName" doc:"Table name."`
 }
 
 // TableBody is the body of POST /custom-tables.
@@ -21,19 +21,19 @@ type TableBody struct {
 	Indexes [][]string        `json:"indexes,omitempty" maxItems:"8" doc:"Equality indexes, each a set of 1 to 4 declared columns, e.g. [[\"k\"], [\"a\", \"b\"]]. A where naming every column of one reads through it instead of every row. The key columns of an upsert are indexed without being listed."`
 }
 
-// IndexBody is the body of POST /custom-tables/{name}/indexes.
+// IndexBody is the body of POST /custom-tables/{tableName}/indexes.
 type IndexBody struct {
 	Columns []string `json:"columns" minItems:"1" maxItems:"4" doc:"The declared columns the index covers (a set: order does not matter)."`
 }
 
-// RowsUpdate is the body of PATCH /custom-tables/{name}/rows.
+// RowsUpdate is the body of PATCH /custom-tables/{tableName}/rows.
 type RowsUpdate struct {
 	Where Object `json:"where" doc:"Column to value: the rows to change ({} matches every row)."`
 	Set   Object `json:"set" doc:"Column to new value; only declared columns."`
 	Scan  bool   `json:"scan,omitempty" doc:"Allow a where that no index serves on a table of more than 10,000 rows (it reads every row); refused with 422 scan_refused otherwise."`
 }
 
-// RowsUpdated is the answer of PATCH /custom-tables/{name}/rows.
+// RowsUpdated is the answer of PATCH /custom-tables/{tableName}/rows.
 type RowsUpdated struct {
 	Updated int `json:"updated" doc:"How many rows changed."`
 }
@@ -50,7 +50,7 @@ func (s *Server) registerTables() {
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
 	register(s, o, failure{in: "query"}, s.listCustomTables)
 
-	o = op("add-custom-table-index", http.MethodPost, "/custom-tables/{name}/indexes", "Add an index to a custom table", "Custom tables")
+	o = op("add-custom-table-index", http.MethodPost, "/custom-tables/{tableName}/indexes", "Add an index to a custom table", "Custom tables")
 	o.Description = "Declares an equality index on a set of declared columns and builds it over the table's rows, " +
 		"2,000 rows a transaction so that writes to the table go on meanwhile; answers with the table once the index is ready. " +
 		"Writes keep it from the moment it is declared. 409 when an index on the same columns exists; " +
@@ -59,13 +59,13 @@ func (s *Server) registerTables() {
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
 	register(s, o, failure{notFound: tableNotFound.notFound, conflict: "the table has an index on these columns"}, s.addCustomTableIndex)
 
-	o = op("read-custom-table-rows", http.MethodGet, "/custom-tables/{name}/rows", "Page through a custom table's rows", "Custom tables")
+	o = op("read-custom-table-rows", http.MethodGet, "/custom-tables/{tableName}/rows", "Page through a custom table's rows", "Custom tables")
 	o.Description = "The rows whose columns equal every `where` entry, oldest first (by creation time, then id), " +
 		"a page at a time like every list: pass `next_cursor` back as `?cursor=` until it is empty."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	register(s, o, failure{notFound: tableNotFound.notFound, in: "query"}, s.readCustomTableRows)
 
-	o = op("update-custom-table-rows", http.MethodPatch, "/custom-tables/{name}/rows", "Set columns on the rows that match", "Custom tables")
+	o = op("update-custom-table-rows", http.MethodPatch, "/custom-tables/{tableName}/rows", "Set columns on the rows that match", "Custom tables")
 	o.Description = "Merges `set` into every row whose columns equal every `where` entry (an empty `where` " +
 		"matches every row). Integrators advance exception rows this way, e.g. set status. " +
 		"A row written by an upsert keeps its identity under its key columns: setting one moves the row to its new key, " +

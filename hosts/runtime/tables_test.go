@@ -14,7 +14,7 @@ import (
 )
 
 // TestCustomTableRowsPaging writes 2,000 rows and reads them back through
-// GET /custom-tables/{name}/rows page by page: each row exactly once, oldest first, at
+// GET /custom-tables/{tableName}/rows page by page: each row exactly once, oldest first, at
 // several page sizes, with ?where= kept from page to page.
 func TestCustomTableRowsPaging(t *testing.T) {
 	t.Parallel()

@@ -22,7 +22,7 @@ import (
 type tenancyScope int
 
 const (
-	// byID: the route names a resource ({id}, {runId}, {name}); another org's resource is 404.
+	// byID: the route names a resource ({workflowId}, {runId}, {tableName}); another org's resource is 404.
 	byID tenancyScope = iota + 1
 	// listing: a GET of a collection; another org's resources never appear in it.
 	listing
@@ -272,15 +272,15 @@ const orgConfigValue = "a-plaintext-secret-7c41"
 
 func (fx tenancyFixture) pathValue(name string) (string, bool) {
 	switch name {
-	case "id":
+	case "workflowId":
 		return fx.workflow.ID, true
 	case "runId":
 		return fx.running.ID, true
 	case "stepId":
 		return "0", true
-	case "key":
+	case "contextKey":
 		return "input", true // every run has it
-	case "name":
+	case "tableName":
 		return fx.table, true
 	case "documentId":
 		return fx.document.ID, true
@@ -308,7 +308,7 @@ func (fx tenancyFixture) pathValue(name string) (string, bool) {
 		return fx.bundle, true
 	case "generationId":
 		return fx.generation, true
-	case "operationId":
+	case "runOperationId":
 		return fx.runOperation, true
 	}
 	return "", false

@@ -64,25 +64,6 @@ func (p Paging) options() svctype.ListOptions {
 	return svctype.ListOptions{Limit: p.Limit, Cursor: p.Cursor}
 }
 
-// runStatuses are the statuses a run listing can filter on: the public contract, kept in
-// step with svctype by TestRunStatusFilterKnowsEveryStatus.
-var runStatuses = []svctype.RunStatus{
-	svctype.RunRunning, svctype.RunPaused, svctype.RunCompleted, svctype.RunFailed,
-	svctype.RunCancelled, svctype.RunRejected, svctype.RunConditionNotMet,
-}
-
-// RunStatusFilter is the ?status= of GET /runs: empty or a known status (else 422).
-type RunStatusFilter string
-
-// Schema enumerates the known statuses.
-func (RunStatusFilter) Schema(huma.Registry) *huma.Schema {
-	enum := make([]any, 0, len(runStatuses))
-	for _, s := range runStatuses {
-		enum = append(enum, string(s))
-	}
-	return &huma.Schema{Type: huma.TypeString, Enum: enum, Description: "Only runs in this status."}
-}
-
 // jsonAppender is an answer body that writes its own JSON, already compact and valid.
 type jsonAppender interface {
 	appendJSON(b []byte) []byte

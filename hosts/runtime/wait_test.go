@@ -221,7 +221,7 @@ func TestWaitForARunExecutedElsewhere(t *testing.T) {
 	}
 }
 
-// BenchmarkStatusWait measures how soon a waiting GET /runs/{id}/status?wait=30s answers
+// BenchmarkStatusWait measures how soon a waiting GET /runs/{runId}/status?wait=30s answers
 // once the run it waits for completes in this process (woken by the commit), from the start
 // of the work that completes it.
 func BenchmarkStatusWait(b *testing.B) {

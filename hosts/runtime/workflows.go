@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"time"
 	"unsafe"
 
@@ -34,7 +35,7 @@ func workflowOf(w svctype.Workflow) Workflow {
 	}
 }
 
-// WorkflowBody is the body of POST /workflows and PUT /workflows/{id}.
+// WorkflowBody is the body of POST /workflows and PUT /workflows/{workflowId}.
 type WorkflowBody struct {
 	Name       string             `json:"name" doc:"Unique within the organization."`
 	Definition WorkflowDefinition `json:"definition" doc:"The specification; validated by the engine against the WorkflowDefinition schema (GET /schemas/workflow.json), its problems pointing into it."`
@@ -44,7 +45,7 @@ func (b WorkflowBody) input() engine.WorkflowInput {
 	return engine.WorkflowInput{Name: b.Name, Definition: json.RawMessage(b.Definition)}
 }
 
-// ExecuteBody is the optional body of POST /workflows/{id}/execute.
+// ExecuteBody is the optional body of POST /workflows/{workflowId}/execute.
 type ExecuteBody struct {
 	Input JSONObject `json:"input,omitempty" doc:"The run's input, read as @input (default {})."`
 }
@@ -124,24 +125,24 @@ func (s *Server) registerWorkflows() {
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized}
 	register(s, o, failure{in: "query"}, s.listWorkflows)
 
-	o = op("get-workflow", http.MethodGet, "/workflows/{id}", "Get a workflow's current version, or an earlier one", "Workflows")
+	o = op("get-workflow", http.MethodGet, "/workflows/{workflowId}", "Get a workflow's current version, or an earlier one", "Workflows")
 	o.Description = "The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) " +
 		"so that the console can show how two versions differ. A version the workflow never had is 404."
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	register(s, o, workflowNotFound, s.getWorkflow)
 
-	o = op("update-workflow", http.MethodPut, "/workflows/{id}", "Replace a workflow: stores a new version", "Workflows")
+	o = op("update-workflow", http.MethodPut, "/workflows/{workflowId}", "Replace a workflow: stores a new version", "Workflows")
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
 	register(s, o, workflowWrite, s.updateWorkflow)
 
-	o = op("delete-workflow", http.MethodDelete, "/workflows/{id}", "Delete a workflow (its runs stay)", "Workflows")
+	o = op("delete-workflow", http.MethodDelete, "/workflows/{workflowId}", "Delete a workflow (its runs stay)", "Workflows")
 	o.Description = "Deletes the workflow, its versions and its schedule; its runs stay readable. " +
 		"A workflow a process of the studio publishes is not deleted: 409 workflow_owned_by_process, naming the process."
 	o.DefaultStatus = http.StatusNoContent
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusConflict}
 	register(s, o, workflowNotFound, s.deleteWorkflow)
 
-	o = op("execute-workflow", http.MethodPost, "/workflows/{id}/execute", "Start a run of the workflow's current version", "Workflows", "Runs")
+	o = op("execute-workflow", http.MethodPost, "/workflows/{workflowId}/execute", "Start a run of the workflow's current version", "Workflows", "Runs")
 	o.DefaultStatus = http.StatusAccepted
 	o.SkipValidateBody = true // ExecuteBody.UnmarshalJSON checks it, without decoding the input
 	o.Description = "Starts a run and answers 202 `{id, status: running}` at once; a worker executes it. " +
@@ -151,16 +152,18 @@ func (s *Server) registerWorkflows() {
 		"A retry carrying the same Idempotency-Key within 24 hours answers the run the first call started; " +
 		"the key with another request (another workflow or input) is 422 idempotency_key_reused and starts nothing."
 	o.Responses = map[string]*huma.Response{
-		"200": {Description: "With ?wait=: the run ended or paused within the wait; the body is its status document."},
+		"200": statusDocAnswer(s.api, "With ?wait=: the run ended or paused within the wait; the body is its status document (GET /runs/{runId}/status)."),
 	}
 	o.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound}
 	register(s, o, workflowNotFound, s.executeWorkflow)
-	// The 200 of ?wait= has the body of the 202.
-	if ops := s.api.OpenAPI().Paths["/workflows/{id}/execute"]; ops != nil && ops.Post != nil {
-		if ok, acc := ops.Post.Responses["200"], ops.Post.Responses["202"]; ok != nil && acc != nil {
-			ok.Content = acc.Content
-		}
-	}
+}
+
+// statusDocAnswer declares a 200 whose body is a run's status document, the schema of GET
+// /runs/{runId}/status, beside an operation's 202 of another schema (an output has one body
+// type, so Huma would give both the 202's).
+func statusDocAnswer(api huma.API, doc string) *huma.Response {
+	ref := api.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[engine.RunStatusDoc](), true, "")
+	return &huma.Response{Description: doc, Content: map[string]*huma.MediaType{"application/json": {Schema: ref}}}
 }
 
 type createWorkflowInput struct {
@@ -191,7 +194,7 @@ func (s *Server) listWorkflows(ctx context.Context, in *listWorkflowsInput) (*an
 
 type getWorkflowInput struct {
 	OrgParam
-	ID      string `path:"id" doc:"Workflow id."`
+	ID      string `path:"workflowId" doc:"Workflow id."`
 	Version int    `query:"version" minimum:"0" doc:"A version to read instead of the current one (1 is the first)."`
 }
 
@@ -211,7 +214,7 @@ func (s *Server) getWorkflow(ctx context.Context, in *getWorkflowInput) (*workfl
 
 type updateWorkflowInput struct {
 	OrgParam
-	ID   string `path:"id" doc:"Workflow id."`
+	ID   string `path:"workflowId" doc:"Workflow id."`
 	Body WorkflowBody
 }
 
@@ -225,7 +228,7 @@ func (s *Server) updateWorkflow(ctx context.Context, in *updateWorkflowInput) (*
 
 type deleteWorkflowInput struct {
 	OrgParam
-	ID string `path:"id" doc:"Workflow id."`
+	ID string `path:"workflowId" doc:"Workflow id."`
 }
 
 func (s *Server) deleteWorkflow(ctx context.Context, in *deleteWorkflowInput) (*struct{}, error) {
@@ -237,13 +240,11 @@ func (s *Server) deleteWorkflow(ctx context.Context, in *deleteWorkflowInput) (*
 
 type executeWorkflowInput struct {
 	OrgParam
-	ID             string `path:"id" doc:"Workflow id."`
+	ID             string `path:"workflowId" doc:"Workflow id."`
 	IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Makes retries start one run."`
 	WaitParam
-	// A string, not a bool as on GET /runs/{runId}/status: Huma fills the defaults of an
-	// operation with a body after reading it, and a bool false is its zero value.
-	Context string `query:"context" enum:"true,false" default:"true" doc:"With ?wait=: false leaves the context out of the status document (read large results with GET /runs/{runId}/context/{key})."`
-	Body    *ExecuteBody
+	StatusParams
+	Body *ExecuteBody
 }
 
 func (s *Server) executeWorkflow(ctx context.Context, in *executeWorkflowInput) (*executeOutput, error) {
@@ -266,7 +267,7 @@ func (s *Server) executeWorkflow(ctx context.Context, in *executeWorkflowInput) 
 	if wait <= 0 {
 		return out, nil
 	}
-	doc, err := s.waitStatus(ctx, in.OrgID, run.ID, svctype.RunRunning, wait, engine.StatusOptions{OmitContext: in.Context == "false"})
+	doc, err := s.waitStatus(ctx, in.OrgID, run.ID, svctype.RunRunning, wait, engine.StatusOptions{OmitContext: !in.Context})
 	if err != nil {
 		return nil, err
 	}

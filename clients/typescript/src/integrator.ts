@@ -114,7 +114,7 @@ export interface paths {
         get?: never;
         /**
          * Put an account on a tier
-         * @description tier names a tier of PUT /admin/tiers/{name}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
+         * @description tier names a tier of PUT /admin/tiers/{tierName}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
          */
         put: operations["admin-set-account-tier"];
         post?: never;
@@ -182,7 +182,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/admin/tiers/{name}": {
+    "/admin/tiers/{tierName}": {
         parameters: {
             query?: never;
             header?: never;
@@ -465,7 +465,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/custom-tables/{name}/indexes": {
+    "/custom-tables/{tableName}/indexes": {
         parameters: {
             query?: never;
             header?: never;
@@ -485,7 +485,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/custom-tables/{name}/rows": {
+    "/custom-tables/{tableName}/rows": {
         parameters: {
             query?: never;
             header?: never;
@@ -1463,7 +1463,7 @@ export interface paths {
         put?: never;
         /**
          * Run the process's published version
-         * @description As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+         * @description As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
          */
         post: operations["execute-process"];
         delete?: never;
@@ -1522,7 +1522,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel or retry every run a filter matches
-         * @description Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+         * @description Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
          */
         post: operations["create-run-operation"];
         delete?: never;
@@ -1531,7 +1531,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/run-operations/{operationId}": {
+    "/run-operations/{runOperationId}": {
         parameters: {
             query?: never;
             header?: never;
@@ -1585,7 +1585,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/runs/{runId}/context/{key}": {
+    "/runs/{runId}/context/{contextKey}": {
         parameters: {
             query?: never;
             header?: never;
@@ -1983,7 +1983,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/workflows/{id}": {
+    "/workflows/{workflowId}": {
         parameters: {
             query?: never;
             header?: never;
@@ -2008,7 +2008,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/workflows/{id}/execute": {
+    "/workflows/{workflowId}/execute": {
         parameters: {
             query?: never;
             header?: never;
@@ -2879,12 +2879,23 @@ export interface components {
             email: string;
             id: string;
             name: string;
-            status: string;
+            status: components["schemas"]["AccountStatus"];
             /** @description The account's tier (operator administration); empty: the deployment's defaults. */
             tier?: string;
             /** @description The management token's beginning, to tell tokens apart. */
             token_prefix: string;
         };
+        AccountList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Account"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        /**
+         * @description An account's status: active, or suspended by the operator (its keys and token are refused).
+         * @enum {string}
+         */
+        AccountStatus: "active" | "suspended";
         AccountUsage: {
             account_id: string;
             /** Format: int64 */
@@ -2958,7 +2969,7 @@ export interface components {
              */
             url?: string;
         };
-        ActionBody: {
+        ActionDefinition: {
             /**
              * @description 1-100 letters, digits, '_', '-' or '.'; unique within the organization; a workflow step names the action by it as its type. Required on POST; on PUT optional, and when given it must equal the path's.
              * @example notify-crm
@@ -3018,6 +3029,12 @@ export interface components {
              */
             url?: string;
         };
+        ActionList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Action"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
         /** @description A step whose type is no built-in: an action the organization registered (POST /actions) or a step kind the embedding program registered. Its properties are the action's to check. */
         ActionStep: {
             properties: {
@@ -3044,28 +3061,6 @@ export interface components {
             step_id: string | null;
             urgency: string;
         };
-        AgentBody: {
-            config?: components["schemas"]["AgentBodyConfigStruct"];
-            /** @description The provider's model name (default gpt-4o-mini). */
-            model?: string;
-            /** @description The agent's goal, in words; at most 20,000 characters. */
-            objective: string;
-            /** @description Tool declarations, mixed freely: "<action_name>", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones. */
-            tools?: unknown[] | null;
-        };
-        AgentBodyConfigStruct: {
-            /** @description Raises or lowers input_tokens (100,000), output_tokens (50,000), total_tokens (150,000), model_calls (100), wall_seconds (300). */
-            llm_budget?: {
-                [key: string]: unknown;
-            };
-            /**
-             * Format: int64
-             * @description Iteration cap, 1 to 1,000 (default 25).
-             */
-            max_iterations?: number;
-            /** @description {iterations, action: escalate}: the same call, or nothing new learned, that many iterations in a row pauses the agent for a person (default 3). */
-            on_stuck?: components["schemas"]["OnStuck"];
-        };
         AgentCancelledEvent: {
             agent_run_id: string;
             /** Format: double */
@@ -3087,6 +3082,19 @@ export interface components {
             paused_reason?: string;
             /** @enum {string} */
             status: "completed" | "paused" | "cancelled" | "failed" | "budget_exceeded";
+        };
+        AgentConfig: {
+            /** @description Raises or lowers input_tokens (100,000), output_tokens (50,000), total_tokens (150,000), model_calls (100), wall_seconds (300). */
+            llm_budget?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Format: int64
+             * @description Iteration cap, 1 to 1,000 (default 25).
+             */
+            max_iterations?: number;
+            /** @description {iterations, action: escalate}: the same call, or nothing new learned, that many iterations in a row pauses the agent for a person (default 3). */
+            on_stuck?: components["schemas"]["OnStuck"];
         };
         AgentFailedEvent: {
             agent_run_id: string;
@@ -3115,16 +3123,7 @@ export interface components {
             /** @enum {string} */
             status: "completed" | "paused" | "cancelled" | "failed" | "budget_exceeded";
         };
-        AgentResumeBody: {
-            /** @description Whether the person approves what the agent asked. */
-            approved: boolean;
-            /** @description The person's answer. */
-            human_input: string;
-        };
-        AgentStartedEvent: {
-            agent_run_id: string;
-        };
-        AgentStatus: {
+        AgentRun: {
             /** @example agent-0b4e6c1a-3f5d-4e2a-9c8b-7a6d5e4f3c2b */
             agent_run_id: string;
             /** Format: double */
@@ -3139,12 +3138,26 @@ export interface components {
             /** @description Why the agent ended or paused. */
             reason?: string;
             /** @description With include_trace=true: every iteration. */
-            reasoning_trace?: components["schemas"]["TraceEntry"][] | null;
-            /** @description running, paused, completed, failed, budget_exceeded or cancelled. */
-            status: string;
+            reasoning_trace?: components["schemas"]["TraceEntry"][];
+            /** @description The agent run's status. */
+            status: components["schemas"]["AgentRunStatus"];
             /** Format: date-time */
             updated_at: string;
             usage?: components["schemas"]["Usage"];
+        };
+        AgentRunList: {
+            /** @description This page of results. */
+            items: components["schemas"]["AgentRun"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        /**
+         * @description An agent run's status: running and paused are live, the others are final.
+         * @enum {string}
+         */
+        AgentRunStatus: "running" | "paused" | "completed" | "failed" | "budget_exceeded" | "cancelled";
+        AgentStartedEvent: {
+            agent_run_id: string;
         };
         /** @description An action name, {type: action, name}, {type: workflow, id}, or a legacy inline {name, action, description, parameters}. */
         AgentToolDeclaration: string | {
@@ -3164,7 +3177,7 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        AgentTraceAnswer: {
+        AgentTrace: {
             agent_run_id: string;
             trace: components["schemas"]["TraceEntry"][];
         };
@@ -3183,16 +3196,22 @@ export interface components {
             expires_at: string | null;
             request_payload: unknown;
             run_id: string;
-            status: string;
+            status: components["schemas"]["ApprovalStatus"];
             /** Format: int64 */
             step_id: number;
             workflow_id: string;
         };
-        ApprovalDecisionBody: {
+        ApprovalDecision: {
             /** @description true resumes the run; false ends it as rejected (rows already written stay). */
             approved: boolean;
             /** @description Set in the run's context as __comment. */
             comment?: string;
+        };
+        ApprovalList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Approval"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         ApprovalProperties: {
             approver_role?: components["schemas"]["RoleName"];
@@ -3205,6 +3224,11 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /**
+         * @description An approval's status: pending until decided, cancelled with its run.
+         * @enum {string}
+         */
+        ApprovalStatus: "pending" | "approved" | "rejected" | "cancelled";
         /** @description Pauses the run until a person holding approver_role decides (POST /approvals/{runId}/{stepId}). */
         ApprovalStep: {
             properties: components["schemas"]["ApprovalProperties"];
@@ -3221,7 +3245,7 @@ export interface components {
             publish_note?: string;
             /** Format: date-time */
             published_at?: string;
-            status: string;
+            status: components["schemas"]["BundleStatus"];
             summary?: string;
             /** Format: int64 */
             version: number;
@@ -3229,7 +3253,12 @@ export interface components {
             /** Format: int64 */
             workflow_version?: number;
         };
-        CancelBody: {
+        /**
+         * @description A process bundle's status: a draft until published, then immutable.
+         * @enum {string}
+         */
+        BundleStatus: "draft" | "published";
+        CancelRunRequest: {
             /** @description Why; carried by workflow_run_cancelled. */
             reason?: string;
         };
@@ -3239,7 +3268,7 @@ export interface components {
             /** @enum {string} */
             status: "sent";
         };
-        ComposeBody: {
+        ComposeBundleRequest: {
             /** @description How the bundle deploys (single_workflow, ...): kept with it. */
             deployment_shape?: string;
             /** @description {svc_workflow_definition, actions_to_register[], custom_tables_to_create[], workflow_description}: the definition as POST /workflows takes it, action registrations as POST /actions, tables as POST /custom-tables. */
@@ -3279,9 +3308,72 @@ export interface components {
             /** @description The key's value. When it is an array: the page of its elements from offset, at most limit of them ([] past the end). Any other value: the whole value. */
             value: unknown;
         };
-        "Create-keyRequest": {
+        CreateKeyRequest: {
             /** @enum {string} */
             kind: "runtime" | "publishable";
+        };
+        CreateOAuthConnectionRequest: {
+            /** @description The access token. Encrypted at rest; never returned. */
+            access_token: string;
+            /** @description The organization's label for the account: 1-200 letters, digits and @ . _ + : -. */
+            account: string;
+            /**
+             * Format: date-time
+             * @description When the access token expires (absent: it does not, as Slack bot tokens).
+             */
+            expires_at?: string;
+            /** @description google, slack or microsoft. */
+            provider: string;
+            /** @description The refresh token, when there is one: the access token is then refreshed before it expires. */
+            refresh_token?: string;
+            /** @description The scopes the token holds, for the listing. */
+            scopes?: string[];
+        };
+        CreateProcessFromPromptRequest: {
+            description?: string;
+            llmOptions?: components["schemas"]["LLMOptions"];
+            /** @description The process's name (default: the drafted workflow name). */
+            name?: string;
+            project_id: string;
+            prompt: string;
+            /** @description Publish the bundle (default true); false stops at the draft bundle. */
+            publish?: boolean;
+        };
+        CreateProcessRequest: {
+            /**
+             * @description Default process_first.
+             * @enum {string}
+             */
+            authoring_mode?: "process_first" | "workflow_first";
+            description?: string;
+            /** @description 1-200 characters, unique in the project; also the name of the workflow it publishes. */
+            name: string;
+            /** @description The project the process belongs to. */
+            project_id: string;
+        };
+        CreateProjectRequest: {
+            /** @description At most 4,000 characters. */
+            description?: string;
+            /** @description 1-200 characters. */
+            name: string;
+        };
+        CreateRunOperationRequest: {
+            /**
+             * @description cancel: cancel each run that has not ended; retry: retry each failed run from its failed step.
+             * @enum {string}
+             */
+            action: "cancel" | "retry";
+            /** @description Only count the runs it would touch (matched); nothing is done or kept. */
+            dry_run?: boolean;
+            /** @description The runs to act on: those that match it when the operation is created. */
+            filter: components["schemas"]["RunOperationFilter"];
+            /** @description Why; recorded on each run as its cancel's or retry's reason. */
+            reason: string;
+        };
+        CreateWorkflowFromAIRequest: {
+            llmOptions?: components["schemas"]["LLMOptions"];
+            name?: string;
+            prompt: string;
         };
         CustomTableDroppedFieldsEvent: {
             dropped: string[];
@@ -3351,7 +3443,7 @@ export interface components {
             signed: boolean;
             /** Format: int64 */
             skipped: number;
-            status: string;
+            status: components["schemas"]["DeliveryStatus"];
             target: string;
             /** Format: date-time */
             updated_at: string;
@@ -3371,8 +3463,8 @@ export interface components {
             /** Format: int64 */
             status_code?: number;
         };
-        DeliveryDoc: {
-            attempt_list: components["schemas"]["DeliveryAttempt"][] | null;
+        DeliveryDocument: {
+            attempt_list: components["schemas"]["DeliveryAttempt"][];
             /** Format: int64 */
             attempts: number;
             /** Format: date-time */
@@ -3390,12 +3482,23 @@ export interface components {
             signed: boolean;
             /** Format: int64 */
             skipped: number;
-            status: string;
+            status: components["schemas"]["DeliveryStatus"];
             target: string;
             /** Format: date-time */
             updated_at: string;
             webhook_id?: string;
         };
+        DeliveryList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Delivery"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        /**
+         * @description A webhook delivery's status: pending until an attempt succeeds or it gives up.
+         * @enum {string}
+         */
+        DeliveryStatus: "pending" | "succeeded" | "failed";
         Document: {
             /** @description The latest version's content type. */
             content_type: string;
@@ -3423,7 +3526,7 @@ export interface components {
              */
             version: number;
             /** @description Every version, oldest first (not in listings). */
-            versions?: components["schemas"]["DocumentVersion"][] | null;
+            versions?: components["schemas"]["DocumentVersion"][];
         };
         DocumentDeletedEvent: {
             document_id: string;
@@ -3433,6 +3536,12 @@ export interface components {
             /** Format: date-time */
             expires_at: string;
             name: string;
+        };
+        DocumentList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Document"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         DocumentUploadedEvent: {
             content_type: string;
@@ -3474,20 +3583,26 @@ export interface components {
             /** Format: date-time */
             timestamp: string;
         };
+        EventList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Event"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
         Evidence: {
             counts: {
                 [key: string]: number;
             };
-            decisions: components["schemas"]["Decision"][] | null;
-            effects: components["schemas"]["EvidenceEffect"][] | null;
-            exceptions: unknown[] | null;
+            decisions: components["schemas"]["Decision"][];
+            effects: components["schemas"]["EvidenceEffect"][];
+            exceptions: unknown[];
             input: unknown;
             reason?: string;
             retried_by?: components["schemas"]["RunRetry"];
             retry?: components["schemas"]["RunRetry"];
             run_id: string;
-            status: string;
-            steps: components["schemas"]["StepRecord"][] | null;
+            status: components["schemas"]["RunStatus"];
+            steps: components["schemas"]["StepRecord"][];
             workflow_id: string;
             /** Format: int64 */
             workflow_version: number;
@@ -3501,34 +3616,16 @@ export interface components {
             step_index: number;
             target?: string;
         };
-        /** @description {id, status} at once; with ?wait=, the run's status document (GET /runs/{runId}/status). */
-        ExecuteAnswer: {
-            context?: {
-                [key: string]: unknown;
-            };
-            /** Format: date-time */
-            created_at?: string;
-            /** Format: date-time */
-            finished_at?: string;
-            /**
-             * @description Run id (run-<uuid>).
-             * @example run-6a1e0f7c-2b7d-4c61-8f3e-5d4c3b2a1908
-             */
-            id: string;
-            reason?: string;
-            /**
-             * @description The run's status.
-             * @example running
-             */
-            status: string;
-            steps?: components["schemas"]["StepSummary"][] | null;
-            /** Format: date-time */
-            updated_at?: string;
-            workflow_id?: string;
-            /** Format: int64 */
-            workflow_version?: number;
+        ExecuteAgentRequest: {
+            config?: components["schemas"]["AgentConfig"];
+            /** @description The provider's model name (default gpt-4o-mini). */
+            model?: string;
+            /** @description The agent's goal, in words; at most 20,000 characters. */
+            objective: string;
+            /** @description Tool declarations, mixed freely: "<action_name>", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones. */
+            tools?: unknown[];
         };
-        ExecuteBody: {
+        ExecuteRequest: {
             /** @description The run's input, read as @input (default {}). */
             input?: {
                 [key: string]: unknown;
@@ -3555,7 +3652,14 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
-        ExternalFormBody: {
+        ExternalFormCreatedEvent: {
+            /** Format: date-time */
+            created_at: string;
+            form_id: string;
+            form_name: string;
+            is_public: boolean;
+        };
+        ExternalFormDefinition: {
             /** @description At most 4,000 characters. */
             description?: string;
             /**
@@ -3575,18 +3679,17 @@ export interface components {
             /** @description The workflow started per submission, with the flat payload as its input. At most one trigger. */
             trigger_workflow_id?: string;
         };
-        ExternalFormCreatedEvent: {
-            /** Format: date-time */
-            created_at: string;
-            form_id: string;
-            form_name: string;
-            is_public: boolean;
-        };
         ExternalFormDeletedEvent: {
             /** Format: date-time */
             deleted_at: string;
             form_id: string;
             form_name: string;
+        };
+        ExternalFormList: {
+            /** @description This page of results. */
+            items: components["schemas"]["ExternalForm"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         ExternalFormSubmittedEvent: {
             form_id: string;
@@ -3619,7 +3722,7 @@ export interface components {
             /** Format: double */
             min?: number;
             multiple?: boolean;
-            options?: components["schemas"]["Option"][] | null;
+            options?: components["schemas"]["Option"][];
             placeholder?: string;
             required?: boolean;
             /** Format: double */
@@ -3637,10 +3740,10 @@ export interface components {
             /** @description Run for each element, with @item and @index. */
             steps: components["schemas"]["WorkflowStep"][];
         };
-        "Form-auth-startRequest": {
+        FormAuthStartRequest: {
             email: string;
         };
-        "Form-auth-verifyRequest": {
+        FormAuthVerifyRequest: {
             code: string;
             email: string;
         };
@@ -3674,31 +3777,19 @@ export interface components {
             run_id: string;
             step_id: string;
         };
-        FormGenerateBody: {
-            /** @description Also create an external form with the generated schema; the answer's form is that form. */
-            create?: components["schemas"]["FormCreate"];
-            /** @description The keys the form must collect: each becomes a field key (snake_case). */
-            expected_keys: string[] | null;
-            /** @description Anything that helps the model (audience, language, tone). */
-            hints?: {
-                [key: string]: unknown;
-            };
-            /** @description What the form is for. */
-            intent: string;
-        };
         FormPause: {
             assignee_role?: string;
             claimed_by?: string;
             /** Format: date-time */
             created_at: string;
-            expected_keys: string[] | null;
+            expected_keys: string[];
             /** Format: date-time */
             expires_at: string | null;
             form_pause_id: string;
-            reminder_intervals?: number[] | null;
+            reminder_intervals?: number[];
             run_id: string;
             schema: unknown;
-            status: string;
+            status: components["schemas"]["FormPauseStatus"];
             /** Format: int64 */
             step_id: number;
             submission?: unknown;
@@ -3722,6 +3813,17 @@ export interface components {
             run_id: string;
             step_id: string;
         };
+        FormPauseList: {
+            /** @description This page of results. */
+            items: components["schemas"]["FormPause"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        /**
+         * @description A form pause's status: open until submitted or expired, cancelled with its run.
+         * @enum {string}
+         */
+        FormPauseStatus: "open" | "submitted" | "expired" | "cancelled";
         FormProperties: {
             assignee_role?: components["schemas"]["RoleName"];
             expected_keys: string[];
@@ -3755,7 +3857,7 @@ export interface components {
              *       "https://www.example.com"
              *     ]
              */
-            frameAncestors?: string[] | null;
+            frameAncestors?: string[];
             /** @description An absolute http(s) URL to send the person to instead of the message. */
             redirectUrl?: string;
             /** @description Require a signed-in person (email and one-time code, at the gateway) before a submission: without one, 401 form_signin_required. The person is recorded as submitted_by. */
@@ -3787,11 +3889,11 @@ export interface components {
             /** @description The run the submission started (null when the form has no trigger). */
             triggered_run_id: string | null;
         };
-        FormSubmitBody: {
-            /** @description The submission, flat: {<key>: <value>}. Every expected key is required; values are checked against the pause's form_schema_v1. */
-            data: {
-                [key: string]: unknown;
-            };
+        FormSubmissionList: {
+            /** @description This page of results. */
+            items: components["schemas"]["FormSubmission"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         FormSubmittedEvent: {
             claimed_by?: string;
@@ -3799,25 +3901,6 @@ export interface components {
             run_id: string;
             step_id: string;
             submission_id: string;
-        };
-        FromPromptAnswer: {
-            /** Format: int64 */
-            attempts: number;
-            bundle: components["schemas"]["Bundle"];
-            execute_path?: string;
-            process: components["schemas"]["Process"];
-            published: boolean;
-            workflow_id?: string;
-        };
-        FromPromptBody: {
-            description?: string;
-            llmOptions?: components["schemas"]["LLMOptionsBody"];
-            /** @description The process's name (default: the drafted workflow name). */
-            name?: string;
-            project_id: string;
-            prompt: string;
-            /** @description Publish the bundle (default true); false stops at the draft bundle. */
-            publish?: boolean;
         };
         GatewayHealth: {
             /** @enum {string} */
@@ -3835,6 +3918,12 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        GatewayOrgList: {
+            /** @description This page of results. */
+            items: components["schemas"]["GatewayOrg"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
         GatewayUsage: {
             day: string;
             /** Format: int64 */
@@ -3845,14 +3934,20 @@ export interface components {
             /** Format: int64 */
             runs_started: number;
         };
-        GenerateAnswer: {
-            generation_id: string;
-            message: string;
-            /** @enum {string} */
-            status: "processing" | "completed" | "failed";
+        GenerateFormRequest: {
+            /** @description Also create an external form with the generated schema; the answer's form is that form. */
+            create?: components["schemas"]["FormCreate"];
+            /** @description The keys the form must collect: each becomes a field key (snake_case). */
+            expected_keys: string[];
+            /** @description Anything that helps the model (audience, language, tone). */
+            hints?: {
+                [key: string]: unknown;
+            };
+            /** @description What the form is for. */
+            intent: string;
         };
-        GenerateBody: {
-            llmOptions?: components["schemas"]["LLMOptionsBody"];
+        GenerateWorkflowRequest: {
+            llmOptions?: components["schemas"]["LLMOptions"];
             /** @description The process, in words; at most 20,000 characters. */
             prompt: string;
         };
@@ -3883,36 +3978,45 @@ export interface components {
             bundle?: unknown;
             /** Format: date-time */
             created_at: string;
-            errors?: string[] | null;
+            errors?: string[];
             generation_id: string;
             model?: string;
             prompt: string;
-            status: string;
+            status: components["schemas"]["GenerationStatus"];
             /** Format: double */
             temperature?: number;
             /** Format: date-time */
             updated_at: string;
         };
-        GenerationResult: {
-            /** Format: int64 */
-            attempts: number;
-            errors?: string[] | null;
-        };
-        GenerationStatus: {
+        GenerationProgress: {
             /**
              * Format: int64
              * @description Model calls made: 1 or 2.
              */
             attempts: number;
             /** @description Why it failed: the validator's problems of the last attempt. */
-            errors?: string[] | null;
+            errors?: string[];
             generation_id: string;
-            /** @enum {string} */
-            status: "processing" | "completed" | "failed";
+            status: components["schemas"]["GenerationStatus"];
             /** Format: date-time */
             updated_at: string;
         };
-        "Get-usageResponse": {
+        GenerationResult: {
+            /** Format: int64 */
+            attempts: number;
+            errors?: string[];
+        };
+        GenerationStarted: {
+            generation_id: string;
+            message: string;
+            status: components["schemas"]["GenerationStatus"];
+        };
+        /**
+         * @description A workflow drafting's status.
+         * @enum {string}
+         */
+        GenerationStatus: "processing" | "completed" | "failed";
+        GetUsageResponse: {
             items: components["schemas"]["GatewayUsage"][];
         };
         GmailSendProperties: {
@@ -3945,9 +4049,9 @@ export interface components {
             /** @enum {string} */
             type: "google_sheets_append_row";
         };
-        IndexBody: {
+        IndexDefinition: {
             /** @description The declared columns the index covers (a set: order does not matter). */
-            columns: string[] | null;
+            columns: string[];
         };
         IssuedLicense: {
             account_id: string;
@@ -3955,7 +4059,7 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             expires_at: string;
-            features: string[] | null;
+            features: string[];
             id: string;
             /** @description The signed license, as POST /licensing/validate takes it. */
             license: string;
@@ -3981,6 +4085,12 @@ export interface components {
             /** @description The key itself: shown once, in this answer only. */
             secret?: string;
         };
+        KeyList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Key"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
         LLMGenerationStatusEvent: {
             generation_id: string;
             result?: components["schemas"]["GenerationResult"];
@@ -3992,26 +4102,16 @@ export interface components {
             message: string;
             run_id: string;
         };
-        LLMOptionsBody: {
+        LLMOptions: {
             /** @description The provider's model name (default gpt-4o-mini). */
             model?: string;
             /** Format: double */
             temperature?: number;
         };
-        LegacyFromAIAnswer: {
-            bundle_id: string;
-            process_id: string;
-            workflow_id: string;
-        };
-        LegacyFromAIBody: {
-            llmOptions?: components["schemas"]["LLMOptionsBody"];
-            name?: string;
-            prompt: string;
-        };
         License: {
             /** Format: date-time */
             expires_at: string;
-            features: string[] | null;
+            features: string[];
             id: string;
             /** Format: date-time */
             issued_at?: string;
@@ -4021,13 +4121,13 @@ export interface components {
             /** Format: int64 */
             seats: number;
         };
-        "License-public-keyResponse": {
+        LicenseList: {
+            items: components["schemas"]["IssuedLicense"][];
+        };
+        LicensePublicKeyResponse: {
             algorithm: string;
             /** @description Base64 of the 32-byte Ed25519 public key. */
             public_key: string;
-        };
-        LicenseListOutputBody: {
-            items: components["schemas"]["IssuedLicense"][] | null;
         };
         LicenseRequest: {
             account_id: string;
@@ -4036,7 +4136,7 @@ export interface components {
              * @description Days from not_before to expiry (default 365).
              */
             days?: number;
-            features?: string[] | null;
+            features?: string[];
             licensee: string;
             /**
              * Format: date-time
@@ -4045,138 +4145,6 @@ export interface components {
             not_before?: string;
             /** Format: int64 */
             seats: number;
-        };
-        ListAccount: {
-            /** @description This page of results. */
-            items: components["schemas"]["Account"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListAction: {
-            /** @description This page of results. */
-            items: components["schemas"]["Action"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListAgentStatus: {
-            /** @description This page of results. */
-            items: components["schemas"]["AgentStatus"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListApproval: {
-            /** @description This page of results. */
-            items: components["schemas"]["Approval"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListDelivery: {
-            /** @description This page of results. */
-            items: components["schemas"]["Delivery"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListDocument: {
-            /** @description This page of results. */
-            items: components["schemas"]["Document"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListEvent: {
-            /** @description This page of results. */
-            items: components["schemas"]["Event"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListExternalForm: {
-            /** @description This page of results. */
-            items: components["schemas"]["ExternalForm"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListFormPause: {
-            /** @description This page of results. */
-            items: components["schemas"]["FormPause"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListFormSubmission: {
-            /** @description This page of results. */
-            items: components["schemas"]["FormSubmission"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListGatewayOrg: {
-            /** @description This page of results. */
-            items: components["schemas"]["GatewayOrg"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListKey: {
-            /** @description This page of results. */
-            items: components["schemas"]["Key"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListOAuthConnection: {
-            /** @description This page of results. */
-            items: components["schemas"]["OAuthConnection"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListOrgConfigEntry: {
-            /** @description This page of results. */
-            items: components["schemas"]["OrgConfigEntry"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListOrgUser: {
-            /** @description This page of results. */
-            items: components["schemas"]["OrgUser"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListProject: {
-            /** @description This page of results. */
-            items: components["schemas"]["Project"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListRow: {
-            /** @description This page of results. */
-            items: components["schemas"]["Row"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListRun: {
-            /** @description This page of results. */
-            items: components["schemas"]["Run"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListRunOperation: {
-            /** @description This page of results. */
-            items: components["schemas"]["RunOperation"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListTable: {
-            /** @description This page of results. */
-            items: components["schemas"]["Table"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListWebhook: {
-            /** @description This page of results. */
-            items: components["schemas"]["Webhook"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
-        };
-        ListWorkflow: {
-            /** @description This page of results. */
-            items: components["schemas"]["Workflow"][];
-            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
-            next_cursor: string;
         };
         LoopFailedEvent: {
             error: string;
@@ -4409,22 +4377,11 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
-        OAuthConnectionBody: {
-            /** @description The access token. Encrypted at rest; never returned. */
-            access_token: string;
-            /** @description The organization's label for the account: 1-200 letters, digits and @ . _ + : -. */
-            account: string;
-            /**
-             * Format: date-time
-             * @description When the access token expires (absent: it does not, as Slack bot tokens).
-             */
-            expires_at?: string;
-            /** @description google, slack or microsoft. */
-            provider: string;
-            /** @description The refresh token, when there is one: the access token is then refreshed before it expires. */
-            refresh_token?: string;
-            /** @description The scopes the token holds, for the listing. */
-            scopes?: string[] | null;
+        OAuthConnectionList: {
+            /** @description This page of results. */
+            items: components["schemas"]["OAuthConnection"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         OnStuck: {
             action: string;
@@ -4433,17 +4390,6 @@ export interface components {
         };
         Option: {
             label: string;
-            value: string;
-        };
-        OrgBody: {
-            /** @description The organization id (X-Org-Id upstream); generated when absent. */
-            id?: string;
-            name: string;
-        };
-        OrgConfigBody: {
-            /** @description Key name: 1-200 characters of letters, digits and : _ - . / (api:llm_api_key, db:warehouse, webhook_url). */
-            key: string;
-            /** @description The secret, up to 64 KiB. Encrypted at rest; never returned. */
             value: string;
         };
         OrgConfigEntry: {
@@ -4463,14 +4409,31 @@ export interface components {
              */
             value: string;
         };
+        OrgConfigEntryList: {
+            /** @description This page of results. */
+            items: components["schemas"]["OrgConfigEntry"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
         OrgFeatures: {
             agent_forms: boolean;
         };
+        OrgRequest: {
+            /** @description The organization id (X-Org-Id upstream); generated when absent. */
+            id?: string;
+            name: string;
+        };
         OrgUser: {
-            approver_roles: string[] | null;
+            approver_roles: string[];
             email: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        OrgUserList: {
+            /** @description This page of results. */
+            items: components["schemas"]["OrgUser"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         /** @description A loop mode an embedding program registered: its properties are its own. */
         OtherLoopProperties: {
@@ -4478,13 +4441,13 @@ export interface components {
         };
         Page: {
             description?: string;
-            fields: components["schemas"]["Field"][] | null;
+            fields: components["schemas"]["Field"][];
             id: string;
             title?: string;
         };
         PauseRequest: {
             context_summary?: string;
-            options?: string[] | null;
+            options?: string[];
             question: string;
             stuck?: boolean;
             urgency?: string;
@@ -4511,7 +4474,7 @@ export interface components {
         };
         Permissions: {
             /** @description The person's roles (set by the organization's backend: PUT /gateway/orgs/{orgId}/users/{email}): the approvals they may decide and the form pauses assigned to them. */
-            approver_roles: string[] | null;
+            approver_roles: string[];
             /** @description True for a person of the organization (added by its backend, or of a domain it lists); false for an anonymous session or a guest (signed in only because the organization lets anyone): they work no tasks and read no submitted data. */
             member: boolean;
         };
@@ -4522,7 +4485,7 @@ export interface components {
             method?: string;
         };
         PlannedStep: {
-            calls: components["schemas"]["PlannedCall"][] | null;
+            calls: components["schemas"]["PlannedCall"][];
             /** Format: int64 */
             from_element?: number;
             /** Format: int64 */
@@ -4624,17 +4587,14 @@ export interface components {
             /** Format: int64 */
             workflow_version?: number;
         };
-        ProcessBody: {
-            /**
-             * @description Default process_first.
-             * @enum {string}
-             */
-            authoring_mode?: "process_first" | "workflow_first";
-            description?: string;
-            /** @description 1-200 characters, unique in the project; also the name of the workflow it publishes. */
-            name: string;
-            /** @description The project the process belongs to. */
-            project_id: string;
+        ProcessFromPrompt: {
+            /** Format: int64 */
+            attempts: number;
+            bundle: components["schemas"]["Bundle"];
+            execute_path?: string;
+            process: components["schemas"]["Process"];
+            published: boolean;
+            workflow_id?: string;
         };
         Project: {
             /** Format: date-time */
@@ -4643,11 +4603,11 @@ export interface components {
             id: string;
             name: string;
         };
-        ProjectBody: {
-            /** @description At most 4,000 characters. */
-            description?: string;
-            /** @description 1-200 characters. */
-            name: string;
+        ProjectList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Project"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         PublicForm: {
             description?: string;
@@ -4673,37 +4633,37 @@ export interface components {
             /** @description The run the submission started (null when the form has no trigger). */
             triggered_run_id: string | null;
         };
-        PublishAnswer: {
-            actions_kept: string[] | null;
-            actions_registered: string[] | null;
+        Publication: {
+            actions_kept: string[];
+            actions_registered: string[];
             bundle: components["schemas"]["Bundle"];
             /** @description POST it with {input} to run the published version. */
             execute_path: string;
             process: components["schemas"]["Process"];
-            tables_created: string[] | null;
-            tables_kept: string[] | null;
+            tables_created: string[];
+            tables_kept: string[];
             workflow_id: string;
             workflow_name: string;
             /** Format: int64 */
             workflow_version: number;
         };
-        PublishBody: {
+        PublishBundleRequest: {
             publish_note?: string;
         };
-        "Put-org-signin-policyRequest": {
+        PutOrgSigninPolicyRequest: {
             /** @description Let every mailbox sign in (as a guest unless added or of a listed domain). */
             anyone?: boolean;
             /** @description Email domains whose people may sign in and work the organization's tasks, e.g. example.com. */
-            domains?: string[] | null;
+            domains?: string[];
         };
-        "Put-org-userRequest": {
-            approver_roles: string[] | null;
+        PutOrgUserRequest: {
+            approver_roles: string[];
         };
-        PutTierInputBody: {
+        PutTierRequest: {
             /** Format: int64 */
             burst: number;
             description?: string;
-            features?: string[] | null;
+            features?: string[];
             /** Format: double */
             rate: number;
             /** Format: int64 */
@@ -4728,8 +4688,14 @@ export interface components {
         };
         /** @description Records: an inline array, an @path to one, a {{template}}, or a doc: reference (doc:doc_<id>[@<version>]). */
         Records: unknown[] | string;
-        "Regenerate-tokenResponse": {
+        RegenerateTokenResponse: {
             management_token: string;
+        };
+        ResumeAgentRequest: {
+            /** @description Whether the person approves what the agent asked. */
+            approved: boolean;
+            /** @description The person's answer. */
+            human_input: string;
         };
         RetriedRun: {
             /**
@@ -4742,17 +4708,13 @@ export interface components {
             /** @description The failed run it retries. */
             retry_of: string;
             /** @description running: a worker executes it. */
-            status: string;
+            status: components["schemas"]["RunStatus"];
             workflow_id: string;
             /**
              * Format: int64
              * @description The failed run's version, whatever the workflow's current one.
              */
             workflow_version: number;
-        };
-        RetryBody: {
-            /** @description Why the run is retried; kept in the new run's evidence (retry.reason) and carried by workflow_run_retried. */
-            reason: string;
         };
         RetryPlan: {
             calls: {
@@ -4762,16 +4724,20 @@ export interface components {
             from_element?: number;
             /** Format: int64 */
             from_step: number;
-            reused_steps: number[] | null;
+            reused_steps: number[];
             run_id: string;
-            steps: components["schemas"]["PlannedStep"][] | null;
+            steps: components["schemas"]["PlannedStep"][];
             workflow_id: string;
             /** Format: int64 */
             workflow_version: number;
         };
+        RetryRunRequest: {
+            /** @description Why the run is retried; kept in the new run's evidence (retry.reason) and carried by workflow_run_retried. */
+            reason: string;
+        };
         /** @description A role: 1-100 characters, no surrounding spaces. */
         RoleName: string;
-        "Rotate-keyRequest": {
+        RotateKeyRequest: {
             /**
              * Format: int64
              * @description How long the old key keeps working (at most 30 days).
@@ -4787,6 +4753,12 @@ export interface components {
             id: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        RowList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Row"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         RowsUpdate: {
             /** @description Allow a where that no index serves on a table of more than 10,000 rows (it reads every row); refused with 422 scan_refused otherwise. */
@@ -4829,7 +4801,7 @@ export interface components {
             input: unknown;
             /** @description Why the run ended, when it failed or was cancelled. */
             reason?: string;
-            status: string;
+            status: components["schemas"]["RunStatus"];
             /** Format: date-time */
             updated_at: string;
             workflow_id: string;
@@ -4841,6 +4813,33 @@ export interface components {
              */
             workflow_version: number;
         };
+        /** @description {id, status} at once; with ?wait=, the run's status document (GET /runs/{runId}/status). */
+        RunAccepted: {
+            context?: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            created_at?: string;
+            /** Format: date-time */
+            finished_at?: string;
+            /**
+             * @description Run id (run-<uuid>).
+             * @example run-6a1e0f7c-2b7d-4c61-8f3e-5d4c3b2a1908
+             */
+            id: string;
+            reason?: string;
+            /**
+             * @description The run's status.
+             * @example running
+             */
+            status: components["schemas"]["RunStatus"];
+            steps?: components["schemas"]["StepSummary"][];
+            /** Format: date-time */
+            updated_at?: string;
+            workflow_id?: string;
+            /** Format: int64 */
+            workflow_version?: number;
+        };
         RunActor: {
             /** @description The actor's id (a user's, a key's), or empty. */
             id: string;
@@ -4849,6 +4848,12 @@ export interface components {
              * @example user
              */
             type: string;
+        };
+        RunList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Run"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         RunOperation: {
             action: string;
@@ -4884,26 +4889,10 @@ export interface components {
              * @description Runs that needed nothing by the time the worker reached them: ended, retried already, or no longer matching.
              */
             skipped: number;
-            /**
-             * @description pending until a worker counts its runs (matched), running while it works through them, then completed.
-             * @enum {string}
-             */
-            status: "pending" | "running" | "completed";
+            /** @description pending until a worker counts its runs (matched), running while it works through them, then completed. */
+            status: components["schemas"]["RunOperationStatus"];
             /** Format: date-time */
             updated_at: string;
-        };
-        RunOperationBody: {
-            /**
-             * @description cancel: cancel each run that has not ended; retry: retry each failed run from its failed step.
-             * @enum {string}
-             */
-            action: "cancel" | "retry";
-            /** @description Only count the runs it would touch (matched); nothing is done or kept. */
-            dry_run?: boolean;
-            /** @description The runs to act on: those that match it when the operation is created. */
-            filter: components["schemas"]["RunOperationFilter"];
-            /** @description Why; recorded on each run as its cancel's or retry's reason. */
-            reason: string;
         };
         RunOperationError: {
             message: string;
@@ -4925,10 +4914,21 @@ export interface components {
             /** @description A run id, or its beginning. */
             run_id?: string;
             /** @description Only runs in one of these statuses. */
-            status?: ("running" | "paused" | "completed" | "failed" | "cancelled" | "rejected" | "condition_not_met")[] | null;
+            status?: components["schemas"]["RunStatus"][];
             /** @description Only runs of this workflow. */
             workflow_id?: string;
         };
+        RunOperationList: {
+            /** @description This page of results. */
+            items: components["schemas"]["RunOperation"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        /**
+         * @description A run operation's status: pending until a worker counts its runs, running while it works through them, then completed.
+         * @enum {string}
+         */
+        RunOperationStatus: "pending" | "running" | "completed";
         RunRef: {
             /**
              * @description Run id (run-<uuid>).
@@ -4939,7 +4939,7 @@ export interface components {
              * @description The run's status.
              * @example running
              */
-            status: string;
+            status: components["schemas"]["RunStatus"];
         };
         RunResult: {
             /** @description The run's context: the steps' outputs by key (absent when no step ran). */
@@ -4962,7 +4962,12 @@ export interface components {
             retry_of: string;
             run_id: string;
         };
-        RunStatusDoc: {
+        /**
+         * @description A run's status: running and paused are live, the others are final.
+         * @enum {string}
+         */
+        RunStatus: "running" | "paused" | "completed" | "failed" | "cancelled" | "rejected" | "condition_not_met";
+        RunStatusDocument: {
             context?: {
                 [key: string]: unknown;
             };
@@ -4972,8 +4977,8 @@ export interface components {
             finished_at?: string;
             id: string;
             reason?: string;
-            status: string;
-            steps: components["schemas"]["StepSummary"][] | null;
+            status: components["schemas"]["RunStatus"];
+            steps: components["schemas"]["StepSummary"][];
             /** Format: date-time */
             updated_at: string;
             workflow_id: string;
@@ -4984,25 +4989,25 @@ export interface components {
         RuntimeNumber: (number | null) | string;
         Schema: {
             description?: string;
-            pages: components["schemas"]["Page"][] | null;
+            pages: components["schemas"]["Page"][];
             title?: string;
             version: string;
         };
-        "Sdk-auth-startRequest": {
+        SdkAuthStartRequest: {
             email: string;
         };
-        "Sdk-auth-verifyRequest": {
+        SdkAuthVerifyRequest: {
             code: string;
             email: string;
         };
-        "Sdk-decide-taskRequest": {
+        SdkDecideTaskRequest: {
             approved: boolean;
             comment?: string;
         };
-        "Sdk-list-tasksResponse": {
-            items: components["schemas"]["Task"][] | null;
+        SdkListTasksResponse: {
+            items: components["schemas"]["Task"][];
         };
-        "Sdk-submit-form-pauseRequest": {
+        SdkSubmitFormPauseRequest: {
             data: {
                 [key: string]: unknown;
             };
@@ -5015,14 +5020,20 @@ export interface components {
             org_id: string;
             permissions: components["schemas"]["Permissions"];
         };
-        SetTierInputBody: {
+        SetAccountTierRequest: {
             tier: string;
+        };
+        SetOrgConfigRequest: {
+            /** @description Key name: 1-200 characters of letters, digits and : _ - . / (api:llm_api_key, db:warehouse, webhook_url). */
+            key: string;
+            /** @description The secret, up to 64 KiB. Encrypted at rest; never returned. */
+            value: string;
         };
         SignInPolicy: {
             /** @description Let every mailbox sign in (a public portal). People the organization did not add, and whose domain is not listed, sign in as guests: they work no tasks and read no submitted data. */
             anyone: boolean;
             /** @description Email domains whose people may sign in, as the people added do (lower case, e.g. example.com). */
-            domains: string[] | null;
+            domains: string[];
             /** Format: date-time */
             updated_at: string;
         };
@@ -5073,8 +5084,8 @@ export interface components {
             step_index: number;
         };
         StepRecord: {
-            decisions?: components["schemas"]["Decision"][] | null;
-            effects?: components["schemas"]["Effect"][] | null;
+            decisions?: components["schemas"]["Decision"][];
+            effects?: components["schemas"]["Effect"][];
             error?: string;
             /** Format: date-time */
             finished_at?: string;
@@ -5084,7 +5095,7 @@ export interface components {
             output?: unknown;
             /** Format: date-time */
             started_at?: string;
-            status: string;
+            status: components["schemas"]["StepStatus"];
             type: string;
         };
         StepStartedEvent: {
@@ -5093,11 +5104,22 @@ export interface components {
             step_index: number;
             step_type: string;
         };
+        /**
+         * @description A step's status within its run.
+         * @enum {string}
+         */
+        StepStatus: "pending" | "processing" | "completed" | "skipped" | "failed" | "cancelled";
         StepSummary: {
             /** Format: int64 */
             index: number;
-            status: string;
+            status: components["schemas"]["StepStatus"];
             type: string;
+        };
+        SubmitFormRequest: {
+            /** @description The submission, flat: {<key>: <value>}. Every expected key is required; values are checked against the pause's form_schema_v1. */
+            data: {
+                [key: string]: unknown;
+            };
         };
         Table: {
             /** Format: date-time */
@@ -5105,25 +5127,31 @@ export interface components {
             fields: {
                 [key: string]: string;
             };
-            indexes: components["schemas"]["TableIndex"][] | null;
+            indexes: components["schemas"]["TableIndex"][];
             name: string;
         };
-        TableBody: {
+        TableDefinition: {
             /** @description Column name to type (text, ...). */
             fields: {
                 [key: string]: string;
             };
             /** @description Equality indexes, each a set of 1 to 4 declared columns, e.g. [["k"], ["a", "b"]]. A where naming every column of one reads through it instead of every row. The key columns of an upsert are indexed without being listed. */
-            indexes?: (string[] | null)[] | null;
+            indexes?: string[][];
             /** @description Unique within the organization. */
             name: string;
         };
         TableIndex: {
-            columns: string[] | null;
+            columns: string[];
             /** Format: date-time */
             created_at: string;
             /** @enum {string} */
             state: "building" | "ready";
+        };
+        TableList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Table"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
         };
         Task: {
             approver_role?: string;
@@ -5153,7 +5181,7 @@ export interface components {
             burst: number;
             description?: string;
             /** @description Features the tier opens, such as agent_forms and agents. */
-            features: string[] | null;
+            features: string[];
             name: string;
             /**
              * Format: double
@@ -5168,8 +5196,8 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
-        TierListOutputBody: {
-            items: components["schemas"]["Tier"][] | null;
+        TierList: {
+            items: components["schemas"]["Tier"][];
         };
         TraceEntry: {
             action: string;
@@ -5179,7 +5207,7 @@ export interface components {
             observation: unknown;
             thought?: string;
         };
-        "Update-gateway-orgRequest": {
+        UpdateGatewayOrgRequest: {
             name: string;
         };
         Usage: {
@@ -5190,15 +5218,15 @@ export interface components {
             /** Format: int64 */
             total_tokens: number;
         };
-        UsageOutputBody: {
+        UsageList: {
             from: string;
-            items: components["schemas"]["AccountUsage"][] | null;
+            items: components["schemas"]["AccountUsage"][];
             to: string;
         };
-        "Validate-licenseRequest": {
+        ValidateLicenseRequest: {
             license: string;
         };
-        "Validate-licenseResponse": {
+        ValidateLicenseResponse: {
             license?: components["schemas"]["License"];
             reason?: string;
             valid: boolean;
@@ -5251,26 +5279,6 @@ export interface components {
             /** @description The target. */
             url: string;
         };
-        WebhookBody: {
-            /** @description An object merged into every payload sent to this target (the event's own fields win), at most 64 KiB. */
-            auto_payload?: {
-                [key: string]: unknown;
-            };
-            /**
-             * @description A registrable event (spec section 6) or an alias of one: workflow.started, workflow.completed, workflow.failed, workflow.cancelled.
-             * @example workflow.completed
-             */
-            event: string;
-            /** @description Document events only (document.*); 422 on any other event. */
-            filter?: components["schemas"]["WebhookFilter"];
-            /** @description Signs every delivery (X-Svc-Signature: sha256=<hex>, HMAC-SHA256 of the raw body), 1-512 bytes. Encrypted at rest; never returned. */
-            secret?: string;
-            /**
-             * @description The target: an http(s) URL with a host and no credentials. Loopback, private, link-local and metadata addresses are refused (422 target_not_allowed) unless the deployment allows private targets.
-             * @example https://hooks.example.com/svcflow
-             */
-            url: string;
-        };
         WebhookCircuit: {
             /** Format: int64 */
             failures: number;
@@ -5306,9 +5314,35 @@ export interface components {
              */
             content_type?: string;
             /** @description Deliver only for documents carrying at least one of these tags (1-100 bytes each, at most 50). */
-            tags?: string[] | null;
+            tags?: string[];
         };
-        WebhookPatchBody: {
+        WebhookList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Webhook"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        WebhookRegistration: {
+            /** @description An object merged into every payload sent to this target (the event's own fields win), at most 64 KiB. */
+            auto_payload?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description A registrable event (spec section 6) or an alias of one: workflow.started, workflow.completed, workflow.failed, workflow.cancelled.
+             * @example workflow.completed
+             */
+            event: string;
+            /** @description Document events only (document.*); 422 on any other event. */
+            filter?: components["schemas"]["WebhookFilter"];
+            /** @description Signs every delivery (X-Svc-Signature: sha256=<hex>, HMAC-SHA256 of the raw body), 1-512 bytes. Encrypted at rest; never returned. */
+            secret?: string;
+            /**
+             * @description The target: an http(s) URL with a host and no credentials. Loopback, private, link-local and metadata addresses are refused (422 target_not_allowed) unless the deployment allows private targets.
+             * @example https://hooks.example.com/svcflow
+             */
+            url: string;
+        };
+        WebhookUpdate: {
             /** @description Replaces auto_payload; {} removes it. */
             auto_payload?: {
                 [key: string]: unknown;
@@ -5344,13 +5378,7 @@ export interface components {
              */
             version: number;
             /** @description Things the engine accepted but that are probably mistakes. */
-            warnings?: string[] | null;
-        };
-        WorkflowBody: {
-            /** @description The specification; validated by the engine against the WorkflowDefinition schema (GET /schemas/workflow.json), its problems pointing into it. */
-            definition: components["schemas"]["WorkflowDefinition"];
-            /** @description Unique within the organization. */
-            name: string;
+            warnings?: string[];
         };
         /** @description One operator and its arguments, e.g. {"greaterThan": [{"length": ["@matched"]}, 0]}. Operators: equal notEqual greaterThan greaterThanOrEqual lessThan lessThanOrEqual and or not in contains startsWith endsWith exists isEmpty length matches. */
         WorkflowCondition: {
@@ -5376,6 +5404,23 @@ export interface components {
             schedule?: components["schemas"]["WorkflowSchedule"];
             /** @description Paths into the input (@input.invoice_id) whose values find the workflow's runs: GET /runs?key=. */
             search_keys?: string[];
+        };
+        WorkflowFromAI: {
+            bundle_id: string;
+            process_id: string;
+            workflow_id: string;
+        };
+        WorkflowList: {
+            /** @description This page of results. */
+            items: components["schemas"]["Workflow"][];
+            /** @description Pass as ?cursor= for the next page; empty when this is the last page. */
+            next_cursor: string;
+        };
+        WorkflowRequest: {
+            /** @description The specification; validated by the engine against the WorkflowDefinition schema (GET /schemas/workflow.json), its problems pointing into it. */
+            definition: components["schemas"]["WorkflowDefinition"];
+            /** @description Unique within the organization. */
+            name: string;
         };
         WorkflowRunCancelledEvent: {
             actor: components["schemas"]["RunActor"];
@@ -5465,7 +5510,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListAction"];
+                    "application/json": components["schemas"]["ActionList"];
                 };
             };
             /** @description Bad Request */
@@ -5544,7 +5589,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ActionBody"];
+                "application/json": components["schemas"]["ActionDefinition"];
             };
         };
         responses: {
@@ -5760,7 +5805,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ActionBody"];
+                "application/json": components["schemas"]["ActionDefinition"];
             };
         };
         responses: {
@@ -5980,7 +6025,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListAccount"];
+                    "application/json": components["schemas"]["AccountList"];
                 };
             };
             /** @description Bad Request */
@@ -6175,7 +6220,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["SetTierInputBody"];
+                "application/json": components["schemas"]["SetAccountTierRequest"];
             };
         };
         responses: {
@@ -6271,7 +6316,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LicenseListOutputBody"];
+                    "application/json": components["schemas"]["LicenseList"];
                 };
             };
             /** @description Bad Request */
@@ -6499,7 +6544,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TierListOutputBody"];
+                    "application/json": components["schemas"]["TierList"];
                 };
             };
             /** @description Bad Request */
@@ -6554,13 +6599,13 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                name: string;
+                tierName: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["PutTierInputBody"];
+                "application/json": components["schemas"]["PutTierRequest"];
             };
         };
         responses: {
@@ -6656,7 +6701,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["UsageOutputBody"];
+                    "application/json": components["schemas"]["UsageList"];
                 };
             };
             /** @description Bad Request */
@@ -6710,7 +6755,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only agent runs in this status. */
-                status?: "running" | "paused" | "completed" | "failed" | "budget_exceeded" | "cancelled";
+                status?: components["schemas"]["AgentRunStatus"];
                 /** @description Page size (default 50, at most 500). */
                 limit?: number;
                 /** @description Opaque cursor from the previous page's next_cursor; one the server did not issue is 400 invalid_cursor. */
@@ -6728,7 +6773,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListAgentStatus"];
+                    "application/json": components["schemas"]["AgentRunList"];
                 };
             };
             /** @description Bad Request */
@@ -6810,7 +6855,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["AgentBody"];
+                "application/json": components["schemas"]["ExecuteAgentRequest"];
             };
         };
         responses: {
@@ -6820,7 +6865,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AgentStatus"];
+                    "application/json": components["schemas"]["AgentRun"];
                 };
             };
             /** @description Accepted */
@@ -6829,7 +6874,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AgentStatus"];
+                    "application/json": components["schemas"]["AgentRun"];
                 };
             };
             /** @description Bad Request */
@@ -6929,7 +6974,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["AgentResumeBody"];
+                "application/json": components["schemas"]["ResumeAgentRequest"];
             };
         };
         responses: {
@@ -6939,7 +6984,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AgentStatus"];
+                    "application/json": components["schemas"]["AgentRun"];
                 };
             };
             /** @description Bad Request */
@@ -7066,7 +7111,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AgentStatus"];
+                    "application/json": components["schemas"]["AgentRun"];
                 };
             };
             /** @description Bad Request */
@@ -7163,7 +7208,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AgentTraceAnswer"];
+                    "application/json": components["schemas"]["AgentTrace"];
                 };
             };
             /** @description Bad Request */
@@ -7251,7 +7296,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["GenerateBody"];
+                "application/json": components["schemas"]["GenerateWorkflowRequest"];
             };
         };
         responses: {
@@ -7261,7 +7306,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["GenerateAnswer"];
+                    "application/json": components["schemas"]["GenerationStarted"];
                 };
             };
             /** @description Bad Request */
@@ -7462,7 +7507,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["GenerationStatus"];
+                    "application/json": components["schemas"]["GenerationProgress"];
                 };
             };
             /** @description Bad Request */
@@ -7545,7 +7590,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only approvals in this status. */
-                status?: "pending" | "approved" | "rejected" | "cancelled";
+                status?: components["schemas"]["ApprovalStatus"];
                 /** @description Only approvals for this approver_role. */
                 role?: string;
                 /** @description Page size (default 50, at most 500). */
@@ -7565,7 +7610,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListApproval"];
+                    "application/json": components["schemas"]["ApprovalList"];
                 };
             };
             /** @description Bad Request */
@@ -7845,7 +7890,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ApprovalDecisionBody"];
+                "application/json": components["schemas"]["ApprovalDecision"];
             };
         };
         responses: {
@@ -7990,7 +8035,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListTable"];
+                    "application/json": components["schemas"]["TableList"];
                 };
             };
             /** @description Bad Request */
@@ -8069,7 +8114,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["TableBody"];
+                "application/json": components["schemas"]["TableDefinition"];
             };
         };
         responses: {
@@ -8182,13 +8227,13 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Table name. */
-                name: string;
+                tableName: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["IndexBody"];
+                "application/json": components["schemas"]["IndexDefinition"];
             };
         };
         responses: {
@@ -8319,7 +8364,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Table name. */
-                name: string;
+                tableName: string;
             };
             cookie?: never;
         };
@@ -8331,7 +8376,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListRow"];
+                    "application/json": components["schemas"]["RowList"];
                 };
             };
             /** @description Bad Request */
@@ -8416,7 +8461,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Table name. */
-                name: string;
+                tableName: string;
             };
             cookie?: never;
         };
@@ -8556,7 +8601,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DeliveryDoc"];
+                    "application/json": components["schemas"]["DeliveryDocument"];
                 };
             };
             /** @description Bad Request */
@@ -8763,7 +8808,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListDocument"];
+                    "application/json": components["schemas"]["DocumentList"];
                 };
             };
             /** @description Bad Request */
@@ -9400,7 +9445,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListExternalForm"];
+                    "application/json": components["schemas"]["ExternalFormList"];
                 };
             };
             /** @description Bad Request */
@@ -9479,7 +9524,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ExternalFormBody"];
+                "application/json": components["schemas"]["ExternalFormDefinition"];
             };
         };
         responses: {
@@ -9686,7 +9731,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ExternalFormBody"];
+                "application/json": components["schemas"]["ExternalFormDefinition"];
             };
         };
         responses: {
@@ -9911,7 +9956,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListFormSubmission"];
+                    "application/json": components["schemas"]["FormSubmissionList"];
                 };
             };
             /** @description Bad Request */
@@ -9999,7 +10044,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["FormGenerateBody"];
+                "application/json": components["schemas"]["GenerateFormRequest"];
             };
         };
         responses: {
@@ -10117,7 +10162,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListFormPause"];
+                    "application/json": components["schemas"]["FormPauseList"];
                 };
             };
             /** @description Bad Request */
@@ -10286,7 +10331,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Form-auth-startRequest"];
+                "application/json": components["schemas"]["FormAuthStartRequest"];
             };
         };
         responses: {
@@ -10395,7 +10440,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Form-auth-verifyRequest"];
+                "application/json": components["schemas"]["FormAuthVerifyRequest"];
             };
         };
         responses: {
@@ -10751,7 +10796,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["FormSubmitBody"];
+                "application/json": components["schemas"]["SubmitFormRequest"];
             };
         };
         responses: {
@@ -10938,7 +10983,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Regenerate-tokenResponse"];
+                    "application/json": components["schemas"]["RegenerateTokenResponse"];
                 };
             };
             /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
@@ -10985,7 +11030,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LicenseListOutputBody"];
+                    "application/json": components["schemas"]["LicenseList"];
                 };
             };
             /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
@@ -11035,7 +11080,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListGatewayOrg"];
+                    "application/json": components["schemas"]["GatewayOrgList"];
                 };
             };
             /** @description Bad Request */
@@ -11094,7 +11139,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["OrgBody"];
+                "application/json": components["schemas"]["OrgRequest"];
             };
         };
         responses: {
@@ -11192,7 +11237,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Update-gateway-orgRequest"];
+                "application/json": components["schemas"]["UpdateGatewayOrgRequest"];
             };
         };
         responses: {
@@ -11299,7 +11344,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListKey"];
+                    "application/json": components["schemas"]["KeyList"];
                 };
             };
             /** @description Bad Request */
@@ -11369,7 +11414,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Create-keyRequest"];
+                "application/json": components["schemas"]["CreateKeyRequest"];
             };
         };
         responses: {
@@ -11534,7 +11579,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Rotate-keyRequest"];
+                "application/json": components["schemas"]["RotateKeyRequest"];
             };
         };
         responses: {
@@ -11708,7 +11753,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Put-org-signin-policyRequest"];
+                "application/json": components["schemas"]["PutOrgSigninPolicyRequest"];
             };
         };
         responses: {
@@ -11817,7 +11862,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Get-usageResponse"];
+                    "application/json": components["schemas"]["GetUsageResponse"];
                 };
             };
             /** @description No management token (unauthorized), or one that is not known (unknown_token: it may have been regenerated). */
@@ -11887,7 +11932,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListOrgUser"];
+                    "application/json": components["schemas"]["OrgUserList"];
                 };
             };
             /** @description Bad Request */
@@ -11959,7 +12004,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Put-org-userRequest"];
+                "application/json": components["schemas"]["PutOrgUserRequest"];
             };
         };
         responses: {
@@ -12264,7 +12309,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["License-public-keyResponse"];
+                    "application/json": components["schemas"]["LicensePublicKeyResponse"];
                 };
             };
             /** @description Not Found */
@@ -12296,7 +12341,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Validate-licenseRequest"];
+                "application/json": components["schemas"]["ValidateLicenseRequest"];
             };
         };
         responses: {
@@ -12306,7 +12351,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Validate-licenseResponse"];
+                    "application/json": components["schemas"]["ValidateLicenseResponse"];
                 };
             };
             /** @description Bad Request */
@@ -12497,7 +12542,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListOAuthConnection"];
+                    "application/json": components["schemas"]["OAuthConnectionList"];
                 };
             };
             /** @description Bad Request */
@@ -12576,7 +12621,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["OAuthConnectionBody"];
+                "application/json": components["schemas"]["CreateOAuthConnectionRequest"];
             };
         };
         responses: {
@@ -12916,7 +12961,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListOrgConfigEntry"];
+                    "application/json": components["schemas"]["OrgConfigEntryList"];
                 };
             };
             /** @description Bad Request */
@@ -13004,7 +13049,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["OrgConfigBody"];
+                "application/json": components["schemas"]["SetOrgConfigRequest"];
             };
         };
         responses: {
@@ -13514,7 +13559,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["PublishBody"];
+                "application/json": components["schemas"]["PublishBundleRequest"];
             };
         };
         responses: {
@@ -13524,7 +13569,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PublishAnswer"];
+                    "application/json": components["schemas"]["Publication"];
                 };
             };
             /** @description Bad Request */
@@ -13639,7 +13684,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ProcessBody"];
+                "application/json": components["schemas"]["CreateProcessRequest"];
             };
         };
         responses: {
@@ -13755,7 +13800,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["FromPromptBody"];
+                "application/json": components["schemas"]["CreateProcessFromPromptRequest"];
             };
         };
         responses: {
@@ -13765,7 +13810,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["FromPromptAnswer"];
+                    "application/json": components["schemas"]["ProcessFromPrompt"];
                 };
             };
             /** @description Bad Request */
@@ -13969,7 +14014,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ComposeBody"];
+                "application/json": components["schemas"]["ComposeBundleRequest"];
             };
         };
         responses: {
@@ -14087,7 +14132,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["ExecuteBody"];
+                "application/json": components["schemas"]["ExecuteRequest"];
             };
         };
         responses: {
@@ -14097,7 +14142,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ExecuteAnswer"];
+                    "application/json": components["schemas"]["RunAccepted"];
                 };
             };
             /** @description Bad Request */
@@ -14223,7 +14268,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListProject"];
+                    "application/json": components["schemas"]["ProjectList"];
                 };
             };
             /** @description Bad Request */
@@ -14302,7 +14347,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ProjectBody"];
+                "application/json": components["schemas"]["CreateProjectRequest"];
             };
         };
         responses: {
@@ -14458,7 +14503,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListRunOperation"];
+                    "application/json": components["schemas"]["RunOperationList"];
                 };
             };
             /** @description Bad Request */
@@ -14542,7 +14587,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["RunOperationBody"];
+                "application/json": components["schemas"]["CreateRunOperationRequest"];
             };
         };
         responses: {
@@ -14653,7 +14698,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Operation id. */
-                operationId: string;
+                runOperationId: string;
             };
             cookie?: never;
         };
@@ -14754,7 +14799,7 @@ export interface operations {
                 /** @description Only runs of this workflow. */
                 workflow_id?: string;
                 /** @description Only runs in one of these statuses: ?status=failed&status=paused. */
-                status?: ("running" | "paused" | "completed" | "failed" | "cancelled" | "rejected" | "condition_not_met")[] | null;
+                status?: components["schemas"]["RunStatus"][];
                 /** @description Only runs created at or after this time (RFC 3339). */
                 created_after?: string;
                 /** @description Only runs created before this time (RFC 3339). */
@@ -14776,7 +14821,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListRun"];
+                    "application/json": components["schemas"]["RunList"];
                 };
             };
             /** @description Bad Request */
@@ -14861,7 +14906,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["CancelBody"];
+                "application/json": components["schemas"]["CancelRunRequest"];
             };
         };
         responses: {
@@ -14990,7 +15035,7 @@ export interface operations {
                 /** @description Run id. */
                 runId: string;
                 /** @description The context key: a step's outputKey or output key (matchGroups, matched, ...), input, a submitted form field, __approved, __run_id. */
-                key: string;
+                contextKey: string;
             };
             cookie?: never;
         };
@@ -15104,7 +15149,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListEvent"];
+                    "application/json": components["schemas"]["EventList"];
                 };
             };
             /** @description Bad Request */
@@ -15297,7 +15342,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["RetryBody"];
+                "application/json": components["schemas"]["RetryRunRequest"];
             };
         };
         responses: {
@@ -15525,8 +15570,8 @@ export interface operations {
                 /** @description Hold the answer up to this long (a Go duration: 500ms, 30s; at most 60s). */
                 wait?: string;
                 /** @description With ?wait=: the status the caller last saw; the answer comes when the run's status differs from it (default running). */
-                last_status?: "running" | "paused" | "completed" | "failed" | "cancelled" | "rejected" | "condition_not_met";
-                /** @description false leaves the context out of the answer (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{key}. */
+                last_status?: components["schemas"]["RunStatus"];
+                /** @description false leaves the context out of the status document (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{contextKey}. */
                 context?: boolean;
             };
             header?: never;
@@ -15544,7 +15589,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RunStatusDoc"];
+                    "application/json": components["schemas"]["RunStatusDocument"];
                 };
             };
             /** @description Bad Request */
@@ -15744,7 +15789,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Sdk-auth-startRequest"];
+                "application/json": components["schemas"]["SdkAuthStartRequest"];
             };
         };
         responses: {
@@ -15851,7 +15896,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Sdk-auth-verifyRequest"];
+                "application/json": components["schemas"]["SdkAuthVerifyRequest"];
             };
         };
         responses: {
@@ -16049,7 +16094,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Sdk-submit-form-pauseRequest"];
+                "application/json": components["schemas"]["SdkSubmitFormPauseRequest"];
             };
         };
         responses: {
@@ -16256,7 +16301,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Sdk-list-tasksResponse"];
+                    "application/json": components["schemas"]["SdkListTasksResponse"];
                 };
             };
             /** @description No credential (unauthorized); an unknown, revoked or expired key (unknown_key, key_revoked, key_expired); a session that is not known, has expired or whose person the organization no longer admits (unknown_session, session_expired, session_ended); on sign-in, a wrong, expired, used or exhausted code (code_invalid). */
@@ -16328,7 +16373,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Sdk-decide-taskRequest"];
+                "application/json": components["schemas"]["SdkDecideTaskRequest"];
             };
         };
         responses: {
@@ -16473,7 +16518,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListWebhook"];
+                    "application/json": components["schemas"]["WebhookList"];
                 };
             };
             /** @description Bad Request */
@@ -16552,7 +16597,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WebhookBody"];
+                "application/json": components["schemas"]["WebhookRegistration"];
             };
         };
         responses: {
@@ -16863,7 +16908,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WebhookPatchBody"];
+                "application/json": components["schemas"]["WebhookUpdate"];
             };
         };
         responses: {
@@ -17002,7 +17047,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListDelivery"];
+                    "application/json": components["schemas"]["DeliveryList"];
                 };
             };
             /** @description Bad Request */
@@ -17101,7 +17146,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListWorkflow"];
+                    "application/json": components["schemas"]["WorkflowList"];
                 };
             };
             /** @description Bad Request */
@@ -17180,7 +17225,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WorkflowBody"];
+                "application/json": components["schemas"]["WorkflowRequest"];
             };
         };
         responses: {
@@ -17296,7 +17341,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["LegacyFromAIBody"];
+                "application/json": components["schemas"]["CreateWorkflowFromAIRequest"];
             };
         };
         responses: {
@@ -17306,7 +17351,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LegacyFromAIAnswer"];
+                    "application/json": components["schemas"]["WorkflowFromAI"];
                 };
             };
             /** @description Bad Request */
@@ -17421,7 +17466,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Workflow id. */
-                id: string;
+                workflowId: string;
             };
             cookie?: never;
         };
@@ -17518,13 +17563,13 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Workflow id. */
-                id: string;
+                workflowId: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WorkflowBody"];
+                "application/json": components["schemas"]["WorkflowRequest"];
             };
         };
         responses: {
@@ -17646,7 +17691,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description Workflow id. */
-                id: string;
+                workflowId: string;
             };
             cookie?: never;
         };
@@ -17749,8 +17794,8 @@ export interface operations {
             query?: {
                 /** @description Hold the answer up to this long (a Go duration: 500ms, 30s; at most 60s). */
                 wait?: string;
-                /** @description With ?wait=: false leaves the context out of the status document (read large results with GET /runs/{runId}/context/{key}). */
-                context?: "true" | "false";
+                /** @description false leaves the context out of the status document (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{contextKey}. */
+                context?: boolean;
             };
             header?: {
                 /** @description Makes retries start one run. */
@@ -17758,23 +17803,23 @@ export interface operations {
             };
             path: {
                 /** @description Workflow id. */
-                id: string;
+                workflowId: string;
             };
             cookie?: never;
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["ExecuteBody"];
+                "application/json": components["schemas"]["ExecuteRequest"];
             };
         };
         responses: {
-            /** @description With ?wait=: the run ended or paused within the wait; the body is its status document. */
+            /** @description With ?wait=: the run ended or paused within the wait; the body is its status document (GET /runs/{runId}/status). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ExecuteAnswer"];
+                    "application/json": components["schemas"]["RunStatusDocument"];
                 };
             };
             /** @description Accepted */
@@ -17783,7 +17828,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ExecuteAnswer"];
+                    "application/json": components["schemas"]["RunAccepted"];
                 };
             };
             /** @description Bad Request */

@@ -27,3 +27,21 @@ test("src/integrator.ts is generated from openapi/integrator.yaml", () => {
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the generated types: no array is `| null`, every status set is one union type", () => {
+  const types = readFileSync(join(pkg, "src/integrator.ts"), "utf8");
+  const nullable = types.split("\n").filter((l) => /\[\]\s*\|\s*null|Array<.*>\s*\|\s*null|null\s*\|.*\[\]/.test(l));
+  assert.deepEqual(nullable, [], "arrays typed as possibly null");
+  for (const set of ["RunStatus", "StepStatus", "AgentRunStatus", "ApprovalStatus", "FormPauseStatus", "DeliveryStatus", "GenerationStatus", "BundleStatus", "AccountStatus"]) {
+    assert.match(types, new RegExp(`\\n\\s+${set}: "[a-z_]+"( \\| "[a-z_]+")*;\\n`), `${set} is a union of its statuses`);
+  }
+  // That no answer's status is a plain string is hosts/runtime's TestResponseStatusesAreNamedEnums
+  // (two webhook payloads, LLMGenerationStatusEvent and WorkflowCreationStatusEvent, still have one).
+});
+
+// Compile-time checks: a status is its set, an answer's array is never null.
+type Schemas = import("../src/integrator.js").components["schemas"];
+const _completed: Schemas["RunAccepted"]["status"] = "completed";
+const _steps: null extends Schemas["RunStatusDocument"]["steps"] ? never : true = true;
+void _completed;
+void _steps;

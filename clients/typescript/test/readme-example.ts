@@ -7,8 +7,8 @@ export async function readmeExample(): Promise<void> {
   // README begin
   const svc = gatewayClient("http://localhost:8081", process.env.SVC_KEY); // svc_live_…
   const wf = await ok(svc.POST("/workflows", { body: { name: "hello", definition: { actions: [] } } }));
-  const run = await ok(svc.POST("/workflows/{id}/execute", {
-    params: { path: { id: wf.id }, query: { wait: "30s" } }, body: { input: { name: "Ada" } } }));
+  const run = await ok(svc.POST("/workflows/{workflowId}/execute", {
+    params: { path: { workflowId: wf.id }, query: { wait: "30s" } }, body: { input: { name: "Ada" } } }));
   const status = await ok(svc.GET("/runs/{runId}/status", { params: { path: { runId: run.id } } }));
   console.log(status.status, status.steps); // typed; a 4xx throws ProblemError {status, problem.code}
   // README end

@@ -35,7 +35,7 @@ after(async () => {
 });
 
 /** The onboarding workflow of the tour (examples/workflows/onboard.json). */
-function onboard(): Schema<"WorkflowBody"> {
+function onboard(): Schema<"WorkflowRequest"> {
   return JSON.parse(readFileSync(join(root, "examples/workflows/onboard.json"), "utf8"));
 }
 
@@ -57,8 +57,8 @@ test("the README tour through the gateway: tables, a workflow, execute with ?wai
   assert.match(wf.id, /^wfl-/);
 
   const execute = () =>
-    svc.POST("/workflows/{id}/execute", {
-      params: { path: { id: wf.id }, query: { wait: "30s" }, header: { "Idempotency-Key": "signup-42" } },
+    svc.POST("/workflows/{workflowId}/execute", {
+      params: { path: { workflowId: wf.id }, query: { wait: "30s" }, header: { "Idempotency-Key": "signup-42" } },
       body: { input: { email: "ada@example.com", name: "Ada", tier: "gold" } },
     });
   const { data: run, response } = await execute();
@@ -78,17 +78,17 @@ test("the README tour through the gateway: tables, a workflow, execute with ?wai
   assert.equal(evidence.run_id, run.id);
   const events = await ok(svc.GET("/runs/{runId}/events", { params: { path: { runId: run.id } } }));
   assert.ok(events.items?.some((e) => e.event === "workflow_run_completed"), JSON.stringify(events));
-  const gold = await ok(svc.GET("/runs/{runId}/context/{key}", { params: { path: { runId: run.id, key: "gold" }, query: { limit: 10 } } }));
+  const gold = await ok(svc.GET("/runs/{runId}/context/{contextKey}", { params: { path: { runId: run.id, contextKey: "gold" }, query: { limit: 10 } } }));
   assert.equal(gold.total, 1);
 
   const rows = await ok(
-    svc.GET("/custom-tables/{name}/rows", { params: { path: { name: "customers" }, query: { where: JSON.stringify({ tier: "gold" }) } } }),
+    svc.GET("/custom-tables/{tableName}/rows", { params: { path: { tableName: "customers" }, query: { where: JSON.stringify({ tier: "gold" }) } } }),
   );
   assert.equal(rows.items?.length, 1);
-  const notes = await ok(svc.GET("/custom-tables/{name}/rows", { params: { path: { name: "notes" } } }));
+  const notes = await ok(svc.GET("/custom-tables/{tableName}/rows", { params: { path: { tableName: "notes" } } }));
   assert.deepEqual(
     notes.items?.map((r) => r.data?.text),
-    ["Welcome Ada (1 gold customers)"],
+    ["Welcome Ada (gold customers: 1)"],
   );
 
   // The same run, read from the runtime directly as the organization (X-Org-Id set once).
@@ -181,7 +181,7 @@ test("a webhook registration: a completed run is delivered, signed with the secr
 
     const wf = await ok(svc.POST("/workflows", { body: { ...onboard(), name: "onboard-hooked" } }));
     const run = await ok(
-      svc.POST("/workflows/{id}/execute", { params: { path: { id: wf.id } }, body: { input: { email: "cy@example.com", name: "Cy", tier: "silver" } } }),
+      svc.POST("/workflows/{workflowId}/execute", { params: { path: { workflowId: wf.id } }, body: { input: { email: "cy@example.com", name: "Cy", tier: "silver" } } }),
     );
     const d = await hook.next();
     const ts = String(d.headers["x-svc-timestamp"]);
@@ -256,7 +256,7 @@ test("an agent: it asks a person, is resumed and completes (the organization's m
     assert.equal(paused.pause?.question, "Write the 1.50 off?");
 
     await ok(svc.POST("/agents/{agentId}/resume", { params: { path: { agentId: paused.agent_run_id } }, body: { human_input: "write it off", approved: true } }));
-    let status: Schema<"AgentStatus"> | undefined;
+    let status: Schema<"AgentRun"> | undefined;
     for (let i = 0; i < 1200; i++) {
       status = await ok(svc.GET("/agents/{agentId}/status", { params: { path: { agentId: paused.agent_run_id } } }));
       if (status.status === "completed") break;

@@ -21,10 +21,10 @@ func Example_readme() {
 		return nil
 	})
 	svc, _ := integrator.NewClientWithResponses("http://localhost:8081", key)
-	wf, _ := svc.CreateWorkflowWithResponse(ctx, integrator.WorkflowBody{Name: "hello", Definition: integrator.WorkflowDefinition{Actions: []integrator.WorkflowStep{}}})
+	wf, _ := svc.CreateWorkflowWithResponse(ctx, integrator.WorkflowRequest{Name: "hello", Definition: integrator.WorkflowDefinition{Actions: []integrator.WorkflowStep{}}})
 	wait := "30s"
 	run, _ := svc.ExecuteWorkflowWithResponse(ctx, wf.JSON201.Id, &integrator.ExecuteWorkflowParams{Wait: &wait},
-		integrator.ExecuteBody{Input: &map[string]any{"name": "Ada"}})
+		integrator.ExecuteRequest{Input: &map[string]any{"name": "Ada"}})
 	fmt.Println(run.JSON200.Status, run.JSON200.Steps) // typed; a 4xx: run.ApplicationproblemJSON404.Code and the like
 	// README end
 }

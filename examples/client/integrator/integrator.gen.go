@@ -18,6 +18,24 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AccountStatus.
+const (
+	AccountStatusActive    AccountStatus = "active"
+	AccountStatusSuspended AccountStatus = "suspended"
+)
+
+// Valid indicates whether the value is a known member of the AccountStatus enum.
+func (e AccountStatus) Valid() bool {
+	switch e {
+	case AccountStatusActive:
+		return true
+	case AccountStatusSuspended:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ActionHttpMethod.
 const (
 	ActionHttpMethodDELETE ActionHttpMethod = "DELETE"
@@ -72,54 +90,54 @@ func (e ActionKind) Valid() bool {
 	}
 }
 
-// Defines values for ActionBodyHttpMethod.
+// Defines values for ActionDefinitionHttpMethod.
 const (
-	ActionBodyHttpMethodDELETE ActionBodyHttpMethod = "DELETE"
-	ActionBodyHttpMethodGET    ActionBodyHttpMethod = "GET"
-	ActionBodyHttpMethodPATCH  ActionBodyHttpMethod = "PATCH"
-	ActionBodyHttpMethodPOST   ActionBodyHttpMethod = "POST"
-	ActionBodyHttpMethodPUT    ActionBodyHttpMethod = "PUT"
+	ActionDefinitionHttpMethodDELETE ActionDefinitionHttpMethod = "DELETE"
+	ActionDefinitionHttpMethodGET    ActionDefinitionHttpMethod = "GET"
+	ActionDefinitionHttpMethodPATCH  ActionDefinitionHttpMethod = "PATCH"
+	ActionDefinitionHttpMethodPOST   ActionDefinitionHttpMethod = "POST"
+	ActionDefinitionHttpMethodPUT    ActionDefinitionHttpMethod = "PUT"
 )
 
-// Valid indicates whether the value is a known member of the ActionBodyHttpMethod enum.
-func (e ActionBodyHttpMethod) Valid() bool {
+// Valid indicates whether the value is a known member of the ActionDefinitionHttpMethod enum.
+func (e ActionDefinitionHttpMethod) Valid() bool {
 	switch e {
-	case ActionBodyHttpMethodDELETE:
+	case ActionDefinitionHttpMethodDELETE:
 		return true
-	case ActionBodyHttpMethodGET:
+	case ActionDefinitionHttpMethodGET:
 		return true
-	case ActionBodyHttpMethodPATCH:
+	case ActionDefinitionHttpMethodPATCH:
 		return true
-	case ActionBodyHttpMethodPOST:
+	case ActionDefinitionHttpMethodPOST:
 		return true
-	case ActionBodyHttpMethodPUT:
+	case ActionDefinitionHttpMethodPUT:
 		return true
 	default:
 		return false
 	}
 }
 
-// Defines values for ActionBodyKind.
+// Defines values for ActionDefinitionKind.
 const (
-	ActionBodyKindCustomTable ActionBodyKind = "custom-table"
-	ActionBodyKindDb          ActionBodyKind = "db"
-	ActionBodyKindHttp        ActionBodyKind = "http"
-	ActionBodyKindLlm         ActionBodyKind = "llm"
-	ActionBodyKindNwayMatch   ActionBodyKind = "nway_match"
+	ActionDefinitionKindCustomTable ActionDefinitionKind = "custom-table"
+	ActionDefinitionKindDb          ActionDefinitionKind = "db"
+	ActionDefinitionKindHttp        ActionDefinitionKind = "http"
+	ActionDefinitionKindLlm         ActionDefinitionKind = "llm"
+	ActionDefinitionKindNwayMatch   ActionDefinitionKind = "nway_match"
 )
 
-// Valid indicates whether the value is a known member of the ActionBodyKind enum.
-func (e ActionBodyKind) Valid() bool {
+// Valid indicates whether the value is a known member of the ActionDefinitionKind enum.
+func (e ActionDefinitionKind) Valid() bool {
 	switch e {
-	case ActionBodyKindCustomTable:
+	case ActionDefinitionKindCustomTable:
 		return true
-	case ActionBodyKindDb:
+	case ActionDefinitionKindDb:
 		return true
-	case ActionBodyKindHttp:
+	case ActionDefinitionKindHttp:
 		return true
-	case ActionBodyKindLlm:
+	case ActionDefinitionKindLlm:
 		return true
-	case ActionBodyKindNwayMatch:
+	case ActionDefinitionKindNwayMatch:
 		return true
 	default:
 		return false
@@ -279,6 +297,36 @@ func (e AgentPausedEventStatus) Valid() bool {
 	}
 }
 
+// Defines values for AgentRunStatus.
+const (
+	AgentRunStatusBudgetExceeded AgentRunStatus = "budget_exceeded"
+	AgentRunStatusCancelled      AgentRunStatus = "cancelled"
+	AgentRunStatusCompleted      AgentRunStatus = "completed"
+	AgentRunStatusFailed         AgentRunStatus = "failed"
+	AgentRunStatusPaused         AgentRunStatus = "paused"
+	AgentRunStatusRunning        AgentRunStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the AgentRunStatus enum.
+func (e AgentRunStatus) Valid() bool {
+	switch e {
+	case AgentRunStatusBudgetExceeded:
+		return true
+	case AgentRunStatusCancelled:
+		return true
+	case AgentRunStatusCompleted:
+		return true
+	case AgentRunStatusFailed:
+		return true
+	case AgentRunStatusPaused:
+		return true
+	case AgentRunStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AgentToolDeclaration1Type.
 const (
 	AgentToolDeclaration1TypeAction AgentToolDeclaration1Type = "action"
@@ -309,6 +357,30 @@ func (e AgentToolDeclaration2Type) Valid() bool {
 	}
 }
 
+// Defines values for ApprovalStatus.
+const (
+	ApprovalStatusApproved  ApprovalStatus = "approved"
+	ApprovalStatusCancelled ApprovalStatus = "cancelled"
+	ApprovalStatusPending   ApprovalStatus = "pending"
+	ApprovalStatusRejected  ApprovalStatus = "rejected"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalStatus enum.
+func (e ApprovalStatus) Valid() bool {
+	switch e {
+	case ApprovalStatusApproved:
+		return true
+	case ApprovalStatusCancelled:
+		return true
+	case ApprovalStatusPending:
+		return true
+	case ApprovalStatusRejected:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ApprovalStepType.
 const (
 	ApprovalStepTypePbotApproval ApprovalStepType = "PbotApproval"
@@ -318,6 +390,24 @@ const (
 func (e ApprovalStepType) Valid() bool {
 	switch e {
 	case ApprovalStepTypePbotApproval:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BundleStatus.
+const (
+	BundleStatusDraft     BundleStatus = "draft"
+	BundleStatusPublished BundleStatus = "published"
+)
+
+// Valid indicates whether the value is a known member of the BundleStatus enum.
+func (e BundleStatus) Valid() bool {
+	switch e {
+	case BundleStatusDraft:
+		return true
+	case BundleStatusPublished:
 		return true
 	default:
 		return false
@@ -351,6 +441,42 @@ func (e CreateKeyRequestKind) Valid() bool {
 	case CreateKeyRequestKindPublishable:
 		return true
 	case CreateKeyRequestKindRuntime:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateProcessRequestAuthoringMode.
+const (
+	CreateProcessRequestAuthoringModeProcessFirst  CreateProcessRequestAuthoringMode = "process_first"
+	CreateProcessRequestAuthoringModeWorkflowFirst CreateProcessRequestAuthoringMode = "workflow_first"
+)
+
+// Valid indicates whether the value is a known member of the CreateProcessRequestAuthoringMode enum.
+func (e CreateProcessRequestAuthoringMode) Valid() bool {
+	switch e {
+	case CreateProcessRequestAuthoringModeProcessFirst:
+		return true
+	case CreateProcessRequestAuthoringModeWorkflowFirst:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateRunOperationRequestAction.
+const (
+	CreateRunOperationRequestActionCancel CreateRunOperationRequestAction = "cancel"
+	CreateRunOperationRequestActionRetry  CreateRunOperationRequestAction = "retry"
+)
+
+// Valid indicates whether the value is a known member of the CreateRunOperationRequestAction enum.
+func (e CreateRunOperationRequestAction) Valid() bool {
+	switch e {
+	case CreateRunOperationRequestActionCancel:
+		return true
+	case CreateRunOperationRequestActionRetry:
 		return true
 	default:
 		return false
@@ -426,6 +552,27 @@ func (e CustomTableWritePropertiesOperation) Valid() bool {
 	}
 }
 
+// Defines values for DeliveryStatus.
+const (
+	DeliveryStatusFailed    DeliveryStatus = "failed"
+	DeliveryStatusPending   DeliveryStatus = "pending"
+	DeliveryStatusSucceeded DeliveryStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryStatus enum.
+func (e DeliveryStatus) Valid() bool {
+	switch e {
+	case DeliveryStatusFailed:
+		return true
+	case DeliveryStatusPending:
+		return true
+	case DeliveryStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ForeachLoopPropertiesMode.
 const (
 	ForeachLoopPropertiesModeForeach ForeachLoopPropertiesMode = "foreach"
@@ -435,6 +582,30 @@ const (
 func (e ForeachLoopPropertiesMode) Valid() bool {
 	switch e {
 	case ForeachLoopPropertiesModeForeach:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FormPauseStatus.
+const (
+	FormPauseStatusCancelled FormPauseStatus = "cancelled"
+	FormPauseStatusExpired   FormPauseStatus = "expired"
+	FormPauseStatusOpen      FormPauseStatus = "open"
+	FormPauseStatusSubmitted FormPauseStatus = "submitted"
+)
+
+// Valid indicates whether the value is a known member of the FormPauseStatus enum.
+func (e FormPauseStatus) Valid() bool {
+	switch e {
+	case FormPauseStatusCancelled:
+		return true
+	case FormPauseStatusExpired:
+		return true
+	case FormPauseStatusOpen:
+		return true
+	case FormPauseStatusSubmitted:
 		return true
 	default:
 		return false
@@ -528,27 +699,6 @@ func (e GatewayHealthStore) Valid() bool {
 	}
 }
 
-// Defines values for GenerateAnswerStatus.
-const (
-	GenerateAnswerStatusCompleted  GenerateAnswerStatus = "completed"
-	GenerateAnswerStatusFailed     GenerateAnswerStatus = "failed"
-	GenerateAnswerStatusProcessing GenerateAnswerStatus = "processing"
-)
-
-// Valid indicates whether the value is a known member of the GenerateAnswerStatus enum.
-func (e GenerateAnswerStatus) Valid() bool {
-	switch e {
-	case GenerateAnswerStatusCompleted:
-		return true
-	case GenerateAnswerStatusFailed:
-		return true
-	case GenerateAnswerStatusProcessing:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for GeneratedFormSource.
 const (
 	GeneratedFormSourceFallback GeneratedFormSource = "fallback"
@@ -567,21 +717,21 @@ func (e GeneratedFormSource) Valid() bool {
 	}
 }
 
-// Defines values for GenerationStatusStatus.
+// Defines values for GenerationStatus.
 const (
-	GenerationStatusStatusCompleted  GenerationStatusStatus = "completed"
-	GenerationStatusStatusFailed     GenerationStatusStatus = "failed"
-	GenerationStatusStatusProcessing GenerationStatusStatus = "processing"
+	GenerationStatusCompleted  GenerationStatus = "completed"
+	GenerationStatusFailed     GenerationStatus = "failed"
+	GenerationStatusProcessing GenerationStatus = "processing"
 )
 
-// Valid indicates whether the value is a known member of the GenerationStatusStatus enum.
-func (e GenerationStatusStatus) Valid() bool {
+// Valid indicates whether the value is a known member of the GenerationStatus enum.
+func (e GenerationStatus) Valid() bool {
 	switch e {
-	case GenerationStatusStatusCompleted:
+	case GenerationStatusCompleted:
 		return true
-	case GenerationStatusStatusFailed:
+	case GenerationStatusFailed:
 		return true
-	case GenerationStatusStatusProcessing:
+	case GenerationStatusProcessing:
 		return true
 	default:
 		return false
@@ -768,24 +918,6 @@ func (e ProbeStatus) Valid() bool {
 	}
 }
 
-// Defines values for ProcessBodyAuthoringMode.
-const (
-	ProcessBodyAuthoringModeProcessFirst  ProcessBodyAuthoringMode = "process_first"
-	ProcessBodyAuthoringModeWorkflowFirst ProcessBodyAuthoringMode = "workflow_first"
-)
-
-// Valid indicates whether the value is a known member of the ProcessBodyAuthoringMode enum.
-func (e ProcessBodyAuthoringMode) Valid() bool {
-	switch e {
-	case ProcessBodyAuthoringModeProcessFirst:
-		return true
-	case ProcessBodyAuthoringModeWorkflowFirst:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for PublicSubmitResultTriggeredExecutionType.
 const (
 	PublicSubmitResultTriggeredExecutionTypeAgentRun    PublicSubmitResultTriggeredExecutionType = "agent_run"
@@ -840,57 +972,6 @@ func (e RunOperationStatus) Valid() bool {
 	}
 }
 
-// Defines values for RunOperationBodyAction.
-const (
-	RunOperationBodyActionCancel RunOperationBodyAction = "cancel"
-	RunOperationBodyActionRetry  RunOperationBodyAction = "retry"
-)
-
-// Valid indicates whether the value is a known member of the RunOperationBodyAction enum.
-func (e RunOperationBodyAction) Valid() bool {
-	switch e {
-	case RunOperationBodyActionCancel:
-		return true
-	case RunOperationBodyActionRetry:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for RunOperationFilterStatus.
-const (
-	RunOperationFilterStatusCancelled       RunOperationFilterStatus = "cancelled"
-	RunOperationFilterStatusCompleted       RunOperationFilterStatus = "completed"
-	RunOperationFilterStatusConditionNotMet RunOperationFilterStatus = "condition_not_met"
-	RunOperationFilterStatusFailed          RunOperationFilterStatus = "failed"
-	RunOperationFilterStatusPaused          RunOperationFilterStatus = "paused"
-	RunOperationFilterStatusRejected        RunOperationFilterStatus = "rejected"
-	RunOperationFilterStatusRunning         RunOperationFilterStatus = "running"
-)
-
-// Valid indicates whether the value is a known member of the RunOperationFilterStatus enum.
-func (e RunOperationFilterStatus) Valid() bool {
-	switch e {
-	case RunOperationFilterStatusCancelled:
-		return true
-	case RunOperationFilterStatusCompleted:
-		return true
-	case RunOperationFilterStatusConditionNotMet:
-		return true
-	case RunOperationFilterStatusFailed:
-		return true
-	case RunOperationFilterStatusPaused:
-		return true
-	case RunOperationFilterStatusRejected:
-		return true
-	case RunOperationFilterStatusRunning:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for RunResultStatus.
 const (
 	RunResultStatusCompleted       RunResultStatus = "completed"
@@ -912,6 +993,39 @@ func (e RunResultStatus) Valid() bool {
 	}
 }
 
+// Defines values for RunStatus.
+const (
+	RunStatusCancelled       RunStatus = "cancelled"
+	RunStatusCompleted       RunStatus = "completed"
+	RunStatusConditionNotMet RunStatus = "condition_not_met"
+	RunStatusFailed          RunStatus = "failed"
+	RunStatusPaused          RunStatus = "paused"
+	RunStatusRejected        RunStatus = "rejected"
+	RunStatusRunning         RunStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the RunStatus enum.
+func (e RunStatus) Valid() bool {
+	switch e {
+	case RunStatusCancelled:
+		return true
+	case RunStatusCompleted:
+		return true
+	case RunStatusConditionNotMet:
+		return true
+	case RunStatusFailed:
+		return true
+	case RunStatusPaused:
+		return true
+	case RunStatusRejected:
+		return true
+	case RunStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SlackPostMessageStepType.
 const (
 	SlackPostMessageStepTypeSlackPostMessage SlackPostMessageStepType = "slack_post_message"
@@ -921,6 +1035,36 @@ const (
 func (e SlackPostMessageStepType) Valid() bool {
 	switch e {
 	case SlackPostMessageStepTypeSlackPostMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StepStatus.
+const (
+	StepStatusCancelled  StepStatus = "cancelled"
+	StepStatusCompleted  StepStatus = "completed"
+	StepStatusFailed     StepStatus = "failed"
+	StepStatusPending    StepStatus = "pending"
+	StepStatusProcessing StepStatus = "processing"
+	StepStatusSkipped    StepStatus = "skipped"
+)
+
+// Valid indicates whether the value is a known member of the StepStatus enum.
+func (e StepStatus) Valid() bool {
+	switch e {
+	case StepStatusCancelled:
+		return true
+	case StepStatusCompleted:
+		return true
+	case StepStatusFailed:
+		return true
+	case StepStatusPending:
+		return true
+	case StepStatusProcessing:
+		return true
+	case StepStatusSkipped:
 		return true
 	default:
 		return false
@@ -984,151 +1128,15 @@ func (e WebhookCircuitState) Valid() bool {
 	}
 }
 
-// Defines values for ListAgentsParamsStatus.
-const (
-	ListAgentsParamsStatusBudgetExceeded ListAgentsParamsStatus = "budget_exceeded"
-	ListAgentsParamsStatusCancelled      ListAgentsParamsStatus = "cancelled"
-	ListAgentsParamsStatusCompleted      ListAgentsParamsStatus = "completed"
-	ListAgentsParamsStatusFailed         ListAgentsParamsStatus = "failed"
-	ListAgentsParamsStatusPaused         ListAgentsParamsStatus = "paused"
-	ListAgentsParamsStatusRunning        ListAgentsParamsStatus = "running"
-)
-
-// Valid indicates whether the value is a known member of the ListAgentsParamsStatus enum.
-func (e ListAgentsParamsStatus) Valid() bool {
-	switch e {
-	case ListAgentsParamsStatusBudgetExceeded:
-		return true
-	case ListAgentsParamsStatusCancelled:
-		return true
-	case ListAgentsParamsStatusCompleted:
-		return true
-	case ListAgentsParamsStatusFailed:
-		return true
-	case ListAgentsParamsStatusPaused:
-		return true
-	case ListAgentsParamsStatusRunning:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ListApprovalsParamsStatus.
-const (
-	ListApprovalsParamsStatusApproved  ListApprovalsParamsStatus = "approved"
-	ListApprovalsParamsStatusCancelled ListApprovalsParamsStatus = "cancelled"
-	ListApprovalsParamsStatusPending   ListApprovalsParamsStatus = "pending"
-	ListApprovalsParamsStatusRejected  ListApprovalsParamsStatus = "rejected"
-)
-
-// Valid indicates whether the value is a known member of the ListApprovalsParamsStatus enum.
-func (e ListApprovalsParamsStatus) Valid() bool {
-	switch e {
-	case ListApprovalsParamsStatusApproved:
-		return true
-	case ListApprovalsParamsStatusCancelled:
-		return true
-	case ListApprovalsParamsStatusPending:
-		return true
-	case ListApprovalsParamsStatusRejected:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ListRunsParamsStatus.
-const (
-	ListRunsParamsStatusCancelled       ListRunsParamsStatus = "cancelled"
-	ListRunsParamsStatusCompleted       ListRunsParamsStatus = "completed"
-	ListRunsParamsStatusConditionNotMet ListRunsParamsStatus = "condition_not_met"
-	ListRunsParamsStatusFailed          ListRunsParamsStatus = "failed"
-	ListRunsParamsStatusPaused          ListRunsParamsStatus = "paused"
-	ListRunsParamsStatusRejected        ListRunsParamsStatus = "rejected"
-	ListRunsParamsStatusRunning         ListRunsParamsStatus = "running"
-)
-
-// Valid indicates whether the value is a known member of the ListRunsParamsStatus enum.
-func (e ListRunsParamsStatus) Valid() bool {
-	switch e {
-	case ListRunsParamsStatusCancelled:
-		return true
-	case ListRunsParamsStatusCompleted:
-		return true
-	case ListRunsParamsStatusConditionNotMet:
-		return true
-	case ListRunsParamsStatusFailed:
-		return true
-	case ListRunsParamsStatusPaused:
-		return true
-	case ListRunsParamsStatusRejected:
-		return true
-	case ListRunsParamsStatusRunning:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for GetRunStatusParamsLastStatus.
-const (
-	GetRunStatusParamsLastStatusCancelled       GetRunStatusParamsLastStatus = "cancelled"
-	GetRunStatusParamsLastStatusCompleted       GetRunStatusParamsLastStatus = "completed"
-	GetRunStatusParamsLastStatusConditionNotMet GetRunStatusParamsLastStatus = "condition_not_met"
-	GetRunStatusParamsLastStatusFailed          GetRunStatusParamsLastStatus = "failed"
-	GetRunStatusParamsLastStatusPaused          GetRunStatusParamsLastStatus = "paused"
-	GetRunStatusParamsLastStatusRejected        GetRunStatusParamsLastStatus = "rejected"
-	GetRunStatusParamsLastStatusRunning         GetRunStatusParamsLastStatus = "running"
-)
-
-// Valid indicates whether the value is a known member of the GetRunStatusParamsLastStatus enum.
-func (e GetRunStatusParamsLastStatus) Valid() bool {
-	switch e {
-	case GetRunStatusParamsLastStatusCancelled:
-		return true
-	case GetRunStatusParamsLastStatusCompleted:
-		return true
-	case GetRunStatusParamsLastStatusConditionNotMet:
-		return true
-	case GetRunStatusParamsLastStatusFailed:
-		return true
-	case GetRunStatusParamsLastStatusPaused:
-		return true
-	case GetRunStatusParamsLastStatusRejected:
-		return true
-	case GetRunStatusParamsLastStatusRunning:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ExecuteWorkflowParamsContext.
-const (
-	ExecuteWorkflowParamsContextFalse ExecuteWorkflowParamsContext = "false"
-	ExecuteWorkflowParamsContextTrue  ExecuteWorkflowParamsContext = "true"
-)
-
-// Valid indicates whether the value is a known member of the ExecuteWorkflowParamsContext enum.
-func (e ExecuteWorkflowParamsContext) Valid() bool {
-	switch e {
-	case ExecuteWorkflowParamsContextFalse:
-		return true
-	case ExecuteWorkflowParamsContextTrue:
-		return true
-	default:
-		return false
-	}
-}
-
 // Account defines model for Account.
 type Account struct {
 	CreatedAt time.Time `json:"created_at"`
 	Email     string    `json:"email"`
 	Id        string    `json:"id"`
 	Name      string    `json:"name"`
-	Status    string    `json:"status"`
+
+	// Status An account's status: active, or suspended by the operator (its keys and token are refused).
+	Status AccountStatus `json:"status"`
 
 	// Tier The account's tier (operator administration); empty: the deployment's defaults.
 	Tier *string `json:"tier,omitempty"`
@@ -1136,6 +1144,18 @@ type Account struct {
 	// TokenPrefix The management token's beginning, to tell tokens apart.
 	TokenPrefix string `json:"token_prefix"`
 }
+
+// AccountList defines model for AccountList.
+type AccountList struct {
+	// Items This page of results.
+	Items []Account `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// AccountStatus An account's status: active, or suspended by the operator (its keys and token are refused).
+type AccountStatus string
 
 // AccountUsage defines model for AccountUsage.
 type AccountUsage struct {
@@ -1209,8 +1229,8 @@ type ActionHttpMethod string
 // ActionKind What the action does. A registration may carry only its kind's fields (422 naming any other).
 type ActionKind string
 
-// ActionBody defines model for ActionBody.
-type ActionBody struct {
+// ActionDefinition defines model for ActionDefinition.
+type ActionDefinition struct {
 	// ActionName 1-100 letters, digits, '_', '-' or '.'; unique within the organization; a workflow step names the action by it as its type. Required on POST; on PUT optional, and when given it must equal the path's.
 	//
 	// Example: notify-crm
@@ -1228,10 +1248,10 @@ type ActionBody struct {
 	Headers *map[string]string `json:"headers,omitempty"`
 
 	// HttpMethod http: default POST.
-	HttpMethod *ActionBodyHttpMethod `json:"http_method,omitempty"`
+	HttpMethod *ActionDefinitionHttpMethod `json:"http_method,omitempty"`
 
 	// Kind What the action does. A registration may carry only its kind's fields (422 naming any other).
-	Kind ActionBodyKind `json:"kind"`
+	Kind ActionDefinitionKind `json:"kind"`
 
 	// MaxTokens llm: the longest reply, in tokens.
 	MaxTokens *int64 `json:"max_tokens,omitempty"`
@@ -1265,11 +1285,20 @@ type ActionBody struct {
 	Url *string `json:"url,omitempty"`
 }
 
-// ActionBodyHttpMethod http: default POST.
-type ActionBodyHttpMethod string
+// ActionDefinitionHttpMethod http: default POST.
+type ActionDefinitionHttpMethod string
 
-// ActionBodyKind What the action does. A registration may carry only its kind's fields (422 naming any other).
-type ActionBodyKind string
+// ActionDefinitionKind What the action does. A registration may carry only its kind's fields (422 naming any other).
+type ActionDefinitionKind string
+
+// ActionList defines model for ActionList.
+type ActionList struct {
+	// Items This page of results.
+	Items []Action `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
 
 // ActionStep A step whose type is no built-in: an action the organization registered (POST /actions) or a step kind the embedding program registered. Its properties are the action's to check.
 type ActionStep struct {
@@ -1306,32 +1335,6 @@ type AgentApprovalRequestedEventSource string
 // AgentApprovalRequestedEventStatus defines model for AgentApprovalRequestedEvent.Status.
 type AgentApprovalRequestedEventStatus string
 
-// AgentBody defines model for AgentBody.
-type AgentBody struct {
-	Config *AgentBodyConfigStruct `json:"config,omitempty"`
-
-	// Model The provider's model name (default gpt-4o-mini).
-	Model *string `json:"model,omitempty"`
-
-	// Objective The agent's goal, in words; at most 20,000 characters.
-	Objective string `json:"objective"`
-
-	// Tools Tool declarations, mixed freely: "<action_name>", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones.
-	Tools *[]interface{} `json:"tools,omitempty"`
-}
-
-// AgentBodyConfigStruct defines model for AgentBodyConfigStruct.
-type AgentBodyConfigStruct struct {
-	// LlmBudget Raises or lowers input_tokens (100,000), output_tokens (50,000), total_tokens (150,000), model_calls (100), wall_seconds (300).
-	LlmBudget *map[string]interface{} `json:"llm_budget,omitempty"`
-
-	// MaxIterations Iteration cap, 1 to 1,000 (default 25).
-	MaxIterations *int64 `json:"max_iterations,omitempty"`
-
-	// OnStuck {iterations, action: escalate}: the same call, or nothing new learned, that many iterations in a row pauses the agent for a person (default 3).
-	OnStuck *OnStuck `json:"on_stuck,omitempty"`
-}
-
 // AgentCancelledEvent defines model for AgentCancelledEvent.
 type AgentCancelledEvent struct {
 	AgentRunId   string                    `json:"agent_run_id"`
@@ -1357,6 +1360,18 @@ type AgentCompletedEvent struct {
 
 // AgentCompletedEventStatus defines model for AgentCompletedEvent.Status.
 type AgentCompletedEventStatus string
+
+// AgentConfig defines model for AgentConfig.
+type AgentConfig struct {
+	// LlmBudget Raises or lowers input_tokens (100,000), output_tokens (50,000), total_tokens (150,000), model_calls (100), wall_seconds (300).
+	LlmBudget *map[string]interface{} `json:"llm_budget,omitempty"`
+
+	// MaxIterations Iteration cap, 1 to 1,000 (default 25).
+	MaxIterations *int64 `json:"max_iterations,omitempty"`
+
+	// OnStuck {iterations, action: escalate}: the same call, or nothing new learned, that many iterations in a row pauses the agent for a person (default 3).
+	OnStuck *OnStuck `json:"on_stuck,omitempty"`
+}
 
 // AgentFailedEvent defines model for AgentFailedEvent.
 type AgentFailedEvent struct {
@@ -1393,22 +1408,8 @@ type AgentPausedEvent struct {
 // AgentPausedEventStatus defines model for AgentPausedEvent.Status.
 type AgentPausedEventStatus string
 
-// AgentResumeBody defines model for AgentResumeBody.
-type AgentResumeBody struct {
-	// Approved Whether the person approves what the agent asked.
-	Approved bool `json:"approved"`
-
-	// HumanInput The person's answer.
-	HumanInput string `json:"human_input"`
-}
-
-// AgentStartedEvent defines model for AgentStartedEvent.
-type AgentStartedEvent struct {
-	AgentRunId string `json:"agent_run_id"`
-}
-
-// AgentStatus defines model for AgentStatus.
-type AgentStatus struct {
+// AgentRun defines model for AgentRun.
+type AgentRun struct {
 	// AgentRunId Example: agent-0b4e6c1a-3f5d-4e2a-9c8b-7a6d5e4f3c2b
 	AgentRunId  string    `json:"agent_run_id"`
 	Confidence  *float64  `json:"confidence,omitempty"`
@@ -1425,10 +1426,27 @@ type AgentStatus struct {
 	// ReasoningTrace With include_trace=true: every iteration.
 	ReasoningTrace *[]TraceEntry `json:"reasoning_trace,omitempty"`
 
-	// Status running, paused, completed, failed, budget_exceeded or cancelled.
-	Status    string    `json:"status"`
-	UpdatedAt time.Time `json:"updated_at"`
-	Usage     *Usage    `json:"usage,omitempty"`
+	// Status The agent run's status.
+	Status    AgentRunStatus `json:"status"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	Usage     *Usage         `json:"usage,omitempty"`
+}
+
+// AgentRunList defines model for AgentRunList.
+type AgentRunList struct {
+	// Items This page of results.
+	Items []AgentRun `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// AgentRunStatus An agent run's status: running and paused are live, the others are final.
+type AgentRunStatus string
+
+// AgentStartedEvent defines model for AgentStartedEvent.
+type AgentStartedEvent struct {
+	AgentRunId string `json:"agent_run_id"`
 }
 
 // AgentToolDeclaration An action name, {type: action, name}, {type: workflow, id}, or a legacy inline {name, action, description, parameters}.
@@ -1467,8 +1485,8 @@ type AgentToolDeclaration3 struct {
 	Parameters map[string]interface{} `json:"parameters"`
 }
 
-// AgentTraceAnswer defines model for AgentTraceAnswer.
-type AgentTraceAnswer struct {
+// AgentTrace defines model for AgentTrace.
+type AgentTrace struct {
 	AgentRunId string       `json:"agent_run_id"`
 	Trace      []TraceEntry `json:"trace"`
 }
@@ -1486,18 +1504,29 @@ type Approval struct {
 	ExpiresAt       *time.Time  `json:"expires_at"`
 	RequestPayload  interface{} `json:"request_payload"`
 	RunId           string      `json:"run_id"`
-	Status          string      `json:"status"`
-	StepId          int64       `json:"step_id"`
-	WorkflowId      string      `json:"workflow_id"`
+
+	// Status An approval's status: pending until decided, cancelled with its run.
+	Status     ApprovalStatus `json:"status"`
+	StepId     int64          `json:"step_id"`
+	WorkflowId string         `json:"workflow_id"`
 }
 
-// ApprovalDecisionBody defines model for ApprovalDecisionBody.
-type ApprovalDecisionBody struct {
+// ApprovalDecision defines model for ApprovalDecision.
+type ApprovalDecision struct {
 	// Approved true resumes the run; false ends it as rejected (rows already written stay).
 	Approved bool `json:"approved"`
 
 	// Comment Set in the run's context as __comment.
 	Comment *string `json:"comment,omitempty"`
+}
+
+// ApprovalList defines model for ApprovalList.
+type ApprovalList struct {
+	// Items This page of results.
+	Items []Approval `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // ApprovalProperties defines model for ApprovalProperties.
@@ -1514,6 +1543,9 @@ type ApprovalProperties struct {
 	// RequestPayload Values (and @paths) shown with the request.
 	RequestPayload *map[string]interface{} `json:"request_payload,omitempty"`
 }
+
+// ApprovalStatus An approval's status: pending until decided, cancelled with its run.
+type ApprovalStatus string
 
 // ApprovalStep Pauses the run until a person holding approver_role decides (POST /approvals/{runId}/{stepId}).
 type ApprovalStep struct {
@@ -1533,15 +1565,20 @@ type Bundle struct {
 	ProcessId       string      `json:"process_id"`
 	PublishNote     *string     `json:"publish_note,omitempty"`
 	PublishedAt     *time.Time  `json:"published_at,omitempty"`
-	Status          string      `json:"status"`
-	Summary         *string     `json:"summary,omitempty"`
-	Version         int64       `json:"version"`
-	WorkflowId      *string     `json:"workflow_id,omitempty"`
-	WorkflowVersion *int64      `json:"workflow_version,omitempty"`
+
+	// Status A process bundle's status: a draft until published, then immutable.
+	Status          BundleStatus `json:"status"`
+	Summary         *string      `json:"summary,omitempty"`
+	Version         int64        `json:"version"`
+	WorkflowId      *string      `json:"workflow_id,omitempty"`
+	WorkflowVersion *int64       `json:"workflow_version,omitempty"`
 }
 
-// CancelBody defines model for CancelBody.
-type CancelBody struct {
+// BundleStatus A process bundle's status: a draft until published, then immutable.
+type BundleStatus string
+
+// CancelRunRequest defines model for CancelRunRequest.
+type CancelRunRequest struct {
 	// Reason Why; carried by workflow_run_cancelled.
 	Reason *string `json:"reason,omitempty"`
 }
@@ -1555,8 +1592,8 @@ type CodeSent struct {
 // CodeSentStatus defines model for CodeSent.Status.
 type CodeSentStatus string
 
-// ComposeBody defines model for ComposeBody.
-type ComposeBody struct {
+// ComposeBundleRequest defines model for ComposeBundleRequest.
+type ComposeBundleRequest struct {
 	// DeploymentShape How the bundle deploys (single_workflow, ...): kept with it.
 	DeploymentShape *string `json:"deployment_shape,omitempty"`
 
@@ -1595,13 +1632,98 @@ type ContextValue struct {
 	Value interface{} `json:"value"`
 }
 
-// CreateKeyRequest defines model for Create-keyRequest.
+// CreateKeyRequest defines model for CreateKeyRequest.
 type CreateKeyRequest struct {
 	Kind CreateKeyRequestKind `json:"kind"`
 }
 
 // CreateKeyRequestKind defines model for CreateKeyRequest.Kind.
 type CreateKeyRequestKind string
+
+// CreateOAuthConnectionRequest defines model for CreateOAuthConnectionRequest.
+type CreateOAuthConnectionRequest struct {
+	// AccessToken The access token. Encrypted at rest; never returned.
+	AccessToken string `json:"access_token"`
+
+	// Account The organization's label for the account: 1-200 letters, digits and @ . _ + : -.
+	Account string `json:"account"`
+
+	// ExpiresAt When the access token expires (absent: it does not, as Slack bot tokens).
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// Provider google, slack or microsoft.
+	Provider string `json:"provider"`
+
+	// RefreshToken The refresh token, when there is one: the access token is then refreshed before it expires.
+	RefreshToken *string `json:"refresh_token,omitempty"`
+
+	// Scopes The scopes the token holds, for the listing.
+	Scopes *[]string `json:"scopes,omitempty"`
+}
+
+// CreateProcessFromPromptRequest defines model for CreateProcessFromPromptRequest.
+type CreateProcessFromPromptRequest struct {
+	Description *string     `json:"description,omitempty"`
+	LlmOptions  *LLMOptions `json:"llmOptions,omitempty"`
+
+	// Name The process's name (default: the drafted workflow name).
+	Name      *string `json:"name,omitempty"`
+	ProjectId string  `json:"project_id"`
+	Prompt    string  `json:"prompt"`
+
+	// Publish Publish the bundle (default true); false stops at the draft bundle.
+	Publish *bool `json:"publish,omitempty"`
+}
+
+// CreateProcessRequest defines model for CreateProcessRequest.
+type CreateProcessRequest struct {
+	// AuthoringMode Default process_first.
+	AuthoringMode *CreateProcessRequestAuthoringMode `json:"authoring_mode,omitempty"`
+	Description   *string                            `json:"description,omitempty"`
+
+	// Name 1-200 characters, unique in the project; also the name of the workflow it publishes.
+	Name string `json:"name"`
+
+	// ProjectId The project the process belongs to.
+	ProjectId string `json:"project_id"`
+}
+
+// CreateProcessRequestAuthoringMode Default process_first.
+type CreateProcessRequestAuthoringMode string
+
+// CreateProjectRequest defines model for CreateProjectRequest.
+type CreateProjectRequest struct {
+	// Description At most 4,000 characters.
+	Description *string `json:"description,omitempty"`
+
+	// Name 1-200 characters.
+	Name string `json:"name"`
+}
+
+// CreateRunOperationRequest defines model for CreateRunOperationRequest.
+type CreateRunOperationRequest struct {
+	// Action cancel: cancel each run that has not ended; retry: retry each failed run from its failed step.
+	Action CreateRunOperationRequestAction `json:"action"`
+
+	// DryRun Only count the runs it would touch (matched); nothing is done or kept.
+	DryRun *bool `json:"dry_run,omitempty"`
+
+	// Filter The runs to act on: those that match it when the operation is created.
+	Filter RunOperationFilter `json:"filter"`
+
+	// Reason Why; recorded on each run as its cancel's or retry's reason.
+	Reason string `json:"reason"`
+}
+
+// CreateRunOperationRequestAction cancel: cancel each run that has not ended; retry: retry each failed run from its failed step.
+type CreateRunOperationRequestAction string
+
+// CreateWorkflowFromAIRequest defines model for CreateWorkflowFromAIRequest.
+type CreateWorkflowFromAIRequest struct {
+	LlmOptions *LLMOptions `json:"llmOptions,omitempty"`
+	Name       *string     `json:"name,omitempty"`
+	Prompt     string      `json:"prompt"`
+}
 
 // CustomTableDroppedFieldsEvent defines model for CustomTableDroppedFieldsEvent.
 type CustomTableDroppedFieldsEvent struct {
@@ -1706,10 +1828,12 @@ type Delivery struct {
 	RunId          *string    `json:"run_id,omitempty"`
 	Signed         bool       `json:"signed"`
 	Skipped        int64      `json:"skipped"`
-	Status         string     `json:"status"`
-	Target         string     `json:"target"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	WebhookId      *string    `json:"webhook_id,omitempty"`
+
+	// Status A webhook delivery's status: pending until an attempt succeeds or it gives up.
+	Status    DeliveryStatus `json:"status"`
+	Target    string         `json:"target"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	WebhookId *string        `json:"webhook_id,omitempty"`
 }
 
 // DeliveryAttempt defines model for DeliveryAttempt.
@@ -1723,25 +1847,39 @@ type DeliveryAttempt struct {
 	StatusCode    *int64     `json:"status_code,omitempty"`
 }
 
-// DeliveryDoc defines model for DeliveryDoc.
-type DeliveryDoc struct {
-	AttemptList    *[]DeliveryAttempt `json:"attempt_list"`
-	Attempts       int64              `json:"attempts"`
-	CompletedAt    *time.Time         `json:"completed_at,omitempty"`
-	CreatedAt      time.Time          `json:"created_at"`
-	DeliveryId     string             `json:"delivery_id"`
-	Event          string             `json:"event"`
-	LastError      *string            `json:"last_error,omitempty"`
-	LastStatusCode *int64             `json:"last_status_code,omitempty"`
-	NextAttemptAt  *time.Time         `json:"next_attempt_at,omitempty"`
-	RunId          *string            `json:"run_id,omitempty"`
-	Signed         bool               `json:"signed"`
-	Skipped        int64              `json:"skipped"`
-	Status         string             `json:"status"`
-	Target         string             `json:"target"`
-	UpdatedAt      time.Time          `json:"updated_at"`
-	WebhookId      *string            `json:"webhook_id,omitempty"`
+// DeliveryDocument defines model for DeliveryDocument.
+type DeliveryDocument struct {
+	AttemptList    []DeliveryAttempt `json:"attempt_list"`
+	Attempts       int64             `json:"attempts"`
+	CompletedAt    *time.Time        `json:"completed_at,omitempty"`
+	CreatedAt      time.Time         `json:"created_at"`
+	DeliveryId     string            `json:"delivery_id"`
+	Event          string            `json:"event"`
+	LastError      *string           `json:"last_error,omitempty"`
+	LastStatusCode *int64            `json:"last_status_code,omitempty"`
+	NextAttemptAt  *time.Time        `json:"next_attempt_at,omitempty"`
+	RunId          *string           `json:"run_id,omitempty"`
+	Signed         bool              `json:"signed"`
+	Skipped        int64             `json:"skipped"`
+
+	// Status A webhook delivery's status: pending until an attempt succeeds or it gives up.
+	Status    DeliveryStatus `json:"status"`
+	Target    string         `json:"target"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	WebhookId *string        `json:"webhook_id,omitempty"`
 }
+
+// DeliveryList defines model for DeliveryList.
+type DeliveryList struct {
+	// Items This page of results.
+	Items []Delivery `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// DeliveryStatus A webhook delivery's status: pending until an attempt succeeds or it gives up.
+type DeliveryStatus string
 
 // Document defines model for Document.
 type Document struct {
@@ -1778,6 +1916,15 @@ type DocumentExpiredEvent struct {
 	DocumentId string    `json:"document_id"`
 	ExpiresAt  time.Time `json:"expires_at"`
 	Name       string    `json:"name"`
+}
+
+// DocumentList defines model for DocumentList.
+type DocumentList struct {
+	// Items This page of results.
+	Items []Document `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // DocumentUploadedEvent defines model for DocumentUploadedEvent.
@@ -1822,21 +1969,32 @@ type Event struct {
 	Timestamp  time.Time   `json:"timestamp"`
 }
 
+// EventList defines model for EventList.
+type EventList struct {
+	// Items This page of results.
+	Items []Event `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
 // Evidence defines model for Evidence.
 type Evidence struct {
-	Counts          map[string]int64  `json:"counts"`
-	Decisions       *[]Decision       `json:"decisions"`
-	Effects         *[]EvidenceEffect `json:"effects"`
-	Exceptions      *[]interface{}    `json:"exceptions"`
-	Input           interface{}       `json:"input"`
-	Reason          *string           `json:"reason,omitempty"`
-	RetriedBy       *RunRetry         `json:"retried_by,omitempty"`
-	Retry           *RunRetry         `json:"retry,omitempty"`
-	RunId           string            `json:"run_id"`
-	Status          string            `json:"status"`
-	Steps           *[]StepRecord     `json:"steps"`
-	WorkflowId      string            `json:"workflow_id"`
-	WorkflowVersion int64             `json:"workflow_version"`
+	Counts     map[string]int64 `json:"counts"`
+	Decisions  []Decision       `json:"decisions"`
+	Effects    []EvidenceEffect `json:"effects"`
+	Exceptions []interface{}    `json:"exceptions"`
+	Input      interface{}      `json:"input"`
+	Reason     *string          `json:"reason,omitempty"`
+	RetriedBy  *RunRetry        `json:"retried_by,omitempty"`
+	Retry      *RunRetry        `json:"retry,omitempty"`
+	RunId      string           `json:"run_id"`
+
+	// Status A run's status: running and paused are live, the others are final.
+	Status          RunStatus    `json:"status"`
+	Steps           []StepRecord `json:"steps"`
+	WorkflowId      string       `json:"workflow_id"`
+	WorkflowVersion int64        `json:"workflow_version"`
 }
 
 // EvidenceEffect defines model for EvidenceEffect.
@@ -1847,30 +2005,22 @@ type EvidenceEffect struct {
 	Target    *string                 `json:"target,omitempty"`
 }
 
-// ExecuteAnswer {id, status} at once; with ?wait=, the run's status document (GET /runs/{runId}/status).
-type ExecuteAnswer struct {
-	Context    *map[string]interface{} `json:"context,omitempty"`
-	CreatedAt  *time.Time              `json:"created_at,omitempty"`
-	FinishedAt *time.Time              `json:"finished_at,omitempty"`
+// ExecuteAgentRequest defines model for ExecuteAgentRequest.
+type ExecuteAgentRequest struct {
+	Config *AgentConfig `json:"config,omitempty"`
 
-	// Id Run id (run-<uuid>).
-	//
-	// Example: run-6a1e0f7c-2b7d-4c61-8f3e-5d4c3b2a1908
-	Id     string  `json:"id"`
-	Reason *string `json:"reason,omitempty"`
+	// Model The provider's model name (default gpt-4o-mini).
+	Model *string `json:"model,omitempty"`
 
-	// Status The run's status.
-	//
-	// Example: running
-	Status          string         `json:"status"`
-	Steps           *[]StepSummary `json:"steps,omitempty"`
-	UpdatedAt       *time.Time     `json:"updated_at,omitempty"`
-	WorkflowId      *string        `json:"workflow_id,omitempty"`
-	WorkflowVersion *int64         `json:"workflow_version,omitempty"`
+	// Objective The agent's goal, in words; at most 20,000 characters.
+	Objective string `json:"objective"`
+
+	// Tools Tool declarations, mixed freely: "<action_name>", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones.
+	Tools *[]interface{} `json:"tools,omitempty"`
 }
 
-// ExecuteBody defines model for ExecuteBody.
-type ExecuteBody struct {
+// ExecuteRequest defines model for ExecuteRequest.
+type ExecuteRequest struct {
 	// Input The run's input, read as @input (default {}).
 	Input *map[string]interface{} `json:"input,omitempty"`
 }
@@ -1896,8 +2046,16 @@ type ExternalForm struct {
 	UpdatedAt         time.Time    `json:"updated_at"`
 }
 
-// ExternalFormBody defines model for ExternalFormBody.
-type ExternalFormBody struct {
+// ExternalFormCreatedEvent defines model for ExternalFormCreatedEvent.
+type ExternalFormCreatedEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+	FormId    string    `json:"form_id"`
+	FormName  string    `json:"form_name"`
+	IsPublic  bool      `json:"is_public"`
+}
+
+// ExternalFormDefinition defines model for ExternalFormDefinition.
+type ExternalFormDefinition struct {
 	// Description At most 4,000 characters.
 	Description *string `json:"description,omitempty"`
 
@@ -1921,19 +2079,20 @@ type ExternalFormBody struct {
 	TriggerWorkflowId *string `json:"trigger_workflow_id,omitempty"`
 }
 
-// ExternalFormCreatedEvent defines model for ExternalFormCreatedEvent.
-type ExternalFormCreatedEvent struct {
-	CreatedAt time.Time `json:"created_at"`
-	FormId    string    `json:"form_id"`
-	FormName  string    `json:"form_name"`
-	IsPublic  bool      `json:"is_public"`
-}
-
 // ExternalFormDeletedEvent defines model for ExternalFormDeletedEvent.
 type ExternalFormDeletedEvent struct {
 	DeletedAt time.Time `json:"deleted_at"`
 	FormId    string    `json:"form_id"`
 	FormName  string    `json:"form_name"`
+}
+
+// ExternalFormList defines model for ExternalFormList.
+type ExternalFormList struct {
+	// Items This page of results.
+	Items []ExternalForm `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // ExternalFormSubmittedEvent defines model for ExternalFormSubmittedEvent.
@@ -2007,12 +2166,12 @@ type ForeachLoopProperties_Items struct {
 // ForeachLoopPropertiesMode defines model for ForeachLoopProperties.Mode.
 type ForeachLoopPropertiesMode string
 
-// FormAuthStartRequest defines model for Form-auth-startRequest.
+// FormAuthStartRequest defines model for FormAuthStartRequest.
 type FormAuthStartRequest struct {
 	Email string `json:"email"`
 }
 
-// FormAuthVerifyRequest defines model for Form-auth-verifyRequest.
+// FormAuthVerifyRequest defines model for FormAuthVerifyRequest.
 type FormAuthVerifyRequest struct {
 	Code  string `json:"code"`
 	Email string `json:"email"`
@@ -2058,39 +2217,26 @@ type FormExpiredEvent struct {
 	StepId string `json:"step_id"`
 }
 
-// FormGenerateBody defines model for FormGenerateBody.
-type FormGenerateBody struct {
-	// Create Also create an external form with the generated schema; the answer's form is that form.
-	Create *FormCreate `json:"create,omitempty"`
-
-	// ExpectedKeys The keys the form must collect: each becomes a field key (snake_case).
-	ExpectedKeys *[]string `json:"expected_keys"`
-
-	// Hints Anything that helps the model (audience, language, tone).
-	Hints *map[string]interface{} `json:"hints,omitempty"`
-
-	// Intent What the form is for.
-	Intent string `json:"intent"`
-}
-
 // FormPause defines model for FormPause.
 type FormPause struct {
 	AssigneeRole      *string     `json:"assignee_role,omitempty"`
 	ClaimedBy         *string     `json:"claimed_by,omitempty"`
 	CreatedAt         time.Time   `json:"created_at"`
-	ExpectedKeys      *[]string   `json:"expected_keys"`
+	ExpectedKeys      []string    `json:"expected_keys"`
 	ExpiresAt         *time.Time  `json:"expires_at"`
 	FormPauseId       string      `json:"form_pause_id"`
 	ReminderIntervals *[]float64  `json:"reminder_intervals,omitempty"`
 	RunId             string      `json:"run_id"`
 	Schema            interface{} `json:"schema"`
-	Status            string      `json:"status"`
-	StepId            int64       `json:"step_id"`
-	Submission        interface{} `json:"submission,omitempty"`
-	SubmissionId      *string     `json:"submission_id,omitempty"`
-	SubmittedAt       *time.Time  `json:"submitted_at,omitempty"`
-	UpdatedAt         time.Time   `json:"updated_at"`
-	WorkflowId        string      `json:"workflow_id"`
+
+	// Status A form pause's status: open until submitted or expired, cancelled with its run.
+	Status       FormPauseStatus `json:"status"`
+	StepId       int64           `json:"step_id"`
+	Submission   interface{}     `json:"submission,omitempty"`
+	SubmissionId *string         `json:"submission_id,omitempty"`
+	SubmittedAt  *time.Time      `json:"submitted_at,omitempty"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+	WorkflowId   string          `json:"workflow_id"`
 }
 
 // FormPauseCreatedEvent defines model for FormPauseCreatedEvent.
@@ -2105,6 +2251,18 @@ type FormPauseCreatedEvent struct {
 	RunId       string     `json:"run_id"`
 	StepId      string     `json:"step_id"`
 }
+
+// FormPauseList defines model for FormPauseList.
+type FormPauseList struct {
+	// Items This page of results.
+	Items []FormPause `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// FormPauseStatus A form pause's status: open until submitted or expired, cancelled with its run.
+type FormPauseStatus string
 
 // FormProperties defines model for FormProperties.
 type FormProperties struct {
@@ -2189,10 +2347,13 @@ type FormSubmission struct {
 // FormSubmissionTriggeredExecutionType What kind of run it started.
 type FormSubmissionTriggeredExecutionType string
 
-// FormSubmitBody defines model for FormSubmitBody.
-type FormSubmitBody struct {
-	// Data The submission, flat: {<key>: <value>}. Every expected key is required; values are checked against the pause's form_schema_v1.
-	Data map[string]interface{} `json:"data"`
+// FormSubmissionList defines model for FormSubmissionList.
+type FormSubmissionList struct {
+	// Items This page of results.
+	Items []FormSubmission `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // FormSubmittedEvent defines model for FormSubmittedEvent.
@@ -2202,30 +2363,6 @@ type FormSubmittedEvent struct {
 	RunId        string  `json:"run_id"`
 	StepId       string  `json:"step_id"`
 	SubmissionId string  `json:"submission_id"`
-}
-
-// FromPromptAnswer defines model for FromPromptAnswer.
-type FromPromptAnswer struct {
-	Attempts    int64   `json:"attempts"`
-	Bundle      Bundle  `json:"bundle"`
-	ExecutePath *string `json:"execute_path,omitempty"`
-	Process     Process `json:"process"`
-	Published   bool    `json:"published"`
-	WorkflowId  *string `json:"workflow_id,omitempty"`
-}
-
-// FromPromptBody defines model for FromPromptBody.
-type FromPromptBody struct {
-	Description *string         `json:"description,omitempty"`
-	LlmOptions  *LLMOptionsBody `json:"llmOptions,omitempty"`
-
-	// Name The process's name (default: the drafted workflow name).
-	Name      *string `json:"name,omitempty"`
-	ProjectId string  `json:"project_id"`
-	Prompt    string  `json:"prompt"`
-
-	// Publish Publish the bundle (default true); false stops at the draft bundle.
-	Publish *bool `json:"publish,omitempty"`
 }
 
 // GatewayHealth defines model for GatewayHealth.
@@ -2252,6 +2389,15 @@ type GatewayOrg struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// GatewayOrgList defines model for GatewayOrgList.
+type GatewayOrgList struct {
+	// Items This page of results.
+	Items []GatewayOrg `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
 // GatewayUsage defines model for GatewayUsage.
 type GatewayUsage struct {
 	Day         string `json:"day"`
@@ -2261,19 +2407,24 @@ type GatewayUsage struct {
 	RunsStarted int64  `json:"runs_started"`
 }
 
-// GenerateAnswer defines model for GenerateAnswer.
-type GenerateAnswer struct {
-	GenerationId string               `json:"generation_id"`
-	Message      string               `json:"message"`
-	Status       GenerateAnswerStatus `json:"status"`
+// GenerateFormRequest defines model for GenerateFormRequest.
+type GenerateFormRequest struct {
+	// Create Also create an external form with the generated schema; the answer's form is that form.
+	Create *FormCreate `json:"create,omitempty"`
+
+	// ExpectedKeys The keys the form must collect: each becomes a field key (snake_case).
+	ExpectedKeys []string `json:"expected_keys"`
+
+	// Hints Anything that helps the model (audience, language, tone).
+	Hints *map[string]interface{} `json:"hints,omitempty"`
+
+	// Intent What the form is for.
+	Intent string `json:"intent"`
 }
 
-// GenerateAnswerStatus defines model for GenerateAnswer.Status.
-type GenerateAnswerStatus string
-
-// GenerateBody defines model for GenerateBody.
-type GenerateBody struct {
-	LlmOptions *LLMOptionsBody `json:"llmOptions,omitempty"`
+// GenerateWorkflowRequest defines model for GenerateWorkflowRequest.
+type GenerateWorkflowRequest struct {
+	LlmOptions *LLMOptions `json:"llmOptions,omitempty"`
 
 	// Prompt The process, in words; at most 20,000 characters.
 	Prompt string `json:"prompt"`
@@ -2309,9 +2460,25 @@ type Generation struct {
 	GenerationId string      `json:"generation_id"`
 	Model        *string     `json:"model,omitempty"`
 	Prompt       string      `json:"prompt"`
-	Status       string      `json:"status"`
-	Temperature  *float64    `json:"temperature,omitempty"`
-	UpdatedAt    time.Time   `json:"updated_at"`
+
+	// Status A workflow drafting's status.
+	Status      GenerationStatus `json:"status"`
+	Temperature *float64         `json:"temperature,omitempty"`
+	UpdatedAt   time.Time        `json:"updated_at"`
+}
+
+// GenerationProgress defines model for GenerationProgress.
+type GenerationProgress struct {
+	// Attempts Model calls made: 1 or 2.
+	Attempts int64 `json:"attempts"`
+
+	// Errors Why it failed: the validator's problems of the last attempt.
+	Errors       *[]string `json:"errors,omitempty"`
+	GenerationId string    `json:"generation_id"`
+
+	// Status A workflow drafting's status.
+	Status    GenerationStatus `json:"status"`
+	UpdatedAt time.Time        `json:"updated_at"`
 }
 
 // GenerationResult defines model for GenerationResult.
@@ -2320,22 +2487,19 @@ type GenerationResult struct {
 	Errors   *[]string `json:"errors,omitempty"`
 }
 
-// GenerationStatus defines model for GenerationStatus.
-type GenerationStatus struct {
-	// Attempts Model calls made: 1 or 2.
-	Attempts int64 `json:"attempts"`
+// GenerationStarted defines model for GenerationStarted.
+type GenerationStarted struct {
+	GenerationId string `json:"generation_id"`
+	Message      string `json:"message"`
 
-	// Errors Why it failed: the validator's problems of the last attempt.
-	Errors       *[]string              `json:"errors,omitempty"`
-	GenerationId string                 `json:"generation_id"`
-	Status       GenerationStatusStatus `json:"status"`
-	UpdatedAt    time.Time              `json:"updated_at"`
+	// Status A workflow drafting's status.
+	Status GenerationStatus `json:"status"`
 }
 
-// GenerationStatusStatus defines model for GenerationStatus.Status.
-type GenerationStatusStatus string
+// GenerationStatus A workflow drafting's status.
+type GenerationStatus string
 
-// GetUsageResponse defines model for Get-usageResponse.
+// GetUsageResponse defines model for GetUsageResponse.
 type GetUsageResponse struct {
 	Items []GatewayUsage `json:"items"`
 }
@@ -2388,10 +2552,10 @@ type GoogleSheetsAppendRowStep struct {
 // GoogleSheetsAppendRowStepType defines model for GoogleSheetsAppendRowStep.Type.
 type GoogleSheetsAppendRowStepType string
 
-// IndexBody defines model for IndexBody.
-type IndexBody struct {
+// IndexDefinition defines model for IndexDefinition.
+type IndexDefinition struct {
 	// Columns The declared columns the index covers (a set: order does not matter).
-	Columns *[]string `json:"columns"`
+	Columns []string `json:"columns"`
 }
 
 // IssuedLicense defines model for IssuedLicense.
@@ -2399,7 +2563,7 @@ type IssuedLicense struct {
 	AccountId string    `json:"account_id"`
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
-	Features  *[]string `json:"features"`
+	Features  []string  `json:"features"`
 	Id        string    `json:"id"`
 
 	// License The signed license, as POST /licensing/validate takes it.
@@ -2424,6 +2588,15 @@ type Key struct {
 	Secret *string `json:"secret,omitempty"`
 }
 
+// KeyList defines model for KeyList.
+type KeyList struct {
+	// Items This page of results.
+	Items []Key `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
 // LLMGenerationStatusEvent defines model for LLMGenerationStatusEvent.
 type LLMGenerationStatusEvent struct {
 	GenerationId string            `json:"generation_id"`
@@ -2439,31 +2612,17 @@ type LLMKeyMissingEvent struct {
 	RunId   string `json:"run_id"`
 }
 
-// LLMOptionsBody defines model for LLMOptionsBody.
-type LLMOptionsBody struct {
+// LLMOptions defines model for LLMOptions.
+type LLMOptions struct {
 	// Model The provider's model name (default gpt-4o-mini).
 	Model       *string  `json:"model,omitempty"`
 	Temperature *float64 `json:"temperature,omitempty"`
 }
 
-// LegacyFromAIAnswer defines model for LegacyFromAIAnswer.
-type LegacyFromAIAnswer struct {
-	BundleId   string `json:"bundle_id"`
-	ProcessId  string `json:"process_id"`
-	WorkflowId string `json:"workflow_id"`
-}
-
-// LegacyFromAIBody defines model for LegacyFromAIBody.
-type LegacyFromAIBody struct {
-	LlmOptions *LLMOptionsBody `json:"llmOptions,omitempty"`
-	Name       *string         `json:"name,omitempty"`
-	Prompt     string          `json:"prompt"`
-}
-
 // License defines model for License.
 type License struct {
 	ExpiresAt time.Time  `json:"expires_at"`
-	Features  *[]string  `json:"features"`
+	Features  []string   `json:"features"`
 	Id        string     `json:"id"`
 	IssuedAt  *time.Time `json:"issued_at,omitempty"`
 	Licensee  string     `json:"licensee"`
@@ -2471,17 +2630,17 @@ type License struct {
 	Seats     int64      `json:"seats"`
 }
 
-// LicensePublicKeyResponse defines model for License-public-keyResponse.
+// LicenseList defines model for LicenseList.
+type LicenseList struct {
+	Items []IssuedLicense `json:"items"`
+}
+
+// LicensePublicKeyResponse defines model for LicensePublicKeyResponse.
 type LicensePublicKeyResponse struct {
 	Algorithm string `json:"algorithm"`
 
 	// PublicKey Base64 of the 32-byte Ed25519 public key.
 	PublicKey string `json:"public_key"`
-}
-
-// LicenseListOutputBody defines model for LicenseListOutputBody.
-type LicenseListOutputBody struct {
-	Items *[]IssuedLicense `json:"items"`
 }
 
 // LicenseRequest defines model for LicenseRequest.
@@ -2496,204 +2655,6 @@ type LicenseRequest struct {
 	// NotBefore Default: now.
 	NotBefore *time.Time `json:"not_before,omitempty"`
 	Seats     int64      `json:"seats"`
-}
-
-// ListAccount defines model for ListAccount.
-type ListAccount struct {
-	// Items This page of results.
-	Items []Account `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListAction defines model for ListAction.
-type ListAction struct {
-	// Items This page of results.
-	Items []Action `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListAgentStatus defines model for ListAgentStatus.
-type ListAgentStatus struct {
-	// Items This page of results.
-	Items []AgentStatus `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListApproval defines model for ListApproval.
-type ListApproval struct {
-	// Items This page of results.
-	Items []Approval `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListDelivery defines model for ListDelivery.
-type ListDelivery struct {
-	// Items This page of results.
-	Items []Delivery `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListDocument defines model for ListDocument.
-type ListDocument struct {
-	// Items This page of results.
-	Items []Document `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListEvent defines model for ListEvent.
-type ListEvent struct {
-	// Items This page of results.
-	Items []Event `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListExternalForm defines model for ListExternalForm.
-type ListExternalForm struct {
-	// Items This page of results.
-	Items []ExternalForm `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListFormPause defines model for ListFormPause.
-type ListFormPause struct {
-	// Items This page of results.
-	Items []FormPause `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListFormSubmission defines model for ListFormSubmission.
-type ListFormSubmission struct {
-	// Items This page of results.
-	Items []FormSubmission `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListGatewayOrg defines model for ListGatewayOrg.
-type ListGatewayOrg struct {
-	// Items This page of results.
-	Items []GatewayOrg `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListKey defines model for ListKey.
-type ListKey struct {
-	// Items This page of results.
-	Items []Key `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListOAuthConnection defines model for ListOAuthConnection.
-type ListOAuthConnection struct {
-	// Items This page of results.
-	Items []OAuthConnection `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListOrgConfigEntry defines model for ListOrgConfigEntry.
-type ListOrgConfigEntry struct {
-	// Items This page of results.
-	Items []OrgConfigEntry `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListOrgUser defines model for ListOrgUser.
-type ListOrgUser struct {
-	// Items This page of results.
-	Items []OrgUser `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListProject defines model for ListProject.
-type ListProject struct {
-	// Items This page of results.
-	Items []Project `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListRow defines model for ListRow.
-type ListRow struct {
-	// Items This page of results.
-	Items []Row `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListRun defines model for ListRun.
-type ListRun struct {
-	// Items This page of results.
-	Items []Run `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListRunOperation defines model for ListRunOperation.
-type ListRunOperation struct {
-	// Items This page of results.
-	Items []RunOperation `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListTable defines model for ListTable.
-type ListTable struct {
-	// Items This page of results.
-	Items []Table `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListWebhook defines model for ListWebhook.
-type ListWebhook struct {
-	// Items This page of results.
-	Items []Webhook `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
-}
-
-// ListWorkflow defines model for ListWorkflow.
-type ListWorkflow struct {
-	// Items This page of results.
-	Items []Workflow `json:"items"`
-
-	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
-	NextCursor string `json:"next_cursor"`
 }
 
 // LoopFailedEvent defines model for LoopFailedEvent.
@@ -3000,25 +2961,13 @@ type OAuthConnectionProvider string
 // OAuthConnectionSource oauth: made by the authorize and callback flow; tokens: given to POST /oauth/connections.
 type OAuthConnectionSource string
 
-// OAuthConnectionBody defines model for OAuthConnectionBody.
-type OAuthConnectionBody struct {
-	// AccessToken The access token. Encrypted at rest; never returned.
-	AccessToken string `json:"access_token"`
+// OAuthConnectionList defines model for OAuthConnectionList.
+type OAuthConnectionList struct {
+	// Items This page of results.
+	Items []OAuthConnection `json:"items"`
 
-	// Account The organization's label for the account: 1-200 letters, digits and @ . _ + : -.
-	Account string `json:"account"`
-
-	// ExpiresAt When the access token expires (absent: it does not, as Slack bot tokens).
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-
-	// Provider google, slack or microsoft.
-	Provider string `json:"provider"`
-
-	// RefreshToken The refresh token, when there is one: the access token is then refreshed before it expires.
-	RefreshToken *string `json:"refresh_token,omitempty"`
-
-	// Scopes The scopes the token holds, for the listing.
-	Scopes *[]string `json:"scopes,omitempty"`
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // OnStuck defines model for OnStuck.
@@ -3030,22 +2979,6 @@ type OnStuck struct {
 // Option defines model for Option.
 type Option struct {
 	Label string `json:"label"`
-	Value string `json:"value"`
-}
-
-// OrgBody defines model for OrgBody.
-type OrgBody struct {
-	// Id The organization id (X-Org-Id upstream); generated when absent.
-	Id   *string `json:"id,omitempty"`
-	Name string  `json:"name"`
-}
-
-// OrgConfigBody defines model for OrgConfigBody.
-type OrgConfigBody struct {
-	// Key Key name: 1-200 characters of letters, digits and : _ - . / (api:llm_api_key, db:warehouse, webhook_url).
-	Key string `json:"key"`
-
-	// Value The secret, up to 64 KiB. Encrypted at rest; never returned.
 	Value string `json:"value"`
 }
 
@@ -3065,16 +2998,41 @@ type OrgConfigEntry struct {
 	Value string `json:"value"`
 }
 
+// OrgConfigEntryList defines model for OrgConfigEntryList.
+type OrgConfigEntryList struct {
+	// Items This page of results.
+	Items []OrgConfigEntry `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
 // OrgFeatures defines model for OrgFeatures.
 type OrgFeatures struct {
 	AgentForms bool `json:"agent_forms"`
 }
 
+// OrgRequest defines model for OrgRequest.
+type OrgRequest struct {
+	// Id The organization id (X-Org-Id upstream); generated when absent.
+	Id   *string `json:"id,omitempty"`
+	Name string  `json:"name"`
+}
+
 // OrgUser defines model for OrgUser.
 type OrgUser struct {
-	ApproverRoles *[]string `json:"approver_roles"`
+	ApproverRoles []string  `json:"approver_roles"`
 	Email         string    `json:"email"`
 	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+// OrgUserList defines model for OrgUserList.
+type OrgUserList struct {
+	// Items This page of results.
+	Items []OrgUser `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // OtherLoopProperties A loop mode an embedding program registered: its properties are its own.
@@ -3084,10 +3042,10 @@ type OtherLoopProperties struct {
 
 // Page defines model for Page.
 type Page struct {
-	Description *string  `json:"description,omitempty"`
-	Fields      *[]Field `json:"fields"`
-	Id          string   `json:"id"`
-	Title       *string  `json:"title,omitempty"`
+	Description *string `json:"description,omitempty"`
+	Fields      []Field `json:"fields"`
+	Id          string  `json:"id"`
+	Title       *string `json:"title,omitempty"`
 }
 
 // PauseRequest defines model for PauseRequest.
@@ -3129,7 +3087,7 @@ type PbotApprovalRequestedEventStatus string
 // Permissions defines model for Permissions.
 type Permissions struct {
 	// ApproverRoles The person's roles (set by the organization's backend: PUT /gateway/orgs/{orgId}/users/{email}): the approvals they may decide and the form pauses assigned to them.
-	ApproverRoles *[]string `json:"approver_roles"`
+	ApproverRoles []string `json:"approver_roles"`
 
 	// Member True for a person of the organization (added by its backend, or of a domain it lists); false for an anonymous session or a guest (signed in only because the organization lets anyone): they work no tasks and read no submitted data.
 	Member bool `json:"member"`
@@ -3145,12 +3103,12 @@ type PlannedCall struct {
 
 // PlannedStep defines model for PlannedStep.
 type PlannedStep struct {
-	Calls       *[]PlannedCall `json:"calls"`
-	FromElement *int64         `json:"from_element,omitempty"`
-	Index       int64          `json:"index"`
-	Path        string         `json:"path"`
-	Pauses      *bool          `json:"pauses,omitempty"`
-	Type        string         `json:"type"`
+	Calls       []PlannedCall `json:"calls"`
+	FromElement *int64        `json:"from_element,omitempty"`
+	Index       int64         `json:"index"`
+	Path        string        `json:"path"`
+	Pauses      *bool         `json:"pauses,omitempty"`
+	Type        string        `json:"type"`
 }
 
 // PlaybookRequestAwaitingAdminEvent defines model for PlaybookRequestAwaitingAdminEvent.
@@ -3255,21 +3213,15 @@ type Process struct {
 	WorkflowVersion   *int64     `json:"workflow_version,omitempty"`
 }
 
-// ProcessBody defines model for ProcessBody.
-type ProcessBody struct {
-	// AuthoringMode Default process_first.
-	AuthoringMode *ProcessBodyAuthoringMode `json:"authoring_mode,omitempty"`
-	Description   *string                   `json:"description,omitempty"`
-
-	// Name 1-200 characters, unique in the project; also the name of the workflow it publishes.
-	Name string `json:"name"`
-
-	// ProjectId The project the process belongs to.
-	ProjectId string `json:"project_id"`
+// ProcessFromPrompt defines model for ProcessFromPrompt.
+type ProcessFromPrompt struct {
+	Attempts    int64   `json:"attempts"`
+	Bundle      Bundle  `json:"bundle"`
+	ExecutePath *string `json:"execute_path,omitempty"`
+	Process     Process `json:"process"`
+	Published   bool    `json:"published"`
+	WorkflowId  *string `json:"workflow_id,omitempty"`
 }
-
-// ProcessBodyAuthoringMode Default process_first.
-type ProcessBodyAuthoringMode string
 
 // Project defines model for Project.
 type Project struct {
@@ -3279,13 +3231,13 @@ type Project struct {
 	Name        string    `json:"name"`
 }
 
-// ProjectBody defines model for ProjectBody.
-type ProjectBody struct {
-	// Description At most 4,000 characters.
-	Description *string `json:"description,omitempty"`
+// ProjectList defines model for ProjectList.
+type ProjectList struct {
+	// Items This page of results.
+	Items []Project `json:"items"`
 
-	// Name 1-200 characters.
-	Name string `json:"name"`
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // PublicForm defines model for PublicForm.
@@ -3322,28 +3274,28 @@ type PublicSubmitResult struct {
 // PublicSubmitResultTriggeredExecutionType defines model for PublicSubmitResult.TriggeredExecutionType.
 type PublicSubmitResultTriggeredExecutionType string
 
-// PublishAnswer defines model for PublishAnswer.
-type PublishAnswer struct {
-	ActionsKept       *[]string `json:"actions_kept"`
-	ActionsRegistered *[]string `json:"actions_registered"`
-	Bundle            Bundle    `json:"bundle"`
+// Publication defines model for Publication.
+type Publication struct {
+	ActionsKept       []string `json:"actions_kept"`
+	ActionsRegistered []string `json:"actions_registered"`
+	Bundle            Bundle   `json:"bundle"`
 
 	// ExecutePath POST it with {input} to run the published version.
-	ExecutePath     string    `json:"execute_path"`
-	Process         Process   `json:"process"`
-	TablesCreated   *[]string `json:"tables_created"`
-	TablesKept      *[]string `json:"tables_kept"`
-	WorkflowId      string    `json:"workflow_id"`
-	WorkflowName    string    `json:"workflow_name"`
-	WorkflowVersion int64     `json:"workflow_version"`
+	ExecutePath     string   `json:"execute_path"`
+	Process         Process  `json:"process"`
+	TablesCreated   []string `json:"tables_created"`
+	TablesKept      []string `json:"tables_kept"`
+	WorkflowId      string   `json:"workflow_id"`
+	WorkflowName    string   `json:"workflow_name"`
+	WorkflowVersion int64    `json:"workflow_version"`
 }
 
-// PublishBody defines model for PublishBody.
-type PublishBody struct {
+// PublishBundleRequest defines model for PublishBundleRequest.
+type PublishBundleRequest struct {
 	PublishNote *string `json:"publish_note,omitempty"`
 }
 
-// PutOrgSigninPolicyRequest defines model for Put-org-signin-policyRequest.
+// PutOrgSigninPolicyRequest defines model for PutOrgSigninPolicyRequest.
 type PutOrgSigninPolicyRequest struct {
 	// Anyone Let every mailbox sign in (as a guest unless added or of a listed domain).
 	Anyone *bool `json:"anyone,omitempty"`
@@ -3352,13 +3304,13 @@ type PutOrgSigninPolicyRequest struct {
 	Domains *[]string `json:"domains,omitempty"`
 }
 
-// PutOrgUserRequest defines model for Put-org-userRequest.
+// PutOrgUserRequest defines model for PutOrgUserRequest.
 type PutOrgUserRequest struct {
-	ApproverRoles *[]string `json:"approver_roles"`
+	ApproverRoles []string `json:"approver_roles"`
 }
 
-// PutTierInputBody defines model for PutTierInputBody.
-type PutTierInputBody struct {
+// PutTierRequest defines model for PutTierRequest.
+type PutTierRequest struct {
 	Burst       int64     `json:"burst"`
 	Description *string   `json:"description,omitempty"`
 	Features    *[]string `json:"features,omitempty"`
@@ -3397,9 +3349,18 @@ type Records0 = []interface{}
 // Records1 defines model for Records.1.
 type Records1 = string
 
-// RegenerateTokenResponse defines model for Regenerate-tokenResponse.
+// RegenerateTokenResponse defines model for RegenerateTokenResponse.
 type RegenerateTokenResponse struct {
 	ManagementToken string `json:"management_token"`
+}
+
+// ResumeAgentRequest defines model for ResumeAgentRequest.
+type ResumeAgentRequest struct {
+	// Approved Whether the person approves what the agent asked.
+	Approved bool `json:"approved"`
+
+	// HumanInput The person's answer.
+	HumanInput string `json:"human_input"`
 }
 
 // RetriedRun defines model for RetriedRun.
@@ -3414,17 +3375,11 @@ type RetriedRun struct {
 	RetryOf string `json:"retry_of"`
 
 	// Status running: a worker executes it.
-	Status     string `json:"status"`
-	WorkflowId string `json:"workflow_id"`
+	Status     RunStatus `json:"status"`
+	WorkflowId string    `json:"workflow_id"`
 
 	// WorkflowVersion The failed run's version, whatever the workflow's current one.
 	WorkflowVersion int64 `json:"workflow_version"`
-}
-
-// RetryBody defines model for RetryBody.
-type RetryBody struct {
-	// Reason Why the run is retried; kept in the new run's evidence (retry.reason) and carried by workflow_run_retried.
-	Reason string `json:"reason"`
 }
 
 // RetryPlan defines model for RetryPlan.
@@ -3432,17 +3387,23 @@ type RetryPlan struct {
 	Calls           map[string]int64 `json:"calls"`
 	FromElement     *int64           `json:"from_element,omitempty"`
 	FromStep        int64            `json:"from_step"`
-	ReusedSteps     *[]int64         `json:"reused_steps"`
+	ReusedSteps     []int64          `json:"reused_steps"`
 	RunId           string           `json:"run_id"`
-	Steps           *[]PlannedStep   `json:"steps"`
+	Steps           []PlannedStep    `json:"steps"`
 	WorkflowId      string           `json:"workflow_id"`
 	WorkflowVersion int64            `json:"workflow_version"`
+}
+
+// RetryRunRequest defines model for RetryRunRequest.
+type RetryRunRequest struct {
+	// Reason Why the run is retried; kept in the new run's evidence (retry.reason) and carried by workflow_run_retried.
+	Reason string `json:"reason"`
 }
 
 // RoleName A role: 1-100 characters, no surrounding spaces.
 type RoleName = string
 
-// RotateKeyRequest defines model for Rotate-keyRequest.
+// RotateKeyRequest defines model for RotateKeyRequest.
 type RotateKeyRequest struct {
 	// GraceSeconds How long the old key keeps working (at most 30 days).
 	GraceSeconds *int64 `json:"grace_seconds,omitempty"`
@@ -3454,6 +3415,15 @@ type Row struct {
 	Data      map[string]interface{} `json:"data"`
 	Id        string                 `json:"id"`
 	UpdatedAt time.Time              `json:"updated_at"`
+}
+
+// RowList defines model for RowList.
+type RowList struct {
+	// Items This page of results.
+	Items []Row `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // RowsUpdate defines model for RowsUpdate.
@@ -3492,8 +3462,10 @@ type Run struct {
 	Input interface{} `json:"input"`
 
 	// Reason Why the run ended, when it failed or was cancelled.
-	Reason     *string   `json:"reason,omitempty"`
-	Status     string    `json:"status"`
+	Reason *string `json:"reason,omitempty"`
+
+	// Status A run's status: running and paused are live, the others are final.
+	Status     RunStatus `json:"status"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	WorkflowId string    `json:"workflow_id"`
 
@@ -3502,6 +3474,28 @@ type Run struct {
 
 	// WorkflowVersion The workflow version the run executes.
 	WorkflowVersion int64 `json:"workflow_version"`
+}
+
+// RunAccepted {id, status} at once; with ?wait=, the run's status document (GET /runs/{runId}/status).
+type RunAccepted struct {
+	Context    *map[string]interface{} `json:"context,omitempty"`
+	CreatedAt  *time.Time              `json:"created_at,omitempty"`
+	FinishedAt *time.Time              `json:"finished_at,omitempty"`
+
+	// Id Run id (run-<uuid>).
+	//
+	// Example: run-6a1e0f7c-2b7d-4c61-8f3e-5d4c3b2a1908
+	Id     string  `json:"id"`
+	Reason *string `json:"reason,omitempty"`
+
+	// Status The run's status.
+	//
+	// Example: running
+	Status          RunStatus      `json:"status"`
+	Steps           *[]StepSummary `json:"steps,omitempty"`
+	UpdatedAt       *time.Time     `json:"updated_at,omitempty"`
+	WorkflowId      *string        `json:"workflow_id,omitempty"`
+	WorkflowVersion *int64         `json:"workflow_version,omitempty"`
 }
 
 // RunActor defines model for RunActor.
@@ -3513,6 +3507,15 @@ type RunActor struct {
 	//
 	// Example: user
 	Type string `json:"type"`
+}
+
+// RunList defines model for RunList.
+type RunList struct {
+	// Items This page of results.
+	Items []Run `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
 }
 
 // RunOperation defines model for RunOperation.
@@ -3548,27 +3551,6 @@ type RunOperation struct {
 	UpdatedAt time.Time          `json:"updated_at"`
 }
 
-// RunOperationStatus pending until a worker counts its runs (matched), running while it works through them, then completed.
-type RunOperationStatus string
-
-// RunOperationBody defines model for RunOperationBody.
-type RunOperationBody struct {
-	// Action cancel: cancel each run that has not ended; retry: retry each failed run from its failed step.
-	Action RunOperationBodyAction `json:"action"`
-
-	// DryRun Only count the runs it would touch (matched); nothing is done or kept.
-	DryRun *bool `json:"dry_run,omitempty"`
-
-	// Filter The runs to act on: those that match it when the operation is created.
-	Filter RunOperationFilter `json:"filter"`
-
-	// Reason Why; recorded on each run as its cancel's or retry's reason.
-	Reason string `json:"reason"`
-}
-
-// RunOperationBodyAction cancel: cancel each run that has not ended; retry: retry each failed run from its failed step.
-type RunOperationBodyAction string
-
 // RunOperationError defines model for RunOperationError.
 type RunOperationError struct {
 	Message string `json:"message"`
@@ -3590,14 +3572,23 @@ type RunOperationFilter struct {
 	RunId *string `json:"run_id,omitempty"`
 
 	// Status Only runs in one of these statuses.
-	Status *[]RunOperationFilterStatus `json:"status,omitempty"`
+	Status *[]RunStatus `json:"status,omitempty"`
 
 	// WorkflowId Only runs of this workflow.
 	WorkflowId *string `json:"workflow_id,omitempty"`
 }
 
-// RunOperationFilterStatus Only runs in this status.
-type RunOperationFilterStatus string
+// RunOperationList defines model for RunOperationList.
+type RunOperationList struct {
+	// Items This page of results.
+	Items []RunOperation `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// RunOperationStatus A run operation's status: pending until a worker counts its runs, running while it works through them, then completed.
+type RunOperationStatus string
 
 // RunRef defines model for RunRef.
 type RunRef struct {
@@ -3609,7 +3600,7 @@ type RunRef struct {
 	// Status The run's status.
 	//
 	// Example: running
-	Status string `json:"status"`
+	Status RunStatus `json:"status"`
 }
 
 // RunResult defines model for RunResult.
@@ -3634,18 +3625,23 @@ type RunRetry struct {
 	RunId     string    `json:"run_id"`
 }
 
-// RunStatusDoc defines model for RunStatusDoc.
-type RunStatusDoc struct {
-	Context         *map[string]interface{} `json:"context,omitempty"`
-	CreatedAt       time.Time               `json:"created_at"`
-	FinishedAt      *time.Time              `json:"finished_at,omitempty"`
-	Id              string                  `json:"id"`
-	Reason          *string                 `json:"reason,omitempty"`
-	Status          string                  `json:"status"`
-	Steps           *[]StepSummary          `json:"steps"`
-	UpdatedAt       time.Time               `json:"updated_at"`
-	WorkflowId      string                  `json:"workflow_id"`
-	WorkflowVersion int64                   `json:"workflow_version"`
+// RunStatus A run's status: running and paused are live, the others are final.
+type RunStatus string
+
+// RunStatusDocument defines model for RunStatusDocument.
+type RunStatusDocument struct {
+	Context    *map[string]interface{} `json:"context,omitempty"`
+	CreatedAt  time.Time               `json:"created_at"`
+	FinishedAt *time.Time              `json:"finished_at,omitempty"`
+	Id         string                  `json:"id"`
+	Reason     *string                 `json:"reason,omitempty"`
+
+	// Status A run's status: running and paused are live, the others are final.
+	Status          RunStatus     `json:"status"`
+	Steps           []StepSummary `json:"steps"`
+	UpdatedAt       time.Time     `json:"updated_at"`
+	WorkflowId      string        `json:"workflow_id"`
+	WorkflowVersion int64         `json:"workflow_version"`
 }
 
 // RuntimeNumber A number, or an @path, {{template}} or doc: reference read at run time.
@@ -3662,34 +3658,34 @@ type RuntimeNumber1 = string
 // Schema defines model for Schema.
 type Schema struct {
 	Description *string `json:"description,omitempty"`
-	Pages       *[]Page `json:"pages"`
+	Pages       []Page  `json:"pages"`
 	Title       *string `json:"title,omitempty"`
 	Version     string  `json:"version"`
 }
 
-// SdkAuthStartRequest defines model for Sdk-auth-startRequest.
+// SdkAuthStartRequest defines model for SdkAuthStartRequest.
 type SdkAuthStartRequest struct {
 	Email string `json:"email"`
 }
 
-// SdkAuthVerifyRequest defines model for Sdk-auth-verifyRequest.
+// SdkAuthVerifyRequest defines model for SdkAuthVerifyRequest.
 type SdkAuthVerifyRequest struct {
 	Code  string `json:"code"`
 	Email string `json:"email"`
 }
 
-// SdkDecideTaskRequest defines model for Sdk-decide-taskRequest.
+// SdkDecideTaskRequest defines model for SdkDecideTaskRequest.
 type SdkDecideTaskRequest struct {
 	Approved bool    `json:"approved"`
 	Comment  *string `json:"comment,omitempty"`
 }
 
-// SdkListTasksResponse defines model for Sdk-list-tasksResponse.
+// SdkListTasksResponse defines model for SdkListTasksResponse.
 type SdkListTasksResponse struct {
-	Items *[]Task `json:"items"`
+	Items []Task `json:"items"`
 }
 
-// SdkSubmitFormPauseRequest defines model for Sdk-submit-form-pauseRequest.
+// SdkSubmitFormPauseRequest defines model for SdkSubmitFormPauseRequest.
 type SdkSubmitFormPauseRequest struct {
 	Data map[string]interface{} `json:"data"`
 }
@@ -3703,9 +3699,18 @@ type SessionInfo struct {
 	Permissions Permissions `json:"permissions"`
 }
 
-// SetTierInputBody defines model for SetTierInputBody.
-type SetTierInputBody struct {
+// SetAccountTierRequest defines model for SetAccountTierRequest.
+type SetAccountTierRequest struct {
 	Tier string `json:"tier"`
+}
+
+// SetOrgConfigRequest defines model for SetOrgConfigRequest.
+type SetOrgConfigRequest struct {
+	// Key Key name: 1-200 characters of letters, digits and : _ - . / (api:llm_api_key, db:warehouse, webhook_url).
+	Key string `json:"key"`
+
+	// Value The secret, up to 64 KiB. Encrypted at rest; never returned.
+	Value string `json:"value"`
 }
 
 // SignInPolicy defines model for SignInPolicy.
@@ -3714,7 +3719,7 @@ type SignInPolicy struct {
 	Anyone bool `json:"anyone"`
 
 	// Domains Email domains whose people may sign in, as the people added do (lower case, e.g. example.com).
-	Domains   *[]string `json:"domains"`
+	Domains   []string  `json:"domains"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
@@ -3794,8 +3799,10 @@ type StepRecord struct {
 	InputSummary interface{} `json:"input_summary,omitempty"`
 	Output       interface{} `json:"output,omitempty"`
 	StartedAt    *time.Time  `json:"started_at,omitempty"`
-	Status       string      `json:"status"`
-	Type         string      `json:"type"`
+
+	// Status A step's status within its run.
+	Status StepStatus `json:"status"`
+	Type   string     `json:"type"`
 }
 
 // StepStartedEvent defines model for StepStartedEvent.
@@ -3805,28 +3812,39 @@ type StepStartedEvent struct {
 	StepType  string `json:"step_type"`
 }
 
+// StepStatus A step's status within its run.
+type StepStatus string
+
 // StepSummary defines model for StepSummary.
 type StepSummary struct {
-	Index  int64  `json:"index"`
-	Status string `json:"status"`
-	Type   string `json:"type"`
+	Index int64 `json:"index"`
+
+	// Status A step's status within its run.
+	Status StepStatus `json:"status"`
+	Type   string     `json:"type"`
+}
+
+// SubmitFormRequest defines model for SubmitFormRequest.
+type SubmitFormRequest struct {
+	// Data The submission, flat: {<key>: <value>}. Every expected key is required; values are checked against the pause's form_schema_v1.
+	Data map[string]interface{} `json:"data"`
 }
 
 // Table defines model for Table.
 type Table struct {
 	CreatedAt time.Time         `json:"created_at"`
 	Fields    map[string]string `json:"fields"`
-	Indexes   *[]TableIndex     `json:"indexes"`
+	Indexes   []TableIndex      `json:"indexes"`
 	Name      string            `json:"name"`
 }
 
-// TableBody defines model for TableBody.
-type TableBody struct {
+// TableDefinition defines model for TableDefinition.
+type TableDefinition struct {
 	// Fields Column name to type (text, ...).
 	Fields map[string]string `json:"fields"`
 
 	// Indexes Equality indexes, each a set of 1 to 4 declared columns, e.g. [["k"], ["a", "b"]]. A where naming every column of one reads through it instead of every row. The key columns of an upsert are indexed without being listed.
-	Indexes *[]*[]string `json:"indexes,omitempty"`
+	Indexes *[][]string `json:"indexes,omitempty"`
 
 	// Name Unique within the organization.
 	Name string `json:"name"`
@@ -3834,13 +3852,22 @@ type TableBody struct {
 
 // TableIndex defines model for TableIndex.
 type TableIndex struct {
-	Columns   *[]string       `json:"columns"`
+	Columns   []string        `json:"columns"`
 	CreatedAt time.Time       `json:"created_at"`
 	State     TableIndexState `json:"state"`
 }
 
 // TableIndexState defines model for TableIndex.State.
 type TableIndexState string
+
+// TableList defines model for TableList.
+type TableList struct {
+	// Items This page of results.
+	Items []Table `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
 
 // Task defines model for Task.
 type Task struct {
@@ -3872,8 +3899,8 @@ type Tier struct {
 	Description *string `json:"description,omitempty"`
 
 	// Features Features the tier opens, such as agent_forms and agents.
-	Features *[]string `json:"features"`
-	Name     string    `json:"name"`
+	Features []string `json:"features"`
+	Name     string   `json:"name"`
 
 	// Rate Requests a second each key may make (token bucket refill).
 	Rate float64 `json:"rate"`
@@ -3883,9 +3910,9 @@ type Tier struct {
 	UpdatedAt  time.Time `json:"updated_at"`
 }
 
-// TierListOutputBody defines model for TierListOutputBody.
-type TierListOutputBody struct {
-	Items *[]Tier `json:"items"`
+// TierList defines model for TierList.
+type TierList struct {
+	Items []Tier `json:"items"`
 }
 
 // TraceEntry defines model for TraceEntry.
@@ -3897,7 +3924,7 @@ type TraceEntry struct {
 	Thought     *string     `json:"thought,omitempty"`
 }
 
-// UpdateGatewayOrgRequest defines model for Update-gateway-orgRequest.
+// UpdateGatewayOrgRequest defines model for UpdateGatewayOrgRequest.
 type UpdateGatewayOrgRequest struct {
 	Name string `json:"name"`
 }
@@ -3909,19 +3936,19 @@ type Usage struct {
 	TotalTokens  int64 `json:"total_tokens"`
 }
 
-// UsageOutputBody defines model for UsageOutputBody.
-type UsageOutputBody struct {
-	From  string          `json:"from"`
-	Items *[]AccountUsage `json:"items"`
-	To    string          `json:"to"`
+// UsageList defines model for UsageList.
+type UsageList struct {
+	From  string         `json:"from"`
+	Items []AccountUsage `json:"items"`
+	To    string         `json:"to"`
 }
 
-// ValidateLicenseRequest defines model for Validate-licenseRequest.
+// ValidateLicenseRequest defines model for ValidateLicenseRequest.
 type ValidateLicenseRequest struct {
 	License string `json:"license"`
 }
 
-// ValidateLicenseResponse defines model for Validate-licenseResponse.
+// ValidateLicenseResponse defines model for ValidateLicenseResponse.
 type ValidateLicenseResponse struct {
 	License *License `json:"license,omitempty"`
 	Reason  *string  `json:"reason,omitempty"`
@@ -3974,28 +4001,6 @@ type Webhook struct {
 	Url string `json:"url"`
 }
 
-// WebhookBody defines model for WebhookBody.
-type WebhookBody struct {
-	// AutoPayload An object merged into every payload sent to this target (the event's own fields win), at most 64 KiB.
-	AutoPayload *map[string]interface{} `json:"auto_payload,omitempty"`
-
-	// Event A registrable event (spec section 6) or an alias of one: workflow.started, workflow.completed, workflow.failed, workflow.cancelled.
-	//
-	// Example: workflow.completed
-	Event string `json:"event"`
-
-	// Filter Document events only (document.*); 422 on any other event.
-	Filter *WebhookFilter `json:"filter,omitempty"`
-
-	// Secret Signs every delivery (X-Svc-Signature: sha256=<hex>, HMAC-SHA256 of the raw body), 1-512 bytes. Encrypted at rest; never returned.
-	Secret *string `json:"secret,omitempty"`
-
-	// Url The target: an http(s) URL with a host and no credentials. Loopback, private, link-local and metadata addresses are refused (422 target_not_allowed) unless the deployment allows private targets.
-	//
-	// Example: https://hooks.example.com/svcflow
-	Url string `json:"url"`
-}
-
 // WebhookCircuit defines model for WebhookCircuit.
 type WebhookCircuit struct {
 	Failures  int64               `json:"failures"`
@@ -4038,8 +4043,39 @@ type WebhookFilter struct {
 	Tags *[]string `json:"tags,omitempty"`
 }
 
-// WebhookPatchBody defines model for WebhookPatchBody.
-type WebhookPatchBody struct {
+// WebhookList defines model for WebhookList.
+type WebhookList struct {
+	// Items This page of results.
+	Items []Webhook `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// WebhookRegistration defines model for WebhookRegistration.
+type WebhookRegistration struct {
+	// AutoPayload An object merged into every payload sent to this target (the event's own fields win), at most 64 KiB.
+	AutoPayload *map[string]interface{} `json:"auto_payload,omitempty"`
+
+	// Event A registrable event (spec section 6) or an alias of one: workflow.started, workflow.completed, workflow.failed, workflow.cancelled.
+	//
+	// Example: workflow.completed
+	Event string `json:"event"`
+
+	// Filter Document events only (document.*); 422 on any other event.
+	Filter *WebhookFilter `json:"filter,omitempty"`
+
+	// Secret Signs every delivery (X-Svc-Signature: sha256=<hex>, HMAC-SHA256 of the raw body), 1-512 bytes. Encrypted at rest; never returned.
+	Secret *string `json:"secret,omitempty"`
+
+	// Url The target: an http(s) URL with a host and no credentials. Loopback, private, link-local and metadata addresses are refused (422 target_not_allowed) unless the deployment allows private targets.
+	//
+	// Example: https://hooks.example.com/svcflow
+	Url string `json:"url"`
+}
+
+// WebhookUpdate defines model for WebhookUpdate.
+type WebhookUpdate struct {
 	// AutoPayload Replaces auto_payload; {} removes it.
 	AutoPayload *map[string]interface{} `json:"auto_payload,omitempty"`
 
@@ -4082,15 +4118,6 @@ type Workflow struct {
 	Warnings *[]string `json:"warnings,omitempty"`
 }
 
-// WorkflowBody defines model for WorkflowBody.
-type WorkflowBody struct {
-	// Definition The specification; validated by the engine against the WorkflowDefinition schema (GET /schemas/workflow.json), its problems pointing into it.
-	Definition WorkflowDefinition `json:"definition"`
-
-	// Name Unique within the organization.
-	Name string `json:"name"`
-}
-
 // WorkflowCondition One operator and its arguments, e.g. {"greaterThan": [{"length": ["@matched"]}, 0]}. Operators: equal notEqual greaterThan greaterThanOrEqual lessThan lessThanOrEqual and or not in contains startsWith endsWith exists isEmpty length matches.
 type WorkflowCondition map[string]interface{}
 
@@ -4119,6 +4146,31 @@ type WorkflowDefinition struct {
 
 	// SearchKeys Paths into the input (@input.invoice_id) whose values find the workflow's runs: GET /runs?key=.
 	SearchKeys *[]string `json:"search_keys,omitempty"`
+}
+
+// WorkflowFromAI defines model for WorkflowFromAI.
+type WorkflowFromAI struct {
+	BundleId   string `json:"bundle_id"`
+	ProcessId  string `json:"process_id"`
+	WorkflowId string `json:"workflow_id"`
+}
+
+// WorkflowList defines model for WorkflowList.
+type WorkflowList struct {
+	// Items This page of results.
+	Items []Workflow `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty when this is the last page.
+	NextCursor string `json:"next_cursor"`
+}
+
+// WorkflowRequest defines model for WorkflowRequest.
+type WorkflowRequest struct {
+	// Definition The specification; validated by the engine against the WorkflowDefinition schema (GET /schemas/workflow.json), its problems pointing into it.
+	Definition WorkflowDefinition `json:"definition"`
+
+	// Name Unique within the organization.
+	Name string `json:"name"`
 }
 
 // WorkflowRunCancelledEvent defines model for WorkflowRunCancelledEvent.
@@ -4230,7 +4282,7 @@ type AdminUsageParams struct {
 // ListAgentsParams defines parameters for ListAgents.
 type ListAgentsParams struct {
 	// Status Only agent runs in this status.
-	Status *ListAgentsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *AgentRunStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// Limit Page size (default 50, at most 500).
 	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
@@ -4238,9 +4290,6 @@ type ListAgentsParams struct {
 	// Cursor Opaque cursor from the previous page's next_cursor; one the server did not issue is 400 invalid_cursor.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
-
-// ListAgentsParamsStatus defines parameters for ListAgents.
-type ListAgentsParamsStatus string
 
 // ExecuteAgentParams defines parameters for ExecuteAgent.
 type ExecuteAgentParams struct {
@@ -4257,7 +4306,7 @@ type GetAgentStatusParams struct {
 // ListApprovalsParams defines parameters for ListApprovals.
 type ListApprovalsParams struct {
 	// Status Only approvals in this status.
-	Status *ListApprovalsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *ApprovalStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// Role Only approvals for this approver_role.
 	Role *string `form:"role,omitempty" json:"role,omitempty"`
@@ -4268,9 +4317,6 @@ type ListApprovalsParams struct {
 	// Cursor Opaque cursor from the previous page's next_cursor; one the server did not issue is 400 invalid_cursor.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
-
-// ListApprovalsParamsStatus defines parameters for ListApprovals.
-type ListApprovalsParamsStatus string
 
 // DecideApprovalParams defines parameters for DecideApproval.
 type DecideApprovalParams struct {
@@ -4494,7 +4540,7 @@ type ListRunsParams struct {
 	WorkflowId *string `form:"workflow_id,omitempty" json:"workflow_id,omitempty"`
 
 	// Status Only runs in one of these statuses: ?status=failed&status=paused.
-	Status *[]ListRunsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *[]RunStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// CreatedAfter Only runs created at or after this time (RFC 3339).
 	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
@@ -4508,9 +4554,6 @@ type ListRunsParams struct {
 	// Key Only runs whose workflow's search keys found this value in their input (a string, or a number's decimal text), exactly.
 	Key *string `form:"key,omitempty" json:"key,omitempty"`
 }
-
-// ListRunsParamsStatus defines parameters for ListRuns.
-type ListRunsParamsStatus string
 
 // CancelRunParams defines parameters for CancelRun.
 type CancelRunParams struct {
@@ -4551,14 +4594,11 @@ type GetRunStatusParams struct {
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
 
 	// LastStatus With ?wait=: the status the caller last saw; the answer comes when the run's status differs from it (default running).
-	LastStatus *GetRunStatusParamsLastStatus `form:"last_status,omitempty" json:"last_status,omitempty"`
+	LastStatus *RunStatus `form:"last_status,omitempty" json:"last_status,omitempty"`
 
-	// Context false leaves the context out of the answer (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{key}.
+	// Context false leaves the context out of the status document (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{contextKey}.
 	Context *bool `form:"context,omitempty" json:"context,omitempty"`
 }
-
-// GetRunStatusParamsLastStatus defines parameters for GetRunStatus.
-type GetRunStatusParamsLastStatus string
 
 // GatewayGetWorkflowSchemaParams defines parameters for GatewayGetWorkflowSchema.
 type GatewayGetWorkflowSchemaParams struct {
@@ -4604,48 +4644,45 @@ type ExecuteWorkflowParams struct {
 	// Wait Hold the answer up to this long (a Go duration: 500ms, 30s; at most 60s).
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
 
-	// Context With ?wait=: false leaves the context out of the status document (read large results with GET /runs/{runId}/context/{key}).
-	Context *ExecuteWorkflowParamsContext `form:"context,omitempty" json:"context,omitempty"`
+	// Context false leaves the context out of the status document (and unread): for polling a run whose context is large. Read single keys with GET /runs/{runId}/context/{contextKey}.
+	Context *bool `form:"context,omitempty" json:"context,omitempty"`
 
 	// IdempotencyKey Makes retries start one run.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
-// ExecuteWorkflowParamsContext defines parameters for ExecuteWorkflow.
-type ExecuteWorkflowParamsContext string
-
 // CreateActionJSONRequestBody defines body for CreateAction for application/json ContentType.
-type CreateActionJSONRequestBody = ActionBody
+type CreateActionJSONRequestBody = ActionDefinition
 
 // ReplaceActionJSONRequestBody defines body for ReplaceAction for application/json ContentType.
-type ReplaceActionJSONRequestBody = ActionBody
+type ReplaceActionJSONRequestBody = ActionDefinition
 
 // AdminSetAccountTierJSONRequestBody defines body for AdminSetAccountTier for application/json ContentType.
-type AdminSetAccountTierJSONRequestBody = SetTierInputBody
+type AdminSetAccountTierJSONRequestBody = SetAccountTierRequest
 
 // AdminIssueLicenseJSONRequestBody defines body for AdminIssueLicense for application/json ContentType.
 type AdminIssueLicenseJSONRequestBody = LicenseRequest
 
 // AdminPutTierJSONRequestBody defines body for AdminPutTier for application/json ContentType.
-type AdminPutTierJSONRequestBody = PutTierInputBody
+type AdminPutTierJSONRequestBody = PutTierRequest
 
 // ExecuteAgentJSONRequestBody defines body for ExecuteAgent for application/json ContentType.
-type ExecuteAgentJSONRequestBody = AgentBody
+type ExecuteAgentJSONRequestBody = ExecuteAgentRequest
 
 // ResumeAgentJSONRequestBody defines body for ResumeAgent for application/json ContentType.
-type ResumeAgentJSONRequestBody = AgentResumeBody
+type ResumeAgentJSONRequestBody = ResumeAgentRequest
 
 // GenerateWorkflowJSONRequestBody defines body for GenerateWorkflow for application/json ContentType.
-type GenerateWorkflowJSONRequestBody = GenerateBody
+type GenerateWorkflowJSONRequestBody = GenerateWorkflowRequest
 
 // DecideApprovalJSONRequestBody defines body for DecideApproval for application/json ContentType.
-type DecideApprovalJSONRequestBody = ApprovalDecisionBody
+type DecideApprovalJSONRequestBody = ApprovalDecision
 
 // CreateCustomTableJSONRequestBody defines body for CreateCustomTable for application/json ContentType.
-type CreateCustomTableJSONRequestBody = TableBody
+type CreateCustomTableJSONRequestBody = TableDefinition
 
 // AddCustomTableIndexJSONRequestBody defines body for AddCustomTableIndex for application/json ContentType.
-type AddCustomTableIndexJSONRequestBody = IndexBody
+type AddCustomTableIndexJSONRequestBody = IndexDefinition
 
 // UpdateCustomTableRowsJSONRequestBody defines body for UpdateCustomTableRows for application/json ContentType.
 type UpdateCustomTableRowsJSONRequestBody = RowsUpdate
@@ -4657,13 +4694,13 @@ type UploadDocumentMultipartRequestBody UploadDocumentMultipartBody
 type CreateDocumentVersionMultipartRequestBody CreateDocumentVersionMultipartBody
 
 // CreateExternalFormJSONRequestBody defines body for CreateExternalForm for application/json ContentType.
-type CreateExternalFormJSONRequestBody = ExternalFormBody
+type CreateExternalFormJSONRequestBody = ExternalFormDefinition
 
 // ReplaceExternalFormJSONRequestBody defines body for ReplaceExternalForm for application/json ContentType.
-type ReplaceExternalFormJSONRequestBody = ExternalFormBody
+type ReplaceExternalFormJSONRequestBody = ExternalFormDefinition
 
 // GenerateFormJSONRequestBody defines body for GenerateForm for application/json ContentType.
-type GenerateFormJSONRequestBody = FormGenerateBody
+type GenerateFormJSONRequestBody = GenerateFormRequest
 
 // FormAuthStartJSONRequestBody defines body for FormAuthStart for application/json ContentType.
 type FormAuthStartJSONRequestBody = FormAuthStartRequest
@@ -4675,10 +4712,10 @@ type FormAuthVerifyJSONRequestBody = FormAuthVerifyRequest
 type SubmitPublicFormJSONRequestBody SubmitPublicFormJSONBody
 
 // SubmitFormJSONRequestBody defines body for SubmitForm for application/json ContentType.
-type SubmitFormJSONRequestBody = FormSubmitBody
+type SubmitFormJSONRequestBody = SubmitFormRequest
 
 // CreateGatewayOrgJSONRequestBody defines body for CreateGatewayOrg for application/json ContentType.
-type CreateGatewayOrgJSONRequestBody = OrgBody
+type CreateGatewayOrgJSONRequestBody = OrgRequest
 
 // UpdateGatewayOrgJSONRequestBody defines body for UpdateGatewayOrg for application/json ContentType.
 type UpdateGatewayOrgJSONRequestBody = UpdateGatewayOrgRequest
@@ -4702,40 +4739,40 @@ type SignupJSONRequestBody = SignupRequest
 type ValidateLicenseJSONRequestBody = ValidateLicenseRequest
 
 // CreateOauthConnectionJSONRequestBody defines body for CreateOauthConnection for application/json ContentType.
-type CreateOauthConnectionJSONRequestBody = OAuthConnectionBody
+type CreateOauthConnectionJSONRequestBody = CreateOAuthConnectionRequest
 
 // SetOrgConfigJSONRequestBody defines body for SetOrgConfig for application/json ContentType.
-type SetOrgConfigJSONRequestBody = OrgConfigBody
+type SetOrgConfigJSONRequestBody = SetOrgConfigRequest
 
 // SetOrgFeaturesJSONRequestBody defines body for SetOrgFeatures for application/json ContentType.
 type SetOrgFeaturesJSONRequestBody = OrgFeatures
 
 // PublishBundleJSONRequestBody defines body for PublishBundle for application/json ContentType.
-type PublishBundleJSONRequestBody = PublishBody
+type PublishBundleJSONRequestBody = PublishBundleRequest
 
 // CreateProcessJSONRequestBody defines body for CreateProcess for application/json ContentType.
-type CreateProcessJSONRequestBody = ProcessBody
+type CreateProcessJSONRequestBody = CreateProcessRequest
 
 // CreateProcessFromPromptJSONRequestBody defines body for CreateProcessFromPrompt for application/json ContentType.
-type CreateProcessFromPromptJSONRequestBody = FromPromptBody
+type CreateProcessFromPromptJSONRequestBody = CreateProcessFromPromptRequest
 
 // ComposeBundleJSONRequestBody defines body for ComposeBundle for application/json ContentType.
-type ComposeBundleJSONRequestBody = ComposeBody
+type ComposeBundleJSONRequestBody = ComposeBundleRequest
 
 // ExecuteProcessJSONRequestBody defines body for ExecuteProcess for application/json ContentType.
-type ExecuteProcessJSONRequestBody = ExecuteBody
+type ExecuteProcessJSONRequestBody = ExecuteRequest
 
 // CreateProjectJSONRequestBody defines body for CreateProject for application/json ContentType.
-type CreateProjectJSONRequestBody = ProjectBody
+type CreateProjectJSONRequestBody = CreateProjectRequest
 
 // CreateRunOperationJSONRequestBody defines body for CreateRunOperation for application/json ContentType.
-type CreateRunOperationJSONRequestBody = RunOperationBody
+type CreateRunOperationJSONRequestBody = CreateRunOperationRequest
 
 // CancelRunJSONRequestBody defines body for CancelRun for application/json ContentType.
-type CancelRunJSONRequestBody = CancelBody
+type CancelRunJSONRequestBody = CancelRunRequest
 
 // RetryRunJSONRequestBody defines body for RetryRun for application/json ContentType.
-type RetryRunJSONRequestBody = RetryBody
+type RetryRunJSONRequestBody = RetryRunRequest
 
 // SdkAuthStartJSONRequestBody defines body for SdkAuthStart for application/json ContentType.
 type SdkAuthStartJSONRequestBody = SdkAuthStartRequest
@@ -4750,22 +4787,22 @@ type SdkSubmitFormPauseJSONRequestBody = SdkSubmitFormPauseRequest
 type SdkDecideTaskJSONRequestBody = SdkDecideTaskRequest
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
-type CreateWebhookJSONRequestBody = WebhookBody
+type CreateWebhookJSONRequestBody = WebhookRegistration
 
 // UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
-type UpdateWebhookJSONRequestBody = WebhookPatchBody
+type UpdateWebhookJSONRequestBody = WebhookUpdate
 
 // CreateWorkflowJSONRequestBody defines body for CreateWorkflow for application/json ContentType.
-type CreateWorkflowJSONRequestBody = WorkflowBody
+type CreateWorkflowJSONRequestBody = WorkflowRequest
 
 // CreateWorkflowFromAiJSONRequestBody defines body for CreateWorkflowFromAi for application/json ContentType.
-type CreateWorkflowFromAiJSONRequestBody = LegacyFromAIBody
+type CreateWorkflowFromAiJSONRequestBody = CreateWorkflowFromAIRequest
 
 // UpdateWorkflowJSONRequestBody defines body for UpdateWorkflow for application/json ContentType.
-type UpdateWorkflowJSONRequestBody = WorkflowBody
+type UpdateWorkflowJSONRequestBody = WorkflowRequest
 
 // ExecuteWorkflowJSONRequestBody defines body for ExecuteWorkflow for application/json ContentType.
-type ExecuteWorkflowJSONRequestBody = ExecuteBody
+type ExecuteWorkflowJSONRequestBody = ExecuteRequest
 
 // AsAgentToolDeclaration0 returns the union data inside the AgentToolDeclaration as a AgentToolDeclaration0
 func (t AgentToolDeclaration) AsAgentToolDeclaration0() (AgentToolDeclaration0, error) {
@@ -6225,7 +6262,7 @@ type ClientInterface interface {
 
 	// AdminSetAccountTierWithBody Put an account on a tier
 	//
-	// tier names a tier of PUT /admin/tiers/{name}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
+	// tier names a tier of PUT /admin/tiers/{tierName}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6234,7 +6271,7 @@ type ClientInterface interface {
 
 	// AdminSetAccountTier Put an account on a tier
 	//
-	// tier names a tier of PUT /admin/tiers/{name}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
+	// tier names a tier of PUT /admin/tiers/{tierName}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6282,8 +6319,8 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PUT /admin/tiers/{name} (the `AdminPutTier` operationId).
-	AdminPutTierWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with PUT /admin/tiers/{tierName} (the `AdminPutTier` operationId).
+	AdminPutTierWithBody(ctx context.Context, tierName string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AdminPutTier Create or replace a tier
 	//
@@ -6291,8 +6328,8 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PUT /admin/tiers/{name} (the `AdminPutTier` operationId).
-	AdminPutTier(ctx context.Context, name string, body AdminPutTierJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with PUT /admin/tiers/{tierName} (the `AdminPutTier` operationId).
+	AdminPutTier(ctx context.Context, tierName string, body AdminPutTierJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AdminUsage Usage across accounts
 	//
@@ -6444,8 +6481,8 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-	AddCustomTableIndexWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+	AddCustomTableIndexWithBody(ctx context.Context, tableName string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AddCustomTableIndex Add an index to a custom table
 	//
@@ -6453,15 +6490,15 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-	AddCustomTableIndex(ctx context.Context, name string, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+	AddCustomTableIndex(ctx context.Context, tableName string, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReadCustomTableRows Page through a custom table's rows
 	//
 	// The rows whose columns equal every `where` entry, oldest first (by creation time, then id), a page at a time like every list: pass `next_cursor` back as `?cursor=` until it is empty.
 	//
-	// Corresponds with GET /custom-tables/{name}/rows (the `ReadCustomTableRows` operationId).
-	ReadCustomTableRows(ctx context.Context, name string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /custom-tables/{tableName}/rows (the `ReadCustomTableRows` operationId).
+	ReadCustomTableRows(ctx context.Context, tableName string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateCustomTableRowsWithBody Set columns on the rows that match
 	//
@@ -6469,8 +6506,8 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-	UpdateCustomTableRowsWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+	UpdateCustomTableRowsWithBody(ctx context.Context, tableName string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateCustomTableRows Set columns on the rows that match
 	//
@@ -6478,8 +6515,8 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-	UpdateCustomTableRows(ctx context.Context, name string, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+	UpdateCustomTableRows(ctx context.Context, tableName string, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetDelivery A delivery and every attempt
 	//
@@ -7106,7 +7143,7 @@ type ClientInterface interface {
 
 	// ExecuteProcessWithBody Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -7115,7 +7152,7 @@ type ClientInterface interface {
 
 	// ExecuteProcess Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7155,7 +7192,7 @@ type ClientInterface interface {
 
 	// CreateRunOperationWithBody Cancel or retry every run a filter matches
 	//
-	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -7164,7 +7201,7 @@ type ClientInterface interface {
 
 	// CreateRunOperation Cancel or retry every run a filter matches
 	//
-	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7173,8 +7210,8 @@ type ClientInterface interface {
 
 	// GetRunOperation A run operation's progress and outcome
 	//
-	// Corresponds with GET /run-operations/{operationId} (the `GetRunOperation` operationId).
-	GetRunOperation(ctx context.Context, operationId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /run-operations/{runOperationId} (the `GetRunOperation` operationId).
+	GetRunOperation(ctx context.Context, runOperationId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRuns List the organization's runs, newest first
 	//
@@ -7203,8 +7240,8 @@ type ClientInterface interface {
 	//
 	// Answers `{key, value}`. When the value is a JSON array, `?offset=&limit=` page it: `value` is the page (at most `limit` elements from `offset`, `[]` past the end) and `total`, `offset` and `limit` are added; the next page starts at `offset + limit`. Any other value is answered whole, without `total`, and `offset` and `limit` are ignored, so one query serves a key whose type the client does not know. A run without the key answers 404 not_found, as does another organization's run. The `result_reference` of `nway_matcher.completed` is this route's path for its `matchGroups`.
 	//
-	// Corresponds with GET /runs/{runId}/context/{key} (the `GetRunContext` operationId).
-	GetRunContext(ctx context.Context, runId string, key string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /runs/{runId}/context/{contextKey} (the `GetRunContext` operationId).
+	GetRunContext(ctx context.Context, runId string, contextKey string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRunEvents A run's events, oldest first
 	//
@@ -7456,29 +7493,29 @@ type ClientInterface interface {
 	//
 	// Deletes the workflow, its versions and its schedule; its runs stay readable. A workflow a process of the studio publishes is not deleted: 409 workflow_owned_by_process, naming the process.
 	//
-	// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
-	DeleteWorkflow(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with DELETE /workflows/{workflowId} (the `DeleteWorkflow` operationId).
+	DeleteWorkflow(ctx context.Context, workflowId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWorkflow Get a workflow's current version, or an earlier one
 	//
 	// The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 	//
-	// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-	GetWorkflow(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /workflows/{workflowId} (the `GetWorkflow` operationId).
+	GetWorkflow(ctx context.Context, workflowId string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateWorkflowWithBody Replace a workflow: stores a new version
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-	UpdateWorkflowWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+	UpdateWorkflowWithBody(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateWorkflow Replace a workflow: stores a new version
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-	UpdateWorkflow(ctx context.Context, id string, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+	UpdateWorkflow(ctx context.Context, workflowId string, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExecuteWorkflowWithBody Start a run of the workflow's current version
 	//
@@ -7486,8 +7523,8 @@ type ClientInterface interface {
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-	ExecuteWorkflowWithBody(ctx context.Context, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+	ExecuteWorkflowWithBody(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExecuteWorkflow Start a run of the workflow's current version
 	//
@@ -7495,8 +7532,8 @@ type ClientInterface interface {
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-	ExecuteWorkflow(ctx context.Context, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+	ExecuteWorkflow(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // ListActions List the organization's actions
@@ -7671,7 +7708,7 @@ func (c *Client) AdminSuspendAccount(ctx context.Context, accountId string, reqE
 
 // AdminSetAccountTierWithBody Put an account on a tier
 //
-// tier names a tier of PUT /admin/tiers/{name}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
+// tier names a tier of PUT /admin/tiers/{tierName}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
 //
 // Takes any type of body and a specified content type.
 //
@@ -7690,7 +7727,7 @@ func (c *Client) AdminSetAccountTierWithBody(ctx context.Context, accountId stri
 
 // AdminSetAccountTier Put an account on a tier
 //
-// tier names a tier of PUT /admin/tiers/{name}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
+// tier names a tier of PUT /admin/tiers/{tierName}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7798,9 +7835,9 @@ func (c *Client) AdminListTiers(ctx context.Context, reqEditors ...RequestEditor
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PUT /admin/tiers/{name} (the `AdminPutTier` operationId).
-func (c *Client) AdminPutTierWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAdminPutTierRequestWithBody(c.Server, name, contentType, body)
+// Corresponds with PUT /admin/tiers/{tierName} (the `AdminPutTier` operationId).
+func (c *Client) AdminPutTierWithBody(ctx context.Context, tierName string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminPutTierRequestWithBody(c.Server, tierName, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7817,9 +7854,9 @@ func (c *Client) AdminPutTierWithBody(ctx context.Context, name string, contentT
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PUT /admin/tiers/{name} (the `AdminPutTier` operationId).
-func (c *Client) AdminPutTier(ctx context.Context, name string, body AdminPutTierJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAdminPutTierRequest(c.Server, name, body)
+// Corresponds with PUT /admin/tiers/{tierName} (the `AdminPutTier` operationId).
+func (c *Client) AdminPutTier(ctx context.Context, tierName string, body AdminPutTierJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminPutTierRequest(c.Server, tierName, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8180,9 +8217,9 @@ func (c *Client) CreateCustomTable(ctx context.Context, body CreateCustomTableJS
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-func (c *Client) AddCustomTableIndexWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAddCustomTableIndexRequestWithBody(c.Server, name, contentType, body)
+// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+func (c *Client) AddCustomTableIndexWithBody(ctx context.Context, tableName string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddCustomTableIndexRequestWithBody(c.Server, tableName, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8199,9 +8236,9 @@ func (c *Client) AddCustomTableIndexWithBody(ctx context.Context, name string, c
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-func (c *Client) AddCustomTableIndex(ctx context.Context, name string, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAddCustomTableIndexRequest(c.Server, name, body)
+// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+func (c *Client) AddCustomTableIndex(ctx context.Context, tableName string, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddCustomTableIndexRequest(c.Server, tableName, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8216,9 +8253,9 @@ func (c *Client) AddCustomTableIndex(ctx context.Context, name string, body AddC
 //
 // The rows whose columns equal every `where` entry, oldest first (by creation time, then id), a page at a time like every list: pass `next_cursor` back as `?cursor=` until it is empty.
 //
-// Corresponds with GET /custom-tables/{name}/rows (the `ReadCustomTableRows` operationId).
-func (c *Client) ReadCustomTableRows(ctx context.Context, name string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReadCustomTableRowsRequest(c.Server, name, params)
+// Corresponds with GET /custom-tables/{tableName}/rows (the `ReadCustomTableRows` operationId).
+func (c *Client) ReadCustomTableRows(ctx context.Context, tableName string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadCustomTableRowsRequest(c.Server, tableName, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8235,9 +8272,9 @@ func (c *Client) ReadCustomTableRows(ctx context.Context, name string, params *R
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-func (c *Client) UpdateCustomTableRowsWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateCustomTableRowsRequestWithBody(c.Server, name, contentType, body)
+// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+func (c *Client) UpdateCustomTableRowsWithBody(ctx context.Context, tableName string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustomTableRowsRequestWithBody(c.Server, tableName, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8254,9 +8291,9 @@ func (c *Client) UpdateCustomTableRowsWithBody(ctx context.Context, name string,
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-func (c *Client) UpdateCustomTableRows(ctx context.Context, name string, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateCustomTableRowsRequest(c.Server, name, body)
+// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+func (c *Client) UpdateCustomTableRows(ctx context.Context, tableName string, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCustomTableRowsRequest(c.Server, tableName, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9702,7 +9739,7 @@ func (c *Client) ComposeBundle(ctx context.Context, processId string, body Compo
 
 // ExecuteProcessWithBody Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes any type of body and a specified content type.
 //
@@ -9721,7 +9758,7 @@ func (c *Client) ExecuteProcessWithBody(ctx context.Context, processId string, c
 
 // ExecuteProcess Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9821,7 +9858,7 @@ func (c *Client) ListRunOperations(ctx context.Context, params *ListRunOperation
 
 // CreateRunOperationWithBody Cancel or retry every run a filter matches
 //
-// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 //
 // Takes any type of body and a specified content type.
 //
@@ -9840,7 +9877,7 @@ func (c *Client) CreateRunOperationWithBody(ctx context.Context, params *CreateR
 
 // CreateRunOperation Cancel or retry every run a filter matches
 //
-// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9859,9 +9896,9 @@ func (c *Client) CreateRunOperation(ctx context.Context, params *CreateRunOperat
 
 // GetRunOperation A run operation's progress and outcome
 //
-// Corresponds with GET /run-operations/{operationId} (the `GetRunOperation` operationId).
-func (c *Client) GetRunOperation(ctx context.Context, operationId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetRunOperationRequest(c.Server, operationId)
+// Corresponds with GET /run-operations/{runOperationId} (the `GetRunOperation` operationId).
+func (c *Client) GetRunOperation(ctx context.Context, runOperationId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunOperationRequest(c.Server, runOperationId)
 	if err != nil {
 		return nil, err
 	}
@@ -9929,9 +9966,9 @@ func (c *Client) CancelRun(ctx context.Context, runId string, params *CancelRunP
 //
 // Answers `{key, value}`. When the value is a JSON array, `?offset=&limit=` page it: `value` is the page (at most `limit` elements from `offset`, `[]` past the end) and `total`, `offset` and `limit` are added; the next page starts at `offset + limit`. Any other value is answered whole, without `total`, and `offset` and `limit` are ignored, so one query serves a key whose type the client does not know. A run without the key answers 404 not_found, as does another organization's run. The `result_reference` of `nway_matcher.completed` is this route's path for its `matchGroups`.
 //
-// Corresponds with GET /runs/{runId}/context/{key} (the `GetRunContext` operationId).
-func (c *Client) GetRunContext(ctx context.Context, runId string, key string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetRunContextRequest(c.Server, runId, key, params)
+// Corresponds with GET /runs/{runId}/context/{contextKey} (the `GetRunContext` operationId).
+func (c *Client) GetRunContext(ctx context.Context, runId string, contextKey string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunContextRequest(c.Server, runId, contextKey, params)
 	if err != nil {
 		return nil, err
 	}
@@ -10512,9 +10549,9 @@ func (c *Client) CreateWorkflowFromAi(ctx context.Context, body CreateWorkflowFr
 //
 // Deletes the workflow, its versions and its schedule; its runs stay readable. A workflow a process of the studio publishes is not deleted: 409 workflow_owned_by_process, naming the process.
 //
-// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
-func (c *Client) DeleteWorkflow(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteWorkflowRequest(c.Server, id)
+// Corresponds with DELETE /workflows/{workflowId} (the `DeleteWorkflow` operationId).
+func (c *Client) DeleteWorkflow(ctx context.Context, workflowId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteWorkflowRequest(c.Server, workflowId)
 	if err != nil {
 		return nil, err
 	}
@@ -10529,9 +10566,9 @@ func (c *Client) DeleteWorkflow(ctx context.Context, id string, reqEditors ...Re
 //
 // The current version; with `?version=N` version N, which every update keeps (versions run from 1 to the current one) so that the console can show how two versions differ. A version the workflow never had is 404.
 //
-// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-func (c *Client) GetWorkflow(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetWorkflowRequest(c.Server, id, params)
+// Corresponds with GET /workflows/{workflowId} (the `GetWorkflow` operationId).
+func (c *Client) GetWorkflow(ctx context.Context, workflowId string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowRequest(c.Server, workflowId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -10546,9 +10583,9 @@ func (c *Client) GetWorkflow(ctx context.Context, id string, params *GetWorkflow
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-func (c *Client) UpdateWorkflowWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateWorkflowRequestWithBody(c.Server, id, contentType, body)
+// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+func (c *Client) UpdateWorkflowWithBody(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateWorkflowRequestWithBody(c.Server, workflowId, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -10563,9 +10600,9 @@ func (c *Client) UpdateWorkflowWithBody(ctx context.Context, id string, contentT
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-func (c *Client) UpdateWorkflow(ctx context.Context, id string, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateWorkflowRequest(c.Server, id, body)
+// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+func (c *Client) UpdateWorkflow(ctx context.Context, workflowId string, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateWorkflowRequest(c.Server, workflowId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -10582,9 +10619,9 @@ func (c *Client) UpdateWorkflow(ctx context.Context, id string, body UpdateWorkf
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-func (c *Client) ExecuteWorkflowWithBody(ctx context.Context, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewExecuteWorkflowRequestWithBody(c.Server, id, params, contentType, body)
+// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+func (c *Client) ExecuteWorkflowWithBody(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExecuteWorkflowRequestWithBody(c.Server, workflowId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -10601,9 +10638,9 @@ func (c *Client) ExecuteWorkflowWithBody(ctx context.Context, id string, params 
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-func (c *Client) ExecuteWorkflow(ctx context.Context, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewExecuteWorkflowRequest(c.Server, id, params, body)
+// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+func (c *Client) ExecuteWorkflow(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExecuteWorkflowRequest(c.Server, workflowId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -11172,23 +11209,23 @@ func NewAdminListTiersRequest(server string) (*http.Request, error) {
 }
 
 // NewAdminPutTierRequest calls the generic AdminPutTier builder with application/json body
-func NewAdminPutTierRequest(server string, name string, body AdminPutTierJSONRequestBody) (*http.Request, error) {
+func NewAdminPutTierRequest(server string, tierName string, body AdminPutTierJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewAdminPutTierRequestWithBody(server, name, "application/json", bodyReader)
+	return NewAdminPutTierRequestWithBody(server, tierName, "application/json", bodyReader)
 }
 
 // NewAdminPutTierRequestWithBody constructs an http.Request for the AdminPutTier method, with any body, and a specified content type
-func NewAdminPutTierRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+func NewAdminPutTierRequestWithBody(server string, tierName string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tierName", tierName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -11314,7 +11351,7 @@ func NewListAgentsRequest(server string, params *ListAgentsParams) (*http.Reques
 
 		if params.Status != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -11709,7 +11746,7 @@ func NewListApprovalsRequest(server string, params *ListApprovalsParams) (*http.
 
 		if params.Status != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -12013,23 +12050,23 @@ func NewCreateCustomTableRequestWithBody(server string, contentType string, body
 }
 
 // NewAddCustomTableIndexRequest calls the generic AddCustomTableIndex builder with application/json body
-func NewAddCustomTableIndexRequest(server string, name string, body AddCustomTableIndexJSONRequestBody) (*http.Request, error) {
+func NewAddCustomTableIndexRequest(server string, tableName string, body AddCustomTableIndexJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewAddCustomTableIndexRequestWithBody(server, name, "application/json", bodyReader)
+	return NewAddCustomTableIndexRequestWithBody(server, tableName, "application/json", bodyReader)
 }
 
 // NewAddCustomTableIndexRequestWithBody constructs an http.Request for the AddCustomTableIndex method, with any body, and a specified content type
-func NewAddCustomTableIndexRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+func NewAddCustomTableIndexRequestWithBody(server string, tableName string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tableName", tableName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -12060,12 +12097,12 @@ func NewAddCustomTableIndexRequestWithBody(server string, name string, contentTy
 }
 
 // NewReadCustomTableRowsRequest constructs an http.Request for the ReadCustomTableRows method
-func NewReadCustomTableRowsRequest(server string, name string, params *ReadCustomTableRowsParams) (*http.Request, error) {
+func NewReadCustomTableRowsRequest(server string, tableName string, params *ReadCustomTableRowsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tableName", tableName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -12157,23 +12194,23 @@ func NewReadCustomTableRowsRequest(server string, name string, params *ReadCusto
 }
 
 // NewUpdateCustomTableRowsRequest calls the generic UpdateCustomTableRows builder with application/json body
-func NewUpdateCustomTableRowsRequest(server string, name string, body UpdateCustomTableRowsJSONRequestBody) (*http.Request, error) {
+func NewUpdateCustomTableRowsRequest(server string, tableName string, body UpdateCustomTableRowsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewUpdateCustomTableRowsRequestWithBody(server, name, "application/json", bodyReader)
+	return NewUpdateCustomTableRowsRequestWithBody(server, tableName, "application/json", bodyReader)
 }
 
 // NewUpdateCustomTableRowsRequestWithBody constructs an http.Request for the UpdateCustomTableRows method, with any body, and a specified content type
-func NewUpdateCustomTableRowsRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpdateCustomTableRowsRequestWithBody(server string, tableName string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tableName", tableName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -15224,12 +15261,12 @@ func NewCreateRunOperationRequestWithBody(server string, params *CreateRunOperat
 }
 
 // NewGetRunOperationRequest constructs an http.Request for the GetRunOperation method
-func NewGetRunOperationRequest(server string, operationId string) (*http.Request, error) {
+func NewGetRunOperationRequest(server string, runOperationId string) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "operationId", operationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "runOperationId", runOperationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -15458,7 +15495,7 @@ func NewCancelRunRequestWithBody(server string, runId string, params *CancelRunP
 }
 
 // NewGetRunContextRequest constructs an http.Request for the GetRunContext method
-func NewGetRunContextRequest(server string, runId string, key string, params *GetRunContextParams) (*http.Request, error) {
+func NewGetRunContextRequest(server string, runId string, contextKey string, params *GetRunContextParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -15470,7 +15507,7 @@ func NewGetRunContextRequest(server string, runId string, key string, params *Ge
 
 	var pathParam1 string
 
-	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "contextKey", contextKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -15800,7 +15837,7 @@ func NewGetRunStatusRequest(server string, runId string, params *GetRunStatusPar
 
 		if params.LastStatus != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "last_status", *params.LastStatus, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "last_status", *params.LastStatus, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -16622,12 +16659,12 @@ func NewCreateWorkflowFromAiRequestWithBody(server string, contentType string, b
 }
 
 // NewDeleteWorkflowRequest constructs an http.Request for the DeleteWorkflow method
-func NewDeleteWorkflowRequest(server string, id string) (*http.Request, error) {
+func NewDeleteWorkflowRequest(server string, workflowId string) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -16656,12 +16693,12 @@ func NewDeleteWorkflowRequest(server string, id string) (*http.Request, error) {
 }
 
 // NewGetWorkflowRequest constructs an http.Request for the GetWorkflow method
-func NewGetWorkflowRequest(server string, id string, params *GetWorkflowParams) (*http.Request, error) {
+func NewGetWorkflowRequest(server string, workflowId string, params *GetWorkflowParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -16717,23 +16754,23 @@ func NewGetWorkflowRequest(server string, id string, params *GetWorkflowParams) 
 }
 
 // NewUpdateWorkflowRequest calls the generic UpdateWorkflow builder with application/json body
-func NewUpdateWorkflowRequest(server string, id string, body UpdateWorkflowJSONRequestBody) (*http.Request, error) {
+func NewUpdateWorkflowRequest(server string, workflowId string, body UpdateWorkflowJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewUpdateWorkflowRequestWithBody(server, id, "application/json", bodyReader)
+	return NewUpdateWorkflowRequestWithBody(server, workflowId, "application/json", bodyReader)
 }
 
 // NewUpdateWorkflowRequestWithBody constructs an http.Request for the UpdateWorkflow method, with any body, and a specified content type
-func NewUpdateWorkflowRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpdateWorkflowRequestWithBody(server string, workflowId string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -16764,23 +16801,23 @@ func NewUpdateWorkflowRequestWithBody(server string, id string, contentType stri
 }
 
 // NewExecuteWorkflowRequest calls the generic ExecuteWorkflow builder with application/json body
-func NewExecuteWorkflowRequest(server string, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody) (*http.Request, error) {
+func NewExecuteWorkflowRequest(server string, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewExecuteWorkflowRequestWithBody(server, id, params, "application/json", bodyReader)
+	return NewExecuteWorkflowRequestWithBody(server, workflowId, params, "application/json", bodyReader)
 }
 
 // NewExecuteWorkflowRequestWithBody constructs an http.Request for the ExecuteWorkflow method, with any body, and a specified content type
-func NewExecuteWorkflowRequestWithBody(server string, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader) (*http.Request, error) {
+func NewExecuteWorkflowRequestWithBody(server string, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "workflowId", workflowId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -16823,7 +16860,7 @@ func NewExecuteWorkflowRequestWithBody(server string, id string, params *Execute
 
 		if params.Context != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "context", *params.Context, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "context", *params.Context, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -16992,7 +17029,7 @@ type ClientWithResponsesInterface interface {
 
 	// AdminSetAccountTierWithBodyWithResponse Put an account on a tier
 	//
-	// tier names a tier of PUT /admin/tiers/{name}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
+	// tier names a tier of PUT /admin/tiers/{tierName}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17001,7 +17038,7 @@ type ClientWithResponsesInterface interface {
 
 	// AdminSetAccountTierWithResponse Put an account on a tier
 	//
-	// tier names a tier of PUT /admin/tiers/{name}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
+	// tier names a tier of PUT /admin/tiers/{tierName}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17055,8 +17092,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /admin/tiers/{name} (the `AdminPutTier` operationId).
-	AdminPutTierWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdminPutTierHTTPResponse, error)
+	// Corresponds with PUT /admin/tiers/{tierName} (the `AdminPutTier` operationId).
+	AdminPutTierWithBodyWithResponse(ctx context.Context, tierName string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdminPutTierHTTPResponse, error)
 
 	// AdminPutTierWithResponse Create or replace a tier
 	//
@@ -17064,8 +17101,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /admin/tiers/{name} (the `AdminPutTier` operationId).
-	AdminPutTierWithResponse(ctx context.Context, name string, body AdminPutTierJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminPutTierHTTPResponse, error)
+	// Corresponds with PUT /admin/tiers/{tierName} (the `AdminPutTier` operationId).
+	AdminPutTierWithResponse(ctx context.Context, tierName string, body AdminPutTierJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminPutTierHTTPResponse, error)
 
 	// AdminUsageWithResponse Usage across accounts
 	//
@@ -17237,8 +17274,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-	AddCustomTableIndexWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddCustomTableIndexHTTPResponse, error)
+	// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+	AddCustomTableIndexWithBodyWithResponse(ctx context.Context, tableName string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddCustomTableIndexHTTPResponse, error)
 
 	// AddCustomTableIndexWithResponse Add an index to a custom table
 	//
@@ -17246,8 +17283,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-	AddCustomTableIndexWithResponse(ctx context.Context, name string, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*AddCustomTableIndexHTTPResponse, error)
+	// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+	AddCustomTableIndexWithResponse(ctx context.Context, tableName string, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*AddCustomTableIndexHTTPResponse, error)
 
 	// ReadCustomTableRowsWithResponse Page through a custom table's rows
 	//
@@ -17255,8 +17292,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /custom-tables/{name}/rows (the `ReadCustomTableRows` operationId).
-	ReadCustomTableRowsWithResponse(ctx context.Context, name string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*ReadCustomTableRowsHTTPResponse, error)
+	// Corresponds with GET /custom-tables/{tableName}/rows (the `ReadCustomTableRows` operationId).
+	ReadCustomTableRowsWithResponse(ctx context.Context, tableName string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*ReadCustomTableRowsHTTPResponse, error)
 
 	// UpdateCustomTableRowsWithBodyWithResponse Set columns on the rows that match
 	//
@@ -17264,8 +17301,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-	UpdateCustomTableRowsWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsHTTPResponse, error)
+	// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+	UpdateCustomTableRowsWithBodyWithResponse(ctx context.Context, tableName string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsHTTPResponse, error)
 
 	// UpdateCustomTableRowsWithResponse Set columns on the rows that match
 	//
@@ -17273,8 +17310,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-	UpdateCustomTableRowsWithResponse(ctx context.Context, name string, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsHTTPResponse, error)
+	// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+	UpdateCustomTableRowsWithResponse(ctx context.Context, tableName string, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsHTTPResponse, error)
 
 	// GetDeliveryWithResponse A delivery and every attempt
 	//
@@ -17971,7 +18008,7 @@ type ClientWithResponsesInterface interface {
 
 	// ExecuteProcessWithBodyWithResponse Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17980,7 +18017,7 @@ type ClientWithResponsesInterface interface {
 
 	// ExecuteProcessWithResponse Run the process's published version
 	//
-	// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+	// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18026,7 +18063,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateRunOperationWithBodyWithResponse Cancel or retry every run a filter matches
 	//
-	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18035,7 +18072,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateRunOperationWithResponse Cancel or retry every run a filter matches
 	//
-	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+	// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18046,8 +18083,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /run-operations/{operationId} (the `GetRunOperation` operationId).
-	GetRunOperationWithResponse(ctx context.Context, operationId string, reqEditors ...RequestEditorFn) (*GetRunOperationHTTPResponse, error)
+	// Corresponds with GET /run-operations/{runOperationId} (the `GetRunOperation` operationId).
+	GetRunOperationWithResponse(ctx context.Context, runOperationId string, reqEditors ...RequestEditorFn) (*GetRunOperationHTTPResponse, error)
 
 	// ListRunsWithResponse List the organization's runs, newest first
 	//
@@ -18080,8 +18117,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /runs/{runId}/context/{key} (the `GetRunContext` operationId).
-	GetRunContextWithResponse(ctx context.Context, runId string, key string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*GetRunContextHTTPResponse, error)
+	// Corresponds with GET /runs/{runId}/context/{contextKey} (the `GetRunContext` operationId).
+	GetRunContextWithResponse(ctx context.Context, runId string, contextKey string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*GetRunContextHTTPResponse, error)
 
 	// ListRunEventsWithResponse A run's events, oldest first
 	//
@@ -18363,8 +18400,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
-	DeleteWorkflowWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteWorkflowHTTPResponse, error)
+	// Corresponds with DELETE /workflows/{workflowId} (the `DeleteWorkflow` operationId).
+	DeleteWorkflowWithResponse(ctx context.Context, workflowId string, reqEditors ...RequestEditorFn) (*DeleteWorkflowHTTPResponse, error)
 
 	// GetWorkflowWithResponse Get a workflow's current version, or an earlier one
 	//
@@ -18372,22 +18409,22 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-	GetWorkflowWithResponse(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowHTTPResponse, error)
+	// Corresponds with GET /workflows/{workflowId} (the `GetWorkflow` operationId).
+	GetWorkflowWithResponse(ctx context.Context, workflowId string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowHTTPResponse, error)
 
 	// UpdateWorkflowWithBodyWithResponse Replace a workflow: stores a new version
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-	UpdateWorkflowWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWorkflowHTTPResponse, error)
+	// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+	UpdateWorkflowWithBodyWithResponse(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWorkflowHTTPResponse, error)
 
 	// UpdateWorkflowWithResponse Replace a workflow: stores a new version
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-	UpdateWorkflowWithResponse(ctx context.Context, id string, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWorkflowHTTPResponse, error)
+	// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+	UpdateWorkflowWithResponse(ctx context.Context, workflowId string, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWorkflowHTTPResponse, error)
 
 	// ExecuteWorkflowWithBodyWithResponse Start a run of the workflow's current version
 	//
@@ -18395,8 +18432,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-	ExecuteWorkflowWithBodyWithResponse(ctx context.Context, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecuteWorkflowHTTPResponse, error)
+	// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+	ExecuteWorkflowWithBodyWithResponse(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecuteWorkflowHTTPResponse, error)
 
 	// ExecuteWorkflowWithResponse Start a run of the workflow's current version
 	//
@@ -18404,8 +18441,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-	ExecuteWorkflowWithResponse(ctx context.Context, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteWorkflowHTTPResponse, error)
+	// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+	ExecuteWorkflowWithResponse(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteWorkflowHTTPResponse, error)
 }
 
 // ListActionsHTTPResponse429Headers the declared response headers of an HTTP 429 response for ListActions
@@ -18417,7 +18454,7 @@ type ListActionsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListAction
+	JSON200 *ActionList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -18437,7 +18474,7 @@ type ListActionsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListActionsHTTPResponse) GetJSON200() *ListAction {
+func (r ListActionsHTTPResponse) GetJSON200() *ActionList {
 	return r.JSON200
 }
 
@@ -18946,7 +18983,7 @@ type AdminListAccountsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListAccount
+	JSON200 *AccountList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -18960,7 +18997,7 @@ type AdminListAccountsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r AdminListAccountsHTTPResponse) GetJSON200() *ListAccount {
+func (r AdminListAccountsHTTPResponse) GetJSON200() *AccountList {
 	return r.JSON200
 }
 
@@ -19264,7 +19301,7 @@ type AdminListLicensesHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *LicenseListOutputBody
+	JSON200 *LicenseList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -19278,7 +19315,7 @@ type AdminListLicensesHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r AdminListLicensesHTTPResponse) GetJSON200() *LicenseListOutputBody {
+func (r AdminListLicensesHTTPResponse) GetJSON200() *LicenseList {
 	return r.JSON200
 }
 
@@ -19513,7 +19550,7 @@ type AdminListTiersHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *TierListOutputBody
+	JSON200 *TierList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -19527,7 +19564,7 @@ type AdminListTiersHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r AdminListTiersHTTPResponse) GetJSON200() *TierListOutputBody {
+func (r AdminListTiersHTTPResponse) GetJSON200() *TierList {
 	return r.JSON200
 }
 
@@ -19679,7 +19716,7 @@ type AdminUsageHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *UsageOutputBody
+	JSON200 *UsageList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -19693,7 +19730,7 @@ type AdminUsageHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r AdminUsageHTTPResponse) GetJSON200() *UsageOutputBody {
+func (r AdminUsageHTTPResponse) GetJSON200() *UsageList {
 	return r.JSON200
 }
 
@@ -19760,7 +19797,7 @@ type ListAgentsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListAgentStatus
+	JSON200 *AgentRunList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -19780,7 +19817,7 @@ type ListAgentsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListAgentsHTTPResponse) GetJSON200() *ListAgentStatus {
+func (r ListAgentsHTTPResponse) GetJSON200() *AgentRunList {
 	return r.JSON200
 }
 
@@ -19857,9 +19894,9 @@ type ExecuteAgentHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AgentStatus
+	JSON200 *AgentRun
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *AgentStatus
+	JSON202 *AgentRun
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -19883,12 +19920,12 @@ type ExecuteAgentHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ExecuteAgentHTTPResponse) GetJSON200() *AgentStatus {
+func (r ExecuteAgentHTTPResponse) GetJSON200() *AgentRun {
 	return r.JSON200
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r ExecuteAgentHTTPResponse) GetJSON202() *AgentStatus {
+func (r ExecuteAgentHTTPResponse) GetJSON202() *AgentRun {
 	return r.JSON202
 }
 
@@ -19975,7 +20012,7 @@ type ResumeAgentHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *AgentStatus
+	JSON202 *AgentRun
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -20003,7 +20040,7 @@ type ResumeAgentHTTPResponse struct {
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r ResumeAgentHTTPResponse) GetJSON202() *AgentStatus {
+func (r ResumeAgentHTTPResponse) GetJSON202() *AgentRun {
 	return r.JSON202
 }
 
@@ -20100,7 +20137,7 @@ type GetAgentStatusHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AgentStatus
+	JSON200 *AgentRun
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -20122,7 +20159,7 @@ type GetAgentStatusHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetAgentStatusHTTPResponse) GetJSON200() *AgentStatus {
+func (r GetAgentStatusHTTPResponse) GetJSON200() *AgentRun {
 	return r.JSON200
 }
 
@@ -20204,7 +20241,7 @@ type GetAgentTraceHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AgentTraceAnswer
+	JSON200 *AgentTrace
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -20226,7 +20263,7 @@ type GetAgentTraceHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetAgentTraceHTTPResponse) GetJSON200() *AgentTraceAnswer {
+func (r GetAgentTraceHTTPResponse) GetJSON200() *AgentTrace {
 	return r.JSON200
 }
 
@@ -20308,7 +20345,7 @@ type GenerateWorkflowHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *GenerateAnswer
+	JSON202 *GenerationStarted
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -20332,7 +20369,7 @@ type GenerateWorkflowHTTPResponse struct {
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r GenerateWorkflowHTTPResponse) GetJSON202() *GenerateAnswer {
+func (r GenerateWorkflowHTTPResponse) GetJSON202() *GenerationStarted {
 	return r.JSON202
 }
 
@@ -20523,7 +20560,7 @@ type GetGenerationStatusHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *GenerationStatus
+	JSON200 *GenerationProgress
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -20545,7 +20582,7 @@ type GetGenerationStatusHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetGenerationStatusHTTPResponse) GetJSON200() *GenerationStatus {
+func (r GetGenerationStatusHTTPResponse) GetJSON200() *GenerationProgress {
 	return r.JSON200
 }
 
@@ -20627,7 +20664,7 @@ type ListApprovalsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListApproval
+	JSON200 *ApprovalList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -20647,7 +20684,7 @@ type ListApprovalsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListApprovalsHTTPResponse) GetJSON200() *ListApproval {
+func (r ListApprovalsHTTPResponse) GetJSON200() *ApprovalList {
 	return r.JSON200
 }
 
@@ -21064,7 +21101,7 @@ type ListCustomTablesHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListTable
+	JSON200 *TableList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -21084,7 +21121,7 @@ type ListCustomTablesHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListCustomTablesHTTPResponse) GetJSON200() *ListTable {
+func (r ListCustomTablesHTTPResponse) GetJSON200() *TableList {
 	return r.JSON200
 }
 
@@ -21404,7 +21441,7 @@ type ReadCustomTableRowsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListRow
+	JSON200 *RowList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -21426,7 +21463,7 @@ type ReadCustomTableRowsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ReadCustomTableRowsHTTPResponse) GetJSON200() *ListRow {
+func (r ReadCustomTableRowsHTTPResponse) GetJSON200() *RowList {
 	return r.JSON200
 }
 
@@ -21633,7 +21670,7 @@ type GetDeliveryHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *DeliveryDoc
+	JSON200 *DeliveryDocument
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -21655,7 +21692,7 @@ type GetDeliveryHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetDeliveryHTTPResponse) GetJSON200() *DeliveryDoc {
+func (r GetDeliveryHTTPResponse) GetJSON200() *DeliveryDocument {
 	return r.JSON200
 }
 
@@ -21848,7 +21885,7 @@ type ListDocumentsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListDocument
+	JSON200 *DocumentList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -21868,7 +21905,7 @@ type ListDocumentsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListDocumentsHTTPResponse) GetJSON200() *ListDocument {
+func (r ListDocumentsHTTPResponse) GetJSON200() *DocumentList {
 	return r.JSON200
 }
 
@@ -22482,7 +22519,7 @@ type ListExternalFormsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListExternalForm
+	JSON200 *ExternalFormList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -22502,7 +22539,7 @@ type ListExternalFormsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListExternalFormsHTTPResponse) GetJSON200() *ListExternalForm {
+func (r ListExternalFormsHTTPResponse) GetJSON200() *ExternalFormList {
 	return r.JSON200
 }
 
@@ -23009,7 +23046,7 @@ type ListFormSubmissionsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListFormSubmission
+	JSON200 *FormSubmissionList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -23031,7 +23068,7 @@ type ListFormSubmissionsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListFormSubmissionsHTTPResponse) GetJSON200() *ListFormSubmission {
+func (r ListFormSubmissionsHTTPResponse) GetJSON200() *FormSubmissionList {
 	return r.JSON200
 }
 
@@ -23224,7 +23261,7 @@ type ListPendingFormsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListFormPause
+	JSON200 *FormPauseList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -23244,7 +23281,7 @@ type ListPendingFormsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListPendingFormsHTTPResponse) GetJSON200() *ListFormPause {
+func (r ListPendingFormsHTTPResponse) GetJSON200() *FormPauseList {
 	return r.JSON200
 }
 
@@ -24127,7 +24164,7 @@ type ListLicensesHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *LicenseListOutputBody
+	JSON200 *LicenseList
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -24137,7 +24174,7 @@ type ListLicensesHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListLicensesHTTPResponse) GetJSON200() *LicenseListOutputBody {
+func (r ListLicensesHTTPResponse) GetJSON200() *LicenseList {
 	return r.JSON200
 }
 
@@ -24189,7 +24226,7 @@ type ListGatewayOrgsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListGatewayOrg
+	JSON200 *GatewayOrgList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -24203,7 +24240,7 @@ type ListGatewayOrgsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListGatewayOrgsHTTPResponse) GetJSON200() *ListGatewayOrg {
+func (r ListGatewayOrgsHTTPResponse) GetJSON200() *GatewayOrgList {
 	return r.JSON200
 }
 
@@ -24459,7 +24496,7 @@ type ListKeysHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListKey
+	JSON200 *KeyList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -24475,7 +24512,7 @@ type ListKeysHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListKeysHTTPResponse) GetJSON200() *ListKey {
+func (r ListKeysHTTPResponse) GetJSON200() *KeyList {
 	return r.JSON200
 }
 
@@ -25061,7 +25098,7 @@ type ListOrgUsersHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListOrgUser
+	JSON200 *OrgUserList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -25077,7 +25114,7 @@ type ListOrgUsersHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListOrgUsersHTTPResponse) GetJSON200() *ListOrgUser {
+func (r ListOrgUsersHTTPResponse) GetJSON200() *OrgUserList {
 	return r.JSON200
 }
 
@@ -25743,7 +25780,7 @@ type ListOauthConnectionsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListOAuthConnection
+	JSON200 *OAuthConnectionList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -25763,7 +25800,7 @@ type ListOauthConnectionsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListOauthConnectionsHTTPResponse) GetJSON200() *ListOAuthConnection {
+func (r ListOauthConnectionsHTTPResponse) GetJSON200() *OAuthConnectionList {
 	return r.JSON200
 }
 
@@ -26173,7 +26210,7 @@ type ListOrgConfigHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListOrgConfigEntry
+	JSON200 *OrgConfigEntryList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -26195,7 +26232,7 @@ type ListOrgConfigHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListOrgConfigHTTPResponse) GetJSON200() *ListOrgConfigEntry {
+func (r ListOrgConfigHTTPResponse) GetJSON200() *OrgConfigEntryList {
 	return r.JSON200
 }
 
@@ -26811,7 +26848,7 @@ type PublishBundleHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *PublishAnswer
+	JSON200 *Publication
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -26839,7 +26876,7 @@ type PublishBundleHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PublishBundleHTTPResponse) GetJSON200() *PublishAnswer {
+func (r PublishBundleHTTPResponse) GetJSON200() *Publication {
 	return r.JSON200
 }
 
@@ -27054,7 +27091,7 @@ type CreateProcessFromPromptHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *FromPromptAnswer
+	JSON201 *ProcessFromPrompt
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -27080,7 +27117,7 @@ type CreateProcessFromPromptHTTPResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r CreateProcessFromPromptHTTPResponse) GetJSON201() *FromPromptAnswer {
+func (r CreateProcessFromPromptHTTPResponse) GetJSON201() *ProcessFromPrompt {
 	return r.JSON201
 }
 
@@ -27394,7 +27431,7 @@ type ExecuteProcessHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *ExecuteAnswer
+	JSON202 *RunAccepted
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -27422,7 +27459,7 @@ type ExecuteProcessHTTPResponse struct {
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r ExecuteProcessHTTPResponse) GetJSON202() *ExecuteAnswer {
+func (r ExecuteProcessHTTPResponse) GetJSON202() *RunAccepted {
 	return r.JSON202
 }
 
@@ -27519,7 +27556,7 @@ type ListProjectsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListProject
+	JSON200 *ProjectList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -27539,7 +27576,7 @@ type ListProjectsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListProjectsHTTPResponse) GetJSON200() *ListProject {
+func (r ListProjectsHTTPResponse) GetJSON200() *ProjectList {
 	return r.JSON200
 }
 
@@ -27782,7 +27819,7 @@ type ListRunOperationsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListRunOperation
+	JSON200 *RunOperationList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -27802,7 +27839,7 @@ type ListRunOperationsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListRunOperationsHTTPResponse) GetJSON200() *ListRunOperation {
+func (r ListRunOperationsHTTPResponse) GetJSON200() *RunOperationList {
 	return r.JSON200
 }
 
@@ -28094,7 +28131,7 @@ type ListRunsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListRun
+	JSON200 *RunList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -28114,7 +28151,7 @@ type ListRunsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListRunsHTTPResponse) GetJSON200() *ListRun {
+func (r ListRunsHTTPResponse) GetJSON200() *RunList {
 	return r.JSON200
 }
 
@@ -28420,7 +28457,7 @@ type ListRunEventsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListEvent
+	JSON200 *EventList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -28442,7 +28479,7 @@ type ListRunEventsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListRunEventsHTTPResponse) GetJSON200() *ListEvent {
+func (r ListRunEventsHTTPResponse) GetJSON200() *EventList {
 	return r.JSON200
 }
 
@@ -28864,7 +28901,7 @@ type GetRunStatusHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *RunStatusDoc
+	JSON200 *RunStatusDocument
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -28886,7 +28923,7 @@ type GetRunStatusHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetRunStatusHTTPResponse) GetJSON200() *RunStatusDoc {
+func (r GetRunStatusHTTPResponse) GetJSON200() *RunStatusDocument {
 	return r.JSON200
 }
 
@@ -29864,7 +29901,7 @@ type ListWebhooksHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListWebhook
+	JSON200 *WebhookList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -29884,7 +29921,7 @@ type ListWebhooksHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListWebhooksHTTPResponse) GetJSON200() *ListWebhook {
+func (r ListWebhooksHTTPResponse) GetJSON200() *WebhookList {
 	return r.JSON200
 }
 
@@ -30405,7 +30442,7 @@ type ListWebhookDeliveriesHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListDelivery
+	JSON200 *DeliveryList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -30427,7 +30464,7 @@ type ListWebhookDeliveriesHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListWebhookDeliveriesHTTPResponse) GetJSON200() *ListDelivery {
+func (r ListWebhookDeliveriesHTTPResponse) GetJSON200() *DeliveryList {
 	return r.JSON200
 }
 
@@ -30509,7 +30546,7 @@ type ListWorkflowsHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListWorkflow
+	JSON200 *WorkflowList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -30529,7 +30566,7 @@ type ListWorkflowsHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListWorkflowsHTTPResponse) GetJSON200() *ListWorkflow {
+func (r ListWorkflowsHTTPResponse) GetJSON200() *WorkflowList {
 	return r.JSON200
 }
 
@@ -30724,7 +30761,7 @@ type CreateWorkflowFromAiHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *LegacyFromAIAnswer
+	JSON201 *WorkflowFromAI
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -30752,7 +30789,7 @@ type CreateWorkflowFromAiHTTPResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r CreateWorkflowFromAiHTTPResponse) GetJSON201() *LegacyFromAIAnswer {
+func (r CreateWorkflowFromAiHTTPResponse) GetJSON201() *WorkflowFromAI {
 	return r.JSON201
 }
 
@@ -31182,9 +31219,9 @@ type ExecuteWorkflowHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ExecuteAnswer
+	JSON200 *RunStatusDocument
 	// JSON202 the response for an HTTP 202 `application/json` response
-	JSON202 *ExecuteAnswer
+	JSON202 *RunAccepted
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -31210,12 +31247,12 @@ type ExecuteWorkflowHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ExecuteWorkflowHTTPResponse) GetJSON200() *ExecuteAnswer {
+func (r ExecuteWorkflowHTTPResponse) GetJSON200() *RunStatusDocument {
 	return r.JSON200
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
-func (r ExecuteWorkflowHTTPResponse) GetJSON202() *ExecuteAnswer {
+func (r ExecuteWorkflowHTTPResponse) GetJSON202() *RunAccepted {
 	return r.JSON202
 }
 
@@ -31442,7 +31479,7 @@ func (c *ClientWithResponses) AdminSuspendAccountWithResponse(ctx context.Contex
 
 // AdminSetAccountTierWithBodyWithResponse Put an account on a tier
 //
-// tier names a tier of PUT /admin/tiers/{name}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
+// tier names a tier of PUT /admin/tiers/{tierName}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -31457,7 +31494,7 @@ func (c *ClientWithResponses) AdminSetAccountTierWithBodyWithResponse(ctx contex
 
 // AdminSetAccountTierWithResponse Put an account on a tier
 //
-// tier names a tier of PUT /admin/tiers/{name}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
+// tier names a tier of PUT /admin/tiers/{tierName}, or is empty for the deployment's defaults (--rate, --burst, no quota, every feature).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -31547,9 +31584,9 @@ func (c *ClientWithResponses) AdminListTiersWithResponse(ctx context.Context, re
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /admin/tiers/{name} (the `AdminPutTier` operationId).
-func (c *ClientWithResponses) AdminPutTierWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdminPutTierHTTPResponse, error) {
-	rsp, err := c.AdminPutTierWithBody(ctx, name, contentType, body, reqEditors...)
+// Corresponds with PUT /admin/tiers/{tierName} (the `AdminPutTier` operationId).
+func (c *ClientWithResponses) AdminPutTierWithBodyWithResponse(ctx context.Context, tierName string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdminPutTierHTTPResponse, error) {
+	rsp, err := c.AdminPutTierWithBody(ctx, tierName, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -31562,9 +31599,9 @@ func (c *ClientWithResponses) AdminPutTierWithBodyWithResponse(ctx context.Conte
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /admin/tiers/{name} (the `AdminPutTier` operationId).
-func (c *ClientWithResponses) AdminPutTierWithResponse(ctx context.Context, name string, body AdminPutTierJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminPutTierHTTPResponse, error) {
-	rsp, err := c.AdminPutTier(ctx, name, body, reqEditors...)
+// Corresponds with PUT /admin/tiers/{tierName} (the `AdminPutTier` operationId).
+func (c *ClientWithResponses) AdminPutTierWithResponse(ctx context.Context, tierName string, body AdminPutTierJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminPutTierHTTPResponse, error) {
+	rsp, err := c.AdminPutTier(ctx, tierName, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -31861,9 +31898,9 @@ func (c *ClientWithResponses) CreateCustomTableWithResponse(ctx context.Context,
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-func (c *ClientWithResponses) AddCustomTableIndexWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddCustomTableIndexHTTPResponse, error) {
-	rsp, err := c.AddCustomTableIndexWithBody(ctx, name, contentType, body, reqEditors...)
+// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+func (c *ClientWithResponses) AddCustomTableIndexWithBodyWithResponse(ctx context.Context, tableName string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddCustomTableIndexHTTPResponse, error) {
+	rsp, err := c.AddCustomTableIndexWithBody(ctx, tableName, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -31876,9 +31913,9 @@ func (c *ClientWithResponses) AddCustomTableIndexWithBodyWithResponse(ctx contex
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /custom-tables/{name}/indexes (the `AddCustomTableIndex` operationId).
-func (c *ClientWithResponses) AddCustomTableIndexWithResponse(ctx context.Context, name string, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*AddCustomTableIndexHTTPResponse, error) {
-	rsp, err := c.AddCustomTableIndex(ctx, name, body, reqEditors...)
+// Corresponds with POST /custom-tables/{tableName}/indexes (the `AddCustomTableIndex` operationId).
+func (c *ClientWithResponses) AddCustomTableIndexWithResponse(ctx context.Context, tableName string, body AddCustomTableIndexJSONRequestBody, reqEditors ...RequestEditorFn) (*AddCustomTableIndexHTTPResponse, error) {
+	rsp, err := c.AddCustomTableIndex(ctx, tableName, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -31891,9 +31928,9 @@ func (c *ClientWithResponses) AddCustomTableIndexWithResponse(ctx context.Contex
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /custom-tables/{name}/rows (the `ReadCustomTableRows` operationId).
-func (c *ClientWithResponses) ReadCustomTableRowsWithResponse(ctx context.Context, name string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*ReadCustomTableRowsHTTPResponse, error) {
-	rsp, err := c.ReadCustomTableRows(ctx, name, params, reqEditors...)
+// Corresponds with GET /custom-tables/{tableName}/rows (the `ReadCustomTableRows` operationId).
+func (c *ClientWithResponses) ReadCustomTableRowsWithResponse(ctx context.Context, tableName string, params *ReadCustomTableRowsParams, reqEditors ...RequestEditorFn) (*ReadCustomTableRowsHTTPResponse, error) {
+	rsp, err := c.ReadCustomTableRows(ctx, tableName, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -31906,9 +31943,9 @@ func (c *ClientWithResponses) ReadCustomTableRowsWithResponse(ctx context.Contex
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-func (c *ClientWithResponses) UpdateCustomTableRowsWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsHTTPResponse, error) {
-	rsp, err := c.UpdateCustomTableRowsWithBody(ctx, name, contentType, body, reqEditors...)
+// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+func (c *ClientWithResponses) UpdateCustomTableRowsWithBodyWithResponse(ctx context.Context, tableName string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsHTTPResponse, error) {
+	rsp, err := c.UpdateCustomTableRowsWithBody(ctx, tableName, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -31921,9 +31958,9 @@ func (c *ClientWithResponses) UpdateCustomTableRowsWithBodyWithResponse(ctx cont
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PATCH /custom-tables/{name}/rows (the `UpdateCustomTableRows` operationId).
-func (c *ClientWithResponses) UpdateCustomTableRowsWithResponse(ctx context.Context, name string, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsHTTPResponse, error) {
-	rsp, err := c.UpdateCustomTableRows(ctx, name, body, reqEditors...)
+// Corresponds with PATCH /custom-tables/{tableName}/rows (the `UpdateCustomTableRows` operationId).
+func (c *ClientWithResponses) UpdateCustomTableRowsWithResponse(ctx context.Context, tableName string, body UpdateCustomTableRowsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCustomTableRowsHTTPResponse, error) {
+	rsp, err := c.UpdateCustomTableRows(ctx, tableName, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -33111,7 +33148,7 @@ func (c *ClientWithResponses) ComposeBundleWithResponse(ctx context.Context, pro
 
 // ExecuteProcessWithBodyWithResponse Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -33126,7 +33163,7 @@ func (c *ClientWithResponses) ExecuteProcessWithBodyWithResponse(ctx context.Con
 
 // ExecuteProcessWithResponse Run the process's published version
 //
-// As POST /workflows/{id}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{id} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
+// As POST /workflows/{workflowId}/execute on the workflow version the process's last publication put (the process's workflow_version): 202 {id, status: running}. An edit of the workflow with PUT /workflows/{workflowId} is not run here until a bundle is published. 409 process_not_published before a bundle is published.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -33208,7 +33245,7 @@ func (c *ClientWithResponses) ListRunOperationsWithResponse(ctx context.Context,
 
 // CreateRunOperationWithBodyWithResponse Cancel or retry every run a filter matches
 //
-// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -33223,7 +33260,7 @@ func (c *ClientWithResponses) CreateRunOperationWithBodyWithResponse(ctx context
 
 // CreateRunOperationWithResponse Cancel or retry every run a filter matches
 //
-// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{operationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
+// Answers 202 with the operation (status pending); a worker counts the runs the filter matches now (runs started later are not touched) and acts on them in batches of 100, keeping its progress (GET /run-operations/{runOperationId}). A run that needs nothing by then (ended, retried already) is skipped, so an operation whose worker stopped midway acts on no run twice. With `dry_run: true` the answer is 200 with only `matched`, and nothing is done or kept.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -33240,9 +33277,9 @@ func (c *ClientWithResponses) CreateRunOperationWithResponse(ctx context.Context
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /run-operations/{operationId} (the `GetRunOperation` operationId).
-func (c *ClientWithResponses) GetRunOperationWithResponse(ctx context.Context, operationId string, reqEditors ...RequestEditorFn) (*GetRunOperationHTTPResponse, error) {
-	rsp, err := c.GetRunOperation(ctx, operationId, reqEditors...)
+// Corresponds with GET /run-operations/{runOperationId} (the `GetRunOperation` operationId).
+func (c *ClientWithResponses) GetRunOperationWithResponse(ctx context.Context, runOperationId string, reqEditors ...RequestEditorFn) (*GetRunOperationHTTPResponse, error) {
+	rsp, err := c.GetRunOperation(ctx, runOperationId, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -33298,9 +33335,9 @@ func (c *ClientWithResponses) CancelRunWithResponse(ctx context.Context, runId s
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /runs/{runId}/context/{key} (the `GetRunContext` operationId).
-func (c *ClientWithResponses) GetRunContextWithResponse(ctx context.Context, runId string, key string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*GetRunContextHTTPResponse, error) {
-	rsp, err := c.GetRunContext(ctx, runId, key, params, reqEditors...)
+// Corresponds with GET /runs/{runId}/context/{contextKey} (the `GetRunContext` operationId).
+func (c *ClientWithResponses) GetRunContextWithResponse(ctx context.Context, runId string, contextKey string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*GetRunContextHTTPResponse, error) {
+	rsp, err := c.GetRunContext(ctx, runId, contextKey, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -33779,9 +33816,9 @@ func (c *ClientWithResponses) CreateWorkflowFromAiWithResponse(ctx context.Conte
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with DELETE /workflows/{id} (the `DeleteWorkflow` operationId).
-func (c *ClientWithResponses) DeleteWorkflowWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteWorkflowHTTPResponse, error) {
-	rsp, err := c.DeleteWorkflow(ctx, id, reqEditors...)
+// Corresponds with DELETE /workflows/{workflowId} (the `DeleteWorkflow` operationId).
+func (c *ClientWithResponses) DeleteWorkflowWithResponse(ctx context.Context, workflowId string, reqEditors ...RequestEditorFn) (*DeleteWorkflowHTTPResponse, error) {
+	rsp, err := c.DeleteWorkflow(ctx, workflowId, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -33794,9 +33831,9 @@ func (c *ClientWithResponses) DeleteWorkflowWithResponse(ctx context.Context, id
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /workflows/{id} (the `GetWorkflow` operationId).
-func (c *ClientWithResponses) GetWorkflowWithResponse(ctx context.Context, id string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowHTTPResponse, error) {
-	rsp, err := c.GetWorkflow(ctx, id, params, reqEditors...)
+// Corresponds with GET /workflows/{workflowId} (the `GetWorkflow` operationId).
+func (c *ClientWithResponses) GetWorkflowWithResponse(ctx context.Context, workflowId string, params *GetWorkflowParams, reqEditors ...RequestEditorFn) (*GetWorkflowHTTPResponse, error) {
+	rsp, err := c.GetWorkflow(ctx, workflowId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -33807,9 +33844,9 @@ func (c *ClientWithResponses) GetWorkflowWithResponse(ctx context.Context, id st
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-func (c *ClientWithResponses) UpdateWorkflowWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWorkflowHTTPResponse, error) {
-	rsp, err := c.UpdateWorkflowWithBody(ctx, id, contentType, body, reqEditors...)
+// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+func (c *ClientWithResponses) UpdateWorkflowWithBodyWithResponse(ctx context.Context, workflowId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWorkflowHTTPResponse, error) {
+	rsp, err := c.UpdateWorkflowWithBody(ctx, workflowId, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -33820,9 +33857,9 @@ func (c *ClientWithResponses) UpdateWorkflowWithBodyWithResponse(ctx context.Con
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with PUT /workflows/{id} (the `UpdateWorkflow` operationId).
-func (c *ClientWithResponses) UpdateWorkflowWithResponse(ctx context.Context, id string, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWorkflowHTTPResponse, error) {
-	rsp, err := c.UpdateWorkflow(ctx, id, body, reqEditors...)
+// Corresponds with PUT /workflows/{workflowId} (the `UpdateWorkflow` operationId).
+func (c *ClientWithResponses) UpdateWorkflowWithResponse(ctx context.Context, workflowId string, body UpdateWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWorkflowHTTPResponse, error) {
+	rsp, err := c.UpdateWorkflow(ctx, workflowId, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -33835,9 +33872,9 @@ func (c *ClientWithResponses) UpdateWorkflowWithResponse(ctx context.Context, id
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-func (c *ClientWithResponses) ExecuteWorkflowWithBodyWithResponse(ctx context.Context, id string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecuteWorkflowHTTPResponse, error) {
-	rsp, err := c.ExecuteWorkflowWithBody(ctx, id, params, contentType, body, reqEditors...)
+// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+func (c *ClientWithResponses) ExecuteWorkflowWithBodyWithResponse(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecuteWorkflowHTTPResponse, error) {
+	rsp, err := c.ExecuteWorkflowWithBody(ctx, workflowId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -33850,9 +33887,9 @@ func (c *ClientWithResponses) ExecuteWorkflowWithBodyWithResponse(ctx context.Co
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /workflows/{id}/execute (the `ExecuteWorkflow` operationId).
-func (c *ClientWithResponses) ExecuteWorkflowWithResponse(ctx context.Context, id string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteWorkflowHTTPResponse, error) {
-	rsp, err := c.ExecuteWorkflow(ctx, id, params, body, reqEditors...)
+// Corresponds with POST /workflows/{workflowId}/execute (the `ExecuteWorkflow` operationId).
+func (c *ClientWithResponses) ExecuteWorkflowWithResponse(ctx context.Context, workflowId string, params *ExecuteWorkflowParams, body ExecuteWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteWorkflowHTTPResponse, error) {
+	rsp, err := c.ExecuteWorkflow(ctx, workflowId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -33874,7 +33911,7 @@ func ParseListActionsHTTPResponse(rsp *http.Response) (*ListActionsHTTPResponse,
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListAction
+		var dest ActionList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -34366,7 +34403,7 @@ func ParseAdminListAccountsHTTPResponse(rsp *http.Response) (*AdminListAccountsH
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListAccount
+		var dest AccountList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -34624,7 +34661,7 @@ func ParseAdminListLicensesHTTPResponse(rsp *http.Response) (*AdminListLicensesH
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest LicenseListOutputBody
+		var dest LicenseList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -34828,7 +34865,7 @@ func ParseAdminListTiersHTTPResponse(rsp *http.Response) (*AdminListTiersHTTPRes
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest TierListOutputBody
+		var dest TierList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -34964,7 +35001,7 @@ func ParseAdminUsageHTTPResponse(rsp *http.Response) (*AdminUsageHTTPResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest UsageOutputBody
+		var dest UsageList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -35025,7 +35062,7 @@ func ParseListAgentsHTTPResponse(rsp *http.Response) (*ListAgentsHTTPResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListAgentStatus
+		var dest AgentRunList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -35113,14 +35150,14 @@ func ParseExecuteAgentHTTPResponse(rsp *http.Response) (*ExecuteAgentHTTPRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AgentStatus
+		var dest AgentRun
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest AgentStatus
+		var dest AgentRun
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -35222,7 +35259,7 @@ func ParseResumeAgentHTTPResponse(rsp *http.Response) (*ResumeAgentHTTPResponse,
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest AgentStatus
+		var dest AgentRun
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -35338,7 +35375,7 @@ func ParseGetAgentStatusHTTPResponse(rsp *http.Response) (*GetAgentStatusHTTPRes
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AgentStatus
+		var dest AgentRun
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -35433,7 +35470,7 @@ func ParseGetAgentTraceHTTPResponse(rsp *http.Response) (*GetAgentTraceHTTPRespo
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AgentTraceAnswer
+		var dest AgentTrace
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -35528,7 +35565,7 @@ func ParseGenerateWorkflowHTTPResponse(rsp *http.Response) (*GenerateWorkflowHTT
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest GenerateAnswer
+		var dest GenerationStarted
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -35725,7 +35762,7 @@ func ParseGetGenerationStatusHTTPResponse(rsp *http.Response) (*GetGenerationSta
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest GenerationStatus
+		var dest GenerationProgress
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -35820,7 +35857,7 @@ func ParseListApprovalsHTTPResponse(rsp *http.Response) (*ListApprovalsHTTPRespo
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListApproval
+		var dest ApprovalList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -36221,7 +36258,7 @@ func ParseListCustomTablesHTTPResponse(rsp *http.Response) (*ListCustomTablesHTT
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListTable
+		var dest TableList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -36534,7 +36571,7 @@ func ParseReadCustomTableRowsHTTPResponse(rsp *http.Response) (*ReadCustomTableR
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListRow
+		var dest RowList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -36745,7 +36782,7 @@ func ParseGetDeliveryHTTPResponse(rsp *http.Response) (*GetDeliveryHTTPResponse,
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest DeliveryDoc
+		var dest DeliveryDocument
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -36942,7 +36979,7 @@ func ParseListDocumentsHTTPResponse(rsp *http.Response) (*ListDocumentsHTTPRespo
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListDocument
+		var dest DocumentList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -37546,7 +37583,7 @@ func ParseListExternalFormsHTTPResponse(rsp *http.Response) (*ListExternalFormsH
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListExternalForm
+		var dest ExternalFormList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -38031,7 +38068,7 @@ func ParseListFormSubmissionsHTTPResponse(rsp *http.Response) (*ListFormSubmissi
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListFormSubmission
+		var dest FormSubmissionList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -38228,7 +38265,7 @@ func ParseListPendingFormsHTTPResponse(rsp *http.Response) (*ListPendingFormsHTT
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListFormPause
+		var dest FormPauseList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -39043,7 +39080,7 @@ func ParseListLicensesHTTPResponse(rsp *http.Response) (*ListLicensesHTTPRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest LicenseListOutputBody
+		var dest LicenseList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -39090,7 +39127,7 @@ func ParseListGatewayOrgsHTTPResponse(rsp *http.Response) (*ListGatewayOrgsHTTPR
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListGatewayOrg
+		var dest GatewayOrgList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -39315,7 +39352,7 @@ func ParseListKeysHTTPResponse(rsp *http.Response) (*ListKeysHTTPResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListKey
+		var dest KeyList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -39815,7 +39852,7 @@ func ParseListOrgUsersHTTPResponse(rsp *http.Response) (*ListOrgUsersHTTPRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListOrgUser
+		var dest OrgUserList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -40366,7 +40403,7 @@ func ParseListOauthConnectionsHTTPResponse(rsp *http.Response) (*ListOauthConnec
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListOAuthConnection
+		var dest OAuthConnectionList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -40763,7 +40800,7 @@ func ParseListOrgConfigHTTPResponse(rsp *http.Response) (*ListOrgConfigHTTPRespo
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListOrgConfigEntry
+		var dest OrgConfigEntryList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -41350,7 +41387,7 @@ func ParsePublishBundleHTTPResponse(rsp *http.Response) (*PublishBundleHTTPRespo
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest PublishAnswer
+		var dest Publication
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -41575,7 +41612,7 @@ func ParseCreateProcessFromPromptHTTPResponse(rsp *http.Response) (*CreateProces
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest FromPromptAnswer
+		var dest ProcessFromPrompt
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -41888,7 +41925,7 @@ func ParseExecuteProcessHTTPResponse(rsp *http.Response) (*ExecuteProcessHTTPRes
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest ExecuteAnswer
+		var dest RunAccepted
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -42004,7 +42041,7 @@ func ParseListProjectsHTTPResponse(rsp *http.Response) (*ListProjectsHTTPRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListProject
+		var dest ProjectList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -42234,7 +42271,7 @@ func ParseListRunOperationsHTTPResponse(rsp *http.Response) (*ListRunOperationsH
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListRunOperation
+		var dest RunOperationList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -42522,7 +42559,7 @@ func ParseListRunsHTTPResponse(rsp *http.Response) (*ListRunsHTTPResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListRun
+		var dest RunList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -42821,7 +42858,7 @@ func ParseListRunEventsHTTPResponse(rsp *http.Response) (*ListRunEventsHTTPRespo
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListEvent
+		var dest EventList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -43229,7 +43266,7 @@ func ParseGetRunStatusHTTPResponse(rsp *http.Response) (*GetRunStatusHTTPRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest RunStatusDoc
+		var dest RunStatusDocument
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -44160,7 +44197,7 @@ func ParseListWebhooksHTTPResponse(rsp *http.Response) (*ListWebhooksHTTPRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListWebhook
+		var dest WebhookList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -44659,7 +44696,7 @@ func ParseListWebhookDeliveriesHTTPResponse(rsp *http.Response) (*ListWebhookDel
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListDelivery
+		var dest DeliveryList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -44754,7 +44791,7 @@ func ParseListWorkflowsHTTPResponse(rsp *http.Response) (*ListWorkflowsHTTPRespo
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListWorkflow
+		var dest WorkflowList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -44951,7 +44988,7 @@ func ParseCreateWorkflowFromAiHTTPResponse(rsp *http.Response) (*CreateWorkflowF
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest LegacyFromAIAnswer
+		var dest WorkflowFromAI
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -45376,14 +45413,14 @@ func ParseExecuteWorkflowHTTPResponse(rsp *http.Response) (*ExecuteWorkflowHTTPR
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ExecuteAnswer
+		var dest RunStatusDocument
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
-		var dest ExecuteAnswer
+		var dest RunAccepted
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
