@@ -307,7 +307,34 @@ export async function consoleRuns({ step, shot, must, cfg }) {
       const ev = await ok('GET', '/runs/' + id + '/evidence');
       must(ev.retried_by && ev.retried_by.retry_of === id && ev.retried_by.reason === 'the receiver is back', id + ' retried, with the reason: ' + JSON.stringify(ev.retried_by));
     }
+    await page.locator('#bulk-progress').waitFor({ state: 'detached' });
     await shot(page, 'console-bulk-retry');
+  });
+
+  // An agent step's reasoning on the run page: the organization's model (llmReply, a fake
+  // OpenAI-compatible server) asks the rates tool, then answers; the run page shows each
+  // iteration's thought, action and observation, as GET /agents/{id}/trace has them.
+  await step('consoleAgentStep', async (page) => {
+    const wf = await workflow('ask-the-rate', { actions: [{ type: 'loop', properties: { mode: 'react', objective: 'What is the EUR/USD rate today?',
+      tools: [{ type: 'action', name: 'rates' }], max_iterations: 5, result_key: 'verdict' } }] });
+    const run = await start(wf);
+    await until('completed', async () => (await runStatus(run)) === 'completed', 30000);
+    await signIn(page, '/runs/' + run);
+    await page.locator('#steps li[data-step="0"] summary').click();
+    const trace = page.locator('#steps li[data-step="0"] .trace');
+    await trace.locator('li.iteration').nth(1).waitFor();
+    const agentId = await trace.getAttribute('data-agent');
+    const want = (await ok('GET', '/agents/' + agentId + '/trace')).trace;
+    must(want.length === 2, 'the agent took two iterations: ' + JSON.stringify(want));
+    const its = trace.locator('li.iteration');
+    must(await its.count() === want.length, 'one item per iteration');
+    const first = await its.nth(0).innerText();
+    must(first.includes("I need today's rates: I will ask the rates tool.") && /rates/.test(first) && /1\.08/.test(first), 'iteration 1: thought, the rates action, its observation: ' + first);
+    const second = await its.nth(1).innerText();
+    must(second.includes('The tool says EUR/USD is 1.08: that answers the question.') && /__complete__|complete/.test(second), 'iteration 2: thought and the answer: ' + second);
+    must((await ok('GET', '/runs/' + run + '/context/verdict')).value.answer === 'EUR/USD is 1.08 today.', 'the agent\u2019s answer is in the run');
+    await look(page, 'run-agent');
+    await shot(page, 'console-run-agent');
   });
 
   // Tasks of a person signed in with an SDK session: the inbox refreshes, an approval shows
