@@ -42,7 +42,7 @@ type docBlock struct {
 }
 
 var (
-	fenceOpen = regexp.MustCompile("^```(\\w*)\\s*$")
+	fenceOpen = regexp.MustCompile("^( *)```(\\w*)\\s*$")
 	notRunTag = regexp.MustCompile(`^<!-- not run: (.+?) -->$`)
 	// a comment that names the status a command answers: `# -> 422 {...}` or `# → 404`
 	expectStatus = regexp.MustCompile(`#\s*(?:->|→)\s*([1-5][0-9][0-9])\b`)
@@ -61,12 +61,12 @@ func shellBlocks(page string) ([]docBlock, error) {
 		if m == nil {
 			continue
 		}
-		start := i
+		start, indent := i, m[1]
 		var body []string
 		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
-			body = append(body, lines[i])
+			body = append(body, strings.TrimPrefix(lines[i], indent)) // a block in a list item
 		}
-		if m[1] != "sh" {
+		if m[2] != "sh" {
 			continue
 		}
 		blk := docBlock{line: start + 1, text: strings.Join(body, "\n")}
@@ -82,7 +82,7 @@ func shellBlocks(page string) ([]docBlock, error) {
 
 // expectations marks each curl command whose comment names a status: `curl` becomes
 // `curl --svc-expect NNN` on the command's first line. A command continued with `\` is
-// one command; its comment is on its last line.
+// one command; its comment is on its last line or on the comment line right after it.
 func expectations(script string) string {
 	lines := strings.Split(script, "\n")
 	for i := 0; i < len(lines); i++ {
@@ -91,6 +91,9 @@ func expectations(script string) string {
 			i++
 		}
 		m := expectStatus.FindStringSubmatch(lines[i])
+		if m == nil && i+1 < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "#") {
+			m = expectStatus.FindStringSubmatch(lines[i+1]) // the answer shown on the next line
+		}
 		if m == nil {
 			continue
 		}
@@ -142,6 +145,16 @@ func TestDocsExamplesRun(t *testing.T) {
 			require.NoError(t, err)
 			var script strings.Builder
 			script.WriteString(docPrelude)
+			if page != "README.md" {
+				// A page's examples follow the tour: they may use its $WF and its tables.
+				tour, err := shellBlocks(filepath.Join(root, "README.md"))
+				require.NoError(t, err)
+				for _, b := range tour {
+					if b.notRun == "" {
+						fmt.Fprintf(&script, "\n# README.md:%d\n%s\n", b.line, expectations(b.text))
+					}
+				}
+			}
 			ran := 0
 			for _, b := range blocks {
 				if b.notRun != "" {
@@ -193,10 +206,12 @@ func TestEveryDocsPageRuns(t *testing.T) {
 func TestExpectationsMarkTheCommandsComment(t *testing.T) {
 	t.Parallel()
 	in := "curl -s localhost:8080/a   # -> 422 {\"code\": \"x\"}\n" +
+		"curl -s localhost:8080/d\n# -> 409 {\"code\": \"conflict\"}\n" +
 		"RUN=$(curl -s -X POST localhost:8080/b \\\n  -d '{}' | id)   # → 404\n" +
 		"curl -s localhost:8080/c   # -> {\"ok\": true}\n"
 	require.Equal(t,
 		"curl --svc-expect 422 -s localhost:8080/a   # -> 422 {\"code\": \"x\"}\n"+
+			"curl --svc-expect 409 -s localhost:8080/d\n# -> 409 {\"code\": \"conflict\"}\n"+
 			"RUN=$(curl --svc-expect 404 -s -X POST localhost:8080/b \\\n  -d '{}' | id)   # → 404\n"+
 			"curl -s localhost:8080/c   # -> {\"ok\": true}\n",
 		expectations(in))
