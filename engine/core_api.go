@@ -65,3 +65,6 @@ func WithSlot(ctx context.Context, s Slot) context.Context { return core.WithSlo
 
 // DefinitionSchema returns the JSON Schema that workflow definitions are validated with.
 func DefinitionSchema() json.RawMessage { return core.DefinitionSchema() }
+
+// DefinitionSchemaPath is where the hosts serve DefinitionSchema, and the schema's $id.
+const DefinitionSchemaPath = core.DefinitionSchemaPath

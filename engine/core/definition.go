@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -23,7 +24,12 @@ import (
 //go:embed definition.schema.json
 var definitionSchemaJSON []byte
 
-const definitionSchemaURL = "https://svcflow.dev/schemas/workflow-definition.json"
+// DefinitionSchemaPath is where the hosts serve the definition's schema, and the schema's
+// $id: an editor validates a workflow file that says "$schema": "https://<host>/schemas/workflow.json".
+const DefinitionSchemaPath = "/schemas/workflow.json"
+
+// definitionSchemaURL is the address the schema is compiled under: its $id, resolved.
+const definitionSchemaURL = "https://svcflow.invalid" + DefinitionSchemaPath
 
 // definitionSchema and stepSchema are compiled once; both are safe for concurrent use.
 var definitionSchema, stepSchema = mustCompileSchemas()
@@ -34,17 +40,24 @@ func mustCompileSchemas() (*jsonschema.Schema, *jsonschema.Schema) {
 	if err := c.AddResource(definitionSchemaURL, bytes.NewReader(definitionSchemaJSON)); err != nil {
 		panic(err)
 	}
-	return c.MustCompile(definitionSchemaURL), c.MustCompile(definitionSchemaURL + "#/$defs/step")
+	return c.MustCompile(definitionSchemaURL), c.MustCompile(definitionSchemaURL + "#/$defs/WorkflowStep")
 }
 
-// DefinitionSchema returns the JSON Schema that workflow definitions are validated with.
+// DefinitionSchema returns the JSON Schema that workflow definitions are validated with:
+// the one the hosts serve at DefinitionSchemaPath and the OpenAPI documents reference.
 func DefinitionSchema() json.RawMessage { return definitionSchemaJSON }
 
 var missingProps = regexp.MustCompile(`'([^']*)'`)
 
+// discriminators are the members a oneOf of the schema chooses its branch by: a step's
+// type, a loop's mode, a custom-table step's operation.
+var discriminators = []string{"type", "mode", "operation"}
+
 // schemaProblems flattens a jsonschema error into one problem per failing leaf, located
 // under base. A missing required property is located at the property itself
-// (/actions/2/properties), where a reader looks for it.
+// (/actions/2/properties), where a reader looks for it. A oneOf says only what is wrong
+// with the branch its discriminator chose (a custom-table step's properties, not that the
+// step is no matcher); an anyOf that fails is one problem, its alternatives' messages joined.
 func schemaProblems(err error, base string) []Problem {
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
@@ -53,7 +66,26 @@ func schemaProblems(err error, base string) []Problem {
 	var out []Problem
 	var walk func(v *jsonschema.ValidationError)
 	walk = func(v *jsonschema.ValidationError) {
-		if len(v.Causes) > 0 {
+		switch {
+		case strings.HasSuffix(v.KeywordLocation, "/oneOf") && len(v.Causes) > 0:
+			// A branch whose discriminator differs is not the one meant; when every branch
+			// is (an operation no branch has), the schema's own enum beside the oneOf says so.
+			for _, c := range v.Causes {
+				if !failsAt(c, v.InstanceLocation, discriminators) {
+					walk(c)
+				}
+			}
+			return
+		case strings.HasSuffix(v.KeywordLocation, "/anyOf") && len(v.Causes) > 0:
+			var msgs []string
+			for _, l := range leaves(v) {
+				if !slices.Contains(msgs, l.Message) {
+					msgs = append(msgs, l.Message)
+				}
+			}
+			out = append(out, Problem{Pointer: base + v.InstanceLocation, Message: strings.Join(msgs, "; or ")})
+			return
+		case len(v.Causes) > 0:
 			for _, c := range v.Causes {
 				walk(c)
 			}
@@ -71,6 +103,62 @@ func schemaProblems(err error, base string) []Problem {
 	walk(ve)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
 	return dedupe(out)
+}
+
+func leaves(v *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(v.Causes) == 0 {
+		return []*jsonschema.ValidationError{v}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range v.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
+}
+
+// failsAt reports whether v fails on one of the members names of the instance at.
+func failsAt(v *jsonschema.ValidationError, at string, names []string) bool {
+	for _, l := range leaves(v) {
+		for _, n := range names {
+			if l.InstanceLocation == at+"/"+n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// inStepProperties matches a pointer (relative to a definition, or to a foreach's nested
+// step) into a step's properties, below the properties object itself.
+var (
+	inStepProperties       = regexp.MustCompile(`^/actions/\d+(/onFalse)*/properties/.`)
+	inNestedStepProperties = regexp.MustCompile(`^(/onFalse)*/properties/.`)
+)
+
+// onlyIn reports whether every problem's pointer, less prefix, matches re.
+func onlyIn(ps []Problem, prefix string, re *regexp.Regexp) bool {
+	for _, p := range ps {
+		if !re.MatchString(strings.TrimPrefix(p.Pointer, prefix)) {
+			return false
+		}
+	}
+	return true
+}
+
+// withSchemaProblems adds to checks (the Go checks' problems) the schema's problems at
+// pointers the checks did not flag: where both flag a property the check's words are kept
+// (they say more: "upsert needs at least one key column").
+func withSchemaProblems(checks, schema []Problem) []Problem {
+	flagged := map[string]bool{}
+	for _, p := range checks {
+		flagged[p.Pointer] = true
+	}
+	for _, p := range schema {
+		if !flagged[p.Pointer] {
+			checks = append(checks, p)
+		}
+	}
+	return checks
 }
 
 func dedupe(ps []Problem) []Problem {
@@ -112,9 +200,14 @@ func (e *Core) checkWorkflow(ctx context.Context, orgID string, in WorkflowInput
 		problems = append(problems, Problem{Pointer: "/definition", Message: "is not valid JSON: " + err.Error()})
 		return nil, &ValidationError{Problems: problems}
 	}
+	// A definition the schema refuses in its structure stops here; one it refuses only
+	// inside steps' properties goes on to the steps' own checks, which say more.
+	var fromSchema []Problem
 	if err := definitionSchema.Validate(doc); err != nil {
-		problems = append(problems, schemaProblems(err, "/definition")...)
-		return nil, &ValidationError{Problems: problems}
+		fromSchema = schemaProblems(err, "/definition")
+		if !onlyIn(fromSchema, "/definition", inStepProperties) {
+			return nil, &ValidationError{Problems: append(problems, fromSchema...)}
+		}
 	}
 	def, err := svctype.ParseDefinition(in.Definition)
 	if err != nil {
@@ -145,6 +238,7 @@ func (e *Core) checkWorkflow(ctx context.Context, orgID string, in WorkflowInput
 	for i := range def.Actions {
 		problems = append(problems, e.checkStep(&def.Actions[i], fmt.Sprintf("/definition/actions/%d", i), c)...)
 	}
+	problems = withSchemaProblems(problems, fromSchema)
 	if len(problems) > 0 {
 		ve := &ValidationError{Problems: problems}
 		if len(keyProblems) == len(problems) {
@@ -279,9 +373,13 @@ func (e *Core) checkLoop(s *svctype.Step, at string, c *checked) []Problem {
 	}
 	for i, el := range raw {
 		sub := fmt.Sprintf("%s/properties/steps/%d", at, i)
+		var fromSchema []Problem
 		if err := stepSchema.Validate(el); err != nil {
-			out = append(out, schemaProblems(err, sub)...)
-			continue
+			fromSchema = schemaProblems(err, sub)
+			if !onlyIn(fromSchema, sub, inNestedStepProperties) {
+				out = append(out, fromSchema...)
+				continue
+			}
 		}
 		var st svctype.Step
 		b, _ := json.Marshal(el)
@@ -289,7 +387,7 @@ func (e *Core) checkLoop(s *svctype.Step, at string, c *checked) []Problem {
 			out = append(out, Problem{Pointer: sub, Message: err.Error()})
 			continue
 		}
-		out = append(out, e.checkStep(&st, sub, c)...)
+		out = append(out, withSchemaProblems(e.checkStep(&st, sub, c), fromSchema)...)
 	}
 	return out
 }

@@ -237,6 +237,21 @@ func (e AgentFailedEventStatus) Valid() bool {
 	}
 }
 
+// Defines values for AgentOnStuckAction.
+const (
+	Escalate AgentOnStuckAction = "escalate"
+)
+
+// Valid indicates whether the value is a known member of the AgentOnStuckAction enum.
+func (e AgentOnStuckAction) Valid() bool {
+	switch e {
+	case Escalate:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AgentPausedEventStatus.
 const (
 	AgentPausedEventStatusBudgetExceeded AgentPausedEventStatus = "budget_exceeded"
@@ -258,6 +273,150 @@ func (e AgentPausedEventStatus) Valid() bool {
 	case AgentPausedEventStatusFailed:
 		return true
 	case AgentPausedEventStatusPaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentToolDeclaration1Type.
+const (
+	AgentToolDeclaration1TypeAction AgentToolDeclaration1Type = "action"
+)
+
+// Valid indicates whether the value is a known member of the AgentToolDeclaration1Type enum.
+func (e AgentToolDeclaration1Type) Valid() bool {
+	switch e {
+	case AgentToolDeclaration1TypeAction:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentToolDeclaration2Type.
+const (
+	AgentToolDeclaration2TypeWorkflow AgentToolDeclaration2Type = "workflow"
+)
+
+// Valid indicates whether the value is a known member of the AgentToolDeclaration2Type enum.
+func (e AgentToolDeclaration2Type) Valid() bool {
+	switch e {
+	case AgentToolDeclaration2TypeWorkflow:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalStepType.
+const (
+	PbotApproval ApprovalStepType = "PbotApproval"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalStepType enum.
+func (e ApprovalStepType) Valid() bool {
+	switch e {
+	case PbotApproval:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CustomTablePropertiesOperation.
+const (
+	CustomTablePropertiesOperationRead   CustomTablePropertiesOperation = "read"
+	CustomTablePropertiesOperationUpsert CustomTablePropertiesOperation = "upsert"
+	CustomTablePropertiesOperationWrite  CustomTablePropertiesOperation = "write"
+)
+
+// Valid indicates whether the value is a known member of the CustomTablePropertiesOperation enum.
+func (e CustomTablePropertiesOperation) Valid() bool {
+	switch e {
+	case CustomTablePropertiesOperationRead:
+		return true
+	case CustomTablePropertiesOperationUpsert:
+		return true
+	case CustomTablePropertiesOperationWrite:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CustomTableReadPropertiesOperation.
+const (
+	CustomTableReadPropertiesOperationRead CustomTableReadPropertiesOperation = "read"
+)
+
+// Valid indicates whether the value is a known member of the CustomTableReadPropertiesOperation enum.
+func (e CustomTableReadPropertiesOperation) Valid() bool {
+	switch e {
+	case CustomTableReadPropertiesOperationRead:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CustomTableStepType.
+const (
+	CustomTableStepTypeCustomTable CustomTableStepType = "custom-table"
+)
+
+// Valid indicates whether the value is a known member of the CustomTableStepType enum.
+func (e CustomTableStepType) Valid() bool {
+	switch e {
+	case CustomTableStepTypeCustomTable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CustomTableWritePropertiesOperation.
+const (
+	CustomTableWritePropertiesOperationUpsert CustomTableWritePropertiesOperation = "upsert"
+	CustomTableWritePropertiesOperationWrite  CustomTableWritePropertiesOperation = "write"
+)
+
+// Valid indicates whether the value is a known member of the CustomTableWritePropertiesOperation enum.
+func (e CustomTableWritePropertiesOperation) Valid() bool {
+	switch e {
+	case CustomTableWritePropertiesOperationUpsert:
+		return true
+	case CustomTableWritePropertiesOperationWrite:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ForeachLoopPropertiesMode.
+const (
+	Foreach ForeachLoopPropertiesMode = "foreach"
+)
+
+// Valid indicates whether the value is a known member of the ForeachLoopPropertiesMode enum.
+func (e ForeachLoopPropertiesMode) Valid() bool {
+	switch e {
+	case Foreach:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FormStepType.
+const (
+	PbotForm FormStepType = "PbotForm"
+)
+
+// Valid indicates whether the value is a known member of the FormStepType enum.
+func (e FormStepType) Valid() bool {
+	switch e {
+	case PbotForm:
 		return true
 	default:
 		return false
@@ -336,6 +495,114 @@ func (e GenerationStatusStatus) Valid() bool {
 	case GenerationStatusStatusFailed:
 		return true
 	case GenerationStatusStatusProcessing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GmailSendStepType.
+const (
+	GmailSend GmailSendStepType = "gmail_send"
+)
+
+// Valid indicates whether the value is a known member of the GmailSendStepType enum.
+func (e GmailSendStepType) Valid() bool {
+	switch e {
+	case GmailSend:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GoogleSheetsAppendRowStepType.
+const (
+	GoogleSheetsAppendRow GoogleSheetsAppendRowStepType = "google_sheets_append_row"
+)
+
+// Valid indicates whether the value is a known member of the GoogleSheetsAppendRowStepType enum.
+func (e GoogleSheetsAppendRowStepType) Valid() bool {
+	switch e {
+	case GoogleSheetsAppendRow:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LoopStepType.
+const (
+	Loop LoopStepType = "loop"
+)
+
+// Valid indicates whether the value is a known member of the LoopStepType enum.
+func (e LoopStepType) Valid() bool {
+	switch e {
+	case Loop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MatcherStepType.
+const (
+	Matcher MatcherStepType = "matcher"
+)
+
+// Valid indicates whether the value is a known member of the MatcherStepType enum.
+func (e MatcherStepType) Valid() bool {
+	switch e {
+	case Matcher:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MicrosoftTeamsPostMessageStepType.
+const (
+	MicrosoftTeamsPostMessage MicrosoftTeamsPostMessageStepType = "microsoft_teams_post_message"
+)
+
+// Valid indicates whether the value is a known member of the MicrosoftTeamsPostMessageStepType enum.
+func (e MicrosoftTeamsPostMessageStepType) Valid() bool {
+	switch e {
+	case MicrosoftTeamsPostMessage:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NWayMatchStepType.
+const (
+	NWayMatchStepTypeNwayMatch NWayMatchStepType = "nway_match"
+)
+
+// Valid indicates whether the value is a known member of the NWayMatchStepType enum.
+func (e NWayMatchStepType) Valid() bool {
+	switch e {
+	case NWayMatchStepTypeNwayMatch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NWayMatchToleranceType.
+const (
+	Abs      NWayMatchToleranceType = "abs"
+	Currency NWayMatchToleranceType = "currency"
+)
+
+// Valid indicates whether the value is a known member of the NWayMatchToleranceType enum.
+func (e NWayMatchToleranceType) Valid() bool {
+	switch e {
+	case Abs:
+		return true
+	case Currency:
 		return true
 	default:
 		return false
@@ -450,6 +717,21 @@ func (e PublicSubmitResultTriggeredExecutionType) Valid() bool {
 	}
 }
 
+// Defines values for ReactLoopPropertiesMode.
+const (
+	React ReactLoopPropertiesMode = "react"
+)
+
+// Valid indicates whether the value is a known member of the ReactLoopPropertiesMode enum.
+func (e ReactLoopPropertiesMode) Valid() bool {
+	switch e {
+	case React:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RunOperationStatus.
 const (
 	RunOperationStatusCompleted RunOperationStatus = "completed"
@@ -537,6 +819,21 @@ func (e RunResultStatus) Valid() bool {
 	case RunResultStatusConditionNotMet:
 		return true
 	case RunResultStatusRejected:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SlackPostMessageStepType.
+const (
+	SlackPostMessage SlackPostMessageStepType = "slack_post_message"
+)
+
+// Valid indicates whether the value is a known member of the SlackPostMessageStepType enum.
+func (e SlackPostMessageStepType) Valid() bool {
+	switch e {
+	case SlackPostMessage:
 		return true
 	default:
 		return false
@@ -846,6 +1143,12 @@ type ActionBodyHttpMethod string
 // ActionBodyKind What the action does. A registration may carry only its kind's fields (422 naming any other).
 type ActionBodyKind string
 
+// ActionStep A step whose type is no built-in: an action the organization registered (POST /actions) or a step kind the embedding program registered. Its properties are the action's to check.
+type ActionStep struct {
+	Properties map[string]interface{} `json:"properties"`
+	Type       string                 `json:"type"`
+}
+
 // Actor defines model for Actor.
 type Actor struct {
 	Id   string `json:"id"`
@@ -940,6 +1243,15 @@ type AgentFailedEvent struct {
 // AgentFailedEventStatus defines model for AgentFailedEvent.Status.
 type AgentFailedEventStatus string
 
+// AgentOnStuck defines model for AgentOnStuck.
+type AgentOnStuck struct {
+	Action     *AgentOnStuckAction `json:"action,omitempty"`
+	Iterations *int                `json:"iterations,omitempty"`
+}
+
+// AgentOnStuckAction defines model for AgentOnStuck.Action.
+type AgentOnStuckAction string
+
 // AgentPausedEvent defines model for AgentPausedEvent.
 type AgentPausedEvent struct {
 	AgentRunId   string                 `json:"agent_run_id"`
@@ -991,6 +1303,42 @@ type AgentStatus struct {
 	Usage     *Usage    `json:"usage,omitempty"`
 }
 
+// AgentToolDeclaration An action name, {type: action, name}, {type: workflow, id}, or a legacy inline {name, action, description, parameters}.
+type AgentToolDeclaration struct {
+	union json.RawMessage
+}
+
+// AgentToolDeclaration0 defines model for AgentToolDeclaration.0.
+type AgentToolDeclaration0 = string
+
+// AgentToolDeclaration1 defines model for AgentToolDeclaration.1.
+type AgentToolDeclaration1 struct {
+	Name string                    `json:"name"`
+	Type AgentToolDeclaration1Type `json:"type"`
+}
+
+// AgentToolDeclaration1Type defines model for AgentToolDeclaration.1.Type.
+type AgentToolDeclaration1Type string
+
+// AgentToolDeclaration2 defines model for AgentToolDeclaration.2.
+type AgentToolDeclaration2 struct {
+	Id   string                    `json:"id"`
+	Type AgentToolDeclaration2Type `json:"type"`
+}
+
+// AgentToolDeclaration2Type defines model for AgentToolDeclaration.2.Type.
+type AgentToolDeclaration2Type string
+
+// AgentToolDeclaration3 defines model for AgentToolDeclaration.3.
+type AgentToolDeclaration3 struct {
+	Action      string `json:"action"`
+	Description string `json:"description"`
+	Name        string `json:"name"`
+
+	// Parameters name -> {type, required, description, enum}
+	Parameters map[string]interface{} `json:"parameters"`
+}
+
 // AgentTraceAnswer defines model for AgentTraceAnswer.
 type AgentTraceAnswer struct {
 	AgentRunId string       `json:"agent_run_id"`
@@ -1024,6 +1372,30 @@ type ApprovalDecisionBody struct {
 	Comment *string `json:"comment,omitempty"`
 }
 
+// ApprovalProperties defines model for ApprovalProperties.
+type ApprovalProperties struct {
+	// ApproverRole A role: 1-100 characters, no surrounding spaces.
+	ApproverRole *RoleName `json:"approver_role,omitempty"`
+
+	// Comment Shown to the approver; may use {{path}}.
+	Comment interface{} `json:"comment,omitempty"`
+
+	// ExpiresInSeconds Decided as rejected (comment expired) after this long.
+	ExpiresInSeconds *float32 `json:"expires_in_seconds,omitempty"`
+
+	// RequestPayload Values (and @paths) shown with the request.
+	RequestPayload *map[string]interface{} `json:"request_payload,omitempty"`
+}
+
+// ApprovalStep Pauses the run until a person holding approver_role decides (POST /approvals/{runId}/{stepId}).
+type ApprovalStep struct {
+	Properties ApprovalProperties `json:"properties"`
+	Type       ApprovalStepType   `json:"type"`
+}
+
+// ApprovalStepType defines model for ApprovalStep.Type.
+type ApprovalStepType string
+
 // Bundle defines model for Bundle.
 type Bundle struct {
 	CreatedAt       time.Time   `json:"created_at"`
@@ -1052,7 +1424,17 @@ type ComposeBody struct {
 	DeploymentShape *string `json:"deployment_shape,omitempty"`
 
 	// Dsl {svc_workflow_definition, actions_to_register[], custom_tables_to_create[], workflow_description}: the definition as POST /workflows takes it, action registrations as POST /actions, tables as POST /custom-tables.
-	Dsl interface{} `json:"dsl"`
+	Dsl struct {
+		// ActionsToRegister Action registrations, as POST /actions takes them.
+		ActionsToRegister *[]map[string]interface{} `json:"actions_to_register,omitempty"`
+
+		// CustomTablesToCreate Custom tables, as POST /custom-tables takes them: {name, fields}.
+		CustomTablesToCreate *[]map[string]interface{} `json:"custom_tables_to_create,omitempty"`
+
+		// SvcWorkflowDefinition A workflow's definition: ordered steps (actions), an optional top-level condition and an optional schedule. The engine validates every definition it is given with this schema, then checks what a schema cannot say (conditions compile, templates are bounded, an upsert names a key). A step of a type that is no built-in (an organization's registered action, a kind an embedding program registers) takes any properties.
+		SvcWorkflowDefinition *WorkflowDefinition `json:"svc_workflow_definition,omitempty"`
+		WorkflowDescription   *string             `json:"workflow_description,omitempty"`
+	} `json:"dsl"`
 
 	// Summary What changed, in words.
 	Summary *string `json:"summary,omitempty"`
@@ -1082,6 +1464,81 @@ type CustomTableDroppedFieldsEvent struct {
 	RunId     string   `json:"run_id"`
 	StepIndex int64    `json:"step_index"`
 	Table     string   `json:"table"`
+}
+
+// CustomTableProperties defines model for CustomTableProperties.
+type CustomTableProperties struct {
+	Operation CustomTablePropertiesOperation `json:"operation"`
+
+	// Table The custom table's name.
+	Table string `json:"table"`
+	union json.RawMessage
+}
+
+// CustomTablePropertiesOperation defines model for CustomTableProperties.Operation.
+type CustomTablePropertiesOperation string
+
+// CustomTableReadProperties read outputs the array of matching rows (@rows.0.email, @rows.length).
+type CustomTableReadProperties struct {
+	// Limit The most rows (1-10,000, default 1,000), or an @path.
+	Limit     *CustomTableReadProperties_Limit   `json:"limit,omitempty"`
+	Operation CustomTableReadPropertiesOperation `json:"operation"`
+
+	// Scan true lets a where that no index serves read a large table.
+	Scan *bool `json:"scan,omitempty"`
+
+	// Where Column -> value every row read has.
+	Where *map[string]interface{} `json:"where,omitempty"`
+}
+
+// CustomTableReadPropertiesLimit0 defines model for CustomTableReadProperties.Limit.0.
+type CustomTableReadPropertiesLimit0 = int
+
+// CustomTableReadPropertiesLimit1 defines model for CustomTableReadProperties.Limit.1.
+type CustomTableReadPropertiesLimit1 = string
+
+// CustomTableReadProperties_Limit The most rows (1-10,000, default 1,000), or an @path.
+type CustomTableReadProperties_Limit struct {
+	union json.RawMessage
+}
+
+// CustomTableReadPropertiesOperation defines model for CustomTableReadProperties.Operation.
+type CustomTableReadPropertiesOperation string
+
+// CustomTableStep Writes, upserts or reads rows of a custom table.
+type CustomTableStep struct {
+	Properties CustomTableProperties `json:"properties"`
+	Type       CustomTableStepType   `json:"type"`
+}
+
+// CustomTableStepType defines model for CustomTableStep.Type.
+type CustomTableStepType string
+
+// CustomTableWriteProperties write inserts a row, upsert inserts or updates the row of the same keys: the row is keys[i] = values[i] plus fields; its output is {table, written, dropped}.
+type CustomTableWriteProperties struct {
+	// Fields Column -> value (an @path or {{template}} is resolved).
+	Fields *map[string]interface{} `json:"fields,omitempty"`
+
+	// Keys Key columns (upsert: at least one).
+	Keys      *[]string                           `json:"keys,omitempty"`
+	Operation CustomTableWritePropertiesOperation `json:"operation"`
+
+	// Values Values of the keys, in order, or an @path to the array.
+	Values *CustomTableWriteProperties_Values `json:"values,omitempty"`
+}
+
+// CustomTableWritePropertiesOperation defines model for CustomTableWriteProperties.Operation.
+type CustomTableWritePropertiesOperation string
+
+// CustomTableWritePropertiesValues0 defines model for CustomTableWriteProperties.Values.0.
+type CustomTableWritePropertiesValues0 = []interface{}
+
+// CustomTableWritePropertiesValues1 defines model for CustomTableWriteProperties.Values.1.
+type CustomTableWritePropertiesValues1 = string
+
+// CustomTableWriteProperties_Values Values of the keys, in order, or an @path to the array.
+type CustomTableWriteProperties_Values struct {
+	union json.RawMessage
 }
 
 // Decision defines model for Decision.
@@ -1378,6 +1835,33 @@ type Field struct {
 	Unit        *string     `json:"unit,omitempty"`
 }
 
+// FieldList Record field names, each once.
+type FieldList = []string
+
+// ForeachLoopProperties defines model for ForeachLoopProperties.
+type ForeachLoopProperties struct {
+	// Items The array: inline, an @path to one, or a doc: reference.
+	Items ForeachLoopProperties_Items `json:"items"`
+	Mode  ForeachLoopPropertiesMode   `json:"mode"`
+
+	// Steps Run for each element, with @item and @index.
+	Steps []WorkflowStep `json:"steps"`
+}
+
+// ForeachLoopPropertiesItems0 defines model for ForeachLoopProperties.Items.0.
+type ForeachLoopPropertiesItems0 = []interface{}
+
+// ForeachLoopPropertiesItems1 defines model for ForeachLoopProperties.Items.1.
+type ForeachLoopPropertiesItems1 = string
+
+// ForeachLoopProperties_Items The array: inline, an @path to one, or a doc: reference.
+type ForeachLoopProperties_Items struct {
+	union json.RawMessage
+}
+
+// ForeachLoopPropertiesMode defines model for ForeachLoopProperties.Mode.
+type ForeachLoopPropertiesMode string
+
 // FormBranding defines model for FormBranding.
 type FormBranding struct {
 	// Accent A hex colour: #rgb or #rrggbb.
@@ -1466,6 +1950,28 @@ type FormPauseCreatedEvent struct {
 	StepId      string     `json:"step_id"`
 }
 
+// FormProperties defines model for FormProperties.
+type FormProperties struct {
+	// AssigneeRole A role: 1-100 characters, no surrounding spaces.
+	AssigneeRole *RoleName `json:"assignee_role,omitempty"`
+	ExpectedKeys []string  `json:"expected_keys"`
+
+	// Hints Hints for a generated schema.
+	Hints *map[string]interface{} `json:"hints,omitempty"`
+
+	// Intent What the form is for, for a generated schema.
+	Intent *string `json:"intent,omitempty"`
+
+	// ReminderIntervals Seconds after the pause opens at which form_reminder is emitted.
+	ReminderIntervals *[]float32 `json:"reminder_intervals,omitempty"`
+
+	// Schema The form's schema (form_schema_v1), or absent for one generated from intent and expected_keys.
+	Schema interface{} `json:"schema,omitempty"`
+
+	// TtlSeconds 0 or absent: never expires.
+	TtlSeconds *float32 `json:"ttl_seconds,omitempty"`
+}
+
 // FormReminderEvent defines model for FormReminderEvent.
 type FormReminderEvent struct {
 	ExpiresAt     *time.Time `json:"expires_at"`
@@ -1493,6 +1999,15 @@ type FormSettings struct {
 	// SuccessMessage Shown after a submission.
 	SuccessMessage *string `json:"successMessage,omitempty"`
 }
+
+// FormStep Pauses the run until a form carrying expected_keys is submitted (POST /forms/{runId}/{stepId}/submit).
+type FormStep struct {
+	Properties FormProperties `json:"properties"`
+	Type       FormStepType   `json:"type"`
+}
+
+// FormStepType defines model for FormStep.Type.
+type FormStepType string
 
 // FormSubmission defines model for FormSubmission.
 type FormSubmission struct {
@@ -1630,6 +2145,54 @@ type GenerationStatus struct {
 
 // GenerationStatusStatus defines model for GenerationStatus.Status.
 type GenerationStatusStatus string
+
+// GmailSendProperties defines model for GmailSendProperties.
+type GmailSendProperties struct {
+	// UnderscoreUnderscoreOauthAccount The connected account's label, when the organization has several for the provider.
+	UnderscoreUnderscoreOauthAccount *OAuthAccount `json:"__oauth_account__,omitempty"`
+
+	// Body The text.
+	Body interface{} `json:"body"`
+
+	// Subject The subject.
+	Subject interface{} `json:"subject"`
+
+	// To Recipient address(es).
+	To interface{} `json:"to"`
+}
+
+// GmailSendStep Sends an email as the organization's connected Google account.
+type GmailSendStep struct {
+	Properties GmailSendProperties `json:"properties"`
+	Type       GmailSendStepType   `json:"type"`
+}
+
+// GmailSendStepType defines model for GmailSendStep.Type.
+type GmailSendStepType string
+
+// GoogleSheetsAppendRowProperties defines model for GoogleSheetsAppendRowProperties.
+type GoogleSheetsAppendRowProperties struct {
+	// UnderscoreUnderscoreOauthAccount The connected account's label, when the organization has several for the provider.
+	UnderscoreUnderscoreOauthAccount *OAuthAccount `json:"__oauth_account__,omitempty"`
+
+	// Range A1 range, e.g. Sheet1!A:C.
+	Range interface{} `json:"range"`
+
+	// SpreadsheetId The spreadsheet.
+	SpreadsheetId interface{} `json:"spreadsheet_id"`
+
+	// Values The row's cells.
+	Values interface{} `json:"values"`
+}
+
+// GoogleSheetsAppendRowStep Appends a row to a Google Sheets range as the organization's connected Google account.
+type GoogleSheetsAppendRowStep struct {
+	Properties GoogleSheetsAppendRowProperties `json:"properties"`
+	Type       GoogleSheetsAppendRowStepType   `json:"type"`
+}
+
+// GoogleSheetsAppendRowStepType defines model for GoogleSheetsAppendRowStep.Type.
+type GoogleSheetsAppendRowStepType string
 
 // Health defines model for Health.
 type Health struct {
@@ -1852,6 +2415,19 @@ type LoopFailedEvent struct {
 	StepIndex int64  `json:"step_index"`
 }
 
+// LoopProperties defines model for LoopProperties.
+type LoopProperties struct {
+	// MaxIterations Foreach: the most elements (default 10,000). React: the most iterations.
+	MaxIterations *int `json:"max_iterations,omitempty"`
+
+	// Mode foreach, react, or a mode the embedding program registered.
+	Mode string `json:"mode"`
+
+	// ResultKey Context key of the loop's result.
+	ResultKey *string `json:"result_key,omitempty"`
+	union     json.RawMessage
+}
+
 // LoopStartedEvent defines model for LoopStartedEvent.
 type LoopStartedEvent struct {
 	// AgentRunId The agent run of an agent loop.
@@ -1864,6 +2440,15 @@ type LoopStartedEvent struct {
 	StepIndex  int64  `json:"step_index"`
 	TotalItems int64  `json:"total_items"`
 }
+
+// LoopStep A loop: mode foreach runs steps for each element of items; mode react runs a bounded agent.
+type LoopStep struct {
+	Properties LoopProperties `json:"properties"`
+	Type       LoopStepType   `json:"type"`
+}
+
+// LoopStepType defines model for LoopStep.Type.
+type LoopStepType string
 
 // MatcherCompletedEvent defines model for MatcherCompletedEvent.
 type MatcherCompletedEvent struct {
@@ -1885,6 +2470,56 @@ type MatcherFailedEvent struct {
 	StepIndex int64  `json:"step_index"`
 }
 
+// MatcherProperties defines model for MatcherProperties.
+type MatcherProperties struct {
+	// AmountKey The field tolerance applies to (default amount).
+	AmountKey *string `json:"amountKey,omitempty"`
+
+	// DateKey The field dateWindowDays applies to (default date).
+	DateKey *string `json:"dateKey,omitempty"`
+
+	// DateWindowDays Days of date drift allowed.
+	DateWindowDays *RuntimeNumber `json:"dateWindowDays,omitempty"`
+
+	// DescriptionKey The text field compared fuzzily.
+	DescriptionKey *string `json:"descriptionKey,omitempty"`
+
+	// FuzzyThreshold Near-equal text threshold, 0-100.
+	FuzzyThreshold *MatcherProperties_FuzzyThreshold `json:"fuzzyThreshold,omitempty"`
+
+	// Left Records: an inline array, an @path to one, a {{template}}, or a doc: reference (doc:doc_<id>[@<version>]).
+	Left Records `json:"left"`
+
+	// MatchOn Fields that must match exactly, each once.
+	MatchOn *[]string `json:"matchOn,omitempty"`
+
+	// OutputMatched Context key of the matched pairs.
+	OutputMatched *string `json:"outputMatched,omitempty"`
+
+	// OutputUnmatchedLeft Context key of the unmatched left records.
+	OutputUnmatchedLeft *string `json:"outputUnmatchedLeft,omitempty"`
+
+	// OutputUnmatchedRight Context key of the unmatched right records.
+	OutputUnmatchedRight *string `json:"outputUnmatchedRight,omitempty"`
+
+	// Right Records: an inline array, an @path to one, a {{template}}, or a doc: reference (doc:doc_<id>[@<version>]).
+	Right Records `json:"right"`
+
+	// Tolerance Absolute amount difference allowed.
+	Tolerance *RuntimeNumber `json:"tolerance,omitempty"`
+}
+
+// MatcherPropertiesFuzzyThreshold0 defines model for MatcherProperties.FuzzyThreshold.0.
+type MatcherPropertiesFuzzyThreshold0 = float32
+
+// MatcherPropertiesFuzzyThreshold1 defines model for MatcherProperties.FuzzyThreshold.1.
+type MatcherPropertiesFuzzyThreshold1 = string
+
+// MatcherProperties_FuzzyThreshold Near-equal text threshold, 0-100.
+type MatcherProperties_FuzzyThreshold struct {
+	union json.RawMessage
+}
+
 // MatcherStartedEvent defines model for MatcherStartedEvent.
 type MatcherStartedEvent struct {
 	LeftSize  int64  `json:"left_size"`
@@ -1892,6 +2527,39 @@ type MatcherStartedEvent struct {
 	RunId     string `json:"run_id"`
 	StepIndex int64  `json:"step_index"`
 }
+
+// MatcherStep Two-way match of left and right records (spec: matcher step).
+type MatcherStep struct {
+	Properties MatcherProperties `json:"properties"`
+	Type       MatcherStepType   `json:"type"`
+}
+
+// MatcherStepType defines model for MatcherStep.Type.
+type MatcherStepType string
+
+// MicrosoftTeamsPostMessageProperties defines model for MicrosoftTeamsPostMessageProperties.
+type MicrosoftTeamsPostMessageProperties struct {
+	// UnderscoreUnderscoreOauthAccount The connected account's label, when the organization has several for the provider.
+	UnderscoreUnderscoreOauthAccount *OAuthAccount `json:"__oauth_account__,omitempty"`
+
+	// ChannelId The channel.
+	ChannelId interface{} `json:"channel_id"`
+
+	// TeamId The team.
+	TeamId interface{} `json:"team_id"`
+
+	// Text The message.
+	Text interface{} `json:"text"`
+}
+
+// MicrosoftTeamsPostMessageStep Posts a message to a Microsoft Teams channel as the organization's connected Microsoft account.
+type MicrosoftTeamsPostMessageStep struct {
+	Properties MicrosoftTeamsPostMessageProperties `json:"properties"`
+	Type       MicrosoftTeamsPostMessageStepType   `json:"type"`
+}
+
+// MicrosoftTeamsPostMessageStepType defines model for MicrosoftTeamsPostMessageStep.Type.
+type MicrosoftTeamsPostMessageStepType string
 
 // NWayCounts defines model for NWayCounts.
 type NWayCounts struct {
@@ -1901,6 +2569,69 @@ type NWayCounts struct {
 	Orphan     int64 `json:"orphan"`
 	Variance   int64 `json:"variance"`
 }
+
+// NWayMatchLeg defines model for NWayMatchLeg.
+type NWayMatchLeg struct {
+	// Key The leg's name.
+	Key string `json:"key"`
+
+	// Records Records: an inline array, an @path to one, a {{template}}, or a doc: reference (doc:doc_<id>[@<version>]).
+	Records Records `json:"records"`
+}
+
+// NWayMatchProperties defines model for NWayMatchProperties.
+type NWayMatchProperties struct {
+	DateKey *string `json:"dateKey,omitempty"`
+
+	// DateWindowDays A number, or an @path, {{template}} or doc: reference read at run time.
+	DateWindowDays *RuntimeNumber `json:"dateWindowDays,omitempty"`
+	DescriptionKey *string        `json:"descriptionKey,omitempty"`
+
+	// ExceptionTable Custom table receiving non-full groups and orphans.
+	ExceptionTable *string                             `json:"exceptionTable,omitempty"`
+	FuzzyThreshold *NWayMatchProperties_FuzzyThreshold `json:"fuzzyThreshold,omitempty"`
+	MatchOn        FieldList                           `json:"matchOn"`
+
+	// Rules Conditions on grouped records: condition objects, or {name, condition}.
+	Rules *[]interface{} `json:"rules,omitempty"`
+	Sets  []NWayMatchLeg `json:"sets"`
+
+	// Tolerances Field -> tolerance of the field's sum within a group; a field without an entry is not compared.
+	Tolerances *map[string]NWayMatchTolerance `json:"tolerances,omitempty"`
+}
+
+// NWayMatchPropertiesFuzzyThreshold0 defines model for NWayMatchProperties.FuzzyThreshold.0.
+type NWayMatchPropertiesFuzzyThreshold0 = float32
+
+// NWayMatchPropertiesFuzzyThreshold1 defines model for NWayMatchProperties.FuzzyThreshold.1.
+type NWayMatchPropertiesFuzzyThreshold1 = string
+
+// NWayMatchProperties_FuzzyThreshold defines model for NWayMatchProperties.FuzzyThreshold.
+type NWayMatchProperties_FuzzyThreshold struct {
+	union json.RawMessage
+}
+
+// NWayMatchStep Groups records of 2 to 4 legs (spec: N-way match step); results under matchGroupCounts, matchGroups, matchOrphans, matchGroupExceptions.
+type NWayMatchStep struct {
+	Properties NWayMatchProperties `json:"properties"`
+	Type       NWayMatchStepType   `json:"type"`
+}
+
+// NWayMatchStepType defines model for NWayMatchStep.Type.
+type NWayMatchStepType string
+
+// NWayMatchTolerance defines model for NWayMatchTolerance.
+type NWayMatchTolerance struct {
+	// Pairs "<leg>:<leg>" -> a value for that pair of legs.
+	Pairs *map[string]float32    `json:"pairs,omitempty"`
+	Type  NWayMatchToleranceType `json:"type"`
+
+	// Value Largest difference of the summed values allowed (0: equal).
+	Value *float32 `json:"value,omitempty"`
+}
+
+// NWayMatchToleranceType defines model for NWayMatchTolerance.Type.
+type NWayMatchToleranceType string
 
 // NWayMatcherCompletedEvent defines model for NWayMatcherCompletedEvent.
 type NWayMatcherCompletedEvent struct {
@@ -1927,6 +2658,9 @@ type NWayMatcherStartedEvent struct {
 	RunId     string           `json:"run_id"`
 	StepIndex int64            `json:"step_index"`
 }
+
+// OAuthAccount The connected account's label, when the organization has several for the provider.
+type OAuthAccount = string
 
 // OAuthAuthorization defines model for OAuthAuthorization.
 type OAuthAuthorization struct {
@@ -2037,6 +2771,11 @@ type OrgConfigEntry struct {
 // OrgFeatures defines model for OrgFeatures.
 type OrgFeatures struct {
 	AgentForms bool `json:"agent_forms"`
+}
+
+// OtherLoopProperties A loop mode an embedding program registered: its properties are its own.
+type OtherLoopProperties struct {
+	Mode *string `json:"mode,omitempty"`
 }
 
 // Page defines model for Page.
@@ -2291,6 +3030,37 @@ type PublishBody struct {
 	PublishNote *string `json:"publish_note,omitempty"`
 }
 
+// ReactLoopProperties defines model for ReactLoopProperties.
+type ReactLoopProperties struct {
+	// UnderscoreUnderscoreOauthAccount The connected account the built-in OAuth tools use, when the organization has several.
+	UnderscoreUnderscoreOauthAccount *string `json:"__oauth_account__,omitempty"`
+	Config                           *struct {
+		// LlmBudget Raises or lowers the run's budgets: input_tokens, output_tokens, total_tokens, model_calls, wall_time_seconds.
+		LlmBudget *map[string]interface{} `json:"llm_budget,omitempty"`
+	} `json:"config,omitempty"`
+	Mode  ReactLoopPropertiesMode `json:"mode"`
+	Model *string                 `json:"model,omitempty"`
+
+	// Objective The agent's goal; doc: tokens in it expand in place.
+	Objective string                  `json:"objective"`
+	OnStuck   *AgentOnStuck           `json:"on_stuck,omitempty"`
+	Tools     *[]AgentToolDeclaration `json:"tools,omitempty"`
+}
+
+// ReactLoopPropertiesMode defines model for ReactLoopProperties.Mode.
+type ReactLoopPropertiesMode string
+
+// Records Records: an inline array, an @path to one, a {{template}}, or a doc: reference (doc:doc_<id>[@<version>]).
+type Records struct {
+	union json.RawMessage
+}
+
+// Records0 defines model for Records.0.
+type Records0 = []interface{}
+
+// Records1 defines model for Records.1.
+type Records1 = string
+
 // RetriedRun defines model for RetriedRun.
 type RetriedRun struct {
 	// FromStep The top-level step it starts at: the one that failed.
@@ -2327,6 +3097,9 @@ type RetryPlan struct {
 	WorkflowId      string           `json:"workflow_id"`
 	WorkflowVersion int64            `json:"workflow_version"`
 }
+
+// RoleName A role: 1-100 characters, no surrounding spaces.
+type RoleName = string
 
 // Row defines model for Row.
 type Row struct {
@@ -2528,6 +3301,17 @@ type RunStatusDoc struct {
 	WorkflowVersion int64                   `json:"workflow_version"`
 }
 
+// RuntimeNumber A number, or an @path, {{template}} or doc: reference read at run time.
+type RuntimeNumber struct {
+	union json.RawMessage
+}
+
+// RuntimeNumber0 defines model for RuntimeNumber.0.
+type RuntimeNumber0 = float32
+
+// RuntimeNumber1 defines model for RuntimeNumber.1.
+type RuntimeNumber1 = string
+
 // Schema defines model for Schema.
 type Schema struct {
 	Description *string `json:"description,omitempty"`
@@ -2535,6 +3319,27 @@ type Schema struct {
 	Title       *string `json:"title,omitempty"`
 	Version     string  `json:"version"`
 }
+
+// SlackPostMessageProperties defines model for SlackPostMessageProperties.
+type SlackPostMessageProperties struct {
+	// UnderscoreUnderscoreOauthAccount The connected account's label, when the organization has several for the provider.
+	UnderscoreUnderscoreOauthAccount *OAuthAccount `json:"__oauth_account__,omitempty"`
+
+	// Channel Channel id or name.
+	Channel interface{} `json:"channel"`
+
+	// Text The message.
+	Text interface{} `json:"text"`
+}
+
+// SlackPostMessageStep Posts a message to a Slack channel as the organization's connected Slack account.
+type SlackPostMessageStep struct {
+	Properties SlackPostMessageProperties `json:"properties"`
+	Type       SlackPostMessageStepType   `json:"type"`
+}
+
+// SlackPostMessageStepType defines model for SlackPostMessageStep.Type.
+type SlackPostMessageStepType string
 
 // StepCompletedEvent defines model for StepCompletedEvent.
 type StepCompletedEvent struct {
@@ -2764,7 +3569,7 @@ type Workflow struct {
 	CreatedAt time.Time `json:"created_at"`
 
 	// Definition The specification: condition, actions, schedule.
-	Definition map[string]interface{} `json:"definition"`
+	Definition WorkflowDefinition `json:"definition"`
 
 	// Id Workflow id (wfl-<uuid>).
 	//
@@ -2784,12 +3589,15 @@ type Workflow struct {
 
 // WorkflowBody defines model for WorkflowBody.
 type WorkflowBody struct {
-	// Definition The specification; validated by the engine, whose problems point into it.
-	Definition map[string]interface{} `json:"definition"`
+	// Definition The specification; validated by the engine against the WorkflowDefinition schema (GET /schemas/workflow.json), its problems pointing into it.
+	Definition WorkflowDefinition `json:"definition"`
 
 	// Name Unique within the organization.
 	Name string `json:"name"`
 }
+
+// WorkflowCondition One operator and its arguments, e.g. {"greaterThan": [{"length": ["@matched"]}, 0]}. Operators: equal notEqual greaterThan greaterThanOrEqual lessThan lessThanOrEqual and or not in contains startsWith endsWith exists isEmpty length matches.
+type WorkflowCondition map[string]interface{}
 
 // WorkflowCreationStatusEvent defines model for WorkflowCreationStatusEvent.
 type WorkflowCreationStatusEvent struct {
@@ -2798,6 +3606,24 @@ type WorkflowCreationStatusEvent struct {
 	Status       string  `json:"status"`
 	WorkflowId   *string `json:"workflow_id,omitempty"`
 	WorkflowName *string `json:"workflow_name,omitempty"`
+}
+
+// WorkflowDefinition A workflow's definition: ordered steps (actions), an optional top-level condition and an optional schedule. The engine validates every definition it is given with this schema, then checks what a schema cannot say (conditions compile, templates are bounded, an upsert names a key). A step of a type that is no built-in (an organization's registered action, a kind an embedding program registers) takes any properties.
+type WorkflowDefinition struct {
+	// Schema This schema's address (https://<host>/schemas/workflow.json), for an editor; the engine ignores it.
+	Schema *string `json:"$schema,omitempty"`
+
+	// Actions The steps, run in order.
+	Actions []WorkflowStep `json:"actions"`
+
+	// Condition One operator and its arguments, e.g. {"greaterThan": [{"length": ["@matched"]}, 0]}. Operators: equal notEqual greaterThan greaterThanOrEqual lessThan lessThanOrEqual and or not in contains startsWith endsWith exists isEmpty length matches.
+	Condition *WorkflowCondition `json:"condition,omitempty"`
+
+	// Schedule Starts runs on its own: every <n><unit> (m, h, d, w) and/or at HH:MM, in timezone (IANA, default UTC).
+	Schedule *WorkflowSchedule `json:"schedule,omitempty"`
+
+	// SearchKeys Paths into the input (@input.invoice_id) whose values find the workflow's runs: GET /runs?key=.
+	SearchKeys *[]string `json:"search_keys,omitempty"`
 }
 
 // WorkflowRunCancelledEvent defines model for WorkflowRunCancelledEvent.
@@ -2845,6 +3671,38 @@ type WorkflowRunStartedEvent struct {
 	InputPayload interface{} `json:"input_payload"`
 	RunId        string      `json:"run_id"`
 	WorkflowId   string      `json:"workflow_id"`
+}
+
+// WorkflowSchedule Starts runs on its own: every <n><unit> (m, h, d, w) and/or at HH:MM, in timezone (IANA, default UTC).
+type WorkflowSchedule struct {
+	At       *string `json:"at,omitempty"`
+	Every    *string `json:"every,omitempty"`
+	Timezone *string `json:"timezone,omitempty"`
+	union    json.RawMessage
+}
+
+// WorkflowSchedule0 defines model for WorkflowSchedule.0.
+type WorkflowSchedule0 = interface{}
+
+// WorkflowSchedule1 defines model for WorkflowSchedule.1.
+type WorkflowSchedule1 = interface{}
+
+// WorkflowStep A step: its type names a built-in primitive (whose properties are typed here), an OAuth tool, or an action the organization registered (any properties).
+type WorkflowStep struct {
+	// Filter Evaluated before the step: when false the step is skipped, or onFalse runs.
+	Filter *struct {
+		// Condition One operator and its arguments, e.g. {"greaterThan": [{"length": ["@matched"]}, 0]}. Operators: equal notEqual greaterThan greaterThanOrEqual lessThan lessThanOrEqual and or not in contains startsWith endsWith exists isEmpty length matches.
+		Condition WorkflowCondition `json:"condition"`
+	} `json:"filter,omitempty"`
+
+	// OnFalse A step: its type names a built-in primitive (whose properties are typed here), an OAuth tool, or an action the organization registered (any properties).
+	OnFalse *WorkflowStep `json:"onFalse,omitempty"`
+
+	// OutputKey The context key of the step's output.
+	OutputKey  *string                `json:"outputKey,omitempty"`
+	Properties map[string]interface{} `json:"properties"`
+	Type       string                 `json:"type"`
+	union      json.RawMessage
 }
 
 // ListActionsParams defines parameters for ListActions.
@@ -3498,6 +4356,12 @@ type GetRunStatusParams struct {
 // GetRunStatusParamsLastStatus defines parameters for GetRunStatus.
 type GetRunStatusParamsLastStatus string
 
+// GetWorkflowSchemaParams defines parameters for GetWorkflowSchema.
+type GetWorkflowSchemaParams struct {
+	// IfNoneMatch The ETag of a copy the client holds: 304 when it is still the schema.
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+}
+
 // ListWebhooksParams defines parameters for ListWebhooks.
 type ListWebhooksParams struct {
 	// Limit Page size (default 50, at most 500).
@@ -3710,6 +4574,1318 @@ type UpdateWorkflowJSONRequestBody = WorkflowBody
 
 // ExecuteWorkflowJSONRequestBody defines body for ExecuteWorkflow for application/json ContentType.
 type ExecuteWorkflowJSONRequestBody = ExecuteBody
+
+// AsAgentToolDeclaration0 returns the union data inside the AgentToolDeclaration as a AgentToolDeclaration0
+func (t AgentToolDeclaration) AsAgentToolDeclaration0() (AgentToolDeclaration0, error) {
+	var body AgentToolDeclaration0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAgentToolDeclaration0 overwrites any union data inside the AgentToolDeclaration as the provided AgentToolDeclaration0
+func (t *AgentToolDeclaration) FromAgentToolDeclaration0(v AgentToolDeclaration0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAgentToolDeclaration0 performs a merge with any union data inside the AgentToolDeclaration, using the provided AgentToolDeclaration0
+func (t *AgentToolDeclaration) MergeAgentToolDeclaration0(v AgentToolDeclaration0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAgentToolDeclaration1 returns the union data inside the AgentToolDeclaration as a AgentToolDeclaration1
+func (t AgentToolDeclaration) AsAgentToolDeclaration1() (AgentToolDeclaration1, error) {
+	var body AgentToolDeclaration1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAgentToolDeclaration1 overwrites any union data inside the AgentToolDeclaration as the provided AgentToolDeclaration1
+func (t *AgentToolDeclaration) FromAgentToolDeclaration1(v AgentToolDeclaration1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAgentToolDeclaration1 performs a merge with any union data inside the AgentToolDeclaration, using the provided AgentToolDeclaration1
+func (t *AgentToolDeclaration) MergeAgentToolDeclaration1(v AgentToolDeclaration1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAgentToolDeclaration2 returns the union data inside the AgentToolDeclaration as a AgentToolDeclaration2
+func (t AgentToolDeclaration) AsAgentToolDeclaration2() (AgentToolDeclaration2, error) {
+	var body AgentToolDeclaration2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAgentToolDeclaration2 overwrites any union data inside the AgentToolDeclaration as the provided AgentToolDeclaration2
+func (t *AgentToolDeclaration) FromAgentToolDeclaration2(v AgentToolDeclaration2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAgentToolDeclaration2 performs a merge with any union data inside the AgentToolDeclaration, using the provided AgentToolDeclaration2
+func (t *AgentToolDeclaration) MergeAgentToolDeclaration2(v AgentToolDeclaration2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAgentToolDeclaration3 returns the union data inside the AgentToolDeclaration as a AgentToolDeclaration3
+func (t AgentToolDeclaration) AsAgentToolDeclaration3() (AgentToolDeclaration3, error) {
+	var body AgentToolDeclaration3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAgentToolDeclaration3 overwrites any union data inside the AgentToolDeclaration as the provided AgentToolDeclaration3
+func (t *AgentToolDeclaration) FromAgentToolDeclaration3(v AgentToolDeclaration3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAgentToolDeclaration3 performs a merge with any union data inside the AgentToolDeclaration, using the provided AgentToolDeclaration3
+func (t *AgentToolDeclaration) MergeAgentToolDeclaration3(v AgentToolDeclaration3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t AgentToolDeclaration) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *AgentToolDeclaration) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsCustomTableWriteProperties returns the union data inside the CustomTableProperties as a CustomTableWriteProperties
+func (t CustomTableProperties) AsCustomTableWriteProperties() (CustomTableWriteProperties, error) {
+	var body CustomTableWriteProperties
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomTableWriteProperties overwrites any union data inside the CustomTableProperties as the provided CustomTableWriteProperties
+func (t *CustomTableProperties) FromCustomTableWriteProperties(v CustomTableWriteProperties) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCustomTableWriteProperties performs a merge with any union data inside the CustomTableProperties, using the provided CustomTableWriteProperties
+func (t *CustomTableProperties) MergeCustomTableWriteProperties(v CustomTableWriteProperties) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCustomTableReadProperties returns the union data inside the CustomTableProperties as a CustomTableReadProperties
+func (t CustomTableProperties) AsCustomTableReadProperties() (CustomTableReadProperties, error) {
+	var body CustomTableReadProperties
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomTableReadProperties overwrites any union data inside the CustomTableProperties as the provided CustomTableReadProperties
+func (t *CustomTableProperties) FromCustomTableReadProperties(v CustomTableReadProperties) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCustomTableReadProperties performs a merge with any union data inside the CustomTableProperties, using the provided CustomTableReadProperties
+func (t *CustomTableProperties) MergeCustomTableReadProperties(v CustomTableReadProperties) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CustomTableProperties) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	object["operation"], err = json.Marshal(t.Operation)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'operation': %w", err)
+	}
+
+	object["table"], err = json.Marshal(t.Table)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'table': %w", err)
+	}
+
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *CustomTableProperties) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["operation"]; found {
+		err = json.Unmarshal(raw, &t.Operation)
+		if err != nil {
+			return fmt.Errorf("error reading 'operation': %w", err)
+		}
+	}
+
+	if raw, found := object["table"]; found {
+		err = json.Unmarshal(raw, &t.Table)
+		if err != nil {
+			return fmt.Errorf("error reading 'table': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsCustomTableReadPropertiesLimit0 returns the union data inside the CustomTableReadProperties_Limit as a CustomTableReadPropertiesLimit0
+func (t CustomTableReadProperties_Limit) AsCustomTableReadPropertiesLimit0() (CustomTableReadPropertiesLimit0, error) {
+	var body CustomTableReadPropertiesLimit0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomTableReadPropertiesLimit0 overwrites any union data inside the CustomTableReadProperties_Limit as the provided CustomTableReadPropertiesLimit0
+func (t *CustomTableReadProperties_Limit) FromCustomTableReadPropertiesLimit0(v CustomTableReadPropertiesLimit0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCustomTableReadPropertiesLimit0 performs a merge with any union data inside the CustomTableReadProperties_Limit, using the provided CustomTableReadPropertiesLimit0
+func (t *CustomTableReadProperties_Limit) MergeCustomTableReadPropertiesLimit0(v CustomTableReadPropertiesLimit0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCustomTableReadPropertiesLimit1 returns the union data inside the CustomTableReadProperties_Limit as a CustomTableReadPropertiesLimit1
+func (t CustomTableReadProperties_Limit) AsCustomTableReadPropertiesLimit1() (CustomTableReadPropertiesLimit1, error) {
+	var body CustomTableReadPropertiesLimit1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomTableReadPropertiesLimit1 overwrites any union data inside the CustomTableReadProperties_Limit as the provided CustomTableReadPropertiesLimit1
+func (t *CustomTableReadProperties_Limit) FromCustomTableReadPropertiesLimit1(v CustomTableReadPropertiesLimit1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCustomTableReadPropertiesLimit1 performs a merge with any union data inside the CustomTableReadProperties_Limit, using the provided CustomTableReadPropertiesLimit1
+func (t *CustomTableReadProperties_Limit) MergeCustomTableReadPropertiesLimit1(v CustomTableReadPropertiesLimit1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CustomTableReadProperties_Limit) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CustomTableReadProperties_Limit) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsCustomTableWritePropertiesValues0 returns the union data inside the CustomTableWriteProperties_Values as a CustomTableWritePropertiesValues0
+func (t CustomTableWriteProperties_Values) AsCustomTableWritePropertiesValues0() (CustomTableWritePropertiesValues0, error) {
+	var body CustomTableWritePropertiesValues0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomTableWritePropertiesValues0 overwrites any union data inside the CustomTableWriteProperties_Values as the provided CustomTableWritePropertiesValues0
+func (t *CustomTableWriteProperties_Values) FromCustomTableWritePropertiesValues0(v CustomTableWritePropertiesValues0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCustomTableWritePropertiesValues0 performs a merge with any union data inside the CustomTableWriteProperties_Values, using the provided CustomTableWritePropertiesValues0
+func (t *CustomTableWriteProperties_Values) MergeCustomTableWritePropertiesValues0(v CustomTableWritePropertiesValues0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCustomTableWritePropertiesValues1 returns the union data inside the CustomTableWriteProperties_Values as a CustomTableWritePropertiesValues1
+func (t CustomTableWriteProperties_Values) AsCustomTableWritePropertiesValues1() (CustomTableWritePropertiesValues1, error) {
+	var body CustomTableWritePropertiesValues1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomTableWritePropertiesValues1 overwrites any union data inside the CustomTableWriteProperties_Values as the provided CustomTableWritePropertiesValues1
+func (t *CustomTableWriteProperties_Values) FromCustomTableWritePropertiesValues1(v CustomTableWritePropertiesValues1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCustomTableWritePropertiesValues1 performs a merge with any union data inside the CustomTableWriteProperties_Values, using the provided CustomTableWritePropertiesValues1
+func (t *CustomTableWriteProperties_Values) MergeCustomTableWritePropertiesValues1(v CustomTableWritePropertiesValues1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CustomTableWriteProperties_Values) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CustomTableWriteProperties_Values) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsForeachLoopPropertiesItems0 returns the union data inside the ForeachLoopProperties_Items as a ForeachLoopPropertiesItems0
+func (t ForeachLoopProperties_Items) AsForeachLoopPropertiesItems0() (ForeachLoopPropertiesItems0, error) {
+	var body ForeachLoopPropertiesItems0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromForeachLoopPropertiesItems0 overwrites any union data inside the ForeachLoopProperties_Items as the provided ForeachLoopPropertiesItems0
+func (t *ForeachLoopProperties_Items) FromForeachLoopPropertiesItems0(v ForeachLoopPropertiesItems0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeForeachLoopPropertiesItems0 performs a merge with any union data inside the ForeachLoopProperties_Items, using the provided ForeachLoopPropertiesItems0
+func (t *ForeachLoopProperties_Items) MergeForeachLoopPropertiesItems0(v ForeachLoopPropertiesItems0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsForeachLoopPropertiesItems1 returns the union data inside the ForeachLoopProperties_Items as a ForeachLoopPropertiesItems1
+func (t ForeachLoopProperties_Items) AsForeachLoopPropertiesItems1() (ForeachLoopPropertiesItems1, error) {
+	var body ForeachLoopPropertiesItems1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromForeachLoopPropertiesItems1 overwrites any union data inside the ForeachLoopProperties_Items as the provided ForeachLoopPropertiesItems1
+func (t *ForeachLoopProperties_Items) FromForeachLoopPropertiesItems1(v ForeachLoopPropertiesItems1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeForeachLoopPropertiesItems1 performs a merge with any union data inside the ForeachLoopProperties_Items, using the provided ForeachLoopPropertiesItems1
+func (t *ForeachLoopProperties_Items) MergeForeachLoopPropertiesItems1(v ForeachLoopPropertiesItems1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ForeachLoopProperties_Items) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ForeachLoopProperties_Items) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsForeachLoopProperties returns the union data inside the LoopProperties as a ForeachLoopProperties
+func (t LoopProperties) AsForeachLoopProperties() (ForeachLoopProperties, error) {
+	var body ForeachLoopProperties
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromForeachLoopProperties overwrites any union data inside the LoopProperties as the provided ForeachLoopProperties
+func (t *LoopProperties) FromForeachLoopProperties(v ForeachLoopProperties) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeForeachLoopProperties performs a merge with any union data inside the LoopProperties, using the provided ForeachLoopProperties
+func (t *LoopProperties) MergeForeachLoopProperties(v ForeachLoopProperties) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsReactLoopProperties returns the union data inside the LoopProperties as a ReactLoopProperties
+func (t LoopProperties) AsReactLoopProperties() (ReactLoopProperties, error) {
+	var body ReactLoopProperties
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromReactLoopProperties overwrites any union data inside the LoopProperties as the provided ReactLoopProperties
+func (t *LoopProperties) FromReactLoopProperties(v ReactLoopProperties) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeReactLoopProperties performs a merge with any union data inside the LoopProperties, using the provided ReactLoopProperties
+func (t *LoopProperties) MergeReactLoopProperties(v ReactLoopProperties) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOtherLoopProperties returns the union data inside the LoopProperties as a OtherLoopProperties
+func (t LoopProperties) AsOtherLoopProperties() (OtherLoopProperties, error) {
+	var body OtherLoopProperties
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOtherLoopProperties overwrites any union data inside the LoopProperties as the provided OtherLoopProperties
+func (t *LoopProperties) FromOtherLoopProperties(v OtherLoopProperties) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOtherLoopProperties performs a merge with any union data inside the LoopProperties, using the provided OtherLoopProperties
+func (t *LoopProperties) MergeOtherLoopProperties(v OtherLoopProperties) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t LoopProperties) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.MaxIterations != nil {
+		object["max_iterations"], err = json.Marshal(t.MaxIterations)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'max_iterations': %w", err)
+		}
+	}
+
+	object["mode"], err = json.Marshal(t.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'mode': %w", err)
+	}
+
+	if t.ResultKey != nil {
+		object["result_key"], err = json.Marshal(t.ResultKey)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'result_key': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *LoopProperties) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["max_iterations"]; found {
+		err = json.Unmarshal(raw, &t.MaxIterations)
+		if err != nil {
+			return fmt.Errorf("error reading 'max_iterations': %w", err)
+		}
+	}
+
+	if raw, found := object["mode"]; found {
+		err = json.Unmarshal(raw, &t.Mode)
+		if err != nil {
+			return fmt.Errorf("error reading 'mode': %w", err)
+		}
+	}
+
+	if raw, found := object["result_key"]; found {
+		err = json.Unmarshal(raw, &t.ResultKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'result_key': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsMatcherPropertiesFuzzyThreshold0 returns the union data inside the MatcherProperties_FuzzyThreshold as a MatcherPropertiesFuzzyThreshold0
+func (t MatcherProperties_FuzzyThreshold) AsMatcherPropertiesFuzzyThreshold0() (MatcherPropertiesFuzzyThreshold0, error) {
+	var body MatcherPropertiesFuzzyThreshold0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMatcherPropertiesFuzzyThreshold0 overwrites any union data inside the MatcherProperties_FuzzyThreshold as the provided MatcherPropertiesFuzzyThreshold0
+func (t *MatcherProperties_FuzzyThreshold) FromMatcherPropertiesFuzzyThreshold0(v MatcherPropertiesFuzzyThreshold0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMatcherPropertiesFuzzyThreshold0 performs a merge with any union data inside the MatcherProperties_FuzzyThreshold, using the provided MatcherPropertiesFuzzyThreshold0
+func (t *MatcherProperties_FuzzyThreshold) MergeMatcherPropertiesFuzzyThreshold0(v MatcherPropertiesFuzzyThreshold0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMatcherPropertiesFuzzyThreshold1 returns the union data inside the MatcherProperties_FuzzyThreshold as a MatcherPropertiesFuzzyThreshold1
+func (t MatcherProperties_FuzzyThreshold) AsMatcherPropertiesFuzzyThreshold1() (MatcherPropertiesFuzzyThreshold1, error) {
+	var body MatcherPropertiesFuzzyThreshold1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMatcherPropertiesFuzzyThreshold1 overwrites any union data inside the MatcherProperties_FuzzyThreshold as the provided MatcherPropertiesFuzzyThreshold1
+func (t *MatcherProperties_FuzzyThreshold) FromMatcherPropertiesFuzzyThreshold1(v MatcherPropertiesFuzzyThreshold1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMatcherPropertiesFuzzyThreshold1 performs a merge with any union data inside the MatcherProperties_FuzzyThreshold, using the provided MatcherPropertiesFuzzyThreshold1
+func (t *MatcherProperties_FuzzyThreshold) MergeMatcherPropertiesFuzzyThreshold1(v MatcherPropertiesFuzzyThreshold1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t MatcherProperties_FuzzyThreshold) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *MatcherProperties_FuzzyThreshold) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsNWayMatchPropertiesFuzzyThreshold0 returns the union data inside the NWayMatchProperties_FuzzyThreshold as a NWayMatchPropertiesFuzzyThreshold0
+func (t NWayMatchProperties_FuzzyThreshold) AsNWayMatchPropertiesFuzzyThreshold0() (NWayMatchPropertiesFuzzyThreshold0, error) {
+	var body NWayMatchPropertiesFuzzyThreshold0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNWayMatchPropertiesFuzzyThreshold0 overwrites any union data inside the NWayMatchProperties_FuzzyThreshold as the provided NWayMatchPropertiesFuzzyThreshold0
+func (t *NWayMatchProperties_FuzzyThreshold) FromNWayMatchPropertiesFuzzyThreshold0(v NWayMatchPropertiesFuzzyThreshold0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNWayMatchPropertiesFuzzyThreshold0 performs a merge with any union data inside the NWayMatchProperties_FuzzyThreshold, using the provided NWayMatchPropertiesFuzzyThreshold0
+func (t *NWayMatchProperties_FuzzyThreshold) MergeNWayMatchPropertiesFuzzyThreshold0(v NWayMatchPropertiesFuzzyThreshold0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNWayMatchPropertiesFuzzyThreshold1 returns the union data inside the NWayMatchProperties_FuzzyThreshold as a NWayMatchPropertiesFuzzyThreshold1
+func (t NWayMatchProperties_FuzzyThreshold) AsNWayMatchPropertiesFuzzyThreshold1() (NWayMatchPropertiesFuzzyThreshold1, error) {
+	var body NWayMatchPropertiesFuzzyThreshold1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNWayMatchPropertiesFuzzyThreshold1 overwrites any union data inside the NWayMatchProperties_FuzzyThreshold as the provided NWayMatchPropertiesFuzzyThreshold1
+func (t *NWayMatchProperties_FuzzyThreshold) FromNWayMatchPropertiesFuzzyThreshold1(v NWayMatchPropertiesFuzzyThreshold1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNWayMatchPropertiesFuzzyThreshold1 performs a merge with any union data inside the NWayMatchProperties_FuzzyThreshold, using the provided NWayMatchPropertiesFuzzyThreshold1
+func (t *NWayMatchProperties_FuzzyThreshold) MergeNWayMatchPropertiesFuzzyThreshold1(v NWayMatchPropertiesFuzzyThreshold1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t NWayMatchProperties_FuzzyThreshold) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *NWayMatchProperties_FuzzyThreshold) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsRecords0 returns the union data inside the Records as a Records0
+func (t Records) AsRecords0() (Records0, error) {
+	var body Records0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecords0 overwrites any union data inside the Records as the provided Records0
+func (t *Records) FromRecords0(v Records0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRecords0 performs a merge with any union data inside the Records, using the provided Records0
+func (t *Records) MergeRecords0(v Records0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecords1 returns the union data inside the Records as a Records1
+func (t Records) AsRecords1() (Records1, error) {
+	var body Records1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecords1 overwrites any union data inside the Records as the provided Records1
+func (t *Records) FromRecords1(v Records1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRecords1 performs a merge with any union data inside the Records, using the provided Records1
+func (t *Records) MergeRecords1(v Records1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t Records) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *Records) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsRuntimeNumber0 returns the union data inside the RuntimeNumber as a RuntimeNumber0
+func (t RuntimeNumber) AsRuntimeNumber0() (RuntimeNumber0, error) {
+	var body RuntimeNumber0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRuntimeNumber0 overwrites any union data inside the RuntimeNumber as the provided RuntimeNumber0
+func (t *RuntimeNumber) FromRuntimeNumber0(v RuntimeNumber0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRuntimeNumber0 performs a merge with any union data inside the RuntimeNumber, using the provided RuntimeNumber0
+func (t *RuntimeNumber) MergeRuntimeNumber0(v RuntimeNumber0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRuntimeNumber1 returns the union data inside the RuntimeNumber as a RuntimeNumber1
+func (t RuntimeNumber) AsRuntimeNumber1() (RuntimeNumber1, error) {
+	var body RuntimeNumber1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRuntimeNumber1 overwrites any union data inside the RuntimeNumber as the provided RuntimeNumber1
+func (t *RuntimeNumber) FromRuntimeNumber1(v RuntimeNumber1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRuntimeNumber1 performs a merge with any union data inside the RuntimeNumber, using the provided RuntimeNumber1
+func (t *RuntimeNumber) MergeRuntimeNumber1(v RuntimeNumber1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t RuntimeNumber) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *RuntimeNumber) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsWorkflowSchedule0 returns the union data inside the WorkflowSchedule as a WorkflowSchedule0
+func (t WorkflowSchedule) AsWorkflowSchedule0() (WorkflowSchedule0, error) {
+	var body WorkflowSchedule0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowSchedule0 overwrites any union data inside the WorkflowSchedule as the provided WorkflowSchedule0
+func (t *WorkflowSchedule) FromWorkflowSchedule0(v WorkflowSchedule0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowSchedule0 performs a merge with any union data inside the WorkflowSchedule, using the provided WorkflowSchedule0
+func (t *WorkflowSchedule) MergeWorkflowSchedule0(v WorkflowSchedule0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWorkflowSchedule1 returns the union data inside the WorkflowSchedule as a WorkflowSchedule1
+func (t WorkflowSchedule) AsWorkflowSchedule1() (WorkflowSchedule1, error) {
+	var body WorkflowSchedule1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWorkflowSchedule1 overwrites any union data inside the WorkflowSchedule as the provided WorkflowSchedule1
+func (t *WorkflowSchedule) FromWorkflowSchedule1(v WorkflowSchedule1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWorkflowSchedule1 performs a merge with any union data inside the WorkflowSchedule, using the provided WorkflowSchedule1
+func (t *WorkflowSchedule) MergeWorkflowSchedule1(v WorkflowSchedule1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WorkflowSchedule) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.At != nil {
+		object["at"], err = json.Marshal(t.At)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'at': %w", err)
+		}
+	}
+
+	if t.Every != nil {
+		object["every"], err = json.Marshal(t.Every)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'every': %w", err)
+		}
+	}
+
+	if t.Timezone != nil {
+		object["timezone"], err = json.Marshal(t.Timezone)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'timezone': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *WorkflowSchedule) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["at"]; found {
+		err = json.Unmarshal(raw, &t.At)
+		if err != nil {
+			return fmt.Errorf("error reading 'at': %w", err)
+		}
+	}
+
+	if raw, found := object["every"]; found {
+		err = json.Unmarshal(raw, &t.Every)
+		if err != nil {
+			return fmt.Errorf("error reading 'every': %w", err)
+		}
+	}
+
+	if raw, found := object["timezone"]; found {
+		err = json.Unmarshal(raw, &t.Timezone)
+		if err != nil {
+			return fmt.Errorf("error reading 'timezone': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsMatcherStep returns the union data inside the WorkflowStep as a MatcherStep
+func (t WorkflowStep) AsMatcherStep() (MatcherStep, error) {
+	var body MatcherStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMatcherStep overwrites any union data inside the WorkflowStep as the provided MatcherStep
+func (t *WorkflowStep) FromMatcherStep(v MatcherStep) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMatcherStep performs a merge with any union data inside the WorkflowStep, using the provided MatcherStep
+func (t *WorkflowStep) MergeMatcherStep(v MatcherStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNWayMatchStep returns the union data inside the WorkflowStep as a NWayMatchStep
+func (t WorkflowStep) AsNWayMatchStep() (NWayMatchStep, error) {
+	var body NWayMatchStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNWayMatchStep overwrites any union data inside the WorkflowStep as the provided NWayMatchStep
+func (t *WorkflowStep) FromNWayMatchStep(v NWayMatchStep) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNWayMatchStep performs a merge with any union data inside the WorkflowStep, using the provided NWayMatchStep
+func (t *WorkflowStep) MergeNWayMatchStep(v NWayMatchStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsLoopStep returns the union data inside the WorkflowStep as a LoopStep
+func (t WorkflowStep) AsLoopStep() (LoopStep, error) {
+	var body LoopStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLoopStep overwrites any union data inside the WorkflowStep as the provided LoopStep
+func (t *WorkflowStep) FromLoopStep(v LoopStep) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLoopStep performs a merge with any union data inside the WorkflowStep, using the provided LoopStep
+func (t *WorkflowStep) MergeLoopStep(v LoopStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsApprovalStep returns the union data inside the WorkflowStep as a ApprovalStep
+func (t WorkflowStep) AsApprovalStep() (ApprovalStep, error) {
+	var body ApprovalStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromApprovalStep overwrites any union data inside the WorkflowStep as the provided ApprovalStep
+func (t *WorkflowStep) FromApprovalStep(v ApprovalStep) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeApprovalStep performs a merge with any union data inside the WorkflowStep, using the provided ApprovalStep
+func (t *WorkflowStep) MergeApprovalStep(v ApprovalStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsFormStep returns the union data inside the WorkflowStep as a FormStep
+func (t WorkflowStep) AsFormStep() (FormStep, error) {
+	var body FormStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFormStep overwrites any union data inside the WorkflowStep as the provided FormStep
+func (t *WorkflowStep) FromFormStep(v FormStep) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFormStep performs a merge with any union data inside the WorkflowStep, using the provided FormStep
+func (t *WorkflowStep) MergeFormStep(v FormStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCustomTableStep returns the union data inside the WorkflowStep as a CustomTableStep
+func (t WorkflowStep) AsCustomTableStep() (CustomTableStep, error) {
+	var body CustomTableStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCustomTableStep overwrites any union data inside the WorkflowStep as the provided CustomTableStep
+func (t *WorkflowStep) FromCustomTableStep(v CustomTableStep) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCustomTableStep performs a merge with any union data inside the WorkflowStep, using the provided CustomTableStep
+func (t *WorkflowStep) MergeCustomTableStep(v CustomTableStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsGmailSendStep returns the union data inside the WorkflowStep as a GmailSendStep
+func (t WorkflowStep) AsGmailSendStep() (GmailSendStep, error) {
+	var body GmailSendStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGmailSendStep overwrites any union data inside the WorkflowStep as the provided GmailSendStep
+func (t *WorkflowStep) FromGmailSendStep(v GmailSendStep) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGmailSendStep performs a merge with any union data inside the WorkflowStep, using the provided GmailSendStep
+func (t *WorkflowStep) MergeGmailSendStep(v GmailSendStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsGoogleSheetsAppendRowStep returns the union data inside the WorkflowStep as a GoogleSheetsAppendRowStep
+func (t WorkflowStep) AsGoogleSheetsAppendRowStep() (GoogleSheetsAppendRowStep, error) {
+	var body GoogleSheetsAppendRowStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGoogleSheetsAppendRowStep overwrites any union data inside the WorkflowStep as the provided GoogleSheetsAppendRowStep
+func (t *WorkflowStep) FromGoogleSheetsAppendRowStep(v GoogleSheetsAppendRowStep) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGoogleSheetsAppendRowStep performs a merge with any union data inside the WorkflowStep, using the provided GoogleSheetsAppendRowStep
+func (t *WorkflowStep) MergeGoogleSheetsAppendRowStep(v GoogleSheetsAppendRowStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsSlackPostMessageStep returns the union data inside the WorkflowStep as a SlackPostMessageStep
+func (t WorkflowStep) AsSlackPostMessageStep() (SlackPostMessageStep, error) {
+	var body SlackPostMessageStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSlackPostMessageStep overwrites any union data inside the WorkflowStep as the provided SlackPostMessageStep
+func (t *WorkflowStep) FromSlackPostMessageStep(v SlackPostMessageStep) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeSlackPostMessageStep performs a merge with any union data inside the WorkflowStep, using the provided SlackPostMessageStep
+func (t *WorkflowStep) MergeSlackPostMessageStep(v SlackPostMessageStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsMicrosoftTeamsPostMessageStep returns the union data inside the WorkflowStep as a MicrosoftTeamsPostMessageStep
+func (t WorkflowStep) AsMicrosoftTeamsPostMessageStep() (MicrosoftTeamsPostMessageStep, error) {
+	var body MicrosoftTeamsPostMessageStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMicrosoftTeamsPostMessageStep overwrites any union data inside the WorkflowStep as the provided MicrosoftTeamsPostMessageStep
+func (t *WorkflowStep) FromMicrosoftTeamsPostMessageStep(v MicrosoftTeamsPostMessageStep) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMicrosoftTeamsPostMessageStep performs a merge with any union data inside the WorkflowStep, using the provided MicrosoftTeamsPostMessageStep
+func (t *WorkflowStep) MergeMicrosoftTeamsPostMessageStep(v MicrosoftTeamsPostMessageStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsActionStep returns the union data inside the WorkflowStep as a ActionStep
+func (t WorkflowStep) AsActionStep() (ActionStep, error) {
+	var body ActionStep
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromActionStep overwrites any union data inside the WorkflowStep as the provided ActionStep
+func (t *WorkflowStep) FromActionStep(v ActionStep) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeActionStep performs a merge with any union data inside the WorkflowStep, using the provided ActionStep
+func (t *WorkflowStep) MergeActionStep(v ActionStep) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WorkflowStep) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Filter != nil {
+		object["filter"], err = json.Marshal(t.Filter)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'filter': %w", err)
+		}
+	}
+
+	if t.OnFalse != nil {
+		object["onFalse"], err = json.Marshal(t.OnFalse)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'onFalse': %w", err)
+		}
+	}
+
+	if t.OutputKey != nil {
+		object["outputKey"], err = json.Marshal(t.OutputKey)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'outputKey': %w", err)
+		}
+	}
+
+	if t.Properties != nil {
+		object["properties"], err = json.Marshal(t.Properties)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'properties': %w", err)
+		}
+	}
+
+	object["type"], err = json.Marshal(t.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *WorkflowStep) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["filter"]; found {
+		err = json.Unmarshal(raw, &t.Filter)
+		if err != nil {
+			return fmt.Errorf("error reading 'filter': %w", err)
+		}
+	}
+
+	if raw, found := object["onFalse"]; found {
+		err = json.Unmarshal(raw, &t.OnFalse)
+		if err != nil {
+			return fmt.Errorf("error reading 'onFalse': %w", err)
+		}
+	}
+
+	if raw, found := object["outputKey"]; found {
+		err = json.Unmarshal(raw, &t.OutputKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'outputKey': %w", err)
+		}
+	}
+
+	if raw, found := object["properties"]; found {
+		err = json.Unmarshal(raw, &t.Properties)
+		if err != nil {
+			return fmt.Errorf("error reading 'properties': %w", err)
+		}
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &t.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+	}
+
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -4547,6 +6723,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /runs/{runId}/status (the `GetRunStatus` operationId).
 	GetRunStatus(ctx context.Context, runId string, params *GetRunStatusParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWorkflowSchema The workflow definition's JSON Schema (no credential)
+	//
+	// The JSON Schema (2020-12) a definition is validated with, whose $id is this path. A workflow file that starts with `"$schema": "https://<host>/schemas/workflow.json"` is validated and completed by an editor (VS Code reads it); the engine ignores the $schema member. Cached for a day; If-None-Match with its ETag answers 304.
+	//
+	// Corresponds with GET /schemas/workflow.json (the `GetWorkflowSchema` operationId).
+	GetWorkflowSchema(ctx context.Context, params *GetWorkflowSchemaParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebhooks List the organization's webhook registrations
 	//
@@ -6457,6 +8640,23 @@ func (c *Client) GetRunRetryPlan(ctx context.Context, runId string, params *GetR
 // Corresponds with GET /runs/{runId}/status (the `GetRunStatus` operationId).
 func (c *Client) GetRunStatus(ctx context.Context, runId string, params *GetRunStatusParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRunStatusRequest(c.Server, runId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWorkflowSchema The workflow definition's JSON Schema (no credential)
+//
+// The JSON Schema (2020-12) a definition is validated with, whose $id is this path. A workflow file that starts with `"$schema": "https://<host>/schemas/workflow.json"` is validated and completed by an editor (VS Code reads it); the engine ignores the $schema member. Cached for a day; If-None-Match with its ETag answers 304.
+//
+// Corresponds with GET /schemas/workflow.json (the `GetWorkflowSchema` operationId).
+func (c *Client) GetWorkflowSchema(ctx context.Context, params *GetWorkflowSchemaParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowSchemaRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -11480,6 +13680,48 @@ func NewGetRunStatusRequest(server string, runId string, params *GetRunStatusPar
 	return req, nil
 }
 
+// NewGetWorkflowSchemaRequest constructs an http.Request for the GetWorkflowSchema method
+func NewGetWorkflowSchemaRequest(server string, params *GetWorkflowSchemaParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/schemas/workflow.json")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListWebhooksRequest constructs an http.Request for the ListWebhooks method
 func NewListWebhooksRequest(server string, params *ListWebhooksParams) (*http.Request, error) {
 	var err error
@@ -13228,6 +15470,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /runs/{runId}/status (the `GetRunStatus` operationId).
 	GetRunStatusWithResponse(ctx context.Context, runId string, params *GetRunStatusParams, reqEditors ...RequestEditorFn) (*GetRunStatusResponse, error)
+
+	// GetWorkflowSchemaWithResponse The workflow definition's JSON Schema (no credential)
+	//
+	// The JSON Schema (2020-12) a definition is validated with, whose $id is this path. A workflow file that starts with `"$schema": "https://<host>/schemas/workflow.json"` is validated and completed by an editor (VS Code reads it); the engine ignores the $schema member. Cached for a day; If-None-Match with its ETag answers 304.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /schemas/workflow.json (the `GetWorkflowSchema` operationId).
+	GetWorkflowSchemaWithResponse(ctx context.Context, params *GetWorkflowSchemaParams, reqEditors ...RequestEditorFn) (*GetWorkflowSchemaResponse, error)
 
 	// ListWebhooksWithResponse List the organization's webhook registrations
 	//
@@ -19365,6 +21616,63 @@ func (r GetRunStatusResponse) ContentType() string {
 	return ""
 }
 
+// GetWorkflowSchemaResponse200Headers the declared response headers of an HTTP 200 response for GetWorkflowSchema
+type GetWorkflowSchemaResponse200Headers struct {
+	CacheControl *string
+	ETag         *string
+}
+
+// GetWorkflowSchemaResponse304Headers the declared response headers of an HTTP 304 response for GetWorkflowSchema
+type GetWorkflowSchemaResponse304Headers struct {
+	CacheControl *string
+	ETag         *string
+}
+
+type GetWorkflowSchemaResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationschemaJSON200 the response for an HTTP 200 `application/schema+json` response
+	ApplicationschemaJSON200 *map[string]interface{}
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWorkflowSchemaResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetWorkflowSchemaResponse304Headers
+}
+
+// GetApplicationschemaJSON200 returns the response for an HTTP 200 `application/schema+json` response
+func (r GetWorkflowSchemaResponse) GetApplicationschemaJSON200() *map[string]interface{} {
+	return r.ApplicationschemaJSON200
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWorkflowSchemaResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWorkflowSchemaResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWorkflowSchemaResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWorkflowSchemaResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListWebhooksResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -21905,6 +24213,21 @@ func (c *ClientWithResponses) GetRunStatusWithResponse(ctx context.Context, runI
 		return nil, err
 	}
 	return ParseGetRunStatusResponse(rsp)
+}
+
+// GetWorkflowSchemaWithResponse The workflow definition's JSON Schema (no credential)
+//
+// The JSON Schema (2020-12) a definition is validated with, whose $id is this path. A workflow file that starts with `"$schema": "https://<host>/schemas/workflow.json"` is validated and completed by an editor (VS Code reads it); the engine ignores the $schema member. Cached for a day; If-None-Match with its ETag answers 304.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /schemas/workflow.json (the `GetWorkflowSchema` operationId).
+func (c *ClientWithResponses) GetWorkflowSchemaWithResponse(ctx context.Context, params *GetWorkflowSchemaParams, reqEditors ...RequestEditorFn) (*GetWorkflowSchemaResponse, error) {
+	rsp, err := c.GetWorkflowSchema(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWorkflowSchemaResponse(rsp)
 }
 
 // ListWebhooksWithResponse List the organization's webhook registrations
@@ -27068,6 +29391,72 @@ func ParseGetRunStatusResponse(rsp *http.Response) (*GetRunStatusResponse, error
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseGetWorkflowSchemaResponse parses an HTTP response from a GetWorkflowSchemaWithResponse call
+func ParseGetWorkflowSchemaResponse(rsp *http.Response) (*GetWorkflowSchemaResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWorkflowSchemaResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationschemaJSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWorkflowSchemaResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetWorkflowSchemaResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	}
 
 	return response, nil

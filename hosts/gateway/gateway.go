@@ -243,7 +243,8 @@ func New(o Options) *Server {
 	s.registerLicensing(o.LicenseKey, o.LicensePreviousKeys)
 	s.registerHealth(o)
 	runtime.RegisterProbes(s.api, "gateway-", s.log, s.ready)
-	for _, probe := range []string{"/healthz", "/readyz"} {
+	runtime.RegisterDefinitionSchema(s.api, "gateway-")
+	for _, probe := range []string{"/healthz", "/readyz", runtime.DefinitionSchemaPath} {
 		s.api.OpenAPI().Paths[probe].Get.Security = byNobody
 	}
 	s.registerSDKAuth()

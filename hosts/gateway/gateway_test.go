@@ -480,3 +480,30 @@ func TestGatewayProbes(t *testing.T) {
 	code, body, _ = b.call(t, "GET", "/healthz", "", "")
 	require.Equal(t, http.StatusOK, code, body)
 }
+
+// TestGatewayServesDefinitionSchema: the workflow definition's JSON Schema is the gateway's
+// own answer, to anyone (a wrong credential does not matter either), never forwarded, as
+// application/schema+json with its ETag and caching, so an editor reads it at the address
+// integrators call; the integrator's document says it takes no credential.
+func TestGatewayServesDefinitionSchema(t *testing.T) {
+	t.Parallel()
+	b := setup(t, gateway.Options{})
+	paths := gateway.New(gateway.Options{Store: b.gs}).API().OpenAPI().Paths
+	require.Equal(t, "gateway-get-workflow-schema", paths["/schemas/workflow.json"].Get.OperationID)
+	doc, err := gateway.IntegratorOpenAPI("test")
+	require.NoError(t, err)
+	require.NotNil(t, doc.Paths["/schemas/workflow.json"].Get.Security)
+	require.Empty(t, doc.Paths["/schemas/workflow.json"].Get.Security, "the schema takes no credential")
+	for _, token := range []string{"", "svc_live_not-a-key"} {
+		code, body, h := b.call(t, "GET", "/schemas/workflow.json", token, "")
+		require.Equal(t, http.StatusOK, code, body)
+		require.Equal(t, "application/schema+json", h.Get("Content-Type"))
+		require.Equal(t, "/schemas/workflow.json", body["$id"])
+		require.Contains(t, h.Get("Cache-Control"), "max-age=")
+		code, _, _ = b.call(t, "GET", "/schemas/workflow.json", token, "", "If-None-Match: "+h.Get("ETag"))
+		require.Equal(t, http.StatusNotModified, code)
+	}
+	b.mu.Lock()
+	require.Empty(t, b.orgSeen, "the schema never reaches the runtime")
+	b.mu.Unlock()
+}

@@ -102,6 +102,8 @@ func New(eng *engine.Engine, opts Options) *Server {
 		"Every route but /health, /healthz, /readyz, /oauth/callback (whose state names the organization) and the public form routes under /forms/public/ " +
 		"(whose form id names it) takes the organization in the X-Org-Id header. " +
 		"Errors are RFC 9457 problem+json bodies with a snake_case `code`."
+	// Huma reads a definition as any object; the engine validates it (definitionRegistry).
+	cfg.Components.Schemas = definitionRegistry{cfg.Components.Schemas}
 	s.api = humachi.New(r, cfg)
 	s.api.UseMiddleware(s.requireOrg)
 	s.router = r
@@ -109,6 +111,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerHealth()
 	RegisterProbes(s.api, "", s.log, func(ctx context.Context) error { return s.eng.Ready(ctx) })
 	s.registerWorkflows()
+	RegisterDefinitionSchema(s.api, "")
 	s.registerRuns()
 	s.registerRunOps()
 	s.registerRunContext()

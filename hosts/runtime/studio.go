@@ -26,9 +26,9 @@ type ProcessBody struct {
 
 // ComposeBody is the body of POST /process-studio/processes/{processId}/compose-from-workflow-dsl.
 type ComposeBody struct {
-	DeploymentShape string          `json:"deployment_shape,omitempty" doc:"How the bundle deploys (single_workflow, ...): kept with it."`
-	Summary         string          `json:"summary,omitempty" doc:"What changed, in words."`
-	DSL             json.RawMessage `json:"dsl" doc:"{svc_workflow_definition, actions_to_register[], custom_tables_to_create[], workflow_description}: the definition as POST /workflows takes it, action registrations as POST /actions, tables as POST /custom-tables."`
+	DeploymentShape string      `json:"deployment_shape,omitempty" doc:"How the bundle deploys (single_workflow, ...): kept with it."`
+	Summary         string      `json:"summary,omitempty" doc:"What changed, in words."`
+	DSL             WorkflowDSL `json:"dsl" doc:"{svc_workflow_definition, actions_to_register[], custom_tables_to_create[], workflow_description}: the definition as POST /workflows takes it, action registrations as POST /actions, tables as POST /custom-tables."`
 }
 
 // PublishBody is the body of POST /process-studio/bundles/{bundleId}/publish.
@@ -275,7 +275,7 @@ type composeBundleInput struct {
 
 func (s *Server) composeBundle(ctx context.Context, in *composeBundleInput) (*answer[*svctype.Bundle], error) {
 	b, err := s.eng.Compose(ctx, in.OrgID, in.ProcessID, engine.Compose{DeploymentShape: in.Body.DeploymentShape,
-		Summary: in.Body.Summary, DSL: in.Body.DSL})
+		Summary: in.Body.Summary, DSL: json.RawMessage(in.Body.DSL)})
 	if err != nil {
 		return nil, err
 	}

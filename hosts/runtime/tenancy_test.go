@@ -57,6 +57,8 @@ var tenancyCalls = map[string]tenancyCall{
 	// The probes name no organization and answer nothing about one.
 	"liveness":  {scope: public},
 	"readiness": {scope: public},
+	// The definition's JSON Schema: the same document for everyone, no tenant data.
+	"get-workflow-schema": {scope: public},
 
 	"create-workflow": {scope: creation, body: func(fx tenancyFixture) any {
 		return workflowBody(fx.workflow.Name, `{"actions":[]}`)

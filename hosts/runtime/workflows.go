@@ -18,26 +18,26 @@ import (
 
 // Workflow is one version of a workflow as the API shows it.
 type Workflow struct {
-	ID         string     `json:"id" example:"wfl-3f0c6a4e-8d2b-4b8e-9a51-0c1d2e3f4a5b" doc:"Workflow id (wfl-<uuid>)."`
-	Name       string     `json:"name" doc:"Unique within the organization."`
-	Version    int        `json:"version" doc:"1 at creation, +1 at every update."`
-	Definition JSONObject `json:"definition" doc:"The specification: condition, actions, schedule."`
-	Warnings   []string   `json:"warnings,omitempty" doc:"Things the engine accepted but that are probably mistakes."`
-	CreatedAt  time.Time  `json:"created_at"`
-	UpdatedAt  time.Time  `json:"updated_at"`
+	ID         string             `json:"id" example:"wfl-3f0c6a4e-8d2b-4b8e-9a51-0c1d2e3f4a5b" doc:"Workflow id (wfl-<uuid>)."`
+	Name       string             `json:"name" doc:"Unique within the organization."`
+	Version    int                `json:"version" doc:"1 at creation, +1 at every update."`
+	Definition WorkflowDefinition `json:"definition" doc:"The specification: condition, actions, schedule."`
+	Warnings   []string           `json:"warnings,omitempty" doc:"Things the engine accepted but that are probably mistakes."`
+	CreatedAt  time.Time          `json:"created_at"`
+	UpdatedAt  time.Time          `json:"updated_at"`
 }
 
 func workflowOf(w svctype.Workflow) Workflow {
 	return Workflow{
-		ID: w.ID, Name: w.Name, Version: w.Version, Definition: JSONObject(w.Definition),
+		ID: w.ID, Name: w.Name, Version: w.Version, Definition: WorkflowDefinition(w.Definition),
 		Warnings: w.Warnings, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
 	}
 }
 
 // WorkflowBody is the body of POST /workflows and PUT /workflows/{id}.
 type WorkflowBody struct {
-	Name       string     `json:"name" doc:"Unique within the organization."`
-	Definition JSONObject `json:"definition" doc:"The specification; validated by the engine, whose problems point into it."`
+	Name       string             `json:"name" doc:"Unique within the organization."`
+	Definition WorkflowDefinition `json:"definition" doc:"The specification; validated by the engine against the WorkflowDefinition schema (GET /schemas/workflow.json), its problems pointing into it."`
 }
 
 func (b WorkflowBody) input() engine.WorkflowInput {

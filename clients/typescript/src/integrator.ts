@@ -1699,6 +1699,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/schemas/workflow.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The workflow definition's JSON Schema (no credential)
+         * @description The JSON Schema (2020-12) a definition is validated with, whose $id is this path. A workflow file that starts with `"$schema": "https://<host>/schemas/workflow.json"` is validated and completed by an editor (VS Code reads it); the engine ignores the $schema member. Cached for a day; If-None-Match with its ETag answers 304.
+         */
+        get: operations["gateway-get-workflow-schema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sdk/auth/signout": {
         parameters: {
             query?: never;
@@ -2998,6 +3018,13 @@ export interface components {
              */
             url?: string;
         };
+        /** @description A step whose type is no built-in: an action the organization registered (POST /actions) or a step kind the embedding program registered. Its properties are the action's to check. */
+        ActionStep: {
+            properties: {
+                [key: string]: unknown;
+            };
+            type: string;
+        };
         Actor: {
             id: string;
             type: string;
@@ -3072,6 +3099,11 @@ export interface components {
             /** @enum {string} */
             status: "completed" | "paused" | "cancelled" | "failed" | "budget_exceeded";
         };
+        AgentOnStuck: {
+            /** @enum {string} */
+            action?: "escalate";
+            iterations?: number;
+        } | null;
         AgentPausedEvent: {
             agent_run_id: string;
             /** Format: double */
@@ -3114,6 +3146,24 @@ export interface components {
             updated_at: string;
             usage?: components["schemas"]["Usage"];
         };
+        /** @description An action name, {type: action, name}, {type: workflow, id}, or a legacy inline {name, action, description, parameters}. */
+        AgentToolDeclaration: string | {
+            name: string;
+            /** @enum {string} */
+            type: "action";
+        } | {
+            id: string;
+            /** @enum {string} */
+            type: "workflow";
+        } | {
+            action: string;
+            description: string;
+            name: string;
+            /** @description name -> {type, required, description, enum} */
+            parameters: {
+                [key: string]: unknown;
+            };
+        };
         AgentTraceAnswer: {
             agent_run_id: string;
             trace: components["schemas"]["TraceEntry"][];
@@ -3143,6 +3193,23 @@ export interface components {
             approved: boolean;
             /** @description Set in the run's context as __comment. */
             comment?: string;
+        };
+        ApprovalProperties: {
+            approver_role?: components["schemas"]["RoleName"];
+            /** @description Shown to the approver; may use {{path}}. */
+            comment?: unknown;
+            /** @description Decided as rejected (comment expired) after this long. */
+            expires_in_seconds?: number;
+            /** @description Values (and @paths) shown with the request. */
+            request_payload?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description Pauses the run until a person holding approver_role decides (POST /approvals/{runId}/{stepId}). */
+        ApprovalStep: {
+            properties: components["schemas"]["ApprovalProperties"];
+            /** @enum {string} */
+            type: "PbotApproval";
         };
         Bundle: {
             /** Format: date-time */
@@ -3176,7 +3243,18 @@ export interface components {
             /** @description How the bundle deploys (single_workflow, ...): kept with it. */
             deployment_shape?: string;
             /** @description {svc_workflow_definition, actions_to_register[], custom_tables_to_create[], workflow_description}: the definition as POST /workflows takes it, action registrations as POST /actions, tables as POST /custom-tables. */
-            dsl: unknown;
+            dsl: {
+                /** @description Action registrations, as POST /actions takes them. */
+                actions_to_register?: {
+                    [key: string]: unknown;
+                }[];
+                /** @description Custom tables, as POST /custom-tables takes them: {name, fields}. */
+                custom_tables_to_create?: {
+                    [key: string]: unknown;
+                }[];
+                svc_workflow_definition?: components["schemas"]["WorkflowDefinition"];
+                workflow_description?: string;
+            };
             /** @description What changed, in words. */
             summary?: string;
         };
@@ -3211,6 +3289,44 @@ export interface components {
             /** Format: int64 */
             step_index: number;
             table: string;
+        };
+        CustomTableProperties: {
+            /** @enum {string} */
+            operation: "write" | "upsert" | "read";
+            /** @description The custom table's name. */
+            table: string;
+        } & (components["schemas"]["CustomTableWriteProperties"] | components["schemas"]["CustomTableReadProperties"]);
+        /** @description read outputs the array of matching rows (@rows.0.email, @rows.length). */
+        CustomTableReadProperties: {
+            /** @description The most rows (1-10,000, default 1,000), or an @path. */
+            limit?: number | string;
+            /** @enum {string} */
+            operation: "read";
+            /** @description true lets a where that no index serves read a large table. */
+            scan?: boolean;
+            /** @description Column -> value every row read has. */
+            where?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description Writes, upserts or reads rows of a custom table. */
+        CustomTableStep: {
+            properties: components["schemas"]["CustomTableProperties"];
+            /** @enum {string} */
+            type: "custom-table";
+        };
+        /** @description write inserts a row, upsert inserts or updates the row of the same keys: the row is keys[i] = values[i] plus fields; its output is {table, written, dropped}. */
+        CustomTableWriteProperties: {
+            /** @description Column -> value (an @path or {{template}} is resolved). */
+            fields?: {
+                [key: string]: unknown;
+            };
+            /** @description Key columns (upsert: at least one). */
+            keys?: string[] | null;
+            /** @enum {string} */
+            operation: "write" | "upsert";
+            /** @description Values of the keys, in order, or an @path to the array. */
+            values?: (unknown[] | null) | string;
         };
         Decision: {
             kind: string;
@@ -3511,6 +3627,16 @@ export interface components {
             type: string;
             unit?: string;
         };
+        /** @description Record field names, each once. */
+        FieldList: string[];
+        ForeachLoopProperties: {
+            /** @description The array: inline, an @path to one, or a doc: reference. */
+            items: unknown[] | string;
+            /** @enum {string} */
+            mode: "foreach";
+            /** @description Run for each element, with @item and @index. */
+            steps: components["schemas"]["WorkflowStep"][];
+        };
         "Form-auth-startRequest": {
             email: string;
         };
@@ -3596,6 +3722,22 @@ export interface components {
             run_id: string;
             step_id: string;
         };
+        FormProperties: {
+            assignee_role?: components["schemas"]["RoleName"];
+            expected_keys: string[];
+            /** @description Hints for a generated schema. */
+            hints?: {
+                [key: string]: unknown;
+            };
+            /** @description What the form is for, for a generated schema. */
+            intent?: string;
+            /** @description Seconds after the pause opens at which form_reminder is emitted. */
+            reminder_intervals?: number[];
+            /** @description The form's schema (form_schema_v1), or absent for one generated from intent and expected_keys. */
+            schema?: unknown;
+            /** @description 0 or absent: never expires. */
+            ttl_seconds?: number;
+        };
         FormReminderEvent: {
             /** Format: date-time */
             expires_at: string | null;
@@ -3620,6 +3762,12 @@ export interface components {
             requireAuth?: boolean;
             /** @description Shown after a submission. */
             successMessage?: string;
+        };
+        /** @description Pauses the run until a form carrying expected_keys is submitted (POST /forms/{runId}/{stepId}/submit). */
+        FormStep: {
+            properties: components["schemas"]["FormProperties"];
+            /** @enum {string} */
+            type: "PbotForm";
         };
         FormSubmission: {
             form_id: string;
@@ -3766,6 +3914,36 @@ export interface components {
         };
         "Get-usageResponse": {
             items: components["schemas"]["GatewayUsage"][];
+        };
+        GmailSendProperties: {
+            __oauth_account__?: components["schemas"]["OAuthAccount"];
+            /** @description The text. */
+            body: unknown;
+            /** @description The subject. */
+            subject: unknown;
+            /** @description Recipient address(es). */
+            to: unknown;
+        };
+        /** @description Sends an email as the organization's connected Google account. */
+        GmailSendStep: {
+            properties: components["schemas"]["GmailSendProperties"];
+            /** @enum {string} */
+            type: "gmail_send";
+        };
+        GoogleSheetsAppendRowProperties: {
+            __oauth_account__?: components["schemas"]["OAuthAccount"];
+            /** @description A1 range, e.g. Sheet1!A:C. */
+            range: unknown;
+            /** @description The spreadsheet. */
+            spreadsheet_id: unknown;
+            /** @description The row's cells. */
+            values: unknown;
+        };
+        /** @description Appends a row to a Google Sheets range as the organization's connected Google account. */
+        GoogleSheetsAppendRowStep: {
+            properties: components["schemas"]["GoogleSheetsAppendRowProperties"];
+            /** @enum {string} */
+            type: "google_sheets_append_row";
         };
         IndexBody: {
             /** @description The declared columns the index covers (a set: order does not matter). */
@@ -4008,6 +4186,14 @@ export interface components {
             /** Format: int64 */
             step_index: number;
         };
+        LoopProperties: {
+            /** @description Foreach: the most elements (default 10,000). React: the most iterations. */
+            max_iterations?: number;
+            /** @description foreach, react, or a mode the embedding program registered. */
+            mode: string;
+            /** @description Context key of the loop's result. */
+            result_key?: string;
+        } & (components["schemas"]["ForeachLoopProperties"] | components["schemas"]["ReactLoopProperties"] | components["schemas"]["OtherLoopProperties"]);
         LoopStartedEvent: {
             /** @description The agent run of an agent loop. */
             agent_run_id?: string;
@@ -4019,6 +4205,12 @@ export interface components {
             step_index: number;
             /** Format: int64 */
             total_items: number;
+        };
+        /** @description A loop: mode foreach runs steps for each element of items; mode react runs a bounded agent. */
+        LoopStep: {
+            properties: components["schemas"]["LoopProperties"];
+            /** @enum {string} */
+            type: "loop";
         };
         MatcherCompletedEvent: {
             /** Format: int64 */
@@ -4042,6 +4234,30 @@ export interface components {
             /** Format: int64 */
             step_index: number;
         };
+        MatcherProperties: {
+            /** @description The field tolerance applies to (default amount). */
+            amountKey?: string;
+            /** @description The field dateWindowDays applies to (default date). */
+            dateKey?: string;
+            /** @description Days of date drift allowed. */
+            dateWindowDays?: components["schemas"]["RuntimeNumber"];
+            /** @description The text field compared fuzzily. */
+            descriptionKey?: string;
+            /** @description Near-equal text threshold, 0-100. */
+            fuzzyThreshold?: (number | null) | string;
+            left: components["schemas"]["Records"];
+            /** @description Fields that must match exactly, each once. */
+            matchOn?: string[] | null;
+            /** @description Context key of the matched pairs. */
+            outputMatched?: string;
+            /** @description Context key of the unmatched left records. */
+            outputUnmatchedLeft?: string;
+            /** @description Context key of the unmatched right records. */
+            outputUnmatchedRight?: string;
+            right: components["schemas"]["Records"];
+            /** @description Absolute amount difference allowed. */
+            tolerance?: components["schemas"]["RuntimeNumber"];
+        };
         MatcherStartedEvent: {
             /** Format: int64 */
             left_size: number;
@@ -4050,6 +4266,27 @@ export interface components {
             run_id: string;
             /** Format: int64 */
             step_index: number;
+        };
+        /** @description Two-way match of left and right records (spec: matcher step). */
+        MatcherStep: {
+            properties: components["schemas"]["MatcherProperties"];
+            /** @enum {string} */
+            type: "matcher";
+        };
+        MicrosoftTeamsPostMessageProperties: {
+            __oauth_account__?: components["schemas"]["OAuthAccount"];
+            /** @description The channel. */
+            channel_id: unknown;
+            /** @description The team. */
+            team_id: unknown;
+            /** @description The message. */
+            text: unknown;
+        };
+        /** @description Posts a message to a Microsoft Teams channel as the organization's connected Microsoft account. */
+        MicrosoftTeamsPostMessageStep: {
+            properties: components["schemas"]["MicrosoftTeamsPostMessageProperties"];
+            /** @enum {string} */
+            type: "microsoft_teams_post_message";
         };
         NWayCounts: {
             /** Format: int64 */
@@ -4062,6 +4299,43 @@ export interface components {
             orphan: number;
             /** Format: int64 */
             variance: number;
+        };
+        NWayMatchLeg: {
+            /** @description The leg's name. */
+            key: string;
+            records: components["schemas"]["Records"];
+        };
+        NWayMatchProperties: {
+            dateKey?: string;
+            dateWindowDays?: components["schemas"]["RuntimeNumber"];
+            descriptionKey?: string;
+            /** @description Custom table receiving non-full groups and orphans. */
+            exceptionTable?: string;
+            fuzzyThreshold?: (number | null) | string;
+            matchOn: components["schemas"]["FieldList"];
+            /** @description Conditions on grouped records: condition objects, or {name, condition}. */
+            rules?: unknown[] | null;
+            sets: components["schemas"]["NWayMatchLeg"][];
+            /** @description Field -> tolerance of the field's sum within a group; a field without an entry is not compared. */
+            tolerances?: {
+                [key: string]: components["schemas"]["NWayMatchTolerance"];
+            } | null;
+        };
+        /** @description Groups records of 2 to 4 legs (spec: N-way match step); results under matchGroupCounts, matchGroups, matchOrphans, matchGroupExceptions. */
+        NWayMatchStep: {
+            properties: components["schemas"]["NWayMatchProperties"];
+            /** @enum {string} */
+            type: "nway_match";
+        };
+        NWayMatchTolerance: {
+            /** @description "<leg>:<leg>" -> a value for that pair of legs. */
+            pairs?: {
+                [key: string]: number;
+            };
+            /** @enum {string} */
+            type: "abs" | "currency";
+            /** @description Largest difference of the summed values allowed (0: equal). */
+            value?: number;
         };
         NWayMatcherCompletedEvent: {
             counts: components["schemas"]["NWayCounts"];
@@ -4087,6 +4361,8 @@ export interface components {
             /** Format: int64 */
             step_index: number;
         };
+        /** @description The connected account's label, when the organization has several for the provider. */
+        OAuthAccount: string;
         OAuthAuthorization: {
             /** @description The provider's authorization page: send the person there (a redirect of your own front end). */
             authorize_url: string;
@@ -4195,6 +4471,10 @@ export interface components {
             email: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        /** @description A loop mode an embedding program registered: its properties are its own. */
+        OtherLoopProperties: {
+            mode?: string;
         };
         Page: {
             description?: string;
@@ -4429,6 +4709,25 @@ export interface components {
             /** Format: int64 */
             runs_per_day?: number;
         };
+        ReactLoopProperties: {
+            /** @description The connected account the built-in OAuth tools use, when the organization has several. */
+            __oauth_account__?: string | null;
+            config?: {
+                /** @description Raises or lowers the run's budgets: input_tokens, output_tokens, total_tokens, model_calls, wall_time_seconds. */
+                llm_budget?: {
+                    [key: string]: unknown;
+                } | null;
+            } | null;
+            /** @enum {string} */
+            mode: "react";
+            model?: string | null;
+            /** @description The agent's goal; doc: tokens in it expand in place. */
+            objective: string;
+            on_stuck?: components["schemas"]["AgentOnStuck"];
+            tools?: components["schemas"]["AgentToolDeclaration"][] | null;
+        };
+        /** @description Records: an inline array, an @path to one, a {{template}}, or a doc: reference (doc:doc_<id>[@<version>]). */
+        Records: unknown[] | string;
         "Regenerate-tokenResponse": {
             management_token: string;
         };
@@ -4470,6 +4769,8 @@ export interface components {
             /** Format: int64 */
             workflow_version: number;
         };
+        /** @description A role: 1-100 characters, no surrounding spaces. */
+        RoleName: string;
         "Rotate-keyRequest": {
             /**
              * Format: int64
@@ -4679,6 +4980,8 @@ export interface components {
             /** Format: int64 */
             workflow_version: number;
         };
+        /** @description A number, or an @path, {{template}} or doc: reference read at run time. */
+        RuntimeNumber: (number | null) | string;
         Schema: {
             description?: string;
             pages: components["schemas"]["Page"][] | null;
@@ -4741,6 +5044,19 @@ export interface components {
             account: components["schemas"]["Account"];
             /** @description Shown once. */
             management_token: string;
+        };
+        SlackPostMessageProperties: {
+            __oauth_account__?: components["schemas"]["OAuthAccount"];
+            /** @description Channel id or name. */
+            channel: unknown;
+            /** @description The message. */
+            text: unknown;
+        };
+        /** @description Posts a message to a Slack channel as the organization's connected Slack account. */
+        SlackPostMessageStep: {
+            properties: components["schemas"]["SlackPostMessageProperties"];
+            /** @enum {string} */
+            type: "slack_post_message";
         };
         StepCompletedEvent: {
             run_id: string;
@@ -5012,9 +5328,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             /** @description The specification: condition, actions, schedule. */
-            definition: {
-                [key: string]: unknown;
-            };
+            definition: components["schemas"]["WorkflowDefinition"];
             /**
              * @description Workflow id (wfl-<uuid>).
              * @example wfl-3f0c6a4e-8d2b-4b8e-9a51-0c1d2e3f4a5b
@@ -5033,12 +5347,14 @@ export interface components {
             warnings?: string[] | null;
         };
         WorkflowBody: {
-            /** @description The specification; validated by the engine, whose problems point into it. */
-            definition: {
-                [key: string]: unknown;
-            };
+            /** @description The specification; validated by the engine against the WorkflowDefinition schema (GET /schemas/workflow.json), its problems pointing into it. */
+            definition: components["schemas"]["WorkflowDefinition"];
             /** @description Unique within the organization. */
             name: string;
+        };
+        /** @description One operator and its arguments, e.g. {"greaterThan": [{"length": ["@matched"]}, 0]}. Operators: equal notEqual greaterThan greaterThanOrEqual lessThan lessThanOrEqual and or not in contains startsWith endsWith exists isEmpty length matches. */
+        WorkflowCondition: {
+            [key: string]: unknown;
         };
         WorkflowCreationStatusEvent: {
             error?: string;
@@ -5046,6 +5362,20 @@ export interface components {
             status: string;
             workflow_id?: string;
             workflow_name?: string;
+        };
+        /**
+         * svcflow workflow definition
+         * @description A workflow's definition: ordered steps (actions), an optional top-level condition and an optional schedule. The engine validates every definition it is given with this schema, then checks what a schema cannot say (conditions compile, templates are bounded, an upsert names a key). A step of a type that is no built-in (an organization's registered action, a kind an embedding program registers) takes any properties.
+         */
+        WorkflowDefinition: {
+            /** @description This schema's address (https://<host>/schemas/workflow.json), for an editor; the engine ignores it. */
+            $schema?: string;
+            /** @description The steps, run in order. */
+            actions: components["schemas"]["WorkflowStep"][];
+            condition?: components["schemas"]["WorkflowCondition"];
+            schedule?: components["schemas"]["WorkflowSchedule"];
+            /** @description Paths into the input (@input.invoice_id) whose values find the workflow's runs: GET /runs?key=. */
+            search_keys?: string[];
         };
         WorkflowRunCancelledEvent: {
             actor: components["schemas"]["RunActor"];
@@ -5086,6 +5416,26 @@ export interface components {
             run_id: string;
             workflow_id: string;
         };
+        /** @description Starts runs on its own: every <n><unit> (m, h, d, w) and/or at HH:MM, in timezone (IANA, default UTC). */
+        WorkflowSchedule: {
+            at?: string;
+            every?: string;
+            timezone?: string;
+        } | unknown | unknown;
+        /** @description A step: its type names a built-in primitive (whose properties are typed here), an OAuth tool, or an action the organization registered (any properties). */
+        WorkflowStep: {
+            /** @description Evaluated before the step: when false the step is skipped, or onFalse runs. */
+            filter?: {
+                condition: components["schemas"]["WorkflowCondition"];
+            };
+            onFalse?: components["schemas"]["WorkflowStep"];
+            /** @description The context key of the step's output. */
+            outputKey?: string;
+            properties: {
+                [key: string]: unknown;
+            };
+            type: string;
+        } & (components["schemas"]["MatcherStep"] | components["schemas"]["NWayMatchStep"] | components["schemas"]["LoopStep"] | components["schemas"]["ApprovalStep"] | components["schemas"]["FormStep"] | components["schemas"]["CustomTableStep"] | components["schemas"]["GmailSendStep"] | components["schemas"]["GoogleSheetsAppendRowStep"] | components["schemas"]["SlackPostMessageStep"] | components["schemas"]["MicrosoftTeamsPostMessageStep"] | components["schemas"]["ActionStep"]);
     };
     responses: never;
     parameters: never;
@@ -15270,6 +15620,44 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
+            };
+        };
+    };
+    "gateway-get-workflow-schema": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag of a copy the client holds: 304 when it is still the schema. */
+                "If-None-Match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schema. */
+            200: {
+                headers: {
+                    /** @description public, max-age=86400 */
+                    "Cache-Control"?: string;
+                    /** @description The schema's entity tag. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/schema+json": Record<string, never>;
+                };
+            };
+            /** @description Not Modified: the copy whose ETag was sent is the schema. */
+            304: {
+                headers: {
+                    /** @description public, max-age=86400 */
+                    "Cache-Control"?: string;
+                    /** @description The schema's entity tag. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

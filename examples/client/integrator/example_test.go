@@ -21,7 +21,7 @@ func Example_readme() {
 		return nil
 	})
 	svc, _ := integrator.NewClientWithResponses("http://localhost:8081", key)
-	wf, _ := svc.CreateWorkflowWithResponse(ctx, integrator.WorkflowBody{Name: "hello", Definition: map[string]any{"actions": []any{}}})
+	wf, _ := svc.CreateWorkflowWithResponse(ctx, integrator.WorkflowBody{Name: "hello", Definition: integrator.WorkflowDefinition{Actions: []integrator.WorkflowStep{}}})
 	wait := "30s"
 	run, _ := svc.ExecuteWorkflowWithResponse(ctx, wf.JSON201.Id, &integrator.ExecuteWorkflowParams{Wait: &wait},
 		integrator.ExecuteBody{Input: &map[string]any{"name": "Ada"}})

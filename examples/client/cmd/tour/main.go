@@ -105,9 +105,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	// A workflow that needs nothing set up: match two lists of invoices by their number.
-	definition := map[string]any{"actions": []any{map[string]any{
-		"type": "matcher", "properties": map[string]any{"left": "@input.bank", "right": "@input.ledger", "matchOn": []any{"invoice"}},
-	}}}
+	// The definition is typed (integrator.WorkflowDefinition); written as JSON, as a workflow file is.
+	var definition integrator.WorkflowDefinition
+	if err := json.Unmarshal([]byte(`{"actions": [{"type": "matcher",
+		"properties": {"left": "@input.bank", "right": "@input.ledger", "matchOn": ["invoice"]}}]}`), &definition); err != nil {
+		return err
+	}
 	w, err := svc.CreateWorkflowWithResponse(ctx, integrator.CreateWorkflowJSONRequestBody{Name: "hello", Definition: definition})
 	if err != nil {
 		return err
