@@ -30,6 +30,7 @@ export async function consoleRuns({ step, shot, must, cfg }) {
       await new Promise((res) => setTimeout(res, 100));
     }
   }
+  const ENDS = ['completed', 'failed', 'cancelled', 'rejected', 'condition_not_met'];
   const runStatus = async (id) => (await ok('GET', '/runs/' + id + '/status')).status;
   const workflow = async (name, def) => (await ok('POST', '/workflows', { name, definition: def })).id;
   const start = async (wf, input) => (await ok('POST', '/workflows/' + wf + '/execute', { input: input || {} })).id;
@@ -154,21 +155,36 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await look(page, 'run-failed');
     await shot(page, 'console-run-failed');
     await docsShot(page, 'console-run-failed');
-    const plan = await api('GET', '/runs/' + failed + '/retry-plan');
-    let retried = null;
-    if (plan.status === 200) {
-      await page.getByRole('button', { name: 'Retry from the failed step…' }).click();
-      await page.locator('#retry-plan, #run-action pre').first().waitFor();
-      await page.getByLabel(/Why retry/).fill('the receiver is back');
-      await shot(page, 'console-retry-plan');
-      await page.getByRole('button', { name: 'Retry', exact: true }).click();
-      await page.locator('#run-action .msg.good').waitFor();
-      const link = page.locator('#run-action .msg.good a');
-      const next = (await link.count()) ? decodeURIComponent((await link.getAttribute('href')).split('/').pop()) : failed;
-      const ev = await ok('GET', '/runs/' + next + '/evidence');
-      retried = JSON.stringify(ev).includes('the receiver is back');
-      must(retried, 'the retry\u2019s reason is in the evidence of ' + next);
-    }
+    // Retry, after the plan: a run that wrote a row, failed at its outside call, and would
+    // wait for a person after it. The dialog says what is reused and what runs again.
+    await ok('POST', '/custom-tables', { name: 'retry_rows', fields: { n: 'number' } });
+    const again = await workflow('write-then-call', { actions: [
+      { type: 'custom-table', properties: { table: 'retry_rows', operation: 'write', data: { n: 1 } } },
+      { type: 'refused-call', properties: {} },
+      { type: 'PbotForm', properties: { expected_keys: ['answer'] } }] });
+    const broken = await start(again);
+    await until('failed', async () => (await runStatus(broken)) === 'failed', 30000);
+    const plan = await ok('GET', '/runs/' + broken + '/retry-plan');
+    await page.goto(G + '/console/runs/' + broken);
+    await page.getByRole('button', { name: 'Retry from the failed step…' }).click();
+    await page.locator('#retry-plan').waitFor();
+    const summary = await page.locator('#retry-summary').innerText();
+    must(/starts at step #1/.test(summary) && /Reused, not run again: step #0/.test(summary), 'the plan\u2019s start and reused steps: ' + summary + ' / ' + JSON.stringify(plan));
+    const callRow = await page.locator('#retry-plan tr[data-path="1"]').innerText();
+    must(/http/.test(callRow) && /GET 127\.0\.0\.1:1/.test(callRow), 'the outside call, its method and host: ' + callRow);
+    must(/waits for a person/.test(await page.locator('#retry-plan tr[data-path="2"]').innerText()), 'the pause after it is said');
+    await page.getByLabel(/Why retry/).fill('the receiver is back');
+    await look(page, 'run-retry-plan');
+    await shot(page, 'console-retry-plan');
+    await page.getByRole('button', { name: 'Retry', exact: true }).click();
+    await page.locator('#run-action .msg.good a').waitFor();
+    const next = decodeURIComponent((await page.locator('#run-action .msg.good a').getAttribute('href')).split('/').pop());
+    const ev = await ok('GET', '/runs/' + next + '/evidence');
+    must(ev.retry && ev.retry.retry_of === broken && ev.retry.reason === 'the receiver is back' && ev.retry.actor.id === 'ops@platform.example', 'the retry, its reason and actor in the new run\u2019s evidence: ' + JSON.stringify(ev.retry));
+    await until('the retry ends', async () => ENDS.includes(await runStatus(next)), 30000);
+    const rows = (await ok('GET', '/custom-tables/retry_rows/rows?limit=10')).items;
+    must(rows.length === 1, 'the step before the failed one is not run again: ' + rows.length + ' rows');
+    const retried = true;
 
     // Cancel a paused run, with the reason recorded.
     const paused = await start(cfg.pauseWorkflow);
@@ -220,33 +236,105 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     return { retried, paged };
   });
 
-  // Many runs at once: cancel every run that matches a filter, after seeing how many.
+  // Many runs at once, done by the service (POST /run-operations): a dry run says how many
+  // runs it touches, the progress is read from the operation, its outcome is kept by the
+  // service and listed; after each action, the operation and each run as the service has them.
   await step('consoleBulk', async (page) => {
     const hold = await workflow('hold-for-answer', { actions: [{ type: 'PbotForm', properties: { expected_keys: ['answer'] } }] });
     const ids = [];
     for (let i = 0; i < 7; i++) ids.push(await start(hold));
     await until('7 paused', async () => (await ok('GET', '/runs?workflow_id=' + hold + '&status=paused&limit=100')).items.length === 7);
-    await signIn(page, '/runs?workflow=hold-for-answer&status=paused');
-    await page.locator('#runs tbody tr').first().waitFor();
+    // A run of the workflow that ended already is listed but not touched: cancel takes the
+    // list's filter with the statuses it can act on (running, paused).
+    await ok('POST', '/runs/' + ids[6] + '/cancel', { reason: 'ended before' });
+    const counted = [];
+    page.on('request', (r) => { if (/\/run-operations$/.test(r.url()) && r.method() === 'POST') counted.push(JSON.parse(r.postData())); });
+    await signIn(page, '/runs?workflow=hold-for-answer');
+    await page.locator('#runs tbody tr[data-run="' + ids[6] + '"]').waitFor();
     await page.locator('#bulk summary').click();
     await page.getByRole('button', { name: 'Cancel matching runs…' }).click();
-    await page.locator('#bulk-count').getByText('This will cancel 7 runs').waitFor();
+    await page.locator('#bulk-count').getByText('This will cancel 6 runs').waitFor();
+    must(counted.length === 1 && counted[0].dry_run === true, 'the count is a dry run: ' + JSON.stringify(counted));
+    must(JSON.stringify(counted[0].filter) === JSON.stringify({ workflow_id: hold, status: ['running', 'paused'] }), 'the list\u2019s filter, as the operation\u2019s: ' + JSON.stringify(counted[0].filter));
+    must((await ok('GET', '/run-operations?limit=100')).items.length === 0, 'a dry run keeps nothing');
+    await look(page, 'runs-bulk-confirm');
     await page.getByLabel('Reason (recorded with each run)').fill('a bad batch');
-    await page.getByRole('button', { name: 'Cancel 7 runs' }).click();
-    await page.locator('#bulk [data-op]').filter({ hasText: '7 of 7 cancelled' }).waitFor({ timeout: 15000 });
-    await page.locator('#runs-summary').getByText('No run matches').waitFor();
+    await page.getByRole('button', { name: 'Cancel 6 runs' }).click();
+    await page.locator('#bulk-progress').waitFor();
+    must(await page.locator('#bulk-status').getAttribute('aria-live') === 'polite', 'the progress is announced');
+    await page.locator('#bulk [data-op][data-status=completed]').filter({ hasText: '6 of 6 cancelled' }).waitFor({ timeout: 20000 });
+    await page.locator('#runs tbody tr[data-run="' + ids[0] + '"] .status').filter({ hasText: 'cancelled' }).waitFor();
     await look(page, 'runs-bulk');
     await shot(page, 'console-bulk');
-    for (const id of ids) {
+    const ops = (await ok('GET', '/run-operations?limit=100')).items;
+    must(ops.length === 1, 'one operation kept: ' + ops.length);
+    const op = ops[0];
+    must(op.action === 'cancel' && op.status === 'completed' && op.matched === 6 && op.done === 6 && op.skipped === 0 && op.failed === 0 &&
+      op.reason === 'a bad batch' && op.actor.id === 'ops@platform.example', 'the operation as the service keeps it: ' + JSON.stringify(op));
+    for (const id of ids.slice(0, 6)) {
       must(await runStatus(id) === 'cancelled', id + ' cancelled');
       const c = (await ok('GET', '/runs/' + id + '/events')).items.find((e) => e.event === 'workflow_run_cancelled');
-      must(c.payload.reason === 'a bad batch', 'its reason');
+      must(c.payload.reason === 'a bad batch', 'its reason: ' + JSON.stringify(c.payload));
     }
-    // The outcome is kept: a reload lists it.
-    await page.goto(G + '/console/runs?workflow=hold-for-answer');
-    await page.locator('#runs tbody tr[data-run="' + ids[0] + '"] .status').filter({ hasText: 'cancelled' }).waitFor();
+    const before = (await ok('GET', '/runs/' + ids[6] + '/events')).items.filter((e) => e.event === 'workflow_run_cancelled');
+    must(before.length === 1 && before[0].payload.reason === 'ended before', 'the run that had ended is untouched');
+    // The outcome is the service's: nothing in the browser's storage, and a reload lists it.
+    must(await page.evaluate(() => Object.keys(localStorage).filter((k) => /operation/.test(k)).length) === 0, 'no operation kept in the browser');
+    await page.reload();
+    await page.locator('#runs tbody tr').first().waitFor();
     if (await page.locator('#bulk').getAttribute('open') === null) await page.locator('#bulk summary').click();
-    await page.locator('#bulk [data-op]').filter({ hasText: '7 of 7 cancelled' }).waitFor();
+    const item = page.locator('#bulk [data-op="' + op.id + '"]');
+    await item.filter({ hasText: '6 of 6 cancelled' }).waitFor();
+    must(/a bad batch/.test(await item.innerText()) && /ops@platform\.example/.test(await item.innerText()) && /hold-for-answer/.test(await item.innerText()), 'the kept operation reads its filter, reason and actor: ' + await item.innerText());
+
+    // Retry every failed run of a workflow; each new run says which it retries.
+    await ok('POST', '/actions', { action_name: 'bulk-refused-call', kind: 'http', http_method: 'GET', url: 'http://127.0.0.1:1/nowhere' });
+    const failing = await workflow('bulk-fails', { actions: [{ type: 'bulk-refused-call', properties: {} }] });
+    const failed = [];
+    for (let i = 0; i < 3; i++) failed.push(await start(failing));
+    for (const id of failed) await until('failed', async () => (await runStatus(id)) === 'failed', 30000);
+    await page.goto(G + '/console/runs?workflow=bulk-fails&status=failed');
+    await page.locator('#runs tbody tr[data-run="' + failed[0] + '"]').waitFor();
+    if (await page.locator('#bulk').getAttribute('open') === null) await page.locator('#bulk summary').click();
+    await page.getByRole('button', { name: 'Retry matching failed runs…' }).click();
+    await page.locator('#bulk-count').getByText('This will retry 3 runs').waitFor();
+    await page.getByLabel('Reason (recorded with each run)').fill('the receiver is back');
+    await page.getByRole('button', { name: 'Retry 3 runs' }).click();
+    await page.locator('#bulk [data-op][data-status=completed]').filter({ hasText: '3 of 3 retried' }).waitFor({ timeout: 20000 });
+    const rop = (await ok('GET', '/run-operations?limit=100')).items.find((o) => o.action === 'retry');
+    must(rop && rop.matched === 3 && rop.done === 3 && rop.failed === 0 && JSON.stringify(rop.filter) === JSON.stringify({ workflow_id: failing, status: ['failed'] }), 'the retry operation: ' + JSON.stringify(rop));
+    for (const id of failed) {
+      const ev = await ok('GET', '/runs/' + id + '/evidence');
+      must(ev.retried_by && ev.retried_by.retry_of === id && ev.retried_by.reason === 'the receiver is back', id + ' retried, with the reason: ' + JSON.stringify(ev.retried_by));
+    }
+    await page.locator('#bulk-progress').waitFor({ state: 'detached' });
+    await shot(page, 'console-bulk-retry');
+  });
+
+  // An agent step's reasoning on the run page: the organization's model (llmReply, a fake
+  // OpenAI-compatible server) asks the rates tool, then answers; the run page shows each
+  // iteration's thought, action and observation, as GET /agents/{id}/trace has them.
+  await step('consoleAgentStep', async (page) => {
+    const wf = await workflow('ask-the-rate', { actions: [{ type: 'loop', properties: { mode: 'react', objective: 'What is the EUR/USD rate today?',
+      tools: [{ type: 'action', name: 'rates' }], max_iterations: 5, result_key: 'verdict' } }] });
+    const run = await start(wf);
+    await until('completed', async () => (await runStatus(run)) === 'completed', 30000);
+    await signIn(page, '/runs/' + run);
+    await page.locator('#steps li[data-step="0"] summary').click();
+    const trace = page.locator('#steps li[data-step="0"] .trace');
+    await trace.locator('li.iteration').nth(1).waitFor();
+    const agentId = await trace.getAttribute('data-agent');
+    const want = (await ok('GET', '/agents/' + agentId + '/trace')).trace;
+    must(want.length === 2, 'the agent took two iterations: ' + JSON.stringify(want));
+    const its = trace.locator('li.iteration');
+    must(await its.count() === want.length, 'one item per iteration');
+    const first = await its.nth(0).innerText();
+    must(first.includes("I need today's rates: I will ask the rates tool.") && /rates/.test(first) && /1\.08/.test(first), 'iteration 1: thought, the rates action, its observation: ' + first);
+    const second = await its.nth(1).innerText();
+    must(second.includes('The tool says EUR/USD is 1.08: that answers the question.') && /__complete__|complete/.test(second), 'iteration 2: thought and the answer: ' + second);
+    must((await ok('GET', '/runs/' + run + '/context/verdict')).value.answer === 'EUR/USD is 1.08 today.', 'the agent\u2019s answer is in the run');
+    await look(page, 'run-agent');
+    await shot(page, 'console-run-agent');
   });
 
   // Tasks of a person signed in with an SDK session: the inbox refreshes, an approval shows

@@ -1,206 +1,147 @@
-// Many runs at once: cancel (or retry) every run that matches the runs page's filter, after
-// saying how many it touches; its progress visible, its outcome kept (this browser's
-// storage, per organization) and listed under the filter.
-import { el, when, problem, msg, ENDED } from './ui.js';
-
-const KEPT = 'svc-console-operations:';
-const MAX = 5000;
-
-function kept(org) {
-  try { return JSON.parse(localStorage.getItem(KEPT + org) || '[]'); } catch (e) { return []; }
-}
-function keep(org, op) {
-  const all = [op].concat(kept(org).filter((o) => o.id !== op.id)).slice(0, 20);
-  try { localStorage.setItem(KEPT + org, JSON.stringify(all)); } catch (e) { /* private mode */ }
-}
+// Many runs at once: cancel (or retry) every run that matches the runs page's filter. The
+// service does the work (POST /run-operations): a dry run first says how many runs the
+// operation touches, then the operation's progress is read from GET /run-operations/{id},
+// and its outcome is kept by the service: the organization's past operations (GET
+// /run-operations) are listed with their filter, reason, actor, counts and refused runs.
+import { el, when, problem, msg } from './ui.js';
 
 const ACTIONS = {
-  cancel: { verb: 'Cancel', done: 'cancelled', eligible: (r) => !ENDED.includes(r.status), path: (id) => '/runs/' + encodeURIComponent(id) + '/cancel' },
-  retry: { verb: 'Retry', done: 'retried', eligible: (r) => r.status === 'failed', path: (id) => '/runs/' + encodeURIComponent(id) + '/retry' },
+  cancel: { verb: 'Cancel', done: 'cancelled', statuses: ['running', 'paused'] },
+  retry: { verb: 'Retry', done: 'retried', statuses: ['failed'] },
 };
+const POLL_MS = 700;
 
-// matching lists the runs of a query the action applies to (at most MAX).
-async function matching(ctx, query, matches, action) {
-  const out = [];
-  let cursor = '';
-  let seen = 0;
-  do {
-    const q = new URLSearchParams(query);
-    q.set('limit', '500');
-    if (cursor) q.set('cursor', cursor);
-    const p = await ctx.rt('GET', '/runs?' + q);
-    for (const r of p.items || []) { seen++; if (matches(r) && ACTIONS[action].eligible(r)) out.push(r.id); }
-    cursor = p.next_cursor || '';
-  } while (cursor && out.length < MAX && ctx.shown());
-  return { ids: out.slice(0, MAX), seen, capped: out.length > MAX || !!cursor };
-}
-
-function outcome(op) {
-  const left = op.total - op.ok - op.refused.length;
-  return [
-    el('strong', { text: ACTIONS[op.action].verb + ' ' + op.filter }), ' — ',
-    op.ok + ' of ' + op.total + ' ' + ACTIONS[op.action].done,
-    op.refused.length ? ', ' + op.refused.length + ' refused' : '',
-    left > 0 && op.state === 'running' ? ', ' + left + ' to go' : '',
-    op.state === 'stopped' ? ' (stopped, ' + left + ' not touched)' : '',
-    el('span', { className: 'muted', text: ' · ' + when(op.at) + (op.reason ? ' · “' + op.reason + '”' : '') }),
-  ];
-}
-
-// serverFilter is the filter as POST /run-operations takes it (workflow and status), or null
-// when the page's filter says more (a time range, a search) than it can carry.
-function serverFilter(query) {
+// operationFilter is the filter POST /run-operations takes for the runs list's query (from
+// runsQuery) and an action: the list's filter as it is, its status narrowed to the statuses
+// the action touches (cancel: running or paused; retry: failed). null when the list's
+// status is one the action cannot touch.
+export function operationFilter(query, action) {
   const q = new URLSearchParams(query);
   const f = {};
-  for (const [k, v] of q) {
-    if (k === 'workflow_id' || k === 'status') f[k] = v;
-    else return null;
+  for (const k of ['workflow_id', 'created_after', 'created_before', 'run_id', 'key']) {
+    if (q.get(k)) f[k] = q.get(k);
   }
+  const wanted = ACTIONS[action].statuses;
+  const s = q.get('status');
+  if (s && !wanted.includes(s)) return null;
+  f.status = s ? [s] : wanted.slice();
   return f;
 }
 
-function serverOutcome(op, nameOf) {
-  return [el('strong', { text: (op.action === 'retry' ? 'Retry' : 'Cancel') + ' ' + [op.filter.workflow_id && 'workflow ' + (nameOf ? nameOf(op.filter.workflow_id) : op.filter.workflow_id), op.filter.status && 'status ' + op.filter.status].filter(Boolean).join(', ') }), ' — ',
-    op.status === 'pending' ? 'counting the runs' : op.done + ' of ' + op.matched + ' ' + (op.action === 'retry' ? 'retried' : 'cancelled'),
-    op.skipped ? ', ' + op.skipped + ' skipped' : '', op.failed ? ', ' + op.failed + ' refused' : '', op.status === 'running' ? ' (running)' : '',
-    el('span', { className: 'muted', text: ' · ' + when(op.created_at) + (op.actor && op.actor.id ? ' · ' + op.actor.id : '') + (op.reason ? ' · “' + op.reason + '”' : '') })];
+// filterText writes an operation's filter as a person reads it.
+function filterText(f, nameOf) {
+  const parts = [];
+  if (f.workflow_id) parts.push('workflow ' + (nameOf ? nameOf(f.workflow_id) : f.workflow_id));
+  if ((f.status || []).length) parts.push('status ' + f.status.join(' or '));
+  if (f.created_after) parts.push('from ' + when(f.created_after));
+  if (f.created_before) parts.push('until ' + when(f.created_before));
+  if (f.run_id) parts.push('run ' + f.run_id);
+  if (f.key) parts.push('key ' + f.key);
+  return parts.length ? parts.join(', ') : 'all runs';
 }
 
-export function bulkPanel(ctx, query, matches, filterText, done, nameOf) {
+// counts is what an operation did so far, in words.
+function counts(op) {
+  const A = ACTIONS[op.action] || { done: op.action };
+  if (op.status === 'pending') return 'counting the runs';
+  return op.done + ' of ' + op.matched + ' ' + A.done +
+    (op.skipped ? ', ' + op.skipped + ' skipped (needed nothing by then)' : '') +
+    (op.failed ? ', ' + op.failed + ' refused' : '') +
+    (op.status === 'running' ? ' (running)' : '');
+}
+
+// operationItem is one operation of the list: what, on which runs, why, by whom, its
+// counts, and the runs it was refused on (links to them).
+function operationItem(op, nameOf) {
+  const A = ACTIONS[op.action] || { verb: op.action };
+  const li = el('li', { 'data-op': op.id, 'data-status': op.status }, [
+    el('strong', { text: A.verb + ' ' + filterText(op.filter || {}, nameOf) }), ' — ',
+    el('span', { className: 'op-counts', text: counts(op) }),
+    el('span', { className: 'muted', text: ' · ' + when(op.created_at) + (op.actor && op.actor.id ? ' · by ' + op.actor.id : '') + ' · \u201c' + op.reason + '\u201d' })]);
+  if ((op.errors || []).length) {
+    li.appendChild(el('details', {}, [el('summary', { text: 'Refused runs (' + op.failed + ')' }), el('ul', {}, op.errors.map((x) =>
+      el('li', {}, [el('a', { href: '/console/runs/' + encodeURIComponent(x.run_id), text: x.run_id }), ': ' + x.message])))]));
+  }
+  return li;
+}
+
+export function bulkPanel(ctx, query, listFilterText, done, nameOf) {
   const area = el('div', { className: 'bulk-area' });
-  const history = el('ul', { className: 'ops', 'aria-label': 'Operations on many runs' });
-  const serverOps = el('ul', { className: 'ops', 'aria-label': 'Run operations of the organization' });
+  const past = el('ul', { className: 'ops', id: 'run-operations', 'aria-label': 'Operations on many runs' });
   const panel = el('details', { className: 'card bulk', id: 'bulk' }, [
     el('summary', { text: 'Act on every run that matches' }),
-    el('p', { className: 'muted', text: 'The filter: ' + filterText + '.' }),
+    el('p', { className: 'muted', text: 'The filter: ' + listFilterText + '.' }),
     el('div', { className: 'row' }, [
       el('button', { type: 'button', className: 'btn secondary', text: 'Cancel matching runs…', onclick: () => plan('cancel') }),
       el('button', { type: 'button', className: 'btn secondary', text: 'Retry matching failed runs…', onclick: () => plan('retry') })]),
-    area, serverOps, history]);
+    area,
+    el('h3', { className: 'ops-title', text: 'Past operations' }), past]);
 
-  let server = null; // does the service run operations itself (POST /run-operations)?
-  async function drawServerOps() {
-    try {
-      const list = await ctx.rt('GET', '/run-operations?limit=10');
-      server = true;
-      serverOps.replaceChildren(...(list.items || []).map((op) => {
-        const li = el('li', { 'data-op': op.id }, serverOutcome(op, nameOf));
-        if ((op.errors || []).length) li.appendChild(el('details', {}, [el('summary', { text: 'Refused runs' }), el('ul', {}, op.errors.slice(0, 50).map((x) =>
-          el('li', {}, [el('a', { href: '/console/runs/' + encodeURIComponent(x.run_id), text: x.run_id }), ': ' + x.message])))]));
-        return li;
-      }));
-      if ((list.items || []).some((o) => o.status !== 'completed' || Date.now() - new Date(o.finished_at || 0).getTime() < 15000)) panel.open = true;
-    } catch (e) { server = false; }
+  // The organization's operations, newest first; read again while one of them works.
+  let watching = false;
+  async function drawPast(first) {
+    let list;
+    try { list = await ctx.rt('GET', '/run-operations?limit=10'); } catch (e) { past.replaceChildren(el('li', {}, [msg('bad', problem(e))])); return; }
+    if (!ctx.shown()) return;
+    const items = list.items || [];
+    past.replaceChildren(...items.map((op) => operationItem(op, nameOf)));
+    if (!items.length) past.replaceChildren(el('li', { className: 'muted', text: 'None yet.' }));
+    const working = items.some((o) => o.status !== 'completed');
+    // Open while one works, or just after one ended (the page is drawn again then).
+    if (first && items.some((o) => o.status !== 'completed' || Date.now() - new Date(o.finished_at || 0).getTime() < 15000)) panel.open = true;
+    if (working && !watching) {
+      watching = true;
+      setTimeout(() => { watching = false; if (ctx.shown()) drawPast(false); }, POLL_MS * 3);
+    }
   }
-  drawServerOps();
-
-  function drawHistory() {
-    const ops = kept(ctx.org);
-    history.replaceChildren(...ops.map((op) => {
-      const li = el('li', { 'data-op': op.id }, outcome(op));
-      if (op.refused.length) {
-        li.appendChild(el('details', {}, [el('summary', { text: 'Refused runs' }), el('ul', {}, op.refused.slice(0, 50).map((x) =>
-          el('li', {}, [el('a', { href: '/console/runs/' + encodeURIComponent(x.id), text: x.id }), ': ' + x.why])))]));
-      }
-      return li;
-    }));
-    // Open while one runs, or just after one ended (the page is drawn again then).
-    if (ops.length && !panel.open) panel.open = ops.some((o) => o.state === 'running' || Date.now() - new Date(o.ended || 0).getTime() < 15000);
-  }
-  drawHistory();
+  drawPast(true);
 
   async function plan(action) {
+    const A = ACTIONS[action];
     if (query === null) { area.replaceChildren(msg('warn', 'No run matches.')); return; }
-    const A = ACTIONS[action];
-    const sf = serverFilter(query);
-    if (server !== false && sf) {
-      // The service counts and acts itself: a dry run first says how many.
-      const f = Object.assign({}, sf, action === 'retry' ? { status: 'failed' } : {});
-      if (action === 'retry' && sf.status && sf.status !== 'failed') { area.replaceChildren(msg('warn', 'Only failed runs are retried: this filter takes none.')); return; }
-      let dry = null;
-      try { dry = await ctx.rt('POST', '/run-operations', { action, filter: f, reason: 'count', dry_run: true }); } catch (e) {
-        if (!(e.status === 404 && /does not reach/.test(e.message))) { area.replaceChildren(msg('bad', problem(e))); return; }
-        server = false;
-      }
-      if (dry) return confirmServer(action, f, dry.matched);
-    }
+    const f = operationFilter(query, action);
+    if (!f) { area.replaceChildren(msg('warn', action === 'retry' ? 'Only failed runs are retried: this filter takes none.' : 'Only running or paused runs are cancelled: this filter takes none.')); return; }
     area.replaceChildren(msg('', 'Counting the runs that match…'));
-    let m;
-    try { m = await matching(ctx, query, matches, action); } catch (e) { area.replaceChildren(msg('bad', problem(e))); return; }
-    if (!m.ids.length) {
-      area.replaceChildren(msg('warn', 'No run that matches can be ' + A.done + (action === 'retry' ? ' (only failed runs are retried).' : ' (only running or paused runs can be).')));
-      return;
-    }
-    const reason = el('input', { id: 'bulk-reason', type: 'text', size: 40, required: true, placeholder: 'Why' });
-    const go = el('button', { type: 'submit', className: 'btn danger', text: A.verb + ' ' + m.ids.length + ' runs' });
-    const form = el('form', { className: 'confirm', 'aria-label': A.verb + ' many runs' }, [
-      el('p', { id: 'bulk-count', text: 'This will ' + action + ' ' + m.ids.length + ' run' + (m.ids.length === 1 ? '' : 's') + ' (' + filterText + ')' + (m.capped ? ', the first ' + MAX + ' only' : '') + '.' }),
-      el('label', { for: 'bulk-reason', text: 'Reason (recorded with each run)' }), reason,
-      el('div', { className: 'row' }, [go, el('button', { type: 'button', className: 'btn secondary', text: 'Back', onclick: () => area.replaceChildren() })])]);
-    form.addEventListener('submit', (ev) => { ev.preventDefault(); if (reason.value.trim()) run(action, m.ids, reason.value.trim()); });
-    area.replaceChildren(form);
-    reason.focus();
-  }
-
-  function confirmServer(action, f, n) {
-    const A = ACTIONS[action];
+    let dry;
+    try { dry = await ctx.rt('POST', '/run-operations', { action, filter: f, reason: A.verb + ' (count)', dry_run: true }); } catch (e) { area.replaceChildren(msg('bad', problem(e))); return; }
+    if (!ctx.shown()) return;
+    const n = dry.matched;
     if (!n) { area.replaceChildren(msg('warn', 'No run that matches can be ' + A.done + '.')); return; }
-    const reason = el('input', { id: 'bulk-reason', type: 'text', size: 40, required: true, placeholder: 'Why' });
+    const reason = el('input', { id: 'bulk-reason', type: 'text', size: 40, required: true, maxlength: 2000 });
+    const out = msg('', '');
     const form = el('form', { className: 'confirm', 'aria-label': A.verb + ' many runs' }, [
-      el('p', { id: 'bulk-count', text: 'This will ' + action + ' ' + n + ' run' + (n === 1 ? '' : 's') + ' (' + filterText + ').' }),
+      el('p', { id: 'bulk-count', text: 'This will ' + action + ' ' + n + ' run' + (n === 1 ? '' : 's') + ' (' + filterText(f, nameOf) + ').' }),
       el('label', { for: 'bulk-reason', text: 'Reason (recorded with each run)' }), reason,
-      el('div', { className: 'row' }, [el('button', { type: 'submit', className: 'btn danger', text: A.verb + ' ' + n + ' runs' }),
-        el('button', { type: 'button', className: 'btn secondary', text: 'Back', onclick: () => area.replaceChildren() })])]);
-    form.addEventListener('submit', async (ev) => {
+      el('div', { className: 'row' }, [el('button', { type: 'submit', className: 'btn danger', text: A.verb + ' ' + n + ' run' + (n === 1 ? '' : 's') }),
+        el('button', { type: 'button', className: 'btn secondary', text: 'Back', onclick: () => area.replaceChildren() })]), out]);
+    form.addEventListener('submit', (ev) => {
       ev.preventDefault();
-      if (!reason.value.trim()) return;
-      let op;
-      try { op = await ctx.rt('POST', '/run-operations', { action, filter: f, reason: reason.value.trim() }); } catch (e) { area.replaceChildren(msg('bad', problem(e))); return; }
-      const bar = el('progress', { max: String(op.matched || n), value: '0', 'aria-label': A.verb + ' progress' });
-      const line = el('p', { role: 'status', 'aria-live': 'polite' }, serverOutcome(op, nameOf));
-      area.replaceChildren(el('div', { className: 'progress' }, [bar, line]));
-      while (ctx.shown() && op.status !== 'completed') {
-        await new Promise((res) => setTimeout(res, 700));
-        try { op = await ctx.rt('GET', '/run-operations/' + encodeURIComponent(op.id)); } catch (e) { line.replaceChildren(msg('bad', problem(e))); return; }
-        bar.max = op.matched || n;
-        bar.value = op.done + op.skipped + op.failed;
-        line.replaceChildren(...serverOutcome(op, nameOf));
-      }
-      if (done && ctx.shown()) done();
+      if (!reason.value.trim()) { out.className = 'msg bad'; out.textContent = 'Say why: the reason is kept with each run.'; reason.focus(); return; }
+      start(action, f, reason.value.trim(), n);
     });
     area.replaceChildren(form);
     reason.focus();
   }
 
-  async function run(action, ids, reason) {
+  // start creates the operation and follows it until the service says it is completed.
+  async function start(action, f, reason, n) {
     const A = ACTIONS[action];
-    const op = { id: 'op-' + Date.now(), action, filter: filterText, reason, at: new Date().toISOString(), total: ids.length, ok: 0, refused: [], state: 'running' };
-    const bar = el('progress', { max: String(ids.length), value: '0', 'aria-label': A.verb + ' progress' });
-    const line = el('p', { role: 'status', 'aria-live': 'polite' });
-    let stop = false;
-    const stopBtn = el('button', { type: 'button', className: 'btn secondary', text: 'Stop', onclick: () => { stop = true; } });
-    area.replaceChildren(el('div', { className: 'progress' }, [bar, line, stopBtn]));
-    const body = action === 'cancel' ? { reason } : { reason };
-    let i = 0;
-    // Four at a time: fast enough for thousands, gentle with the service.
-    async function worker() {
-      while (i < ids.length && !stop) {
-        const id = ids[i++];
-        try { await ctx.rt('POST', A.path(id), body); op.ok++; } catch (e) {
-          op.refused.push({ id, why: problem(e) });
-          if (e.status === 404 && e.code === 'not_found' && /does not reach/.test(e.message)) { stop = true; }
-        }
-        bar.value = op.ok + op.refused.length;
-        line.replaceChildren(...outcome(op));
-        keep(ctx.org, op);
-      }
+    let op;
+    try { op = await ctx.rt('POST', '/run-operations', { action, filter: f, reason }); } catch (e) { area.replaceChildren(msg('bad', problem(e))); return; }
+    const bar = el('progress', { id: 'bulk-progress', max: String(n), value: '0', 'aria-label': A.verb + ' progress' });
+    const line = el('p', { role: 'status', 'aria-live': 'polite', id: 'bulk-status', text: A.verb + ': ' + counts(op) + '.' });
+    area.replaceChildren(el('div', { className: 'progress' }, [bar, line]));
+    drawPast(false);
+    while (ctx.shown() && op.status !== 'completed') {
+      await new Promise((res) => setTimeout(res, POLL_MS));
+      if (!ctx.shown()) return;
+      try { op = await ctx.rt('GET', '/run-operations/' + encodeURIComponent(op.id)); } catch (e) { line.replaceChildren(msg('bad', problem(e))); return; }
+      if (op.status !== 'pending') bar.max = String(op.matched || 1);
+      bar.value = String(op.done + op.skipped + op.failed);
+      line.textContent = A.verb + ': ' + counts(op) + '.';
     }
-    await Promise.all([worker(), worker(), worker(), worker()]);
-    op.state = stop && op.ok + op.refused.length < op.total ? 'stopped' : 'done';
-    op.ended = new Date().toISOString();
-    keep(ctx.org, op);
     // The list is read again (the runs changed); the outcome is in the panel's list.
-    if (done && ctx.shown()) done(); else { area.replaceChildren(); drawHistory(); }
+    if (done && ctx.shown()) done();
   }
 
   return panel;

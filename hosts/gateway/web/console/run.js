@@ -307,27 +307,28 @@ export async function render(ctx, main, match) {
   async function retryForm() {
     actionBox.replaceChildren(msg('', 'Reading what a retry would do…'));
     let plan = null;
-    try { plan = await ctx.rt('GET', base + '/retry-plan'); } catch (e) {
-      if (e.status === 404 && /does not reach|no route|not found/i.test(e.message) && e.code !== 'run_not_found') {
-        actionBox.replaceChildren(msg('warn', 'This service cannot retry a run yet (no retry route): ' + problem(e)));
-        return;
-      }
-      actionBox.replaceChildren(msg('bad', problem(e)));
-      return;
-    }
+    try { plan = await ctx.rt('GET', base + '/retry-plan'); } catch (e) { actionBox.replaceChildren(msg('bad', problem(e))); return; }
     const reason = el('input', { id: 'retry-reason', type: 'text', size: 40, required: true });
     const out = msg('', '');
     const steps = plan.steps || [];
-    const callText = (c) => typeof c === 'string' ? c : [c.kind, c.method, c.host, c.detail].filter(Boolean).join(' ');
     const reused = plan.reused_steps || [];
+    const from = (v) => v !== undefined && v !== null;
+    // Each outside call as its kind, then method and host, then what it is (a table, a model).
+    const callItem = (c) => el('li', { className: 'call' }, [el('strong', { text: c.kind }),
+      c.method || c.host ? ' ' + [c.method, c.host].filter(Boolean).join(' ') : '', c.detail ? el('span', { className: 'muted', text: ' \u2014 ' + c.detail }) : null]);
+    const totals = Object.entries(plan.calls || {}).filter(([, n]) => n > 0).map(([k, n]) => n + ' ' + k);
     const form = el('form', { className: 'confirm', 'aria-label': 'Retry the run' }, [
-      el('h4', { text: 'What the retry does again' }),
-      el('p', { text: 'A new run of version ' + (plan.workflow_version || '') + ' with the same input starts at step #' + (plan.from_step ?? '?') +
-        (plan.from_element !== undefined && plan.from_element !== null ? ', element ' + plan.from_element : '') + '.' +
-        (reused.length ? ' Reused, not run again: ' + reused.map((i) => '#' + i).join(', ') + '.' : '') }),
-      steps.length ? el('table', { id: 'retry-plan' }, [el('thead', {}, [el('tr', {}, ['Step', 'Type', 'Outside calls it makes'].map((h) => el('th', { scope: 'col', text: h })))]),
-        el('tbody', {}, steps.map((s) => el('tr', {}, [el('td', { text: '#' + (s.path || s.index) }), el('td', {}, [el('code', { text: s.type || '' }), s.pauses ? el('span', { className: 'muted', text: ' (waits for a person)' }) : null]),
-          el('td', {}, [(s.calls || []).length ? el('ul', {}, s.calls.map((c) => el('li', { text: callText(c) }))) : el('span', { className: 'muted', text: 'none' })])])))]) : json(plan),
+      el('h3', { text: 'What the retry does again' }),
+      el('p', { id: 'retry-summary', text: 'A new run of version ' + (plan.workflow_version || '') + ' with the same input starts at step #' + (plan.from_step ?? '?') +
+        (from(plan.from_element) ? ', element ' + plan.from_element + ' of its loop (the elements before it are not run again)' : '') + '. ' +
+        (reused.length ? 'Reused, not run again: step' + (reused.length === 1 ? ' ' : 's ') + reused.map((i) => '#' + i).join(', ') + '. ' : 'No step before it is reused. ') +
+        (totals.length ? 'Outside calls it makes again: ' + totals.join(', ') + '.' : 'It makes no outside call.') }),
+      steps.length ? el('table', { id: 'retry-plan' }, [el('caption', { className: 'visually-hidden', text: 'The steps the retry runs' }),
+        el('thead', {}, [el('tr', {}, ['Step', 'Type', 'Outside calls it makes', 'Notes'].map((h) => el('th', { scope: 'col', text: h })))]),
+        el('tbody', {}, steps.map((s) => el('tr', { 'data-path': s.path }, [el('td', { text: '#' + (s.path || s.index) }), el('td', {}, [el('code', { text: s.type || '' })]),
+          el('td', {}, [(s.calls || []).length ? el('ul', {}, s.calls.map(callItem)) : el('span', { className: 'muted', text: 'none' })]),
+          el('td', {}, [s.pauses ? el('div', { className: 'pauses', text: 'waits for a person' }) : null,
+            from(s.from_element) ? el('div', { className: 'from-element', text: 'goes on at element ' + s.from_element }) : null])])))]) : json(plan),
       el('label', { for: 'retry-reason', text: 'Why retry? (recorded in the new run\u2019s evidence)' }), reason,
       el('div', { className: 'row' }, [el('button', { type: 'submit', className: 'btn', text: 'Retry' }),
         el('button', { type: 'button', className: 'btn secondary', text: 'Back', onclick: () => actionBox.replaceChildren() })]), out]);

@@ -106,7 +106,7 @@ export async function render(ctx, main) {
     return (!f.status || r.status === f.status) && (!wfIds || wfIds.has(r.workflow_id)) &&
       (after === null || t > after) && (before === null || t < before);
   }
-  const bulk = bulkPanel(ctx, query, matches, describeFilter(f), () => ctx.refresh(), (id) => (wf.byId.get(id) || {}).name || id);
+  const bulk = bulkPanel(ctx, query, describeFilter(f), () => ctx.refresh(), (id) => (wf.byId.get(id) || {}).name || id);
   main.replaceChildren(el('h2', { text: 'Runs' }), form, bulk, box);
 
   if (query === null) {
