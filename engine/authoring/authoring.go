@@ -23,6 +23,7 @@ import (
 
 	"github.com/svcflow/svcflow/engine/actions"
 	"github.com/svcflow/svcflow/engine/core"
+	"github.com/svcflow/svcflow/engine/events"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/engine/tables"
@@ -426,8 +427,8 @@ func (a *Authoring) Publish(ctx context.Context, orgID, bundleID, note string) (
 		if err := tx.SetProcessPublished(ctx, orgID, p.ID, b.ID, w.ID, w.Version, now); err != nil {
 			return err
 		}
-		ev, err := a.core.OrgEvent(orgID, "workflow_creation_status", map[string]any{
-			"process_id": p.ID, "status": "published", "workflow_id": w.ID, "workflow_name": w.Name})
+		ev, err := a.core.OrgEvent(orgID, "workflow_creation_status", events.WorkflowCreationStatusEvent{
+			ProcessID: p.ID, Status: "published", WorkflowID: w.ID, WorkflowName: w.Name})
 		if err != nil {
 			return err
 		}

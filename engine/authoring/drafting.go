@@ -14,6 +14,7 @@ import (
 
 	"github.com/svcflow/svcflow/agent"
 	"github.com/svcflow/svcflow/engine/core"
+	"github.com/svcflow/svcflow/engine/events"
 	"github.com/svcflow/svcflow/engine/orgconfig"
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -107,12 +108,12 @@ func (a *Authoring) GetGeneration(ctx context.Context, orgID, id string) (*svcty
 }
 
 func (a *Authoring) generationEvent(ctx context.Context, stx storage.Tx, g *svctype.Generation) error {
-	payload := map[string]any{"generation_id": g.ID, "status": g.Status}
+	payload := events.LLMGenerationStatusEvent{GenerationID: g.ID, Status: g.Status}
 	switch g.Status {
 	case svctype.GenerationCompleted:
-		payload["result"] = map[string]any{"attempts": g.Attempts}
+		payload.Result = &events.GenerationResult{Attempts: g.Attempts}
 	case svctype.GenerationFailed:
-		payload["result"] = map[string]any{"attempts": g.Attempts, "errors": g.Errors}
+		payload.Result = &events.GenerationResult{Attempts: g.Attempts, Errors: g.Errors}
 	}
 	ev, err := a.core.OrgEvent(g.OrgID, "llm_generation_status", payload)
 	if err != nil {

@@ -1,6 +1,10 @@
 package events
 
-import "time"
+import (
+	"time"
+
+	"github.com/svcflow/svcflow/engine/svctype"
+)
 
 // The payload of every event of the catalogue, one Go type each: the one declaration an
 // event's catalogue fields (Spec.Fields) and its schema in the OpenAPI documents (the 3.1
@@ -358,7 +362,7 @@ type PlaybookRequestReturnedEvent struct {
 // could not be.
 type WorkflowCreationStatusEvent struct {
 	ProcessID    string `json:"process_id"`
-	Status       string `json:"status"`
+	Status       string `json:"status" enum:"published" doc:"published: the drafted workflow is live."`
 	WorkflowID   string `json:"workflow_id,omitempty"`
 	WorkflowName string `json:"workflow_name,omitempty"`
 	Error        string `json:"error,omitempty"`
@@ -372,9 +376,9 @@ type GenerationResult struct {
 
 // LLMGenerationStatusEvent: a generation (a workflow drafted by the model) changed status.
 type LLMGenerationStatusEvent struct {
-	GenerationID string            `json:"generation_id"`
-	Status       string            `json:"status"`
-	Result       *GenerationResult `json:"result,omitempty"`
+	GenerationID string                   `json:"generation_id"`
+	Status       svctype.GenerationStatus `json:"status"`
+	Result       *GenerationResult        `json:"result,omitempty"`
 }
 
 // LLMKeyMissingEvent: a model step found no api:llm_api_key in the organization's config.

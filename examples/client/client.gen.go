@@ -380,16 +380,16 @@ func (e ApprovalStepType) Valid() bool {
 
 // Defines values for BundleStatus.
 const (
-	Draft     BundleStatus = "draft"
-	Published BundleStatus = "published"
+	BundleStatusDraft     BundleStatus = "draft"
+	BundleStatusPublished BundleStatus = "published"
 )
 
 // Valid indicates whether the value is a known member of the BundleStatus enum.
 func (e BundleStatus) Valid() bool {
 	switch e {
-	case Draft:
+	case BundleStatusDraft:
 		return true
-	case Published:
+	case BundleStatusPublished:
 		return true
 	default:
 		return false
@@ -1014,6 +1014,21 @@ func (e WebhookCircuitState) Valid() bool {
 	case WebhookCircuitStateHalfOpen:
 		return true
 	case WebhookCircuitStateOpen:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkflowCreationStatusEventStatus.
+const (
+	WorkflowCreationStatusEventStatusPublished WorkflowCreationStatusEventStatus = "published"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowCreationStatusEventStatus enum.
+func (e WorkflowCreationStatusEventStatus) Valid() bool {
+	switch e {
+	case WorkflowCreationStatusEventStatusPublished:
 		return true
 	default:
 		return false
@@ -2355,7 +2370,9 @@ type IndexDefinition struct {
 type LLMGenerationStatusEvent struct {
 	GenerationId string            `json:"generation_id"`
 	Result       *GenerationResult `json:"result,omitempty"`
-	Status       string            `json:"status"`
+
+	// Status A workflow drafting's status.
+	Status GenerationStatus `json:"status"`
 }
 
 // LLMKeyMissingEvent defines model for LLMKeyMissingEvent.
@@ -3625,12 +3642,17 @@ type WorkflowCondition map[string]interface{}
 
 // WorkflowCreationStatusEvent defines model for WorkflowCreationStatusEvent.
 type WorkflowCreationStatusEvent struct {
-	Error        *string `json:"error,omitempty"`
-	ProcessId    string  `json:"process_id"`
-	Status       string  `json:"status"`
-	WorkflowId   *string `json:"workflow_id,omitempty"`
-	WorkflowName *string `json:"workflow_name,omitempty"`
+	Error     *string `json:"error,omitempty"`
+	ProcessId string  `json:"process_id"`
+
+	// Status published: the drafted workflow is live.
+	Status       WorkflowCreationStatusEventStatus `json:"status"`
+	WorkflowId   *string                           `json:"workflow_id,omitempty"`
+	WorkflowName *string                           `json:"workflow_name,omitempty"`
 }
+
+// WorkflowCreationStatusEventStatus published: the drafted workflow is live.
+type WorkflowCreationStatusEventStatus string
 
 // WorkflowDefinition A workflow's definition: ordered steps (actions), an optional top-level condition and an optional schedule. The engine validates every definition it is given with this schema, then checks what a schema cannot say (conditions compile, templates are bounded, an upsert names a key). A step of a type that is no built-in (an organization's registered action, a kind an embedding program registers) takes any properties.
 type WorkflowDefinition struct {

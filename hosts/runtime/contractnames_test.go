@@ -111,9 +111,9 @@ func TestResponseStatusesAreNamedEnums(t *testing.T) {
 			doc := readDocument(t, name)
 			named := doc["components"].(map[string]any)["schemas"].(map[string]any)
 			var plain []string
-			// Answers only: the event payloads' statuses (LLMGenerationStatusEvent,
-			// WorkflowCreationStatusEvent) are not named sets yet.
-			responseSchemas(doc, false, func(where string, s map[string]any) {
+			// Answers and the webhooks' payloads (in 3.0, the payload schemas are components
+			// the walk does not reach; they are the 3.1 documents' same Go types).
+			responseSchemas(doc, true, func(where string, s map[string]any) {
 				props, _ := s["properties"].(map[string]any)
 				p, ok := props["status"].(map[string]any)
 				if items, isArray := p["items"].(map[string]any); ok && isArray {

@@ -4094,7 +4094,7 @@ export interface components {
         LLMGenerationStatusEvent: {
             generation_id: string;
             result?: components["schemas"]["GenerationResult"];
-            status: string;
+            status: components["schemas"]["GenerationStatus"];
         };
         LLMKeyMissingEvent: {
             /** @description The step type that needed the key. */
@@ -5387,7 +5387,11 @@ export interface components {
         WorkflowCreationStatusEvent: {
             error?: string;
             process_id: string;
-            status: string;
+            /**
+             * @description published: the drafted workflow is live.
+             * @enum {string}
+             */
+            status: "published";
             workflow_id?: string;
             workflow_name?: string;
         };

@@ -1128,6 +1128,21 @@ func (e WebhookCircuitState) Valid() bool {
 	}
 }
 
+// Defines values for WorkflowCreationStatusEventStatus.
+const (
+	WorkflowCreationStatusEventStatusPublished WorkflowCreationStatusEventStatus = "published"
+)
+
+// Valid indicates whether the value is a known member of the WorkflowCreationStatusEventStatus enum.
+func (e WorkflowCreationStatusEventStatus) Valid() bool {
+	switch e {
+	case WorkflowCreationStatusEventStatusPublished:
+		return true
+	default:
+		return false
+	}
+}
+
 // Account defines model for Account.
 type Account struct {
 	CreatedAt time.Time `json:"created_at"`
@@ -2601,7 +2616,9 @@ type KeyList struct {
 type LLMGenerationStatusEvent struct {
 	GenerationId string            `json:"generation_id"`
 	Result       *GenerationResult `json:"result,omitempty"`
-	Status       string            `json:"status"`
+
+	// Status A workflow drafting's status.
+	Status GenerationStatus `json:"status"`
 }
 
 // LLMKeyMissingEvent defines model for LLMKeyMissingEvent.
@@ -4123,12 +4140,17 @@ type WorkflowCondition map[string]interface{}
 
 // WorkflowCreationStatusEvent defines model for WorkflowCreationStatusEvent.
 type WorkflowCreationStatusEvent struct {
-	Error        *string `json:"error,omitempty"`
-	ProcessId    string  `json:"process_id"`
-	Status       string  `json:"status"`
-	WorkflowId   *string `json:"workflow_id,omitempty"`
-	WorkflowName *string `json:"workflow_name,omitempty"`
+	Error     *string `json:"error,omitempty"`
+	ProcessId string  `json:"process_id"`
+
+	// Status published: the drafted workflow is live.
+	Status       WorkflowCreationStatusEventStatus `json:"status"`
+	WorkflowId   *string                           `json:"workflow_id,omitempty"`
+	WorkflowName *string                           `json:"workflow_name,omitempty"`
 }
+
+// WorkflowCreationStatusEventStatus published: the drafted workflow is live.
+type WorkflowCreationStatusEventStatus string
 
 // WorkflowDefinition A workflow's definition: ordered steps (actions), an optional top-level condition and an optional schedule. The engine validates every definition it is given with this schema, then checks what a schema cannot say (conditions compile, templates are bounded, an upsert names a key). A step of a type that is no built-in (an organization's registered action, a kind an embedding program registers) takes any properties.
 type WorkflowDefinition struct {
