@@ -21,7 +21,9 @@ export async function consolePages({ step, shot, must, cfg }) {
     if (await token.isVisible().catch(() => false)) {
       await token.fill(cfg.mgmt);
       await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.waitForURL((u) => u.pathname.startsWith('/console'));
+      // Signed in once the header offers to sign out (the token is kept by then): only
+      // then may the page be loaded again, or it would ask for the token once more.
+      await page.locator('#signout').waitFor({ state: 'visible' });
       await page.goto(cfg.gateway + '/console' + path);
     }
     await page.locator('#view h2, main h2').first().waitFor();

@@ -210,6 +210,7 @@ export async function render(ctx, main, match) {
   let last = '';
   let lastStatus = '';
   let taskKey = '';
+  let decided = false; // a decision made here: its answer is kept once the task is gone
   let lastEvents = null;
   const pending = { approval: null, form: null };
 
@@ -355,6 +356,7 @@ export async function render(ctx, main, match) {
     const key = pending.approval ? 'a:' + pending.approval.approval_id : pending.form ? 'f:' + pending.form.form_pause_id : '';
     if (key === taskKey) return; // the same task: what is typed stays
     taskKey = key;
+    if (key) decided = false;
     if (pending.approval) {
       const a = pending.approval;
       const note = el('input', { id: 'decide-comment', type: 'text', size: 40 });
@@ -363,6 +365,7 @@ export async function render(ctx, main, match) {
         try {
           await ctx.rt('POST', '/approvals/' + encodeURIComponent(id) + '/' + a.step_id, { approved: ok, comment: note.value });
           task.replaceChildren(el('div', { className: 'card' }, [msg('good', ok ? 'Approved.' : 'Rejected.')]));
+          decided = true; // the answer stays when the run moves on and the task is gone
           last = '';
         } catch (e) { out.className = 'msg bad'; out.textContent = problem(e); }
       }
@@ -383,7 +386,7 @@ export async function render(ctx, main, match) {
         formElement(ctx, id, holder.index, pending.form, () => { last = ''; })]));
       return;
     }
-    task.replaceChildren();
+    if (!decided) task.replaceChildren();
   }
 
   const open = new Set();
