@@ -8,9 +8,9 @@ const css = `
 .pagehead{margin-bottom:.75rem}.pagehead h2{margin:.25rem 0}.sub{color:var(--muted,#5b616b);font-size:.9em;margin:.1rem 0}
 .pager{margin-top:.5rem}.pager .sub{margin-left:.5rem}
 .btn:disabled{opacity:.45;cursor:default}.btn.small{font-size:.85em;padding:.25rem .55rem}
-.flow,.flow ol{list-style:none;padding:0;margin:.25rem 0;counter-reset:step}
+.flow,.flow ol{list-style:none;padding:0;margin:.25rem 0;counter-reset:step -1}
 .flow-step{counter-increment:step;position:relative;border:1px solid #8a8f98;border-left-width:5px;border-radius:8px;padding:.5rem .75rem;margin:0 0 1.1rem}
-.flow-step::before{content:counter(step);position:absolute;left:-2.1rem;top:.45rem;width:1.5rem;text-align:right;font-weight:600;color:var(--muted,#5b616b)}
+.flow-step::before{content:"#" counter(step);position:absolute;left:-2.3rem;top:.45rem;width:1.9rem;text-align:right;font-weight:600;color:var(--muted,#5b616b)}
 .flow{margin-left:2.1rem}.flow .flow{margin-left:2.1rem;margin-top:.5rem}
 .flow>.flow-step:not(:last-child)::after{content:"↓";position:absolute;left:1rem;bottom:-1.15rem;color:#8a8f98;font-size:.9rem;line-height:1}
 .flow-action{border-left-color:#2457c5}.flow-pause{border-left-color:#b26a00}.flow-loop{border-left-color:#6b3fa0}

@@ -65,8 +65,8 @@ export function diagram(actions, label) {
       what ? el('div', { className: 'sub', text: what }) : null,
     ];
     if (s.filter) parts.push(el('div', { className: 'filter' }, ['only if ', el('code', { text: condText(s.filter.condition) })]));
-    if (s.onFalse) parts.push(el('div', { className: 'branch' }, [el('div', { className: 'sub', text: 'otherwise:' }), diagram([s.onFalse], 'Otherwise, step ' + (i + 1))]));
-    if (Array.isArray((s.properties || {}).steps)) parts.push(diagram(s.properties.steps, 'Steps of the loop at step ' + (i + 1)));
+    if (s.onFalse) parts.push(el('div', { className: 'branch' }, [el('div', { className: 'sub', text: 'otherwise:' }), diagram([s.onFalse], 'Otherwise, step #' + i)]));
+    if (Array.isArray((s.properties || {}).steps)) parts.push(diagram(s.properties.steps, 'Steps of the loop at step #' + i));
     return el('li', { className: 'flow-step flow-' + kind, 'data-kind': kind }, parts);
   }));
 }
