@@ -411,7 +411,12 @@
       var self = this;
       var why = checkSchema(schema);
       if (why) return this.message(why, 'bad');
-      var form = el('form', { className: 'svc-form', novalidate: true, 'aria-label': (this.form && this.form.name) || schema.title || 'Form' });
+      // A page may hold several forms (a task list): a pause's form names its run and step,
+      // and a page may name an inline schema's form (form-label), so each landmark has a
+      // name of its own.
+      var paused = this.getAttribute('run-id') ? ' of run ' + this.getAttribute('run-id') + ', step ' + this.getAttribute('step-id') : '';
+      var name = (this.form && this.form.name) || schema.title || this.getAttribute('form-label') || 'Form';
+      var form = el('form', { className: 'svc-form', novalidate: true, 'aria-label': name + paused });
       if (schema.title && !(this.form && this.form.name === schema.title)) form.appendChild(el('h2', { text: schema.title }));
       if (schema.description) form.appendChild(el('p', { className: 'svc-help', text: schema.description }));
       var fields = renderFields(form, schema, values);

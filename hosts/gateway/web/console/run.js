@@ -475,6 +475,7 @@ export function formElement(ctx, runId, stepId, pause, done, submitWith) {
     } catch (e) { return { ok: false, status: e.status, data: e.body || { detail: e.message } }; }
   };
   f.setAttribute('done-text', 'Sent: the run goes on.');
+  f.setAttribute('form-label', 'Form of run ' + runId + ', step ' + stepId);
   f.setAttribute('schema', JSON.stringify(pause.schema || { version: 'form_schema_v1', pages: [{ id: 'main', fields: (pause.expected_keys || []).map((k) => ({ key: k, type: 'text', label: k, required: true })) }] }));
   return f;
 }
