@@ -28,6 +28,9 @@ func (f *gatewayFlags) announce(ctx context.Context, gw *gateway.Server, addr st
 	case f.devToken:
 		token, ownsOrg, err := gw.DevToken(ctx)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while starting: nothing to announce
+			}
 			return fmt.Errorf("--dev-token: %w", err)
 		}
 		log.Info("development account: a new management token is on standard output", "email", gateway.DevAccountEmail)
@@ -39,9 +42,14 @@ func (f *gatewayFlags) announce(ctx context.Context, gw *gateway.Server, addr st
 			log.Warn("development account: organization "+gateway.DevOrgID+" belongs to another account", "email", gateway.DevAccountEmail)
 		}
 	default:
+		// Advice only: a store that cannot answer (or a stop while starting) does not stop
+		// the gateway, which is already serving.
 		has, err := gw.HasAccounts(ctx)
 		if err != nil {
-			return err
+			if ctx.Err() == nil {
+				log.Warn("could not tell whether the gateway has an account", "err", err)
+			}
+			break
 		}
 		if has {
 			break
