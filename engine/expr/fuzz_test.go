@@ -96,8 +96,26 @@ func FuzzPath(f *testing.F) {
 // the shortest text to a "}}".
 var placeholder = regexp.MustCompile(`(?s)\{\{.*?\}\}`)
 
+// defaultOf is what a placeholder renders as when nothing is in scope: "" without a
+// "??", else the text after the first "??", trimmed, less one pair of matching quotes.
+func defaultOf(placeholder string) string {
+	inner := placeholder[2 : len(placeholder)-2]
+	i := strings.Index(inner, "??")
+	if i < 0 {
+		return ""
+	}
+	def := strings.TrimSpace(inner[i+2:])
+	for _, q := range []string{`"`, "'"} {
+		if len(def) >= 2 && strings.HasPrefix(def, q) && strings.HasSuffix(def, q) {
+			return def[1 : len(def)-1]
+		}
+	}
+	return def
+}
+
 // FuzzTemplate: CheckTemplate answers nil or one of its three errors (the size first);
-// Render without variables removes exactly the placeholders, leaves text without "{{"
+// Render without variables replaces exactly the placeholders by their defaults ("" when
+// they have none), leaves text without "{{"
 // alone, and never renders a rendered value again.
 func FuzzTemplate(f *testing.F) {
 	for _, seed := range []struct{ tmpl, value string }{
@@ -105,6 +123,7 @@ func FuzzTemplate(f *testing.F) {
 		{"{{", "}}"}, {"}}{{", "{{"}, {"{{a}}}", "{"}, {"{{{a}}", ""}, {"{{}}", "@input.name"},
 		{"a {{b", "c"}, {"{{input.__proto__}}", "x"}, {"{{ constructor }}", ""}, {"@input.prototype", "y"},
 		{"@input.name", "@input.name"}, {"\xff{{\xfe}}\x00", "\xff"}, {"{{input.tags}} {{now}}", "\n"},
+		{"{{??0}}", ""}, {"{{ x ?? 'n/a' }}{{y??\"\"}}", ""}, {"{{a ?? b ?? c}}", "?"},
 	} {
 		f.Add(seed.tmpl, seed.value)
 	}
@@ -125,7 +144,7 @@ func FuzzTemplate(f *testing.F) {
 		case err != nil && !errors.Is(err, ErrInvalidTemplate) && !errors.Is(err, ErrReservedSegment):
 			t.Fatalf("CheckTemplate(%q) = %v: not one of its errors", tmpl, err)
 		}
-		if want := placeholder.ReplaceAllString(tmpl, ""); bare != want {
+		if want := placeholder.ReplaceAllStringFunc(tmpl, defaultOf); bare != want {
 			t.Fatalf("Render(%q, nil) = %q, want %q", tmpl, bare, want)
 		}
 		if !strings.Contains(tmpl, "{{") && rendered != tmpl {
