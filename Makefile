@@ -93,7 +93,7 @@ bench-gateway: ## the gateway's own cost of a runtime call (in process), and req
 	$(GO) test -run '^$$' -bench 'BenchmarkGatewayOverhead' -benchtime 20000x ./hosts/gateway/
 	$(GO) test -run '^$$' -bench 'BenchmarkGatewayLoopback' -benchtime 64000x ./hosts/gateway/
 
-bench-runs-pg: ## runs/s on PostgreSQL with 1, 2 and 4 worker processes, and the statements a step sends
+bench-runs-pg: ## runs/s on PostgreSQL with 1, 2 and 4 worker processes, the statements a run sends and the PostgreSQL CPU a run; the statements of one worker by kind
 	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkRunsPostgresProcesses' -benchtime 3000x ./hosts/worker/
 	SVC_TEST_POSTGRES_DSN="$${SVC_TEST_POSTGRES_DSN-$(PG_DSN)}" $(GO) test -run '^$$' -bench 'BenchmarkStatementsPerStep' -benchtime 500x -v ./hosts/worker/ | grep -v '^=== '
 

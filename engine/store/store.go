@@ -99,7 +99,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	case strings.HasPrefix(dsn, "sqlite:"):
 		s, err = openSQLite(strings.TrimPrefix(dsn, "sqlite:"))
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		s, err = openPostgres(dsn)
+		s, err = openPostgres(dsn, nil)
 	default:
 		// The DSN is not repeated: it may hold a password.
 		return nil, errors.New("store: unsupported connection string: want sqlite:PATH, sqlite::memory: or postgres://...")
@@ -198,7 +198,9 @@ func openSQLite(path string) (*Store, error) {
 	return s, nil
 }
 
-func openPostgres(dsn string) (*Store, error) {
+// openPostgres opens a PostgreSQL store; tracer (nil for none) sees every statement of its
+// pool and of its LISTEN connection (StatementCounter).
+func openPostgres(dsn string, tracer pgx.QueryTracer) (*Store, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		// pgx's parse errors can quote the connection string; do not pass them on.
@@ -207,6 +209,7 @@ func openPostgres(dsn string) (*Store, error) {
 	// bun renders arguments into the statement text, so there is nothing to prepare:
 	// the simple protocol saves the prepare round trip and an unbounded statement cache.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	cfg.Tracer = tracer
 	sqldb := stdlib.OpenDB(*cfg)
 	sqldb.SetMaxOpenConns(postgresPoolConns)
 	sqldb.SetMaxIdleConns(postgresPoolConns / 2)

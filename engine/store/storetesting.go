@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"hash/fnv"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -13,9 +16,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -127,10 +127,12 @@ func NewTestDSN(t testing.TB, dialect string) string {
 }
 
 // StatementCounter counts, by their first words, the statements a PostgreSQL store sends:
-// each one a round trip (pgx's tracer sees every query, rendered by bun or prepared).
+// each one a round trip (pgx's tracer sees every query, rendered by bun or prepared). It
+// keeps the first text of each kind, so that a listing can say what each kind is.
 type StatementCounter struct {
-	mu sync.Mutex
-	by map[string]int
+	mu      sync.Mutex
+	by      map[string]int
+	example map[string]string
 }
 
 // TraceQueryStart implements pgx.QueryTracer.
@@ -139,9 +141,12 @@ func (c *StatementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, dat
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.by == nil {
-		c.by = map[string]int{}
+		c.by, c.example = map[string]int{}, map[string]string{}
 	}
 	c.by[key]++
+	if _, ok := c.example[key]; !ok {
+		c.example[key] = data.SQL
+	}
 	return ctx
 }
 
@@ -157,39 +162,54 @@ func (c *StatementCounter) Take() map[string]int {
 	return out
 }
 
-// statementKey names a statement by its verb and first table: "INSERT table_rows".
+// Example is the first statement text counted under key (a key of Take's map).
+func (c *StatementCounter) Example(key string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.example[key]
+}
+
+// statementKey names a statement by its verb and first table, and by a hash of its text
+// without its literals, so that two statements of one table are told apart:
+// "INSERT table_rows #3fa2".
 func statementKey(q string) string {
 	f := strings.Fields(strings.NewReplacer(`"`, " ", "(", " ", ",", " ").Replace(q))
 	if len(f) == 0 {
 		return "?"
 	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(lists.ReplaceAllString(literals.ReplaceAllString(q, "?"), "?")))
+	tag := fmt.Sprintf(" #%04x", h.Sum32()&0xffff)
 	verb := strings.ToUpper(f[0])
 	for i := 1; i < len(f); i++ {
 		switch strings.ToUpper(f[i-1]) {
 		case "INTO", "FROM", "UPDATE":
-			return verb + " " + f[i]
+			return verb + " " + f[i] + tag
 		}
 	}
-	return verb
+	return verb + tag
 }
 
-// OpenCountingPostgres opens and migrates a PostgreSQL store at dsn whose statements c
-// counts.
+// literals matches a statement's quoted strings and numbers, lists a list of them.
+var (
+	literals = regexp.MustCompile(`'(?:[^']|'')*'|\b\d+\b`)
+	lists    = regexp.MustCompile(`\?(?:, \?)+`)
+)
+
+// OpenCountingPostgres opens and migrates a PostgreSQL store at dsn, as Open does, whose
+// statements c counts.
 func OpenCountingPostgres(tb testing.TB, dsn string, c *StatementCounter) *Store {
 	tb.Helper()
-	cfg, err := pgx.ParseConfig(dsn)
+	s, err := openPostgres(dsn, c)
 	if err != nil {
 		tb.Fatalf("store.OpenCountingPostgres: %v", err)
 	}
-	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
-	cfg.Tracer = c
-	sqldb := stdlib.OpenDB(*cfg)
-	sqldb.SetMaxOpenConns(postgresPoolConns)
-	db := bun.NewDB(sqldb, pgdialect.New())
-	s := newStore(db, db, dialectPostgres)
-	s.pgConfig = cfg
 	tb.Cleanup(func() { _ = s.Close() })
-	if err := s.Migrate(context.Background()); err != nil {
+	ctx := context.Background()
+	if err := s.ping(ctx); err != nil {
+		tb.Fatalf("store.OpenCountingPostgres: %v", err)
+	}
+	if err := s.Migrate(ctx); err != nil {
 		tb.Fatalf("store.OpenCountingPostgres: %v", err)
 	}
 	return s

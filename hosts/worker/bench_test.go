@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"strings"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/svcflow/svcflow/engine"
+	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/engine/tracing"
@@ -65,7 +65,14 @@ func timeRuns(b *testing.B, eng *engine.Engine, wfID string) time.Duration {
 // waitDrained polls until the jobs table is empty: every run started has ended.
 func waitDrained(b *testing.B, eng *engine.Engine) {
 	b.Helper()
-	waitFor(b, 10*time.Minute, 10*time.Millisecond, "every run to end", func() bool { return countJobs(b, eng) == 0 })
+	waitDrainedOn(b, eng.Store())
+}
+
+// waitDrainedOn is waitDrained through st, a store of its own for a benchmark that counts
+// what the engine's store sends.
+func waitDrainedOn(b *testing.B, st storage.Full) {
+	b.Helper()
+	waitFor(b, 10*time.Minute, 10*time.Millisecond, "every run to end", func() bool { return store.CountAllJobs(b, st) == 0 })
 }
 
 // checkLedger verifies that n runs completed, each with its one ledger row.
@@ -117,75 +124,95 @@ func benchmarkRuns(b *testing.B, tp trace.TracerProvider) {
 
 // BenchmarkRunsPostgresProcesses measures runs/s with 1, 2 and 4 worker processes
 // (TestHelperWorker, concurrency 4 each) sharing one PostgreSQL schema; this process only
-// starts the runs. Its sub-benchmarks keep `-bench BenchmarkRuns/sqlite` from running it.
+// starts the runs. Beside runs/s it reports what a run costs the database: the statements
+// the worker processes send a run (stmts/run, from pgx's tracer in each process), those of
+// the Execute that started it (stmts/execute), and the CPU time of the PostgreSQL backends
+// serving this benchmark's connections a run (pg-cpu-ms/run, utime+stime from /proc; not
+// reported when the server is not on this machine). Its sub-benchmarks keep
+// `-bench BenchmarkRuns/sqlite` from running it.
 func BenchmarkRunsPostgresProcesses(b *testing.B) {
 	for _, n := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("%d-workers", n), func(b *testing.B) {
-			dsn := sharedDSN(b, "postgres")
-			eng := newEngine(b, engine.Config{Store: openStore(b, dsn)})
+			base := sharedDSN(b, "postgres")
+			app := "svcbench" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			dsn := withAppName(b, base, app)
+			var execCounter store.StatementCounter
+			eng := newEngine(b, engine.Config{Store: store.OpenCountingPostgres(b, dsn, &execCounter)})
 			wfID := ledgerSetup(b, eng)
 			var helpers []*helperProc
 			for range n {
-				helpers = append(helpers, startHelper(b, dsn, 15*time.Second, 4, 250*time.Millisecond))
+				helpers = append(helpers, startHelper(b, dsn, 15*time.Second, 4, 250*time.Millisecond, envHelperCount+"=1"))
 			}
 			for _, h := range helpers {
 				h.waitReady(b)
 			}
+			watch := openStore(b, base) // the benchmark's polls for the end: not counted, nor their CPU
+			cpu, measured := startBackendCPU(b, app)
+			execCounter.Take()
 			b.ResetTimer()
 			executeN(b, eng, wfID, b.N)
-			waitDrained(b, eng)
+			waitDrainedOn(b, watch)
 			elapsed := b.Elapsed()
 			b.StopTimer()
+			executes := execCounter.Take()
+			var pgCPU time.Duration
+			if measured {
+				var err error
+				pgCPU, err = cpu.since()
+				require.NoError(b, err)
+			}
+			worked := map[string]int{}
 			for _, h := range helpers {
 				require.True(b, h.alive(), "helper worker died: %s", h.stderr.String())
-				h.kill()
+				addCounts(worked, h.stop(b))
 			}
 			checkLedger(b, eng, b.N)
 
 			rps := float64(b.N) / elapsed.Seconds()
+			perRun := float64(countsTotal(worked)) / float64(b.N)
+			perExecute := float64(countsTotal(executes)) / float64(b.N)
 			b.ReportMetric(rps, "runs/s")
-			b.Logf("postgres, %d worker processes: %d runs in %s = %.0f runs/s", n, b.N, elapsed.Round(time.Millisecond), rps)
+			b.ReportMetric(perRun, "stmts/run")
+			b.ReportMetric(perExecute, "stmts/execute")
+			cpuNote := "not measured"
+			if measured {
+				ms := pgCPU.Seconds() * 1000 / float64(b.N)
+				b.ReportMetric(ms, "pg-cpu-ms/run")
+				cpuNote = fmt.Sprintf("%.2f ms a run (%s in all)", ms, pgCPU.Round(10*time.Millisecond))
+			}
+			b.Logf("postgres, %d worker processes: %d runs in %s = %.0f runs/s; statements a run: %.2f from the workers "+
+				"(pgx's tracer) + %.2f from Execute; PostgreSQL backends' CPU: %s\nworkers' statements by kind:\n%s",
+				n, b.N, elapsed.Round(time.Millisecond), rps, perRun, perExecute, cpuNote, countsByKind(worked, b.N, nil, 0))
 		})
 	}
 }
 
 // BenchmarkStatementsPerStep counts the statements (each a round trip) one worker sends to
 // PostgreSQL for the 3-step ledger run: per run, per step, and by statement, from pgx's
-// tracer. Execute's own statements are counted apart.
+// tracer, each kind with the first text sent. Execute's own statements are counted apart.
 func BenchmarkStatementsPerStep(b *testing.B) {
 	var counter store.StatementCounter
-	st := store.OpenCountingPostgres(b, sharedDSN(b, "postgres"), &counter)
+	dsn := sharedDSN(b, "postgres")
+	st := store.OpenCountingPostgres(b, dsn, &counter)
 	eng := newEngine(b, engine.Config{Store: st})
 	wfID := ledgerSetup(b, eng)
+	watch := openStore(b, dsn) // the benchmark's polls for the end, not counted
 	counter.Take()
 	executeN(b, eng, wfID, b.N)
 	executes := counter.Take()
 	b.ResetTimer()
 	stop := startWorker(b, eng, worker.Options{Concurrency: 1, Poll: 5 * time.Millisecond})
-	waitDrained(b, eng)
+	waitDrainedOn(b, watch)
 	b.StopTimer()
 	require.NoError(b, stop())
 	ran := counter.Take()
 	checkLedger(b, eng, b.N)
-	total := 0
-	keys := make([]string, 0, len(ran))
-	for k, v := range ran {
-		total += v
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(x, y string) int { return ran[y] - ran[x] })
-	var lines []string
-	for _, k := range keys {
-		lines = append(lines, fmt.Sprintf("  %6.2f/run  %s", float64(ran[k])/float64(b.N), k))
-	}
-	execTotal := 0
-	for _, v := range executes {
-		execTotal += v
-	}
+	total, execTotal := countsTotal(ran), countsTotal(executes)
 	b.ReportMetric(float64(total)/float64(b.N), "stmts/run")
 	b.ReportMetric(float64(total)/float64(3*b.N), "stmts/step")
 	b.ReportMetric(float64(execTotal)/float64(b.N), "stmts/execute")
-	b.Logf("worker statements by kind (idle polls included):\n%s", strings.Join(lines, "\n"))
+	b.Logf("worker statements by kind (idle polls included):\n%s\nExecute's statements by kind:\n%s",
+		countsByKind(ran, b.N, counter.Example, 300), countsByKind(executes, b.N, counter.Example, 300))
 }
 
 // BenchmarkQueuedRuns shows that runs queued behind a busy worker hold no goroutine and no

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,8 +36,12 @@ const (
 	envHelperLease       = "SVC_HELPER_LEASE"
 	envHelperConcurrency = "SVC_HELPER_CONCURRENCY"
 	envHelperPoll        = "SVC_HELPER_POLL"
+	// envHelperCount=1 has the helper count its statements (PostgreSQL only) and print them,
+	// after helperStatements, when SIGTERM stops it.
+	envHelperCount = "SVC_HELPER_COUNT"
 	// helperReady is the line the helper prints once its worker is about to claim.
-	helperReady = "svcflow-helper-worker-ready"
+	helperReady      = "svcflow-helper-worker-ready"
+	helperStatements = "svcflow-helper-statements "
 )
 
 // dialects are the stores the tests run on; postgres skips without SVC_TEST_POSTGRES_DSN.
@@ -216,15 +221,16 @@ func (s *syncBuffer) String() string {
 
 // helperProc is a worker running in a child process (TestHelperWorker).
 type helperProc struct {
-	cmd    *exec.Cmd
-	stderr *syncBuffer
-	ready  chan struct{}
-	exited chan struct{}
+	cmd        *exec.Cmd
+	stderr     *syncBuffer
+	ready      chan struct{}
+	exited     chan struct{}
+	statements map[string]int // what a counting helper printed as it stopped
 }
 
 // startHelper starts TestHelperWorker in a child process of this test binary against dsn.
-// Cleanup kills it if it still runs.
-func startHelper(tb testing.TB, dsn string, lease time.Duration, concurrency int, poll time.Duration) *helperProc {
+// Cleanup kills it if it still runs. env is added to the helper's environment.
+func startHelper(tb testing.TB, dsn string, lease time.Duration, concurrency int, poll time.Duration, env ...string) *helperProc {
 	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWorker$", "-test.count=1")
 	cmd.Env = append(os.Environ(),
@@ -234,6 +240,7 @@ func startHelper(tb testing.TB, dsn string, lease time.Duration, concurrency int
 		envHelperConcurrency+"="+strconv.Itoa(concurrency),
 		envHelperPoll+"="+poll.String(),
 	)
+	cmd.Env = append(cmd.Env, env...)
 	h := &helperProc{cmd: cmd, stderr: &syncBuffer{}, ready: make(chan struct{}), exited: make(chan struct{})}
 	cmd.Stderr = h.stderr
 	stdout, err := cmd.StdoutPipe()
@@ -241,11 +248,16 @@ func startHelper(tb testing.TB, dsn string, lease time.Duration, concurrency int
 	require.NoError(tb, cmd.Start())
 	go func() {
 		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
 		signalled := false
 		for sc.Scan() {
-			if !signalled && strings.TrimSpace(sc.Text()) == helperReady {
+			line := strings.TrimSpace(sc.Text())
+			if !signalled && line == helperReady {
 				close(h.ready)
 				signalled = true
+			}
+			if counts, ok := strings.CutPrefix(line, strings.TrimSpace(helperStatements)); ok {
+				_ = json.Unmarshal([]byte(counts), &h.statements)
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
@@ -259,6 +271,19 @@ func startHelper(tb testing.TB, dsn string, lease time.Duration, concurrency int
 		}
 	})
 	return h
+}
+
+// stop sends SIGTERM, waits until the process is gone and returns the statements a
+// counting helper printed (nil for another).
+func (h *helperProc) stop(tb testing.TB) map[string]int {
+	tb.Helper()
+	require.NoError(tb, h.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-h.exited:
+	case <-time.After(60 * time.Second):
+		tb.Fatalf("helper worker still running 60s after SIGTERM:\n%s", h.stderr.String())
+	}
+	return h.statements
 }
 
 // waitReady waits for the helper to have opened its store and started its worker.

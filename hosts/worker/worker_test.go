@@ -194,10 +194,27 @@ func TestHelperWorker(t *testing.T) {
 	require.NoError(t, err)
 	concurrency, err := strconv.Atoi(os.Getenv(envHelperConcurrency))
 	require.NoError(t, err)
-	eng := newEngine(t, engine.Config{Store: openStore(t, os.Getenv(envHelperDSN)), Lease: lease})
+	var counter *store.StatementCounter
+	var st *store.Store
+	if os.Getenv(envHelperCount) == "1" {
+		counter = &store.StatementCounter{}
+		st = store.OpenCountingPostgres(t, os.Getenv(envHelperDSN), counter)
+	} else {
+		st = openStore(t, os.Getenv(envHelperDSN))
+	}
+	eng := newEngine(t, engine.Config{Store: st, Lease: lease})
 	registerSlow(eng)
+	if counter != nil {
+		counter.Take() // what opening and migrating sent
+	}
 	fmt.Println(helperReady)
 	require.NoError(t, worker.New(eng, worker.Options{Concurrency: concurrency, Poll: poll, Logger: quiet}).Run(ctx))
+	if counter != nil {
+		// Stopped by SIGTERM after the benchmark's runs: what the worker sent, for its parent.
+		b, err := json.Marshal(counter.Take())
+		require.NoError(t, err)
+		fmt.Println(helperStatements + string(b))
+	}
 }
 
 // crashFlow is a foreach whose elements write one row each (a plain insert: an element
