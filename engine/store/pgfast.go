@@ -62,11 +62,22 @@ func (q *querier) pgQueryRow(ctx context.Context, query string, args ...any) *sq
 // statement a table-writing step sends per row, so it goes as a prepared statement (pgx's
 // per-connection cache; one text per number of entries), not as rendered text that
 // PostgreSQL parses and plans anew each time. q is a PostgreSQL transaction (pgTx).
-func (q *querier) pgWriteRow(ctx context.Context, m *rowModel, upsert bool, entries []indexEntryModel) (string, time.Time, error) {
+//
+// With a guard (pgdecls.go) it writes only if the table's indexes column is still the one
+// the guard names, and otherwise nothing: sql.ErrNoRows.
+func (q *querier) pgWriteRow(ctx context.Context, m *rowModel, upsert bool, entries []indexEntryModel, guard *declGuard) (string, time.Time, error) {
 	args := []any{m.ID, m.OrgID, m.TableName, m.KeyHash, m.KeyColumns, string(m.Data), m.CreatedAt, m.UpdatedAt}
 	var b strings.Builder
-	b.WriteString(`WITH up AS (INSERT INTO table_rows (id, org_id, table_name, key_hash, key_columns, data, created_at, updated_at)
+	b.WriteString(`WITH up AS (INSERT INTO table_rows (id, org_id, table_name, key_hash, key_columns, data, created_at, updated_at)`)
+	if guard == nil {
+		b.WriteString(`
  VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8)`)
+	} else {
+		args = append(args, guard.arg())
+		b.WriteString(`
+ SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::jsonb, $7::timestamptz, $8::timestamptz
+ WHERE EXISTS (SELECT 1 FROM custom_tables WHERE org_id = $2 AND name = $3 AND indexes IS NOT DISTINCT FROM $9::text)`)
+	}
 	if upsert {
 		b.WriteString(` ON CONFLICT (org_id, table_name, key_hash) DO UPDATE SET data = EXCLUDED.data,
  key_columns = EXCLUDED.key_columns, updated_at = EXCLUDED.updated_at`)

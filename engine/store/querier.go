@@ -31,6 +31,8 @@ type querier struct {
 	// defs holds, in a transaction, the custom-table index declarations its writes read
 	// (tableindexes.go): they cannot change before it ends.
 	defs map[string][]svctype.TableIndex
+	// known is the Store's index declarations as last read (PostgreSQL only; pgdecls.go).
+	known *knownDecls
 }
 
 var _ storage.All = (*querier)(nil)

@@ -217,6 +217,7 @@ func openPostgres(dsn string, tracer pgx.QueryTracer) (*Store, error) {
 	db := bun.NewDB(sqldb, pgdialect.New())
 	s := newStore(db, db, dialectPostgres)
 	s.pgConfig = cfg
+	s.known = &knownDecls{}
 	return s, nil
 }
 
@@ -276,7 +277,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storag
 	return s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		return fn(ctx, &storeTx{querier{
 			w: tx, r: tx, dialect: s.dialect, clock: s.clock, inTx: true, prepared: s.prepared, sqlTx: tx.Tx,
-			defs: map[string][]svctype.TableIndex{},
+			defs: map[string][]svctype.TableIndex{}, known: s.known,
 		}})
 	})
 }
@@ -313,6 +314,9 @@ func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]sv
 		return nil, nil
 	}
 	t := s.now()
+	if s.dialect == dialectPostgres {
+		return s.pgClaimJobs(ctx, t, n, lease)
+	}
 	cands, err := s.claimCandidates(ctx, t, n)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim jobs: %w", err)

@@ -85,6 +85,7 @@ func (q *querier) readIndexDefs(ctx context.Context, db bun.IDB, orgID, table st
 	if err != nil {
 		return nil, err
 	}
+	q.known.put(declKey(orgID, table), knownDecl{raw: raw.String, valid: raw.Valid})
 	return parseIndexes(raw.String)
 }
 

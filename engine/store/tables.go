@@ -74,16 +74,15 @@ func (q *querier) InsertRow(ctx context.Context, orgID, table string, row map[st
 	}
 	err = q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
 		tx := q.within(db)
+		if q.dialect == dialectPostgres {
+			return tx.pgInsertRow(ctx, db, m, out.Data)
+		}
 		defs, err := tx.indexDefs(ctx, db, orgID, table)
 		if err != nil {
 			return err
 		}
 		entries, err := appendEntries(nil, orgID, table, m.ID, defs, out.Data)
 		if err != nil {
-			return err
-		}
-		if q.dialect == dialectPostgres {
-			_, _, err = tx.pgWriteRow(ctx, m, false, entries)
 			return err
 		}
 		if st := tx.fast(); st != nil {
@@ -129,22 +128,17 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 	)
 	err = q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
 		tx := q.within(db)
-		defs, err := tx.indexDefs(ctx, db, orgID, table)
-		if err != nil {
-			return err
-		}
-		if defs, err = tx.ensureKeyIndex(ctx, db, orgID, table, keys, defs); err != nil {
-			return err
-		}
-		// A fresh row's entries (its id is m.ID); an update's are handled below.
-		fresh, err := appendEntries(nil, orgID, table, m.ID, defs, out.Data)
-		if err != nil {
-			return err
-		}
+		var (
+			defs  []svctype.TableIndex
+			fresh []indexEntryModel
+			err   error
+		)
 		written := false
 		if q.dialect == dialectPostgres {
-			id, created, err = tx.pgWriteRow(ctx, m, true, fresh)
+			defs, id, created, err = tx.pgUpsertRow(ctx, db, m, keys, out.Data)
 			written = true
+		} else if defs, fresh, err = tx.upsertDefs(ctx, db, m, keys, out.Data); err != nil {
+			return err
 		} else if st := tx.fast(); st != nil {
 			var createdAt any
 			err = tx.queryRow(ctx, st.upsertRow, m.ID, m.OrgID, m.TableName, hash, *m.KeyColumns, string(m.Data),
@@ -184,6 +178,76 @@ func (q *querier) UpsertRow(ctx context.Context, orgID, table string, keys []str
 	out.ID = id
 	out.CreatedAt = created.UTC()
 	return out, inserted, nil
+}
+
+// upsertDefs reads the table's declarations for an upsert, declaring its key index when
+// missing, and returns them and a fresh row's entries (its id is m.ID).
+func (q *querier) upsertDefs(ctx context.Context, db bun.IDB, m *rowModel, keys []string, data map[string]any) ([]svctype.TableIndex, []indexEntryModel, error) {
+	defs, err := q.indexDefs(ctx, db, m.OrgID, m.TableName)
+	if err != nil {
+		return nil, nil, err
+	}
+	if defs, err = q.ensureKeyIndex(ctx, db, m.OrgID, m.TableName, keys, defs); err != nil {
+		return nil, nil, err
+	}
+	fresh, err := appendEntries(nil, m.OrgID, m.TableName, m.ID, defs, data)
+	return defs, fresh, err
+}
+
+// pgInsertRow writes a new row and its entries in one statement, guarded by the
+// declarations the Store knows when this transaction has read none (pgdecls.go), and
+// again after reading them when the guard refused.
+func (q *querier) pgInsertRow(ctx context.Context, db bun.IDB, m *rowModel, data map[string]any) error {
+	defs, guard, err := q.writeDefs(ctx, db, m.OrgID, m.TableName)
+	if err != nil {
+		return err
+	}
+	entries, err := appendEntries(nil, m.OrgID, m.TableName, m.ID, defs, data)
+	if err != nil {
+		return err
+	}
+	_, _, err = q.pgWriteRow(ctx, m, false, entries, guard)
+	if staleGuard(guard, err) {
+		if defs, err = q.indexDefs(ctx, db, m.OrgID, m.TableName); err != nil {
+			return err
+		}
+		if entries, err = appendEntries(nil, m.OrgID, m.TableName, m.ID, defs, data); err != nil {
+			return err
+		}
+		_, _, err = q.pgWriteRow(ctx, m, false, entries, nil)
+	} else if err == nil && guard != nil {
+		q.guardHeld(m.OrgID, m.TableName, defs)
+	}
+	return err
+}
+
+// pgUpsertRow is pgInsertRow for an upsert: it returns the declarations, and the id and
+// creation time of the row written. Declarations without the key index are read, and the
+// index declared (ensureKeyIndex), as before.
+func (q *querier) pgUpsertRow(ctx context.Context, db bun.IDB, m *rowModel, keys []string, data map[string]any) ([]svctype.TableIndex, string, time.Time, error) {
+	defs, guard, err := q.writeDefs(ctx, db, m.OrgID, m.TableName)
+	if err != nil {
+		return nil, "", time.Time{}, err
+	}
+	var fresh []indexEntryModel
+	if guard != nil && hasKeyIndex(defs, keys) {
+		fresh, err = appendEntries(nil, m.OrgID, m.TableName, m.ID, defs, data)
+		if err != nil {
+			return nil, "", time.Time{}, err
+		}
+		id, created, err := q.pgWriteRow(ctx, m, true, fresh, guard)
+		if !staleGuard(guard, err) {
+			if err == nil {
+				q.guardHeld(m.OrgID, m.TableName, defs)
+			}
+			return defs, id, created, err
+		}
+	}
+	if defs, fresh, err = q.upsertDefs(ctx, db, m, keys, data); err != nil {
+		return nil, "", time.Time{}, err
+	}
+	id, created, err := q.pgWriteRow(ctx, m, true, fresh, nil)
+	return defs, id, created, err
 }
 
 // within reports whether every one of cols is in set.
