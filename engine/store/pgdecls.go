@@ -117,3 +117,21 @@ func hasKeyIndex(defs []svctype.TableIndex, keys []string) bool {
 	key := svctype.IndexKey(keys)
 	return slices.ContainsFunc(defs, func(d svctype.TableIndex) bool { return d.Key() == key })
 }
+
+// readDefs returns the declarations a read with where is planned from. Outside a
+// transaction, when the declarations the Store knows hold a ready index for where, those,
+// unread: a ready index stays ready and no table is dropped, so its entries are there, and
+// an index made since can only make the read cheaper, never change what it returns.
+// Otherwise it reads them (indexDefs).
+func (q *querier) readDefs(ctx context.Context, orgID, table string, where map[string]any) ([]svctype.TableIndex, error) {
+	if !q.inTx {
+		if d, ok := q.known.get(declKey(orgID, table)); ok {
+			if defs, err := parseIndexes(d.raw); err == nil {
+				if _, ok := svctype.BestIndex(defs, where); ok {
+					return defs, nil
+				}
+			}
+		}
+	}
+	return q.indexDefs(ctx, q.r, orgID, table)
+}

@@ -413,7 +413,7 @@ func (q *querier) selectRows(ctx context.Context, orgID, table string, where map
 		return nil, err
 	}
 	if len(where) > 0 {
-		defs, err := q.indexDefs(ctx, q.r, orgID, table)
+		defs, err := q.readDefs(ctx, orgID, table, where)
 		if err != nil {
 			return nil, err
 		}

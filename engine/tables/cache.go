@@ -2,6 +2,7 @@ package tables
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -62,4 +63,21 @@ func (t cachedTables) GetTable(ctx context.Context, orgID, name string) (*svctyp
 	}
 	t.cache.put(tbl)
 	return tbl, nil
+}
+
+// TableIndexes reads a table's indexes as stored now and keeps them in the cached
+// declaration: a read that found no covering index in it (CheckRead) reads them again only
+// until the index it needs is ready. Indexes only grow and become ready, so the newer list
+// is never less true.
+func (t cachedTables) TableIndexes(ctx context.Context, orgID, name string) ([]svctype.TableIndex, error) {
+	defs, err := t.TableStore.TableIndexes(ctx, orgID, name)
+	if err != nil {
+		return nil, err
+	}
+	if tbl, ok := t.cache.get(orgID, name); ok {
+		fresh := *tbl
+		fresh.Indexes = slices.Clone(defs)
+		t.cache.put(&fresh)
+	}
+	return defs, nil
 }

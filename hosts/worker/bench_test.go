@@ -190,6 +190,8 @@ func BenchmarkRunsPostgresProcesses(b *testing.B) {
 // BenchmarkStatementsPerStep counts the statements (each a round trip) one worker sends to
 // PostgreSQL for the 3-step ledger run: per run, per step, and by statement, from pgx's
 // tracer, each kind with the first text sent. Execute's own statements are counted apart.
+// The runs are queued first, then one worker of concurrency 1 runs them: each claim takes
+// one job, as a worker does under light load.
 func BenchmarkStatementsPerStep(b *testing.B) {
 	var counter store.StatementCounter
 	dsn := sharedDSN(b, "postgres")
@@ -197,16 +199,22 @@ func BenchmarkStatementsPerStep(b *testing.B) {
 	eng := newEngine(b, engine.Config{Store: st})
 	wfID := ledgerSetup(b, eng)
 	watch := openStore(b, dsn) // the benchmark's polls for the end, not counted
+	// One run first, whose upsert declares the accounts table's key index, and the index's
+	// build: the runs counted then meet the tables as a deployment does after its first run.
+	stop := startWorker(b, eng, worker.Options{Concurrency: 1, Poll: 5 * time.Millisecond})
+	execute(b, eng, wfID, ledgerInput(0))
+	waitDrainedOn(b, watch)
+	require.NoError(b, stop())
 	counter.Take()
 	executeN(b, eng, wfID, b.N)
 	executes := counter.Take()
 	b.ResetTimer()
-	stop := startWorker(b, eng, worker.Options{Concurrency: 1, Poll: 5 * time.Millisecond})
+	stop = startWorker(b, eng, worker.Options{Concurrency: 1, Poll: 5 * time.Millisecond})
 	waitDrainedOn(b, watch)
 	b.StopTimer()
 	require.NoError(b, stop())
 	ran := counter.Take()
-	checkLedger(b, eng, b.N)
+	checkLedger(b, eng, b.N+1)
 	total, execTotal := countsTotal(ran), countsTotal(executes)
 	b.ReportMetric(float64(total)/float64(b.N), "stmts/run")
 	b.ReportMetric(float64(total)/float64(3*b.N), "stmts/step")
