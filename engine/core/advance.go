@@ -36,15 +36,12 @@ type aheadRead struct {
 }
 
 func (e *Core) loadRun(ctx context.Context, job *svctype.Job) (*runState, error) {
-	run, err := e.store.GetRun(ctx, job.OrgID, job.RunID)
+	// One round trip on PostgreSQL (storage.RunLoader).
+	run, raw, err := storage.LoadRun(ctx, e.store, job.OrgID, job.RunID)
 	if err != nil {
 		return nil, err
 	}
 	ent, err := e.entry(run)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := e.store.GetContext(ctx, job.OrgID, job.RunID)
 	if err != nil {
 		return nil, err
 	}

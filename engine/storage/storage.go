@@ -108,6 +108,31 @@ type StepCommitter interface {
 	CommitStep(ctx context.Context, c *StepCommit) error
 }
 
+// RunLoader is a Store that reads a run and its whole context in one round trip to its
+// database (one statement on PostgreSQL): what a worker reads to take up a run that
+// another process started or left. A Store without it is sent GetRun, then GetContext
+// (LoadRun).
+type RunLoader interface {
+	LoadRun(ctx context.Context, orgID, runID string) (*svctype.Run, map[string]json.RawMessage, error)
+}
+
+// LoadRun reads a run and its context through s: in one round trip when s is a
+// RunLoader, else by GetRun and GetContext. ErrNotFound without the run.
+func LoadRun(ctx context.Context, s Store, orgID, runID string) (*svctype.Run, map[string]json.RawMessage, error) {
+	if l, ok := s.(RunLoader); ok {
+		return l.LoadRun(ctx, orgID, runID)
+	}
+	run, err := s.GetRun(ctx, orgID, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := s.GetContext(ctx, orgID, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return run, raw, nil
+}
+
 // CommitStep writes c through tx: in one round trip when tx is a StepCommitter, else as
 // the calls c stands for, in order.
 func CommitStep(ctx context.Context, tx Tx, c *StepCommit) error {

@@ -155,3 +155,36 @@ func partStrings(parts []json.RawMessage) []string {
 	}
 	return out
 }
+
+// testLoadRun: storage.LoadRun reads what GetRun and GetContext read (a value stored in
+// parts joined whole), a run without context with none, and another organization's run or
+// an unknown one not at all.
+func testLoadRun(t *testing.T, b *bundle) {
+	bare := b.run(t, orgA, "wf", time.Time{})
+	run, raw, err := storage.LoadRun(b.ctx, b.s, orgA, bare.ID)
+	require.NoError(t, err)
+	want, err := b.s.GetRun(b.ctx, orgA, bare.ID)
+	require.NoError(t, err)
+	require.Equal(t, want, run)
+	require.Empty(t, raw)
+
+	r := b.run(t, orgA, "wf", time.Time{})
+	require.NoError(t, b.s.PutContext(b.ctx, orgA, r.ID, "small", json.RawMessage(`{"a":1}`)))
+	require.NoError(t, b.s.PutContext(b.ctx, orgA, r.ID, "n", json.RawMessage(`2`)))
+	require.NoError(t, b.s.PutContextParts(b.ctx, orgA, r.ID, "big",
+		storage.Parts(json.RawMessage(`[1,2]`), json.RawMessage(`[3]`)), 3, 2))
+	run, raw, err = storage.LoadRun(b.ctx, b.s, orgA, r.ID)
+	require.NoError(t, err)
+	want, err = b.s.GetRun(b.ctx, orgA, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, want, run)
+	require.Len(t, raw, 3)
+	require.JSONEq(t, `{"a":1}`, string(raw["small"]))
+	require.JSONEq(t, `2`, string(raw["n"]))
+	require.JSONEq(t, `[1,2,3]`, string(raw["big"]), "joined back whole")
+
+	for _, c := range []struct{ org, id string }{{orgB, r.ID}, {orgA, "no-such-run"}} {
+		_, _, err := storage.LoadRun(b.ctx, b.s, c.org, c.id)
+		require.ErrorIs(t, err, storage.ErrNotFound)
+	}
+}

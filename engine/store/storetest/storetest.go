@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) storage.Ful
 		{"JobClaimConcurrent", testJobClaimConcurrent},
 		{"JobClaimFair", testJobClaimFair},
 		{"JobClaimCounts", testJobClaimCounts},
+		{"LoadRun", testLoadRun},
 		{"JobTenancy", testJobTenancy},
 		{"Tables", testTables},
 		{"Rows", testRows},
