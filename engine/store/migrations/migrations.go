@@ -44,5 +44,6 @@ func All() []migrate.Migration {
 		{Name: "20261128000230", Comment: "published workflow versions of processes and bundles; idempotency key requests", Up: inTx(publishedWorkflowVersions)},
 		{Name: "20261128000260", Comment: "run_search_keys: the runs a search key value finds", Up: inTx(runSearchKeys)},
 		{Name: "20261128001500", Comment: "run_retries (a retried run's link to the failed run), run_operations", Up: inTx(runRetriesOperations)},
+		{Name: "20261207000100", Comment: "drop jobs_run_at, which no query reads", Up: inTx(dropJobsRunAt)},
 	}
 }
