@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"strconv"
 	"time"
 
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -35,15 +36,16 @@ func (q *querier) EnqueueJob(ctx context.Context, job *svctype.Job) error {
 		return wrap("enqueue job", err)
 	}
 	if q.dialect == dialectPostgres && m.LeaseToken == nil && !m.RunAt.After(q.now()) {
-		return q.notifyJobs(ctx, "enqueue job")
+		return q.notifyJobs(ctx, "enqueue job", job.ID)
 	}
 	return nil
 }
 
-// notifyJobs tells the workers of every process, when the transaction commits, that a job
-// can be claimed (PostgreSQL only; the caller checked the dialect).
-func (q *querier) notifyJobs(ctx context.Context, op string) error {
-	_, err := q.w.NewRaw("SELECT pg_notify(?, '')", jobsChannel).Exec(ctx)
+// notifyJobs tells the workers of every process, when the transaction commits, that job id
+// can be claimed (PostgreSQL only; the caller checked the dialect). The id is the payload:
+// it names the one worker process that claims at once (notify.go).
+func (q *querier) notifyJobs(ctx context.Context, op string, id int64) error {
+	_, err := q.w.NewRaw("SELECT pg_notify(?, ?)", q.jobsChan(), strconv.FormatInt(id, 10)).Exec(ctx)
 	return wrap(op, err)
 }
 
@@ -87,7 +89,7 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, lease time.Dur
 			return err
 		}
 		if lease <= 0 && !runAt.After(t) {
-			return q.notifyJobs(ctx, op)
+			return q.notifyJobs(ctx, op, job.ID)
 		}
 		return nil
 	}
@@ -109,7 +111,7 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, lease time.Dur
 		return err
 	}
 	if q.dialect == dialectPostgres && lease <= 0 && !runAt.After(t) {
-		return q.notifyJobs(ctx, op) // handed back: claimable now by any worker
+		return q.notifyJobs(ctx, op, job.ID) // handed back: claimable now by any worker
 	}
 	return nil
 }

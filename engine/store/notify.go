@@ -15,12 +15,13 @@ import (
 )
 
 // PostgreSQL notification channels. UpdateRun announces a run that left running on
-// runStatusChannel (payload "<org id>\n<run id>"); EnqueueJob and a RenewJob that frees a
-// lease announce a job ready to claim on jobsChannel (no payload), so a worker in another
-// process claims it at once instead of at its next poll.
+// runStatusChannel (payload "<org id>\n<run id>"); EnqueueJob, a run's start and a
+// RenewJob that frees a lease announce a job ready to claim on jobsChannel (payload: its
+// id), so that a worker in another process (one: claimers.go) claims it at once instead of
+// at its next poll.
 const (
 	runStatusChannel = "svcflow_run_status"
-	jobsChannel      = "svcflow_jobs"
+	jobsChannel      = "svcflow_jobs" // with a search_path, see jobsChannelOf
 	// listenReadyTimeout bounds how long the first watcher waits for LISTEN.
 	listenReadyTimeout = 5 * time.Second
 )
@@ -43,6 +44,13 @@ type listener struct {
 	next      int
 	status    map[int]func(orgID, runID string)
 	jobs      map[int]func()
+
+	// Wake-one (claimers.go): joined says the connection in place was opened as a
+	// claimer, which it is when the Store had job watchers then; rejoin ends a connection
+	// opened without, so that the next one joins.
+	joined bool
+	rejoin context.CancelFunc
+	turn   claimTurn
 }
 
 // WatchRunStatus calls fn for every run whose status left running, committed by any
@@ -79,6 +87,9 @@ func (s *Store) watch(add func(l *listener, id int)) (stop func()) {
 	id := l.next
 	l.next++
 	add(l, id)
+	if l.started && !l.joined && len(l.jobs) > 0 && l.rejoin != nil {
+		l.rejoin() // the connection reopens as a claimer's (claimers.go)
+	}
 	if !l.started {
 		l.started = true
 		ctx, cancel := context.WithCancel(context.Background())
@@ -109,6 +120,9 @@ func (s *Store) listenLoop(ctx context.Context, done chan struct{}) {
 		if ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, errRejoin) {
+			continue
+		}
 		slog.Warn("store: listening for notifications failed; reconnecting in 1s", "err", err)
 		select {
 		case <-ctx.Done():
@@ -118,24 +132,55 @@ func (s *Store) listenLoop(ctx context.Context, done chan struct{}) {
 }
 
 func (s *Store) listenOnce(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, s.pgConfig.Copy())
+	l := &s.listen
+	connCtx, rejoin := context.WithCancelCause(ctx)
+	defer rejoin(nil)
+	cfg := s.pgConfig.Copy()
+	l.mu.Lock()
+	claimer := len(l.jobs) > 0
+	l.joined = claimer
+	l.rejoin = func() { rejoin(errRejoin) }
+	l.mu.Unlock()
+	name := ""
+	if claimer {
+		name = claimerName(cfg)
+		cfg.RuntimeParams["application_name"] = name
+	}
+	conn, err := pgx.ConnectConfig(connCtx, cfg)
 	if err != nil {
-		return scrubbed(err)
+		return rejoined(connCtx, scrubbed(err))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, ch := range []string{runStatusChannel, jobsChannel} {
-		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
-			return scrubbed(err)
+	for _, ch := range []string{runStatusChannel, s.jobsChannel} {
+		if _, err := conn.Exec(connCtx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return rejoined(connCtx, scrubbed(err))
 		}
 	}
-	s.listen.readyOnce.Do(func() { close(s.listen.ready) })
+	l.readyOnce.Do(func() { close(l.ready) })
+	if claimer {
+		refreshed := make(chan struct{})
+		defer func() {
+			rejoin(nil)
+			<-refreshed
+		}()
+		go func() { defer close(refreshed); s.followClaimers(connCtx, name, conn.PgConn().PID()) }()
+	}
+	defer l.turn.set(-1, 0)
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		n, err := conn.WaitForNotification(connCtx)
 		if err != nil {
-			return scrubbed(err)
+			return rejoined(connCtx, scrubbed(err))
 		}
 		s.dispatch(n)
 	}
+}
+
+// rejoined is err, or errRejoin when the connection was ended to reopen as a claimer's.
+func rejoined(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), errRejoin) {
+		return errRejoin
+	}
+	return err
 }
 
 func (s *Store) dispatch(n *pgconn.Notification) {
@@ -148,7 +193,10 @@ func (s *Store) dispatch(n *pgconn.Notification) {
 		for _, fn := range l.status {
 			status = append(status, fn)
 		}
-	case jobsChannel:
+	case s.jobsChannel:
+		if !l.turn.mine(n.Payload) {
+			break // another worker process claims it (claimers.go)
+		}
 		for _, fn := range l.jobs {
 			jobs = append(jobs, fn)
 		}

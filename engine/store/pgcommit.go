@@ -161,7 +161,7 @@ func (q *querier) StartRun(ctx context.Context, r *storage.RunStart) error {
 	if jm.LeaseToken == nil && !jm.RunAt.After(t) {
 		// A due job wakes the workers of every process when the transaction commits, as
 		// EnqueueJob does.
-		final = append(final, "(SELECT count(*) FROM "+b.cte(`SELECT pg_notify(%s, '')`, jobsChannel)+")")
+		final = append(final, "(SELECT count(*) FROM "+b.cte(`SELECT pg_notify(%s, (SELECT id::text FROM `+jobCTE+`))`, q.jobsChan())+")")
 		dest = append(dest, &notified)
 	}
 	if err := q.pgQueryRow(ctx, b.text("SELECT "+strings.Join(final, ", ")), b.args...).Scan(dest...); err != nil {

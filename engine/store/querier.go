@@ -33,6 +33,8 @@ type querier struct {
 	defs map[string][]svctype.TableIndex
 	// known is the Store's index declarations as last read (PostgreSQL only; pgdecls.go).
 	known *knownDecls
+	// jobsChannel is where a job made claimable is announced (PostgreSQL only; notify.go).
+	jobsChannel string
 }
 
 var _ storage.All = (*querier)(nil)

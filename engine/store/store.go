@@ -218,6 +218,7 @@ func openPostgres(dsn string, tracer pgx.QueryTracer) (*Store, error) {
 	s := newStore(db, db, dialectPostgres)
 	s.pgConfig = cfg
 	s.known = &knownDecls{}
+	s.jobsChannel = jobsChannelOf(cfg)
 	return s, nil
 }
 
@@ -277,7 +278,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storag
 	return s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		return fn(ctx, &storeTx{querier{
 			w: tx, r: tx, dialect: s.dialect, clock: s.clock, inTx: true, prepared: s.prepared, sqlTx: tx.Tx,
-			defs: map[string][]svctype.TableIndex{}, known: s.known,
+			defs: map[string][]svctype.TableIndex{}, known: s.known, jobsChannel: s.jobsChannel,
 		}})
 	})
 }

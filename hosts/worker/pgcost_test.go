@@ -41,8 +41,9 @@ func withAppName(tb testing.TB, dsn, app string) string {
 }
 
 // pgBackendCPU reads the CPU time (utime + stime) of the PostgreSQL backends whose
-// application_name is app: the connections of the benchmark and of its worker processes,
-// LISTEN included, none of another test's. A backend that ends between two readings is
+// application_name starts with app: the connections of the benchmark and of its worker
+// processes, LISTEN included (a claimer's is named app + " claimer ..."), none of another
+// test's. A backend that ends between two readings is
 // missed: the benchmark's pools keep theirs open.
 type pgBackendCPU struct {
 	admin *sql.DB
@@ -83,7 +84,7 @@ func (p *pgBackendCPU) since() (time.Duration, error) {
 
 func (p *pgBackendCPU) read() (map[int]time.Duration, error) {
 	rows, err := p.admin.QueryContext(context.Background(),
-		`SELECT pid FROM pg_stat_activity WHERE application_name = $1`, p.app)
+		`SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1 || '%'`, p.app)
 	if err != nil {
 		return nil, err
 	}
