@@ -60,6 +60,9 @@ func (q *querier) jobsChan() string {
 func claimerName(cfg *pgx.ConnConfig) string {
 	sum := sha256.Sum256([]byte(cfg.Database + "\x00" + cfg.RuntimeParams["search_path"]))
 	app := cfg.RuntimeParams["application_name"]
+	if app == "" {
+		app = "svcflow"
+	}
 	if len(app) > 40 {
 		app = app[:40]
 	}
