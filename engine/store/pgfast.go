@@ -3,12 +3,16 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
+
+	"github.com/svcflow/svcflow/engine/svctype"
 )
 
 // The step commit on PostgreSQL. bun renders every argument into the statement text, so
@@ -41,6 +45,39 @@ func pgPlaceholders(q string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// pgGetWorkflow is GetWorkflow's statement on PostgreSQL.
+const pgGetWorkflow = `SELECT org_id, id, name, version, definition, warnings, created_at, updated_at
+FROM workflows WHERE org_id = $1 AND id = $2`
+
+// pgQueryer is a PostgreSQL transaction or pool, for prepared statements.
+type pgQueryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// pgPrepared is where q sends a prepared statement on PostgreSQL: its transaction, or the
+// pool; nil on SQLite.
+func (q *querier) pgPrepared() pgQueryer {
+	if q.dialect != dialectPostgres {
+		return nil
+	}
+	if q.sqlTx != nil {
+		return q.sqlTx
+	}
+	if db, ok := q.r.(*bun.DB); ok {
+		return db.DB
+	}
+	return nil
+}
+
+// rawOf is a nullable text column as JSON, nil for NULL.
+func rawOf(s sql.NullString) json.RawMessage {
+	if !s.Valid {
+		return nil
+	}
+	return json.RawMessage(s.String)
 }
 
 // pgTx reports whether q runs the step commit's statements prepared: a PostgreSQL
@@ -105,4 +142,53 @@ func (q *querier) pgWriteRow(ctx context.Context, m *rowModel, upsert bool, entr
 	)
 	err := q.pgQueryRow(ctx, b.String(), args...).Scan(&id, &created)
 	return id, created, err
+}
+
+// pgReadRows is ReadRows on PostgreSQL as a prepared statement (pgx's statement cache; one
+// text per shape of where and limit): a read step's one statement, which bun rendered with
+// its values in the text, so that PostgreSQL planned it anew each time (pg_stat_statements:
+// 320 µs of planning in a 430 µs read through an index).
+func (q *querier) pgReadRows(ctx context.Context, db pgQueryer, orgID, table string, where map[string]any, limit int) ([]svctype.Row, error) {
+	conds, err := q.readConditions(ctx, orgID, table, where)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	b.WriteString(`SELECT tr.id, tr.org_id, tr.table_name, tr.key_hash, tr.key_columns, tr.data, tr.created_at, tr.updated_at
+FROM table_rows AS tr WHERE (` + q.rowScope(conds) + `)`)
+	args := []any{orgID, table}
+	for _, c := range conds {
+		b.WriteString(" AND (" + c.expr + ")")
+		args = append(args, c.args...)
+	}
+	b.WriteString(" ORDER BY tr.created_at ASC, tr.id ASC")
+	if limit > 0 {
+		b.WriteString(" LIMIT " + strconv.Itoa(limit))
+	}
+	rows, err := db.QueryContext(ctx, pgPlaceholders(b.String()), append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []svctype.Row
+	for rows.Next() {
+		var m rowModel
+		var data []byte
+		if err := rows.Scan(&m.ID, &m.OrgID, &m.TableName, &m.KeyHash, &m.KeyColumns, &data, &m.CreatedAt, &m.UpdatedAt); err != nil {
+			return nil, err
+		}
+		m.Data = data
+		r, err := m.toRow()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []svctype.Row{}
+	}
+	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
 	"github.com/svcflow/svcflow/engine/storage"
@@ -162,7 +163,18 @@ func (q *querier) UpdateWorkflow(ctx context.Context, w *svctype.Workflow) error
 
 func (q *querier) GetWorkflow(ctx context.Context, orgID, id string) (*svctype.Workflow, error) {
 	var m workflowModel
-	err := q.r.NewSelect().Model(&m).Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
+	var err error
+	if db := q.pgPrepared(); db != nil {
+		// Every Execute reads its workflow: prepared on PostgreSQL, as the step commit's
+		// statements, so that it is not planned anew each time (pg_stat_statements: 130 µs
+		// of planning a call, rendered by bun).
+		var def, warnings sql.NullString
+		err = db.QueryRowContext(ctx, pgGetWorkflow, pgx.QueryExecModeCacheStatement, orgID, id).
+			Scan(&m.OrgID, &m.ID, &m.Name, &m.Version, &def, &warnings, &m.CreatedAt, &m.UpdatedAt)
+		m.Definition, m.Warnings = rawOf(def), rawOf(warnings)
+	} else {
+		err = q.r.NewSelect().Model(&m).Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
+	}
 	if err != nil {
 		return nil, wrap("get workflow", err)
 	}

@@ -351,6 +351,10 @@ func canonicalNumbers(v any) any {
 // first, at most limit (no limit when limit <= 0). The filter runs in SQL.
 func (q *querier) ReadRows(ctx context.Context, orgID, table string, where map[string]any, limit int) ([]svctype.Row, error) {
 	const op = "read rows"
+	if db := q.pgPrepared(); db != nil {
+		rows, err := q.pgReadRows(ctx, db, orgID, table, where, limit)
+		return rows, wrap(op, err)
+	}
 	sel, err := q.selectRows(ctx, orgID, table, where)
 	if err != nil {
 		return nil, wrap(op, err)
@@ -408,6 +412,22 @@ func (q *querier) ListRows(ctx context.Context, orgID, table string, where map[s
 // selectRows selects an org's table's rows matching where, oldest first, through the
 // table's best ready index for where when it has one.
 func (q *querier) selectRows(ctx context.Context, orgID, table string, where map[string]any) (*bun.SelectQuery, error) {
+	conds, err := q.readConditions(ctx, orgID, table, where)
+	if err != nil {
+		return nil, err
+	}
+	sel := q.r.NewSelect().Model((*rowModel)(nil)).
+		Where(q.rowScope(conds), orgID, table).
+		OrderExpr("tr.created_at ASC, tr.id ASC")
+	for _, c := range conds {
+		sel = sel.Where(c.expr, c.args...)
+	}
+	return sel, nil
+}
+
+// readConditions is where as conditions on table_rows (alias tr), led by the table's best
+// ready index for where when it has one.
+func (q *querier) readConditions(ctx context.Context, orgID, table string, where map[string]any) ([]condition, error) {
 	conds, err := q.rowConditions(where)
 	if err != nil {
 		return nil, err
@@ -425,13 +445,7 @@ func (q *querier) selectRows(ctx context.Context, orgID, table string, where map
 			conds = append([]condition{c}, conds...)
 		}
 	}
-	sel := q.r.NewSelect().Model((*rowModel)(nil)).
-		Where(q.rowScope(conds), orgID, table).
-		OrderExpr("tr.created_at ASC, tr.id ASC")
-	for _, c := range conds {
-		sel = sel.Where(c.expr, c.args...)
-	}
-	return sel, nil
+	return conds, nil
 }
 
 // UpdateRows sets the top-level columns of set in every row matching where and returns
@@ -744,7 +758,7 @@ func (q *querier) rowConditions(where map[string]any) ([]condition, error) {
 		}
 		if q.dialect == dialectPostgres {
 			// jsonb equality: type and value, 1 = 1.0, "1" <> 1.
-			conds = append(conds, condition{expr: "tr.data -> ? = ?::jsonb", args: []any{k, string(canonical)}})
+			conds = append(conds, condition{expr: "tr.data -> ?::text = ?::jsonb", args: []any{k, string(canonical)}})
 			continue
 		}
 		// SQLite: json_each reads the top-level member by name (no JSON path to escape)
