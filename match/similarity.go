@@ -99,8 +99,8 @@ func similarityRatio(a, b string, cutoff float64) (num, den int) {
 			return 1, 1
 		}
 		return 0, 0
-	case len(a) <= smallMax && len(b) <= smallMax:
-		if num, den, ok := ratioSmall(a, b, cutoff); ok {
+	case len(a) <= asciiMax && len(b) <= asciiMax:
+		if num, den, ok := ratioASCII(a, b, cutoff); ok {
 			return num, den
 		}
 	}

@@ -198,8 +198,8 @@ func TestSimilarityThresholdIsExact(t *testing.T) {
 func TestSimilarityAllocations(t *testing.T) {
 	// Not parallel: AllocsPerRun measures the whole process.
 	short := [2]string{"Invoice 4821 ACME Corp office supplies", "ACME CORP PAYMENT REF 4821 office supply"}
-	long := [2]string{strings.Repeat("Invoice 4821 ACME Corp office supplies ", 3), strings.Repeat("ACME CORP PAYMENT REF 4821 office supply ", 3)}
-	require.Greater(t, len(long[0]), smallMax, "the general path")
+	long := [2]string{strings.Repeat("Invoice 4821 ACME Corp office supplies ", 4), strings.Repeat("ACME CORP PAYMENT REF 4821 office supply ", 4)}
+	require.Greater(t, len(long[0]), asciiMax, "the general path")
 
 	Similarity(short[0], short[1])
 	require.Zero(t, testing.AllocsPerRun(100, func() { Similarity(short[0], short[1]) }), "the stack path")
@@ -241,11 +241,11 @@ func TestSWAR(t *testing.T) {
 	}
 }
 
-// TestSimilaritySmallPath checks the stack-only path for texts of at most smallMax ASCII
-// bytes against the general one and against the definition, at the length boundary, with
-// the most words a text can hold, with repeats, and with long words that share their
-// first 8 bytes.
-func TestSimilaritySmallPath(t *testing.T) {
+// TestSimilarityASCIIPath checks the stack-only path for texts of at most asciiMax ASCII
+// bytes against the general one and against the definition, at the length boundaries (64
+// bytes, where the arrays grow, and asciiMax), with the most words a text can hold, with
+// repeats, and with long words that share their first 8 bytes.
+func TestSimilarityASCIIPath(t *testing.T) {
 	t.Parallel()
 
 	general := func(a, b string) (int, int) {
@@ -254,7 +254,7 @@ func TestSimilaritySmallPath(t *testing.T) {
 	}
 	check := func(a, b string) {
 		t.Helper()
-		num, den, ok := ratioSmall(a, b, 0)
+		num, den, ok := ratioASCII(a, b, 0)
 		require.True(t, ok, "%q vs %q", a, b)
 		gn, gd := general(a, b)
 		require.Equal(t, gn*den, num*gd, "%q vs %q: %d/%d, general %d/%d", a, b, num, den, gn, gd)
@@ -271,27 +271,42 @@ func TestSimilaritySmallPath(t *testing.T) {
 	check("ab", "ab cd")
 	check("zz yy xx ww", "ww vv zz uu")
 
-	// Not ASCII, or over smallMax: the general path.
-	_, _, ok := ratioSmall("café", "cafe", 0)
+	manyLong := strings.Repeat("a ", 63) + "bc" // 128 bytes, 64 words
+	require.Len(t, manyLong, asciiMax)
+	check(manyLong, "a b c")
+	check(manyLong, strings.Repeat("c b ", 32))
+	check(strings.Repeat("x", 65), strings.Repeat("x", 64)+"y")
+	check(strings.Repeat("x", 128), strings.Repeat("x", 127)+"y")
+	check("y "+strings.Repeat("x", 64), "y x")
+	// Joins past 64 characters on both sides: the two-word LCS.
+	check(strings.Repeat("ab ", 42)+"zz", strings.Repeat("ba ", 42)+"yy")
+	check(strings.Repeat("abcdefghij", 12), strings.Repeat("abcdefghik", 12))
+
+	// Not ASCII, or over asciiMax: the general path.
+	_, _, ok := ratioASCII("café", "cafe", 0)
 	require.False(t, ok)
-	_, _, ok = ratioSmall("cafe", "CAFÉ", 0)
+	_, _, ok = ratioASCII("cafe", "CAFÉ", 0)
 	require.False(t, ok)
-	long := strings.Repeat("y", 65)
-	require.Equal(t, naiveTokenSetRatio(long, "y"), Similarity(long, "y"))
-	require.Equal(t, naiveTokenSetRatio("y "+strings.Repeat("x", 64), "y x"), Similarity("y x", "y "+strings.Repeat("x", 64)))
+	_, _, ok = ratioASCII(strings.Repeat("x", 100)+"é", "x", 0)
+	require.False(t, ok, "a non-ASCII byte in the second 64")
+	for _, n := range []int{asciiMax, asciiMax + 1} {
+		long := strings.Repeat("y", n)
+		require.Equal(t, naiveTokenSetRatio(long, "y"), Similarity(long, "y"))
+		require.Equal(t, naiveTokenSetRatio("y "+long, "y x"), Similarity("y x", "y "+long))
+	}
 
 	words := []string{"a", "b", "ab", "ba", "x1", "1x", "abcdefgh", "abcdefghi", "abcdefghj", "abcdefgh1",
 		"abcdefghij", "abcdefghijklmnop", "ACME", "acme", "corp", "crop", "9", "99", "z"}
 	seps := []string{" ", "-", ".", "  ", "/", "_"}
 	rng := rand.New(rand.NewPCG(3, 4))
-	gen := func() string {
+	gen := func(limit int) string {
 		var sb strings.Builder
-		for n := rng.IntN(20); n > 0; n-- {
+		for n := rng.IntN(limit / 3); n > 0; n-- {
 			w := words[rng.IntN(len(words))]
 			if rng.IntN(3) == 0 {
 				w = strings.ToUpper(w)
 			}
-			if sb.Len()+len(w)+2 > smallMax {
+			if sb.Len()+len(w)+2 > limit {
 				break
 			}
 			if sb.Len() > 0 || rng.IntN(4) == 0 {
@@ -299,13 +314,16 @@ func TestSimilaritySmallPath(t *testing.T) {
 			}
 			sb.WriteString(w)
 		}
-		if rng.IntN(4) == 0 && sb.Len() < smallMax {
+		if rng.IntN(4) == 0 && sb.Len() < limit {
 			sb.WriteString("!")
 		}
 		return sb.String()
 	}
 	for range 20000 {
-		check(gen(), gen())
+		check(gen(64), gen(64))
+	}
+	for range 5000 {
+		check(gen(asciiMax), gen(asciiMax))
 	}
 }
 
