@@ -287,7 +287,8 @@ func (sd *side) tokenizeUnicode(str string) {
 			r, size = utf8.DecodeRuneInString(str[i:])
 		}
 		i += size
-		if !unicode.IsLetter(r) && !unicode.IsNumber(r) {
+		r, word := foldRune(r)
+		if !word {
 			if start >= 0 {
 				sd.toks = append(sd.toks, token{start: int32(start), end: int32(len(buf)), runes: runes})
 				buf = append(buf, ' ')
@@ -298,7 +299,7 @@ func (sd *side) tokenizeUnicode(str string) {
 		if start < 0 {
 			start, runes = len(buf), 0
 		}
-		buf = utf8.AppendRune(buf, unicode.ToLower(r))
+		buf = utf8.AppendRune(buf, r)
 		runes++
 	}
 	if start >= 0 {
@@ -311,6 +312,40 @@ func (sd *side) tokenizeUnicode(str string) {
 		t.key = wordKey(sd.text, int(t.start), int(t.end-t.start))
 	}
 }
+
+// foldMax bounds the code points foldTable holds: the Latin, Greek, Cyrillic, Armenian,
+// Hebrew and Arabic blocks, where accented descriptions stay.
+const foldMax = 0x800
+
+// foldTable maps a code point below foldMax to its lower-case form when it is a letter or
+// a number, and to 0 otherwise: unicode.IsLetter, IsNumber and ToLower each search tables
+// for a code point past Latin-1.
+var foldTable = func() (t [foldMax]uint16) {
+	for r := range rune(foldMax) {
+		if unicode.IsLetter(r) || unicode.IsNumber(r) {
+			t[r] = uint16(unicode.ToLower(r)) // below 0x10000 for every r here (TestFoldRune)
+		}
+	}
+	return t
+}()
+
+// foldRune returns r lower-cased, and whether it is a letter or a number (part of a word).
+func foldRune(r rune) (rune, bool) {
+	if r < foldMax {
+		f := foldTable[r]
+		return rune(f), f != 0
+	}
+	if cjkFirst <= r && r <= cjkLast {
+		return r, true // unified ideographs: letters without case (TestFoldRune)
+	}
+	if unicode.IsLetter(r) || unicode.IsNumber(r) {
+		return unicode.ToLower(r), true
+	}
+	return r, false
+}
+
+// The CJK Unified Ideographs block.
+const cjkFirst, cjkLast = 0x4E00, 0x9FFF
 
 const (
 	swarOnes = 0x0101010101010101

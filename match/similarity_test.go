@@ -398,3 +398,17 @@ func TestSimilarityCutoff(t *testing.T) {
 	require.Equal(t, 0, Similarity("", ""))
 	require.False(t, SimilarityAtLeast("", "", 1))
 }
+
+// TestFoldRune checks the table and the CJK range of foldRune against unicode's
+// functions on every code point.
+func TestFoldRune(t *testing.T) {
+	t.Parallel()
+
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		want := unicode.IsLetter(r) || unicode.IsNumber(r)
+		got, word := foldRune(r)
+		if word != want || word && got != unicode.ToLower(r) {
+			t.Fatalf("foldRune(%U) = %U, %v; want %U, %v", r, got, word, unicode.ToLower(r), want)
+		}
+	}
+}
