@@ -73,6 +73,15 @@ func FuzzSimilarity(f *testing.F) {
 	f.Add("straße", "STRASSE")
 	f.Add("", "x")
 	f.Add("a a a", "a")
+	// The ASCII path's shortcuts and ties: one side's words all in the other, repeats on
+	// both sides, words sharing their first 8 bytes (ordered only by the rest), an 8-byte
+	// word against a longer one, texts past 64 bytes (two words of bits), a non-ASCII word.
+	f.Add("acme corp", "ACME CORP PAYMENT")
+	f.Add("payment payment ref", "refund payment payment")
+	f.Add("abcdefghia", "abcdefghiz abcdefghia x")
+	f.Add("abcdefgh zz", "abcdefghi zz")
+	f.Add(strings.Repeat("ab ", 30)+"abcdefghijklmnopqrs", strings.Repeat("ba ", 30)+"abcdefghijklmnopqrz")
+	f.Add("Zürich AG 4821", "ZURICH AG 4821")
 	f.Fuzz(func(t *testing.T, a, b string) {
 		if len(a) > 300 || len(b) > 300 {
 			return // the definition's DP is quadratic

@@ -412,3 +412,80 @@ func TestFoldRune(t *testing.T) {
 		}
 	}
 }
+
+// TestSort8 checks the sorting network on every sequence of 0s and 1s of each length up
+// to 8 (a network that sorts those sorts everything: Knuth's 0-1 principle) and on random
+// words, and that the values past the words are the largest.
+func TestSort8(t *testing.T) {
+	t.Parallel()
+
+	var buf [8]uint64
+	for n := 0; n <= 8; n++ {
+		for bitsOf := range 1 << n {
+			for k := range n {
+				buf[k] = uint64(bitsOf>>k&1) << 40
+			}
+			w := buf[:n]
+			want := append([]uint64{}, w...)
+			slices.Sort(want)
+			sort8(w)
+			require.Equal(t, want, append([]uint64{}, w...), "n %d, bits %b", n, bitsOf)
+			for k := n; k < 8; k++ {
+				require.Equal(t, ^uint64(0), buf[k], "past the words, the largest value; n %d", n)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	for range 10000 {
+		n := rng.IntN(9)
+		for k := range n {
+			// Packed words: the top byte is a code, at most 0xeb.
+			buf[k] = rng.Uint64N(0xec << 56)
+		}
+		w := buf[:n]
+		want := append([]uint64{}, w...)
+		slices.Sort(want)
+		sort8(w)
+		require.Equal(t, want, append([]uint64{}, w...))
+	}
+}
+
+// TestSimilarityFastPaths pins the answers the ASCII path gives without its LCS or after
+// its shortcuts, against the definition: one side's words all in the other (100 at once),
+// the same set of words written differently, repeats, words that share their first 8 bytes
+// (where the packed words tie and the bytes past them decide), words of exactly 8 bytes,
+// digits against letters, and the same pairs with a non-ASCII byte (the general path).
+func TestSimilarityFastPaths(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"acme corp", "ACME CORP PAYMENT", 100},                    // a's words all in b
+		{"ACME CORP PAYMENT", "corp", 100},                         // b's words all in a
+		{"acme acme corp corp", "corp acme", 100},                  // the same set, repeats
+		{"corp, acme.", "ACME-CORP", 100},                          // the same set, other separators
+		{"invoice invoice invoice", "invoice payment", 100},        // a repeat is no extra word
+		{"payment payment ref", "payment refund", 88},              // a repeat left out of the join
+		{"payment payment ref", "refund payment payment", 88},      // a repeat on both sides counted once
+		{"abcdefghij", "abcdefghik", 90},                           // 8-byte prefix shared, tails differ
+		{"abcdefghij abcdefghik", "ABCDEFGHIK abcdefghij", 100},    // ties ordered by the tails
+		{"abcdefghij abcdefghik x", "abcdefghik abcdefghij y", 95}, // ties, then the LCS
+		{"abcdefghia", "abcdefghiz abcdefghia x", 100},             // found only once the tie is ordered
+		{"abcdefgh abcdefghi", "abcdefghi", 100},                   // an 8-byte word is a prefix of a 9-byte one
+		{"abcdefgh zz", "abcdefghi zz", 95},                        // the 8-byte word and the longer are different words
+		{"abcdefghijklmnopq", "abcdefghijklmnopr", 94},             // words past 16 bytes
+		{"a1 b2 9z", "A1 Z9 b2", 87},                               // digits sort before letters
+		{"x y z", "q r s", 40},                                     // no common word: the spaces still match
+		{"x", "y", 0},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, naiveTokenSetRatio(tt.a, tt.b), "the definition: %q vs %q", tt.a, tt.b)
+		require.Equal(t, tt.want, Similarity(tt.a, tt.b), "%q vs %q", tt.a, tt.b)
+		require.Equal(t, tt.want, Similarity(tt.b, tt.a), "%q vs %q", tt.b, tt.a)
+		// The same words with a non-ASCII word added to both sides take the general path.
+		ua, ub := tt.a+" é", tt.b+" é"
+		require.Equal(t, naiveTokenSetRatio(ua, ub), Similarity(ua, ub), "%q vs %q", ua, ub)
+	}
+}
