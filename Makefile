@@ -128,11 +128,13 @@ bench-http: bench-runs ## runs/s and run latency p50-p99 over HTTP: the real bin
 # (go install github.com/temporalio/cli/cmd/temporal@v1.5.1); without one, svcflow is set beside issue 35's 38.5 runs/s.
 TEMPORAL ?= temporal
 TEMPORAL_ACTIVITIES ?= local
+# 10 pollers of each kind ran 64-76 runs/s here where the SDK's default 2 ran 44-58 (32: 56).
+TEMPORAL_POLLERS ?= 10
 ROUNDS ?= 3
 bench-vs-temporal: ## 3-step runs over HTTP (100 clients, 3,000 runs, 3,000 keys) beside the Temporal dev server with a Go SDK worker, ROUNDS rounds alternating: runs/s, p50, p99, CPU a run, the ratio
 	$(GO) build -o bin/svcflow ./hosts/svcflow
 	$(GO) build -o bin/benchhttp ./hosts/benchhttp
-	cd hosts/benchhttp/temporal && $(GO) run . -vs -temporal '$(TEMPORAL)' -activities $(TEMPORAL_ACTIVITIES) -rounds $(ROUNDS) \
+	cd hosts/benchhttp/temporal && $(GO) run . -vs -temporal '$(TEMPORAL)' -activities $(TEMPORAL_ACTIVITIES) -pollers $(TEMPORAL_POLLERS) -rounds $(ROUNDS) \
 	  -svcflow '$(CURDIR)/bin/benchhttp -binary $(CURDIR)/bin/svcflow -mode wait -clients 100 -runs 3000 -keys 3000'
 
 # make load: issue 21's figures from outside, each phase on fresh processes (hosts/benchhttp -mode load). PostgreSQL:

@@ -75,7 +75,11 @@ func temporalSide(ctx context.Context, o options) (f figures, err error) {
 
 	l := newLedger(o.keys)
 	local := o.activities == "local"
-	w := worker.New(c, taskQueue, worker.Options{})
+	wo := worker.Options{}
+	if o.pollers > 0 {
+		wo.MaxConcurrentWorkflowTaskPollers, wo.MaxConcurrentActivityTaskPollers = o.pollers, o.pollers
+	}
+	w := worker.New(c, taskQueue, wo)
 	w.RegisterWorkflowWithOptions(ledgerWorkflow(l, local), workflow.RegisterOptions{Name: "ledger"})
 	if !local {
 		w.RegisterActivity(l)

@@ -44,6 +44,9 @@ type options struct {
 	clients    int
 	runs       int
 	keys       int
+	// pollers, when above 0, is the worker's pollers of workflow tasks and of activity
+	// tasks each (the SDK's default otherwise).
+	pollers int
 }
 
 func main() {
@@ -57,6 +60,7 @@ func run() int {
 	flag.IntVar(&o.clients, "clients", 100, "concurrent clients")
 	flag.IntVar(&o.runs, "runs", 3000, "workflow runs in all")
 	flag.IntVar(&o.keys, "keys", 3000, "distinct accounts the runs upsert")
+	flag.IntVar(&o.pollers, "pollers", 0, "the worker's pollers of workflow tasks and of activity tasks, each (0: the SDK's default, 2)")
 	vs := flag.Bool("vs", false, "run -svcflow and this side -rounds times each, alternating, and compare")
 	svcflowCmd := flag.String("svcflow", "", "with -vs: the command of the svcflow side (a benchhttp -mode wait that prints a figures: line)")
 	rounds := flag.Int("rounds", 3, "with -vs: rounds, each side once a round")
