@@ -42,3 +42,18 @@ func TestProcessCPUReadsThisProcess(t *testing.T) {
 	_, ok = processCPU(-1)
 	require.False(t, ok)
 }
+
+// TestFiguresLine: the line make bench-vs-temporal reads (hosts/benchhttp/temporal's
+// parseFigures) has every key it looks for, with the nearest-rank percentiles and the CPU a
+// run, and no CPU keys when /proc did not tell.
+func TestFiguresLine(t *testing.T) {
+	t.Parallel()
+	r := result{name: "wait", runs: 4, completed: 4, elapsed: 2 * time.Second,
+		lat:       []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond, 400 * time.Millisecond},
+		failures:  newTally(),
+		serverCPU: 8 * time.Millisecond, ownCPU: 2 * time.Millisecond, cpuKnown: true}
+	require.Equal(t, "figures: mode=wait runs=4 completed=4 seconds=2.000 runs_per_s=2.0 p50_ms=20.00 p90_ms=400.00 p99_ms=400.00 max_ms=400.00 server_cpu_ms_per_run=2.000 client_cpu_ms_per_run=0.500", r.figuresLine())
+	r.cpuKnown = false
+	require.NotContains(t, r.figuresLine(), "cpu")
+	require.Empty(t, r.cpuNote())
+}
