@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -37,6 +38,8 @@ type sqliteStatements struct {
 	deleteEntries *sql.Stmt
 	insertRun     *sql.Stmt
 	enqueueJob    *sql.Stmt
+	// The claim's write (store.go, ClaimJobs): once per claim, like the commit's.
+	claimJobs *sql.Stmt
 
 	// Reads prepared on the read pool: what every status poll reads.
 	getRun       *sql.Stmt
@@ -76,6 +79,15 @@ const (
  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 	sqlEnqueueJob = `INSERT INTO "jobs" ("org_id", "kind", "run_id", "workflow_id", "run_at", "attempts",
  "lease_token", "lease_until", "payload") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// Claiming the jobs picked from the candidates: the keys come as one JSON array of
+	// [org_id, id] pairs, so that one statement serves any number of them. The first IN
+	// finds the rows by id (the table's rowid); the second keeps each to its organization.
+	sqlClaimJobs = `UPDATE "jobs" SET "lease_token" = lower(hex(randomblob(16))), "lease_until" = ?,
+ "attempts" = "attempts" + 1, "claims" = "claims" + 1
+ WHERE "id" IN (SELECT "value" ->> 1 FROM json_each(?))
+ AND ("org_id", "id") IN (SELECT "value" ->> 0, "value" ->> 1 FROM json_each(?))
+ AND "run_at" <= ? AND ("lease_until" IS NULL OR "lease_until" < ?)
+ RETURNING *`
 	sqlGetRun       = `SELECT * FROM "runs" WHERE "org_id" = ? AND "id" = ?`
 	sqlGetContext   = `SELECT * FROM "run_context" WHERE "org_id" = ? AND "run_id" = ?`
 	sqlListSteps    = `SELECT * FROM "run_steps" WHERE "org_id" = ? AND "run_id" = ? ORDER BY "idx"`
@@ -120,6 +132,7 @@ func (p *sqlitePrepared) prepare(ctx context.Context) error {
 		{&s.deleteEntries, sqlDeleteEntries, false},
 		{&s.insertRun, sqlInsertRun, false},
 		{&s.enqueueJob, sqlEnqueueJob, false},
+		{&s.claimJobs, sqlClaimJobs, false},
 		{&s.getRun, sqlGetRun, true},
 		{&s.getContext, sqlGetContext, true},
 		{&s.listSteps, sqlListSteps, true},
@@ -176,7 +189,8 @@ func (p *sqlitePrepared) close() {
 }
 
 func (s *sqliteStatements) close() {
-	for _, stmt := range []*sql.Stmt{s.renewJob, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow, s.insertRun, s.enqueueJob,
+	for _, stmt := range []*sql.Stmt{s.renewJob, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow,
+		s.tableIndexes, s.insertEntry, s.deleteEntries, s.insertRun, s.enqueueJob, s.claimJobs,
 		s.getRun, s.getContext, s.listSteps, s.stepStatuses, s.claimCandidates} {
 		if stmt != nil {
 			_ = stmt.Close()
@@ -199,6 +213,16 @@ func (q *querier) fastRead() *sqliteStatements {
 		return nil
 	}
 	return q.fast()
+}
+
+// claimKeys is sqlClaimJobs' argument: the keys as a JSON array of [org_id, id] pairs.
+func claimKeys(keys []jobKey) (string, error) {
+	pairs := make([][2]any, len(keys))
+	for i, k := range keys {
+		pairs[i] = [2]any{k.orgID, k.id}
+	}
+	b, err := json.Marshal(pairs)
+	return string(b), err
 }
 
 // queryInto runs a prepared read on the read pool and scans its rows into dest (a model
