@@ -136,9 +136,15 @@ func (q *querier) CompleteJob(ctx context.Context, job *svctype.Job) error {
 	if job.LeaseToken == "" {
 		return leaseLost(op)
 	}
-	res, err := q.w.NewDelete().Model((*jobModel)(nil)).
-		Where("org_id = ? AND id = ? AND lease_token = ?", job.OrgID, job.ID, job.LeaseToken).
-		Exec(ctx)
+	var res sql.Result
+	var err error
+	if st := q.fast(); st != nil {
+		res, err = q.exec(ctx, st.completeJob, job.OrgID, job.ID, job.LeaseToken)
+	} else {
+		res, err = q.w.NewDelete().Model((*jobModel)(nil)).
+			Where("org_id = ? AND id = ? AND lease_token = ?", job.OrgID, job.ID, job.LeaseToken).
+			Exec(ctx)
+	}
 	if err != nil {
 		return wrap(op, err)
 	}

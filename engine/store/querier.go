@@ -158,7 +158,17 @@ func (q *querier) UpdateWorkflow(ctx context.Context, w *svctype.Workflow) error
 
 func (q *querier) GetWorkflow(ctx context.Context, orgID, id string) (*svctype.Workflow, error) {
 	var m workflowModel
-	err := q.r.NewSelect().Model(&m).Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
+	var err error
+	if st := q.fast(); st != nil && q.inTx {
+		err = q.queryTxInto(ctx, q.sqlTx, st.getWorkflow, &m, orgID, id)
+	} else if st := q.fastRead(); st != nil {
+		err = q.queryInto(ctx, st.getWorkflowRead, &m, orgID, id)
+	} else {
+		err = q.r.NewSelect().Model(&m).Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
+	}
+	if err == nil && m.ID == "" {
+		err = sql.ErrNoRows // ScanRows leaves a model untouched when there is no row
+	}
 	if err != nil {
 		return nil, wrap("get workflow", err)
 	}

@@ -40,6 +40,9 @@ type sqliteStatements struct {
 	enqueueJob    *sql.Stmt
 	// The claim's write (store.go, ClaimJobs): once per claim, like the commit's.
 	claimJobs *sql.Stmt
+	// Ending a run; and starting one reads its workflow in the transaction.
+	completeJob *sql.Stmt
+	getWorkflow *sql.Stmt
 
 	// Reads prepared on the read pool: what every status poll reads.
 	getRun       *sql.Stmt
@@ -48,6 +51,11 @@ type sqliteStatements struct {
 	stepStatuses *sql.Stmt
 	// The fair claim's read (store.go, sqlClaimCandidates).
 	claimCandidates *sql.Stmt
+	// What a custom-table read step reads before its rows (tableindexes.go), and a
+	// workflow read outside a transaction.
+	tableIndexesRead *sql.Stmt
+	countRows        *sql.Stmt
+	getWorkflowRead  *sql.Stmt
 }
 
 const (
@@ -88,6 +96,11 @@ const (
  AND ("org_id", "id") IN (SELECT "value" ->> 0, "value" ->> 1 FROM json_each(?))
  AND "run_at" <= ? AND ("lease_until" IS NULL OR "lease_until" < ?)
  RETURNING *`
+	sqlCompleteJob = `DELETE FROM "jobs" WHERE "org_id" = ? AND "id" = ? AND "lease_token" = ?`
+	sqlGetWorkflow = `SELECT * FROM "workflows" WHERE "org_id" = ? AND "id" = ?`
+	// CountRows' limit is a CAST, as the claim's: a bound LIMIT is compiled anew at each bind.
+	sqlCountRows = `SELECT count(*) FROM (SELECT 1 FROM "table_rows" WHERE "org_id" = ? AND "table_name" = ?
+ LIMIT CAST(? AS INTEGER))`
 	sqlGetRun       = `SELECT * FROM "runs" WHERE "org_id" = ? AND "id" = ?`
 	sqlGetContext   = `SELECT * FROM "run_context" WHERE "org_id" = ? AND "run_id" = ?`
 	sqlListSteps    = `SELECT * FROM "run_steps" WHERE "org_id" = ? AND "run_id" = ? ORDER BY "idx"`
@@ -133,6 +146,11 @@ func (p *sqlitePrepared) prepare(ctx context.Context) error {
 		{&s.insertRun, sqlInsertRun, false},
 		{&s.enqueueJob, sqlEnqueueJob, false},
 		{&s.claimJobs, sqlClaimJobs, false},
+		{&s.completeJob, sqlCompleteJob, false},
+		{&s.getWorkflow, sqlGetWorkflow, false},
+		{&s.tableIndexesRead, sqlTableIndexes, true},
+		{&s.countRows, sqlCountRows, true},
+		{&s.getWorkflowRead, sqlGetWorkflow, true},
 		{&s.getRun, sqlGetRun, true},
 		{&s.getContext, sqlGetContext, true},
 		{&s.listSteps, sqlListSteps, true},
@@ -190,8 +208,8 @@ func (p *sqlitePrepared) close() {
 
 func (s *sqliteStatements) close() {
 	for _, stmt := range []*sql.Stmt{s.renewJob, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow,
-		s.tableIndexes, s.insertEntry, s.deleteEntries, s.insertRun, s.enqueueJob, s.claimJobs,
-		s.getRun, s.getContext, s.listSteps, s.stepStatuses, s.claimCandidates} {
+		s.tableIndexes, s.insertEntry, s.deleteEntries, s.insertRun, s.enqueueJob, s.claimJobs, s.completeJob, s.getWorkflow,
+		s.tableIndexesRead, s.countRows, s.getWorkflowRead, s.getRun, s.getContext, s.listSteps, s.stepStatuses, s.claimCandidates} {
 		if stmt != nil {
 			_ = stmt.Close()
 		}
@@ -234,6 +252,15 @@ func (q *querier) queryInto(ctx context.Context, stmt *sql.Stmt, dest any, args 
 	}
 	defer rows.Close()
 	return q.prepared.read.ScanRows(ctx, rows, dest)
+}
+
+// queryTxInto runs a prepared statement of the writer in tx (nil: on its own) and scans
+// its rows into dest, as bun would.
+func (q *querier) queryTxInto(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, dest any, args ...any) error {
+	if tx != nil {
+		stmt = tx.StmtContext(ctx, stmt)
+	}
+	return q.queryInto(ctx, stmt, dest, args...)
 }
 
 // exec runs a prepared statement in the querier's transaction, if any. The transaction is
