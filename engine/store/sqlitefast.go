@@ -266,10 +266,25 @@ func (q *querier) queryTxInto(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, d
 // exec runs a prepared statement in the querier's transaction, if any. The transaction is
 // on the writer connection the statement was prepared on, so database/sql reuses it.
 func (q *querier) exec(ctx context.Context, stmt *sql.Stmt, args ...any) (sql.Result, error) {
-	if q.sqlTx != nil {
-		stmt = q.sqlTx.StmtContext(ctx, stmt)
+	return q.txStmt(ctx, stmt).ExecContext(ctx, args...)
+}
+
+// txStmt is stmt bound to the querier's transaction, if any. database/sql makes a new
+// binding at each Tx.StmtContext: a step commit runs a handful of statements a dozen times
+// in all, so each binding is kept for the transaction's life.
+func (q *querier) txStmt(ctx context.Context, stmt *sql.Stmt) *sql.Stmt {
+	if q.sqlTx == nil {
+		return stmt
 	}
-	return stmt.ExecContext(ctx, args...)
+	if s, ok := q.txStmts[stmt]; ok {
+		return s
+	}
+	s := q.sqlTx.StmtContext(ctx, stmt)
+	if q.txStmts == nil {
+		q.txStmts = map[*sql.Stmt]*sql.Stmt{}
+	}
+	q.txStmts[stmt] = s
+	return s
 }
 
 // sqliteTime formats t as bun writes times on SQLite, so that bound and rendered times
@@ -287,10 +302,7 @@ func sqliteTimePtr(t *time.Time) any {
 
 // queryRow runs a prepared statement that returns one row, in the querier's transaction.
 func (q *querier) queryRow(ctx context.Context, stmt *sql.Stmt, args ...any) *sql.Row {
-	if q.sqlTx != nil {
-		stmt = q.sqlTx.StmtContext(ctx, stmt)
-	}
-	return stmt.QueryRowContext(ctx, args...)
+	return q.txStmt(ctx, stmt).QueryRowContext(ctx, args...)
 }
 
 // sqliteScannedTime reads a time column scanned from a prepared statement: the driver gives
