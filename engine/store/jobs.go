@@ -62,6 +62,18 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, lease time.Dur
 		leaseUntil = dbTime(t.Add(lease))
 	}
 	if st := q.fast(); st != nil {
+		if lease > 0 && !job.RunAt.IsZero() {
+			// The lease alone when run_at stays; a row that does not match (run_at moved,
+			// the lease lost) takes the whole statement, which tells which.
+			res, err := q.exec(ctx, st.renewLease, jsonArg(job.Payload), job.Attempts, sqliteTime(leaseUntil),
+				job.OrgID, job.ID, job.LeaseToken, sqliteTime(runAt))
+			if err != nil {
+				return wrap(op, err)
+			}
+			if n, err := res.RowsAffected(); err == nil && n == 1 {
+				return renewed(op, res, job, runAt, leaseUntil)
+			}
+		}
 		var until any
 		if lease > 0 {
 			until = sqliteTime(leaseUntil)

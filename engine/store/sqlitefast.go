@@ -26,6 +26,7 @@ import (
 
 type sqliteStatements struct {
 	renewJob    *sql.Stmt
+	renewLease  *sql.Stmt
 	putContext  *sql.Stmt
 	putStep     *sql.Stmt
 	appendEvent *sql.Stmt
@@ -62,6 +63,11 @@ const (
 	sqlRenewJob = `UPDATE "jobs" SET "run_at" = ?, "payload" = ?, "attempts" = ?, "lease_until" = ?,
  "lease_token" = CASE WHEN ? IS NULL THEN NULL ELSE "lease_token" END
  WHERE "org_id" = ? AND "id" = ? AND "lease_token" = ?`
+	// A step commit keeps its job's lease and leaves run_at as it is: not naming run_at
+	// leaves the two indexes on it untouched (SQLite rewrites the entries of every index on
+	// a column an UPDATE sets, whatever the value), two pages fewer in the commit.
+	sqlRenewLease = `UPDATE "jobs" SET "payload" = ?, "attempts" = ?, "lease_until" = ?
+ WHERE "org_id" = ? AND "id" = ? AND "lease_token" = ? AND "run_at" = ?`
 	sqlPutContext = `INSERT INTO "run_context" ("org_id", "run_id", "key", "value", "size", "parts") VALUES (?, ?, ?, ?, ?, 0)
  ON CONFLICT ("org_id", "run_id", "key") DO UPDATE SET "value" = excluded."value", "size" = excluded."size", "parts" = 0`
 	sqlPutStep = `INSERT INTO "run_steps" ("org_id", "run_id", "idx", "type", "status", "input_summary",
@@ -134,6 +140,7 @@ func (p *sqlitePrepared) prepare(ctx context.Context) error {
 		read  bool
 	}{
 		{&s.renewJob, sqlRenewJob, false},
+		{&s.renewLease, sqlRenewLease, false},
 		{&s.putContext, sqlPutContext, false},
 		{&s.putStep, sqlPutStep, false},
 		{&s.appendEvent, sqlAppendEvent, false},
@@ -207,7 +214,7 @@ func (p *sqlitePrepared) close() {
 }
 
 func (s *sqliteStatements) close() {
-	for _, stmt := range []*sql.Stmt{s.renewJob, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow,
+	for _, stmt := range []*sql.Stmt{s.renewJob, s.renewLease, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow,
 		s.tableIndexes, s.insertEntry, s.deleteEntries, s.insertRun, s.enqueueJob, s.claimJobs, s.completeJob, s.getWorkflow,
 		s.tableIndexesRead, s.countRows, s.getWorkflowRead, s.getRun, s.getContext, s.listSteps, s.stepStatuses, s.claimCandidates} {
 		if stmt != nil {
