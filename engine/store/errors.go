@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/sqlpage"
 )
 
 // wrap turns a database error into the store's: sql.ErrNoRows is storage.ErrNotFound, a
@@ -118,22 +118,10 @@ func resealOutcome(op string, res sql.Result, err error, exists func() error) er
 	return conflict(op)
 }
 
-// Listing pages.
+// Listing pages: internal/sqlpage's limits, cursors and keyset query, under the names the
+// store's listings use, with its errors the store's (pageErr).
 
-const (
-	defaultPageLimit = 50
-	maxPageLimit     = 500
-)
-
-func pageLimit(opts svctype.ListOptions) int {
-	switch {
-	case opts.Limit <= 0:
-		return defaultPageLimit
-	case opts.Limit > maxPageLimit:
-		return maxPageLimit
-	}
-	return opts.Limit
-}
+func pageLimit(opts svctype.ListOptions) int { return sqlpage.Limit(opts) }
 
 // listByName pages an organization's rows of model M by a unique text column (a name),
 // ascending; the cursor is the last row's name. op names the operation in errors.
@@ -163,75 +151,48 @@ func listByName[M, T any](ctx context.Context, q *querier, op, orgID, column str
 	return page, nil
 }
 
-// pageByCreated finishes a listing of model M by (created_at, id), newest first when desc:
-// sel has the organization and the filters; this adds the order, the limit, the cursor
-// (an encodeTimeCursor of the last row) and scans the page. op names the operation.
+// pageByCreated finishes a listing of model M by (created_at, id), newest first when desc
+// (sqlpage.ByCreated): sel has the organization and the filters. op names the operation.
 func pageByCreated[M, T any](ctx context.Context, op string, sel *bun.SelectQuery, desc bool, opts svctype.ListOptions,
 	key func(*M) (time.Time, string), conv func(*M) (T, error)) (svctype.Page[T], error) {
-	var page svctype.Page[T]
-	limit := pageLimit(opts)
-	order, after := "created_at ASC, id ASC", ">"
-	if desc {
-		order, after = "created_at DESC, id DESC", "<"
-	}
-	sel = sel.OrderExpr(order).Limit(int64(limit + 1))
-	if opts.Cursor != "" {
-		at, id, err := decodeTimeCursor(opts.Cursor)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("(created_at "+after+" ? OR (created_at = ? AND id "+after+" ?))", at, at, id)
-	}
-	var ms []M
-	if err := sel.Scan(ctx, &ms); err != nil {
-		return page, wrap(op, err)
-	}
-	page, err := pageOf(ms, limit, func(m *M) string { return encodeTimeCursor(key(m)) }, conv)
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	return page, nil
+	page, err := sqlpage.ByCreated(ctx, sel, desc, opts, key, conv)
+	return page, pageErr(op, err)
 }
 
-// pageOf turns the rows of a listing query (which asks for limit+1 rows) into a page:
-// at most limit items converted by conv, and the cursor of the last one when a row more
-// was found.
-func pageOf[M, T any](ms []M, limit int, cursor func(*M) string, conv func(*M) (T, error)) (svctype.Page[T], error) {
-	page := svctype.Page[T]{Items: make([]T, 0, min(len(ms), limit))}
-	for i := range ms {
-		if i == limit {
-			page.NextCursor = cursor(&ms[i-1])
-			break
-		}
-		item, err := conv(&ms[i])
-		if err != nil {
-			return page, err
-		}
-		page.Items = append(page.Items, item)
+// pageErr is the store's error for a listing's: a malformed cursor is the caller's
+// (malformedCursor), any other is wrapped for op.
+func pageErr(op string, err error) error {
+	if errors.Is(err, sqlpage.ErrMalformedCursor) {
+		return malformedCursor()
 	}
-	return page, nil
+	return wrap(op, err)
+}
+
+// pageOf turns the rows of a listing query (which asks for limit+1 rows) into a page
+// (sqlpage.Of).
+func pageOf[M, T any](ms []M, limit int, cursor func(*M) string, conv func(*M) (T, error)) (svctype.Page[T], error) {
+	return sqlpage.Of(ms, limit, cursor, conv)
 }
 
 // A cursor is the position of the last item of a page: its sort key, opaque to callers.
-func encodeCursor(parts ...string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(parts, "\x00")))
-}
-
-// maxCursorLen is far above any cursor a listing issues (a time and a UUID, or a table
-// name, base64-encoded): a longer one was not issued, and is not decoded.
-const maxCursorLen = 1024
+func encodeCursor(parts ...string) string { return sqlpage.EncodeCursor(parts...) }
 
 func decodeCursor(cursor string, n int) ([]string, error) {
-	if len(cursor) > maxCursorLen {
+	parts, err := sqlpage.DecodeCursor(cursor, n)
+	if err != nil {
 		return nil, malformedCursor()
 	}
-	b, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err == nil {
-		if parts := strings.Split(string(b), "\x00"); len(parts) == n {
-			return parts, nil
-		}
+	return parts, nil
+}
+
+func encodeTimeCursor(t time.Time, id string) string { return sqlpage.EncodeTimeCursor(t, id) }
+
+func decodeTimeCursor(cursor string) (time.Time, string, error) {
+	t, id, err := sqlpage.DecodeTimeCursor(cursor)
+	if err != nil {
+		return time.Time{}, "", malformedCursor()
 	}
-	return nil, malformedCursor()
+	return t, id, nil
 }
 
 // malformedCursor: the caller sent a cursor that no listing issued.

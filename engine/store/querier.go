@@ -231,22 +231,6 @@ func (q *querier) DeleteWorkflow(ctx context.Context, orgID, id string) error {
 	})
 }
 
-func encodeTimeCursor(t time.Time, id string) string {
-	return encodeCursor(t.UTC().Format(time.RFC3339Nano), id)
-}
-
-func decodeTimeCursor(cursor string) (time.Time, string, error) {
-	parts, err := decodeCursor(cursor, 2)
-	if err != nil {
-		return time.Time{}, "", err
-	}
-	t, perr := time.Parse(time.RFC3339Nano, parts[0])
-	if perr != nil {
-		return time.Time{}, "", malformedCursor()
-	}
-	return dbTime(t), parts[1], nil
-}
-
 // Runs.
 
 // newRunModel fills a new run's defaults (id, status, times on the store's clock, as
