@@ -5,16 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/sqlerr"
 	"github.com/svcflow/svcflow/internal/sqlpage"
 )
 
@@ -29,9 +26,9 @@ func wrap(op string, err error) error {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("store: %s: %w", op, storage.ErrNotFound)
-	case isUniqueViolation(err):
+	case sqlerr.IsUniqueViolation(err):
 		return fmt.Errorf("store: %s: %w", op, storage.ErrConflict)
-	case isForeignKeyViolation(err):
+	case sqlerr.IsForeignKeyViolation(err):
 		return fmt.Errorf("store: %s: %w", op, storage.ErrNotFound)
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
@@ -41,40 +38,6 @@ func notFound(op string) error { return fmt.Errorf("store: %s: %w", op, storage.
 func conflict(op string) error { return fmt.Errorf("store: %s: %w", op, storage.ErrConflict) }
 func leaseLost(op string) error {
 	return fmt.Errorf("store: %s: %w", op, storage.ErrLeaseLost)
-}
-
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "23505"
-	}
-	var liteErr *sqlite.Error
-	if errors.As(err, &liteErr) {
-		switch liteErr.Code() {
-		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return true
-		case sqlite3.SQLITE_CONSTRAINT:
-			return strings.Contains(liteErr.Error(), "UNIQUE constraint failed")
-		}
-	}
-	return false
-}
-
-func isForeignKeyViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "23503"
-	}
-	var liteErr *sqlite.Error
-	if errors.As(err, &liteErr) {
-		switch liteErr.Code() {
-		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
-			return true
-		case sqlite3.SQLITE_CONSTRAINT:
-			return strings.Contains(liteErr.Error(), "FOREIGN KEY constraint failed")
-		}
-	}
-	return false
 }
 
 // affectedRows is res.RowsAffected with its error wrapped for op. A failure to count is

@@ -18,16 +18,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/sqlerr"
 	"github.com/svcflow/svcflow/internal/sqlpage"
 )
 
@@ -80,7 +77,7 @@ func wrap(op string, err error) error {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("gwstore: %s: %w", op, ErrNotFound)
-	case isUniqueViolation(err):
+	case sqlerr.IsUniqueViolation(err):
 		return fmt.Errorf("gwstore: %s: %w", op, ErrConflict)
 	}
 	return fmt.Errorf("gwstore: %s: %w", op, err)
@@ -88,23 +85,6 @@ func wrap(op string, err error) error {
 
 func notFound(op string) error { return fmt.Errorf("gwstore: %s: %w", op, ErrNotFound) }
 func conflict(op string) error { return fmt.Errorf("gwstore: %s: %w", op, ErrConflict) }
-
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "23505"
-	}
-	var liteErr *sqlite.Error
-	if errors.As(err, &liteErr) {
-		switch liteErr.Code() {
-		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return true
-		case sqlite3.SQLITE_CONSTRAINT:
-			return strings.Contains(liteErr.Error(), "UNIQUE constraint failed")
-		}
-	}
-	return false
-}
 
 // checkAffected returns the error of counting res's rows, or none(op) when the statement
 // touched no row, or nil. A failure to count is an error of its own: read as zero it would
