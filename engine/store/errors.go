@@ -64,6 +64,17 @@ func checkAffected(op string, res sql.Result, none func(op string) error) error 
 	return nil
 }
 
+// insertNew inserts m through db, or answers ErrConflict (wrapped for op) when a row has its
+// key already: DO NOTHING rather than a unique violation, which on PostgreSQL would abort
+// the caller's transaction.
+func insertNew(ctx context.Context, db bun.IDB, op string, m any) error {
+	res, err := db.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
+	if err != nil {
+		return wrap(op, err)
+	}
+	return checkAffected(op, res, conflict)
+}
+
 // resealOutcome is the end of a compare-and-swap reseal (an UPDATE of the sealed bytes
 // where they are still the ones read): a statement that touched no row found the row
 // deleted since it was read (exists answers ErrNotFound) or changed (ErrConflict).
@@ -87,15 +98,21 @@ func resealOutcome(op string, res sql.Result, err error, exists func() error) er
 func pageLimit(opts svctype.ListOptions) int { return sqlpage.Limit(opts) }
 
 // listByName pages an organization's rows of model M by a unique text column (a name),
-// ascending; the cursor is the last row's name. op names the operation in errors.
+// ascending (pageByName). op names the operation in errors.
 func listByName[M, T any](ctx context.Context, q *querier, op, orgID, column string, opts svctype.ListOptions,
+	name func(*M) string, conv func(*M) (T, error)) (svctype.Page[T], error) {
+	sel := q.r.NewSelect().Model((*M)(nil)).Where("org_id = ?", orgID)
+	return pageByName(ctx, op, sel, column, opts, name, conv)
+}
+
+// pageByName finishes a listing of rows M by a unique text column, ascending: sel has the
+// organization and the filters; this adds the order, the limit, the cursor (the last
+// row's name) and scans the page. op names the operation in errors.
+func pageByName[M, T any](ctx context.Context, op string, sel *bun.SelectQuery, column string, opts svctype.ListOptions,
 	name func(*M) string, conv func(*M) (T, error)) (svctype.Page[T], error) {
 	var page svctype.Page[T]
 	limit := pageLimit(opts)
-	sel := q.r.NewSelect().Model((*M)(nil)).
-		Where("org_id = ?", orgID).
-		OrderExpr("? ASC", bun.Ident(column)).
-		Limit(int64(limit + 1))
+	sel = sel.OrderExpr("? ASC", bun.Ident(column)).Limit(int64(limit + 1))
 	if opts.Cursor != "" {
 		parts, err := decodeCursor(opts.Cursor, 1)
 		if err != nil {
@@ -108,10 +125,7 @@ func listByName[M, T any](ctx context.Context, q *querier, op, orgID, column str
 		return page, wrap(op, err)
 	}
 	page, err := pageOf(ms, limit, func(m *M) string { return encodeCursor(name(m)) }, conv)
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	return page, nil
+	return page, wrap(op, err)
 }
 
 // pageByCreated finishes a listing of model M by (created_at, id), newest first when desc
@@ -135,6 +149,19 @@ func pageErr(op string, err error) error {
 // (sqlpage.Of).
 func pageOf[M, T any](ms []M, limit int, cursor func(*M) string, conv func(*M) (T, error)) (svctype.Page[T], error) {
 	return sqlpage.Of(ms, limit, cursor, conv)
+}
+
+// valueOf adapts a model's conversion to a pointer (toWorkflow, toAction, ...) to the
+// conversion to a value that a page holds.
+func valueOf[M, T any](conv func(*M) (*T, error)) func(*M) (T, error) {
+	return func(m *M) (T, error) {
+		t, err := conv(m)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		return *t, nil
+	}
 }
 
 // A cursor is the position of the last item of a page: its sort key, opaque to callers.
