@@ -66,7 +66,7 @@ build: ## build ./bin/svcflow
 
 bench: bench-runs bench-chain bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-runs-pg bench-queue bench-match bench-tables bench-foreach ## every benchmark of docs/performance.md
 
-bench-runs: ## runs/s and per-step overhead through the real worker on SQLite
+bench-runs: ## runs/s, CPU a run (process rusage) and per-step overhead through the real worker on SQLite
 	$(GO) test -run '^$$' -bench 'BenchmarkRuns/sqlite' -benchtime 3000x ./hosts/worker/
 
 bench-runs-traced: ## bench-runs with tracing off and on (every span exported to memory), the same minute
