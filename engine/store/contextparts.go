@@ -157,7 +157,7 @@ func (q *querier) ContextSlice(ctx context.Context, orgID, runID, key string, fr
 	if err := json.Unmarshal(m.Value, &info); err != nil || info.Per < 1 {
 		return storage.ContextSlice{}, fmt.Errorf("store: context key %q: parts: %v", key, err)
 	}
-	out := storage.ContextSlice{Found: true, Length: info.Length, Parts: []json.RawMessage{}}
+	out := storage.ContextSlice{Found: true, Length: info.Length, Per: info.Per, Count: m.Parts, Size: m.Size, Parts: []json.RawMessage{}}
 	from, to = max(from, 0), min(to, info.Length)
 	if from >= to {
 		return out, nil
@@ -166,8 +166,15 @@ func (q *querier) ContextSlice(ctx context.Context, orgID, runID, key string, fr
 	if out.Parts, err = q.readParts(ctx, orgID, runID, key, first, last); err != nil {
 		return storage.ContextSlice{}, err
 	}
-	out.Start, out.Per = first*info.Per, info.Per
+	out.Start = first * info.Per
 	return out, nil
+}
+
+func (q *querier) ContextParts(ctx context.Context, orgID, runID, key string, first, last int) ([]json.RawMessage, error) {
+	if first < 0 || last < first {
+		return nil, fmt.Errorf("store: context key %q: no parts %d..%d", key, first, last)
+	}
+	return q.readParts(ctx, orgID, runID, key, first, last)
 }
 
 func (q *querier) ContextBrief(ctx context.Context, orgID, runID string, maxBytes int64) (map[string]json.RawMessage, map[string]storage.ContextRef, error) {
