@@ -293,7 +293,8 @@ type Runs interface {
 	PutContextParts(ctx context.Context, orgID, runID, key string, parts iter.Seq2[json.RawMessage, error], length, per int) error
 	// ContextSlice reads key so that the elements [from, to) of an array are at hand: the
 	// value Whole, or only the parts that hold those elements. A missing key (or run) is
-	// a slice with Found false.
+	// a slice with Found false. Parts (here and from ContextParts) are read-only: they may
+	// share the driver's memory.
 	ContextSlice(ctx context.Context, orgID, runID, key string, from, to int) (ContextSlice, error)
 	// ContextParts reads the parts first..last of a key stored in parts, in order (what a
 	// whole value streamed out reads, a few parts at a time); an error unless each is there.
