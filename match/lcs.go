@@ -166,36 +166,3 @@ func appendRunes(dst []rune, b []byte) []rune {
 	}
 	return dst
 }
-
-// lcsIndex maps a letter (either case), a digit or a space to its own slot in 0-63.
-func lcsIndex(c byte) byte {
-	return (c&0x1f | (c&0x40)>>1) & 63
-}
-
-// lcsSmall is the LCS of two joins of ASCII words of at most smallMax bytes, without
-// writing the joins: the words ia of p joined by spaces (the pattern: no longer than 64
-// characters) and the words it of t. Letters compare case-blind through lcsIndex.
-func lcsSmall(p *smallSide, ia []uint8, t *smallSide, it []uint8) int {
-	var pm [64]uint64
-	bit := uint64(1)
-	for w, i := range ia {
-		if w > 0 {
-			pm[0] |= bit // the space
-			bit <<= 1
-		}
-		for _, c := range []byte(p.word(i)) {
-			pm[lcsIndex(c)] |= bit
-			bit <<= 1
-		}
-	}
-	S := ^uint64(0)
-	for w, j := range it {
-		if w > 0 {
-			S = lcsStep(S, pm[0])
-		}
-		for _, c := range []byte(t.word(j)) {
-			S = lcsStep(S, pm[lcsIndex(c)])
-		}
-	}
-	return bits.OnesCount64(^S)
-}

@@ -198,8 +198,8 @@ func TestSimilarityThresholdIsExact(t *testing.T) {
 func TestSimilarityAllocations(t *testing.T) {
 	// Not parallel: AllocsPerRun measures the whole process.
 	short := [2]string{"Invoice 4821 ACME Corp office supplies", "ACME CORP PAYMENT REF 4821 office supply"}
-	long := [2]string{strings.Repeat("Invoice 4821 ACME Corp office supplies ", 3), strings.Repeat("ACME CORP PAYMENT REF 4821 office supply ", 3)}
-	require.Greater(t, len(long[0]), smallMax, "the general path")
+	long := [2]string{strings.Repeat("Invoice 4821 ACME Corp office supplies ", 4), strings.Repeat("ACME CORP PAYMENT REF 4821 office supply ", 4)}
+	require.Greater(t, len(long[0]), asciiMax, "the general path")
 
 	Similarity(short[0], short[1])
 	require.Zero(t, testing.AllocsPerRun(100, func() { Similarity(short[0], short[1]) }), "the stack path")
@@ -241,11 +241,11 @@ func TestSWAR(t *testing.T) {
 	}
 }
 
-// TestSimilaritySmallPath checks the stack-only path for texts of at most smallMax ASCII
-// bytes against the general one and against the definition, at the length boundary, with
-// the most words a text can hold, with repeats, and with long words that share their
-// first 8 bytes.
-func TestSimilaritySmallPath(t *testing.T) {
+// TestSimilarityASCIIPath checks the stack-only path for texts of at most asciiMax ASCII
+// bytes against the general one and against the definition, at the length boundaries (64
+// bytes, where the arrays grow, and asciiMax), with the most words a text can hold, with
+// repeats, and with long words that share their first 8 bytes.
+func TestSimilarityASCIIPath(t *testing.T) {
 	t.Parallel()
 
 	general := func(a, b string) (int, int) {
@@ -254,7 +254,7 @@ func TestSimilaritySmallPath(t *testing.T) {
 	}
 	check := func(a, b string) {
 		t.Helper()
-		num, den, ok := ratioSmall(a, b, 0)
+		num, den, ok := ratioASCII(a, b, 0)
 		require.True(t, ok, "%q vs %q", a, b)
 		gn, gd := general(a, b)
 		require.Equal(t, gn*den, num*gd, "%q vs %q: %d/%d, general %d/%d", a, b, num, den, gn, gd)
@@ -271,27 +271,42 @@ func TestSimilaritySmallPath(t *testing.T) {
 	check("ab", "ab cd")
 	check("zz yy xx ww", "ww vv zz uu")
 
-	// Not ASCII, or over smallMax: the general path.
-	_, _, ok := ratioSmall("café", "cafe", 0)
+	manyLong := strings.Repeat("a ", 63) + "bc" // 128 bytes, 64 words
+	require.Len(t, manyLong, asciiMax)
+	check(manyLong, "a b c")
+	check(manyLong, strings.Repeat("c b ", 32))
+	check(strings.Repeat("x", 65), strings.Repeat("x", 64)+"y")
+	check(strings.Repeat("x", 128), strings.Repeat("x", 127)+"y")
+	check("y "+strings.Repeat("x", 64), "y x")
+	// Joins past 64 characters on both sides: the two-word LCS.
+	check(strings.Repeat("ab ", 42)+"zz", strings.Repeat("ba ", 42)+"yy")
+	check(strings.Repeat("abcdefghij", 12), strings.Repeat("abcdefghik", 12))
+
+	// Not ASCII, or over asciiMax: the general path.
+	_, _, ok := ratioASCII("café", "cafe", 0)
 	require.False(t, ok)
-	_, _, ok = ratioSmall("cafe", "CAFÉ", 0)
+	_, _, ok = ratioASCII("cafe", "CAFÉ", 0)
 	require.False(t, ok)
-	long := strings.Repeat("y", 65)
-	require.Equal(t, naiveTokenSetRatio(long, "y"), Similarity(long, "y"))
-	require.Equal(t, naiveTokenSetRatio("y "+strings.Repeat("x", 64), "y x"), Similarity("y x", "y "+strings.Repeat("x", 64)))
+	_, _, ok = ratioASCII(strings.Repeat("x", 100)+"é", "x", 0)
+	require.False(t, ok, "a non-ASCII byte in the second 64")
+	for _, n := range []int{asciiMax, asciiMax + 1} {
+		long := strings.Repeat("y", n)
+		require.Equal(t, naiveTokenSetRatio(long, "y"), Similarity(long, "y"))
+		require.Equal(t, naiveTokenSetRatio("y "+long, "y x"), Similarity("y x", "y "+long))
+	}
 
 	words := []string{"a", "b", "ab", "ba", "x1", "1x", "abcdefgh", "abcdefghi", "abcdefghj", "abcdefgh1",
 		"abcdefghij", "abcdefghijklmnop", "ACME", "acme", "corp", "crop", "9", "99", "z"}
 	seps := []string{" ", "-", ".", "  ", "/", "_"}
 	rng := rand.New(rand.NewPCG(3, 4))
-	gen := func() string {
+	gen := func(limit int) string {
 		var sb strings.Builder
-		for n := rng.IntN(20); n > 0; n-- {
+		for n := rng.IntN(limit / 3); n > 0; n-- {
 			w := words[rng.IntN(len(words))]
 			if rng.IntN(3) == 0 {
 				w = strings.ToUpper(w)
 			}
-			if sb.Len()+len(w)+2 > smallMax {
+			if sb.Len()+len(w)+2 > limit {
 				break
 			}
 			if sb.Len() > 0 || rng.IntN(4) == 0 {
@@ -299,13 +314,16 @@ func TestSimilaritySmallPath(t *testing.T) {
 			}
 			sb.WriteString(w)
 		}
-		if rng.IntN(4) == 0 && sb.Len() < smallMax {
+		if rng.IntN(4) == 0 && sb.Len() < limit {
 			sb.WriteString("!")
 		}
 		return sb.String()
 	}
 	for range 20000 {
-		check(gen(), gen())
+		check(gen(64), gen(64))
+	}
+	for range 5000 {
+		check(gen(asciiMax), gen(asciiMax))
 	}
 }
 
@@ -379,4 +397,95 @@ func TestSimilarityCutoff(t *testing.T) {
 	require.Equal(t, 100, Similarity("Café", "Café"))
 	require.Equal(t, 0, Similarity("", ""))
 	require.False(t, SimilarityAtLeast("", "", 1))
+}
+
+// TestFoldRune checks the table and the CJK range of foldRune against unicode's
+// functions on every code point.
+func TestFoldRune(t *testing.T) {
+	t.Parallel()
+
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		want := unicode.IsLetter(r) || unicode.IsNumber(r)
+		got, word := foldRune(r)
+		if word != want || word && got != unicode.ToLower(r) {
+			t.Fatalf("foldRune(%U) = %U, %v; want %U, %v", r, got, word, unicode.ToLower(r), want)
+		}
+	}
+}
+
+// TestSort8 checks the sorting network on every sequence of 0s and 1s of each length up
+// to 8 (a network that sorts those sorts everything: Knuth's 0-1 principle) and on random
+// words, and that the values past the words are the largest.
+func TestSort8(t *testing.T) {
+	t.Parallel()
+
+	var buf [8]uint64
+	for n := 0; n <= 8; n++ {
+		for bitsOf := range 1 << n {
+			for k := range n {
+				buf[k] = uint64(bitsOf>>k&1) << 40
+			}
+			w := buf[:n]
+			want := append([]uint64{}, w...)
+			slices.Sort(want)
+			sort8(w)
+			require.Equal(t, want, append([]uint64{}, w...), "n %d, bits %b", n, bitsOf)
+			for k := n; k < 8; k++ {
+				require.Equal(t, ^uint64(0), buf[k], "past the words, the largest value; n %d", n)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	for range 10000 {
+		n := rng.IntN(9)
+		for k := range n {
+			// Packed words: the top byte is a code, at most 0xeb.
+			buf[k] = rng.Uint64N(0xec << 56)
+		}
+		w := buf[:n]
+		want := append([]uint64{}, w...)
+		slices.Sort(want)
+		sort8(w)
+		require.Equal(t, want, append([]uint64{}, w...))
+	}
+}
+
+// TestSimilarityFastPaths pins the answers the ASCII path gives without its LCS or after
+// its shortcuts, against the definition: one side's words all in the other (100 at once),
+// the same set of words written differently, repeats, words that share their first 8 bytes
+// (where the packed words tie and the bytes past them decide), words of exactly 8 bytes,
+// digits against letters, and the same pairs with a non-ASCII byte (the general path).
+func TestSimilarityFastPaths(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"acme corp", "ACME CORP PAYMENT", 100},                    // a's words all in b
+		{"ACME CORP PAYMENT", "corp", 100},                         // b's words all in a
+		{"acme acme corp corp", "corp acme", 100},                  // the same set, repeats
+		{"corp, acme.", "ACME-CORP", 100},                          // the same set, other separators
+		{"invoice invoice invoice", "invoice payment", 100},        // a repeat is no extra word
+		{"payment payment ref", "payment refund", 88},              // a repeat left out of the join
+		{"payment payment ref", "refund payment payment", 88},      // a repeat on both sides counted once
+		{"abcdefghij", "abcdefghik", 90},                           // 8-byte prefix shared, tails differ
+		{"abcdefghij abcdefghik", "ABCDEFGHIK abcdefghij", 100},    // ties ordered by the tails
+		{"abcdefghij abcdefghik x", "abcdefghik abcdefghij y", 95}, // ties, then the LCS
+		{"abcdefghia", "abcdefghiz abcdefghia x", 100},             // found only once the tie is ordered
+		{"abcdefgh abcdefghi", "abcdefghi", 100},                   // an 8-byte word is a prefix of a 9-byte one
+		{"abcdefgh zz", "abcdefghi zz", 95},                        // the 8-byte word and the longer are different words
+		{"abcdefghijklmnopq", "abcdefghijklmnopr", 94},             // words past 16 bytes
+		{"a1 b2 9z", "A1 Z9 b2", 87},                               // digits sort before letters
+		{"x y z", "q r s", 40},                                     // no common word: the spaces still match
+		{"x", "y", 0},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, naiveTokenSetRatio(tt.a, tt.b), "the definition: %q vs %q", tt.a, tt.b)
+		require.Equal(t, tt.want, Similarity(tt.a, tt.b), "%q vs %q", tt.a, tt.b)
+		require.Equal(t, tt.want, Similarity(tt.b, tt.a), "%q vs %q", tt.b, tt.a)
+		// The same words with a non-ASCII word added to both sides take the general path.
+		ua, ub := tt.a+" é", tt.b+" é"
+		require.Equal(t, naiveTokenSetRatio(ua, ub), Similarity(ua, ub), "%q vs %q", ua, ub)
+	}
 }
