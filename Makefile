@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PG_DSN ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 GO ?= go
 
-.PHONY: help run test test-short vet fuzz openapi client client-ts test-ts ts-deps lint-openapi build bench bench-runs bench-runs-traced bench-chain bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http bench-match-million bench-fair bench-waits bench-runs-list e2e load chaos
+.PHONY: help run test test-short vet fuzz openapi client client-ts test-ts ts-deps lint-openapi build bench bench-runs bench-runs-traced bench-chain bench-runs-pg bench-queue bench-match bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-tables bench-foreach bench-match-http bench-match-million bench-fair bench-waits bench-runs-list bench-vs-temporal e2e load chaos
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -66,7 +66,7 @@ build: ## build ./bin/svcflow
 
 bench: bench-runs bench-chain bench-http bench-io bench-deliveries bench-pauses bench-agents bench-gateway bench-runs-pg bench-queue bench-match bench-tables bench-foreach ## every benchmark of docs/performance.md
 
-bench-runs: ## runs/s and per-step overhead through the real worker on SQLite
+bench-runs: ## runs/s, CPU a run (process rusage) and per-step overhead through the real worker on SQLite
 	$(GO) test -run '^$$' -bench 'BenchmarkRuns/sqlite' -benchtime 3000x ./hosts/worker/
 
 bench-runs-traced: ## bench-runs with tracing off and on (every span exported to memory), the same minute
@@ -122,6 +122,20 @@ bench-queue: ## 10,000 queued runs: goroutines and heap held while they wait
 # bench-runs first: the in-process figure the HTTP one is compared with, taken the same minute.
 bench-http: bench-runs ## runs/s and run latency p50-p99 over HTTP: the real binary, 100 clients (wait, poll, form, fair modes)
 	$(GO) run ./hosts/benchhttp
+
+# The svcflow side is benchhttp -mode wait; the Temporal side is hosts/benchhttp/temporal, a module of its own (the
+# Go SDK stays out of svcflow's go.mod), which starts `temporal server start-dev` per round. TEMPORAL names the CLI
+# (go install github.com/temporalio/cli/cmd/temporal@v1.5.1); without one, svcflow is set beside issue 35's 38.5 runs/s.
+TEMPORAL ?= temporal
+TEMPORAL_ACTIVITIES ?= local
+# 10 pollers of each kind ran 64-76 runs/s here where the SDK's default 2 ran 44-58 (32: 56).
+TEMPORAL_POLLERS ?= 10
+ROUNDS ?= 3
+bench-vs-temporal: ## 3-step runs over HTTP (100 clients, 3,000 runs, 3,000 keys) beside the Temporal dev server with a Go SDK worker, ROUNDS rounds alternating: runs/s, p50, p99, CPU a run, the ratio
+	$(GO) build -o bin/svcflow ./hosts/svcflow
+	$(GO) build -o bin/benchhttp ./hosts/benchhttp
+	cd hosts/benchhttp/temporal && $(GO) run . -vs -temporal '$(TEMPORAL)' -activities $(TEMPORAL_ACTIVITIES) -pollers $(TEMPORAL_POLLERS) -rounds $(ROUNDS) \
+	  -svcflow '$(CURDIR)/bin/benchhttp -binary $(CURDIR)/bin/svcflow -mode wait -clients 100 -runs 3000 -keys 3000'
 
 # make load: issue 21's figures from outside, each phase on fresh processes (hosts/benchhttp -mode load). PostgreSQL:
 # SVC_TEST_POSTGRES_DSN's server, else the local one. LOAD_FLAGS='-save-baseline -baseline-note "quiet machine"'

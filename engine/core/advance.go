@@ -79,7 +79,7 @@ func (e *Core) advanceRun(ctx context.Context, job *svctype.Job) error {
 			if st.run.Status.Terminal() {
 				e.traceRunEnd(st.run)
 			}
-			e.RunChanged(st.run.OrgID, st.run.ID)
+			e.runChangedTo(st.run.OrgID, st.run.ID, st.run.Status)
 		}
 	}()
 	commitCtx, slice := e.startSlice(commitCtx, job, st)

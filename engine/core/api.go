@@ -22,6 +22,9 @@ type ExecuteOptions struct {
 	// WorkflowVersion, when above 0, runs that version of the workflow (one it had and
 	// still keeps: ErrNotFound otherwise) instead of its current one.
 	WorkflowVersion int
+	// started is called inside the transaction that starts a new run, before its commit
+	// (ExecuteAndWait registers its waiter there); again if the transaction runs again.
+	started func(*svctype.Run)
 }
 
 // IdempotencyWindow is how long an Idempotency-Key names its run.

@@ -2,6 +2,8 @@ package core
 
 import (
 	"encoding/json"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -174,6 +176,9 @@ func normalize(v any) any {
 			return v
 		}
 	}
+	if out, ok := plainJSON(v); ok {
+		return out
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return v
@@ -183,6 +188,64 @@ func normalize(v any) any {
 		return v
 	}
 	return out
+}
+
+// plainJSON is what a JSON round trip (normalize) makes of v, made without one, for the
+// shapes steps return most (a table write's {"table", "written": 1, "dropped": []string}):
+// integers, strings, booleans, nil, and maps and slices of them. ok is false for anything
+// else, floats included (their text is encoding/json's to choose), and for a string that
+// is not UTF-8 (the round trip replaces its bad bytes).
+func plainJSON(v any) (out any, ok bool) {
+	switch x := v.(type) {
+	case nil, bool:
+		return x, true
+	case string:
+		return x, utf8.ValidString(x)
+	case int:
+		return json.Number(strconv.FormatInt(int64(x), 10)), true
+	case int32:
+		return json.Number(strconv.FormatInt(int64(x), 10)), true
+	case int64:
+		return json.Number(strconv.FormatInt(x, 10)), true
+	case []string:
+		if x == nil {
+			return nil, true
+		}
+		out := make([]any, len(x))
+		for i, s := range x {
+			if !utf8.ValidString(s) {
+				return nil, false
+			}
+			out[i] = s
+		}
+		return out, true
+	case []any:
+		if x == nil {
+			return nil, true
+		}
+		out := make([]any, len(x))
+		for i, el := range x {
+			if out[i], ok = plainJSON(el); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	case map[string]any:
+		if x == nil {
+			return nil, true
+		}
+		out := make(map[string]any, len(x))
+		for k, el := range x {
+			if !utf8.ValidString(k) {
+				return nil, false
+			}
+			if out[k], ok = plainJSON(el); !ok {
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 func containsGoTypes(v any) bool {

@@ -35,6 +35,9 @@ func (e *Core) Execute(ctx context.Context, orgID, workflowID string, input json
 		err := e.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
 			var err error
 			run, job, err = e.StartTx(ctx, tx, orgID, workflowID, input, opts)
+			if err == nil && job != nil && opts.started != nil {
+				opts.started(run)
+			}
 			return err
 		})
 		// Two first calls with one key raced: the loser's insert conflicted, so the key's run

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"time"
 
@@ -290,6 +291,21 @@ func (e *Core) stepCall(st *runState, step *svctype.Step, index int, pm map[stri
 	call.Resolve = func(ctx context.Context, v any, vars map[string]any) (any, error) {
 		return e.eval.Resolve(svctype.WithOrg(ctx, st.run.OrgID), v, vars)
 	}
-	call.Logger = e.log.With("org_id", st.run.OrgID, "run_id", st.run.ID, "step_index", index, "step_type", step.Type)
+	call.Logger = e.log
+	if logs(e.log) {
+		call.Logger = e.log.With("org_id", st.run.OrgID, "run_id", st.run.ID, "step_index", index, "step_type", step.Type)
+	}
 	return call
+}
+
+// logs reports whether l writes at any of slog's levels: a logger that writes nothing
+// needs no attributes (With copies them, and the handler's state, at every step).
+func logs(l *slog.Logger) bool {
+	ctx := context.Background()
+	for _, lv := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError} {
+		if l.Enabled(ctx, lv) {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -21,9 +22,11 @@ const MaxWait = 60 * time.Second
 
 type runKey struct{ org, run string }
 
-// waiter is one caller waiting for a run's status to differ from last.
+// waiter is one caller waiting for a run's status to differ from last. Each wake sends
+// the status the waker committed or read, or "" when it does not know it (a notification
+// from another process); the buffer of one keeps the first wake not yet taken.
 type waiter struct {
-	ch   chan struct{}
+	ch   chan svctype.RunStatus
 	last svctype.RunStatus
 }
 
@@ -37,7 +40,7 @@ type waitHub struct {
 
 // add registers a waiter and reports whether the poll must be started.
 func (h *waitHub) add(k runKey, last svctype.RunStatus) (*waiter, bool) {
-	w := &waiter{ch: make(chan struct{}, 1), last: last}
+	w := &waiter{ch: make(chan svctype.RunStatus, 1), last: last}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.waiters == nil {
@@ -70,7 +73,7 @@ func (h *waitHub) remove(k runKey, w *waiter) {
 }
 
 // wake signals, without blocking, every waiter of k, or with status set only those that
-// last saw another status.
+// last saw another status, handing them the status.
 func (h *waitHub) wake(k runKey, status svctype.RunStatus) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -79,7 +82,7 @@ func (h *waitHub) wake(k runKey, status svctype.RunStatus) {
 			continue
 		}
 		select {
-		case w.ch <- struct{}{}:
+		case w.ch <- status:
 		default:
 		}
 	}
@@ -112,6 +115,13 @@ func (e *Core) RunChanged(orgID, runID string) {
 	e.waits.wake(runKey{orgID, runID}, "")
 }
 
+// runChangedTo is RunChanged by a commit that knows the status it committed: a waiter woken
+// with a final status answers with it, without reading the run again (a final status
+// never changes; a paused run may be running again by the time its waiter looks).
+func (e *Core) runChangedTo(orgID, runID string, status svctype.RunStatus) {
+	e.waits.wake(runKey{orgID, runID}, status)
+}
+
 // WaitRun waits up to d for the run's status to differ from last, and returns the status
 // it has then: at once when it already differs, the new status as soon as a commit changes
 // it, or last when d elapses. A done ctx (the client went away) ends the wait at once with
@@ -127,27 +137,92 @@ func (e *Core) WaitRun(ctx context.Context, orgID, runID string, last svctype.Ru
 	k := runKey{orgID, runID}
 	// Registered before the first read, so a commit between the read and the wait still
 	// wakes this waiter.
-	w, startPoll := e.waits.add(k, last)
-	defer e.waits.remove(k, w)
 	e.watchOnce.Do(e.watchRemote)
+	w := e.watch(k, last)
+	defer e.waits.remove(k, w)
+	return e.await(ctx, k, w, d, true)
+}
+
+// watch registers a waiter of k and starts the poll when it is the first. It makes no
+// call to the store (ExecuteAndWait calls it inside a transaction): the caller has
+// subscribed to other processes' changes first (watchRemote).
+func (e *Core) watch(k runKey, last svctype.RunStatus) *waiter {
+	w, startPoll := e.waits.add(k, last)
 	if startPoll {
 		go e.pollWaited()
 	}
+	return w
+}
+
+// await waits up to d for w's run to leave w.last. read says whether to read the status
+// first: false only when the waiter was registered before the run's status could change
+// (ExecuteAndWait). A wake that hands a final status is the answer; any other wake is
+// followed by a read.
+func (e *Core) await(ctx context.Context, k runKey, w *waiter, d time.Duration, read bool) (svctype.RunStatus, error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	status := w.last
 	for {
-		status, err := e.runStatus(ctx, orgID, runID)
-		if err != nil || status != last {
-			return status, err
+		if read {
+			var err error
+			status, err = e.runStatus(ctx, k.org, k.run)
+			if err != nil || status != w.last {
+				return status, err
+			}
 		}
+		read = true
 		select {
-		case <-w.ch:
+		case woke := <-w.ch:
+			if woke != "" && woke != w.last && woke.Terminal() {
+				return woke, nil
+			}
 		case <-timer.C:
 			return status, nil
 		case <-ctx.Done():
 			return status, ctx.Err()
 		}
 	}
+}
+
+// ExecuteAndWait is Execute followed by WaitRun(run, running, d), without WaitRun's reads
+// in the common case: the waiter is registered inside the transaction that starts the run,
+// so no commit can change the run before it waits, and the commit that ends the run hands
+// it the final status. It returns the run as Execute did and the status the wait ended on.
+// A run the call did not start (an Idempotency-Key's earlier run) is waited for as WaitRun
+// does.
+func (e *Core) ExecuteAndWait(ctx context.Context, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions, d time.Duration) (*svctype.Run, svctype.RunStatus, error) {
+	var (
+		k runKey
+		w *waiter
+	)
+	opts.started = func(run *svctype.Run) {
+		if w != nil { // the transaction ran again
+			e.waits.remove(k, w)
+		}
+		k = runKey{orgID, run.ID}
+		w = e.watch(k, svctype.RunRunning)
+	}
+	defer func() {
+		if w != nil {
+			e.waits.remove(k, w)
+		}
+	}()
+	// Subscribed before the transaction: the first subscription waits for LISTEN.
+	e.watchOnce.Do(e.watchRemote)
+	run, err := e.Execute(ctx, orgID, workflowID, input, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	d = min(d, MaxWait)
+	switch {
+	case run.Status != svctype.RunRunning || d <= 0:
+		return run, run.Status, nil
+	case w == nil || k.run != run.ID:
+		status, err := e.WaitRun(ctx, orgID, run.ID, svctype.RunRunning, d)
+		return run, status, err
+	}
+	status, err := e.await(ctx, k, w, d, false)
+	return run, status, err
 }
 
 // runStatus reads only a run's status.

@@ -62,6 +62,18 @@ func (q *querier) RenewJob(ctx context.Context, job *svctype.Job, lease time.Dur
 		leaseUntil = dbTime(t.Add(lease))
 	}
 	if st := q.fast(); st != nil {
+		if lease > 0 && !job.RunAt.IsZero() {
+			// The lease alone when run_at stays; a row that does not match (run_at moved,
+			// the lease lost) takes the whole statement, which tells which.
+			res, err := q.exec(ctx, st.renewLease, jsonArg(job.Payload), job.Attempts, sqliteTime(leaseUntil),
+				job.OrgID, job.ID, job.LeaseToken, sqliteTime(runAt))
+			if err != nil {
+				return wrap(op, err)
+			}
+			if n, err := res.RowsAffected(); err == nil && n == 1 {
+				return renewed(op, res, job, runAt, leaseUntil)
+			}
+		}
 		var until any
 		if lease > 0 {
 			until = sqliteTime(leaseUntil)
@@ -136,9 +148,15 @@ func (q *querier) CompleteJob(ctx context.Context, job *svctype.Job) error {
 	if job.LeaseToken == "" {
 		return leaseLost(op)
 	}
-	res, err := q.w.NewDelete().Model((*jobModel)(nil)).
-		Where("org_id = ? AND id = ? AND lease_token = ?", job.OrgID, job.ID, job.LeaseToken).
-		Exec(ctx)
+	var res sql.Result
+	var err error
+	if st := q.fast(); st != nil {
+		res, err = q.exec(ctx, st.completeJob, job.OrgID, job.ID, job.LeaseToken)
+	} else {
+		res, err = q.w.NewDelete().Model((*jobModel)(nil)).
+			Where("org_id = ? AND id = ? AND lease_token = ?", job.OrgID, job.ID, job.LeaseToken).
+			Exec(ctx)
+	}
 	if err != nil {
 		return wrap(op, err)
 	}

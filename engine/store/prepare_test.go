@@ -89,11 +89,14 @@ func TestPrepareWhenSchemaCurrent(t *testing.T) {
 	t.Run("older schema", func(t *testing.T) {
 		t.Parallel()
 		dsn := migratedSQLite(t)
-		// As an older release left it: without the last migration (the claims column).
+		// As an older release left it: without the last migration (run_retries and
+		// run_operations). Its undoing must be whole: a column dropped that Migrate then
+		// does not add back (the jobs' claims, once the last) is no schema any release
+		// left, and the claim's prepared statement names it.
 		sqliteExec(t, dsn,
 			`DELETE FROM bun_migrations WHERE name = (SELECT max(name) FROM bun_migrations)`,
-			`DROP INDEX IF EXISTS jobs_org_run_at`,
-			`ALTER TABLE jobs DROP COLUMN claims`)
+			`DROP TABLE run_retries`,
+			`DROP TABLE run_operations`)
 		s, err := store.Open(ctx, dsn)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })

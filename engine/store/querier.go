@@ -25,8 +25,9 @@ type querier struct {
 	clock   func() time.Time // the store's clock (WithNow); nil is time.Now: read it by now
 	inTx    bool
 
-	prepared *sqlitePrepared // SQLite only: the step-commit statements (sqlitefast.go)
-	sqlTx    *sql.Tx         // the transaction under w, for prepared statements
+	prepared *sqlitePrepared         // SQLite only: the step-commit statements (sqlitefast.go)
+	sqlTx    *sql.Tx                 // the transaction under w, for prepared statements
+	txStmts  map[*sql.Stmt]*sql.Stmt // the prepared statements bound to sqlTx (txStmt)
 
 	// defs holds, in a transaction, the custom-table index declarations its writes read
 	// (tableindexes.go): they cannot change before it ends.
@@ -158,7 +159,17 @@ func (q *querier) UpdateWorkflow(ctx context.Context, w *svctype.Workflow) error
 
 func (q *querier) GetWorkflow(ctx context.Context, orgID, id string) (*svctype.Workflow, error) {
 	var m workflowModel
-	err := q.r.NewSelect().Model(&m).Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
+	var err error
+	if st := q.fast(); st != nil && q.inTx {
+		err = q.queryInto(ctx, q.txStmt(ctx, st.getWorkflow), &m, orgID, id)
+	} else if st := q.fastRead(); st != nil {
+		err = q.queryInto(ctx, st.getWorkflowRead, &m, orgID, id)
+	} else {
+		err = q.r.NewSelect().Model(&m).Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
+	}
+	if err == nil && m.ID == "" {
+		err = sql.ErrNoRows // ScanRows leaves a model untouched when there is no row
+	}
 	if err != nil {
 		return nil, wrap("get workflow", err)
 	}

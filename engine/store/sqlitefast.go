@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -25,6 +26,7 @@ import (
 
 type sqliteStatements struct {
 	renewJob    *sql.Stmt
+	renewLease  *sql.Stmt
 	putContext  *sql.Stmt
 	putStep     *sql.Stmt
 	appendEvent *sql.Stmt
@@ -37,6 +39,11 @@ type sqliteStatements struct {
 	deleteEntries *sql.Stmt
 	insertRun     *sql.Stmt
 	enqueueJob    *sql.Stmt
+	// The claim's write (store.go, ClaimJobs): once per claim, like the commit's.
+	claimJobs *sql.Stmt
+	// Ending a run; and starting one reads its workflow in the transaction.
+	completeJob *sql.Stmt
+	getWorkflow *sql.Stmt
 
 	// Reads prepared on the read pool: what every status poll reads.
 	getRun       *sql.Stmt
@@ -45,12 +52,22 @@ type sqliteStatements struct {
 	stepStatuses *sql.Stmt
 	// The fair claim's read (store.go, sqlClaimCandidates).
 	claimCandidates *sql.Stmt
+	// What a custom-table read step reads before its rows (tableindexes.go), and a
+	// workflow read outside a transaction.
+	tableIndexesRead *sql.Stmt
+	countRows        *sql.Stmt
+	getWorkflowRead  *sql.Stmt
 }
 
 const (
 	sqlRenewJob = `UPDATE "jobs" SET "run_at" = ?, "payload" = ?, "attempts" = ?, "lease_until" = ?,
  "lease_token" = CASE WHEN ? IS NULL THEN NULL ELSE "lease_token" END
  WHERE "org_id" = ? AND "id" = ? AND "lease_token" = ?`
+	// A step commit keeps its job's lease and leaves run_at as it is: not naming run_at
+	// leaves the two indexes on it untouched (SQLite rewrites the entries of every index on
+	// a column an UPDATE sets, whatever the value), two pages fewer in the commit.
+	sqlRenewLease = `UPDATE "jobs" SET "payload" = ?, "attempts" = ?, "lease_until" = ?
+ WHERE "org_id" = ? AND "id" = ? AND "lease_token" = ? AND "run_at" = ?`
 	sqlPutContext = `INSERT INTO "run_context" ("org_id", "run_id", "key", "value", "size", "parts") VALUES (?, ?, ?, ?, ?, 0)
  ON CONFLICT ("org_id", "run_id", "key") DO UPDATE SET "value" = excluded."value", "size" = excluded."size", "parts" = 0`
 	sqlPutStep = `INSERT INTO "run_steps" ("org_id", "run_id", "idx", "type", "status", "input_summary",
@@ -76,6 +93,20 @@ const (
  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 	sqlEnqueueJob = `INSERT INTO "jobs" ("org_id", "kind", "run_id", "workflow_id", "run_at", "attempts",
  "lease_token", "lease_until", "payload") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// Claiming the jobs picked from the candidates: the keys come as one JSON array of
+	// [org_id, id] pairs, so that one statement serves any number of them. The first IN
+	// finds the rows by id (the table's rowid); the second keeps each to its organization.
+	sqlClaimJobs = `UPDATE "jobs" SET "lease_token" = lower(hex(randomblob(16))), "lease_until" = ?,
+ "attempts" = "attempts" + 1, "claims" = "claims" + 1
+ WHERE "id" IN (SELECT "value" ->> 1 FROM json_each(?))
+ AND ("org_id", "id") IN (SELECT "value" ->> 0, "value" ->> 1 FROM json_each(?))
+ AND "run_at" <= ? AND ("lease_until" IS NULL OR "lease_until" < ?)
+ RETURNING *`
+	sqlCompleteJob = `DELETE FROM "jobs" WHERE "org_id" = ? AND "id" = ? AND "lease_token" = ?`
+	sqlGetWorkflow = `SELECT * FROM "workflows" WHERE "org_id" = ? AND "id" = ?`
+	// CountRows' limit is a CAST, as the claim's: a bound LIMIT is compiled anew at each bind.
+	sqlCountRows = `SELECT count(*) FROM (SELECT 1 FROM "table_rows" WHERE "org_id" = ? AND "table_name" = ?
+ LIMIT CAST(? AS INTEGER))`
 	sqlGetRun       = `SELECT * FROM "runs" WHERE "org_id" = ? AND "id" = ?`
 	sqlGetContext   = `SELECT * FROM "run_context" WHERE "org_id" = ? AND "run_id" = ?`
 	sqlListSteps    = `SELECT * FROM "run_steps" WHERE "org_id" = ? AND "run_id" = ? ORDER BY "idx"`
@@ -109,6 +140,7 @@ func (p *sqlitePrepared) prepare(ctx context.Context) error {
 		read  bool
 	}{
 		{&s.renewJob, sqlRenewJob, false},
+		{&s.renewLease, sqlRenewLease, false},
 		{&s.putContext, sqlPutContext, false},
 		{&s.putStep, sqlPutStep, false},
 		{&s.appendEvent, sqlAppendEvent, false},
@@ -120,6 +152,12 @@ func (p *sqlitePrepared) prepare(ctx context.Context) error {
 		{&s.deleteEntries, sqlDeleteEntries, false},
 		{&s.insertRun, sqlInsertRun, false},
 		{&s.enqueueJob, sqlEnqueueJob, false},
+		{&s.claimJobs, sqlClaimJobs, false},
+		{&s.completeJob, sqlCompleteJob, false},
+		{&s.getWorkflow, sqlGetWorkflow, false},
+		{&s.tableIndexesRead, sqlTableIndexes, true},
+		{&s.countRows, sqlCountRows, true},
+		{&s.getWorkflowRead, sqlGetWorkflow, true},
 		{&s.getRun, sqlGetRun, true},
 		{&s.getContext, sqlGetContext, true},
 		{&s.listSteps, sqlListSteps, true},
@@ -176,8 +214,9 @@ func (p *sqlitePrepared) close() {
 }
 
 func (s *sqliteStatements) close() {
-	for _, stmt := range []*sql.Stmt{s.renewJob, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow, s.insertRun, s.enqueueJob,
-		s.getRun, s.getContext, s.listSteps, s.stepStatuses, s.claimCandidates} {
+	for _, stmt := range []*sql.Stmt{s.renewJob, s.renewLease, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow,
+		s.tableIndexes, s.insertEntry, s.deleteEntries, s.insertRun, s.enqueueJob, s.claimJobs, s.completeJob, s.getWorkflow,
+		s.tableIndexesRead, s.countRows, s.getWorkflowRead, s.getRun, s.getContext, s.listSteps, s.stepStatuses, s.claimCandidates} {
 		if stmt != nil {
 			_ = stmt.Close()
 		}
@@ -201,6 +240,16 @@ func (q *querier) fastRead() *sqliteStatements {
 	return q.fast()
 }
 
+// claimKeys is sqlClaimJobs' argument: the keys as a JSON array of [org_id, id] pairs.
+func claimKeys(keys []jobKey) (string, error) {
+	pairs := make([][2]any, len(keys))
+	for i, k := range keys {
+		pairs[i] = [2]any{k.orgID, k.id}
+	}
+	b, err := json.Marshal(pairs)
+	return string(b), err
+}
+
 // queryInto runs a prepared read on the read pool and scans its rows into dest (a model
 // or a slice of models), as bun would.
 func (q *querier) queryInto(ctx context.Context, stmt *sql.Stmt, dest any, args ...any) error {
@@ -212,13 +261,37 @@ func (q *querier) queryInto(ctx context.Context, stmt *sql.Stmt, dest any, args 
 	return q.prepared.read.ScanRows(ctx, rows, dest)
 }
 
+// queryTxInto runs a prepared statement of the writer in tx (nil: on its own) and scans
+// its rows into dest, as bun would.
+func (q *querier) queryTxInto(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, dest any, args ...any) error {
+	if tx != nil {
+		stmt = tx.StmtContext(ctx, stmt)
+	}
+	return q.queryInto(ctx, stmt, dest, args...)
+}
+
 // exec runs a prepared statement in the querier's transaction, if any. The transaction is
 // on the writer connection the statement was prepared on, so database/sql reuses it.
 func (q *querier) exec(ctx context.Context, stmt *sql.Stmt, args ...any) (sql.Result, error) {
-	if q.sqlTx != nil {
-		stmt = q.sqlTx.StmtContext(ctx, stmt)
+	return q.txStmt(ctx, stmt).ExecContext(ctx, args...)
+}
+
+// txStmt is stmt bound to the querier's transaction, if any. database/sql makes a new
+// binding at each Tx.StmtContext: a step commit runs a handful of statements a dozen times
+// in all, so each binding is kept for the transaction's life.
+func (q *querier) txStmt(ctx context.Context, stmt *sql.Stmt) *sql.Stmt {
+	if q.sqlTx == nil {
+		return stmt
 	}
-	return stmt.ExecContext(ctx, args...)
+	if s, ok := q.txStmts[stmt]; ok {
+		return s
+	}
+	s := q.sqlTx.StmtContext(ctx, stmt)
+	if q.txStmts == nil {
+		q.txStmts = map[*sql.Stmt]*sql.Stmt{}
+	}
+	q.txStmts[stmt] = s
+	return s
 }
 
 // sqliteTime formats t as bun writes times on SQLite, so that bound and rendered times
@@ -236,10 +309,7 @@ func sqliteTimePtr(t *time.Time) any {
 
 // queryRow runs a prepared statement that returns one row, in the querier's transaction.
 func (q *querier) queryRow(ctx context.Context, stmt *sql.Stmt, args ...any) *sql.Row {
-	if q.sqlTx != nil {
-		stmt = q.sqlTx.StmtContext(ctx, stmt)
-	}
-	return stmt.QueryRowContext(ctx, args...)
+	return q.txStmt(ctx, stmt).QueryRowContext(ctx, args...)
 }
 
 // sqliteScannedTime reads a time column scanned from a prepared statement: the driver gives

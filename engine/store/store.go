@@ -326,6 +326,21 @@ func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]sv
 	for i, c := range picked {
 		keys[i] = jobKey{orgID: c.OrgID, id: c.ID}
 	}
+	var claimed []jobModel
+	if st := s.querier.fast(); st != nil {
+		arg, err := claimKeys(keys)
+		if err != nil {
+			return nil, fmt.Errorf("store: claim jobs: %w", err)
+		}
+		at := sqliteTime(t)
+		unlock := s.lockWriter()
+		err = s.querier.queryInto(ctx, st.claimJobs, &claimed, sqliteTime(t.Add(lease)), arg, arg, at, at)
+		unlock()
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("store: claim jobs: %w", err)
+		}
+		return claimedJobs(claimed), nil
+	}
 	ids, match, args := jobKeysWhere(keys)
 	until := dbTime(t.Add(lease))
 	free := s.write.NewSelect().Model((*jobModel)(nil)).Column("id").
@@ -338,7 +353,6 @@ func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]sv
 		free = free.For("UPDATE SKIP LOCKED")
 		token = "gen_random_uuid()::text"
 	}
-	var claimed []jobModel
 	unlock := s.lockWriter()
 	err = s.write.NewUpdate().Model((*jobModel)(nil)).
 		Set("lease_token = "+token).
@@ -353,6 +367,11 @@ func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]sv
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store: claim jobs: %w", err)
 	}
+	return claimedJobs(claimed), nil
+}
+
+// claimedJobs are the jobs a claim took, oldest first.
+func claimedJobs(claimed []jobModel) []svctype.Job {
 	jobs := make([]svctype.Job, len(claimed))
 	for i := range claimed {
 		jobs[i] = claimed[i].toJob()
@@ -363,7 +382,7 @@ func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]sv
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	return jobs, nil
+	return jobs
 }
 
 // claimCandidate is a due job as the fair claim sees it.
@@ -422,11 +441,13 @@ const pgClaimCandidates = orgsWithJobs + `SELECT d.id, d.org_id FROM orgs CROSS 
 ORDER BY d.org_id, d.run_at, d.id`
 
 // sqlClaimCandidates is claimCandidates on SQLite, which has no LATERAL: a correlated
-// IN (... LIMIT ?) per organization, which SQLite answers from jobs_org_run_at.
+// IN (... LIMIT ?) per organization, which SQLite answers from jobs_org_run_at. The limit
+// is a CAST: a bare bound LIMIT makes SQLite compile the statement anew at every bind (to
+// plan with its value, since 3.47), which was a fifth of the claim's time.
 const sqlClaimCandidates = orgsWithJobs + `SELECT j.id, j.org_id FROM orgs JOIN jobs j ON j.id IN (
 	SELECT d.id FROM jobs d
 	WHERE d.org_id = orgs.org_id AND d.run_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
-	ORDER BY d.run_at, d.id LIMIT ?)
+	ORDER BY d.run_at, d.id LIMIT CAST(? AS INTEGER))
 ORDER BY j.org_id, j.run_at, j.id`
 
 // pickRoundRobin takes up to n of cands (grouped by org, oldest first within each) one org

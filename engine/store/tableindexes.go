@@ -76,6 +76,9 @@ func (q *querier) readIndexDefs(ctx context.Context, db bun.IDB, orgID, table st
 	var err error
 	if st := q.fast(); st != nil && q.inTx {
 		err = q.queryRow(ctx, st.tableIndexes, orgID, table).Scan(&raw)
+	} else if st := q.fastRead(); st != nil && db == q.r {
+		// On the read pool: not a transaction of bun's (q.atomic's) on the writer.
+		err = st.tableIndexesRead.QueryRowContext(ctx, orgID, table).Scan(&raw)
 	} else if q.pgTx() {
 		err = q.pgQueryRow(ctx, pgTableIndexes, orgID, table).Scan(&raw)
 	} else {
@@ -227,6 +230,13 @@ func (q *querier) BuildTableIndex(ctx context.Context, orgID, table, key, cursor
 
 // CountRows counts a table's rows, reading at most upTo of them (0: every one).
 func (q *querier) CountRows(ctx context.Context, orgID, table string, upTo int) (int, error) {
+	if st := q.fastRead(); st != nil && upTo > 0 {
+		var n int
+		if err := st.countRows.QueryRowContext(ctx, orgID, table, upTo).Scan(&n); err != nil {
+			return 0, wrap("count rows", err)
+		}
+		return n, nil
+	}
 	sub := q.r.NewSelect().Model((*rowModel)(nil)).ColumnExpr("1").
 		Where("tr.org_id = ? AND tr.table_name = ?", orgID, table)
 	if upTo > 0 {

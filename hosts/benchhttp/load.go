@@ -55,6 +55,7 @@ func drive(ctx context.Context, c *client, mode, wfID, formID string, opts optio
 	fails := newTally()
 
 	var wg sync.WaitGroup
+	cpu := startCPU(opts.pids)
 	start := time.Now()
 	for range min(opts.clients, n) {
 		wg.Go(func() {
@@ -107,6 +108,8 @@ func drive(ctx context.Context, c *client, mode, wfID, formID string, opts optio
 		})
 	}
 	wg.Wait()
+	elapsed := time.Since(start)
+	serverCPU, ownCPU, cpuKnown := cpu.stop()
 	if ctx.Err() != nil {
 		return result{}, ctx.Err()
 	}
@@ -114,10 +117,11 @@ func drive(ctx context.Context, c *client, mode, wfID, formID string, opts optio
 		name:      mode,
 		runs:      int(sent.Load()),
 		completed: int(completed.Load()),
-		elapsed:   time.Since(start),
+		elapsed:   elapsed,
 		lat:       lat[:completed.Load()],
 		requests:  requests.Load(),
 		failures:  fails,
+		serverCPU: serverCPU, ownCPU: ownCPU, cpuKnown: cpuKnown,
 	}
 	slices.Sort(r.lat)
 	switch mode {
@@ -130,6 +134,10 @@ func drive(ctx context.Context, c *client, mode, wfID, formID string, opts optio
 	default:
 		r.notes = append(r.notes, fmt.Sprintf("execute answered at once; GET /runs/{id}/status every %s", pollEvery))
 	}
+	if n := r.cpuNote(); n != "" {
+		r.notes = append(r.notes, n)
+	}
+	r.notes = append(r.notes, r.figuresLine())
 	printMode(mode, r)
 	return r, nil
 }

@@ -267,6 +267,7 @@ func sqlitePhase(ctx context.Context, bin, dir string, o loadOptions) (figs []fi
 	}
 	defer p.stop(&err)
 	c := p.c
+	o.pids = []int{p.srv.cmd.Process.Pid}
 	fmt.Printf("\nsqlite: svcflow serve --workers %d, %d clients, %d runs of the wait mode\n", o.workers, o.clients, o.runs)
 	figs, err = runFigures(ctx, c, "sqlite", "sqlite", []string{"http://" + addrs[1] + "/metrics"}, o)
 	if ctx.Err() != nil {
@@ -321,6 +322,9 @@ func postgresPhase(ctx context.Context, bin, dir string, o loadOptions, pg *pgAd
 	defer cancel(nil)
 	c := newClient(rt.base, o.clients+8)
 	defer c.close()
+	for _, p := range procs {
+		o.pids = append(o.pids, p.cmd.Process.Pid)
+	}
 	label := pgLabel(k)
 	fmt.Printf("\n%s: svcflow runtime and %d svcflow worker --workers %d, %d clients, %d runs of the wait mode\n", label, k, o.workers, o.clients, o.runs)
 	figs, err = runFigures(ctx, c, fmt.Sprintf("postgres_%dw", k), label, metrics, o)

@@ -61,6 +61,8 @@ type options struct {
 	clients, runs, backlog, workers int
 	// keys is how many distinct account keys the runs use.
 	keys int
+	// pids are the svcflow processes whose CPU time a closed loop measures (cpu.go).
+	pids []int
 }
 
 func main() {
@@ -214,6 +216,7 @@ func runMode(ctx context.Context, mode, bin, dir string, opts options) (rs []res
 	}
 	c := newClient(srv.base, conns+8)
 	c.keys = opts.keys
+	opts.pids = []int{srv.cmd.Process.Pid}
 	defer c.close()
 
 	switch mode {

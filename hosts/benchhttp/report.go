@@ -23,7 +23,35 @@ type result struct {
 	requests  int64           // HTTP requests sent for the runs, executes included
 	failures  *tally
 	notes     []string
+	// serverCPU and ownCPU are the CPU time the svcflow processes and this program used
+	// while the runs ran; cpuKnown is false where /proc did not tell.
+	serverCPU, ownCPU time.Duration
+	cpuKnown          bool
 }
+
+// cpuNote says what a run cost the server's CPU and this program's.
+func (r result) cpuNote() string {
+	if !r.cpuKnown || r.completed == 0 {
+		return ""
+	}
+	n := float64(r.completed)
+	return fmt.Sprintf("CPU a run: svcflow %.2f ms (user+system of its processes, /proc/PID/stat, %.1f s in all over %.1f s: %.2f CPUs busy), benchhttp's clients %.2f ms",
+		ms(r.serverCPU)/n, r.serverCPU.Seconds(), r.elapsed.Seconds(), r.serverCPU.Seconds()/max(r.elapsed.Seconds(), 1e-9), ms(r.ownCPU)/n)
+}
+
+// figuresLine is the closed loop's figures on one line of key=value pairs, for a program
+// that runs benchhttp and reads its answer (make bench-vs-temporal).
+func (r result) figuresLine() string {
+	line := fmt.Sprintf("figures: mode=%s runs=%d completed=%d seconds=%.3f runs_per_s=%.1f p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f max_ms=%.2f",
+		r.name, r.runs, r.completed, r.elapsed.Seconds(), float64(r.completed)/max(r.elapsed.Seconds(), 1e-9),
+		ms(r.percentile(50)), ms(r.percentile(90)), ms(r.percentile(99)), ms(r.percentile(100)))
+	if r.cpuKnown && r.completed > 0 {
+		line += fmt.Sprintf(" server_cpu_ms_per_run=%.3f client_cpu_ms_per_run=%.3f", ms(r.serverCPU)/float64(r.completed), ms(r.ownCPU)/float64(r.completed))
+	}
+	return line
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // percentile is the nearest-rank p-th percentile of the sorted latencies.
 func (r result) percentile(p float64) time.Duration {

@@ -333,24 +333,42 @@ func declaresOrg(o *huma.Operation) bool {
 
 type loggerKey struct{}
 
+// requestLog is the request's logger, made the first time a line is logged: most requests
+// log nothing, and slog's With renders its attributes at once (a buffer a request).
+type requestLog struct {
+	base                *slog.Logger
+	method, path, orgID string
+	once                sync.Once
+	l                   *slog.Logger
+}
+
+func (rl *requestLog) logger() *slog.Logger {
+	rl.once.Do(func() {
+		rl.l = rl.base.With("method", rl.method, "path", rl.path)
+		if rl.orgID != "" {
+			rl.l = rl.l.With("org_id", rl.orgID)
+		}
+	})
+	return rl.l
+}
+
 // withLogger hands the server's logger to code that only sees the request context (Huma's
-// error constructor).
-// withLogger gives the request a logger whose lines name the request (method, path) and
-// the organization it claims (X-Org-Id, cut to the header's longest valid value).
+// error constructor): its lines name the request (method, path) and the organization it
+// claims (X-Org-Id, cut to the header's longest valid value).
 func (s *Server) withLogger(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		l := s.log.With("method", r.Method, "path", r.URL.Path)
+		rl := &requestLog{base: s.log, method: r.Method, path: r.URL.Path}
 		if org := r.Header.Get(OrgHeader); org != "" {
-			l = l.With("org_id", org[:min(len(org), 128)])
+			rl.orgID = org[:min(len(org), 128)]
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), loggerKey{}, l)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), loggerKey{}, rl)))
 	})
 }
 
 // loggerFrom is the request's logger (withLogger), or fallback outside a request.
 func loggerFrom(ctx context.Context, fallback *slog.Logger) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
-		return l
+	if rl, ok := ctx.Value(loggerKey{}).(*requestLog); ok {
+		return rl.logger()
 	}
 	return fallback
 }

@@ -259,18 +259,28 @@ func (s *Server) executeWorkflow(ctx context.Context, in *executeWorkflowInput) 
 	if len(input) == 0 {
 		input = json.RawMessage(`{}`)
 	}
-	run, err := s.eng.Execute(ctx, in.OrgID, in.ID, input, engine.ExecuteOptions{IdempotencyKey: in.IdempotencyKey})
-	if err != nil {
-		return nil, err
-	}
-	out := &executeOutput{Status: http.StatusAccepted, Body: ExecuteAnswer{ID: run.ID, Status: run.Status}}
+	opts := engine.ExecuteOptions{IdempotencyKey: in.IdempotencyKey}
 	if wait <= 0 {
-		return out, nil
+		run, err := s.eng.Execute(ctx, in.OrgID, in.ID, input, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &executeOutput{Status: http.StatusAccepted, Body: ExecuteAnswer{ID: run.ID, Status: run.Status}}, nil
 	}
-	doc, err := s.waitStatus(ctx, in.OrgID, run.ID, svctype.RunRunning, wait, engine.StatusOptions{OmitContext: !in.Context})
+	// The wait starts inside the run's transaction and is woken by the commit that ends
+	// the run, with its status: no read of the status before or after (waitStatus's).
+	run, _, err := s.eng.ExecuteAndWait(ctx, in.OrgID, in.ID, input, opts, wait)
 	if err != nil {
-		return nil, err
+		if run == nil {
+			return nil, err
+		}
+		return nil, s.fail(ctx, err, runNotFound)
 	}
+	doc, err := s.eng.RunStatusWith(ctx, in.OrgID, run.ID, engine.StatusOptions{OmitContext: !in.Context})
+	if err != nil {
+		return nil, s.fail(ctx, err, runNotFound)
+	}
+	out := &executeOutput{Status: http.StatusAccepted}
 	out.Body = ExecuteAnswer{ID: doc.ID, Status: doc.Status, RunStatusDoc: doc}
 	if doc.Status != svctype.RunRunning {
 		out.Status = http.StatusOK

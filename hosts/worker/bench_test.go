@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,16 +51,30 @@ func executeN(b *testing.B, eng *engine.Engine, wfID string, n int) {
 
 // timeRuns times b.N runs of wfID, started by executeN, through a worker of concurrency 4
 // in this process, from the worker's start until the last run ends; the worker is stopped.
+// It reports the process's CPU time (user and system, from getrusage) per run over the
+// same span: Execute's share, the worker's and the store's, a figure the load of a shared
+// machine leaves alone where runs/s does not.
 func timeRuns(b *testing.B, eng *engine.Engine, wfID string) time.Duration {
 	b.Helper()
 	b.ResetTimer()
+	cpu := processCPU(b)
 	stop := startWorker(b, eng, worker.Options{Concurrency: 4})
 	executeN(b, eng, wfID, b.N)
 	waitDrained(b, eng)
 	elapsed := b.Elapsed()
+	cpu = processCPU(b) - cpu
 	b.StopTimer()
 	require.NoError(b, stop())
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/run")
 	return elapsed
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // waitDrained polls until the jobs table is empty: every run started has ended.
