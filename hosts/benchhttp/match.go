@@ -12,9 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -230,7 +227,8 @@ var resultKeys = []string{"matched", "unmatched_left", "unmatched_right"}
 // checked as JSON.
 func (c *client) timeMatch(ctx context.Context, server int, org, wfID string, body []byte, label, read string, pageSize int) error {
 	start := time.Now()
-	startServer, startClient := processCPU(server), selfCPU()
+	startServer, _ := processCPU(server)
+	startClient := selfCPU()
 	var d runDoc
 	if _, err := c.do(ctx, "execute", http.MethodPost, "/workflows/"+url.PathEscape(wfID)+"/execute?context=false&wait="+waitParam, org, body, &d); err != nil {
 		return err
@@ -245,7 +243,8 @@ func (c *client) timeMatch(ctx context.Context, server int, org, wfID string, bo
 		return fmt.Errorf("%s: run %s ended %s: %s", label, d.ID, d.Status, d.Reason)
 	}
 	ran := time.Since(start)
-	serverCPU, clientCPU := processCPU(server), selfCPU()
+	serverCPU, _ := processCPU(server)
+	clientCPU := selfCPU()
 	counts := make([]int, len(resultKeys))
 	requests := 0
 	for i, key := range resultKeys {
@@ -263,7 +262,8 @@ func (c *client) timeMatch(ctx context.Context, server int, org, wfID string, bo
 		counts[i], requests = res.len(), requests+n
 	}
 	total := time.Since(start)
-	endServer, endClient := processCPU(server), selfCPU()
+	endServer, _ := processCPU(server)
+	endClient := selfCPU()
 	serverCPU, clientCPU = endServer-serverCPU, endClient-clientCPU
 	how := "as NDJSON"
 	if read == "pages" {
@@ -275,33 +275,6 @@ func (c *client) timeMatch(ctx context.Context, server int, org, wfID string, bo
 	fmt.Printf("    CPU time (load does not change it), request to last byte: server %.0f ms, client %.0f ms; of it the result's: server %.0f ms, client %.0f ms\n",
 		ms(endServer-startServer), ms(endClient-startClient), ms(serverCPU), ms(clientCPU))
 	return nil
-}
-
-// processCPU is the CPU time (user and system, every thread) process pid has used, in
-// clock ticks of 10 ms (/proc/PID/stat); 0 when it cannot be read.
-func processCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command's closing parenthesis: state is the first, utime the
-	// 12th and stime the 13th.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
-}
-
-// selfCPU is the CPU time this process has used (getrusage), in microseconds.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // heldResult is what the client holds of one key: its elements' bytes one after another in
