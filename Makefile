@@ -148,8 +148,9 @@ bench-match: ## match quality and speed: precision, recall, records/s and peak m
 	$(GO) run ./match/cmd/benchmatch
 
 MATCH_N ?= 50000
-PYTHON ?= python3
-bench-match-http: ## the matcher end to end over HTTP (inline JSON, doc: CSV) beside pandas on the same files (python3-pandas)
+# python3-pandas (apt) is /usr/bin/python3's: a python3 earlier on PATH (pyenv) may not have it.
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+bench-match-http: ## the matcher end to end over HTTP (inline JSON, doc: CSV), its whole result read as NDJSON, beside pandas on the same files (python3-pandas)
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	$(GO) run ./match/cmd/benchmatch -n $(MATCH_N) -write "$$d" && \
 	$(GO) run ./hosts/benchhttp -mode match -data "$$d" && \

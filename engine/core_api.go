@@ -19,6 +19,7 @@ type (
 	Evidence       = core.Evidence
 	EvidenceEffect = core.EvidenceEffect
 	ContextValue   = core.ContextValue
+	ContextStream  = core.ContextStream
 	Environment    = core.Environment
 	Slot           = core.Slot
 )
@@ -38,6 +39,7 @@ const (
 	EventValueNodes      = core.EventValueNodes
 	LargeValueBytes      = core.LargeValueBytes
 	PartBytes            = core.PartBytes
+	StreamPartsRead      = core.StreamPartsRead
 	DefaultMaxIterations = core.DefaultMaxIterations
 	MaxIterations        = core.MaxIterations
 	ForeachBatch         = core.ForeachBatch

@@ -23,6 +23,8 @@ var (
 	ErrInvalidOrg = core.ErrInvalidOrg
 	// ErrNoContextKey: the run exists but its context has no such key (an ErrNotFound).
 	ErrNoContextKey = core.ErrNoContextKey
+	// ErrContextChanged: a context key was rewritten while it was streamed out whole.
+	ErrContextChanged = core.ErrContextChanged
 	// ErrInvalidCursor: a paging cursor that the listing did not issue.
 	ErrInvalidCursor = core.ErrInvalidCursor
 	// ErrOutcomeUnknown fails a step whose call was made by MaxCallTries claims and never

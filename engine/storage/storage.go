@@ -318,8 +318,12 @@ type Runs interface {
 	PutContextParts(ctx context.Context, orgID, runID, key string, parts iter.Seq2[json.RawMessage, error], length, per int) error
 	// ContextSlice reads key so that the elements [from, to) of an array are at hand: the
 	// value Whole, or only the parts that hold those elements. A missing key (or run) is
-	// a slice with Found false.
+	// a slice with Found false. Parts (here and from ContextParts) are read-only: they may
+	// share the driver's memory.
 	ContextSlice(ctx context.Context, orgID, runID, key string, from, to int) (ContextSlice, error)
+	// ContextParts reads the parts first..last of a key stored in parts, in order (what a
+	// whole value streamed out reads, a few parts at a time); an error unless each is there.
+	ContextParts(ctx context.Context, orgID, runID, key string, first, last int) ([]json.RawMessage, error)
 	// ContextBrief returns every key of a run whose value is at most maxBytes, and for the
 	// others (larger, or stored in parts) what they are, without reading them.
 	ContextBrief(ctx context.Context, orgID, runID string, maxBytes int64) (map[string]json.RawMessage, map[string]ContextRef, error)
@@ -390,11 +394,14 @@ type ContextSlice struct {
 	Whole json.RawMessage
 	// Parts are the JSON arrays that hold the asked elements of a value stored in parts;
 	// Start is the index of Parts[0]'s first element, Length the array's length, Per the
-	// elements of every part but the array's last.
+	// elements of every part but the array's last, Count how many parts there are and
+	// Size their bytes together (Per, Count and Size set even when no element is asked).
 	Parts  []json.RawMessage
 	Start  int
 	Length int
 	Per    int
+	Count  int
+	Size   int64
 }
 
 // ContextRef is a context value ContextBrief did not read: its size in bytes (0 when the

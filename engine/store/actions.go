@@ -57,13 +57,7 @@ func (q *querier) CreateAction(ctx context.Context, a *svctype.Action) error {
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
-	// DO NOTHING rather than a unique violation: on PostgreSQL an error would abort the
-	// caller's transaction.
-	res, err := q.w.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
-	if err != nil {
-		return wrap(op, err)
-	}
-	return checkAffected(op, res, conflict)
+	return insertNew(ctx, q.w, op, m)
 }
 
 func (q *querier) GetAction(ctx context.Context, orgID, name string) (*svctype.Action, error) {
@@ -79,13 +73,7 @@ func (q *querier) GetAction(ctx context.Context, orgID, name string) (*svctype.A
 func (q *querier) ListActions(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Action], error) {
 	return listByName(ctx, q, "list actions", orgID, "name", opts,
 		func(m *actionModel) string { return m.Name },
-		func(m *actionModel) (svctype.Action, error) {
-			a, err := m.toAction()
-			if err != nil {
-				return svctype.Action{}, err
-			}
-			return *a, nil
-		})
+		valueOf((*actionModel).toAction))
 }
 
 // ReplaceAction overwrites the kind, spec and updated_at of an existing action and reads

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -15,42 +14,35 @@ import (
 // (DESIGN.md: the store puts the org id in every query), on both dialects.
 func TestActionStatementsCarryOrgID(t *testing.T) {
 	t.Parallel()
-	for _, dialect := range []string{dialectSQLite, dialectPostgres} {
-		t.Run(dialect, func(t *testing.T) {
-			t.Parallel()
-			if dialect == dialectPostgres && os.Getenv(PostgresDSNEnv) == "" {
-				t.Skip(PostgresDSNEnv + " is unset")
-			}
-			ctx := context.Background()
-			s := OpenTest(t, dialect)
-			log := &statementLog{}
-			q := &querier{w: s.write.WithQueryHook(log), r: s.read.WithQueryHook(log), dialect: s.dialect}
+	eachDialect(t, func(t *testing.T, dialect string) {
+		ctx := context.Background()
+		s := OpenTest(t, dialect)
+		q, log := loggedQuerier(s)
 
-			a := &svctype.Action{OrgID: "o", Name: "n", Kind: svctype.ActionDB, Datasource: "orgconfig:db:x", Query: "SELECT 1"}
-			require.NoError(t, q.CreateAction(ctx, a))
-			_, err := q.GetAction(ctx, "o", "n")
-			require.NoError(t, err)
-			_, err = q.ListActions(ctx, "o", svctype.ListOptions{Limit: 1})
-			require.NoError(t, err)
-			require.NoError(t, q.ReplaceAction(ctx, a))
-			require.NoError(t, q.DeleteAction(ctx, "o", "n"))
+		a := &svctype.Action{OrgID: "o", Name: "n", Kind: svctype.ActionDB, Datasource: "orgconfig:db:x", Query: "SELECT 1"}
+		require.NoError(t, q.CreateAction(ctx, a))
+		_, err := q.GetAction(ctx, "o", "n")
+		require.NoError(t, err)
+		_, err = q.ListActions(ctx, "o", svctype.ListOptions{Limit: 1})
+		require.NoError(t, err)
+		require.NoError(t, q.ReplaceAction(ctx, a))
+		require.NoError(t, q.DeleteAction(ctx, "o", "n"))
 
-			log.mu.Lock()
-			defer log.mu.Unlock()
-			n := 0
-			for _, stmt := range log.stmts {
-				if !strings.Contains(stmt, `"actions"`) {
-					continue
-				}
-				n++
-				plain := strings.ReplaceAll(stmt, `"`, "")
-				if strings.HasPrefix(plain, "INSERT ") {
-					require.Contains(t, plain, "(org_id, name, ", "an insert into actions without the org id")
-					continue
-				}
-				require.Contains(t, plain, "org_id = 'o'", "a statement on actions that does not select by org id: %s", plain)
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		n := 0
+		for _, stmt := range log.stmts {
+			if !strings.Contains(stmt, `"actions"`) {
+				continue
 			}
-			require.Equal(t, 5, n)
-		})
-	}
+			n++
+			plain := strings.ReplaceAll(stmt, `"`, "")
+			if strings.HasPrefix(plain, "INSERT ") {
+				require.Contains(t, plain, "(org_id, name, ", "an insert into actions without the org id")
+				continue
+			}
+			require.Contains(t, plain, "org_id = 'o'", "a statement on actions that does not select by org id: %s", plain)
+		}
+		require.Equal(t, 5, n)
+	})
 }

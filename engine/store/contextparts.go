@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"unsafe"
 
 	"github.com/uptrace/bun"
 
@@ -136,7 +137,9 @@ func (q *querier) readParts(ctx context.Context, orgID, runID, key string, first
 		if len(ms[i].Value) < 2 {
 			return nil, fmt.Errorf("store: context key %q: part %d is not an array", key, ms[i].Part)
 		}
-		out[i] = json.RawMessage(ms[i].Value)
+		// The driver's string itself, not a copy of it: a part is read, never changed
+		// (storage.Runs says so), and a copy doubled what a stream of a large key allocates.
+		out[i] = json.RawMessage(unsafe.Slice(unsafe.StringData(ms[i].Value), len(ms[i].Value)))
 	}
 	return out, nil
 }
@@ -157,7 +160,7 @@ func (q *querier) ContextSlice(ctx context.Context, orgID, runID, key string, fr
 	if err := json.Unmarshal(m.Value, &info); err != nil || info.Per < 1 {
 		return storage.ContextSlice{}, fmt.Errorf("store: context key %q: parts: %v", key, err)
 	}
-	out := storage.ContextSlice{Found: true, Length: info.Length, Parts: []json.RawMessage{}}
+	out := storage.ContextSlice{Found: true, Length: info.Length, Per: info.Per, Count: m.Parts, Size: m.Size, Parts: []json.RawMessage{}}
 	from, to = max(from, 0), min(to, info.Length)
 	if from >= to {
 		return out, nil
@@ -166,8 +169,15 @@ func (q *querier) ContextSlice(ctx context.Context, orgID, runID, key string, fr
 	if out.Parts, err = q.readParts(ctx, orgID, runID, key, first, last); err != nil {
 		return storage.ContextSlice{}, err
 	}
-	out.Start, out.Per = first*info.Per, info.Per
+	out.Start = first * info.Per
 	return out, nil
+}
+
+func (q *querier) ContextParts(ctx context.Context, orgID, runID, key string, first, last int) ([]json.RawMessage, error) {
+	if first < 0 || last < first {
+		return nil, fmt.Errorf("store: context key %q: no parts %d..%d", key, first, last)
+	}
+	return q.readParts(ctx, orgID, runID, key, first, last)
 }
 
 func (q *querier) ContextBrief(ctx context.Context, orgID, runID string, maxBytes int64) (map[string]json.RawMessage, map[string]storage.ContextRef, error) {

@@ -127,13 +127,7 @@ func (q *querier) CreateDocument(ctx context.Context, doc *documents.Document) e
 		SizeBytes: doc.SizeBytes, Version: 1, ExpiresAt: doc.ExpiresAt, CreatedAt: doc.CreatedAt, UpdatedAt: doc.UpdatedAt,
 	}
 	return q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
-		// DO NOTHING rather than a unique violation: on PostgreSQL an error would abort the
-		// caller's transaction.
-		res, err := db.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
-		if err != nil {
-			return wrap(op, err)
-		}
-		if err := checkAffected(op, res, conflict); err != nil {
+		if err := insertNew(ctx, db, op, m); err != nil {
 			return err
 		}
 		vm := versionModelOf(doc.OrgID, doc.ID, v)
@@ -240,38 +234,12 @@ func (q *querier) GetDocument(ctx context.Context, orgID, id string) (*documents
 
 // ListDocuments pages an organization's documents newest first.
 func (q *querier) ListDocuments(ctx context.Context, orgID string, f documents.ListFilter) (svctype.Page[documents.Document], error) {
-	const op = "list documents"
-	var page svctype.Page[documents.Document]
-	limit := pageLimit(f.ListOptions)
-	sel := q.r.NewSelect().Model((*documentModel)(nil)).
-		Where("d.org_id = ?", orgID).
-		OrderExpr("d.created_at DESC, d.id DESC").
-		Limit(int64(limit + 1))
+	sel := q.r.NewSelect().Model((*documentModel)(nil)).Where("d.org_id = ?", orgID)
 	if f.Tag != "" {
 		sel = sel.Where("EXISTS (SELECT 1 FROM document_tags AS dt WHERE dt.org_id = d.org_id AND dt.document_id = d.id AND dt.tag = ?)", f.Tag)
 	}
-	if f.Cursor != "" {
-		at, id, err := decodeTimeCursor(f.Cursor)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("(d.created_at < ? OR (d.created_at = ? AND d.id < ?))", at, at, id)
-	}
-	var ms []documentModel
-	if err := sel.Scan(ctx, &ms); err != nil {
-		return page, wrap(op, err)
-	}
-	page, err := pageOf(ms, limit, func(m *documentModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) }, func(m *documentModel) (documents.Document, error) {
-		d, err := m.toDocument()
-		if err != nil {
-			return documents.Document{}, err
-		}
-		return *d, nil
-	})
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	return page, nil
+	return pageByCreated(ctx, "list documents", sel, true, f.ListOptions,
+		func(m *documentModel) (time.Time, string) { return m.CreatedAt, m.ID }, valueOf((*documentModel).toDocument))
 }
 
 // GetDocumentVersion returns a document and one version (the latest for version 0).

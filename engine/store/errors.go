@@ -3,19 +3,16 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/sqlerr"
+	"github.com/svcflow/svcflow/internal/sqlpage"
 )
 
 // wrap turns a database error into the store's: sql.ErrNoRows is storage.ErrNotFound, a
@@ -29,9 +26,9 @@ func wrap(op string, err error) error {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("store: %s: %w", op, storage.ErrNotFound)
-	case isUniqueViolation(err):
+	case sqlerr.IsUniqueViolation(err):
 		return fmt.Errorf("store: %s: %w", op, storage.ErrConflict)
-	case isForeignKeyViolation(err):
+	case sqlerr.IsForeignKeyViolation(err):
 		return fmt.Errorf("store: %s: %w", op, storage.ErrNotFound)
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
@@ -41,40 +38,6 @@ func notFound(op string) error { return fmt.Errorf("store: %s: %w", op, storage.
 func conflict(op string) error { return fmt.Errorf("store: %s: %w", op, storage.ErrConflict) }
 func leaseLost(op string) error {
 	return fmt.Errorf("store: %s: %w", op, storage.ErrLeaseLost)
-}
-
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "23505"
-	}
-	var liteErr *sqlite.Error
-	if errors.As(err, &liteErr) {
-		switch liteErr.Code() {
-		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return true
-		case sqlite3.SQLITE_CONSTRAINT:
-			return strings.Contains(liteErr.Error(), "UNIQUE constraint failed")
-		}
-	}
-	return false
-}
-
-func isForeignKeyViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "23503"
-	}
-	var liteErr *sqlite.Error
-	if errors.As(err, &liteErr) {
-		switch liteErr.Code() {
-		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
-			return true
-		case sqlite3.SQLITE_CONSTRAINT:
-			return strings.Contains(liteErr.Error(), "FOREIGN KEY constraint failed")
-		}
-	}
-	return false
 }
 
 // affectedRows is res.RowsAffected with its error wrapped for op. A failure to count is
@@ -101,6 +64,17 @@ func checkAffected(op string, res sql.Result, none func(op string) error) error 
 	return nil
 }
 
+// insertNew inserts m through db, or answers ErrConflict (wrapped for op) when a row has its
+// key already: DO NOTHING rather than a unique violation, which on PostgreSQL would abort
+// the caller's transaction.
+func insertNew(ctx context.Context, db bun.IDB, op string, m any) error {
+	res, err := db.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
+	if err != nil {
+		return wrap(op, err)
+	}
+	return checkAffected(op, res, conflict)
+}
+
 // resealOutcome is the end of a compare-and-swap reseal (an UPDATE of the sealed bytes
 // where they are still the ones read): a statement that touched no row found the row
 // deleted since it was read (exists answers ErrNotFound) or changed (ErrConflict).
@@ -118,33 +92,27 @@ func resealOutcome(op string, res sql.Result, err error, exists func() error) er
 	return conflict(op)
 }
 
-// Listing pages.
+// Listing pages: internal/sqlpage's limits, cursors and keyset query, under the names the
+// store's listings use, with its errors the store's (pageErr).
 
-const (
-	defaultPageLimit = 50
-	maxPageLimit     = 500
-)
-
-func pageLimit(opts svctype.ListOptions) int {
-	switch {
-	case opts.Limit <= 0:
-		return defaultPageLimit
-	case opts.Limit > maxPageLimit:
-		return maxPageLimit
-	}
-	return opts.Limit
-}
+func pageLimit(opts svctype.ListOptions) int { return sqlpage.Limit(opts) }
 
 // listByName pages an organization's rows of model M by a unique text column (a name),
-// ascending; the cursor is the last row's name. op names the operation in errors.
+// ascending (pageByName). op names the operation in errors.
 func listByName[M, T any](ctx context.Context, q *querier, op, orgID, column string, opts svctype.ListOptions,
+	name func(*M) string, conv func(*M) (T, error)) (svctype.Page[T], error) {
+	sel := q.r.NewSelect().Model((*M)(nil)).Where("org_id = ?", orgID)
+	return pageByName(ctx, op, sel, column, opts, name, conv)
+}
+
+// pageByName finishes a listing of rows M by a unique text column, ascending: sel has the
+// organization and the filters; this adds the order, the limit, the cursor (the last
+// row's name) and scans the page. op names the operation in errors.
+func pageByName[M, T any](ctx context.Context, op string, sel *bun.SelectQuery, column string, opts svctype.ListOptions,
 	name func(*M) string, conv func(*M) (T, error)) (svctype.Page[T], error) {
 	var page svctype.Page[T]
 	limit := pageLimit(opts)
-	sel := q.r.NewSelect().Model((*M)(nil)).
-		Where("org_id = ?", orgID).
-		OrderExpr("? ASC", bun.Ident(column)).
-		Limit(int64(limit + 1))
+	sel = sel.OrderExpr("? ASC", bun.Ident(column)).Limit(int64(limit + 1))
 	if opts.Cursor != "" {
 		parts, err := decodeCursor(opts.Cursor, 1)
 		if err != nil {
@@ -157,81 +125,64 @@ func listByName[M, T any](ctx context.Context, q *querier, op, orgID, column str
 		return page, wrap(op, err)
 	}
 	page, err := pageOf(ms, limit, func(m *M) string { return encodeCursor(name(m)) }, conv)
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	return page, nil
+	return page, wrap(op, err)
 }
 
-// pageByCreated finishes a listing of model M by (created_at, id), newest first when desc:
-// sel has the organization and the filters; this adds the order, the limit, the cursor
-// (an encodeTimeCursor of the last row) and scans the page. op names the operation.
+// pageByCreated finishes a listing of model M by (created_at, id), newest first when desc
+// (sqlpage.ByCreated): sel has the organization and the filters. op names the operation.
 func pageByCreated[M, T any](ctx context.Context, op string, sel *bun.SelectQuery, desc bool, opts svctype.ListOptions,
 	key func(*M) (time.Time, string), conv func(*M) (T, error)) (svctype.Page[T], error) {
-	var page svctype.Page[T]
-	limit := pageLimit(opts)
-	order, after := "created_at ASC, id ASC", ">"
-	if desc {
-		order, after = "created_at DESC, id DESC", "<"
-	}
-	sel = sel.OrderExpr(order).Limit(int64(limit + 1))
-	if opts.Cursor != "" {
-		at, id, err := decodeTimeCursor(opts.Cursor)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("(created_at "+after+" ? OR (created_at = ? AND id "+after+" ?))", at, at, id)
-	}
-	var ms []M
-	if err := sel.Scan(ctx, &ms); err != nil {
-		return page, wrap(op, err)
-	}
-	page, err := pageOf(ms, limit, func(m *M) string { return encodeTimeCursor(key(m)) }, conv)
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	return page, nil
+	page, err := sqlpage.ByCreated(ctx, sel, desc, opts, key, conv)
+	return page, pageErr(op, err)
 }
 
-// pageOf turns the rows of a listing query (which asks for limit+1 rows) into a page:
-// at most limit items converted by conv, and the cursor of the last one when a row more
-// was found.
-func pageOf[M, T any](ms []M, limit int, cursor func(*M) string, conv func(*M) (T, error)) (svctype.Page[T], error) {
-	page := svctype.Page[T]{Items: make([]T, 0, min(len(ms), limit))}
-	for i := range ms {
-		if i == limit {
-			page.NextCursor = cursor(&ms[i-1])
-			break
-		}
-		item, err := conv(&ms[i])
-		if err != nil {
-			return page, err
-		}
-		page.Items = append(page.Items, item)
+// pageErr is the store's error for a listing's: a malformed cursor is the caller's
+// (malformedCursor), any other is wrapped for op.
+func pageErr(op string, err error) error {
+	if errors.Is(err, sqlpage.ErrMalformedCursor) {
+		return malformedCursor()
 	}
-	return page, nil
+	return wrap(op, err)
+}
+
+// pageOf turns the rows of a listing query (which asks for limit+1 rows) into a page
+// (sqlpage.Of).
+func pageOf[M, T any](ms []M, limit int, cursor func(*M) string, conv func(*M) (T, error)) (svctype.Page[T], error) {
+	return sqlpage.Of(ms, limit, cursor, conv)
+}
+
+// valueOf adapts a model's conversion to a pointer (toWorkflow, toAction, ...) to the
+// conversion to a value that a page holds.
+func valueOf[M, T any](conv func(*M) (*T, error)) func(*M) (T, error) {
+	return func(m *M) (T, error) {
+		t, err := conv(m)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		return *t, nil
+	}
 }
 
 // A cursor is the position of the last item of a page: its sort key, opaque to callers.
-func encodeCursor(parts ...string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(parts, "\x00")))
-}
-
-// maxCursorLen is far above any cursor a listing issues (a time and a UUID, or a table
-// name, base64-encoded): a longer one was not issued, and is not decoded.
-const maxCursorLen = 1024
+func encodeCursor(parts ...string) string { return sqlpage.EncodeCursor(parts...) }
 
 func decodeCursor(cursor string, n int) ([]string, error) {
-	if len(cursor) > maxCursorLen {
+	parts, err := sqlpage.DecodeCursor(cursor, n)
+	if err != nil {
 		return nil, malformedCursor()
 	}
-	b, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err == nil {
-		if parts := strings.Split(string(b), "\x00"); len(parts) == n {
-			return parts, nil
-		}
+	return parts, nil
+}
+
+func encodeTimeCursor(t time.Time, id string) string { return sqlpage.EncodeTimeCursor(t, id) }
+
+func decodeTimeCursor(cursor string) (time.Time, string, error) {
+	t, id, err := sqlpage.DecodeTimeCursor(cursor)
+	if err != nil {
+		return time.Time{}, "", malformedCursor()
 	}
-	return nil, malformedCursor()
+	return t, id, nil
 }
 
 // malformedCursor: the caller sent a cursor that no listing issued.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"database/sql"
 	"errors"
 	"testing"
 
@@ -55,4 +56,19 @@ func TestAffectedRows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPageErr: a listing's malformed cursor is the store's invalid-cursor error (which the
+// API answers as a bad request), any other error is wrapped for the operation.
+func TestPageErr(t *testing.T) {
+	t.Parallel()
+	_, _, err := decodeTimeCursor("not a cursor!")
+	require.ErrorIs(t, err, storage.ErrInvalidCursor)
+	require.EqualError(t, err, "store: invalid cursor")
+	_, err = decodeCursor(encodeCursor("a", "b"), 1)
+	require.EqualError(t, err, "store: invalid cursor")
+
+	require.ErrorIs(t, pageErr("list things", sql.ErrNoRows), storage.ErrNotFound)
+	require.EqualError(t, pageErr("list things", errors.New("boom")), "store: list things: boom")
+	require.NoError(t, pageErr("list things", nil))
 }

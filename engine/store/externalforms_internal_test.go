@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,48 +17,41 @@ import (
 // id, so no statement ever needs to run across organizations.
 func TestExternalFormStatementsCarryOrgID(t *testing.T) {
 	t.Parallel()
-	for _, dialect := range []string{dialectSQLite, dialectPostgres} {
-		t.Run(dialect, func(t *testing.T) {
-			t.Parallel()
-			if dialect == dialectPostgres && os.Getenv(PostgresDSNEnv) == "" {
-				t.Skip(PostgresDSNEnv + " is unset")
-			}
-			ctx := context.Background()
-			s := OpenTest(t, dialect)
-			log := &statementLog{}
-			q := &querier{w: s.write.WithQueryHook(log), r: s.read.WithQueryHook(log), dialect: s.dialect}
+	eachDialect(t, func(t *testing.T, dialect string) {
+		ctx := context.Background()
+		s := OpenTest(t, dialect)
+		q, log := loggedQuerier(s)
 
-			now := time.Now()
-			f := &svctype.ExternalForm{OrgID: "o", ID: "frm-1", Name: "f", Schema: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now}
-			require.NoError(t, q.CreateExternalForm(ctx, f))
-			_, err := q.GetExternalForm(ctx, "o", "frm-1")
-			require.NoError(t, err)
-			_, err = q.ListExternalForms(ctx, "o", svctype.ListOptions{Limit: 1})
-			require.NoError(t, err)
-			require.NoError(t, q.ReplaceExternalForm(ctx, f))
-			require.NoError(t, q.CreateFormSubmission(ctx, &svctype.FormSubmission{OrgID: "o", ID: "sub_1", FormID: "frm-1", SubmittedAt: now}))
-			_, err = q.ListFormSubmissions(ctx, "o", "frm-1", svctype.ListOptions{Limit: 1})
-			require.NoError(t, err)
-			_, err = q.LockExternalForm(ctx, "o", "frm-1", true)
-			require.NoError(t, err)
-			require.NoError(t, q.DeleteExternalForm(ctx, "o", "frm-1"))
+		now := time.Now()
+		f := &svctype.ExternalForm{OrgID: "o", ID: "frm-1", Name: "f", Schema: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now}
+		require.NoError(t, q.CreateExternalForm(ctx, f))
+		_, err := q.GetExternalForm(ctx, "o", "frm-1")
+		require.NoError(t, err)
+		_, err = q.ListExternalForms(ctx, "o", svctype.ListOptions{Limit: 1})
+		require.NoError(t, err)
+		require.NoError(t, q.ReplaceExternalForm(ctx, f))
+		require.NoError(t, q.CreateFormSubmission(ctx, &svctype.FormSubmission{OrgID: "o", ID: "sub_1", FormID: "frm-1", SubmittedAt: now}))
+		_, err = q.ListFormSubmissions(ctx, "o", "frm-1", svctype.ListOptions{Limit: 1})
+		require.NoError(t, err)
+		_, err = q.LockExternalForm(ctx, "o", "frm-1", true)
+		require.NoError(t, err)
+		require.NoError(t, q.DeleteExternalForm(ctx, "o", "frm-1"))
 
-			log.mu.Lock()
-			defer log.mu.Unlock()
-			n := 0
-			for _, stmt := range log.stmts {
-				if !strings.Contains(stmt, `"external_forms"`) && !strings.Contains(stmt, `"form_submissions"`) {
-					continue
-				}
-				n++
-				plain := strings.ReplaceAll(stmt, `"`, "")
-				if strings.HasPrefix(plain, "INSERT ") {
-					require.Contains(t, plain, "(org_id, id, ", "an insert without the org id: %s", plain)
-					continue
-				}
-				require.Contains(t, plain, "org_id = 'o'", "a statement that does not select by org id: %s", plain)
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		n := 0
+		for _, stmt := range log.stmts {
+			if !strings.Contains(stmt, `"external_forms"`) && !strings.Contains(stmt, `"form_submissions"`) {
+				continue
 			}
-			require.Equal(t, 9, n)
-		})
-	}
+			n++
+			plain := strings.ReplaceAll(stmt, `"`, "")
+			if strings.HasPrefix(plain, "INSERT ") {
+				require.Contains(t, plain, "(org_id, id, ", "an insert without the org id: %s", plain)
+				continue
+			}
+			require.Contains(t, plain, "org_id = 'o'", "a statement that does not select by org id: %s", plain)
+		}
+		require.Equal(t, 9, n)
+	})
 }

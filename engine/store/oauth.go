@@ -76,13 +76,7 @@ func (q *querier) InsertOAuthConnection(ctx context.Context, c *svctype.OAuthCon
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
-	// DO NOTHING rather than a unique violation: on PostgreSQL an error would abort the
-	// caller's transaction.
-	res, err := q.w.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
-	if err != nil {
-		return wrap(op, err)
-	}
-	return checkAffected(op, res, conflict)
+	return insertNew(ctx, q.w, op, m)
 }
 
 // ReplaceOAuthConnection overwrites the tokens and what describes them, optionally only
@@ -170,13 +164,7 @@ func (q *querier) ListOAuthConnections(ctx context.Context, orgID string, f stor
 		return page, wrap(op, err)
 	}
 	page, err := pageOf(ms, limit, func(m *oauthConnectionModel) string { return encodeCursor(m.Provider, m.Account) },
-		func(m *oauthConnectionModel) (svctype.OAuthConnection, error) {
-			c, err := m.toConnection()
-			if err != nil {
-				return svctype.OAuthConnection{}, err
-			}
-			return *c, nil
-		})
+		valueOf((*oauthConnectionModel).toConnection))
 	if err != nil {
 		return page, wrap(op, err)
 	}

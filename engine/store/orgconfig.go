@@ -83,30 +83,13 @@ func (q *querier) GetOrgConfig(ctx context.Context, orgID, key string) (*secrets
 
 // ListOrgConfig pages an organization's records by key name.
 func (q *querier) ListOrgConfig(ctx context.Context, orgID string, f secrets.ListFilter) (svctype.Page[secrets.Record], error) {
-	const op = "list org config"
-	var page svctype.Page[secrets.Record]
-	limit := pageLimit(f.ListOptions)
-	sel := q.r.NewSelect().Model((*orgConfigModel)(nil)).
-		Where("org_id = ?", orgID).
-		Order("key_name").
-		Limit(int64(limit + 1))
+	sel := q.r.NewSelect().Model((*orgConfigModel)(nil)).Where("org_id = ?", orgID)
 	if f.NotKeyID != "" {
 		sel = sel.Where("master_key_id <> ?", f.NotKeyID)
 	}
-	if f.Cursor != "" {
-		parts, err := decodeCursor(f.Cursor, 1)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("key_name > ?", parts[0])
-	}
-	var ms []orgConfigModel
-	if err := sel.Scan(ctx, &ms); err != nil {
-		return page, wrap(op, err)
-	}
-	return pageOf(ms, limit, func(m *orgConfigModel) string { return encodeCursor(m.KeyName) }, func(m *orgConfigModel) (secrets.Record, error) {
-		return m.toRecord(), nil
-	})
+	return pageByName(ctx, "list org config", sel, "key_name", f.ListOptions,
+		func(m *orgConfigModel) string { return m.KeyName },
+		func(m *orgConfigModel) (secrets.Record, error) { return m.toRecord(), nil })
 }
 
 // DeleteOrgConfig removes one record.
@@ -143,30 +126,13 @@ func (q *querier) ResealOrgConfig(ctx context.Context, old *secrets.Record, seal
 // goes organization by organization, and every read of a sealed value names one. where, when
 // not empty, narrows the rows (a registration without a secret has nothing sealed).
 func sealedOrgs[M any](ctx context.Context, q *querier, op, where string, f secrets.ListFilter) (svctype.Page[string], error) {
-	var page svctype.Page[string]
-	limit := pageLimit(f.ListOptions)
-	sel := q.r.NewSelect().Model((*M)(nil)).
-		ColumnExpr("DISTINCT org_id").
-		OrderExpr("org_id").
-		Limit(int64(limit + 1))
+	sel := q.r.NewSelect().Model((*M)(nil)).ColumnExpr("DISTINCT org_id")
 	if where != "" {
 		sel = sel.Where(where)
 	}
 	if f.NotKeyID != "" {
 		sel = sel.Where("master_key_id <> ?", f.NotKeyID)
 	}
-	if f.Cursor != "" {
-		parts, err := decodeCursor(f.Cursor, 1)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("org_id > ?", parts[0])
-	}
-	var orgs []string
-	if err := sel.Scan(ctx, &orgs); err != nil {
-		return page, wrap(op, err)
-	}
-	return pageOf(orgs, limit, func(org *string) string { return encodeCursor(*org) }, func(org *string) (string, error) {
-		return *org, nil
-	})
+	org := func(org *string) string { return *org }
+	return pageByName(ctx, op, sel, "org_id", f.ListOptions, org, func(o *string) (string, error) { return *o, nil })
 }

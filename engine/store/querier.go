@@ -95,13 +95,7 @@ func (q *querier) CreateWorkflow(ctx context.Context, w *svctype.Workflow) error
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
 	return q.atomic(ctx, func(ctx context.Context, db bun.IDB) error {
-		// DO NOTHING rather than a unique violation: on PostgreSQL an error would abort
-		// the caller's transaction.
-		res, err := db.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
-		if err != nil {
-			return wrap(op, err)
-		}
-		if err := checkAffected(op, res, conflict); err != nil {
+		if err := insertNew(ctx, db, op, m); err != nil {
 			return err
 		}
 		_, err = db.NewInsert().Model(versionOf(m, w.UpdatedAt)).Exec(ctx)
@@ -140,12 +134,8 @@ func (q *querier) UpdateWorkflow(ctx context.Context, w *svctype.Workflow) error
 		if len(ids) > 1 {
 			return conflict(op) // another workflow has the name
 		}
-		res, err := db.NewInsert().Model(versionOf(m, w.UpdatedAt)).On("CONFLICT DO NOTHING").Exec(ctx)
-		if err != nil {
-			return wrap(op, err)
-		}
-		// No row: that version exists, a concurrent update won.
-		if err := checkAffected(op, res, conflict); err != nil {
+		// ErrConflict: that version exists, a concurrent update won.
+		if err := insertNew(ctx, db, op, versionOf(m, w.UpdatedAt)); err != nil {
 			return err
 		}
 		var created time.Time
@@ -202,35 +192,9 @@ func (q *querier) GetWorkflowVersion(ctx context.Context, orgID, id string, vers
 
 // ListWorkflows pages an org's workflows in creation order.
 func (q *querier) ListWorkflows(ctx context.Context, orgID string, opts svctype.ListOptions) (svctype.Page[svctype.Workflow], error) {
-	const op = "list workflows"
-	var page svctype.Page[svctype.Workflow]
-	limit := pageLimit(opts)
-	sel := q.r.NewSelect().Model((*workflowModel)(nil)).
-		Where("org_id = ?", orgID).
-		OrderExpr("created_at ASC, id ASC").
-		Limit(int64(limit + 1))
-	if opts.Cursor != "" {
-		at, id, err := decodeTimeCursor(opts.Cursor)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("(created_at > ? OR (created_at = ? AND id > ?))", at, at, id)
-	}
-	var ms []workflowModel
-	if err := sel.Scan(ctx, &ms); err != nil {
-		return page, wrap(op, err)
-	}
-	page, err := pageOf(ms, limit, func(m *workflowModel) string { return encodeTimeCursor(m.CreatedAt, m.ID) }, func(m *workflowModel) (svctype.Workflow, error) {
-		w, err := m.toWorkflow()
-		if err != nil {
-			return svctype.Workflow{}, err
-		}
-		return *w, nil
-	})
-	if err != nil {
-		return page, wrap(op, err)
-	}
-	return page, nil
+	sel := q.r.NewSelect().Model((*workflowModel)(nil)).Where("org_id = ?", orgID)
+	return pageByCreated(ctx, "list workflows", sel, false, opts,
+		func(m *workflowModel) (time.Time, string) { return m.CreatedAt, m.ID }, valueOf((*workflowModel).toWorkflow))
 }
 
 func (q *querier) DeleteWorkflow(ctx context.Context, orgID, id string) error {
@@ -253,22 +217,6 @@ func (q *querier) DeleteWorkflow(ctx context.Context, orgID, id string) error {
 			Where("org_id = ? AND workflow_id = ?", orgID, id).Exec(ctx)
 		return wrap(op, err)
 	})
-}
-
-func encodeTimeCursor(t time.Time, id string) string {
-	return encodeCursor(t.UTC().Format(time.RFC3339Nano), id)
-}
-
-func decodeTimeCursor(cursor string) (time.Time, string, error) {
-	parts, err := decodeCursor(cursor, 2)
-	if err != nil {
-		return time.Time{}, "", err
-	}
-	t, perr := time.Parse(time.RFC3339Nano, parts[0])
-	if perr != nil {
-		return time.Time{}, "", malformedCursor()
-	}
-	return dbTime(t), parts[1], nil
 }
 
 // Runs.

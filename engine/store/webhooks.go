@@ -95,13 +95,7 @@ func (q *querier) InsertWebhook(ctx context.Context, w *svctype.Webhook) error {
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
-	// DO NOTHING rather than a unique violation: on PostgreSQL an error would abort the
-	// caller's transaction.
-	res, err := q.w.NewInsert().Model(m).On("CONFLICT DO NOTHING").Exec(ctx)
-	if err != nil {
-		return wrap(op, err)
-	}
-	return checkAffected(op, res, conflict)
+	return insertNew(ctx, q.w, op, m)
 }
 
 func (q *querier) GetWebhook(ctx context.Context, orgID, id string) (*svctype.Webhook, error) {
@@ -123,13 +117,7 @@ func (q *querier) ListWebhooks(ctx context.Context, orgID string, f storage.Webh
 	}
 	return pageByCreated(ctx, "list webhooks", sel, false, f.ListOptions,
 		func(m *webhookModel) (time.Time, string) { return m.CreatedAt, m.ID },
-		func(m *webhookModel) (svctype.Webhook, error) {
-			w, err := m.toWebhook()
-			if err != nil {
-				return svctype.Webhook{}, err
-			}
-			return *w, nil
-		})
+		valueOf((*webhookModel).toWebhook))
 }
 
 // UpdateWebhook overwrites the registration columns and reads back created_at.

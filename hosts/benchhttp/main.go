@@ -82,7 +82,8 @@ func run() int {
 	repeat := flag.Int("repeat", 3, "how many times the match mode runs each variant")
 	matchVariants := flag.String("variants", "inline,doc", "match: the variants to run, inline (the records in the execute body) and doc (doc: references to the CSV files)")
 	docFiles := flag.Bool("doc-files", false, "match: start the server with --documents-dir, document content as files instead of in the database")
-	pageSize := flag.Int("page", 10_000, "match: the pairs read a page (GET /runs/{id}/context/matched?limit=)")
+	pageSize := flag.Int("page", 10_000, "match: with -read pages, the elements read a page (GET /runs/{id}/context/{key}?limit=)")
+	readResult := flag.String("read", "ndjson", "match: how the client reads the result, ndjson (streamed whole, Accept: application/x-ndjson) or pages (the paged JSON answer)")
 	flag.StringVar(&opsAddr, "ops-addr", "", "start the server with --ops-addr ADDR: /metrics and Go's profiler at http://ADDR/debug/pprof/ while the bench runs")
 	pgDSN := flag.String("pg", defaultPGDSN(), "load: a PostgreSQL database whose server gets the load_<pid>_<k>w databases (default: "+pgEnv+", else the local postgres database)")
 	pgWorkers := flag.String("pg-workers", "1,2,4", "load: svcflow worker processes of each PostgreSQL phase; \"\" for none")
@@ -153,7 +154,7 @@ func run() int {
 		filepath.Base(bin), opts.workers, dir, opts.clients, opts.runs, opts.backlog, opts.keys, runtime.NumCPU())
 
 	if *mode == "match" {
-		if err := matchMode(ctx, bin, filepath.Join(dir, "match"), *data, opts.workers, *repeat, *pageSize, strings.Split(*matchVariants, ","), *docFiles); err != nil {
+		if err := matchMode(ctx, bin, filepath.Join(dir, "match"), *data, opts.workers, *repeat, *readResult, *pageSize, strings.Split(*matchVariants, ","), *docFiles); err != nil {
 			fmt.Fprintln(os.Stderr, "benchhttp: match:", err)
 			return 1
 		}

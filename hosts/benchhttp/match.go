@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,9 +22,10 @@ import (
 
 // The match mode: the 2-way matcher end to end over HTTP on the files benchmatch -write
 // made (make bench-match-http), as a client would use it: execute with the records inline
-// (or as doc: references to the CSV files, uploaded first), wait for the run, and read every
-// matched pair through GET /runs/{id}/context/matched, page by page (-page elements a
-// page: the route's largest, 10,000, by default).
+// (or as doc: references to the CSV files, uploaded first), wait for the run, and read its
+// whole result (every pair, every unmatched record) through GET /runs/{id}/context/{key}:
+// streamed as NDJSON (-read ndjson, the default), or page by page (-read pages, -page
+// elements a page: the route's largest, 10,000, by default).
 
 const matchFlow = `{"actions": [{"type": "matcher", "properties": {
   "left": %s, "right": %s, "matchOn": ["counterparty"], "tolerance": 0.05, "dateWindowDays": 3,
@@ -32,7 +34,7 @@ const matchFlow = `{"actions": [{"type": "matcher", "properties": {
 // matchMode runs the inline and the doc: variants (those named in variants) repeat times
 // each against one server, which keeps document content as files when docFiles is set. It prints, for each run, the server process's peak resident set
 // over that run alone (VmHWM, reset before it starts) beside the size of the input.
-func matchMode(ctx context.Context, bin, dir, data string, workers, repeat, pageSize int, variants []string, docFiles bool) error {
+func matchMode(ctx context.Context, bin, dir, data string, workers, repeat int, readHow string, pageSize int, variants []string, docFiles bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -81,7 +83,7 @@ func matchMode(ctx context.Context, bin, dir, data string, workers, repeat, page
 		fmt.Printf("match: %s and %s, %.1f MB of JSON inline\n", filepath.Join(data, "left.json"), filepath.Join(data, "right.json"), float64(len(body))/1e6)
 		for i := range repeat {
 			peak.reset()
-			if err := c.timeMatch(ctx, org, inline, body, fmt.Sprintf("inline JSON #%d", i+1), pageSize); err != nil {
+			if err := c.timeMatch(ctx, srv.cmd.Process.Pid, org, inline, body, fmt.Sprintf("inline JSON #%d", i+1), readHow, pageSize); err != nil {
 				return err
 			}
 			peak.print(int64(len(body)), "of JSON")
@@ -108,7 +110,7 @@ func matchMode(ctx context.Context, bin, dir, data string, workers, repeat, page
 	}
 	for i := range repeat {
 		peak.reset()
-		if err := c.timeMatch(ctx, org, docs, []byte(`{"input": {}}`), fmt.Sprintf("doc: CSV #%d", i+1), pageSize); err != nil {
+		if err := c.timeMatch(ctx, srv.cmd.Process.Pid, org, docs, []byte(`{"input": {}}`), fmt.Sprintf("doc: CSV #%d", i+1), readHow, pageSize); err != nil {
 			return err
 		}
 		peak.print(csvBytes[0]+csvBytes[1], "of CSV documents")
@@ -214,10 +216,19 @@ func (c *client) upload(ctx context.Context, org, name string, content []byte) (
 	return d.ID, nil
 }
 
-// timeMatch executes workflow wfID with body, follows the run to its end and reads every
-// matched pair; it prints the time of each part.
-func (c *client) timeMatch(ctx context.Context, org, wfID string, body []byte, label string, pageSize int) error {
+// resultKeys are the context keys that hold a match's whole result: every pair, and every
+// record of either side left without one.
+var resultKeys = []string{"matched", "unmatched_left", "unmatched_right"}
+
+// timeMatch executes workflow wfID with body, follows the run to its end and reads its
+// whole result (resultKeys): streamed as NDJSON (read "ndjson"), or page by page (read
+// "pages", pageSize elements a page). It prints the time of each part, and the time from
+// the execute request to the last byte of the result in the client's hands, each element
+// checked as JSON.
+func (c *client) timeMatch(ctx context.Context, server int, org, wfID string, body []byte, label, read string, pageSize int) error {
 	start := time.Now()
+	startServer, _ := processCPU(server)
+	startClient := selfCPU()
 	var d runDoc
 	if _, err := c.do(ctx, "execute", http.MethodPost, "/workflows/"+url.PathEscape(wfID)+"/execute?context=false&wait="+waitParam, org, body, &d); err != nil {
 		return err
@@ -232,33 +243,110 @@ func (c *client) timeMatch(ctx context.Context, org, wfID string, body []byte, l
 		return fmt.Errorf("%s: run %s ended %s: %s", label, d.ID, d.Status, d.Reason)
 	}
 	ran := time.Since(start)
-	pairs, pages := 0, 0
+	serverCPU, _ := processCPU(server)
+	clientCPU := selfCPU()
+	counts := make([]int, len(resultKeys))
+	requests := 0
+	for i, key := range resultKeys {
+		var res heldResult
+		var n int
+		var err error
+		if read == "pages" {
+			n, err = c.readPages(ctx, org, d.ID, key, pageSize, &res)
+		} else {
+			n, err = c.readNDJSON(ctx, org, d.ID, key, &res)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", label, err)
+		}
+		counts[i], requests = res.len(), requests+n
+	}
+	total := time.Since(start)
+	endServer, _ := processCPU(server)
+	endClient := selfCPU()
+	serverCPU, clientCPU = endServer-serverCPU, endClient-clientCPU
+	how := "as NDJSON"
+	if read == "pages" {
+		how = fmt.Sprintf("in pages of %d", pageSize)
+	}
+	fmt.Printf("  %-16s %6d pairs, %d + %d unmatched: run %.3f s, then the result %s (%d requests) %.3f s; request to last byte %.3f s\n",
+		label, counts[0], counts[1], counts[2], ran.Seconds(), how, requests, (total - ran).Seconds(), total.Seconds())
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	fmt.Printf("    CPU time (load does not change it), request to last byte: server %.0f ms, client %.0f ms; of it the result's: server %.0f ms, client %.0f ms\n",
+		ms(endServer-startServer), ms(endClient-startClient), ms(serverCPU), ms(clientCPU))
+	return nil
+}
+
+// heldResult is what the client holds of one key: its elements' bytes one after another in
+// one buffer, and where each ends.
+type heldResult struct {
+	bytes []byte
+	ends  []int
+}
+
+func (r *heldResult) add(el []byte) {
+	r.bytes = append(r.bytes, el...)
+	r.ends = append(r.ends, len(r.bytes))
+}
+
+func (r *heldResult) len() int { return len(r.ends) }
+
+// readNDJSON reads key whole as NDJSON, checking each line as JSON while the rest arrives.
+func (c *client) readNDJSON(ctx context.Context, org, runID, key string, into *heldResult) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/runs/"+url.PathEscape(runID)+"/context/"+key, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("X-Org-Id", org)
+	req.Header.Set("Accept", "application/x-ndjson")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", key, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("read %s: %s", key, resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 256<<10), 64<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !gjson.ValidBytes(line) {
+			return 0, fmt.Errorf("read %s: line %d is not JSON", key, into.len()+1)
+		}
+		into.add(line)
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("read %s: %w", key, err)
+	}
+	return 1, nil
+}
+
+// readPages reads key page by page through the paged JSON answer.
+func (c *client) readPages(ctx context.Context, org, runID, key string, pageSize int, into *heldResult) (int, error) {
+	pages := 0
 	for offset := 0; ; offset += pageSize {
 		// Each page is checked whole and split into its elements, as []json.RawMessage
 		// would give them, with gjson: encoding/json's Decoder does the same work about
 		// five times slower, and that is the client's time, not the service's.
 		var body []byte
-		path := fmt.Sprintf("/runs/%s/context/matched?offset=%d&limit=%d", url.PathEscape(d.ID), offset, pageSize)
-		if _, err := c.do(ctx, "read pairs", http.MethodGet, path, org, nil, &body); err != nil {
-			return err
+		path := fmt.Sprintf("/runs/%s/context/%s?offset=%d&limit=%d", url.PathEscape(runID), key, offset, pageSize)
+		if _, err := c.do(ctx, "read "+key, http.MethodGet, path, org, nil, &body); err != nil {
+			return pages, err
 		}
 		if !gjson.ValidBytes(body) {
-			return fmt.Errorf("%s: page at %d is not JSON", label, offset)
+			return pages, fmt.Errorf("%s: page at %d is not JSON", key, offset)
 		}
 		page := gjson.ParseBytes(body)
-		var els []string
 		page.Get("value").ForEach(func(_, el gjson.Result) bool {
-			els = append(els, el.Raw)
+			into.add([]byte(el.Raw))
 			return true
 		})
-		pairs += len(els)
 		pages++
 		if offset+pageSize >= int(page.Get("total").Int()) {
-			break
+			return pages, nil
 		}
 	}
-	total := time.Since(start)
-	fmt.Printf("  %-16s %6d pairs: run %.3f s, then %d pages of pairs %.3f s; end to end %.3f s\n",
-		label, pairs, ran.Seconds(), pages, (total - ran).Seconds(), total.Seconds())
-	return nil
 }

@@ -1593,8 +1593,14 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One key of a run's context; an array value in pages
+         * One key of a run's context; an array value in pages, or whole as NDJSON or CSV
          * @description Answers `{key, value}`. When the value is a JSON array, `?offset=&limit=` page it: `value` is the page (at most `limit` elements from `offset`, `[]` past the end) and `total`, `offset` and `limit` are added; the next page starts at `offset + limit`. Any other value is answered whole, without `total`, and `offset` and `limit` are ignored, so one query serves a key whose type the client does not know. A run without the key answers 404 not_found, as does another organization's run. The `result_reference` of `nway_matcher.completed` is this route's path for its `matchGroups`.
+         *
+         *     The whole value, streamed as it is read from the store (no Content-Length; `offset` and `limit` ignored):
+         *     - `Accept: application/x-ndjson`: one JSON value a line, ended by `\n`: each element of an array on its own line (an empty array is an empty answer), any other value on one line.
+         *     - `Accept: text/csv`: an array of objects as CSV (RFC 4180, UTF-8, lines ended by CRLF). The header is the objects' keys in the order they first appear (the first object's keys as stored, then each key a later object adds); a row an object. A string is its text, a number, true and false as written, null and a missing key an empty cell, an object or an array its JSON text; a cell holding a comma, a quote or a line end is quoted, its quotes doubled. An empty array (or objects without keys) is an empty answer. A value that is not an array of objects answers 406 not_acceptable.
+         *
+         *     A stream that fails once it has begun (the key rewritten while it is read) is cut: the connection closes before the end of the chunked body, never a short answer that looks whole.
          */
         get: operations["get-run-context"];
         put?: never;
@@ -15045,13 +15051,15 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description The key: a page of an array, or any other value whole, as JSON (the default); or the whole value as NDJSON or CSV, as Accept asks. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ContextValue"];
+                    "application/x-ndjson": string;
+                    "text/csv": string;
                 };
             };
             /** @description Bad Request */
@@ -15083,6 +15091,15 @@ export interface operations {
             };
             /** @description Not Found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not Acceptable */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };

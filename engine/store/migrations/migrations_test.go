@@ -1,15 +1,12 @@
 package migrations_test
 
 import (
-	"os"
-	"regexp"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/engine/store/migrations"
+	"github.com/svcflow/svcflow/internal/migrationtest"
 )
 
 // shipped is the id of every migration of the engine a database may have recorded in
@@ -50,41 +47,12 @@ var shipped = []string{
 // runs them (by id), each once, each with something to run.
 func TestAllIsTheHistory(t *testing.T) {
 	t.Parallel()
-	id := regexp.MustCompile(`^\d{14}$`)
-	var names []string
-	for i, m := range migrations.All() {
-		require.Regexp(t, id, m.Name, "an id is a timestamp, YYYYMMDDhhmmss")
-		require.NotEmpty(t, m.Comment, m.Name)
-		require.NotNil(t, m.Up, m.Name)
-		if i > 0 {
-			require.Less(t, names[i-1], m.Name, "ids in strictly increasing order: a new migration goes at the end")
-		}
-		names = append(names, m.Name)
-	}
-	require.Equal(t, shipped, names)
+	require.NoError(t, migrationtest.History(migrations.All(), shipped))
 }
 
 // TestOneFilePerMigration: the files of this folder are the migrations of All, each named
 // by its id (a migration in two parts has two files with its id).
 func TestOneFilePerMigration(t *testing.T) {
 	t.Parallel()
-	entries, err := os.ReadDir(".")
-	require.NoError(t, err)
-	file := regexp.MustCompile(`^(\d{14})_[a-z0-9_]+\.go$`)
-	var ids []string
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || name == "migrations.go" || name == "sql.go" {
-			continue
-		}
-		m := file.FindStringSubmatch(name)
-		require.NotNil(t, m, "%s: a migration's file is <id>_<what it does>.go", name)
-		ids = append(ids, m[1])
-	}
-	ids = slices.Compact(ids)
-	var names []string
-	for _, m := range migrations.All() {
-		names = append(names, m.Name)
-	}
-	require.Equal(t, names, ids)
+	require.NoError(t, migrationtest.Files(".", migrations.All(), "migrations.go", "sql.go"))
 }

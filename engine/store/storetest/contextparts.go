@@ -95,6 +95,26 @@ func testContextParts(t *testing.T, b *bundle) {
 	require.Empty(t, past.Parts)
 	require.NotNil(t, past.Parts, "an array in parts, no element asked")
 	require.Equal(t, 10, past.Length)
+	// What a whole answer streamed out needs before it reads a part: how many, and of what.
+	require.Equal(t, 3, past.Per)
+	require.Equal(t, 4, past.Count)
+	require.Equal(t, int64(len(strings.Join(partStrings(parts), ""))), past.Size)
+
+	// The parts by their numbers, as stored, in order; a range past the last is an error,
+	// not a shorter answer.
+	for _, tc := range []struct{ first, last int }{{0, 3}, {1, 2}, {3, 3}, {0, 0}} {
+		got, err := b.s.ContextParts(b.ctx, orgA, r.ID, "big", tc.first, tc.last)
+		require.NoError(t, err)
+		require.Equal(t, partStrings(parts[tc.first:tc.last+1]), partStrings(got), "parts %d..%d", tc.first, tc.last)
+	}
+	for _, tc := range []struct{ first, last int }{{2, 4}, {4, 4}, {-1, 0}, {2, 1}} {
+		_, err := b.s.ContextParts(b.ctx, orgA, r.ID, "big", tc.first, tc.last)
+		require.Error(t, err, "parts %d..%d", tc.first, tc.last)
+	}
+	_, err = b.s.ContextParts(b.ctx, orgB, r.ID, "big", 0, 0)
+	require.Error(t, err, "another organization reads no part of org A's run")
+	_, err = b.s.ContextParts(b.ctx, orgA, r.ID, "small", 0, 0)
+	require.Error(t, err, "a value stored whole has no parts")
 
 	s, err := b.s.ContextSlice(b.ctx, orgA, r.ID, "small", 0, 10)
 	require.NoError(t, err)

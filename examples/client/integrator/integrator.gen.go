@@ -7258,9 +7258,15 @@ type ClientInterface interface {
 	// Corresponds with POST /runs/{runId}/cancel (the `CancelRun` operationId).
 	CancelRun(ctx context.Context, runId string, params *CancelRunParams, body CancelRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetRunContext One key of a run's context; an array value in pages
+	// GetRunContext One key of a run's context; an array value in pages, or whole as NDJSON or CSV
 	//
 	// Answers `{key, value}`. When the value is a JSON array, `?offset=&limit=` page it: `value` is the page (at most `limit` elements from `offset`, `[]` past the end) and `total`, `offset` and `limit` are added; the next page starts at `offset + limit`. Any other value is answered whole, without `total`, and `offset` and `limit` are ignored, so one query serves a key whose type the client does not know. A run without the key answers 404 not_found, as does another organization's run. The `result_reference` of `nway_matcher.completed` is this route's path for its `matchGroups`.
+	//
+	// The whole value, streamed as it is read from the store (no Content-Length; `offset` and `limit` ignored):
+	// - `Accept: application/x-ndjson`: one JSON value a line, ended by `\n`: each element of an array on its own line (an empty array is an empty answer), any other value on one line.
+	// - `Accept: text/csv`: an array of objects as CSV (RFC 4180, UTF-8, lines ended by CRLF). The header is the objects' keys in the order they first appear (the first object's keys as stored, then each key a later object adds); a row an object. A string is its text, a number, true and false as written, null and a missing key an empty cell, an object or an array its JSON text; a cell holding a comma, a quote or a line end is quoted, its quotes doubled. An empty array (or objects without keys) is an empty answer. A value that is not an array of objects answers 406 not_acceptable.
+	//
+	// A stream that fails once it has begun (the key rewritten while it is read) is cut: the connection closes before the end of the chunked body, never a short answer that looks whole.
 	//
 	// Corresponds with GET /runs/{runId}/context/{contextKey} (the `GetRunContext` operationId).
 	GetRunContext(ctx context.Context, runId string, contextKey string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -9984,9 +9990,15 @@ func (c *Client) CancelRun(ctx context.Context, runId string, params *CancelRunP
 	return c.Client.Do(req)
 }
 
-// GetRunContext One key of a run's context; an array value in pages
+// GetRunContext One key of a run's context; an array value in pages, or whole as NDJSON or CSV
 //
 // Answers `{key, value}`. When the value is a JSON array, `?offset=&limit=` page it: `value` is the page (at most `limit` elements from `offset`, `[]` past the end) and `total`, `offset` and `limit` are added; the next page starts at `offset + limit`. Any other value is answered whole, without `total`, and `offset` and `limit` are ignored, so one query serves a key whose type the client does not know. A run without the key answers 404 not_found, as does another organization's run. The `result_reference` of `nway_matcher.completed` is this route's path for its `matchGroups`.
+//
+// The whole value, streamed as it is read from the store (no Content-Length; `offset` and `limit` ignored):
+// - `Accept: application/x-ndjson`: one JSON value a line, ended by `\n`: each element of an array on its own line (an empty array is an empty answer), any other value on one line.
+// - `Accept: text/csv`: an array of objects as CSV (RFC 4180, UTF-8, lines ended by CRLF). The header is the objects' keys in the order they first appear (the first object's keys as stored, then each key a later object adds); a row an object. A string is its text, a number, true and false as written, null and a missing key an empty cell, an object or an array its JSON text; a cell holding a comma, a quote or a line end is quoted, its quotes doubled. An empty array (or objects without keys) is an empty answer. A value that is not an array of objects answers 406 not_acceptable.
+//
+// A stream that fails once it has begun (the key rewritten while it is read) is cut: the connection closes before the end of the chunked body, never a short answer that looks whole.
 //
 // Corresponds with GET /runs/{runId}/context/{contextKey} (the `GetRunContext` operationId).
 func (c *Client) GetRunContext(ctx context.Context, runId string, contextKey string, params *GetRunContextParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -18133,9 +18145,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /runs/{runId}/cancel (the `CancelRun` operationId).
 	CancelRunWithResponse(ctx context.Context, runId string, params *CancelRunParams, body CancelRunJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelRunHTTPResponse, error)
 
-	// GetRunContextWithResponse One key of a run's context; an array value in pages
+	// GetRunContextWithResponse One key of a run's context; an array value in pages, or whole as NDJSON or CSV
 	//
 	// Answers `{key, value}`. When the value is a JSON array, `?offset=&limit=` page it: `value` is the page (at most `limit` elements from `offset`, `[]` past the end) and `total`, `offset` and `limit` are added; the next page starts at `offset + limit`. Any other value is answered whole, without `total`, and `offset` and `limit` are ignored, so one query serves a key whose type the client does not know. A run without the key answers 404 not_found, as does another organization's run. The `result_reference` of `nway_matcher.completed` is this route's path for its `matchGroups`.
+	//
+	// The whole value, streamed as it is read from the store (no Content-Length; `offset` and `limit` ignored):
+	// - `Accept: application/x-ndjson`: one JSON value a line, ended by `\n`: each element of an array on its own line (an empty array is an empty answer), any other value on one line.
+	// - `Accept: text/csv`: an array of objects as CSV (RFC 4180, UTF-8, lines ended by CRLF). The header is the objects' keys in the order they first appear (the first object's keys as stored, then each key a later object adds); a row an object. A string is its text, a number, true and false as written, null and a missing key an empty cell, an object or an array its JSON text; a cell holding a comma, a quote or a line end is quoted, its quotes doubled. An empty array (or objects without keys) is an empty answer. A value that is not an array of objects answers 406 not_acceptable.
+	//
+	// A stream that fails once it has begun (the key rewritten while it is read) is cut: the connection closes before the end of the chunked body, never a short answer that looks whole.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -28384,6 +28402,8 @@ type GetRunContextHTTPResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
+	ApplicationproblemJSON406 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -28419,6 +28439,11 @@ func (r GetRunContextHTTPResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetRunContextHTTPResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
+func (r GetRunContextHTTPResponse) GetApplicationproblemJSON406() *Problem {
+	return r.ApplicationproblemJSON406
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -33351,9 +33376,15 @@ func (c *ClientWithResponses) CancelRunWithResponse(ctx context.Context, runId s
 	return ParseCancelRunHTTPResponse(rsp)
 }
 
-// GetRunContextWithResponse One key of a run's context; an array value in pages
+// GetRunContextWithResponse One key of a run's context; an array value in pages, or whole as NDJSON or CSV
 //
 // Answers `{key, value}`. When the value is a JSON array, `?offset=&limit=` page it: `value` is the page (at most `limit` elements from `offset`, `[]` past the end) and `total`, `offset` and `limit` are added; the next page starts at `offset + limit`. Any other value is answered whole, without `total`, and `offset` and `limit` are ignored, so one query serves a key whose type the client does not know. A run without the key answers 404 not_found, as does another organization's run. The `result_reference` of `nway_matcher.completed` is this route's path for its `matchGroups`.
+//
+// The whole value, streamed as it is read from the store (no Content-Length; `offset` and `limit` ignored):
+// - `Accept: application/x-ndjson`: one JSON value a line, ended by `\n`: each element of an array on its own line (an empty array is an empty answer), any other value on one line.
+// - `Accept: text/csv`: an array of objects as CSV (RFC 4180, UTF-8, lines ended by CRLF). The header is the objects' keys in the order they first appear (the first object's keys as stored, then each key a later object adds); a row an object. A string is its text, a number, true and false as written, null and a missing key an empty cell, an object or an array its JSON text; a cell holding a comma, a quote or a line end is quoted, its quotes doubled. An empty array (or objects without keys) is an empty answer. A value that is not an array of objects answers 406 not_acceptable.
+//
+// A stream that fails once it has begun (the key rewritten while it is read) is cut: the connection closes before the end of the chunked body, never a short answer that looks whole.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -42819,6 +42850,13 @@ func ParseGetRunContextHTTPResponse(rsp *http.Response) (*GetRunContextHTTPRespo
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON406 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42846,6 +42884,9 @@ func ParseGetRunContextHTTPResponse(rsp *http.Response) (*GetRunContextHTTPRespo
 			return nil, err
 		}
 		response.ApplicationproblemJSON502 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
 
 	}
 

@@ -16,19 +16,16 @@ package gwstore
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/sqlerr"
+	"github.com/svcflow/svcflow/internal/sqlpage"
 )
 
 // Sentinel errors of the store. Check with errors.Is.
@@ -80,7 +77,7 @@ func wrap(op string, err error) error {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("gwstore: %s: %w", op, ErrNotFound)
-	case isUniqueViolation(err):
+	case sqlerr.IsUniqueViolation(err):
 		return fmt.Errorf("gwstore: %s: %w", op, ErrConflict)
 	}
 	return fmt.Errorf("gwstore: %s: %w", op, err)
@@ -88,23 +85,6 @@ func wrap(op string, err error) error {
 
 func notFound(op string) error { return fmt.Errorf("gwstore: %s: %w", op, ErrNotFound) }
 func conflict(op string) error { return fmt.Errorf("gwstore: %s: %w", op, ErrConflict) }
-
-func isUniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "23505"
-	}
-	var liteErr *sqlite.Error
-	if errors.As(err, &liteErr) {
-		switch liteErr.Code() {
-		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return true
-		case sqlite3.SQLITE_CONSTRAINT:
-			return strings.Contains(liteErr.Error(), "UNIQUE constraint failed")
-		}
-	}
-	return false
-}
 
 // checkAffected returns the error of counting res's rows, or none(op) when the statement
 // touched no row, or nil. A failure to count is an error of its own: read as zero it would
@@ -149,103 +129,27 @@ func laterOf(a, b time.Time) time.Time {
 	return b
 }
 
-// Listing pages: the same limits and cursor forms as the engine's listings.
+// Listing pages: internal/sqlpage's limits, cursors and keyset query, the engine's, with
+// its errors the gateway's (pageErr).
 
-const (
-	defaultPageLimit = 50
-	maxPageLimit     = 500
-	// maxCursorLen is far above any cursor a listing issues: a longer one is not decoded.
-	maxCursorLen = 1024
-)
-
-func pageLimit(opts svctype.ListOptions) int {
-	switch {
-	case opts.Limit <= 0:
-		return defaultPageLimit
-	case opts.Limit > maxPageLimit:
-		return maxPageLimit
-	}
-	return opts.Limit
-}
+func pageLimit(opts svctype.ListOptions) int { return sqlpage.Limit(opts) }
 
 // malformedCursor: the caller sent a cursor that no listing issued.
 func malformedCursor() error { return fmt.Errorf("gwstore: %w", ErrInvalidCursor) }
 
-// A cursor is the position of the last item of a page: its sort key, opaque to callers.
-func encodeCursor(parts ...string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strings.Join(parts, "\x00")))
-}
-
-func decodeCursor(cursor string, n int) ([]string, error) {
-	if len(cursor) > maxCursorLen {
-		return nil, malformedCursor()
-	}
-	b, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err == nil {
-		if parts := strings.Split(string(b), "\x00"); len(parts) == n {
-			return parts, nil
-		}
-	}
-	return nil, malformedCursor()
-}
-
-func encodeTimeCursor(t time.Time, id string) string {
-	return encodeCursor(t.UTC().Format(time.RFC3339Nano), id)
-}
-
-func decodeTimeCursor(cursor string) (time.Time, string, error) {
-	parts, err := decodeCursor(cursor, 2)
-	if err != nil {
-		return time.Time{}, "", err
-	}
-	t, perr := time.Parse(time.RFC3339Nano, parts[0])
-	if perr != nil {
-		return time.Time{}, "", malformedCursor()
-	}
-	return dbTime(t), parts[1], nil
-}
-
-// pageByCreated finishes a listing of model M by (created_at, id), newest first when desc:
-// sel has the filters; this adds the order, the limit, the cursor and scans the page.
+// pageByCreated finishes a listing of model M by (created_at, id), newest first when desc
+// (sqlpage.ByCreated): sel has the filters. op names the operation.
 func pageByCreated[M, T any](ctx context.Context, op string, sel *bun.SelectQuery, desc bool, opts svctype.ListOptions,
 	key func(*M) (time.Time, string), conv func(*M) (T, error)) (svctype.Page[T], error) {
-	var page svctype.Page[T]
-	limit := pageLimit(opts)
-	order, after := "created_at ASC, id ASC", ">"
-	if desc {
-		order, after = "created_at DESC, id DESC", "<"
-	}
-	sel = sel.OrderExpr(order).Limit(int64(limit + 1))
-	if opts.Cursor != "" {
-		at, id, err := decodeTimeCursor(opts.Cursor)
-		if err != nil {
-			return page, err
-		}
-		sel = sel.Where("(created_at "+after+" ? OR (created_at = ? AND id "+after+" ?))", at, at, id)
-	}
-	var ms []M
-	if err := sel.Scan(ctx, &ms); err != nil {
-		return page, wrap(op, err)
-	}
-	page, err := pageOf(ms, limit, func(m *M) string { return encodeTimeCursor(key(m)) }, conv)
-	return page, wrap(op, err)
+	page, err := sqlpage.ByCreated(ctx, sel, desc, opts, key, conv)
+	return page, pageErr(op, err)
 }
 
-// pageOf turns the rows of a listing query (which asks for limit+1 rows) into a page: at
-// most limit items converted by conv, and the cursor of the last one when a row more was
-// found.
-func pageOf[M, T any](ms []M, limit int, cursor func(*M) string, conv func(*M) (T, error)) (svctype.Page[T], error) {
-	page := svctype.Page[T]{Items: make([]T, 0, min(len(ms), limit))}
-	for i := range ms {
-		if i == limit {
-			page.NextCursor = cursor(&ms[i-1])
-			break
-		}
-		item, err := conv(&ms[i])
-		if err != nil {
-			return page, err
-		}
-		page.Items = append(page.Items, item)
+// pageErr is the gateway's error for a listing's: a malformed cursor is the caller's
+// (malformedCursor), any other is wrapped for op.
+func pageErr(op string, err error) error {
+	if errors.Is(err, sqlpage.ErrMalformedCursor) {
+		return malformedCursor()
 	}
-	return page, nil
+	return wrap(op, err)
 }

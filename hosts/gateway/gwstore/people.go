@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/svcflow/svcflow/engine/svctype"
+	"github.com/svcflow/svcflow/internal/sqlpage"
 )
 
 // The gateway's people (sign-in codes, SDK sessions, approver roles) and its operator's
@@ -182,7 +183,7 @@ func (s *Store) ListOrgUsers(ctx context.Context, orgID string, opts svctype.Lis
 	if err := sel.Scan(ctx, &ms); err != nil {
 		return svctype.Page[OrgUser]{}, wrap("list org users", err)
 	}
-	page, err := pageOf(ms, limit, func(m *orgUserModel) string { return base64.RawURLEncoding.EncodeToString([]byte(m.Email)) },
+	page, err := sqlpage.Of(ms, limit, func(m *orgUserModel) string { return base64.RawURLEncoding.EncodeToString([]byte(m.Email)) },
 		(*orgUserModel).toUser)
 	return page, wrap("list org users", err)
 }
