@@ -23,15 +23,22 @@ export type RuntimePaths = Omit<paths, GatewayRoutes>;
 export type Options = Omit<ClientOptions, "baseUrl">;
 
 /**
+ * The media types a client's answers are typed by: JSON and RFC 9457 problems. A route
+ * that also answers a stream (a context key as NDJSON or CSV, by Accept) keeps its JSON
+ * type here; read a stream with `parseAs: "stream"` and the response's body.
+ */
+export type JSONMedia = "application/json" | "application/problem+json";
+
+/**
  * A client of the gateway, sending `credential` as `Authorization: Bearer` on every request:
  * a runtime key (svc_live_…) for the runtime routes, the management token (svc_mgmt_…) for
  * /gateway/, a publishable key (svc_pk_…) or a session (svc_sess_…) for /sdk/, the operator
  * token for /admin/; none for signup, licensing and public forms.
  */
-export function gatewayClient(baseUrl: string, credential?: string, options: Options = {}): Client<paths> {
+export function gatewayClient(baseUrl: string, credential?: string, options: Options = {}): Client<paths, JSONMedia> {
   const headers = new Headers(options.headers as HeadersInit | undefined);
   if (credential) headers.set("Authorization", `Bearer ${credential}`);
-  return createClient<paths>({ ...options, baseUrl, headers });
+  return createClient<paths, JSONMedia>({ ...options, baseUrl, headers });
 }
 
 /**
@@ -39,10 +46,10 @@ export function gatewayClient(baseUrl: string, credential?: string, options: Opt
  * address), sending the organization as X-Org-Id on every request. Through the gateway,
  * the key names the organization instead: use gatewayClient.
  */
-export function runtimeClient(baseUrl: string, org: string, options: Options = {}): Client<RuntimePaths> {
+export function runtimeClient(baseUrl: string, org: string, options: Options = {}): Client<RuntimePaths, JSONMedia> {
   const headers = new Headers(options.headers as HeadersInit | undefined);
   headers.set("X-Org-Id", org);
-  return createClient<RuntimePaths>({ ...options, baseUrl, headers });
+  return createClient<RuntimePaths, JSONMedia>({ ...options, baseUrl, headers });
 }
 
 /** An answer of 400 or more: its status and its RFC 9457 problem (`code` says which). */

@@ -80,6 +80,16 @@ test("the README tour through the gateway: tables, a workflow, execute with ?wai
   assert.ok(events.items?.some((e) => e.event === "workflow_run_completed"), JSON.stringify(events));
   const gold = await ok(svc.GET("/runs/{runId}/context/{contextKey}", { params: { path: { runId: run.id, contextKey: "gold" }, query: { limit: 10 } } }));
   assert.equal(gold.total, 1);
+  // The same key whole, as NDJSON: one element a line, read as text (parseAs), not as JSON.
+  const whole = await svc.GET("/runs/{runId}/context/{contextKey}", {
+    params: { path: { runId: run.id, contextKey: "gold" } },
+    headers: { Accept: "application/x-ndjson" },
+    parseAs: "text",
+  });
+  assert.equal(whole.response.status, 200);
+  assert.match(whole.response.headers.get("content-type") ?? "", /^application\/x-ndjson/);
+  const lines = (whole.data ?? "").split("\n").filter((l) => l !== "");
+  assert.deepEqual(lines.map((l) => JSON.parse(l)), [gold.value].flat());
 
   const rows = await ok(
     svc.GET("/custom-tables/{tableName}/rows", { params: { path: { tableName: "customers" }, query: { where: JSON.stringify({ tier: "gold" }) } } }),
