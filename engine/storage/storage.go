@@ -122,6 +122,11 @@ func LoadRun(ctx context.Context, s Store, orgID, runID string) (*svctype.Run, m
 	if l, ok := s.(RunLoader); ok {
 		return l.LoadRun(ctx, orgID, runID)
 	}
+	return LoadRunApart(ctx, s, orgID, runID)
+}
+
+// LoadRunApart reads a run and its context by GetRun, then GetContext: two reads.
+func LoadRunApart(ctx context.Context, s Store, orgID, runID string) (*svctype.Run, map[string]json.RawMessage, error) {
 	run, err := s.GetRun(ctx, orgID, runID)
 	if err != nil {
 		return nil, nil, err

@@ -1,10 +1,8 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,17 +60,7 @@ func (s *Store) pgClaimJobs(ctx context.Context, t time.Time, n int, lease time.
 		s.rr.lastOrg = lastTurn(claimed, lastOrg)
 	}
 	s.rr.Unlock()
-	jobs := make([]svctype.Job, len(claimed))
-	for i := range claimed {
-		jobs[i] = claimed[i].toJob()
-	}
-	slices.SortFunc(jobs, func(a, b svctype.Job) int {
-		if c := a.RunAt.Compare(b.RunAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	return jobs, nil
+	return claimedJobs(claimed), nil
 }
 
 // lastTurn is the organization of the job a round robin over claimed (starting after

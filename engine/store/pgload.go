@@ -38,15 +38,7 @@ type runContextRow struct {
 // PostgreSQL, by GetRun and GetContext on SQLite, whose reads cost no round trip.
 func (s *Store) LoadRun(ctx context.Context, orgID, runID string) (*svctype.Run, map[string]json.RawMessage, error) {
 	if s.dialect != dialectPostgres {
-		run, err := s.GetRun(ctx, orgID, runID)
-		if err != nil {
-			return nil, nil, err
-		}
-		raw, err := s.GetContext(ctx, orgID, runID)
-		if err != nil {
-			return nil, nil, err
-		}
-		return run, raw, nil
+		return storage.LoadRunApart(ctx, s, orgID, runID)
 	}
 	const op = "load run"
 	rows, err := s.read.DB.QueryContext(ctx, pgLoadRun, pgx.QueryExecModeCacheStatement, orgID, runID)
