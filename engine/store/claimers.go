@@ -72,15 +72,22 @@ func claimerName(cfg *pgx.ConnConfig) string {
 // claimTurn is this Store's place among the claimers: place of size, or size 0 when
 // unknown (every job wakes it).
 type claimTurn struct {
-	mu    sync.Mutex
-	place int
-	size  int
+	mu      sync.Mutex
+	place   int
+	size    int
+	changed chan<- struct{} // told of each set without blocking, when a test asks
 }
 
 func (t *claimTurn) set(place, size int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.place, t.size = place, size
+	if t.changed != nil {
+		select {
+		case t.changed <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // mine reports whether the job named by payload is this claimer's to wake for.

@@ -55,8 +55,14 @@ func TestOneClaimerWakesForAJob(t *testing.T) {
 		defer stopJobs()
 		ws, stores = append(ws, w), append(stores, s)
 	}
-	// Until both know there are two claimers (each reads it every claimerRefresh).
-	deadline := time.Now().Add(30 * time.Second)
+	// Until both know there are two claimers (each reads it every claimerRefresh): woken by
+	// each reading, not by a clock.
+	changed := make(chan struct{}, 1)
+	for _, s := range stores {
+		s.listen.turn.mu.Lock()
+		s.listen.turn.changed = changed
+		s.listen.turn.mu.Unlock()
+	}
 	for {
 		known := 0
 		for _, s := range stores {
@@ -69,8 +75,11 @@ func TestOneClaimerWakesForAJob(t *testing.T) {
 		if known == 2 {
 			break
 		}
-		require.True(t, time.Now().Before(deadline), "the claimers never learned of each other")
-		time.Sleep(10 * time.Millisecond) // polls for the refresh to have happened
+		select {
+		case <-changed:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the claimers never learned of each other")
+		}
 	}
 
 	const jobs = 20
