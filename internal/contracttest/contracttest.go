@@ -182,7 +182,9 @@ func declared(rs *openapi3.Responses) []string {
 }
 
 // A JSON Schema document (application/schema+json, GET /schemas/workflow.json) is JSON.
-func init() { openapi3filter.RegisterBodyDecoder("application/schema+json", openapi3filter.JSONBodyDecoder) }
+func init() {
+	openapi3filter.RegisterBodyDecoder("application/schema+json", openapi3filter.JSONBodyDecoder)
+}
 
 // An NDJSON answer (application/x-ndjson) is checked line by line: each line one JSON value,
 // the last ended by a newline too. kin-openapi has no decoder of its own for the type; the
