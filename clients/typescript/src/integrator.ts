@@ -4755,6 +4755,7 @@ export interface components {
             reused_steps: number[];
             run_id: string;
             steps: components["schemas"]["PlannedStep"][];
+            webhooks: components["schemas"]["PlannedCall"][];
             workflow_id: string;
             /** Format: int64 */
             workflow_version: number;

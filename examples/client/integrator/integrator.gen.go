@@ -3489,6 +3489,7 @@ type RetryPlan struct {
 	ReusedSteps     []int64          `json:"reused_steps"`
 	RunId           string           `json:"run_id"`
 	Steps           []PlannedStep    `json:"steps"`
+	Webhooks        []PlannedCall    `json:"webhooks"`
 	WorkflowId      string           `json:"workflow_id"`
 	WorkflowVersion int64            `json:"workflow_version"`
 }
