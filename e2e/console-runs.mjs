@@ -379,8 +379,9 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     must(await page.locator('#evidence table.effects tbody tr').count() === Math.min(20, ev.effects.length), 'the effects, one line each');
     must(await page.locator('#evidence table.decisions tbody tr').count() === ev.decisions.length || (ev.decisions.length === 0 && await page.locator('#evidence table.decisions').count() === 0), 'the decisions, one line each');
     await look(page, 'run-evidence');
-    await page.locator('#evidence').scrollIntoViewIfNeeded();
     await shot(page, 'console-run-evidence');
+    await page.locator('#h-evidence').evaluate((h) => h.scrollIntoView({ block: 'start' }));
+    await docsShot(page, 'console-evidence');
   });
 
   // An agent step's reasoning on the run page: the organization's model (llmReply, a fake
@@ -405,6 +406,10 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     const second = await its.nth(1).innerText();
     must(second.includes('The tool says EUR/USD is 1.08: that answers the question.') && /__complete__|complete/.test(second), 'iteration 2: thought and the answer: ' + second);
     must((await ok('GET', '/runs/' + run + '/context/verdict')).value.answer === 'EUR/USD is 1.08 today.', 'the agent\u2019s answer is in the run');
+    // The step's resolved input outlives its wait: the objective, as the evidence has it.
+    const input = await page.locator('#steps li[data-step="0"] h4:text-is("Input (resolved)") + pre').innerText();
+    const rec = (await ok('GET', '/runs/' + run + '/evidence')).steps[0].input_summary;
+    must(/EUR\/USD rate today/.test(input) && JSON.stringify(JSON.parse(input)) === JSON.stringify(rec), 'the agent step\u2019s input: ' + input);
     await look(page, 'run-agent');
     await shot(page, 'console-run-agent');
   });
