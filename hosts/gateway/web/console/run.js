@@ -60,6 +60,13 @@ function valueView(ctx, runId, key, v) {
   return json(v);
 }
 
+// compact is a value on one line when it is short (a loop's element, an effect's detail),
+// else indented JSON.
+function compact(v) {
+  const line = JSON.stringify(v);
+  return line !== undefined && line.length <= 160 ? el('code', { className: 'detail', text: line }) : json(v);
+}
+
 // contextPager pages a large context value: 20 elements at a time, never the whole.
 function contextPager(ctx, runId, key, summary) {
   const size = 20;
@@ -79,7 +86,7 @@ function contextPager(ctx, runId, key, summary) {
         return;
       }
       const items = Array.isArray(p.value) ? p.value : [];
-      out.replaceChildren(el('ol', { start: String(offset + 1), className: 'elements' }, items.map((x) => el('li', {}, [json(x)]))));
+      out.replaceChildren(el('ol', { start: String(offset + 1), className: 'elements' }, items.map((x) => el('li', {}, [compact(x)]))));
       line.textContent = key + ': elements ' + (items.length ? (offset + 1) + '–' + (offset + items.length) : 'none') + ' of ' + p.total;
       prev.disabled = offset === 0;
       next.disabled = offset + size >= p.total;
@@ -137,11 +144,7 @@ function effectsTable(all, withStep) {
   if (!all || !all.length) return null;
   // A loop's thousands of writes: 20 lines, then 100 more at a time on request; a small
   // detail reads on one line.
-  const detail = (d) => {
-    if (!d || !Object.keys(d).length) return '';
-    const line = JSON.stringify(d);
-    return line.length <= 160 ? el('code', { className: 'detail', text: line }) : json(d);
-  };
+  const detail = (d) => (!d || !Object.keys(d).length ? '' : compact(d));
   const row = (e) => el('tr', {}, [withStep ? el('td', { text: String(e.step_index) }) : null, el('td', {}, [el('code', { text: e.kind })]),
     el('td', { text: e.target || '' }), el('td', {}, [detail(e.detail)])]);
   const body = el('tbody', {}, all.slice(0, 20).map(row));
