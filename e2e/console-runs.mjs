@@ -73,10 +73,14 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await look(page, 'run-paused');
     await shot(page, 'console-paused');
     await docsShot(page, 'console-paused');
+    // A panel opened stays open through the live updates that follow (the decision below).
+    await page.locator('#steps li[data-step="0"] summary').click();
     await task.getByLabel('Comment (optional)').fill('ship it');
     await task.getByRole('button', { name: 'Approve' }).click();
     await page.locator('#run-task').getByText('Approved.').waitFor();
     await page.locator('#run-status .status').filter({ hasText: 'completed' }).waitFor({ timeout: 10000 });
+    await page.locator('#steps li[data-step="1"][data-status="completed"]').waitFor();
+    must(await page.locator('#steps details[data-step="0"]').getAttribute('open') !== null, 'the panel opened before the updates is still open');
     const a = (await ok('GET', '/approvals?status=approved&limit=200')).items.find((x) => x.run_id === runId);
     must(a && a.decided_by.id === 'ops@platform.example' && a.decided_by.type === 'user', 'the approval is the account holder\u2019s: ' + JSON.stringify(a));
     await shot(page, 'console-done');
