@@ -111,8 +111,9 @@ func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job,
 // commitStep commits c as the step that ends the run (used when the cursor is already past
 // the last step, e.g. an empty workflow).
 func (e *Core) commitStep(ctx context.Context, job *svctype.Job, st *runState, c *commit) error {
-	snapshot := *st.run
-	err := e.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+	snapshot, start := *st.run, *c
+	err := e.unit(ctx, job, st, func(ctx context.Context, tx storage.Tx) error {
+		*c = start // from scratch on each try (unit tries again after an abort)
 		if err := e.keepLease(ctx, tx, job); err != nil {
 			return err
 		}

@@ -254,6 +254,7 @@ func (e *Core) OutsideCall(ctx context.Context, orgID string, timeout time.Durat
 // transaction that commits the unit.
 func (e *Core) unit(ctx context.Context, job *svctype.Job, st *runState, fn func(ctx context.Context, tx storage.Tx) error) error {
 	snapshot := *st.run
+	aborted := 0
 	for {
 		err := e.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
 			if err := fn(ctx, tx); err != nil {
@@ -264,6 +265,16 @@ func (e *Core) unit(ctx context.Context, job *svctype.Job, st *runState, fn func
 			}
 			return nil
 		})
+		if errors.Is(err, storage.ErrTryAgain) {
+			// The database chose this transaction to end a deadlock: nothing of it was
+			// kept, and the step is not at fault (were it failed, its run would fail for
+			// another transaction's timing). It runs again from the run as it was.
+			*st.run = snapshot
+			if aborted++; aborted < unitTries {
+				continue
+			}
+			return &abortedUnit{runID: st.run.ID, tries: aborted, err: err}
+		}
 		var n *needIO
 		if !errors.As(err, &n) {
 			if err == nil {
@@ -277,6 +288,25 @@ func (e *Core) unit(ctx context.Context, job *svctype.Job, st *runState, fn func
 		}
 	}
 }
+
+// unitTries is how many times unit runs a transaction the database aborts over a
+// conflict with another (storage.ErrTryAgain) before it leaves the job to be claimed again.
+const unitTries = 5
+
+// abortedUnit is a unit whose transaction the database aborted unitTries times over
+// conflicts with others. It hides the step's error that carried the abort: the run does not
+// fail; its job is claimed again when the lease lapses.
+type abortedUnit struct {
+	runID string
+	tries int
+	err   error
+}
+
+func (a *abortedUnit) Error() string {
+	return fmt.Sprintf("run %s: the database aborted the step's transaction %d times over conflicts with others (last: %v)", a.runID, a.tries, a.err)
+}
+
+func (a *abortedUnit) Unwrap() error { return storage.ErrTryAgain }
 
 // StepKindOf returns the step kind a step of stepType runs for orgID (the Environment's, or
 // one a step source defines), read through tx (nil: outside a transaction): what an agent's

@@ -347,7 +347,8 @@ func loopSummary(items int, mode, pinned string) json.RawMessage {
 func (e *Core) endLoop(ctx context.Context, job *svctype.Job, st *runState, i int, step *svctype.Step, rec svctype.StepRecord) error {
 	c := &commit{rec: rec}
 	snapshot := *st.run
-	err := e.store.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+	err := e.unit(ctx, job, st, func(ctx context.Context, tx storage.Tx) error {
+		*c = commit{rec: rec} // from scratch on each try (unit tries again after an abort)
 		if err := e.keepLease(ctx, tx, job); err != nil {
 			return err
 		}

@@ -34,6 +34,11 @@ var (
 	ErrLeaseLost = svctype.ErrLeaseLost
 	// ErrInvalidCursor: a paging cursor that the listing did not issue.
 	ErrInvalidCursor = errors.New("invalid cursor")
+	// ErrTryAgain: the database aborted the transaction to settle a conflict with another
+	// one (PostgreSQL's deadlock or serialization failure): nothing of it was kept, and the
+	// same work may be tried again at once. Not the work's fault: a step that meets it is
+	// tried again, it does not fail its run.
+	ErrTryAgain = errors.New("the database aborted the transaction over a conflict with another; try again")
 	// ErrSchemaBehind: the database answers, but lacks migrations this build has (a
 	// process of an older build migrated it, or none did yet): Ready's answer.
 	ErrSchemaBehind = errors.New("database schema is behind this build")

@@ -30,8 +30,29 @@ func wrap(op string, err error) error {
 		return fmt.Errorf("store: %s: %w", op, storage.ErrConflict)
 	case sqlerr.IsForeignKeyViolation(err):
 		return fmt.Errorf("store: %s: %w", op, storage.ErrNotFound)
+	case sqlerr.IsTryAgain(err):
+		return fmt.Errorf("store: %s: %w", op, tryAgain{err})
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
+}
+
+// tryAgain is a database error that aborted its transaction over a conflict with another
+// (sqlerr.IsTryAgain): errors.Is finds storage.ErrTryAgain in it, errors.As the driver's
+// error, and its message is the driver's.
+type tryAgain struct{ err error }
+
+func (t tryAgain) Error() string        { return t.err.Error() }
+func (t tryAgain) Unwrap() error        { return t.err }
+func (t tryAgain) Is(target error) bool { return target == storage.ErrTryAgain }
+
+// markTryAgain is err, marked as storage.ErrTryAgain when it is a database's abort over a
+// conflict that nothing on its way marked (a transaction's fn may wrap a statement's error
+// in its own).
+func markTryAgain(err error) error {
+	if err == nil || errors.Is(err, storage.ErrTryAgain) || !sqlerr.IsTryAgain(err) {
+		return err
+	}
+	return tryAgain{err}
 }
 
 func notFound(op string) error { return fmt.Errorf("store: %s: %w", op, storage.ErrNotFound) }

@@ -264,7 +264,8 @@ func (s *Store) Close() error {
 }
 
 // InTx runs fn in one transaction on the writer. fn's error is returned as it is, so the
-// caller can test it with errors.Is. fn must do its work through tx, not through the Store:
+// caller can test it with errors.Is; when the database aborted the transaction over a
+// conflict with another (a deadlock), errors.Is finds storage.ErrTryAgain in it too. fn must do its work through tx, not through the Store:
 // on SQLite the transaction holds the one writer connection, so a write through the Store
 // would wait for it forever (and so would a read of a table the transaction has written,
 // on sqlite::memory:).
@@ -275,12 +276,12 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storag
 	if err := s.prepareStatements(ctx); err != nil {
 		return err
 	}
-	return s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	return markTryAgain(s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		return fn(ctx, &storeTx{querier{
 			w: tx, r: tx, dialect: s.dialect, clock: s.clock, inTx: true, prepared: s.prepared, sqlTx: tx.Tx,
 			defs: map[string][]svctype.TableIndex{}, known: s.known, jobsChannel: s.jobsChannel,
 		}})
-	})
+	}))
 }
 
 // lockWriter queues for the SQLite writer in arrival order and returns the unlock; on

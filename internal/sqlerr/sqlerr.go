@@ -25,6 +25,15 @@ func IsForeignKeyViolation(err error) bool {
 	return is(err, "23503", "FOREIGN KEY constraint failed", sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY)
 }
 
+// IsTryAgain reports whether err is PostgreSQL aborting a transaction to settle a conflict
+// with another one: a deadlock (40P01) or a serialization failure (40001). The
+// transaction kept nothing and the same work may be tried again. SQLite has no such error
+// here: its one writer takes transactions in turn.
+func IsTryAgain(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
 // is reports whether err is PostgreSQL's pgCode, or SQLite's one of liteCodes (extended
 // result codes), or its bare SQLITE_CONSTRAINT with liteText in the message (without
 // extended result codes SQLite says which constraint only there).
