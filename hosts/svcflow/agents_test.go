@@ -23,24 +23,35 @@ type fakeOpenAI struct {
 	killAt  int
 	arrived chan struct{}
 
+	script []modelTurn
+
 	mu       sync.Mutex
 	requests int
 	lookups  map[string]int
 }
 
+// modelTurn is one reply of the fake model: a thought (the message's text, "step N" when
+// empty) and the tool it calls with its arguments.
+type modelTurn struct{ name, args, thought string }
+
 // agentScript is a reconciliation agent: it looks the customer up, reconciles with the
 // stored nway_match action, claims a clean match (refused: there is a variance), asks a
 // person, and completes with the discrepancy.
-var agentScript = []struct{ name, args string }{
-	{"lookup", `{"id": "1"}`},
-	{"recon", `{"bank": [{"inv": "A", "amount": 10}, {"inv": "B", "amount": 20}], "erp": [{"inv": "A", "amount": 10}, {"inv": "B", "amount": 21.5}]}`},
-	{"__complete__", `{"answer": "the books match", "confidence": 0.9, "match_claim": "clean"}`},
-	{"__pause_for_human__", `{"question": "Invoice B differs by 1.50: write it off?", "options": ["write off", "chase"]}`},
-	{"__complete__", `{"answer": "ACME Ltd: invoice B differs by 1.50, written off", "confidence": 0.8, "match_claim": "discrepancies"}`},
+var agentScript = []modelTurn{
+	{"lookup", `{"id": "1"}`, ""},
+	{"recon", `{"bank": [{"inv": "A", "amount": 10}, {"inv": "B", "amount": 20}], "erp": [{"inv": "A", "amount": 10}, {"inv": "B", "amount": 21.5}]}`, ""},
+	{"__complete__", `{"answer": "the books match", "confidence": 0.9, "match_claim": "clean"}`, ""},
+	{"__pause_for_human__", `{"question": "Invoice B differs by 1.50: write it off?", "options": ["write off", "chase"]}`, ""},
+	{"__complete__", `{"answer": "ACME Ltd: invoice B differs by 1.50, written off", "confidence": 0.8, "match_claim": "discrepancies"}`, ""},
 }
 
 func newFakeOpenAI(t *testing.T, killAt int) *fakeOpenAI {
-	f := &fakeOpenAI{killAt: killAt, arrived: make(chan struct{}), lookups: map[string]int{}}
+	return newScriptedOpenAI(t, killAt, agentScript)
+}
+
+// newScriptedOpenAI is a fakeOpenAI replying with script's turns.
+func newScriptedOpenAI(t *testing.T, killAt int, script []modelTurn) *fakeOpenAI {
+	f := &fakeOpenAI{killAt: killAt, arrived: make(chan struct{}), lookups: map[string]int{}, script: script}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if r.URL.Path == "/lookup" {
@@ -72,11 +83,15 @@ func newFakeOpenAI(t *testing.T, killAt int) *fakeOpenAI {
 				pos++
 			}
 		}
-		step := agentScript[min(pos, len(agentScript)-1)]
+		step := f.script[min(pos, len(f.script)-1)]
+		thought := step.thought
+		if thought == "" {
+			thought = fmt.Sprintf("step %d", pos)
+		}
 		_, _ = fmt.Fprintf(w, `{"id": "chatcmpl-%d", "object": "chat.completion", "created": 1741569952, "model": "gpt-4o-mini",
-  "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": "step %d",
+  "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": %q,
     "tool_calls": [{"id": "call_%d", "type": "function", "function": {"name": %q, "arguments": %q}}]}}],
-  "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}`, n, pos, pos, step.name, step.args)
+  "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}`, n, thought, pos, step.name, step.args)
 	}))
 	t.Cleanup(f.srv.Close)
 	return f

@@ -23,7 +23,9 @@ import (
 // localhost:8080 (the runtime) and localhost:8081 (the gateway) are that process's
 // addresses. curl is a function that fails the page when an answer is not 2xx, unless the
 // command's comment shows the status it expects (`# -> 422 …`); a pipe into grep fails it
-// when the line is not there. A block that cannot run here (it needs a mailbox, a Google
+// when the line is not there. The page's model is a fake OpenAI-compatible server
+// (OPENAI_BASE_URL, OPENAI_API_KEY), its `svcflow` the binary under test, its ./svcflow.db
+// that process's database and its /backups a temporary directory. A block that cannot run here (it needs a mailbox, a Google
 // account, a model key) says why on the line before it: `<!-- not run: REASON -->`.
 
 // docPages are the pages whose examples run; decisions.md and performance.md hold none.
@@ -33,6 +35,19 @@ var docPages = []string{
 	"docs/console.md", "docs/api.md", "docs/embedding.md",
 	"docs/binary.md", "docs/operations.md", "docs/development.md",
 }
+
+// docsAgentScript is docs/agents.md's model: it reconciles the objective's records with the
+// recon action, asks a person about the difference, and answers.
+var docsAgentScript = []modelTurn{
+	{"recon", `{"bank": [{"inv": "A", "amount": 10}, {"inv": "B", "amount": 20}], "erp": [{"inv": "A", "amount": 10}, {"inv": "B", "amount": 21.5}]}`,
+		"I reconcile the two statements with recon."},
+	{"__pause_for_human__", `{"question": "Invoice B differs by 1.50: write it off?", "options": ["write off", "chase"]}`,
+		"Invoice B differs; writing it off is a person's decision."},
+	{"__complete__", `{"answer": "` + docsAgentAnswer + `", "confidence": 0.9, "match_claim": "discrepancies"}`,
+		"The person approved the write-off."},
+}
+
+const docsAgentAnswer = "Invoice A matches; invoice B differs by 1.50 (bank 20.00, ERP 21.50), written off as approved."
 
 // docBlock is one ```sh block of a page.
 type docBlock struct {
@@ -137,6 +152,7 @@ func TestDocsExamplesRun(t *testing.T) {
 	}
 	t.Parallel()
 	bin := buildBinary(t)
+	model := newScriptedOpenAI(t, 0, docsAgentScript)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	for _, page := range docPages {
@@ -167,22 +183,33 @@ func TestDocsExamplesRun(t *testing.T) {
 			if ran == 0 {
 				return
 			}
-			p := startProcessEnv(t, bin, "", envWithout(), "serve", "--runtime-addr", "127.0.0.1:0",
-				"--db", "sqlite:"+filepath.Join(t.TempDir(), "svcflow.db"), "--allow-private-targets", "--dev-show-codes")
+			dir := t.TempDir()
+			backups := filepath.Join(dir, "backups")
+			require.NoError(t, os.Mkdir(backups, 0o700))
+			p := startProcessEnv(t, bin, dir, envWithout(), "serve", "--runtime-addr", "127.0.0.1:0",
+				"--db", "sqlite:svcflow.db", "--allow-private-targets", "--dev-show-codes")
 			text := strings.NewReplacer(
 				"localhost:8080", strings.TrimPrefix(p.base, "http://"),
 				"localhost:8081", strings.TrimPrefix(p.gateway, "http://"),
+				" svcflow.db", " "+filepath.Join(dir, "svcflow.db"),
+				"/backups", backups,
 			).Replace(script.String())
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "bash", "-c", text)
 			cmd.WaitDelay = time.Second
 			cmd.Dir = root
+			cmd.Env = envWithout("PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+				"OPENAI_BASE_URL="+model.srv.URL+"/v1", "OPENAI_API_KEY=sk-docs-test")
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			require.NoError(t, cmd.Run(), "%s's examples failed:\n%s", page, out.String())
 			if testing.Verbose() {
 				t.Logf("%s's examples answered:\n%s", page, out.String())
+			}
+			if page == "docs/agents.md" { // the agent's answer, from the model, after a person's
+				require.Contains(t, out.String(), `"status":"paused"`)
+				require.Contains(t, out.String(), `"final_answer":"`+docsAgentAnswer+`"`)
 			}
 		})
 	}
