@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,18 +193,25 @@ func TestDocsExamplesRun(t *testing.T) {
 				"localhost:8080", strings.TrimPrefix(p.base, "http://"),
 				"localhost:8081", strings.TrimPrefix(p.gateway, "http://"),
 				" svcflow.db", " "+filepath.Join(dir, "svcflow.db"),
+				"sqlite:svcflow.db", "sqlite:"+filepath.Join(dir, "svcflow.db"),
 				"/backups", backups,
 			).Replace(script.String())
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "bash", "-c", text)
 			cmd.WaitDelay = time.Second
+			// A page may start processes in the background (a restored copy served): they go
+			// with the page's bash, whatever way it ends.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 			cmd.Dir = root
 			cmd.Env = envWithout("PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
 				"OPENAI_BASE_URL="+model.srv.URL+"/v1", "OPENAI_API_KEY=sk-docs-test")
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
-			require.NoError(t, cmd.Run(), "%s's examples failed:\n%s", page, out.String())
+			err = cmd.Run()
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			require.NoError(t, err, "%s's examples failed:\n%s", page, out.String())
 			if testing.Verbose() {
 				t.Logf("%s's examples answered:\n%s", page, out.String())
 			}
