@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/svcflow/svcflow/hosts/telemetry/telemetrytest"
 )
 
 // The documentation's shell examples, run as a reader would paste them.
@@ -154,6 +156,7 @@ func TestDocsExamplesRun(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	model := newScriptedOpenAI(t, 0, docsAgentScript)
+	collector := telemetrytest.New(t)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	for _, page := range docPages {
@@ -195,6 +198,7 @@ func TestDocsExamplesRun(t *testing.T) {
 				" svcflow.db", " "+filepath.Join(dir, "svcflow.db"),
 				"sqlite:svcflow.db", "sqlite:"+filepath.Join(dir, "svcflow.db"),
 				"/backups", backups,
+				"http://localhost:4318", collector.URL,
 			).Replace(script.String())
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
@@ -205,8 +209,8 @@ func TestDocsExamplesRun(t *testing.T) {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 			cmd.Dir = root
-			cmd.Env = envWithout("PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
-				"OPENAI_BASE_URL="+model.srv.URL+"/v1", "OPENAI_API_KEY=sk-docs-test")
+			cmd.Env = append(withoutOTel(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+				"OPENAI_BASE_URL="+model.srv.URL+"/v1", "OPENAI_API_KEY=sk-docs-test", "PPROF_TMPDIR="+dir)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			err = cmd.Run()
@@ -218,6 +222,15 @@ func TestDocsExamplesRun(t *testing.T) {
 			if page == "docs/agents.md" { // the agent's answer, from the model, after a person's
 				require.Contains(t, out.String(), `"status":"paused"`)
 				require.Contains(t, out.String(), `"final_answer":"`+docsAgentAnswer+`"`)
+			}
+			if page == "docs/operations.md" { // the traced run's spans reached the receiver
+				var runs []string
+				for _, s := range collector.Spans() {
+					if s.GetName() == "run" {
+						runs = append(runs, s.Attrs["svcflow.run.status"])
+					}
+				}
+				require.Equal(t, []string{"completed"}, runs)
 			}
 		})
 	}
