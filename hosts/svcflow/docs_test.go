@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/hosts/telemetry/telemetrytest"
 )
 
@@ -29,7 +30,9 @@ import (
 // when the line is not there. The page's model is a fake OpenAI-compatible server
 // (OPENAI_BASE_URL, OPENAI_API_KEY), its `svcflow` the binary under test, its ./svcflow.db
 // that process's database and its /backups a temporary directory. A block that cannot run here (it needs a mailbox, a Google
-// account, a model key) says why on the line before it: `<!-- not run: REASON -->`.
+// account, a model key) says why on the line before it: `<!-- not run: REASON -->`. A block
+// for PostgreSQL (`<!-- postgres: … -->` before it) runs when SVC_TEST_POSTGRES_DSN is set,
+// its $DB a new schema there.
 
 // docPages are the pages whose examples run; decisions.md and performance.md hold none.
 var docPages = []string{
@@ -57,11 +60,13 @@ type docBlock struct {
 	line   int    // where it starts, 1-based
 	text   string // the commands
 	notRun string // why it does not run, when it does not
+	pg     bool   // it needs $DB, a PostgreSQL database
 }
 
 var (
 	fenceOpen = regexp.MustCompile("^( *)```(\\w*)\\s*$")
 	notRunTag = regexp.MustCompile(`^<!-- not run: (.+?) -->$`)
+	pgTag     = regexp.MustCompile(`^<!-- postgres: (.+?) -->$`)
 	// a comment that names the status a command answers: `# -> 422 {...}` or `# → 404`
 	expectStatus = regexp.MustCompile(`#\s*(?:->|→)\s*([1-5][0-9][0-9])\b`)
 )
@@ -91,6 +96,9 @@ func shellBlocks(page string) ([]docBlock, error) {
 		for j := start - 1; j >= 0 && j >= start-2; j-- {
 			if n := notRunTag.FindStringSubmatch(strings.TrimSpace(lines[j])); n != nil {
 				blk.notRun = n[1]
+			}
+			if pgTag.MatchString(strings.TrimSpace(lines[j])) {
+				blk.pg = true
 			}
 		}
 		blocks = append(blocks, blk)
@@ -175,11 +183,18 @@ func TestDocsExamplesRun(t *testing.T) {
 					}
 				}
 			}
-			ran := 0
+			ran, pgDSN := 0, ""
 			for _, b := range blocks {
 				if b.notRun != "" {
 					t.Logf("%s:%d not run: %s", page, b.line, b.notRun)
 					continue
+				}
+				if b.pg && os.Getenv(store.PostgresDSNEnv) == "" {
+					t.Logf("%s:%d not run: %s is unset", page, b.line, store.PostgresDSNEnv)
+					continue
+				}
+				if b.pg && pgDSN == "" {
+					pgDSN = store.NewTestDSN(t, "postgres")
 				}
 				fmt.Fprintf(&script, "\n# %s:%d\n%s\n", page, b.line, expectations(b.text))
 				ran++
@@ -210,7 +225,7 @@ func TestDocsExamplesRun(t *testing.T) {
 			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 			cmd.Dir = root
 			cmd.Env = append(withoutOTel(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
-				"OPENAI_BASE_URL="+model.srv.URL+"/v1", "OPENAI_API_KEY=sk-docs-test", "PPROF_TMPDIR="+dir)
+				"OPENAI_BASE_URL="+model.srv.URL+"/v1", "OPENAI_API_KEY=sk-docs-test", "PPROF_TMPDIR="+dir, "DB="+pgDSN)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			err = cmd.Run()
