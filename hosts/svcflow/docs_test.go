@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/svcflow/svcflow/engine/store"
@@ -32,7 +35,7 @@ import (
 // that process's database and its /backups a temporary directory. A block that cannot run here (it needs a mailbox, a Google
 // account, a model key) says why on the line before it: `<!-- not run: REASON -->`. A block
 // for PostgreSQL (`<!-- postgres: … -->` before it) runs when SVC_TEST_POSTGRES_DSN is set,
-// its $DB a new schema there.
+// its $DB and $EMPTY_DB two new databases on that server.
 
 // docPages are the pages whose examples run; decisions.md and performance.md hold none.
 var docPages = []string{
@@ -183,7 +186,7 @@ func TestDocsExamplesRun(t *testing.T) {
 					}
 				}
 			}
-			ran, pgDSN := 0, ""
+			ran, pgDSN, pgEmpty := 0, "", ""
 			for _, b := range blocks {
 				if b.notRun != "" {
 					t.Logf("%s:%d not run: %s", page, b.line, b.notRun)
@@ -194,7 +197,7 @@ func TestDocsExamplesRun(t *testing.T) {
 					continue
 				}
 				if b.pg && pgDSN == "" {
-					pgDSN = store.NewTestDSN(t, "postgres")
+					pgDSN, pgEmpty = newDocsDatabase(t), newDocsDatabase(t)
 				}
 				fmt.Fprintf(&script, "\n# %s:%d\n%s\n", page, b.line, expectations(b.text))
 				ran++
@@ -225,7 +228,7 @@ func TestDocsExamplesRun(t *testing.T) {
 			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 			cmd.Dir = root
 			cmd.Env = append(withoutOTel(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
-				"OPENAI_BASE_URL="+model.srv.URL+"/v1", "OPENAI_API_KEY=sk-docs-test", "PPROF_TMPDIR="+dir, "DB="+pgDSN)
+				"OPENAI_BASE_URL="+model.srv.URL+"/v1", "OPENAI_API_KEY=sk-docs-test", "PPROF_TMPDIR="+dir, "DB="+pgDSN, "EMPTY_DB="+pgEmpty)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			err = cmd.Run()
@@ -278,4 +281,25 @@ func TestExpectationsMarkTheCommandsComment(t *testing.T) {
 			"RUN=$(curl --svc-expect 404 -s -X POST localhost:8080/b \\\n  -d '{}' | id)   # → 404\n"+
 			"curl -s localhost:8080/c   # -> {\"ok\": true}\n",
 		expectations(in))
+}
+
+// newDocsDatabase creates a database on SVC_TEST_POSTGRES_DSN's server, dropped when the
+// test ends, and returns its connection string.
+func newDocsDatabase(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv(store.PostgresDSNEnv)
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	admin, err := sql.Open("pgx", base)
+	require.NoError(t, err)
+	name := "docs_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	_, err = admin.Exec("CREATE DATABASE " + name)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		defer admin.Close()
+		_, err := admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		require.NoError(t, err)
+	})
+	u.Path = "/" + name
+	return u.String()
 }
