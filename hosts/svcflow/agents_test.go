@@ -24,6 +24,7 @@ type fakeOpenAI struct {
 	arrived chan struct{}
 
 	script []modelTurn
+	draft  string // the reply to a request offering no tools (a workflow draft), when set
 
 	mu       sync.Mutex
 	requests int
@@ -66,6 +67,7 @@ func newScriptedOpenAI(t *testing.T, killAt int, script []modelTurn) *fakeOpenAI
 			Messages []struct {
 				Role string `json:"role"`
 			} `json:"messages"`
+			Tools []json.RawMessage `json:"tools"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		f.mu.Lock()
@@ -75,6 +77,12 @@ func newScriptedOpenAI(t *testing.T, killAt int, script []modelTurn) *fakeOpenAI
 		if n == f.killAt {
 			close(f.arrived)
 			<-r.Context().Done() // the caller is killed with the request in flight
+			return
+		}
+		if f.draft != "" && len(body.Tools) == 0 {
+			_, _ = fmt.Fprintf(w, `{"id": "chatcmpl-%d", "object": "chat.completion", "created": 1741569952, "model": "gpt-4o-mini",
+  "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": %q}}],
+  "usage": {"prompt_tokens": 300, "completion_tokens": 120, "total_tokens": 420}}`, n, f.draft)
 			return
 		}
 		pos := 0

@@ -56,6 +56,13 @@ var docsAgentScript = []modelTurn{
 		"The person approved the write-off."},
 }
 
+// docsDraft is docs/process-studio.md's drafted workflow: a bundle as the model answers it.
+const docsDraft = `{"workflow_name": "Log tickets", "svc_workflow_definition": {"actions": [
+  {"type": "custom-table", "properties": {"table": "tickets", "operation": "write",
+    "fields": {"subject": "{{input.subject}}", "priority": "{{input.priority}}"}}}]},
+  "actions_to_register": [], "custom_tables_to_create": [{"name": "tickets", "fields": {"subject": "text", "priority": "text"}}],
+  "workflow_description": "Logs each support ticket's subject and priority.", "external_dependency_notes": []}`
+
 const docsAgentAnswer = "Invoice A matches; invoice B differs by 1.50 (bank 20.00, ERP 21.50), written off as approved."
 
 // docBlock is one ```sh block of a page.
@@ -167,6 +174,7 @@ func TestDocsExamplesRun(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	model := newScriptedOpenAI(t, 0, docsAgentScript)
+	model.draft = docsDraft
 	collector := telemetrytest.New(t)
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
@@ -240,6 +248,10 @@ func TestDocsExamplesRun(t *testing.T) {
 			if page == "docs/agents.md" { // the agent's answer, from the model, after a person's
 				require.Contains(t, out.String(), `"status":"paused"`)
 				require.Contains(t, out.String(), `"final_answer":"`+docsAgentAnswer+`"`)
+			}
+			if page == "docs/process-studio.md" { // the model's draft, published as a process
+				require.Contains(t, out.String(), `"name":"Log tickets"`)
+				require.Contains(t, out.String(), `"published":true`)
 			}
 			if page == "docs/operations.md" { // the traced run's spans reached the receiver
 				var runs []string
