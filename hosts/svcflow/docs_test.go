@@ -5,11 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,7 +37,8 @@ import (
 // that process's database and its /backups a temporary directory. A block that cannot run here (it needs a mailbox, a Google
 // account, a model key) says why on the line before it: `<!-- not run: REASON -->`. A block
 // for PostgreSQL (`<!-- postgres: … -->` before it) runs when SVC_TEST_POSTGRES_DSN is set,
-// its $DB and $EMPTY_DB two new databases on that server.
+// its $DB and $EMPTY_DB two new databases on that server. The ports 18080, 18081, 19090 and
+// 19091 a page starts processes on are free ones.
 
 // docPages are the pages whose examples run; decisions.md and performance.md hold none.
 var docPages = []string{
@@ -219,6 +222,9 @@ func TestDocsExamplesRun(t *testing.T) {
 			p := startProcessEnv(t, bin, dir, envWithout(), "serve", "--runtime-addr", "127.0.0.1:0",
 				"--db", "sqlite:svcflow.db", "--allow-private-targets", "--dev-show-codes")
 			text := strings.NewReplacer(
+				// the ports of the processes a page starts itself: free ones, so that pages
+				// and tests running at once do not meet
+				":18080", ":"+freePort(t), ":18081", ":"+freePort(t), ":19090", ":"+freePort(t), ":19091", ":"+freePort(t),
 				"localhost:8080", strings.TrimPrefix(p.base, "http://"),
 				"localhost:8081", strings.TrimPrefix(p.gateway, "http://"),
 				" svcflow.db", " "+filepath.Join(dir, "svcflow.db"),
@@ -314,4 +320,13 @@ func newDocsDatabase(t *testing.T) string {
 	})
 	u.Path = "/" + name
 	return u.String()
+}
+
+// freePort is a TCP port of the loopback that nothing listens on (as of now).
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
