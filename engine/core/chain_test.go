@@ -248,3 +248,42 @@ func TestChainedStepsWriteOneKey(t *testing.T) {
 		})
 	}
 }
+
+// A run cancelled while a unit of chained steps runs, on PostgreSQL (on SQLite the cancel
+// would wait for the writer the unit holds): the unit's step commits, written together at
+// its end, find the job gone, and the unit rolls back whole: none of its steps' writes
+// lands, the run stays cancelled, and the cancel did not wait for the unit (its job's row
+// is locked only by the unit's last statement).
+func TestChainLosesItsJobWhole(t *testing.T) {
+	t.Parallel()
+	b := chainBundle(t, "postgres", time.Minute)
+	var cancelled error
+	b.Eng.RegisterStep("cancel", func(ctx context.Context, call *svctype.StepCall) (any, error) {
+		done := make(chan error, 1)
+		go func() {
+			_, err := b.Eng.CancelRun(context.WithoutCancel(ctx), call.OrgID, call.RunID, "meanwhile", engine.Actor{})
+			done <- err
+		}()
+		select {
+		case cancelled = <-done:
+		case <-time.After(10 * time.Second):
+			cancelled = errors.New("the cancel waited 10 s for the unit")
+		}
+		return map[string]any{}, nil
+	})
+	w := b.Workflow(t, "acme", "cancelled", `{"actions": [
+  {"type": "custom-table", "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{__run_id}}", "n": 1}}},
+  {"type": "cancel", "properties": {}},
+  {"type": "custom-table", "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{__run_id}}", "n": 2}}}
+]}`)
+	doc := b.Execute(t, "acme", w.ID, `{}`)
+	require.NoError(t, cancelled)
+	require.Equal(t, svctype.RunCancelled, doc.Status, doc.Reason)
+	for i, s := range doc.Steps {
+		require.NotEqual(t, svctype.StepCompleted, s.Status, "step %d", i)
+	}
+	rows, err := b.Eng.ReadRows(b.Ctx, "acme", "notes", map[string]any{"text": doc.ID}, 0)
+	require.NoError(t, err)
+	require.Empty(t, rows, "the unit rolled back whole")
+	require.Equal(t, []string{"workflow_run_started", "workflow_run_cancelled"}, b.Events(t, "acme", doc.ID))
+}
