@@ -2,7 +2,7 @@
 // Chromium (run.mjs calls consolePages): each page and action, what the service recorded
 // after each action (through the runtime API, with the organization's runtime key), axe-core
 // on every page, and screenshots. The data comes from hosts/svcflow/e2e_pages_test.go.
-import { readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkAxe } from './axe.mjs';
 
@@ -30,8 +30,15 @@ export async function consolePages({ step, shot, must, cfg }) {
   }
   async function look(page, name) { axe.push(await checkAxe(page, name)); }
   const after0 = (r) => r.body.attempts;
+  // canon is JSON with object keys sorted (the page sorts them).
+  const canon = (v) => JSON.stringify(v, (k, x) => (x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x));
   // readme is a screenshot of what the window shows (not the whole page), for README.
-  const readme = (page, name) => page.screenshot({ path: join(cfg.artifacts, 'readme-' + name + '.png') });
+  // It is copied to $SVC_E2E_DOCS_IMG/<name>.png when that is set (docs/console.md).
+  async function readme(page, name) {
+    const file = join(cfg.artifacts, 'readme-' + name + '.png');
+    await page.screenshot({ path: file });
+    if (process.env.SVC_E2E_DOCS_IMG) copyFileSync(file, join(process.env.SVC_E2E_DOCS_IMG, name + '.png'));
+  }
 
   await step('consoleWorkflows', async (page) => {
     await open(page, '/workflows');
@@ -47,6 +54,11 @@ export async function consolePages({ step, shot, must, cfg }) {
     const pause = flow.locator(':scope > li[data-kind=pause]');
     must(/waits for an approval by finance/.test(await pause.innerText()), 'the pause says who it waits for');
     must(/only if\s+@input\.total greaterThan 5000/.test(await pause.innerText()), 'the filter reads as a sentence: ' + await pause.innerText());
+    // Its JSON: the definition the service keeps, as it is.
+    await page.getByText('Definition (JSON)').click();
+    const shown = JSON.parse(await page.getByLabel('Definition of version 2').innerText());
+    const kept = (await api('/workflows/' + seeded.workflow)).body;
+    must(kept.version === 2 && canon(shown) === canon(kept.definition), 'the JSON shown is the definition kept');
     // The default comparison: the version before the current one, and the current one.
     const summary = page.locator('#diff-summary');
     must(/From v1 to v2: \d+ lines? added, \d+ removed/.test(await summary.innerText()), 'a diff summary: ' + await summary.innerText());

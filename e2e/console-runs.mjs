@@ -35,8 +35,9 @@ export async function consoleRuns({ step, shot, must, cfg }) {
   const workflow = async (name, def) => (await ok('POST', '/workflows', { name, definition: def })).id;
   const start = async (wf, input) => (await ok('POST', '/workflows/' + wf + '/execute', { input: input || {} })).id;
   // signIn opens a console URL (a deep link), signs in with the token, and lands there.
-  async function signIn(page, path, token) {
+  async function signIn(page, path, token, axeName) {
     await page.goto(G + '/console' + path);
+    if (axeName) { await page.getByLabel('Token').waitFor(); await look(page, axeName); }
     await page.getByLabel('Token').fill(token || cfg.mgmt);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.locator('main h2').first().waitFor();
@@ -72,10 +73,14 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await look(page, 'run-paused');
     await shot(page, 'console-paused');
     await docsShot(page, 'console-paused');
+    // A panel opened stays open through the live updates that follow (the decision below).
+    await page.locator('#steps li[data-step="0"] summary').click();
     await task.getByLabel('Comment (optional)').fill('ship it');
     await task.getByRole('button', { name: 'Approve' }).click();
     await page.locator('#run-task').getByText('Approved.').waitFor();
     await page.locator('#run-status .status').filter({ hasText: 'completed' }).waitFor({ timeout: 10000 });
+    await page.locator('#steps li[data-step="1"][data-status="completed"]').waitFor();
+    must(await page.locator('#steps details[data-step="0"]').getAttribute('open') !== null, 'the panel opened before the updates is still open');
     const a = (await ok('GET', '/approvals?status=approved&limit=200')).items.find((x) => x.run_id === runId);
     must(a && a.decided_by.id === 'ops@platform.example' && a.decided_by.type === 'user', 'the approval is the account holder\u2019s: ' + JSON.stringify(a));
     await shot(page, 'console-done');
@@ -86,8 +91,7 @@ export async function consoleRuns({ step, shot, must, cfg }) {
   // live rows without losing the place.
   await step('consoleRuns', async (page) => {
     // Declared search keys where the service knows them (an older one refuses the field).
-    let made0 = await api('POST', '/workflows', { name: 'invoice-check', definition: { search_keys: ['@input.invoice_id'], actions: [] } });
-    if (made0.status === 422) made0 = await api('POST', '/workflows', { name: 'invoice-check', definition: { actions: [] } });
+    const made0 = await api('POST', '/workflows', { name: 'invoice-check', definition: { search_keys: ['@input.invoice_id'], actions: [] } });
     must(made0.status === 201, 'the workflow: ' + JSON.stringify(made0.body));
     const wf = made0.body.id;
     const made = [];
@@ -99,6 +103,11 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     must(await rows.count() === 50, 'the first page holds 50 rows: ' + await rows.count());
     must(await page.locator('#runs tbody tr').first().getAttribute('data-run') === made[59], 'newest first');
     must(/invoice-check v1/.test(await rows.first().innerText()), 'the workflow by name and version');
+    must(JSON.stringify(await page.locator('#runs thead th').allInnerTexts()) === JSON.stringify(['Run', 'Workflow', 'Status', 'Started', 'Ended', 'Duration']), 'the columns');
+    // A completed run's row: its status, start, end and duration as the service has them.
+    const st0 = await ok('GET', '/runs/' + made[59] + '/status');
+    const cells = await rows.first().locator('td').allInnerTexts();
+    must(cells[2] === 'completed' && cells[3] && cells[4] && /\d\s*(ms|s)$/.test(cells[5]) && st0.status === 'completed', 'status, started, ended and duration: ' + JSON.stringify(cells));
     await page.getByRole('button', { name: 'Load more' }).click();
     await until('60 rows', async () => await rows.count() === 60);
     must(await page.getByRole('button', { name: 'Load more' }).isHidden(), 'no more page after the last');
@@ -128,17 +137,29 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await page.waitForURL(/q=run-/);
     await until('one row', async () => await rows.count() === 1 && await rows.first().getAttribute('data-run') === made[7]);
     // Search by business key: the runs whose declared key has the value.
-    const keyed = await api('GET', '/runs?key=INV-2013');
-    if (keyed.status === 200 && keyed.body.items.length === 1) {
-      await page.getByLabel('Run id or business key').fill('INV-2013');
-      await page.getByRole('button', { name: 'Search' }).click();
-      await page.waitForURL(/q=INV-2013/);
-      await until('the keyed run', async () => await rows.count() === 1 && await rows.first().getAttribute('data-run') === made[13]);
-    }
-    // The time range: runs started before the first of the 60 are not these.
+    const keyed = await ok('GET', '/runs?key=INV-2013');
+    must(keyed.items.length === 1 && keyed.items[0].id === made[13], 'the service finds the run by its key: ' + JSON.stringify(keyed.items));
+    await page.getByLabel('Run id or business key').fill('INV-2013');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(/q=INV-2013/);
+    await until('the keyed run', async () => await rows.count() === 1 && await rows.first().getAttribute('data-run') === made[13]);
+    // The time range: runs started before the first of the 60 are not these, nor after now;
+    // a range around them holds the 61.
     await page.goto(G + '/console/runs?workflow=invoice-check&to=2000-01-01T00:00');
     await page.locator('#runs-summary').getByText('No run matches').waitFor();
-    return { keySearch: keyed.status === 200 && keyed.body.items.length === 1 };
+    await page.goto(G + '/console/runs?workflow=invoice-check&from=2000-01-01T00:00&to=2999-01-01T00:00');
+    await rows.first().waitFor();
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await until('61 rows in the range', async () => await rows.count() === 61);
+    // An empty range is said by the fields' names; after now, none.
+    await page.getByLabel('Started after').fill('2999-01-01T00:00');
+    await page.waitForURL(/from=2999/);
+    await page.locator('#runs-summary').getByText('\u201cStarted before\u201d must be later than \u201cStarted after\u201d.').waitFor();
+    must(await page.getByLabel('Started before').getAttribute('aria-invalid') === 'true', 'the field is marked invalid');
+    await page.getByLabel('Started before').fill('');
+    await page.waitForURL((u) => !/to=/.test(u.search));
+    await page.locator('#runs-summary').getByText('No run matches').waitFor();
+    return { keySearch: true };
   });
 
   // A run's page: a failed step's error with its code and attempts; cancel with a reason; a
@@ -193,6 +214,7 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await page.locator('#steps .status').filter({ hasText: 'waiting for a form' }).waitFor();
     await page.getByRole('button', { name: 'Cancel run…' }).click();
     await page.getByLabel(/Why cancel/).fill('sent twice');
+    await look(page, 'run-cancel');
     await page.getByRole('button', { name: 'Cancel the run' }).click();
     await page.locator('#run-status .status').filter({ hasText: 'cancelled' }).waitFor();
     const evs = (await ok('GET', '/runs/' + paused + '/events')).items;
@@ -231,7 +253,17 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await pager.getByRole('button', { name: 'Next →' }).click();
     await pager.getByText('written: elements 21–40 of 300').waitFor();
     must(reads.length >= 2 && reads.every((u) => /limit=20/.test(u)), 'each read is a page: ' + reads);
-    await shot(page, 'console-run-paged');
+    await pager.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(cfg.artifacts, 'console-run-paged.png') });
+    // Its 300 writes: the effects 20 lines at first, 100 more on request, as many as recorded.
+    const bigEv = await ok('GET', '/runs/' + bigRun + '/evidence');
+    const writes = bigEv.steps[0].effects.length;
+    must(writes >= 300, 'the service recorded each write: ' + writes);
+    const effects = page.locator('#steps li[data-step="0"] table.effects tbody tr');
+    must(await effects.count() === 20, 'the first 20 effects: ' + await effects.count());
+    await page.locator('#steps li[data-step="0"]').getByText('Effects 1\u201320 of ' + writes + '.').waitFor();
+    await page.locator('#steps li[data-step="0"]').getByRole('button', { name: 'Show 100 more effects' }).click();
+    must(await effects.count() === 120, '100 more: ' + await effects.count());
     const paged = true;
     return { retried, paged };
   });
@@ -311,6 +343,51 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await shot(page, 'console-bulk-retry');
   });
 
+  // A reconciliation's run page: the step's resolved input and its output, and the evidence
+  // rendered (counts, decisions, effects, exception rows), each checked against what the
+  // service recorded (the evidence document and the exception table's rows).
+  await step('consoleEvidence', async (page) => {
+    await ok('POST', '/custom-tables', { name: 'recon_exceptions', fields: { run_id: 'text', match_key: 'text', classification: 'text',
+      missing_legs: 'text', discrepancy_fields: 'text', details: 'text', status: 'text', provenance: 'text' } });
+    const wf = await workflow('month-end-e2e', { actions: [{ type: 'nway_match', properties: {
+      sets: [{ key: 'bank', records: '@input.bank' }, { key: 'erp', records: '@input.erp' }],
+      matchOn: ['invoice'], tolerances: { amount: { type: 'currency', value: 0.01 } }, exceptionTable: 'recon_exceptions' } }] });
+    const run = await start(wf, {
+      bank: [{ invoice: 'INV-1', amount: '100.00' }, { invoice: 'INV-2', amount: '50.00' }, { invoice: 'INV-3', amount: '20.00' }],
+      erp: [{ invoice: 'INV-1', amount: '100.00' }, { invoice: 'INV-2', amount: '55.00' }, { invoice: 'INV-4', amount: '9.00' }] });
+    await until('completed', async () => (await runStatus(run)) === 'completed', 30000);
+    const ev = await ok('GET', '/runs/' + run + '/evidence');
+    const table = (await ok('GET', '/custom-tables/recon_exceptions/rows?limit=100')).items.filter((r) => r.data.run_id === run);
+    must(table.length === 3 && ev.exceptions.length === 3 && ev.counts.match_full === 1, 'the service: one full group, three exception rows: ' + JSON.stringify(ev.counts));
+    await signIn(page, '/runs/' + run);
+    const s0 = page.locator('#steps li[data-step="0"]');
+    must(await s0.locator('.step-type').innerText() === 'nway_match', 'the step\u2019s type');
+    must(/\d+(\.\d+)?\s*(ms|s)\b/.test(await s0.locator('.step-head').innerText()), 'the step\u2019s duration: ' + await s0.locator('.step-head').innerText());
+    await s0.locator('summary').click();
+    // The resolved input: the records, not the @input paths the definition names.
+    const input = await s0.locator('h4:text-is("Input (resolved)") + pre').innerText();
+    must(/INV-4/.test(input) && !/@input\.erp/.test(input) && JSON.stringify(JSON.parse(input)) === JSON.stringify(ev.steps[0].input_summary), 'the resolved input, as recorded: ' + input);
+    const output = s0.locator('h4:text-is("Output") + *');
+    must(/match_variance|variance/.test(await output.innerText()), 'the step\u2019s output: ' + await output.innerText());
+    // Evidence: each count as the service has it, the exception rows one per table row.
+    const counts = page.locator('#evidence dl.counts');
+    for (const [k, v] of Object.entries(ev.counts)) {
+      must(await counts.locator('dt', { hasText: new RegExp('^' + k.replace(/_/g, ' ') + '$') }).locator('+ dd').innerText() === String(v), 'the count ' + k);
+    }
+    const exRows = page.locator('#evidence table.exceptions tbody tr');
+    must(await exRows.count() === table.length, 'one line per exception row written: ' + await exRows.count());
+    for (const r of table) {
+      const line = await page.locator('#evidence table.exceptions tr[data-key="' + r.data.match_key + '"]').innerText();
+      must(line.includes(r.data.classification) && line.includes(r.data.status), 'the row of ' + r.data.match_key + ' reads its classification and status: ' + line);
+    }
+    must(await page.locator('#evidence table.effects tbody tr').count() === Math.min(20, ev.effects.length), 'the effects, one line each');
+    must(await page.locator('#evidence table.decisions tbody tr').count() === ev.decisions.length || (ev.decisions.length === 0 && await page.locator('#evidence table.decisions').count() === 0), 'the decisions, one line each');
+    await look(page, 'run-evidence');
+    await shot(page, 'console-run-evidence');
+    await page.locator('#h-evidence').evaluate((h) => h.scrollIntoView({ block: 'start' }));
+    await docsShot(page, 'console-evidence');
+  });
+
   // An agent step's reasoning on the run page: the organization's model (llmReply, a fake
   // OpenAI-compatible server) asks the rates tool, then answers; the run page shows each
   // iteration's thought, action and observation, as GET /agents/{id}/trace has them.
@@ -333,6 +410,10 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     const second = await its.nth(1).innerText();
     must(second.includes('The tool says EUR/USD is 1.08: that answers the question.') && /__complete__|complete/.test(second), 'iteration 2: thought and the answer: ' + second);
     must((await ok('GET', '/runs/' + run + '/context/verdict')).value.answer === 'EUR/USD is 1.08 today.', 'the agent\u2019s answer is in the run');
+    // The step's resolved input outlives its wait: the objective, as the evidence has it.
+    const input = await page.locator('#steps li[data-step="0"] h4:text-is("Input (resolved)") + pre').innerText();
+    const rec = (await ok('GET', '/runs/' + run + '/evidence')).steps[0].input_summary;
+    must(/EUR\/USD rate today/.test(input) && JSON.stringify(JSON.parse(input)) === JSON.stringify(rec), 'the agent step\u2019s input: ' + input);
     await look(page, 'run-agent');
     await shot(page, 'console-run-agent');
   });
@@ -385,7 +466,7 @@ export async function consoleRuns({ step, shot, must, cfg }) {
   await step('consoleTasksMgmt', async (page) => {
     const run = await start(cfg.pauseWorkflow);
     await until('paused', async () => (await runStatus(run)) === 'paused');
-    await signIn(page, '/tasks');
+    await signIn(page, '/tasks', null, 'sign-in');
     await page.locator('li[data-kind=form][data-run="' + run + '"] svc-form form').waitFor();
     await look(page, 'tasks');
     // The navigation is links: Runs by the keyboard, the heading focused on arrival.

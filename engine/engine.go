@@ -45,6 +45,9 @@ type Config struct {
 	// delivery's retry) is read on it and compared with the store's clock, so a store given
 	// a clock of its own (store.WithNow) is given this one.
 	Now func() time.Time
+	// After is the clock's timer, time.After when nil: a status wait's deadline (?wait=)
+	// passes when it fires. internal/testclock's fires when a test moves it.
+	After func(time.Duration) <-chan time.Time
 	// Lease is how long a claimed job stays with its worker without a heartbeat
 	// (default 15s): a worker killed mid-run leaves its jobs claimable after at most this.
 	Lease time.Duration
@@ -134,7 +137,7 @@ type feature interface{ Register(c *core.Core) }
 // New returns an engine over cfg.Store with every feature. The store implements what every
 // feature calls (Store is storage.Full; store.go holds the checks), which the compiler checks.
 func New(cfg Config) (*Engine, error) {
-	c, err := core.New(core.Config{Store: cfg.Store, Env: cfg.Env, Logger: cfg.Logger, Now: cfg.Now, Lease: cfg.Lease,
+	c, err := core.New(core.Config{Store: cfg.Store, Env: cfg.Env, Logger: cfg.Logger, Now: cfg.Now, After: cfg.After, Lease: cfg.Lease,
 		StepObserver: cfg.StepObserver, Meter: cfg.Meter, TracerProvider: cfg.TracerProvider, Slice: cfg.Slice, ChainTime: cfg.ChainTime, IOConcurrency: cfg.IOConcurrency, IOPerOrg: cfg.IOPerOrg,
 		CallTimeout: cfg.CallTimeout, WaitPoll: cfg.WaitPoll})
 	if err != nil {

@@ -40,6 +40,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// After is the clock's timer, time.After when nil: a status wait's deadline
+	// (WaitRun, ExecuteAndWait) passes when it fires. A test's clock fires it when moved.
+	After func(time.Duration) <-chan time.Time
 	// Lease is how long a claimed job stays with its worker without a heartbeat
 	// (default 15s): a worker killed mid-run leaves its jobs claimable after at most this.
 	Lease time.Duration
@@ -83,6 +86,7 @@ type Core struct {
 	eval  *expr.Evaluator
 	log   *slog.Logger
 	now   func() time.Time
+	after func(time.Duration) <-chan time.Time
 	lease time.Duration
 	obs   func(string, time.Duration)
 	meter svctype.Meter
@@ -127,7 +131,7 @@ func New(cfg Config) (*Core, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("engine: Config.Store is required")
 	}
-	e := &Core{store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: cfg.Now, lease: cfg.Lease, obs: cfg.StepObserver, meter: cfg.Meter,
+	e := &Core{store: cfg.Store, env: cfg.Env, log: cfg.Logger, now: cfg.Now, after: cfg.After, lease: cfg.Lease, obs: cfg.StepObserver, meter: cfg.Meter,
 		slice: cfg.Slice, chainTime: cfg.ChainTime, waitPoll: cfg.WaitPoll, states: newRunCache(stateCacheSize, stateCacheBytes),
 		io: newIOPool(cfg.IOConcurrency, cfg.IOPerOrg), callTimeout: cfg.CallTimeout}
 	if e.callTimeout <= 0 {
@@ -138,6 +142,9 @@ func New(cfg Config) (*Core, error) {
 	}
 	if e.chainTime == 0 {
 		e.chainTime = DefaultChainTime
+	}
+	if e.after == nil {
+		e.after = time.After
 	}
 	if e.waitPoll <= 0 {
 		e.waitPoll = 500 * time.Millisecond

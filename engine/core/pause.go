@@ -196,6 +196,26 @@ func (e *Core) ResumeTx(ctx context.Context, tx storage.Tx, run *svctype.Run, r 
 	if run.Status != svctype.RunPaused && run.Status != svctype.RunRunning {
 		return fmt.Errorf("%w: run %s is %s, not waiting", ErrConflict, run.ID, run.Status)
 	}
+	// The record the step had while it waited keeps its start and resolved input: a resumer
+	// (an approval, a form, an agent) writes the outcome, and the run page still shows what
+	// the step was given and how long it took.
+	if r.Step.StartedAt == nil || r.Step.InputSummary == nil {
+		steps, err := tx.ListSteps(ctx, run.OrgID, run.ID)
+		if err != nil {
+			return err
+		}
+		for _, s := range steps {
+			if s.Index != r.Step.Index {
+				continue
+			}
+			if r.Step.StartedAt == nil {
+				r.Step.StartedAt = s.StartedAt
+			}
+			if r.Step.InputSummary == nil {
+				r.Step.InputSummary = s.InputSummary
+			}
+		}
+	}
 	if err := tx.PutStep(ctx, run.OrgID, &r.Step); err != nil {
 		return err
 	}

@@ -20,6 +20,35 @@ func (e *Core) RegisterCallPlanner(p CallPlanner) {
 	e.reg.planners = append(e.reg.planners, p)
 }
 
+// DeliveryPlanner describes the deliveries the events named would cause in an
+// organization (a webhook feature's catch-all and registrations), as outside calls of kind
+// webhook: what a run emits reaches outside too, whatever its steps.
+type DeliveryPlanner func(ctx context.Context, orgID string, events []string) ([]svctype.PlannedCall, error)
+
+// RegisterDeliveryPlanner adds a planner PlanDeliveries asks.
+func (e *Core) RegisterDeliveryPlanner(p DeliveryPlanner) {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	e.reg.deliveryPlanners = append(e.reg.deliveryPlanners, p)
+}
+
+// PlanDeliveries lists the deliveries the events named would cause in orgID, from every
+// registered DeliveryPlanner; none without one (an engine with no webhooks).
+func (e *Core) PlanDeliveries(ctx context.Context, orgID string, events []string) ([]svctype.PlannedCall, error) {
+	e.reg.mu.RLock()
+	planners := e.reg.deliveryPlanners
+	e.reg.mu.RUnlock()
+	out := []svctype.PlannedCall{}
+	for _, p := range planners {
+		calls, err := p(ctx, orgID, events)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, calls...)
+	}
+	return out, nil
+}
+
 func (e *Core) callPlanners() []CallPlanner {
 	e.reg.mu.RLock()
 	defer e.reg.mu.RUnlock()

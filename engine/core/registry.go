@@ -83,16 +83,17 @@ type StepCallHook func(tx storage.Tx, call *svctype.StepCall)
 type SecretSource func(ctx context.Context, orgID, key string) (string, error)
 
 type registry struct {
-	mu        sync.RWMutex
-	jobs      map[string]JobHandler
-	pauses    map[string]PauseKind
-	sinks     []EventSink
-	sources   []StepSource
-	stepCalls []StepCallHook
-	cancels   []CancelHook
-	deletes   []DeleteWorkflowHook
-	planners  []CallPlanner
-	secrets   SecretSource
+	mu               sync.RWMutex
+	jobs             map[string]JobHandler
+	pauses           map[string]PauseKind
+	sinks            []EventSink
+	sources          []StepSource
+	stepCalls        []StepCallHook
+	cancels          []CancelHook
+	deletes          []DeleteWorkflowHook
+	planners         []CallPlanner
+	deliveryPlanners []DeliveryPlanner
+	secrets          SecretSource
 	// reserved are step types taken whatever the Environment holds (IsStepType).
 	reserved map[string]bool
 }

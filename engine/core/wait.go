@@ -159,8 +159,7 @@ func (e *Core) watch(k runKey, last svctype.RunStatus) *waiter {
 // (ExecuteAndWait). A wake that hands a final status is the answer; any other wake is
 // followed by a read.
 func (e *Core) await(ctx context.Context, k runKey, w *waiter, d time.Duration, read bool) (svctype.RunStatus, error) {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+	deadline := e.after(d)
 	status := w.last
 	for {
 		if read {
@@ -176,7 +175,7 @@ func (e *Core) await(ctx context.Context, k runKey, w *waiter, d time.Duration, 
 			if woke != "" && woke != w.last && woke.Terminal() {
 				return woke, nil
 			}
-		case <-timer.C:
+		case <-deadline:
 			return status, nil
 		case <-ctx.Done():
 			return status, ctx.Err()

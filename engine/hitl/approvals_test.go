@@ -48,6 +48,11 @@ func TestApprovalApprovedResumesTheRun(t *testing.T) {
 		require.Equal(t, svctype.RunPaused, doc.Status)
 		require.Equal(t, []string{"before"}, ledgerSteps(t, b))
 		require.Equal(t, svctype.StepProcessing, doc.Steps[1].Status)
+		ev, err := b.Eng.Evidence(b.Ctx, "o", doc.ID)
+		require.NoError(t, err)
+		waiting := ev.Steps[1]
+		require.NotNil(t, waiting.StartedAt)
+		require.Contains(t, string(waiting.InputSummary), "finance")
 
 		a, err := b.Eng.PendingApproval(b.Ctx, "o", doc.ID)
 		require.NoError(t, err)
@@ -84,6 +89,14 @@ func TestApprovalApprovedResumesTheRun(t *testing.T) {
 		require.Equal(t, map[string]any{"1": map[string]any{"approved": true, "comment": "ok"}}, doc.Context["__approval_decisions"])
 		require.Equal(t, []string{"before", "after"}, ledgerSteps(t, b))
 		require.Contains(t, b.Events(t, "o", doc.ID), engine.EventApprovalDecided)
+		// The decided step keeps the start and the resolved input it had while it waited.
+		ev, err = b.Eng.Evidence(b.Ctx, "o", doc.ID)
+		require.NoError(t, err)
+		decidedStep := ev.Steps[1]
+		require.Equal(t, svctype.StepCompleted, decidedStep.Status)
+		require.JSONEq(t, string(waiting.InputSummary), string(decidedStep.InputSummary))
+		require.NotNil(t, decidedStep.StartedAt)
+		require.True(t, waiting.StartedAt.Equal(*decidedStep.StartedAt), "started %v, kept %v", waiting.StartedAt, decidedStep.StartedAt)
 	})
 }
 

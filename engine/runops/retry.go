@@ -40,8 +40,8 @@ func (f *RunOps) Register(c *core.Core) {
 }
 
 // RetryPlan is what a retry of a failed run will do: the step it starts at (and the
-// element, in a foreach), the steps before it that it reuses, and every step it runs again
-// with the outside calls each makes.
+// element, in a foreach), the steps before it that it reuses, every step it runs again
+// with the outside calls each makes, and the webhooks the new run's events are delivered to.
 type RetryPlan struct {
 	RunID           string                `json:"run_id"`
 	WorkflowID      string                `json:"workflow_id"`
@@ -50,10 +50,18 @@ type RetryPlan struct {
 	FromElement     *int                  `json:"from_element,omitempty"`
 	Reused          []int                 `json:"reused_steps"`
 	Steps           []svctype.PlannedStep `json:"steps"`
-	// Calls counts the outside calls of Steps by kind (http, model, ...): a foreach's
-	// steps count once, whatever its elements.
+	// Webhooks are the deliveries the new run's own events will cause (kind webhook): the
+	// organization's catch-all, and each registration of workflow_run_started,
+	// workflow_run_retried, workflow_run_completed or workflow_run_failed.
+	Webhooks []svctype.PlannedCall `json:"webhooks"`
+	// Calls counts the outside calls of Steps by kind (http, model, ...), a foreach's
+	// steps once whatever its elements, and Webhooks under webhook.
 	Calls map[string]int `json:"calls"`
 }
+
+// RetryEvents are the events a retried run emits whatever its steps do: the plan lists the
+// webhooks they are delivered to (it ends completed or failed, so both are counted).
+var RetryEvents = []string{core.EventRunStarted, EventRunRetried, core.EventRunCompleted, core.EventRunFailed}
 
 // RetryRun starts a failed run again at the step that failed, as a new run (its evidence's
 // retry names the failed run, the step, the reason and the actor; the failed run's names
@@ -173,6 +181,12 @@ func (f *RunOps) RetryPlan(ctx context.Context, orgID, runID string) (*RetryPlan
 		for _, c := range s.Calls {
 			plan.Calls[c.Kind]++
 		}
+	}
+	if plan.Webhooks, err = f.core.PlanDeliveries(ctx, orgID, RetryEvents); err != nil {
+		return nil, err
+	}
+	for _, c := range plan.Webhooks {
+		plan.Calls[c.Kind]++
 	}
 	return plan, nil
 }

@@ -85,6 +85,7 @@ func New(c *core.Core, st Store, oc *orgconfig.OrgConfig, o Options) *Webhooks {
 // Register puts the fan-out on c as an event sink and the delivery job as a job handler.
 func (e *Webhooks) Register(c *core.Core) {
 	c.RegisterSink(e.Sink)
+	c.RegisterDeliveryPlanner(e.planDeliveries)
 	c.RegisterJob(JobDeliver, e.Deliver)
 }
 

@@ -537,6 +537,63 @@ func (e ForeachLoopPropertiesMode) Valid() bool {
 	}
 }
 
+// Defines values for FormFieldType.
+const (
+	FormFieldTypeChecklist FormFieldType = "checklist"
+	FormFieldTypeComputed  FormFieldType = "computed"
+	FormFieldTypeContent   FormFieldType = "content"
+	FormFieldTypeDate      FormFieldType = "date"
+	FormFieldTypeEmail     FormFieldType = "email"
+	FormFieldTypeFile      FormFieldType = "file"
+	FormFieldTypeLookup    FormFieldType = "lookup"
+	FormFieldTypeMoney     FormFieldType = "money"
+	FormFieldTypeMultiline FormFieldType = "multiline"
+	FormFieldTypeNumber    FormFieldType = "number"
+	FormFieldTypeRange     FormFieldType = "range"
+	FormFieldTypeSelect    FormFieldType = "select"
+	FormFieldTypeSignature FormFieldType = "signature"
+	FormFieldTypeTable     FormFieldType = "table"
+	FormFieldTypeText      FormFieldType = "text"
+)
+
+// Valid indicates whether the value is a known member of the FormFieldType enum.
+func (e FormFieldType) Valid() bool {
+	switch e {
+	case FormFieldTypeChecklist:
+		return true
+	case FormFieldTypeComputed:
+		return true
+	case FormFieldTypeContent:
+		return true
+	case FormFieldTypeDate:
+		return true
+	case FormFieldTypeEmail:
+		return true
+	case FormFieldTypeFile:
+		return true
+	case FormFieldTypeLookup:
+		return true
+	case FormFieldTypeMoney:
+		return true
+	case FormFieldTypeMultiline:
+		return true
+	case FormFieldTypeNumber:
+		return true
+	case FormFieldTypeRange:
+		return true
+	case FormFieldTypeSelect:
+		return true
+	case FormFieldTypeSignature:
+		return true
+	case FormFieldTypeTable:
+		return true
+	case FormFieldTypeText:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FormPauseStatus.
 const (
 	FormPauseStatusCancelled FormPauseStatus = "cancelled"
@@ -1428,13 +1485,25 @@ type ApprovalStepType string
 
 // Bundle defines model for Bundle.
 type Bundle struct {
-	CreatedAt       time.Time   `json:"created_at"`
-	DeploymentShape *string     `json:"deployment_shape,omitempty"`
-	Dsl             interface{} `json:"dsl"`
-	Id              string      `json:"id"`
-	ProcessId       string      `json:"process_id"`
-	PublishNote     *string     `json:"publish_note,omitempty"`
-	PublishedAt     *time.Time  `json:"published_at,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	DeploymentShape *string   `json:"deployment_shape,omitempty"`
+
+	// Dsl The DSL document the bundle was composed from: svc_workflow_definition a WorkflowDefinition, actions_to_register and custom_tables_to_create as POST /actions and POST /custom-tables take them.
+	Dsl struct {
+		// ActionsToRegister Action registrations, as POST /actions takes them.
+		ActionsToRegister *[]map[string]interface{} `json:"actions_to_register,omitempty"`
+
+		// CustomTablesToCreate Custom tables, as POST /custom-tables takes them: {name, fields}.
+		CustomTablesToCreate *[]map[string]interface{} `json:"custom_tables_to_create,omitempty"`
+
+		// SvcWorkflowDefinition A workflow's definition: ordered steps (actions), an optional top-level condition and an optional schedule. The engine validates every definition it is given with this schema, then checks what a schema cannot say (conditions compile, templates are bounded, an upsert names a key). A step of a type that is no built-in (an organization's registered action, a kind an embedding program registers) takes any properties.
+		SvcWorkflowDefinition *WorkflowDefinition `json:"svc_workflow_definition,omitempty"`
+		WorkflowDescription   *string             `json:"workflow_description,omitempty"`
+	} `json:"dsl"`
+	Id          string     `json:"id"`
+	ProcessId   string     `json:"process_id"`
+	PublishNote *string    `json:"publish_note,omitempty"`
+	PublishedAt *time.Time `json:"published_at,omitempty"`
 
 	// Status A process bundle's status: a draft until published, then immutable.
 	Status          BundleStatus `json:"status"`
@@ -1869,7 +1938,7 @@ type ExecuteAgentRequest struct {
 	Objective string `json:"objective"`
 
 	// Tools Tool declarations, mixed freely: "<action_name>", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones.
-	Tools *[]interface{} `json:"tools,omitempty"`
+	Tools *[]AgentToolDeclaration `json:"tools,omitempty"`
 }
 
 // ExecuteRequest defines model for ExecuteRequest.
@@ -1892,7 +1961,7 @@ type ExternalForm struct {
 	Name     string `json:"name"`
 
 	// Schema The form_schema_v1 document.
-	Schema            interface{}  `json:"schema"`
+	Schema            FormSchema   `json:"schema"`
 	Settings          FormSettings `json:"settings"`
 	TriggerProcessId  *string      `json:"trigger_process_id,omitempty"`
 	TriggerWorkflowId *string      `json:"trigger_workflow_id,omitempty"`
@@ -1974,24 +2043,6 @@ type ExternalFormUpdatedEvent struct {
 	FormName string   `json:"form_name"`
 }
 
-// Field defines model for Field.
-type Field struct {
-	Default     interface{} `json:"default,omitempty"`
-	Help        *string     `json:"help,omitempty"`
-	Key         string      `json:"key"`
-	Label       string      `json:"label"`
-	Masked      *bool       `json:"masked,omitempty"`
-	Max         *float64    `json:"max,omitempty"`
-	Min         *float64    `json:"min,omitempty"`
-	Multiple    *bool       `json:"multiple,omitempty"`
-	Options     *[]Option   `json:"options,omitempty"`
-	Placeholder *string     `json:"placeholder,omitempty"`
-	Required    *bool       `json:"required,omitempty"`
-	Step        *float64    `json:"step,omitempty"`
-	Type        string      `json:"type"`
-	Unit        *string     `json:"unit,omitempty"`
-}
-
 // FieldList Record field names, each once.
 type FieldList = []string
 
@@ -2059,17 +2110,54 @@ type FormExpiredEvent struct {
 	StepId string `json:"step_id"`
 }
 
+// FormField defines model for FormField.
+type FormField struct {
+	Default     interface{}   `json:"default,omitempty"`
+	Help        *string       `json:"help,omitempty"`
+	Key         string        `json:"key"`
+	Label       string        `json:"label"`
+	Masked      *bool         `json:"masked,omitempty"`
+	Max         *float64      `json:"max,omitempty"`
+	Min         *float64      `json:"min,omitempty"`
+	Multiple    *bool         `json:"multiple,omitempty"`
+	Options     *[]FormOption `json:"options,omitempty"`
+	Placeholder *string       `json:"placeholder,omitempty"`
+	Required    *bool         `json:"required,omitempty"`
+	Step        *float64      `json:"step,omitempty"`
+
+	// Type What the field renders and submits.
+	Type FormFieldType `json:"type"`
+	Unit *string       `json:"unit,omitempty"`
+}
+
+// FormFieldType What the field renders and submits.
+type FormFieldType string
+
+// FormOption defines model for FormOption.
+type FormOption struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// FormPage defines model for FormPage.
+type FormPage struct {
+	Description *string     `json:"description,omitempty"`
+	Fields      []FormField `json:"fields"`
+	Id          string      `json:"id"`
+	Title       *string     `json:"title,omitempty"`
+}
+
 // FormPause defines model for FormPause.
 type FormPause struct {
-	AssigneeRole      *string     `json:"assignee_role,omitempty"`
-	ClaimedBy         *string     `json:"claimed_by,omitempty"`
-	CreatedAt         time.Time   `json:"created_at"`
-	ExpectedKeys      []string    `json:"expected_keys"`
-	ExpiresAt         *time.Time  `json:"expires_at"`
-	FormPauseId       string      `json:"form_pause_id"`
-	ReminderIntervals *[]float64  `json:"reminder_intervals,omitempty"`
-	RunId             string      `json:"run_id"`
-	Schema            interface{} `json:"schema"`
+	AssigneeRole      *string    `json:"assignee_role,omitempty"`
+	ClaimedBy         *string    `json:"claimed_by,omitempty"`
+	CreatedAt         time.Time  `json:"created_at"`
+	ExpectedKeys      []string   `json:"expected_keys"`
+	ExpiresAt         *time.Time `json:"expires_at"`
+	FormPauseId       string     `json:"form_pause_id"`
+	ReminderIntervals *[]float64 `json:"reminder_intervals,omitempty"`
+	RunId             string     `json:"run_id"`
+	Schema            FormSchema `json:"schema"`
 
 	// Status A form pause's status: open until submitted or expired, cancelled with its run.
 	Status       FormPauseStatus `json:"status"`
@@ -2135,6 +2223,14 @@ type FormReminderEvent struct {
 	ReminderIndex int64      `json:"reminder_index"`
 	RunId         string     `json:"run_id"`
 	StepId        string     `json:"step_id"`
+}
+
+// FormSchema defines model for FormSchema.
+type FormSchema struct {
+	Description *string    `json:"description,omitempty"`
+	Pages       []FormPage `json:"pages"`
+	Title       *string    `json:"title,omitempty"`
+	Version     string     `json:"version"`
 }
 
 // FormSettings defines model for FormSettings.
@@ -2242,7 +2338,7 @@ type GeneratedForm struct {
 	ModelCalls int64 `json:"model_calls"`
 
 	// Schema The form_schema_v1 document.
-	Schema Schema `json:"schema"`
+	Schema FormSchema `json:"schema"`
 
 	// Source llm: the model's form; fallback: one text field per expected key.
 	Source GeneratedFormSource `json:"source"`
@@ -2709,12 +2805,6 @@ type OnStuck struct {
 	Iterations int64  `json:"iterations"`
 }
 
-// Option defines model for Option.
-type Option struct {
-	Label string `json:"label"`
-	Value string `json:"value"`
-}
-
 // OrgConfigEntry defines model for OrgConfigEntry.
 type OrgConfigEntry struct {
 	// Key Key name.
@@ -2748,14 +2838,6 @@ type OrgFeatures struct {
 // OtherLoopProperties A loop mode an embedding program registered: its properties are its own.
 type OtherLoopProperties struct {
 	Mode *string `json:"mode,omitempty"`
-}
-
-// Page defines model for Page.
-type Page struct {
-	Description *string `json:"description,omitempty"`
-	Fields      []Field `json:"fields"`
-	Id          string  `json:"id"`
-	Title       *string `json:"title,omitempty"`
 }
 
 // PauseRequest defines model for PauseRequest.
@@ -2952,7 +3034,7 @@ type PublicForm struct {
 	Open bool `json:"open"`
 
 	// Schema The form_schema_v1 document to render.
-	Schema   interface{}  `json:"schema"`
+	Schema   FormSchema   `json:"schema"`
 	Settings FormSettings `json:"settings"`
 }
 
@@ -3063,6 +3145,7 @@ type RetryPlan struct {
 	ReusedSteps     []int64          `json:"reused_steps"`
 	RunId           string           `json:"run_id"`
 	Steps           []PlannedStep    `json:"steps"`
+	Webhooks        []PlannedCall    `json:"webhooks"`
 	WorkflowId      string           `json:"workflow_id"`
 	WorkflowVersion int64            `json:"workflow_version"`
 }
@@ -3321,14 +3404,6 @@ type RuntimeNumber0 = float32
 
 // RuntimeNumber1 defines model for RuntimeNumber.1.
 type RuntimeNumber1 = string
-
-// Schema defines model for Schema.
-type Schema struct {
-	Description *string `json:"description,omitempty"`
-	Pages       []Page  `json:"pages"`
-	Title       *string `json:"title,omitempty"`
-	Version     string  `json:"version"`
-}
 
 // SetOrgConfigRequest defines model for SetOrgConfigRequest.
 type SetOrgConfigRequest struct {

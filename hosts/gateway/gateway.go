@@ -257,6 +257,9 @@ func New(o Options) *Server {
 	s.registerConsole()
 	s.registerFront()
 	declareAnswers(s.api.OpenAPI())
+	// A task's form and a form pause's (the SDK relays the runtime's) are stored form_schema_v1
+	// documents, declared as the runtime's answers declare theirs.
+	runtime.TypeFormDocuments(s.api.OpenAPI(), "Task", "FormPause")
 	r.NotFound(s.forward)
 	r.MethodNotAllowed(s.forward)
 	return s

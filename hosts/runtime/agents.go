@@ -34,10 +34,27 @@ func (v *JSONValue) UnmarshalJSON(b []byte) error {
 // Schema accepts any value.
 func (JSONValue) Schema(huma.Registry) *huma.Schema { return &huma.Schema{} }
 
+// AgentTool is one tool declaration of POST /agents/execute, carried as its raw bytes. Its
+// schema is the AgentToolDeclaration component, the one a react loop step's tools use;
+// Huma checks nothing of it (definitionRegistry): the engine does, naming what is wrong.
+type AgentTool JSONValue
+
+// MarshalJSON writes the bytes as they are (null when empty).
+func (v AgentTool) MarshalJSON() ([]byte, error) { return JSONValue(v).MarshalJSON() }
+
+// UnmarshalJSON keeps a copy of the bytes.
+func (v *AgentTool) UnmarshalJSON(b []byte) error { return (*JSONValue)(v).UnmarshalJSON(b) }
+
+// Schema is a reference to the AgentToolDeclaration component.
+func (AgentTool) Schema(r huma.Registry) *huma.Schema {
+	registerDefinitionSchemas(r)
+	return &huma.Schema{Ref: agentToolRef}
+}
+
 // AgentBody is the body of POST /agents/execute.
 type AgentBody struct {
 	Objective string      `json:"objective" doc:"The agent's goal, in words; at most 20,000 characters."`
-	Tools     []JSONValue `json:"tools,omitempty" doc:"Tool declarations, mixed freely: \"<action_name>\", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones."`
+	Tools     []AgentTool `json:"tools,omitempty" doc:"Tool declarations, mixed freely: \"<action_name>\", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones."`
 	Model     string      `json:"model,omitempty" doc:"The provider's model name (default gpt-4o-mini)."`
 	Config    struct {
 		MaxIterations int            `json:"max_iterations,omitempty" doc:"Iteration cap, 1 to 1,000 (default 25)."`

@@ -283,3 +283,91 @@ func TestNullArrayInARequestIsLeftOut(t *testing.T) {
 	}), http.StatusCreated)
 	require.Equal(t, []any{}, table["indexes"])
 }
+
+// freeValues are the members of answers (and webhook payloads) whose schema is any value,
+// each with why: what a workflow, a person or a model writes there is theirs, not the
+// contract's. A generated client has `unknown` for each. Every other member is typed;
+// TestAnswersAreTypedWhereTheyHaveASchema fails on one that is not and is not listed here.
+var freeValues = map[string]string{
+	// A run's data: the input, context and outputs a workflow's steps write.
+	"Run.input": "the run's input, as the caller sent it",
+	"RunAccepted.context[additionalProperties]":            "a context key's value, as a step wrote it",
+	"RunStatusDocument.context[additionalProperties]":      "a context key's value, as a step wrote it",
+	"RunResult.outputs[additionalProperties]":              "a step's output",
+	"ContextValue.value":                                   "a context key's value, as a step wrote it",
+	"StepRecord.input_summary":                             "a step's resolved properties, summarised",
+	"StepRecord.output":                                    "a step's output",
+	"Evidence.input":                                       "the run's input",
+	"Evidence.exceptions[items]":                           "what the steps recorded as exceptions",
+	"Effect.detail[additionalProperties]":                  "an effect's details, per step kind",
+	"EvidenceEffect.detail[additionalProperties]":          "an effect's details, per step kind",
+	"Decision.result":                                      "a decision step's result",
+	"Records[items]":                                       "a record a matcher reads, as the workflow supplies it",
+	"Row.data[additionalProperties]":                       "a custom table's cell: its field's type is the table's",
+	"WorkflowRunStartedEvent.input_payload":                "the run's input",
+	"WorkflowRunFailedEvent.context[additionalProperties]": "a context key's value",
+	"MatcherCompletedEvent.policy[additionalProperties]":   "the matcher step's properties as written",
+	"Webhook.auto_payload[additionalProperties]":           "what the registration adds to each payload",
+	// People's and models' data.
+	"Approval.request_payload":                   "what the approval step shows the approver, as the workflow wrote it",
+	"Task.request_payload":                       "what the approval step shows the approver, as the workflow wrote it",
+	"PbotApprovalRequestedEvent.request_payload": "what the approval step shows the approver, as the workflow wrote it",
+	"FormPause.submission":                       "the flat {key: value} a person submitted",
+	"FormSubmission.payload":                     "the flat {key: value} a person submitted",
+	"FormField.default":                          "a value of the kind the field submits",
+	"TraceEntry.action_input":                    "the arguments the model gave a tool",
+	"TraceEntry.observation":                     "what a tool answered the model",
+	"Generation.bundle":                          "the model's draft, which may not compose (status failed)",
+	"ProblemDetail.value":                        "the value a request sent that was refused",
+	// A workflow definition's members as written: a value, an @path or a {{template}},
+	// resolved when the step runs, so any JSON value there is the definition's author's.
+	"Action.properties[additionalProperties]":        "a registered action's properties, its own",
+	"ApprovalProperties.comment":                     "text, or an @path to it",
+	"CustomTableWriteProperties.values[items]":       "a value or an @path",
+	"ForeachLoopProperties.items[items]":             "the elements to loop over",
+	"FormProperties.schema":                          "a form in any shape the engine normalises",
+	"GmailSendProperties.body":                       "a value or an @path, resolved at run time",
+	"GmailSendProperties.subject":                    "a value or an @path, resolved at run time",
+	"GmailSendProperties.to":                         "a value or an @path, resolved at run time",
+	"GoogleSheetsAppendRowProperties.range":          "a value or an @path, resolved at run time",
+	"GoogleSheetsAppendRowProperties.spreadsheet_id": "a value or an @path, resolved at run time",
+	"GoogleSheetsAppendRowProperties.values":         "a value or an @path, resolved at run time",
+	"MicrosoftTeamsPostMessageProperties.channel_id": "a value or an @path, resolved at run time",
+	"MicrosoftTeamsPostMessageProperties.team_id":    "a value or an @path, resolved at run time",
+	"MicrosoftTeamsPostMessageProperties.text":       "a value or an @path, resolved at run time",
+	"SlackPostMessageProperties.channel":             "a value or an @path, resolved at run time",
+	"SlackPostMessageProperties.text":                "a value or an @path, resolved at run time",
+	"NWayMatchProperties.rules[items]":               "a rule, checked by the nway_match kind",
+	"WorkflowSchedule":                               "a schedule in one of its written forms",
+	"AgentToolDeclaration[not].type":                 "a `not` clause, not a member",
+	// Open: typed by the event's webhook (the webhooks section), not here.
+	"Event.payload": "the event's payload: its schema is its webhook's (webhooks section), by the event's name",
+}
+
+// TestAnswersAreTypedWhereTheyHaveASchema: no answer of the integrator's document holds a
+// member of any value (a generated client's `unknown`) but those freeValues lists: a form,
+// a tool declaration, a definition, a relayed answer is typed by its schema.
+func TestAnswersAreTypedWhereTheyHaveASchema(t *testing.T) {
+	t.Parallel()
+	doc := readDocument(t, "integrator.yaml")
+	var untyped []string
+	seen := map[string]bool{}
+	responseSchemas(doc, true, func(where string, s map[string]any) {
+		for _, k := range []string{"type", "$ref", "oneOf", "anyOf", "allOf", "properties", "enum", "items", "const"} {
+			if _, typed := s[k]; typed {
+				return
+			}
+		}
+		if !seen[where] {
+			seen[where] = true
+			if _, free := freeValues[where]; !free {
+				untyped = append(untyped, where)
+			}
+		}
+	})
+	sort.Strings(untyped)
+	require.Empty(t, untyped, "answers of any value: type them by their schema, or list them in freeValues with why")
+	for where := range freeValues {
+		require.True(t, seen[where], "freeValues lists %s, which is no longer any value: take it out", where)
+	}
+}

@@ -33,6 +33,7 @@ type bundle struct {
 	// oauth stands in for the OAuth providers and their APIs.
 	oauth *oauthtest.Provider
 	// clk is the engine's and the store's clock: it runs with the wall clock until moved.
+	// Its timers (a ?wait= deadline) fire only when it is moved.
 	clk *testclock.Clock
 }
 
@@ -42,7 +43,7 @@ func setup(t testing.TB) *bundle {
 	st := store.OpenTest(t, "sqlite", store.WithNow(clk.Now))
 	quiet := testlog.Quiet()
 	fake := oauthtest.New(t)
-	eng, err := engine.New(engine.Config{Store: st, Logger: quiet, Keyring: testKeyring(t), OAuth: testOAuth(fake), Now: clk.Now})
+	eng, err := engine.New(engine.Config{Store: st, Logger: quiet, Keyring: testKeyring(t), OAuth: testOAuth(fake), Now: clk.Now, After: clk.After})
 	require.NoError(t, err)
 	contracttest.WatchEvents(t, eng)
 	logs := &bytes.Buffer{}

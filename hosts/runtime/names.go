@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/svcflow/svcflow/forms"
 )
 
 // The contract's names (docs/decisions.md, "The contract's names"): a schema is a
@@ -14,7 +16,7 @@ import (
 // registry and the gateway's. TestContractNames checks both committed documents.
 
 // SchemaName is the Huma schema namer of the runtime's and the gateway's documents: Huma's
-// default name, renamed by schemaNames; a list page (List[T]) is <T's name>List; an
+// default name, renamed by schemaNames; a type of package forms is Form<its name>; a list page (List[T]) is <T's name>List; an
 // anonymous body, which Huma names after its operation ("create-keyRequest"), is in
 // PascalCase ("CreateKeyRequest").
 func SchemaName(t reflect.Type, hint string) string {
@@ -25,6 +27,9 @@ func SchemaName(t reflect.Type, hint string) string {
 		}
 	}
 	name := huma.DefaultSchemaNamer(t, hint)
+	if t.PkgPath() == formsPackage && !strings.HasPrefix(name, "Form") {
+		return "Form" + name // forms.Schema, Page, Field, Option: FormSchema, FormPage, ...
+	}
 	if to, ok := schemaNames[name]; ok {
 		return to
 	}
@@ -39,6 +44,10 @@ func SchemaName(t reflect.Type, hint string) string {
 	}
 	return name
 }
+
+// formsPackage is the package of the form_schema_v1 types, whose bare names (Schema, Page,
+// Field, Option) say nothing in a document of many other things.
+var formsPackage = reflect.TypeFor[forms.Schema]().PkgPath()
 
 // No array of the contract is null: every answer makes its slices ([] when empty), and a
 // request may leave an array out but not send null. Huma's default is nullable, a setting

@@ -131,6 +131,8 @@ func New(eng *engine.Engine, opts Options) *Server {
 	s.registerStudio()
 	declareBodyRefusals(s.api.OpenAPI())
 	declareWebhookEvents(s.api.OpenAPI())
+	TypeFormDocuments(s.api.OpenAPI(), formAnswers...)
+	typeBundleDSL(s.api.OpenAPI())
 	return s
 }
 

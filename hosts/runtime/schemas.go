@@ -66,10 +66,25 @@ func (WorkflowDSL) Schema(r huma.Registry) *huma.Schema {
 	}}
 }
 
+// typeBundleDSL declares a bundle's dsl (svctype.Bundle carries its bytes, which Huma
+// declares as any value) as the compose body's dsl: the bundle was composed from it.
+func typeBundleDSL(o *huma.OpenAPI) {
+	reg := o.Components.Schemas
+	b := reg.Map()["Bundle"]
+	if b == nil || b.Properties["dsl"] == nil {
+		panic("runtime: the Bundle component has no dsl property")
+	}
+	dsl := WorkflowDSL{}.Schema(reg)
+	dsl.Description = "The DSL document the bundle was composed from: " +
+		"svc_workflow_definition a WorkflowDefinition, actions_to_register and custom_tables_to_create as POST /actions and POST /custom-tables take them."
+	b.Properties["dsl"] = dsl
+}
+
 const (
 	componentsPrefix = "#/components/schemas/"
 	definitionName   = "WorkflowDefinition"
 	definitionRef    = componentsPrefix + definitionName
+	agentToolRef     = componentsPrefix + "AgentToolDeclaration"
 )
 
 // registerDefinitionSchemas puts the definition schema's root and its $defs among r's
@@ -190,7 +205,8 @@ func hSchema(m map[string]any) *huma.Schema {
 }
 
 // definitionRegistry is the API's registry of schemas as Huma's request validation reads
-// it: the WorkflowDefinition component is any object there. The document shows the typed
+// it: the WorkflowDefinition component is any object there, AgentToolDeclaration (an agent's
+// tools, POST /agents/execute) any value. The document shows the typed
 // schema; the engine validates a definition against it and answers problems located inside
 // the definition, which Huma's check of a oneOf would not (it says only that no branch
 // matched, at the step).
@@ -202,13 +218,22 @@ var anyObject = func() *huma.Schema {
 	return s
 }()
 
+var anyValue = func() *huma.Schema {
+	s := &huma.Schema{}
+	s.PrecomputeMessages()
+	return s
+}()
+
 // MarshalJSON and MarshalYAML write the components as the registry wrapped does.
 func (r definitionRegistry) MarshalJSON() ([]byte, error) { return json.Marshal(r.Registry) }
 func (r definitionRegistry) MarshalYAML() (any, error)    { return r.Map(), nil }
 
 func (r definitionRegistry) SchemaFromRef(ref string) *huma.Schema {
-	if ref == definitionRef {
+	switch ref {
+	case definitionRef:
 		return anyObject
+	case agentToolRef:
+		return anyValue
 	}
 	return r.Registry.SchemaFromRef(ref)
 }

@@ -181,6 +181,11 @@ func declared(rs *openapi3.Responses) []string {
 	return out
 }
 
+// A JSON Schema document (application/schema+json, GET /schemas/workflow.json) is JSON.
+func init() {
+	openapi3filter.RegisterBodyDecoder("application/schema+json", openapi3filter.JSONBodyDecoder)
+}
+
 // An NDJSON answer (application/x-ndjson) is checked line by line: each line one JSON value,
 // the last ended by a newline too. kin-openapi has no decoder of its own for the type; the
 // value the schema then sees is the body as text.

@@ -3245,7 +3245,19 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             deployment_shape?: string;
-            dsl: unknown;
+            /** @description The DSL document the bundle was composed from: svc_workflow_definition a WorkflowDefinition, actions_to_register and custom_tables_to_create as POST /actions and POST /custom-tables take them. */
+            dsl: {
+                /** @description Action registrations, as POST /actions takes them. */
+                actions_to_register?: {
+                    [key: string]: unknown;
+                }[];
+                /** @description Custom tables, as POST /custom-tables takes them: {name, fields}. */
+                custom_tables_to_create?: {
+                    [key: string]: unknown;
+                }[];
+                svc_workflow_definition?: components["schemas"]["WorkflowDefinition"];
+                workflow_description?: string;
+            };
             id: string;
             process_id: string;
             publish_note?: string;
@@ -3629,7 +3641,7 @@ export interface components {
             /** @description The agent's goal, in words; at most 20,000 characters. */
             objective: string;
             /** @description Tool declarations, mixed freely: "<action_name>", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones. */
-            tools?: unknown[];
+            tools?: components["schemas"]["AgentToolDeclaration"][];
         };
         ExecuteRequest: {
             /** @description The run's input, read as @input (default {}). */
@@ -3651,7 +3663,7 @@ export interface components {
             is_public: boolean;
             name: string;
             /** @description The form_schema_v1 document. */
-            schema: unknown;
+            schema: components["schemas"]["FormSchema"];
             settings: components["schemas"]["FormSettings"];
             trigger_process_id?: string;
             trigger_workflow_id?: string;
@@ -3717,25 +3729,6 @@ export interface components {
             form_id: string;
             form_name: string;
         };
-        Field: {
-            default?: unknown;
-            help?: string;
-            key: string;
-            label: string;
-            masked?: boolean;
-            /** Format: double */
-            max?: number;
-            /** Format: double */
-            min?: number;
-            multiple?: boolean;
-            options?: components["schemas"]["Option"][];
-            placeholder?: string;
-            required?: boolean;
-            /** Format: double */
-            step?: number;
-            type: string;
-            unit?: string;
-        };
         /** @description Record field names, each once. */
         FieldList: string[];
         ForeachLoopProperties: {
@@ -3783,6 +3776,39 @@ export interface components {
             run_id: string;
             step_id: string;
         };
+        FormField: {
+            default?: unknown;
+            help?: string;
+            key: string;
+            label: string;
+            masked?: boolean;
+            /** Format: double */
+            max?: number;
+            /** Format: double */
+            min?: number;
+            multiple?: boolean;
+            options?: components["schemas"]["FormOption"][];
+            placeholder?: string;
+            required?: boolean;
+            /** Format: double */
+            step?: number;
+            /**
+             * @description What the field renders and submits.
+             * @enum {string}
+             */
+            type: "text" | "multiline" | "number" | "money" | "range" | "email" | "date" | "select" | "checklist" | "content" | "file" | "signature" | "table" | "lookup" | "computed";
+            unit?: string;
+        };
+        FormOption: {
+            label: string;
+            value: string;
+        };
+        FormPage: {
+            description?: string;
+            fields: components["schemas"]["FormField"][];
+            id: string;
+            title?: string;
+        };
         FormPause: {
             assignee_role?: string;
             claimed_by?: string;
@@ -3794,7 +3820,7 @@ export interface components {
             form_pause_id: string;
             reminder_intervals?: number[];
             run_id: string;
-            schema: unknown;
+            schema: components["schemas"]["FormSchema"];
             status: components["schemas"]["FormPauseStatus"];
             /** Format: int64 */
             step_id: number;
@@ -3854,6 +3880,12 @@ export interface components {
             reminder_index: number;
             run_id: string;
             step_id: string;
+        };
+        FormSchema: {
+            description?: string;
+            pages: components["schemas"]["FormPage"][];
+            title?: string;
+            version: string;
         };
         FormSettings: {
             branding?: components["schemas"]["FormBranding"];
@@ -3971,7 +4003,7 @@ export interface components {
              */
             model_calls: number;
             /** @description The form_schema_v1 document. */
-            schema: components["schemas"]["Schema"];
+            schema: components["schemas"]["FormSchema"];
             /**
              * @description llm: the model's form; fallback: one text field per expected key.
              * @enum {string}
@@ -4394,10 +4426,6 @@ export interface components {
             /** Format: int64 */
             iterations: number;
         };
-        Option: {
-            label: string;
-            value: string;
-        };
         OrgConfigEntry: {
             /**
              * @description Key name.
@@ -4444,12 +4472,6 @@ export interface components {
         /** @description A loop mode an embedding program registered: its properties are its own. */
         OtherLoopProperties: {
             mode?: string;
-        };
-        Page: {
-            description?: string;
-            fields: components["schemas"]["Field"][];
-            id: string;
-            title?: string;
         };
         PauseRequest: {
             context_summary?: string;
@@ -4624,7 +4646,7 @@ export interface components {
             /** @description Whether the form takes submissions now (false after expires_at). */
             open: boolean;
             /** @description The form_schema_v1 document to render. */
-            schema: unknown;
+            schema: components["schemas"]["FormSchema"];
             settings: components["schemas"]["FormSettings"];
         };
         PublicSubmitResult: {
@@ -4733,6 +4755,7 @@ export interface components {
             reused_steps: number[];
             run_id: string;
             steps: components["schemas"]["PlannedStep"][];
+            webhooks: components["schemas"]["PlannedCall"][];
             workflow_id: string;
             /** Format: int64 */
             workflow_version: number;
@@ -4993,12 +5016,6 @@ export interface components {
         };
         /** @description A number, or an @path, {{template}} or doc: reference read at run time. */
         RuntimeNumber: (number | null) | string;
-        Schema: {
-            description?: string;
-            pages: components["schemas"]["Page"][];
-            title?: string;
-            version: string;
-        };
         SdkAuthStartRequest: {
             email: string;
         };
@@ -5172,7 +5189,7 @@ export interface components {
             kind: "approval" | "form";
             request_payload?: unknown;
             run_id: string;
-            schema?: unknown;
+            schema?: components["schemas"]["FormSchema"];
             /** Format: int64 */
             step_id: number;
             /** @description The approval_id or form_pause_id. */
@@ -16024,7 +16041,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["FormPause"];
                 };
             };
             /** @description Bad Request */
@@ -16125,7 +16142,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["FormPause"];
                 };
             };
             /** @description Bad Request */
@@ -16404,7 +16421,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["Approval"];
                 };
             };
             /** @description Bad Request */

@@ -53,5 +53,19 @@ test("the generated types: no array is `| null`, every status set is one union t
 type Schemas = import("../src/integrator.js").components["schemas"];
 const _completed: Schemas["RunAccepted"]["status"] = "completed";
 const _steps: null extends Schemas["RunStatusDocument"]["steps"] ? never : true = true;
+// A stored form is a FormSchema (its pages and fields typed), an agent's tool an
+// AgentToolDeclaration, an SDK route that relays a runtime answer the runtime's type.
+type FormFields = Schemas["ExternalForm"]["schema"]["pages"][number]["fields"];
+const _field: FormFields[number] = { key: "email", type: "email", label: "Email" };
+// @ts-expect-error: a field's type is one of form_schema_v1's
+const _badField: FormFields[number] = { key: "x", type: "colour", label: "X" };
+const _pauseForm: Schemas["FormPause"]["schema"] = { version: "form_schema_v1", pages: [] };
+const _taskForm: NonNullable<Schemas["Task"]["schema"]>["pages"] = [];
+const _tool: NonNullable<Schemas["ExecuteAgentRequest"]["tools"]>[number] = { type: "workflow", id: "wfl-1" };
+// @ts-expect-error: a tool is a name or a declaration, not a number
+const _badTool: NonNullable<Schemas["ExecuteAgentRequest"]["tools"]>[number] = 42;
+type Paths = import("../src/integrator.js").paths;
+const _sdkPause: Paths["/sdk/forms/run/{runId}/{stepId}"]["get"]["responses"][200]["content"]["application/json"]["status"] = "open";
 void _completed;
 void _steps;
+void [_field, _badField, _pauseForm, _taskForm, _tool, _badTool, _sdkPause];

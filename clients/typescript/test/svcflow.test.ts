@@ -138,6 +138,15 @@ test("an external form: public read and submit without a key start its workflow"
   const visitor = gatewayClient(srv.gateway); // no credential
   const shown = await ok(visitor.GET("/forms/public/{formId}", { params: { path: { formId: form.id } } }));
   assert.equal(shown.name, "Sign up");
+  // The form comes back as a FormSchema: its pages and fields typed, as stored (normalised).
+  assert.equal(form.schema.version, "form_schema_v1");
+  assert.deepEqual(
+    shown.schema.pages[0]?.fields.map((f) => [f.key, f.type, f.required ?? false]),
+    [
+      ["email", "email", true],
+      ["name", "text", false],
+    ],
+  );
   const sent = await ok(
     visitor.POST("/forms/public/{formId}/submit", { params: { path: { formId: form.id } }, body: { email: "bob@example.com", name: "Bob" } }),
   );

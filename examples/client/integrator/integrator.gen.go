@@ -588,6 +588,63 @@ func (e ForeachLoopPropertiesMode) Valid() bool {
 	}
 }
 
+// Defines values for FormFieldType.
+const (
+	FormFieldTypeChecklist FormFieldType = "checklist"
+	FormFieldTypeComputed  FormFieldType = "computed"
+	FormFieldTypeContent   FormFieldType = "content"
+	FormFieldTypeDate      FormFieldType = "date"
+	FormFieldTypeEmail     FormFieldType = "email"
+	FormFieldTypeFile      FormFieldType = "file"
+	FormFieldTypeLookup    FormFieldType = "lookup"
+	FormFieldTypeMoney     FormFieldType = "money"
+	FormFieldTypeMultiline FormFieldType = "multiline"
+	FormFieldTypeNumber    FormFieldType = "number"
+	FormFieldTypeRange     FormFieldType = "range"
+	FormFieldTypeSelect    FormFieldType = "select"
+	FormFieldTypeSignature FormFieldType = "signature"
+	FormFieldTypeTable     FormFieldType = "table"
+	FormFieldTypeText      FormFieldType = "text"
+)
+
+// Valid indicates whether the value is a known member of the FormFieldType enum.
+func (e FormFieldType) Valid() bool {
+	switch e {
+	case FormFieldTypeChecklist:
+		return true
+	case FormFieldTypeComputed:
+		return true
+	case FormFieldTypeContent:
+		return true
+	case FormFieldTypeDate:
+		return true
+	case FormFieldTypeEmail:
+		return true
+	case FormFieldTypeFile:
+		return true
+	case FormFieldTypeLookup:
+		return true
+	case FormFieldTypeMoney:
+		return true
+	case FormFieldTypeMultiline:
+		return true
+	case FormFieldTypeNumber:
+		return true
+	case FormFieldTypeRange:
+		return true
+	case FormFieldTypeSelect:
+		return true
+	case FormFieldTypeSignature:
+		return true
+	case FormFieldTypeTable:
+		return true
+	case FormFieldTypeText:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FormPauseStatus.
 const (
 	FormPauseStatusCancelled FormPauseStatus = "cancelled"
@@ -1573,13 +1630,25 @@ type ApprovalStepType string
 
 // Bundle defines model for Bundle.
 type Bundle struct {
-	CreatedAt       time.Time   `json:"created_at"`
-	DeploymentShape *string     `json:"deployment_shape,omitempty"`
-	Dsl             interface{} `json:"dsl"`
-	Id              string      `json:"id"`
-	ProcessId       string      `json:"process_id"`
-	PublishNote     *string     `json:"publish_note,omitempty"`
-	PublishedAt     *time.Time  `json:"published_at,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	DeploymentShape *string   `json:"deployment_shape,omitempty"`
+
+	// Dsl The DSL document the bundle was composed from: svc_workflow_definition a WorkflowDefinition, actions_to_register and custom_tables_to_create as POST /actions and POST /custom-tables take them.
+	Dsl struct {
+		// ActionsToRegister Action registrations, as POST /actions takes them.
+		ActionsToRegister *[]map[string]interface{} `json:"actions_to_register,omitempty"`
+
+		// CustomTablesToCreate Custom tables, as POST /custom-tables takes them: {name, fields}.
+		CustomTablesToCreate *[]map[string]interface{} `json:"custom_tables_to_create,omitempty"`
+
+		// SvcWorkflowDefinition A workflow's definition: ordered steps (actions), an optional top-level condition and an optional schedule. The engine validates every definition it is given with this schema, then checks what a schema cannot say (conditions compile, templates are bounded, an upsert names a key). A step of a type that is no built-in (an organization's registered action, a kind an embedding program registers) takes any properties.
+		SvcWorkflowDefinition *WorkflowDefinition `json:"svc_workflow_definition,omitempty"`
+		WorkflowDescription   *string             `json:"workflow_description,omitempty"`
+	} `json:"dsl"`
+	Id          string     `json:"id"`
+	ProcessId   string     `json:"process_id"`
+	PublishNote *string    `json:"publish_note,omitempty"`
+	PublishedAt *time.Time `json:"published_at,omitempty"`
 
 	// Status A process bundle's status: a draft until published, then immutable.
 	Status          BundleStatus `json:"status"`
@@ -2031,7 +2100,7 @@ type ExecuteAgentRequest struct {
 	Objective string `json:"objective"`
 
 	// Tools Tool declarations, mixed freely: "<action_name>", {type: action, name}, or {name, action, description, parameters}. The declared tools are the agent's only capabilities besides the implicit ones.
-	Tools *[]interface{} `json:"tools,omitempty"`
+	Tools *[]AgentToolDeclaration `json:"tools,omitempty"`
 }
 
 // ExecuteRequest defines model for ExecuteRequest.
@@ -2054,7 +2123,7 @@ type ExternalForm struct {
 	Name     string `json:"name"`
 
 	// Schema The form_schema_v1 document.
-	Schema            interface{}  `json:"schema"`
+	Schema            FormSchema   `json:"schema"`
 	Settings          FormSettings `json:"settings"`
 	TriggerProcessId  *string      `json:"trigger_process_id,omitempty"`
 	TriggerWorkflowId *string      `json:"trigger_workflow_id,omitempty"`
@@ -2136,24 +2205,6 @@ type ExternalFormUpdatedEvent struct {
 	FormName string   `json:"form_name"`
 }
 
-// Field defines model for Field.
-type Field struct {
-	Default     interface{} `json:"default,omitempty"`
-	Help        *string     `json:"help,omitempty"`
-	Key         string      `json:"key"`
-	Label       string      `json:"label"`
-	Masked      *bool       `json:"masked,omitempty"`
-	Max         *float64    `json:"max,omitempty"`
-	Min         *float64    `json:"min,omitempty"`
-	Multiple    *bool       `json:"multiple,omitempty"`
-	Options     *[]Option   `json:"options,omitempty"`
-	Placeholder *string     `json:"placeholder,omitempty"`
-	Required    *bool       `json:"required,omitempty"`
-	Step        *float64    `json:"step,omitempty"`
-	Type        string      `json:"type"`
-	Unit        *string     `json:"unit,omitempty"`
-}
-
 // FieldList Record field names, each once.
 type FieldList = []string
 
@@ -2232,17 +2283,54 @@ type FormExpiredEvent struct {
 	StepId string `json:"step_id"`
 }
 
+// FormField defines model for FormField.
+type FormField struct {
+	Default     interface{}   `json:"default,omitempty"`
+	Help        *string       `json:"help,omitempty"`
+	Key         string        `json:"key"`
+	Label       string        `json:"label"`
+	Masked      *bool         `json:"masked,omitempty"`
+	Max         *float64      `json:"max,omitempty"`
+	Min         *float64      `json:"min,omitempty"`
+	Multiple    *bool         `json:"multiple,omitempty"`
+	Options     *[]FormOption `json:"options,omitempty"`
+	Placeholder *string       `json:"placeholder,omitempty"`
+	Required    *bool         `json:"required,omitempty"`
+	Step        *float64      `json:"step,omitempty"`
+
+	// Type What the field renders and submits.
+	Type FormFieldType `json:"type"`
+	Unit *string       `json:"unit,omitempty"`
+}
+
+// FormFieldType What the field renders and submits.
+type FormFieldType string
+
+// FormOption defines model for FormOption.
+type FormOption struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// FormPage defines model for FormPage.
+type FormPage struct {
+	Description *string     `json:"description,omitempty"`
+	Fields      []FormField `json:"fields"`
+	Id          string      `json:"id"`
+	Title       *string     `json:"title,omitempty"`
+}
+
 // FormPause defines model for FormPause.
 type FormPause struct {
-	AssigneeRole      *string     `json:"assignee_role,omitempty"`
-	ClaimedBy         *string     `json:"claimed_by,omitempty"`
-	CreatedAt         time.Time   `json:"created_at"`
-	ExpectedKeys      []string    `json:"expected_keys"`
-	ExpiresAt         *time.Time  `json:"expires_at"`
-	FormPauseId       string      `json:"form_pause_id"`
-	ReminderIntervals *[]float64  `json:"reminder_intervals,omitempty"`
-	RunId             string      `json:"run_id"`
-	Schema            interface{} `json:"schema"`
+	AssigneeRole      *string    `json:"assignee_role,omitempty"`
+	ClaimedBy         *string    `json:"claimed_by,omitempty"`
+	CreatedAt         time.Time  `json:"created_at"`
+	ExpectedKeys      []string   `json:"expected_keys"`
+	ExpiresAt         *time.Time `json:"expires_at"`
+	FormPauseId       string     `json:"form_pause_id"`
+	ReminderIntervals *[]float64 `json:"reminder_intervals,omitempty"`
+	RunId             string     `json:"run_id"`
+	Schema            FormSchema `json:"schema"`
 
 	// Status A form pause's status: open until submitted or expired, cancelled with its run.
 	Status       FormPauseStatus `json:"status"`
@@ -2308,6 +2396,14 @@ type FormReminderEvent struct {
 	ReminderIndex int64      `json:"reminder_index"`
 	RunId         string     `json:"run_id"`
 	StepId        string     `json:"step_id"`
+}
+
+// FormSchema defines model for FormSchema.
+type FormSchema struct {
+	Description *string    `json:"description,omitempty"`
+	Pages       []FormPage `json:"pages"`
+	Title       *string    `json:"title,omitempty"`
+	Version     string     `json:"version"`
 }
 
 // FormSettings defines model for FormSettings.
@@ -2457,7 +2553,7 @@ type GeneratedForm struct {
 	ModelCalls int64 `json:"model_calls"`
 
 	// Schema The form_schema_v1 document.
-	Schema Schema `json:"schema"`
+	Schema FormSchema `json:"schema"`
 
 	// Source llm: the model's form; fallback: one text field per expected key.
 	Source GeneratedFormSource `json:"source"`
@@ -2993,12 +3089,6 @@ type OnStuck struct {
 	Iterations int64  `json:"iterations"`
 }
 
-// Option defines model for Option.
-type Option struct {
-	Label string `json:"label"`
-	Value string `json:"value"`
-}
-
 // OrgConfigEntry defines model for OrgConfigEntry.
 type OrgConfigEntry struct {
 	// Key Key name.
@@ -3055,14 +3145,6 @@ type OrgUserList struct {
 // OtherLoopProperties A loop mode an embedding program registered: its properties are its own.
 type OtherLoopProperties struct {
 	Mode *string `json:"mode,omitempty"`
-}
-
-// Page defines model for Page.
-type Page struct {
-	Description *string `json:"description,omitempty"`
-	Fields      []Field `json:"fields"`
-	Id          string  `json:"id"`
-	Title       *string `json:"title,omitempty"`
 }
 
 // PauseRequest defines model for PauseRequest.
@@ -3268,7 +3350,7 @@ type PublicForm struct {
 	Open bool `json:"open"`
 
 	// Schema The form_schema_v1 document to render.
-	Schema   interface{}  `json:"schema"`
+	Schema   FormSchema   `json:"schema"`
 	Settings FormSettings `json:"settings"`
 }
 
@@ -3407,6 +3489,7 @@ type RetryPlan struct {
 	ReusedSteps     []int64          `json:"reused_steps"`
 	RunId           string           `json:"run_id"`
 	Steps           []PlannedStep    `json:"steps"`
+	Webhooks        []PlannedCall    `json:"webhooks"`
 	WorkflowId      string           `json:"workflow_id"`
 	WorkflowVersion int64            `json:"workflow_version"`
 }
@@ -3672,14 +3755,6 @@ type RuntimeNumber0 = float32
 // RuntimeNumber1 defines model for RuntimeNumber.1.
 type RuntimeNumber1 = string
 
-// Schema defines model for Schema.
-type Schema struct {
-	Description *string `json:"description,omitempty"`
-	Pages       []Page  `json:"pages"`
-	Title       *string `json:"title,omitempty"`
-	Version     string  `json:"version"`
-}
-
 // SdkAuthStartRequest defines model for SdkAuthStartRequest.
 type SdkAuthStartRequest struct {
 	Email string `json:"email"`
@@ -3898,7 +3973,7 @@ type Task struct {
 	Kind           TaskKind    `json:"kind"`
 	RequestPayload interface{} `json:"request_payload,omitempty"`
 	RunId          string      `json:"run_id"`
-	Schema         interface{} `json:"schema,omitempty"`
+	Schema         *FormSchema `json:"schema,omitempty"`
 	StepId         int64       `json:"step_id"`
 
 	// TaskId The approval_id or form_pause_id.
@@ -29407,7 +29482,7 @@ type SdkGetFormPauseHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *interface{}
+	JSON200 *FormPause
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -29429,7 +29504,7 @@ type SdkGetFormPauseHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r SdkGetFormPauseHTTPResponse) GetJSON200() *interface{} {
+func (r SdkGetFormPauseHTTPResponse) GetJSON200() *FormPause {
 	return r.JSON200
 }
 
@@ -29511,7 +29586,7 @@ type SdkSubmitFormPauseHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *interface{}
+	JSON200 *FormPause
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -29541,7 +29616,7 @@ type SdkSubmitFormPauseHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r SdkSubmitFormPauseHTTPResponse) GetJSON200() *interface{} {
+func (r SdkSubmitFormPauseHTTPResponse) GetJSON200() *FormPause {
 	return r.JSON200
 }
 
@@ -29816,7 +29891,7 @@ type SdkDecideTaskHTTPResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *interface{}
+	JSON200 *Approval
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -29846,7 +29921,7 @@ type SdkDecideTaskHTTPResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r SdkDecideTaskHTTPResponse) GetJSON200() *interface{} {
+func (r SdkDecideTaskHTTPResponse) GetJSON200() *Approval {
 	return r.JSON200
 }
 
@@ -43764,7 +43839,7 @@ func ParseSdkGetFormPauseHTTPResponse(rsp *http.Response) (*SdkGetFormPauseHTTPR
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest interface{}
+		var dest FormPause
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -43859,7 +43934,7 @@ func ParseSdkSubmitFormPauseHTTPResponse(rsp *http.Response) (*SdkSubmitFormPaus
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest interface{}
+		var dest FormPause
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -44137,7 +44212,7 @@ func ParseSdkDecideTaskHTTPResponse(rsp *http.Response) (*SdkDecideTaskHTTPRespo
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest interface{}
+		var dest Approval
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

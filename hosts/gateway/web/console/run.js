@@ -60,6 +60,13 @@ function valueView(ctx, runId, key, v) {
   return json(v);
 }
 
+// compact is a value on one line when it is short (a loop's element, an effect's detail),
+// else indented JSON.
+function compact(v) {
+  const line = JSON.stringify(v);
+  return line !== undefined && line.length <= 160 ? el('code', { className: 'detail', text: line }) : json(v);
+}
+
 // contextPager pages a large context value: 20 elements at a time, never the whole.
 function contextPager(ctx, runId, key, summary) {
   const size = 20;
@@ -79,7 +86,7 @@ function contextPager(ctx, runId, key, summary) {
         return;
       }
       const items = Array.isArray(p.value) ? p.value : [];
-      out.replaceChildren(el('ol', { start: String(offset + 1), className: 'elements' }, items.map((x) => el('li', {}, [json(x)]))));
+      out.replaceChildren(el('ol', { start: String(offset + 1), className: 'elements' }, items.map((x) => el('li', {}, [compact(x)]))));
       line.textContent = key + ': elements ' + (items.length ? (offset + 1) + '–' + (offset + items.length) : 'none') + ' of ' + p.total;
       prev.disabled = offset === 0;
       next.disabled = offset + size >= p.total;
@@ -135,10 +142,40 @@ function decisionsTable(list) {
 
 function effectsTable(all, withStep) {
   if (!all || !all.length) return null;
-  const list = all.slice(0, 100); // a loop's thousands of writes: the first hundred, and how many
-  return el('div', {}, [all.length > list.length ? el('p', { className: 'muted', text: 'The first ' + list.length + ' of ' + all.length + ' effects.' }) : null, el('table', { className: 'effects' }, [el('thead', {}, [el('tr', {}, [withStep ? 'Step' : null, 'Effect', 'Target', 'Detail'].filter(Boolean).map((h) => el('th', { scope: 'col', text: h })))]),
-    el('tbody', {}, list.map((e) => el('tr', {}, [withStep ? el('td', { text: String(e.step_index) }) : null, el('td', {}, [el('code', { text: e.kind })]),
-      el('td', { text: e.target || '' }), el('td', {}, [e.detail && Object.keys(e.detail).length ? json(e.detail) : ''])])))])]);
+  // A loop's thousands of writes: 20 lines, then 100 more at a time on request; a small
+  // detail reads on one line.
+  const detail = (d) => (!d || !Object.keys(d).length ? '' : compact(d));
+  const row = (e) => el('tr', {}, [withStep ? el('td', { text: String(e.step_index) }) : null, el('td', {}, [el('code', { text: e.kind })]),
+    el('td', { text: e.target || '' }), el('td', {}, [detail(e.detail)])]);
+  const body = el('tbody', {}, all.slice(0, 20).map(row));
+  const note = el('p', { className: 'muted' });
+  const more = el('button', { type: 'button', className: 'btn secondary' });
+  function shown() {
+    const n = body.children.length;
+    note.textContent = n < all.length ? 'Effects 1\u2013' + n + ' of ' + all.length + '.' : '';
+    more.hidden = n >= all.length;
+    more.textContent = 'Show ' + Math.min(100, all.length - n) + ' more effects';
+  }
+  more.addEventListener('click', () => { body.append(...all.slice(body.children.length, body.children.length + 100).map(row)); shown(); });
+  shown();
+  return el('div', {}, [el('table', { className: 'effects' }, [el('thead', {}, [el('tr', {}, [withStep ? 'Step' : null, 'Effect', 'Target', 'Detail'].filter(Boolean).map((h) => el('th', { scope: 'col', text: h })))]), body]),
+    el('div', { className: 'row' }, [note, more])]);
+}
+
+// exceptionsTable shows the exception rows a match wrote (match.ExceptionRow: text columns),
+// one row each; a row's details (JSON text: the legs' sums, the discrepancies) opens below it.
+function exceptionsTable(list) {
+  const cols = [['match_key', 'Match key'], ['classification', 'Classification'], ['missing_legs', 'Missing legs'], ['discrepancy_fields', 'Discrepancies'], ['status', 'Status']];
+  const details = (x) => {
+    if (!x.details) return '';
+    let v = x.details;
+    try { v = JSON.parse(x.details); } catch (e) { /* shown as written */ }
+    return el('details', {}, [el('summary', { text: 'Details' }), typeof v === 'string' ? el('pre', { className: 'json', text: v }) : json(v)]);
+  };
+  return el('table', { className: 'exceptions' }, [el('thead', {}, [el('tr', {}, [...cols.map(([, h]) => h), 'Details'].map((h) => el('th', { scope: 'col', text: h })))]),
+    el('tbody', {}, list.map((x) => (x && typeof x === 'object'
+      ? el('tr', { 'data-key': x.match_key || '' }, [...cols.map(([k], i) => (i === 0 ? el('td', {}, [el('code', { text: x[k] || '' })]) : el('td', { text: x[k] || '' }))), el('td', {}, [details(x)])])
+      : el('tr', {}, [el('td', { colspan: String(cols.length + 1) }, [json(x)])]))))]);
 }
 
 function stepItem(ctx, runId, run, step, pending, def, open, began) {
@@ -216,10 +253,11 @@ export async function render(ctx, main, match) {
 
   async function definition(ev) {
     if (def) return;
+    // The version the run started with (every update keeps the earlier ones), however many
+    // workflows the organization has.
     try {
-      const list = await ctx.rt('GET', '/workflows?limit=500');
-      const w = (list.items || []).find((x) => x.id === ev.workflow_id);
-      if (w) { wfName = w.name; if (w.version === ev.workflow_version) def = w.definition; }
+      const w = await ctx.rt('GET', '/workflows/' + encodeURIComponent(ev.workflow_id) + '?version=' + ev.workflow_version);
+      wfName = w.name; def = w.definition;
     } catch (e) { /* names are a nicety */ }
   }
 
@@ -258,7 +296,7 @@ export async function render(ctx, main, match) {
     const w = holder ? waiting(st, holder, pending) : '';
     facts.replaceChildren(el('dl', { className: 'facts' }, [
       el('dt', { text: 'Status' }), el('dd', { id: 'run-status' }, [status(st.status, st.status.replace(/_/g, ' ')), w ? ' ' + w : '', st.reason ? el('span', { className: 'muted', text: ' — ' + st.reason }) : null]),
-      el('dt', { text: 'Workflow' }), el('dd', {}, [wfName || el('code', { text: st.workflow_id }), el('span', { className: 'muted', text: ' v' + st.workflow_version })]),
+      el('dt', { text: 'Workflow' }), el('dd', {}, [wfName ? el('a', { href: '/console/workflows/' + encodeURIComponent(st.workflow_id), text: wfName }) : el('code', { text: st.workflow_id }), el('span', { className: 'muted', text: ' v' + st.workflow_version })]),
       el('dt', { text: 'Started' }), el('dd', {}, [el('time', { datetime: st.created_at, text: when(st.created_at) })]),
       el('dt', { text: 'Ended' }), el('dd', { text: ended ? when(st.finished_at || st.updated_at) : '—' }),
       el('dt', { text: 'Duration' }), el('dd', { text: duration(between(st.created_at, ended ? (st.finished_at || st.updated_at) : null)) + (ended ? '' : ' so far') }),
@@ -437,8 +475,9 @@ export async function render(ctx, main, match) {
     const et = effectsTable(ev.effects, true);
     parts.push(el('h4', { text: 'Effects' }), et || el('p', { className: 'muted', text: 'None.' }));
     const ex = ev.exceptions || [];
-    parts.push(el('h4', { text: 'Exception rows written' }), ex.length ? el('ul', { className: 'exceptions' }, ex.slice(0, 200).map((x) => el('li', {}, [json(x)]))) : el('p', { className: 'muted', text: 'None.' }));
-    if (ex.length > 200) parts.push(el('p', { className: 'muted', text: (ex.length - 200) + ' more not shown.' }));
+    parts.push(el('h4', { text: 'Exception rows written' }), ex.length ? exceptionsTable(ex) : el('p', { className: 'muted', text: 'None.' }));
+    const all = (ev.counts && ev.counts.exceptions) || ex.length;
+    if (all > ex.length) parts.push(el('p', { className: 'muted', text: 'The first ' + ex.length + ' of ' + all + ' exception rows; the exception table has them all.' }));
     evidence.replaceChildren(...parts);
   }
 

@@ -114,6 +114,15 @@ export async function render(ctx, main) {
     table.hidden = true;
     return;
   }
+  // An empty range is said here, by the fields' names (the service would refuse it).
+  if (after !== null && before !== null && after >= before) {
+    to.setAttribute('aria-invalid', 'true');
+    to.setAttribute('aria-describedby', 'runs-summary');
+    summary.textContent = '\u201cStarted before\u201d must be later than \u201cStarted after\u201d.';
+    summary.className = 'msg bad';
+    table.hidden = true;
+    return;
+  }
 
   const rows = new Map(); // run id -> {tr, run}
   let cursor = '';

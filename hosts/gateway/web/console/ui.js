@@ -59,7 +59,11 @@ export function between(a, b) {
 // problem is an error's message for a person: the problem's detail and its code.
 export function problem(e) {
   if (!e) return '';
-  return (e.message || String(e)) + (e.code ? ' (' + e.code + ')' : '');
+  // A problem's errors say which field and why ("validation failed: created_before: must be
+  // later than created_after"), not the bare title.
+  const errs = (e.body && Array.isArray(e.body.errors) ? e.body.errors : []).filter((x) => x && x.message)
+    .map((x) => (x.location ? String(x.location).replace(/^(body|query|path)?[./]?/, '') + ': ' : '') + x.message);
+  return (e.message || String(e)) + (errs.length ? ': ' + errs.join('; ') : '') + (e.code ? ' (' + e.code + ')' : '');
 }
 
 // fail replaces a box's content by the error, announced.
@@ -69,7 +73,8 @@ export function fail(where, e) {
 
 // json is a value as indented JSON in a <pre>.
 export function json(v, attrs) {
-  return el('pre', Object.assign({ className: 'json' }, attrs || {}), [JSON.stringify(v, null, 2)]);
+  // tabindex: a long value scrolls inside the <pre>, and the keyboard must reach it to scroll.
+  return el('pre', Object.assign({ className: 'json', tabindex: '0' }, attrs || {}), [JSON.stringify(v, null, 2)]);
 }
 
 // msg is a message line, its role status (polite) or alert when bad.
