@@ -20,7 +20,9 @@ import (
 // events, and which parts are present), whose last SELECT returns what the checks need:
 // the rows the run's update and the job's renewal or deletion touched, and the events'
 // numbers.
-// The CTEs touch different tables, so their one shared snapshot changes nothing.
+// The CTEs touch different tables, so their one shared snapshot changes nothing. The steps
+// a unit runs in one transaction (the core's chains) send their commits together
+// (CommitSteps): one statement for all of them, each row written once.
 
 // CommitStep writes c (storage.StepCommitter): in one statement inside a PostgreSQL
 // transaction, else through the calls it stands for.
