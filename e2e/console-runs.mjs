@@ -5,6 +5,7 @@
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkAxe } from './axe.mjs';
+import { tabTo, focused, focusIn, trapped } from './keys.mjs';
 
 export async function consoleRuns({ step, shot, must, cfg }) {
   const axe = [];
@@ -73,16 +74,24 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await look(page, 'run-paused');
     await shot(page, 'console-paused');
     await docsShot(page, 'console-paused');
-    // A panel opened stays open through the live updates that follow (the decision below).
-    await page.locator('#steps li[data-step="0"] summary').click();
-    await task.getByLabel('Comment (optional)').fill('ship it');
-    await task.getByRole('button', { name: 'Approve' }).click();
+    // Keyboard only from here. A panel opened (Enter on its summary) stays open through the
+    // live updates that follow the decision; the approval is reached back with Shift+Tab.
+    await tabTo(page, 'Input, output and evidence');
+    must(await focusIn(page, '#steps li[data-step="0"]'), 'the first panel reached is step 0\u2019s');
+    await page.keyboard.press('Enter');
+    await page.locator('#steps details[data-step="0"][open]').waitFor();
+    await tabTo(page, 'Comment (optional)', { back: true });
+    await page.keyboard.type('ship it');
+    await tabTo(page, 'Approve');
+    await page.keyboard.press('Space');
     await page.locator('#run-task').getByText('Approved.').waitFor();
+    must(await page.evaluate(() => document.activeElement.textContent) === 'Approved.', 'the focus goes to the answer, not the page\u2019s top');
     await page.locator('#run-status .status').filter({ hasText: 'completed' }).waitFor({ timeout: 10000 });
     await page.locator('#steps li[data-step="1"][data-status="completed"]').waitFor();
     must(await page.locator('#steps details[data-step="0"]').getAttribute('open') !== null, 'the panel opened before the updates is still open');
     const a = (await ok('GET', '/approvals?status=approved&limit=200')).items.find((x) => x.run_id === runId);
     must(a && a.decided_by.id === 'ops@platform.example' && a.decided_by.type === 'user', 'the approval is the account holder\u2019s: ' + JSON.stringify(a));
+    must(a.decision_comment === 'ship it', 'the comment typed: ' + JSON.stringify(a));
     await shot(page, 'console-done');
     return { runId };
   });
@@ -185,20 +194,53 @@ export async function consoleRuns({ step, shot, must, cfg }) {
       { type: 'PbotForm', properties: { expected_keys: ['answer'] } }] });
     const broken = await start(again);
     await until('failed', async () => (await runStatus(broken)) === 'failed', 30000);
+    // A registration of the retry's own event, disabled: the plan lists it, marked.
+    const site = new URL(cfg.embed).origin;
+    const off = await ok('POST', '/webhooks', { event: 'workflow_run_retried', url: site + '/retried-events' });
+    await ok('PATCH', '/webhooks/' + off.id, { disabled: true });
     const plan = await ok('GET', '/runs/' + broken + '/retry-plan');
+    must(plan.webhooks.some((w) => /: workflow_run_completed$/.test(w.detail)) && plan.webhooks.some((w) => w.detail.includes(off.id) && /disabled/.test(w.detail)),
+      'the retry reaches the registered webhooks: ' + JSON.stringify(plan.webhooks));
     await page.goto(G + '/console/runs/' + broken);
-    await page.getByRole('button', { name: 'Retry from the failed step…' }).click();
-    await page.locator('#retry-plan').waitFor();
+    await page.locator('#steps li[data-step="1"][data-status="failed"]').waitFor();
+    // Keyboard only: Tab to the button, Enter; the focus is in the dialog.
+    await tabTo(page, 'Retry from the failed step…');
+    await page.keyboard.press('Enter');
+    await page.locator('#retry-dialog #retry-plan').waitFor();
+    must(await focusIn(page, '#retry-dialog'), 'the focus moves into the dialog: ' + JSON.stringify(await focused(page)));
+    must(await page.locator('#retry-dialog').evaluate((d) => d.open && d.matches(':modal')), 'the dialog is modal');
     const summary = await page.locator('#retry-summary').innerText();
     must(/starts at step #1/.test(summary) && /Reused, not run again: step #0/.test(summary), 'the plan\u2019s start and reused steps: ' + summary + ' / ' + JSON.stringify(plan));
     const callRow = await page.locator('#retry-plan tr[data-path="1"]').innerText();
     must(/http/.test(callRow) && /GET 127\.0\.0\.1:1/.test(callRow), 'the outside call, its method and host: ' + callRow);
     must(/waits for a person/.test(await page.locator('#retry-plan tr[data-path="2"]').innerText()), 'the pause after it is said');
-    await page.getByLabel(/Why retry/).fill('the receiver is back');
+    // The webhooks its events reach, one line each as the plan has them, the disabled one marked.
+    const hookLines = page.locator('#retry-webhooks li');
+    must(await hookLines.count() === plan.webhooks.length, 'one line per webhook: ' + await hookLines.count() + ' of ' + plan.webhooks.length);
+    for (let i = 0; i < plan.webhooks.length; i++) {
+      const w = plan.webhooks[i];
+      const line = await hookLines.nth(i).innerText();
+      must(line.includes(w.host) && line.includes(w.detail) && /POST/.test(line), 'the webhook line: ' + line + ' / ' + JSON.stringify(w));
+      must((await hookLines.nth(i).getAttribute('data-disabled') === 'true') === /disabled/.test(w.detail), 'disabled marked as the plan says: ' + line);
+    }
+    must(summary.includes(plan.calls.webhook + ' webhook'), 'the total counts the webhooks: ' + summary);
+    // Tab and Shift+Tab go round the dialog; Escape closes it and gives the focus back.
+    await trapped(page, '#retry-dialog');
+    await page.keyboard.press('Escape');
+    await page.locator('#retry-dialog').waitFor({ state: 'detached' });
+    must((await focused(page)).name === 'Retry from the failed step…', 'Escape gives the focus back to the button: ' + JSON.stringify(await focused(page)));
+    await page.keyboard.press('Space');
+    await page.locator('#retry-dialog #retry-plan').waitFor();
+    await tabTo(page, /^Why retry/, { within: '#retry-dialog' });
+    await page.keyboard.type('the receiver is back');
     await look(page, 'run-retry-plan');
     await shot(page, 'console-retry-plan');
-    await page.getByRole('button', { name: 'Retry', exact: true }).click();
+    await docsShot(page, 'console-retry-plan');
+    await tabTo(page, 'Retry', { within: '#retry-dialog' });
+    await page.keyboard.press('Enter');
     await page.locator('#run-action .msg.good a').waitFor();
+    await page.locator('#retry-dialog').waitFor({ state: 'detached' });
+    must(/^run-/.test((await focused(page)).name), 'the focus goes to the new run\u2019s link: ' + JSON.stringify(await focused(page)));
     const next = decodeURIComponent((await page.locator('#run-action .msg.good a').getAttribute('href')).split('/').pop());
     const ev = await ok('GET', '/runs/' + next + '/evidence');
     must(ev.retry && ev.retry.retry_of === broken && ev.retry.reason === 'the receiver is back' && ev.retry.actor.id === 'ops@platform.example', 'the retry, its reason and actor in the new run\u2019s evidence: ' + JSON.stringify(ev.retry));
@@ -212,11 +254,25 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     await until('paused', async () => (await runStatus(paused)) === 'paused');
     await page.goto(G + '/console/runs/' + paused);
     await page.locator('#steps .status').filter({ hasText: 'waiting for a form' }).waitFor();
-    await page.getByRole('button', { name: 'Cancel run…' }).click();
-    await page.getByLabel(/Why cancel/).fill('sent twice');
+    // Keyboard only: Enter opens the dialog on its reason, Escape closes it (the focus back
+    // on the button), Space opens it again, the reason typed, Enter sends it.
+    await tabTo(page, 'Cancel run…');
+    await page.keyboard.press('Enter');
+    await page.locator('#cancel-dialog').waitFor();
+    must((await focused(page)).name === 'Why cancel this run? (recorded with it)', 'the focus is on the reason: ' + JSON.stringify(await focused(page)));
+    await trapped(page, '#cancel-dialog');
+    await page.keyboard.press('Escape');
+    await page.locator('#cancel-dialog').waitFor({ state: 'detached' });
+    must((await focused(page)).name === 'Cancel run…', 'Escape gives the focus back to the button: ' + JSON.stringify(await focused(page)));
+    must(await runStatus(paused) === 'paused', 'Escape cancels nothing');
+    await page.keyboard.press('Space');
+    await page.locator('#cancel-dialog').waitFor();
+    await page.keyboard.type('sent twice');
     await look(page, 'run-cancel');
-    await page.getByRole('button', { name: 'Cancel the run' }).click();
+    await shot(page, 'console-cancel');
+    await page.keyboard.press('Enter');
     await page.locator('#run-status .status').filter({ hasText: 'cancelled' }).waitFor();
+    must(await page.evaluate(() => document.activeElement.textContent) === 'Cancelled.', 'the focus goes to the outcome');
     const evs = (await ok('GET', '/runs/' + paused + '/events')).items;
     const c = evs.find((e) => e.event === 'workflow_run_cancelled');
     must(c && c.payload.reason === 'sent twice' && c.payload.actor.id === 'ops@platform.example', 'the cancel and its reason: ' + JSON.stringify(c));
@@ -283,18 +339,33 @@ export async function consoleRuns({ step, shot, must, cfg }) {
     page.on('request', (r) => { if (/\/run-operations$/.test(r.url()) && r.method() === 'POST') counted.push(JSON.parse(r.postData())); });
     await signIn(page, '/runs?workflow=hold-for-answer');
     await page.locator('#runs tbody tr[data-run="' + ids[6] + '"]').waitFor();
-    await page.locator('#bulk summary').click();
-    await page.getByRole('button', { name: 'Cancel matching runs…' }).click();
+    // Keyboard only: Enter on the panel's summary, Tab to the action, Enter; Escape once.
+    await tabTo(page, 'Act on every run that matches');
+    await page.keyboard.press('Enter');
+    await page.locator('#bulk[open]').waitFor();
+    await tabTo(page, 'Cancel matching runs…');
+    await page.keyboard.press('Enter');
     await page.locator('#bulk-count').getByText('This will cancel 6 runs').waitFor();
-    must(counted.length === 1 && counted[0].dry_run === true, 'the count is a dry run: ' + JSON.stringify(counted));
+    must((await focused(page)).name === 'Reason (recorded with each run)', 'the focus is on the reason: ' + JSON.stringify(await focused(page)));
+    await trapped(page, '#bulk-dialog');
+    await page.keyboard.press('Escape');
+    await page.locator('#bulk-dialog').waitFor({ state: 'detached' });
+    must((await focused(page)).name === 'Cancel matching runs…', 'Escape gives the focus back to the button: ' + JSON.stringify(await focused(page)));
+    must(counted.length === 1, 'Escape starts nothing');
+    await page.keyboard.press('Enter');
+    await page.locator('#bulk-count').getByText('This will cancel 6 runs').waitFor();
+    must(counted.length === 2 && counted.every((c) => c.dry_run === true), 'each count is a dry run: ' + JSON.stringify(counted));
     must(JSON.stringify(counted[0].filter) === JSON.stringify({ workflow_id: hold, status: ['running', 'paused'] }), 'the list\u2019s filter, as the operation\u2019s: ' + JSON.stringify(counted[0].filter));
     must((await ok('GET', '/run-operations?limit=100')).items.length === 0, 'a dry run keeps nothing');
     await look(page, 'runs-bulk-confirm');
-    await page.getByLabel('Reason (recorded with each run)').fill('a bad batch');
-    await page.getByRole('button', { name: 'Cancel 6 runs' }).click();
+    await page.keyboard.type('a bad batch');
+    await tabTo(page, 'Cancel 6 runs', { within: '#bulk-dialog' });
+    await page.keyboard.press('Enter');
     await page.locator('#bulk-progress').waitFor();
     must(await page.locator('#bulk-status').getAttribute('aria-live') === 'polite', 'the progress is announced');
     await page.locator('#bulk [data-op][data-status=completed]').filter({ hasText: '6 of 6 cancelled' }).waitFor({ timeout: 20000 });
+    // The page is drawn again when it ended: the focus is on the operation's outcome.
+    await page.waitForFunction(() => { const a = document.activeElement; return a && a.matches('#bulk [data-op]') && /6 of 6 cancelled/.test(a.textContent); }, null, { timeout: 10000 });
     await page.locator('#runs tbody tr[data-run="' + ids[0] + '"] .status').filter({ hasText: 'cancelled' }).waitFor();
     await look(page, 'runs-bulk');
     await shot(page, 'console-bulk');

@@ -11,13 +11,17 @@ import (
 	"github.com/svcflow/svcflow/engine/svctype"
 )
 
-// Quick steps commit together. After a top-level step has written its commit, the steps
-// that follow it and run wholly inside a transaction (a kind with Run and no IO half, no
-// pause, no loop, not a read run ahead of its transaction) are run and committed in the
-// same transaction, up to ChainSteps of them and for at most Config.ChainTime (default
-// DefaultChainTime) from the unit's start, never longer than the run's slice. Each keeps its own step record, events and
-// context values; what changes is one transaction, so one commit (on PostgreSQL one WAL
-// flush, on SQLite one turn of the writer), for a run of quick steps instead of one each.
+// Quick steps commit together. After a top-level step has run, the steps that follow it
+// and run wholly inside a transaction (a kind with Run and no IO half, no pause, no loop,
+// not a read of documents run ahead of its transaction: chainable) are run and committed
+// in the same transaction, up to ChainSteps of them and for at most Config.ChainTime
+// (default DefaultChainTime) from the unit's start, never longer than the run's slice.
+// Each keeps its own step record, events and context values; what changes is one
+// transaction, so one commit (on PostgreSQL one WAL flush, on SQLite one turn of the
+// writer), for a run of quick steps instead of one each. The unit's step commits (record,
+// run, events, context values, job) are written together when its steps have run
+// (commitUnit: one statement on PostgreSQL); what its steps write to tables is written as
+// they run, so each step sees the table writes of the steps before it.
 //
 // A crash, a lost lease or a store error rolls the unit back whole: every step in it runs
 // again, and none of them made an outside call, so nothing is done twice. When a step
@@ -46,10 +50,10 @@ type chainBroken struct {
 func (b *chainBroken) Error() string { return "a step chained to the one before it: " + b.err.Error() }
 func (b *chainBroken) Unwrap() error { return b.err }
 
-// chainSteps runs and commits, in tx, the quick steps that follow the commit first, before
-// step stop, while the run is running and the unit has time left. began is the unit's
-// start; each step committed is appended to chained.
-func (e *Core) chainSteps(ctx context.Context, tx storage.Tx, job *svctype.Job, st *runState, began time.Time, stop int, first *commit, chained *[]chainedStep) error {
+// chainSteps runs, in tx, the quick steps that follow the commit first, before step stop,
+// while the run is running and the unit has time left, and stages their commits in commits.
+// began is the unit's start; each step run is appended to chained.
+func (e *Core) chainSteps(ctx context.Context, tx storage.Tx, job *svctype.Job, st *runState, began time.Time, stop int, first *commit, chained *[]chainedStep, commits *[]staged) error {
 	def := st.ent.def
 	budget := min(e.slice, e.chainTime)
 	// The commits before the next step in this unit, and their outputs as it sees them:
@@ -86,9 +90,11 @@ func (e *Core) chainSteps(ctx context.Context, tx storage.Tx, job *svctype.Job, 
 			return &chainBroken{i, fmt.Errorf("step %d (%s): %w", i, step.Type, err)}
 		}
 		c.complete(status, key, out)
-		if err := e.writeCommit(ctx, tx, job, st, c, i+1); err != nil {
+		sc, err := e.stageCommit(ctx, tx, job, st, c, i+1, commits)
+		if err != nil {
 			return &chainBroken{i, err}
 		}
+		*commits = append(*commits, staged{index: i, sc: sc})
 		*chained = append(*chained, chainedStep{index: i, c: c, began: stepBegan, ended: time.Now()})
 		earlier = append(earlier, c)
 	}
@@ -97,6 +103,15 @@ func (e *Core) chainSteps(ctx context.Context, tx storage.Tx, job *svctype.Job, 
 
 // chainable reports whether step runs wholly inside a transaction, whichever way its
 // filter goes: it may then commit with the step before it.
+//
+// A read (a ReadOnly kind) that opens a unit runs ahead of its transaction (workAhead).
+// After a step of the unit it runs in the unit's transaction instead, and sees the unit's
+// writes as it would have seen them committed, unless its kind takes documents or large
+// values whole (DocRows, RawProperties: the matchers): that work grows with documents of up
+// to a million rows, and must hold no transaction (on SQLite, the one writer), so such a
+// step opens a unit of its own. A read of table rows is bounded by the table's own rules
+// (a custom-table read: at most its limit, by an index or on a table of at most
+// ScanThreshold rows unless it asks for a scan), as any step's writes are.
 func (e *Core) chainable(ctx context.Context, tx storage.Tx, st *runState, step *svctype.Step) (bool, error) {
 	for _, s := range []*svctype.Step{step, step.OnFalse} {
 		if s == nil {
@@ -109,11 +124,15 @@ func (e *Core) chainable(ctx context.Context, tx storage.Tx, st *runState, step 
 		if err != nil || !ok {
 			return false, err
 		}
-		if kind.IO != nil || kind.Run == nil || kind.ReadOnly != nil && kind.ReadOnly(s.Properties) {
-			// An outside call is made before its transaction, and a read runs ahead of
-			// it (workAhead): either opens a unit of its own.
+		if kind.IO != nil || kind.Run == nil || readsDocuments(kind) && kind.ReadOnly != nil && kind.ReadOnly(s.Properties) {
+			// An outside call is made before its transaction, and a read of documents
+			// runs ahead of it (workAhead): either opens a unit of its own.
 			return false, nil
 		}
 	}
 	return true, nil
 }
+
+// readsDocuments reports whether a kind takes documents or large values whole: its work
+// grows with them (the matchers' legs).
+func readsDocuments(k svctype.StepKind) bool { return k.DocRows > 0 || len(k.RawProperties) > 0 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,4 +162,128 @@ func TestChainedStepFails(t *testing.T) {
 				"step.failed", "workflow_run_failed"}, b.Events(t, "acme", doc.ID))
 		})
 	}
+}
+
+// A read of table rows after a step chains with it: it runs in the unit's transaction and
+// sees the unit's write, not yet committed (the peek after it, from outside, sees none). A
+// read of documents (a ReadOnly kind with DocRows, as the matchers) never chains: it runs
+// ahead of a transaction of its own, after the write before it has committed.
+func TestReadsChainButReadsOfDocuments(t *testing.T) {
+	t.Parallel()
+	for _, d := range enginetest.Dialects {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			b := chainBundle(t, d, time.Minute)
+			b.Eng.Environment().RegisterStepKind("docpeek", svctype.StepKind{
+				ReadOnly: func(map[string]any) bool { return true },
+				DocRows:  10,
+				Run: func(ctx context.Context, call *svctype.StepCall) (any, error) {
+					rows, err := b.Eng.ReadRows(ctx, call.OrgID, "notes", map[string]any{"text": call.RunID}, 0)
+					return map[string]any{"committed": len(rows)}, err
+				},
+			})
+			write := `{"type": "custom-table", "outputKey": "first",
+   "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{__run_id}}", "n": 1}}}`
+			peek := `{"type": "peek", "outputKey": "seen", "properties": {}}`
+
+			w := b.Workflow(t, "acme", "reads", `{"actions": [`+write+`,
+  {"type": "custom-table", "outputKey": "mine", "properties": {"table": "notes", "operation": "read", "where": {"text": "{{__run_id}}"}}},
+  `+peek+`]}`)
+			doc := b.Execute(t, "acme", w.ID, `{}`)
+			require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+			require.Len(t, doc.Context["mine"], 1, "the read sees the write before it in its transaction")
+			require.Equal(t, map[string]any{"committed": json.Number("0")}, doc.Context["seen"], "the three steps in one transaction")
+
+			w = b.Workflow(t, "acme", "docreads", `{"actions": [`+write+`,
+  {"type": "docpeek", "outputKey": "ahead", "properties": {}},
+  `+peek+`]}`)
+			doc = b.Execute(t, "acme", w.ID, `{}`)
+			require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+			require.Equal(t, map[string]any{"committed": json.Number("1")}, doc.Context["ahead"], "the read of documents ran after the write committed")
+			require.Equal(t, map[string]any{"committed": json.Number("1")}, doc.Context["seen"])
+			want := []string{"workflow_run_started"}
+			for range doc.Steps {
+				want = append(want, "step.started", "step.completed")
+			}
+			require.Equal(t, append(want, "workflow_run_completed"), b.Events(t, "acme", doc.ID))
+		})
+	}
+}
+
+// Two chained steps that write the same context key, one of them an array stored in parts
+// (larger than LargeValueBytes), either way round: the run keeps the later step's value.
+// The unit writes its step commits together at its end, but a value in parts at once.
+func TestChainedStepsWriteOneKey(t *testing.T) {
+	t.Parallel()
+	big := make([]any, 3000)
+	for i := range big {
+		big[i] = strings.Repeat("x", 100)
+	}
+	for _, d := range enginetest.Dialects {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			b := chainBundle(t, d, time.Minute)
+			b.Eng.RegisterStep("small", func(context.Context, *svctype.StepCall) (any, error) { return "small", nil })
+			b.Eng.RegisterStep("big", func(context.Context, *svctype.StepCall) (any, error) { return big, nil })
+			for _, tc := range []struct{ first, second string }{{"small", "big"}, {"big", "small"}} {
+				w := b.Workflow(t, "acme", tc.first+"-"+tc.second, `{"actions": [
+  {"type": "custom-table", "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{__run_id}}", "n": 1}}},
+  {"type": "`+tc.first+`", "outputKey": "v", "properties": {}},
+  {"type": "`+tc.second+`", "outputKey": "v", "properties": {}},
+  {"type": "peek", "outputKey": "seen", "properties": {}}
+]}`)
+				doc := b.Execute(t, "acme", w.ID, `{}`)
+				require.Equal(t, svctype.RunCompleted, doc.Status, doc.Reason)
+				require.Equal(t, map[string]any{"committed": json.Number("0")}, doc.Context["seen"], "one transaction")
+				v, err := b.Eng.RunContext(b.Ctx, "acme", doc.ID, "v", 0, 0)
+				require.NoError(t, err)
+				if tc.second == "big" {
+					require.True(t, v.Paged, "the later value, in parts")
+					require.Equal(t, len(big), v.Total)
+				} else {
+					require.False(t, v.Paged, "the later value")
+					require.JSONEq(t, `"small"`, string(v.Value))
+				}
+			}
+		})
+	}
+}
+
+// A run cancelled while a unit of chained steps runs, on PostgreSQL (on SQLite the cancel
+// would wait for the writer the unit holds): the unit's step commits, written together at
+// its end, find the job gone, and the unit rolls back whole: none of its steps' writes
+// lands, the run stays cancelled, and the cancel did not wait for the unit (its job's row
+// is locked only by the unit's last statement).
+func TestChainLosesItsJobWhole(t *testing.T) {
+	t.Parallel()
+	b := chainBundle(t, "postgres", time.Minute)
+	var cancelled error
+	b.Eng.RegisterStep("cancel", func(ctx context.Context, call *svctype.StepCall) (any, error) {
+		done := make(chan error, 1)
+		go func() {
+			_, err := b.Eng.CancelRun(context.WithoutCancel(ctx), call.OrgID, call.RunID, "meanwhile", engine.Actor{})
+			done <- err
+		}()
+		select {
+		case cancelled = <-done:
+		case <-time.After(10 * time.Second):
+			cancelled = errors.New("the cancel waited 10 s for the unit")
+		}
+		return map[string]any{}, nil
+	})
+	w := b.Workflow(t, "acme", "cancelled", `{"actions": [
+  {"type": "custom-table", "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{__run_id}}", "n": 1}}},
+  {"type": "cancel", "properties": {}},
+  {"type": "custom-table", "properties": {"table": "notes", "operation": "write", "fields": {"text": "{{__run_id}}", "n": 2}}}
+]}`)
+	doc := b.Execute(t, "acme", w.ID, `{}`)
+	require.NoError(t, cancelled)
+	require.Equal(t, svctype.RunCancelled, doc.Status, doc.Reason)
+	for i, s := range doc.Steps {
+		require.NotEqual(t, svctype.StepCompleted, s.Status, "step %d", i)
+	}
+	rows, err := b.Eng.ReadRows(b.Ctx, "acme", "notes", map[string]any{"text": doc.ID}, 0)
+	require.NoError(t, err)
+	require.Empty(t, rows, "the unit rolled back whole")
+	require.Equal(t, []string{"workflow_run_started", "workflow_run_cancelled"}, b.Events(t, "acme", doc.ID))
 }

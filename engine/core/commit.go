@@ -61,6 +61,27 @@ func (c *commit) setOutput(key string, v any) {
 // writeCommit writes a finished top-level step and moves the cursor to next, ending the run
 // when next is past the last step.
 func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job, st *runState, c *commit, next int) error {
+	sc, err := e.stageCommit(ctx, tx, job, st, c, next, nil)
+	if err != nil {
+		return err
+	}
+	if err := storage.CommitStep(ctx, tx, sc); err != nil {
+		return err
+	}
+	return e.sink(ctx, tx, c.events, nil)
+}
+
+// staged is a step's commit that its unit writes with the others of the unit when their
+// steps have run (commitUnit).
+type staged struct {
+	index int
+	sc    *storage.StepCommit
+}
+
+// stageCommit is writeCommit but for the store's part: it moves the run on in memory and
+// returns what the store is to write. A large value is written at once, in parts, after the
+// commits staged before (commits, when not nil), which may write its key too.
+func (e *Core) stageCommit(ctx context.Context, tx storage.Tx, job *svctype.Job, st *runState, c *commit, next int, commits *[]staged) (*storage.StepCommit, error) {
 	orgID, runID := st.run.OrgID, st.run.ID
 	// The commit's writes go to the store together (storage.CommitStep: one statement on
 	// PostgreSQL); a large value's parts go first, on their own.
@@ -72,14 +93,20 @@ func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job,
 			b, err = encodeOutput(v)
 		}
 		if err != nil {
-			return &stepFailure{fmt.Errorf("output %q is not JSON: %w", k, err)}
+			return nil, &stepFailure{fmt.Errorf("output %q is not JSON: %w", k, err)}
 		}
 		if !b.large() && len(b.whole) <= LargeValueBytes {
 			sc.Context = append(sc.Context, storage.ContextPut{Key: k, Value: b.whole})
 			continue
 		}
+		if commits != nil && len(*commits) > 0 {
+			if err := e.commitUnit(ctx, tx, *commits); err != nil {
+				return nil, err
+			}
+			*commits = (*commits)[:0]
+		}
 		if err := putValue(ctx, tx, orgID, runID, k, b); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if c.rec.Type != "" {
@@ -102,10 +129,37 @@ func (e *Core) writeCommit(ctx context.Context, tx storage.Tx, job *svctype.Job,
 		sc.Renew, sc.Lease = job, e.lease
 	}
 	sc.Events = c.events
-	if err := storage.CommitStep(ctx, tx, sc); err != nil {
+	return sc, nil
+}
+
+// commitUnit writes the staged commits of a unit's steps, in order (storage.CommitSteps:
+// one statement on PostgreSQL), and hands their events to the sinks. A lost lease, a run
+// gone or a conflict fails the unit whole; another failure of a unit with chained steps
+// breaks the chain after its first step (chainBroken), whose commit then goes alone.
+func (e *Core) commitUnit(ctx context.Context, tx storage.Tx, cs []staged) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	scs := make([]*storage.StepCommit, len(cs))
+	for i := range cs {
+		scs[i] = cs[i].sc
+	}
+	if err := storage.CommitSteps(ctx, tx, scs); err != nil {
+		if len(cs) > 1 && !errors.Is(err, storage.ErrLeaseLost) && !errors.Is(err, storage.ErrNotFound) &&
+			!errors.Is(err, storage.ErrTryAgain) {
+			return &chainBroken{cs[1].index, err}
+		}
 		return err
 	}
-	return e.sink(ctx, tx, c.events, nil)
+	for i, s := range cs {
+		if err := e.sink(ctx, tx, s.sc.Events, nil); err != nil {
+			if i > 0 {
+				return &chainBroken{s.index, err}
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // commitStep commits c as the step that ends the run (used when the cursor is already past

@@ -47,14 +47,18 @@ func (e *Core) stepOnce(ctx context.Context, job *svctype.Job, st *runState) ([]
 	began := time.Now() // the chain's time counts from here: its work outside is done
 	snapshot := *st.run
 	var chained []chainedStep
+	var commits []staged
 	stop := len(def.Actions)
 	for {
 		err := e.unit(ctx, job, st, func(ctx context.Context, tx storage.Tx) error {
-			chained = nil
-			if err := e.stepUnit(ctx, tx, job, st, step, i, rec, c); err != nil {
+			chained, commits = nil, commits[:0]
+			if err := e.stepUnit(ctx, tx, job, st, step, i, rec, c, &commits); err != nil {
 				return err
 			}
-			return e.chainSteps(ctx, tx, job, st, began, stop, c, &chained)
+			if err := e.chainSteps(ctx, tx, job, st, began, stop, c, &chained, &commits); err != nil {
+				return err
+			}
+			return e.commitUnit(ctx, tx, commits)
 		})
 		var broken *chainBroken
 		if errors.As(err, &broken) {
@@ -76,8 +80,9 @@ func (e *Core) stepOnce(ctx context.Context, job *svctype.Job, st *runState) ([]
 	}
 }
 
-// stepUnit runs step i of the run in tx and writes its commit, as c.
-func (e *Core) stepUnit(ctx context.Context, tx storage.Tx, job *svctype.Job, st *runState, step *svctype.Step, i int, rec svctype.StepRecord, c *commit) error {
+// stepUnit runs step i of the run in tx and stages its commit, as c, in commits (a pause
+// or the gate ending the run writes at once).
+func (e *Core) stepUnit(ctx context.Context, tx storage.Tx, job *svctype.Job, st *runState, step *svctype.Step, i int, rec svctype.StepRecord, c *commit, commits *[]staged) error {
 	def := st.ent.def
 	*c = commit{rec: rec}
 	// A store that commits a step in one statement keeps the job's lease in it: one
@@ -111,7 +116,12 @@ func (e *Core) stepUnit(ctx context.Context, tx storage.Tx, job *svctype.Job, st
 		return &stepFailure{err}
 	}
 	c.complete(status, key, out)
-	return e.writeCommit(ctx, tx, job, st, c, i+1)
+	sc, err := e.stageCommit(ctx, tx, job, st, c, i+1, commits)
+	if err != nil {
+		return err
+	}
+	*commits = append(*commits, staged{index: i, sc: sc})
+	return nil
 }
 
 // gate evaluates definition.condition before the first step. When false the run ends as

@@ -152,6 +152,30 @@ func CommitStep(ctx context.Context, tx Tx, c *StepCommit) error {
 	return CommitStepByCalls(ctx, tx, c)
 }
 
+// StepsCommitter is a Tx that writes the commits of several steps of one run, in the order
+// the steps ran, in one round trip to its database (one statement on PostgreSQL), with the
+// effect of CommitStep on each in turn: the lease is checked once, the run written as the
+// last commit leaves it, a context key written by two commits keeps the later value, and
+// the events are numbered in order. A check that fails fails the whole, which the caller
+// rolls back: which commit it concerned is not told.
+type StepsCommitter interface {
+	CommitSteps(ctx context.Context, cs []*StepCommit) error
+}
+
+// CommitSteps writes cs, commits of one run's steps in the order they ran, through tx: in
+// one round trip when tx is a StepsCommitter, else CommitStep on each in turn.
+func CommitSteps(ctx context.Context, tx Tx, cs []*StepCommit) error {
+	if sc, ok := tx.(StepsCommitter); ok && len(cs) > 1 {
+		return sc.CommitSteps(ctx, cs)
+	}
+	for _, c := range cs {
+		if err := CommitStep(ctx, tx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // CommitStepByCalls writes c as the calls it stands for, one after another.
 func CommitStepByCalls(ctx context.Context, tx Runs, c *StepCommit) error {
 	if c.Renew != nil {

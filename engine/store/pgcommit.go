@@ -20,7 +20,9 @@ import (
 // events, and which parts are present), whose last SELECT returns what the checks need:
 // the rows the run's update and the job's renewal or deletion touched, and the events'
 // numbers.
-// The CTEs touch different tables, so their one shared snapshot changes nothing.
+// The CTEs touch different tables, so their one shared snapshot changes nothing. The steps
+// a unit runs in one transaction (the core's chains) send their commits together
+// (CommitSteps): one statement for all of them, each row written once.
 
 // CommitStep writes c (storage.StepCommitter): in one statement inside a PostgreSQL
 // transaction, else through the calls it stands for.
@@ -35,10 +37,59 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 		// Freeing a lease notifies the workers (RenewJob): not a step commit's case.
 		return storage.CommitStepByCalls(ctx, q, c)
 	}
-	if c.Renew != nil && c.Renew.LeaseToken == "" {
+	return q.commitSteps(ctx, []*storage.StepCommit{c})
+}
+
+// CommitSteps writes cs (storage.StepsCommitter): in one statement inside a PostgreSQL
+// transaction, else one CommitStep each. The statement writes each commit's context
+// values (a key written twice: the later value), step record and events, and the run and
+// the job once: the run as the last commit leaves it, the job renewed for the first
+// commit's lease or, when the last ends the run, deleted (the same lease check: the job's
+// token). One row is never written twice by one statement's CTEs (PostgreSQL would keep
+// one of the writes, unsaid which).
+func (q *querier) CommitSteps(ctx context.Context, cs []*storage.StepCommit) error {
+	if !q.pgTx() || !mergeable(cs) {
+		for _, c := range cs {
+			if err := q.CommitStep(ctx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return q.commitSteps(ctx, cs)
+}
+
+// mergeable reports whether cs can be one statement: commits of one run, none ending the
+// job but the last, no renewal that frees the lease.
+func mergeable(cs []*storage.StepCommit) bool {
+	for i, c := range cs {
+		if c.Run == nil || c.Run.ID != cs[0].Run.ID || c.OrgID != cs[0].OrgID ||
+			c.Complete != nil && (i < len(cs)-1 || c.Complete.LeaseToken == "") ||
+			c.Renew != nil && (c.Complete != nil || c.Lease <= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// commitSteps writes cs in one statement (CommitSteps); each renewal and completion
+// checked as mergeable says.
+func (q *querier) commitSteps(ctx context.Context, cs []*storage.StepCommit) error {
+	last := cs[len(cs)-1]
+	var renew, complete *svctype.Job
+	var lease time.Duration
+	for _, c := range cs {
+		if c.Renew != nil {
+			renew, lease = c.Renew, c.Lease
+		}
+	}
+	if complete = last.Complete; complete != nil {
+		renew = nil // the deletion checks the same lease
+	}
+	if renew != nil && renew.LeaseToken == "" {
 		return leaseLost("renew job")
 	}
-	run := c.Run
+	run := last.Run
 	run.UpdatedAt = orNow(run.UpdatedAt, q.now())
 	run.FinishedAt = dbTimePtr(run.FinishedAt)
 	rm, err := runToModel(run)
@@ -48,16 +99,37 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 	var b pgStatement
 	renewCTE := ""
 	var runAt, leaseUntil time.Time
-	if j := c.Renew; j != nil {
+	if j := renew; j != nil {
 		t := q.now()
-		runAt, leaseUntil = orNow(j.RunAt, t), dbTime(t.Add(c.Lease))
+		runAt, leaseUntil = orNow(j.RunAt, t), dbTime(t.Add(lease))
 		renewCTE = b.cte(pgRenewJobCTE, runAt, jsonArg(j.Payload), j.Attempts, leaseUntil, leaseUntil,
 			j.OrgID, j.ID, j.LeaseToken)
 	}
-	for _, p := range c.Context {
-		b.putContext(c.OrgID, run.ID, p.Key, p.Value)
+	// Each context key and step record once, as the last commit that writes it has it.
+	events := last.Events
+	var lastPut map[string]int
+	var lastStep map[int]int
+	if len(cs) > 1 {
+		lastPut, lastStep, events = map[string]int{}, map[int]int{}, nil
+		for i, c := range cs {
+			for _, p := range c.Context {
+				lastPut[p.Key] = i
+			}
+			if c.Step != nil {
+				lastStep[c.Step.Index] = i
+			}
+			events = append(events, c.Events...)
+		}
 	}
-	if c.Step != nil {
+	for i, c := range cs {
+		for _, p := range c.Context {
+			if lastPut == nil || lastPut[p.Key] == i {
+				b.putContext(c.OrgID, run.ID, p.Key, p.Value)
+			}
+		}
+		if c.Step == nil || lastStep != nil && lastStep[c.Step.Index] != i {
+			continue
+		}
 		m, err := stepToModel(c.OrgID, c.Step)
 		if err != nil {
 			return fmt.Errorf("store: put step: %w", err)
@@ -68,9 +140,9 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 	}
 	runCTE := b.cte(asCTE(sqlUpdateRun)+" RETURNING 1",
 		rm.Status, jsonArg(rm.Cursor), rm.Reason, rm.UpdatedAt, rm.FinishedAt, rm.OrgID, rm.ID)
-	eventsCTE := b.appendEvents(c.Events, q.now())
+	eventsCTE := b.appendEvents(events, q.now())
 	jobCTE := ""
-	if j := c.Complete; j != nil {
+	if j := complete; j != nil {
 		jobCTE = b.cte(`DELETE FROM "jobs" WHERE "org_id" = %s AND "id" = %s AND "lease_token" = %s RETURNING 1`,
 			j.OrgID, j.ID, j.LeaseToken)
 	}
@@ -110,7 +182,7 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 		return wrap("commit step", err)
 	}
 	// In the calls' order: a renewal's lease first, the run, a completion's lease.
-	if jobs == 0 && c.Renew != nil {
+	if jobs == 0 && renew != nil {
 		return leaseLost("renew job")
 	}
 	if runs == 0 {
@@ -119,11 +191,21 @@ func (q *querier) CommitStep(ctx context.Context, c *storage.StepCommit) error {
 	if jobs == 0 {
 		return leaseLost("complete job")
 	}
-	if j := c.Renew; j != nil {
+	if j := renew; j != nil {
 		j.RunAt = runAt
 		j.LeaseUntil = &leaseUntil
 	}
-	return numberEvents(c.Events, seqText)
+	if err := numberEvents(events, seqText); err != nil {
+		return err
+	}
+	if len(cs) > 1 {
+		// The events as written (delivery ids, times, numbers) back in their commits.
+		off := 0
+		for _, c := range cs {
+			off += copy(c.Events, events[off:])
+		}
+	}
+	return nil
 }
 
 // StartRun writes r (storage.RunStarter): in one statement inside a PostgreSQL transaction

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) storage.Ful
 		{"LoopItems", testLoopItems},
 		{"Events", testEvents},
 		{"CommitStep", testCommitStep},
+		{"CommitSteps", testCommitSteps},
 		{"StartRun", testStartRun},
 		{"PageLimits", testPageLimits},
 		{"MalformedCursor", testMalformedCursor},

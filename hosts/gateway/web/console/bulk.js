@@ -3,13 +3,17 @@
 // operation touches, then the operation's progress is read from GET /run-operations/{id},
 // and its outcome is kept by the service: the organization's past operations (GET
 // /run-operations) are listed with their filter, reason, actor, counts and refused runs.
-import { el, when, problem, msg } from './ui.js';
+import { el, when, problem, msg, openDialog } from './ui.js';
 
 const ACTIONS = {
   cancel: { verb: 'Cancel', done: 'cancelled', statuses: ['running', 'paused'] },
   retry: { verb: 'Retry', done: 'retried', statuses: ['failed'] },
 };
 const POLL_MS = 700;
+
+// focusAfter is the operation whose outcome takes the focus when the page is drawn again
+// after it ended (the panel is rebuilt then; the keyboard's place is its line).
+let focusAfter = null;
 
 // operationFilter is the filter POST /run-operations takes for the runs list's query (from
 // runsQuery) and an action: the list's filter as it is, its status narrowed to the statuses
@@ -68,12 +72,14 @@ function operationItem(op, nameOf) {
 export function bulkPanel(ctx, query, listFilterText, done, nameOf) {
   const area = el('div', { className: 'bulk-area' });
   const past = el('ul', { className: 'ops', id: 'run-operations', 'aria-label': 'Operations on many runs' });
+  const buttons = {
+    cancel: el('button', { type: 'button', className: 'btn secondary', text: 'Cancel matching runs…', onclick: () => plan('cancel') }),
+    retry: el('button', { type: 'button', className: 'btn secondary', text: 'Retry matching failed runs…', onclick: () => plan('retry') }) };
   const panel = el('details', { className: 'card bulk', id: 'bulk' }, [
     el('summary', { text: 'Act on every run that matches' }),
     el('p', { className: 'muted', text: 'The filter: ' + listFilterText + '.' }),
     el('div', { className: 'row' }, [
-      el('button', { type: 'button', className: 'btn secondary', text: 'Cancel matching runs…', onclick: () => plan('cancel') }),
-      el('button', { type: 'button', className: 'btn secondary', text: 'Retry matching failed runs…', onclick: () => plan('retry') })]),
+      buttons.cancel, buttons.retry]),
     area,
     el('h3', { className: 'ops-title', text: 'Past operations' }), past]);
 
@@ -86,9 +92,11 @@ export function bulkPanel(ctx, query, listFilterText, done, nameOf) {
     const items = list.items || [];
     past.replaceChildren(...items.map((op) => operationItem(op, nameOf)));
     if (!items.length) past.replaceChildren(el('li', { className: 'muted', text: 'None yet.' }));
+    const mine = focusAfter && past.querySelector('[data-op="' + focusAfter + '"]');
     const working = items.some((o) => o.status !== 'completed');
     // Open while one works, or just after one ended (the page is drawn again then).
     if (first && items.some((o) => o.status !== 'completed' || Date.now() - new Date(o.finished_at || 0).getTime() < 15000)) panel.open = true;
+    if (mine && first) { focusAfter = null; panel.open = true; mine.setAttribute('tabindex', '-1'); mine.focus(); }
     if (working && !watching) {
       watching = true;
       setTimeout(() => { watching = false; if (ctx.shown()) drawPast(false); }, POLL_MS * 3);
@@ -109,18 +117,21 @@ export function bulkPanel(ctx, query, listFilterText, done, nameOf) {
     if (!n) { area.replaceChildren(msg('warn', 'No run that matches can be ' + A.done + '.')); return; }
     const reason = el('input', { id: 'bulk-reason', type: 'text', size: 40, required: true, maxlength: 2000 });
     const out = msg('', '');
-    const form = el('form', { className: 'confirm', 'aria-label': A.verb + ' many runs' }, [
+    let d = null;
+    const form = el('form', { className: 'confirm' }, [
       el('p', { id: 'bulk-count', text: 'This will ' + action + ' ' + n + ' run' + (n === 1 ? '' : 's') + ' (' + filterText(f, nameOf) + ').' }),
       el('label', { for: 'bulk-reason', text: 'Reason (recorded with each run)' }), reason,
       el('div', { className: 'row' }, [el('button', { type: 'submit', className: 'btn danger', text: A.verb + ' ' + n + ' run' + (n === 1 ? '' : 's') }),
-        el('button', { type: 'button', className: 'btn secondary', text: 'Back', onclick: () => area.replaceChildren() })]), out]);
+        el('button', { type: 'button', className: 'btn secondary', text: 'Back', onclick: () => d.close() })]), out]);
     form.addEventListener('submit', (ev) => {
       ev.preventDefault();
       if (!reason.value.trim()) { out.className = 'msg bad'; out.textContent = 'Say why: the reason is kept with each run.'; reason.focus(); return; }
+      d.close();
       start(action, f, reason.value.trim(), n);
     });
-    area.replaceChildren(form);
-    reason.focus();
+    area.replaceChildren();
+    const opener = buttons[action];
+    d = openDialog(area, { id: 'bulk-dialog', title: A.verb + ' many runs', body: form, first: reason, describedBy: 'bulk-count', returnTo: () => opener });
   }
 
   // start creates the operation and follows it until the service says it is completed.
@@ -140,7 +151,9 @@ export function bulkPanel(ctx, query, listFilterText, done, nameOf) {
       bar.value = String(op.done + op.skipped + op.failed);
       line.textContent = A.verb + ': ' + counts(op) + '.';
     }
-    // The list is read again (the runs changed); the outcome is in the panel's list.
+    // The list is read again (the runs changed); the outcome is in the panel's list, and
+    // the focus goes there if it was in the panel.
+    if (panel.contains(document.activeElement) || document.activeElement === document.body) focusAfter = op.id;
     if (done && ctx.shown()) done();
   }
 

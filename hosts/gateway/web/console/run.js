@@ -4,7 +4,7 @@
 // agent's reasoning), its evidence and its events; and what a person can do to it: cancel,
 // retry from the failed step, decide its approval, fill in its form. Read again every
 // second or two while it has not ended, the open panels and the focus kept.
-import { el, status, when, duration, between, fail, json, msg, problem, ENDED } from './ui.js';
+import { el, status, when, duration, between, fail, json, msg, problem, openDialog, ENDED } from './ui.js';
 
 export const route = { name: 'run', section: 'runs', title: 'Run', nav: false, pattern: /^\/runs\/([^/]+)$/ };
 
@@ -322,25 +322,39 @@ export async function render(ctx, main, match) {
     if (keepFocus) for (const b of actions.querySelectorAll('button')) if (b.textContent === keepFocus) b.focus();
   }
 
+  // opener finds an action's button again (the actions are redrawn as the run changes):
+  // the dialog it opened gives focus back to it.
+  function opener(text) {
+    return () => [...actions.querySelectorAll('button')].find((b) => b.textContent === text) || actions.querySelector('button') || main.querySelector('h2');
+  }
+
+  // done is an action's outcome below the buttons, focused (the button may be gone).
+  function done(node) {
+    node.setAttribute('tabindex', '-1');
+    actionBox.replaceChildren(...[...actionBox.children].filter((c) => c.tagName === 'DIALOG'), node);
+    return node;
+  }
+
   function cancelForm() {
     const reason = el('input', { id: 'cancel-reason', type: 'text', size: 40, required: true });
     const out = msg('', '');
-    const form = el('form', { className: 'confirm', 'aria-label': 'Cancel the run' }, [
+    let d = null;
+    const form = el('form', { className: 'confirm' }, [
       el('label', { for: 'cancel-reason', text: 'Why cancel this run? (recorded with it)' }), reason,
       el('div', { className: 'row' }, [el('button', { type: 'submit', className: 'btn danger', text: 'Cancel the run' }),
-        el('button', { type: 'button', className: 'btn secondary', text: 'Keep it running', onclick: () => { actionBox.replaceChildren(); actions.querySelector('button') && actions.querySelector('button').focus(); } })]), out]);
+        el('button', { type: 'button', className: 'btn secondary', text: 'Keep it running', onclick: () => d.close() })]), out]);
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       if (!reason.value.trim()) { out.className = 'msg bad'; out.textContent = 'Say why: the reason is kept with the run.'; reason.focus(); return; }
       try {
         await ctx.rt('POST', base + '/cancel', { reason: reason.value.trim() });
-        actionBox.replaceChildren(msg('good', 'Cancelled.'));
+        d.close(done(msg('good', 'Cancelled.')));
         last = '';
         await load();
       } catch (e) { out.className = 'msg bad'; out.textContent = problem(e); }
     });
-    actionBox.replaceChildren(form);
-    reason.focus();
+    actionBox.replaceChildren();
+    d = openDialog(actionBox, { id: 'cancel-dialog', title: 'Cancel this run', body: form, first: reason, returnTo: opener('Cancel run…') });
   }
 
   async function retryForm() {
@@ -356,8 +370,17 @@ export async function render(ctx, main, match) {
     const callItem = (c) => el('li', { className: 'call' }, [el('strong', { text: c.kind }),
       c.method || c.host ? ' ' + [c.method, c.host].filter(Boolean).join(' ') : '', c.detail ? el('span', { className: 'muted', text: ' \u2014 ' + c.detail }) : null]);
     const totals = Object.entries(plan.calls || {}).filter(([, n]) => n > 0).map(([k, n]) => n + ' ' + k);
-    const form = el('form', { className: 'confirm', 'aria-label': 'Retry the run' }, [
-      el('h3', { text: 'What the retry does again' }),
+    // The webhooks the new run's events are delivered to: the catch-all webhook_url and each
+    // registration of its events, a disabled one marked.
+    const hooks = plan.webhooks || [];
+    const hookItem = (c) => {
+      const off = /\(disabled/.test(c.detail || '');
+      const li = callItem(c);
+      if (off) { li.dataset.disabled = 'true'; li.append(' ', el('span', { className: 'status disabled', text: 'disabled' })); }
+      return li;
+    };
+    let d = null;
+    const form = el('form', { className: 'confirm' }, [
       el('p', { id: 'retry-summary', text: 'A new run of version ' + (plan.workflow_version || '') + ' with the same input starts at step #' + (plan.from_step ?? '?') +
         (from(plan.from_element) ? ', element ' + plan.from_element + ' of its loop (the elements before it are not run again)' : '') + '. ' +
         (reused.length ? 'Reused, not run again: step' + (reused.length === 1 ? ' ' : 's ') + reused.map((i) => '#' + i).join(', ') + '. ' : 'No step before it is reused. ') +
@@ -368,9 +391,11 @@ export async function render(ctx, main, match) {
           el('td', {}, [(s.calls || []).length ? el('ul', {}, s.calls.map(callItem)) : el('span', { className: 'muted', text: 'none' })]),
           el('td', {}, [s.pauses ? el('div', { className: 'pauses', text: 'waits for a person' }) : null,
             from(s.from_element) ? el('div', { className: 'from-element', text: 'goes on at element ' + s.from_element }) : null])])))]) : json(plan),
+      el('h4', { id: 'h-retry-webhooks', text: 'Webhooks its events are delivered to' }),
+      hooks.length ? el('ul', { id: 'retry-webhooks', 'aria-labelledby': 'h-retry-webhooks' }, hooks.map(hookItem)) : el('p', { id: 'retry-webhooks', className: 'muted', text: 'None: no webhook takes its events.' }),
       el('label', { for: 'retry-reason', text: 'Why retry? (recorded in the new run\u2019s evidence)' }), reason,
       el('div', { className: 'row' }, [el('button', { type: 'submit', className: 'btn', text: 'Retry' }),
-        el('button', { type: 'button', className: 'btn secondary', text: 'Back', onclick: () => actionBox.replaceChildren() })]), out]);
+        el('button', { type: 'button', className: 'btn secondary', text: 'Back', onclick: () => d.close() })]), out]);
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       if (!reason.value.trim()) { out.className = 'msg bad'; out.textContent = 'Say why: the reason is kept with the run.'; reason.focus(); return; }
@@ -378,16 +403,18 @@ export async function render(ctx, main, match) {
         const r = await ctx.rt('POST', base + '/retry', { reason: reason.value.trim() });
         const next = r && (r.id || r.run_id);
         if (next && next !== id) {
-          actionBox.replaceChildren(el('div', { className: 'msg good', role: 'status' }, ['Retried as ', el('a', { href: '/console/runs/' + encodeURIComponent(next), text: next }), '.']));
+          const link = el('a', { href: '/console/runs/' + encodeURIComponent(next), text: next });
+          done(el('div', { className: 'msg good', role: 'status' }, ['Retried as ', link, '.']));
+          d.close(link);
         } else {
-          actionBox.replaceChildren(msg('good', 'Retried.'));
+          d.close(done(msg('good', 'Retried.')));
         }
         last = '';
         await load();
       } catch (e) { out.className = 'msg bad'; out.textContent = problem(e); }
     });
-    actionBox.replaceChildren(form);
-    reason.focus();
+    actionBox.replaceChildren();
+    d = openDialog(actionBox, { id: 'retry-dialog', title: 'What the retry does again', body: form, first: 'title', describedBy: 'retry-summary', returnTo: opener('Retry from the failed step…') });
   }
 
   function drawTask(st, holder) {
@@ -402,7 +429,10 @@ export async function render(ctx, main, match) {
       async function decide(ok) {
         try {
           await ctx.rt('POST', '/approvals/' + encodeURIComponent(id) + '/' + a.step_id, { approved: ok, comment: note.value });
-          task.replaceChildren(el('div', { className: 'card' }, [msg('good', ok ? 'Approved.' : 'Rejected.')]));
+          // The buttons are gone: focus goes to the answer (read out as it is focused).
+          const said = el('div', { className: 'msg good', role: 'status', tabindex: '-1', text: ok ? 'Approved.' : 'Rejected.' });
+          task.replaceChildren(el('div', { className: 'card' }, [said]));
+          said.focus();
           decided = true; // the answer stays when the run moves on and the task is gone
           last = '';
         } catch (e) { out.className = 'msg bad'; out.textContent = problem(e); }

@@ -84,3 +84,40 @@ export function msg(kind, text) {
 
 // ENDED are the statuses a run does not leave.
 export const ENDED = ['completed', 'failed', 'cancelled', 'rejected', 'condition_not_met'];
+
+// FOCUSABLE are the controls Tab reaches.
+const FOCUSABLE = 'a[href], button:not([disabled]), input:not([disabled]):not([type=hidden]), select:not([disabled]), textarea:not([disabled]), summary, [tabindex]:not([tabindex="-1"])';
+
+// openDialog shows a modal <dialog> labelled by its title, inside `where`: focus moves to
+// `first` (or its first control; 'title': its heading), Tab and Shift+Tab stay inside it (the page behind is
+// inert), Escape closes it. Closed, it goes away and focus returns to returnTo() (the
+// button that opened it, found again if the page redrew it meanwhile) unless close(target)
+// names another element. It returns { dialog, close }.
+export function openDialog(where, { id, title, body, first, returnTo, describedBy }) {
+  const heading = el('h3', { id: id + '-title', text: title });
+  const dialog = el('dialog', { id, className: 'dialog', 'aria-labelledby': id + '-title', 'aria-describedby': describedBy }, [heading, body]);
+  let target = null;
+  const controls = () => [...dialog.querySelectorAll(FOCUSABLE)].filter((c) => !c.hidden && c.offsetParent !== null);
+  dialog.addEventListener('keydown', (ev) => {
+    if (ev.key !== 'Tab') return;
+    const all = controls();
+    if (!all.length) return;
+    const at = all.indexOf(document.activeElement);
+    if (ev.shiftKey && at <= 0) { ev.preventDefault(); all[all.length - 1].focus(); }
+    else if (!ev.shiftKey && at === all.length - 1) { ev.preventDefault(); all[0].focus(); }
+  });
+  dialog.addEventListener('close', () => {
+    dialog.remove();
+    const to = target || (returnTo && returnTo());
+    if (to && to.isConnected) {
+      if (!to.matches(FOCUSABLE) && !to.hasAttribute('tabindex')) to.setAttribute('tabindex', '-1');
+      to.focus();
+    }
+  });
+  where.appendChild(dialog);
+  dialog.showModal();
+  // 'title': a long dialog is read from its heading (Tab goes on to its first control).
+  if (first === 'title') heading.setAttribute('tabindex', '-1');
+  (first === 'title' ? heading : first || controls()[0] || heading).focus();
+  return { dialog, close(to) { target = to || null; if (dialog.open) dialog.close(); } };
+}
