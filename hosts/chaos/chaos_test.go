@@ -13,7 +13,7 @@ import (
 )
 
 // TestChaosSmall keeps the chaos program from rotting: a small scenario (30 runs, kills
-// every 2-3 s for 8 s) on SQLite, and on PostgreSQL when SVC_TEST_POSTGRES_DSN is set, with
+// every 1-2 s for 8 s) on SQLite, and on PostgreSQL when SVC_TEST_POSTGRES_DSN is set, with
 // the same checks as `make chaos`. It never restarts the machine's PostgreSQL: other tests
 // use it at the same time; that belongs to `make chaos` alone.
 func TestChaosSmall(t *testing.T) {
@@ -38,7 +38,7 @@ func TestChaosSmall(t *testing.T) {
 			t.Parallel()
 			var out strings.Builder
 			sc := &scenario{name: name, bin: bin, dir: filepath.Join(dir, name), out: &out,
-				runs: 30, chaosFor: 8 * time.Second, killMin: 2 * time.Second, killMax: 3 * time.Second,
+				runs: 30, chaosFor: 8 * time.Second, killMin: time.Second, killMax: 2 * time.Second,
 				lease: 2 * time.Second, workers: 3, pgRestart: false, pgBase: postgresBase(""),
 				seed: uint64(time.Now().UnixNano()), failRate: 0.2, settle: 30 * time.Second}
 			rep, err := sc.run(ctx)

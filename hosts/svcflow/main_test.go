@@ -174,12 +174,12 @@ func TestServeTourAndDrain(t *testing.T) {
 	}
 	require.Equal(t, 1.0, metric("svcflow_runs_started_total"))
 	require.Equal(t, 1.0, metric(`svcflow_runs_left_running_total{status="completed"}`))
-	// Three steps, all custom-table, in two units: the upsert, then the read (ahead of its
-	// transaction) with the write after it, which commits with it; three units when the
-	// read's unit ran out of time before the write.
+	// Three steps, all custom-table, in one unit: the upsert, the read (a table read chains,
+	// inside the unit's transaction) and the write commit together; two or three units when
+	// the unit ran out of its chain time before a step.
 	require.Equal(t, 3, len(regexp.MustCompile(`"type"`).FindAll(tour, -1)))
 	units := metric(`svcflow_step_duration_seconds_count{step_type="custom-table"}`)
-	require.True(t, units == 2 || units == 3, "units: %v", units)
+	require.True(t, units >= 1 && units <= 3, "units: %v", units)
 	require.Equal(t, 0.0, metric(`svcflow_jobs{state="leased"}`))
 	require.Equal(t, 0.0, metric(`svcflow_jobs{state="lease_expired"}`))
 	require.Contains(t, string(scraped), "go_goroutines")
