@@ -59,51 +59,11 @@ func testCommitStep(t *testing.T, b *bundle) {
 			return nil
 		})
 	}
-	type stored struct {
-		Status  svctype.RunStatus
-		Cursor  svctype.Cursor
-		Context map[string]string
-		Steps   []svctype.StepStatus
-		Events  []string
-	}
-	read := func(t *testing.T, r *svctype.Run) stored {
-		t.Helper()
-		got, err := b.s.GetRun(b.ctx, orgA, r.ID)
-		require.NoError(t, err)
-		out := stored{Status: got.Status, Cursor: got.Cursor, Context: map[string]string{}}
-		ctxVals, err := b.s.GetContext(b.ctx, orgA, r.ID)
-		require.NoError(t, err)
-		for k, v := range ctxVals {
-			var x any
-			require.NoError(t, json.Unmarshal(v, &x), k)
-			norm, _ := json.Marshal(x)
-			out.Context[k] = string(norm)
-		}
-		steps, err := b.s.ListSteps(b.ctx, orgA, r.ID)
-		require.NoError(t, err)
-		for _, s := range steps {
-			out.Steps = append(out.Steps, s.Status)
-		}
-		page, err := b.s.ListRunEvents(b.ctx, orgA, r.ID, svctype.ListOptions{Limit: 50})
-		require.NoError(t, err)
-		for _, e := range page.Items {
-			out.Events = append(out.Events, e.Event+" "+string(e.Payload))
-		}
-		return out
-	}
-	claim := func(t *testing.T, r *svctype.Run) *svctype.Job {
-		t.Helper()
-		j := &svctype.Job{OrgID: orgA, Kind: svctype.JobRunStep, RunID: r.ID, RunAt: time.Now().Add(-time.Second), Payload: json.RawMessage(`{}`)}
-		require.NoError(t, b.s.EnqueueJob(b.ctx, j))
-		claimed, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
-		require.NoError(t, err)
-		require.Len(t, claimed, 1)
-		return &claimed[0]
-	}
+	read, claim := b.readCommitted, b.claimRunJob
 
 	// Both ways, a step in the middle and the last one: the same rows.
 	for _, final := range []bool{false, true} {
-		var results []stored
+		var results []committedRun
 		for _, way := range []func(context.Context, storage.Tx, *storage.StepCommit) error{storage.CommitStep, commitByCalls} {
 			r := b.run(t, orgA, "wf", time.Time{})
 			job := claim(t, r)
@@ -126,7 +86,7 @@ func testCommitStep(t *testing.T, b *bundle) {
 		}
 		require.Equal(t, want, results[0].Status)
 		require.Equal(t, map[string]string{"row": `{"a":1,"s":"x"}`, "list": `[1,2,3]`}, results[0].Context)
-		require.Equal(t, []svctype.StepStatus{svctype.StepCompleted}, results[0].Steps)
+		require.Equal(t, []stepSeen{{0, svctype.StepCompleted}}, results[0].Steps)
 	}
 
 	// A lost lease, when the commit completes the job or renews it: the call's error, and

@@ -59,54 +59,10 @@ func testCommitSteps(t *testing.T, b *bundle) {
 		}
 		return nil
 	}
-	type stored struct {
-		Status  svctype.RunStatus
-		Cursor  svctype.Cursor
-		Context map[string]string
-		Steps   []int
-		Events  []string
-	}
-	read := func(t *testing.T, r *svctype.Run) stored {
-		t.Helper()
-		got, err := b.s.GetRun(b.ctx, orgA, r.ID)
-		require.NoError(t, err)
-		out := stored{Status: got.Status, Cursor: got.Cursor, Context: map[string]string{}}
-		vals, err := b.s.GetContext(b.ctx, orgA, r.ID)
-		require.NoError(t, err)
-		for k, v := range vals {
-			var x any
-			require.NoError(t, json.Unmarshal(v, &x), k)
-			norm, _ := json.Marshal(x)
-			out.Context[k] = string(norm)
-		}
-		steps, err := b.s.ListSteps(b.ctx, orgA, r.ID)
-		require.NoError(t, err)
-		for _, s := range steps {
-			require.Equal(t, svctype.StepCompleted, s.Status)
-			out.Steps = append(out.Steps, s.Index)
-		}
-		page, err := b.s.ListRunEvents(b.ctx, orgA, r.ID, svctype.ListOptions{Limit: 50})
-		require.NoError(t, err)
-		for _, e := range page.Items {
-			var x any
-			require.NoError(t, json.Unmarshal(e.Payload, &x))
-			norm, _ := json.Marshal(x)
-			out.Events = append(out.Events, e.Event+" "+string(norm))
-		}
-		return out
-	}
-	claim := func(t *testing.T, r *svctype.Run) *svctype.Job {
-		t.Helper()
-		j := &svctype.Job{OrgID: orgA, Kind: svctype.JobRunStep, RunID: r.ID, RunAt: time.Now().Add(-time.Second), Payload: json.RawMessage(`{}`)}
-		require.NoError(t, b.s.EnqueueJob(b.ctx, j))
-		claimed, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
-		require.NoError(t, err)
-		require.Len(t, claimed, 1)
-		return &claimed[0]
-	}
+	read, claim := b.readCommitted, b.claimRunJob
 
 	for _, final := range []bool{false, true} {
-		var results []stored
+		var results []committedRun
 		for _, way := range []func(context.Context, storage.Tx, []*storage.StepCommit) error{storage.CommitSteps, byCalls} {
 			r := b.run(t, orgA, "wf", time.Time{})
 			job := claim(t, r)
@@ -134,7 +90,7 @@ func testCommitSteps(t *testing.T, b *bundle) {
 		require.Equal(t, results[1], results[0], "one statement and the calls leave the same rows (final %v)", final)
 		got := results[0]
 		require.Equal(t, map[string]string{"k": `{"from":2}`, "only1": `[1]`}, got.Context, "the later value of a key written twice")
-		require.Equal(t, []int{0, 1, 2}, got.Steps)
+		require.Equal(t, []stepSeen{{0, svctype.StepCompleted}, {1, svctype.StepCompleted}, {2, svctype.StepCompleted}}, got.Steps)
 		require.Equal(t, svctype.Cursor{Step: 3}, got.Cursor)
 		want := []string{}
 		for i := range 3 {
