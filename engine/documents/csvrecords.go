@@ -30,15 +30,17 @@ func ReadCSVRecords(contentType, name string, data []byte, limit int) (r *CSVRec
 	if f, err := DetectFormat(contentType, name); err != nil || f != FormatCSV {
 		return nil, false, nil
 	}
-	data = bytes.TrimPrefix(data, utf8BOM)
-	if !isPlain(data) || len(data) > math.MaxUint32 {
+	// csvTable takes one byte order mark off, as every reader of the document does; a
+	// second one is the header's text, so the document is passed to it as it came.
+	body := bytes.TrimPrefix(data, utf8BOM)
+	if !isPlain(body) || len(body) > math.MaxUint32 {
 		return nil, false, nil
 	}
 	t, err := csvTable(data, limit)
 	if err != nil {
 		return nil, false, err
 	}
-	r = &CSVRecords{data: data}
+	r = &CSVRecords{data: body}
 	if t == nil {
 		return r, true, nil // no header: no records
 	}
