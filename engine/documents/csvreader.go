@@ -84,13 +84,19 @@ func checkQuotedFields(raw []byte, line int) error {
 		for j := i + 1; ; { // a quoted field: to its closing quote
 			q := bytes.IndexByte(raw[j:], '"')
 			if q < 0 { // no closing quote: refused where the document ends
-				last := bytes.LastIndexByte(raw[:len(raw)-1], '\n') + 1
+				// csv.Reader drops a '\r' that ends the document; a last line that held
+				// only it is then empty, and is not counted.
+				end := raw
+				if end[len(end)-1] == '\r' {
+					end = end[:len(end)-1]
+				}
+				last := bytes.LastIndexByte(end[:len(end)-1], '\n') + 1
 				if last > lineStart {
 					line += bytes.Count(raw[lineStart:last], []byte{'\n'})
 				}
-				col := len(raw) - last + 1
-				if raw[len(raw)-1] == '\r' || bytes.HasSuffix(raw, []byte("\r\n")) {
-					col-- // csv.Reader reads a line's "\r\n" as "\n", and drops a last '\r'
+				col := len(end) - last + 1
+				if bytes.HasSuffix(end, []byte("\r\n")) {
+					col-- // csv.Reader reads a line's "\r\n" as "\n"
 				}
 				return &csv.ParseError{StartLine: recLine, Line: line, Column: col, Err: csv.ErrQuote}
 			}

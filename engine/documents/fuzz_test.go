@@ -136,7 +136,7 @@ func FuzzExtractCSV(f *testing.F) {
 		"h\n" + strings.Repeat(",", 40) + "x\n1\n1\n",
 		"\n\na,b\n\n1,2\n  \n,\n3,4,5", "a,b\r\n1,2\r\n", "a\n 1 \n2 ,  \n", "a,b,c\n1,,\n,  ,x\n",
 		"item,size\nTV,55\" screen\n", "a,b\n55\" x,1\n\"ab\"c,1\n", "a\n\"x\"\r", "a\r\n\r\n\"x\r\n", "a\"\"b,\"\"\n\"\"\"\"\r\n",
-		"\xEF\xBB\xBF\xEF\xBB\xBF\nx\n", "\xEF\xBB\xBF\xEF\xBB\xBFa\n1\n",
+		"\xEF\xBB\xBF\xEF\xBB\xBF\nx\n", "\xEF\xBB\xBF\xEF\xBB\xBFa\n1\n", "\"\n\r", "\"\r\n\r", "a\n\"x\ny\n\r",
 	} {
 		f.Add([]byte(seed))
 	}
