@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -84,14 +86,71 @@ func rawOf(s sql.NullString) json.RawMessage {
 // transaction.
 func (q *querier) pgTx() bool { return q.dialect == dialectPostgres && q.sqlTx != nil }
 
-// pgExec runs a prepared statement in q's PostgreSQL transaction.
+// pgExec runs a prepared statement in q's PostgreSQL transaction, after its BEGIN in one
+// round trip when it is the transaction's first statement (pgbegin.go).
 func (q *querier) pgExec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if c := q.txConn(); c != nil {
+		var tag pgconn.CommandTag
+		sent, err := c.withBegin(ctx, query, args, func(rows pgx.Rows) error {
+			for rows.Next() {
+			}
+			tag = rows.CommandTag()
+			return rows.Err()
+		})
+		if sent {
+			if err != nil {
+				return nil, err
+			}
+			return driver.RowsAffected(tag.RowsAffected()), nil
+		}
+	}
 	return q.sqlTx.ExecContext(ctx, query, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
 }
 
-// pgQueryRow runs a prepared statement that returns one row in q's PostgreSQL transaction.
-func (q *querier) pgQueryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return q.sqlTx.QueryRowContext(ctx, query, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+// rowScanner is a row to scan: *sql.Row's Scan.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// pgQueryRow runs a prepared statement that returns one row in q's PostgreSQL transaction,
+// after its BEGIN in one round trip when it is the transaction's first statement
+// (pgbegin.go). It is sent when the row is scanned.
+func (q *querier) pgQueryRow(ctx context.Context, query string, args ...any) rowScanner {
+	return pgRow{q: q, ctx: ctx, query: query, args: args}
+}
+
+// pgRow is pgQueryRow's row.
+type pgRow struct {
+	q     *querier
+	ctx   context.Context
+	query string
+	args  []any
+}
+
+// Scan scans the row's columns into dest as *sql.Row does: sql.ErrNoRows without a row.
+func (r pgRow) Scan(dest ...any) error {
+	if c := r.q.txConn(); c != nil {
+		sent, err := c.withBegin(r.ctx, r.query, r.args, func(rows pgx.Rows) error {
+			if !rows.Next() {
+				if err := rows.Err(); err != nil {
+					return err
+				}
+				return sql.ErrNoRows
+			}
+			return rows.Scan(dest...)
+		})
+		if sent {
+			return err
+		}
+	}
+	return r.q.sqlTx.QueryRowContext(r.ctx, r.query, append([]any{pgx.QueryExecModeCacheStatement}, r.args...)...).Scan(dest...)
+}
+
+// txConn is the connection of q's PostgreSQL transaction when it may still owe its BEGIN,
+// else nil.
+func (q *querier) txConn() *pgConn {
+	if q.tx == nil {
+		return nil
+	}
+	return q.tx.c
 }
 
 // pgWriteRow inserts (or upserts, by key hash) m and, when the row is new, its index

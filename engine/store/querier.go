@@ -29,6 +29,7 @@ type querier struct {
 	prepared *sqlitePrepared         // SQLite only: the step-commit statements (sqlitefast.go)
 	sqlTx    *sql.Tx                 // the transaction under w, for prepared statements
 	txStmts  map[*sql.Stmt]*sql.Stmt // the prepared statements bound to sqlTx (txStmt)
+	tx       *txConn                 // PostgreSQL, InTx: the connection, whose BEGIN may be pending (pgbegin.go)
 
 	// defs holds, in a transaction, the custom-table index declarations its writes read
 	// (tableindexes.go): they cannot change before it ends.
@@ -163,9 +164,15 @@ func (q *querier) GetWorkflow(ctx context.Context, orgID, id string) (*svctype.W
 		// Every Execute reads its workflow: prepared on PostgreSQL, as the step commit's
 		// statements, so that it is not planned anew each time (pg_stat_statements: 130 µs
 		// of planning a call, rendered by bun).
+		// In a transaction, its BEGIN goes with it (pgbegin.go).
 		var def, warnings sql.NullString
-		err = db.QueryRowContext(ctx, pgGetWorkflow, pgx.QueryExecModeCacheStatement, orgID, id).
-			Scan(&m.OrgID, &m.ID, &m.Name, &m.Version, &def, &warnings, &m.CreatedAt, &m.UpdatedAt)
+		var row rowScanner
+		if q.pgTx() {
+			row = q.pgQueryRow(ctx, pgGetWorkflow, orgID, id)
+		} else {
+			row = db.QueryRowContext(ctx, pgGetWorkflow, pgx.QueryExecModeCacheStatement, orgID, id)
+		}
+		err = row.Scan(&m.OrgID, &m.ID, &m.Name, &m.Version, &def, &warnings, &m.CreatedAt, &m.UpdatedAt)
 		m.Definition, m.Warnings = rawOf(def), rawOf(warnings)
 	} else {
 		err = q.r.NewSelect().Model(&m).Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)

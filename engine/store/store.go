@@ -208,9 +208,14 @@ func openPostgres(dsn string, tracer pgx.QueryTracer) (*Store, error) {
 	}
 	// bun renders arguments into the statement text, so there is nothing to prepare:
 	// the simple protocol saves the prepare round trip and an unbounded statement cache.
+	// The store's own prepared statements name their mode (pgx.QueryExecModeCacheStatement).
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	cfg.Tracer = tracer
-	sqldb := stdlib.OpenDB(*cfg)
+	// The pool's connections send a transaction's BEGIN with its first statement
+	// (pgbegin.go); a statement that names no mode still goes with the simple protocol.
+	poolCfg := cfg.Copy()
+	poolCfg.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	sqldb := sql.OpenDB(pgConnector{stdlib.GetConnector(*poolCfg)})
 	sqldb.SetMaxOpenConns(postgresPoolConns)
 	sqldb.SetMaxIdleConns(postgresPoolConns / 2)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
@@ -276,10 +281,16 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storag
 	if err := s.prepareStatements(ctx); err != nil {
 		return err
 	}
+	var conn *txConn
+	if s.dialect == dialectPostgres {
+		// BeginTx sets conn.c: the connection whose BEGIN goes with the first statement.
+		conn = &txConn{}
+		ctx = context.WithValue(ctx, txConnKey{}, conn)
+	}
 	return markTryAgain(s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		return fn(ctx, &storeTx{querier{
 			w: tx, r: tx, dialect: s.dialect, clock: s.clock, inTx: true, prepared: s.prepared, sqlTx: tx.Tx,
-			defs: map[string][]svctype.TableIndex{}, known: s.known, jobsChannel: s.jobsChannel,
+			defs: map[string][]svctype.TableIndex{}, known: s.known, jobsChannel: s.jobsChannel, tx: conn,
 		}})
 	}))
 }

@@ -127,7 +127,8 @@ func NewTestDSN(t testing.TB, dialect string) string {
 }
 
 // StatementCounter counts, by their first words, the statements a PostgreSQL store sends:
-// each one a round trip (pgx's tracer sees every query, rendered by bun or prepared). It
+// each one a round trip (pgx's tracer sees every query, rendered by bun or prepared), but a
+// BEGIN sent with the statement after it (PipelinedPrefix, RoundTrips). It
 // keeps the first text of each kind, so that a listing can say what each kind is.
 type StatementCounter struct {
 	mu      sync.Mutex
@@ -152,6 +153,54 @@ func (c *StatementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, dat
 
 // TraceQueryEnd implements pgx.QueryTracer.
 func (c *StatementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// PipelinedPrefix starts the key of a statement counted that went to the server in one
+// round trip with the statement after it (a transaction's BEGIN with its first statement):
+// a statement all the same, but no round trip of its own.
+const PipelinedPrefix = "pipelined "
+
+// TraceBatchStart implements pgx.BatchTracer: each statement of the batch is counted, the
+// ones before its last under PipelinedPrefix.
+func (c *StatementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	if data.Batch == nil {
+		return ctx
+	}
+	qs := data.Batch.QueuedQueries
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.by == nil {
+		c.by, c.example = map[string]int{}, map[string]string{}
+	}
+	for i, q := range qs {
+		key := statementKey(q.SQL)
+		if i < len(qs)-1 {
+			key = PipelinedPrefix + key
+		}
+		c.by[key]++
+		if _, ok := c.example[key]; !ok {
+			c.example[key] = q.SQL
+		}
+	}
+	return ctx
+}
+
+// TraceBatchQuery implements pgx.BatchTracer.
+func (c *StatementCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+// TraceBatchEnd implements pgx.BatchTracer.
+func (c *StatementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// RoundTrips is the round trips of counts (Take's): its statements but those that went
+// with the next one.
+func RoundTrips(counts map[string]int) int {
+	n := 0
+	for k, v := range counts {
+		if !strings.HasPrefix(k, PipelinedPrefix) {
+			n += v
+		}
+	}
+	return n
+}
 
 // Take returns the counts so far and starts again.
 func (c *StatementCounter) Take() map[string]int {

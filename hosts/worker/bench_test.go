@@ -191,6 +191,7 @@ func BenchmarkRunsPostgresProcesses(b *testing.B) {
 			perExecute := float64(countsTotal(executes)) / float64(b.N)
 			b.ReportMetric(rps, "runs/s")
 			b.ReportMetric(perRun, "stmts/run")
+			b.ReportMetric(float64(store.RoundTrips(worked))/float64(b.N), "trips/run")
 			b.ReportMetric(perExecute, "stmts/execute")
 			cpuNote := "not measured"
 			if measured {
@@ -205,7 +206,8 @@ func BenchmarkRunsPostgresProcesses(b *testing.B) {
 	}
 }
 
-// BenchmarkStatementsPerStep counts the statements (each a round trip) one worker sends to
+// BenchmarkStatementsPerStep counts the statements (each a round trip but a BEGIN sent with
+// the statement after it: trips/run) one worker sends to
 // PostgreSQL for the 3-step ledger run: per run, per step, and by statement, from pgx's
 // tracer, each kind with the first text sent. Execute's own statements are counted apart.
 // The runs are queued first, then one worker of concurrency 1 runs them: each claim takes
@@ -235,6 +237,7 @@ func BenchmarkStatementsPerStep(b *testing.B) {
 	checkLedger(b, eng, b.N+1)
 	total, execTotal := countsTotal(ran), countsTotal(executes)
 	b.ReportMetric(float64(total)/float64(b.N), "stmts/run")
+	b.ReportMetric(float64(store.RoundTrips(ran))/float64(b.N), "trips/run")
 	b.ReportMetric(float64(total)/float64(3*b.N), "stmts/step")
 	b.ReportMetric(float64(execTotal)/float64(b.N), "stmts/execute")
 	b.Logf("worker statements by kind (idle polls included):\n%s\nExecute's statements by kind:\n%s",
