@@ -193,6 +193,7 @@ func BenchmarkRunsPostgresProcesses(b *testing.B) {
 			b.ReportMetric(perRun, "stmts/run")
 			b.ReportMetric(float64(store.RoundTrips(worked))/float64(b.N), "trips/run")
 			b.ReportMetric(perExecute, "stmts/execute")
+			b.ReportMetric(float64(store.RoundTrips(executes))/float64(b.N), "trips/execute")
 			cpuNote := "not measured"
 			if measured {
 				ms := pgCPU.Seconds() * 1000 / float64(b.N)
@@ -240,6 +241,7 @@ func BenchmarkStatementsPerStep(b *testing.B) {
 	b.ReportMetric(float64(store.RoundTrips(ran))/float64(b.N), "trips/run")
 	b.ReportMetric(float64(total)/float64(3*b.N), "stmts/step")
 	b.ReportMetric(float64(execTotal)/float64(b.N), "stmts/execute")
+	b.ReportMetric(float64(store.RoundTrips(executes))/float64(b.N), "trips/execute")
 	b.Logf("worker statements by kind (idle polls included):\n%s\nExecute's statements by kind:\n%s",
 		countsByKind(ran, b.N, counter.Example, 300), countsByKind(executes, b.N, counter.Example, 300))
 }
