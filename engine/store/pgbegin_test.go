@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -140,6 +141,22 @@ func TestBeginGoesWithTheFirstStatement(t *testing.T) {
 		require.Equal(t, 1, counts["COMMIT"])
 		step, _ := cursorAndKey(t, s, "k")
 		require.Equal(t, 1, step)
+	})
+
+	t.Run("a Tx used after its end is done", func(t *testing.T) {
+		t.Parallel()
+		s, _, run := setup(t)
+		var kept storage.Tx
+		require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+			kept = tx
+			return nil
+		}))
+		// The connection is back in the pool, maybe in another transaction: nothing is sent.
+		err := storage.CommitStep(ctx, kept, commit(run, 1, "k", `1`))
+		require.ErrorIs(t, err, sql.ErrTxDone)
+		step, ok := cursorAndKey(t, s, "k")
+		require.Equal(t, 0, step)
+		require.False(t, ok)
 	})
 
 	t.Run("a transaction that sends nothing costs nothing", func(t *testing.T) {

@@ -284,8 +284,11 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storag
 	var conn *txConn
 	if s.dialect == dialectPostgres {
 		// BeginTx sets conn.c: the connection whose BEGIN goes with the first statement.
+		// Forgotten when the transaction ends: the connection goes back to the pool, and a
+		// Tx used after its end must meet sql.ErrTxDone, not another transaction's BEGIN.
 		conn = &txConn{}
 		ctx = context.WithValue(ctx, txConnKey{}, conn)
+		defer func() { conn.c = nil }()
 	}
 	return markTryAgain(s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		return fn(ctx, &storeTx{querier{
