@@ -250,3 +250,28 @@ func BenchmarkSimilarityOracle(b *testing.B) {
 		_ = sink
 	})
 }
+
+// BenchmarkSimilarityPrepared is BenchmarkSimilarityOracle/score with every text prepared
+// once before the loop (Prepare, outside the timing): the cost a pair when each text is
+// scored against many others, as the matcher's records are in a block compared all to all.
+func BenchmarkSimilarityPrepared(b *testing.B) {
+	file, err := os.ReadFile("testdata/similarity_oracle.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pairs [][2]*Prepared
+	for line := range bytes.Lines(file) {
+		var row [3]any
+		if err := json.Unmarshal(line, &row); err != nil {
+			b.Fatal(err)
+		}
+		pairs = append(pairs, [2]*Prepared{Prepare(row[1].(string)), Prepare(row[2].(string))})
+	}
+	b.ReportAllocs()
+	sink := 0
+	for i := 0; b.Loop(); i++ {
+		p := pairs[i%len(pairs)]
+		sink += SimilarityPrepared(p[0], p[1])
+	}
+	_ = sink
+}

@@ -88,6 +88,7 @@ func FuzzSimilarity(f *testing.F) {
 		}
 		want := naiveTokenSetRatio(a, b)
 		require.Equal(t, want, Similarity(a, b), "%q vs %q", a, b)
+		require.Equal(t, want, SimilarityPrepared(Prepare(a), Prepare(b)), "prepared: %q vs %q", a, b)
 		require.True(t, SimilarityAtLeast(a, b, float64(want)), "%q vs %q at %d", a, b, want)
 		if want < 100 {
 			require.False(t, SimilarityAtLeast(a, b, float64(want+1)), "%q vs %q at %d", a, b, want+1)
