@@ -20,13 +20,8 @@ func Prepare(text string) *Prepared {
 	if len(text) == 0 {
 		return p
 	}
-	if len(text) <= asciiMax {
-		n := len(text)
-		p.short.text = text
-		p.short.codes = make([]byte, n+32)
-		p.short.words = make([]uint64, max(n/2+1, 8))
-		if p.short.tokenize() {
-			p.short.sort()
+	if n := len(text); n <= asciiMax {
+		if prepareShort(p, text, make([]uint64, max(n/2+1, 8)), make([]byte, n+32)) {
 			return p
 		}
 		p.short = asciiText{}
@@ -74,6 +69,100 @@ func ratioPrepared(a, b *Prepared, cutoff float64) (num, den int) {
 		simPool.Put(s)
 		return num, den
 	}
-	// One of each form: the general path, preparing the short side again.
-	return similarityRatio(a.text, b.text, cutoff)
+	// One of each form: the short side is split again, the general way (it is ASCII and
+	// short, so that is cheap), and scored against the other's side.
+	s := simPool.Get().(*simScratch)
+	sa, sb := a.long, b.long
+	if sa == nil {
+		s.a.tokenize(a.text)
+		s.a.sortDedupe()
+		sa = &s.a
+	} else {
+		s.b.tokenize(b.text)
+		s.b.sortDedupe()
+		sb = &s.b
+	}
+	if len(sa.toks) == 0 || len(sb.toks) == 0 {
+		num, den = 0, 0
+	} else {
+		num, den = s.score(sa, sb, cutoff)
+	}
+	simPool.Put(s)
+	return num, den
+}
+
+// preparedChunkLen bounds the texts a preparedChunk holds at once (about 300 bytes each
+// for a description of 50 bytes).
+const preparedChunkLen = 4096
+
+// preparedChunk prepares the ASCII texts of up to asciiMax bytes of a chunk of records in
+// space reused from chunk to chunk, and one more text at a time apart (prepareOne). A text
+// of another form is left unprepared (nil): its pairs are scored by similarityRatio.
+type preparedChunk struct {
+	prepared []*Prepared // the caller's list of the chunk's texts, prepared or nil
+	forms    []Prepared
+	words    []uint64
+	codes    []byte
+	one      Prepared
+	oneW     [asciiMax/2 + 1]uint64
+	oneC     [asciiMax + 32]byte
+}
+
+func (pc *preparedChunk) reset() {
+	clear(pc.prepared)
+	pc.prepared, pc.forms, pc.words, pc.codes = pc.prepared[:0], pc.forms[:0], pc.words[:0], pc.codes[:0]
+}
+
+// prepare prepares text in the chunk's space; the result stays valid until reset. The
+// space grows by whole new arrays, so what earlier calls returned is never moved.
+func (pc *preparedChunk) prepare(text string) *Prepared {
+	n := len(text)
+	if n == 0 || n > asciiMax {
+		return nil
+	}
+	nw, nc := max(n/2+1, 8), n+32
+	if len(pc.forms) == cap(pc.forms) {
+		pc.forms = make([]Prepared, 0, max(2*cap(pc.forms), 64))
+	}
+	if len(pc.words)+nw > cap(pc.words) {
+		pc.words = make([]uint64, 0, max(2*cap(pc.words), 64*nw))
+	}
+	if len(pc.codes)+nc > cap(pc.codes) {
+		pc.codes = make([]byte, 0, max(2*cap(pc.codes), 64*nc))
+	}
+	w, c := pc.words[len(pc.words):len(pc.words)+nw:len(pc.words)+nw], pc.codes[len(pc.codes):len(pc.codes)+nc:len(pc.codes)+nc]
+	clear(c) // past the text the codes are read as zeros
+	pc.forms = pc.forms[:len(pc.forms)+1]
+	p := &pc.forms[len(pc.forms)-1]
+	if !prepareShort(p, text, w, c) {
+		pc.forms = pc.forms[:len(pc.forms)-1]
+		return nil
+	}
+	pc.words, pc.codes = pc.words[:len(pc.words)+nw], pc.codes[:len(pc.codes)+nc]
+	return p
+}
+
+// prepareOne prepares text in the chunk's single slot of its own, valid until the next
+// call.
+func (pc *preparedChunk) prepareOne(text string) *Prepared {
+	if len(text) == 0 || len(text) > asciiMax {
+		return nil
+	}
+	clear(pc.oneC[:len(text)+32])
+	if !prepareShort(&pc.one, text, pc.oneW[:max(len(text)/2+1, 8)], pc.oneC[:len(text)+32]) {
+		return nil
+	}
+	return &pc.one
+}
+
+// prepareShort prepares the ASCII text of 1 to asciiMax bytes into p with the room given
+// (words: len(text)/2+1 and 8 at least; codes: len(text)+32, zero), or reports false when
+// the text is not ASCII.
+func prepareShort(p *Prepared, text string, words []uint64, codes []byte) bool {
+	*p = Prepared{text: text, short: asciiText{text: text, codes: codes, words: words}}
+	if !p.short.tokenize() {
+		return false
+	}
+	p.short.sort()
+	return true
 }

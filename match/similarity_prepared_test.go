@@ -1,7 +1,9 @@
 package match
 
 import (
+	"cmp"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -109,5 +111,63 @@ func TestPrepareAllocations(t *testing.T) {
 		SimilarityPrepared(c, d)
 		require.Zero(t, testing.AllocsPerRun(100, func() { SimilarityPrepared(c, d) }), "the scratch from the pool")
 		require.Zero(t, testing.AllocsPerRun(100, func() { Similarity(c.Text(), d.Text()) }), "unprepared, the same")
+	}
+}
+
+// TestCandidatesPrepared checks the matcher's all-pairs candidates, which score prepared
+// descriptions, against similarityRatio on each pair: the oracle's texts (ASCII, not
+// ASCII, over asciiMax, empty) on both sides, more right records than a chunk holds, and
+// one space reused for two blocks.
+func TestCandidatesPrepared(t *testing.T) {
+	t.Parallel()
+
+	var texts []string
+	for _, p := range oraclePairs(t) {
+		texts = append(texts, p.a, p.b)
+	}
+	texts = append(texts, "", "!!!", strings.Repeat("acme corp ", 20))
+	ld := texts[:40]
+	rd := make([]string, preparedChunkLen+300)
+	for k := range rd {
+		rd[k] = texts[(k*7)%len(texts)]
+	}
+	var prep preparedChunk
+	for _, threshold := range []float64{0, 50} {
+		c := matchConfig{useText: true, threshold: threshold}
+		ls, rs := make([]int32, len(ld)), make([]int32, len(rd))
+		for k := range ls {
+			ls[k] = int32(k)
+		}
+		for k := range rs {
+			rs[k] = int32(k)
+		}
+		got, err := candidates(nil, ls, rs, make([]features, len(ld)), make([]features, len(rd)), ld, rd, &c, &prep)
+		require.NoError(t, err)
+		var want []candidate
+		for l := range ld {
+			for r := range rd {
+				num, den := similarityRatio(ld[l], rd[r], threshold)
+				cd := candidate{l: int32(l), r: int32(r)}
+				if den == 0 {
+					if threshold > 0 {
+						continue
+					}
+				} else {
+					if float64(100*num) < threshold*float64(den) {
+						continue
+					}
+					cd.sim = int32(int64(num) * 1_000_000 / int64(den))
+				}
+				want = append(want, cd)
+			}
+		}
+		// Chunks of right records change the order; the matcher sorts the candidates.
+		slices.SortFunc(got, func(a, b candidate) int { return cmp.Or(cmp.Compare(a.l, b.l), cmp.Compare(a.r, b.r)) })
+		require.Len(t, got, len(want), "threshold %v", threshold)
+		for k := range want {
+			if want[k] != got[k] {
+				t.Fatalf("threshold %v: candidate %d is %+v, want %+v (%q vs %q)", threshold, k, got[k], want[k], ld[want[k].l], rd[want[k].r])
+			}
+		}
 	}
 }
