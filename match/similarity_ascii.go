@@ -119,9 +119,9 @@ func (t *asciiText) tokenize() bool {
 
 // packWord is the packed word of the size bytes from start whose codes are in codes.
 func packWord(codes []byte, start, size int) uint64 {
-	// Shifting by 64 or more gives 0: words of 8 bytes or more keep all 8 codes.
-	keep := ^(^uint64(0) >> (8 * uint(size)))
-	c := binary.BigEndian.Uint64(codes[start:start+8]) & keep
+	// Words of 8 bytes or more keep all 8 codes. (A table: Go's shift by a variable
+	// checks for 64 and more, 8 instructions where this is 3.)
+	c := binary.BigEndian.Uint64(codes[start:start+8]) & keyMasks[min(uint(size), 8)]
 	return squeeze(c)<<16 | uint64(size)<<8 | uint64(start)
 }
 
