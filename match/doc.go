@@ -1,7 +1,7 @@
 // Package match owns record matching for the matcher and nway_match steps: Match pairs two
 // datasets one to one, NWay groups 2 to 4 legs by key and classifies each group, and
 // Similarity is the fuzzy text score both use (SimilarityAtLeast its verdict against a
-// cut-off). It is pure: it takes records (decoded JSON, or JSON bytes it indexes without
+// cut-off; Prepare and SimilarityPrepared the same score for a text compared with many). It is pure: it takes records (decoded JSON, or JSON bytes it indexes without
 // decoding) and returns values, with no storage, no I/O beyond writing outputs to a writer
 // it is given, and no clock; the engine resolves the step's properties, writes the outputs
 // into the run context and upserts the exception rows.

@@ -33,6 +33,19 @@ func ExampleSimilarityAtLeast() {
 	// false
 }
 
+// A text scored against many others is prepared once: SimilarityPrepared gives
+// Similarity's integer without splitting and sorting either text again.
+func ExamplePrepare() {
+	ledger := match.Prepare("Invoice 4821 ACME Corp.")
+	for _, bank := range []string{"ACME CORP PAYMENT REF 4821", "GLOBEX WIRE 99812", "Café Müller"} {
+		fmt.Println(match.SimilarityPrepared(ledger, match.Prepare(bank)), match.Similarity(ledger.Text(), bank))
+	}
+	// Output:
+	// 77 77
+	// 35 35
+	// 24 24
+}
+
 func ExampleMatch() {
 	ledger := []match.Record{
 		{"id": "L1", "ref": "ACME", "amount": 120.00, "date": "2024-03-01", "description": "Invoice 17 ACME office chairs"},

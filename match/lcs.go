@@ -3,6 +3,7 @@ package match
 import (
 	"math/bits"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The length of the longest common subsequence (LCS) of two strings, which gives their
@@ -30,7 +31,11 @@ func (s *simScratch) lcs(a, b []byte, ascii bool) int {
 	if ascii && len(p) <= 64 {
 		return lcsASCII(&s.pm, p, t)
 	}
-	if ra, rb := utf8.RuneCount(a), utf8.RuneCount(b); min(ra, rb) <= 64 {
+	// utf8.RuneCount copies a []byte of more than 32 bytes past its first non-ASCII byte
+	// into a string it allocates; a view of the join does not.
+	ra := utf8.RuneCountInString(unsafe.String(unsafe.SliceData(a), len(a)))
+	rb := utf8.RuneCountInString(unsafe.String(unsafe.SliceData(b), len(b)))
+	if min(ra, rb) <= 64 {
 		if rb < ra {
 			a, b = b, a
 		}
@@ -48,10 +53,13 @@ type runeBits struct {
 // lcsShort is the single-word form on code points for a pattern p of at most 64: code
 // points below 256 (ASCII and Latin-1: é, ü, ß) index pm, the others, a handful in a
 // description, are found in a short list.
-func (s *simScratch) lcsShort(p, t []byte) int {
+func (s *simScratch) lcsShort(pb, tb []byte) int {
+	// Views, not copies: converting a join of more than 32 bytes to a string for the range
+	// allocated, and the joins do not change while they are read.
+	p, t := unsafe.String(unsafe.SliceData(pb), len(pb)), unsafe.String(unsafe.SliceData(tb), len(tb))
 	s.wide = s.wide[:0]
 	i := 0
-	for _, r := range string(p) {
+	for _, r := range p {
 		if r < 256 {
 			s.pm[r] |= 1 << uint(i)
 		} else {
@@ -60,7 +68,7 @@ func (s *simScratch) lcsShort(p, t []byte) int {
 		i++
 	}
 	S := ^uint64(0)
-	for _, r := range string(t) {
+	for _, r := range t {
 		var m uint64
 		if r < 256 {
 			m = s.pm[r]
@@ -74,7 +82,7 @@ func (s *simScratch) lcsShort(p, t []byte) int {
 		}
 		S = lcsStep(S, m)
 	}
-	for _, r := range string(p) {
+	for _, r := range p {
 		if r < 256 {
 			s.pm[r] = 0
 		}

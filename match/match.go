@@ -344,6 +344,7 @@ func matchIndexes(left, right Dataset, opts MatchOptions) (*matching, error) {
 	pairs := make([]IndexPair, 0, min(left.Len(), right.Len()))
 	var cands []candidate
 	var scratchL, scratchR []int32
+	var prep preparedChunk
 	for b := range blocks.count() {
 		ls, rs := blocks.left(b), blocks.right(b)
 		if len(ls) == 0 || len(rs) == 0 {
@@ -361,7 +362,7 @@ func matchIndexes(left, right Dataset, opts MatchOptions) (*matching, error) {
 		scratchL = append(scratchL[:0], ls...)
 		scratchR = append(scratchR[:0], rs...)
 		var err error
-		if cands, err = candidates(cands[:0], scratchL, scratchR, lf, rf, ld, rd, &c); err != nil {
+		if cands, err = candidates(cands[:0], scratchL, scratchR, lf, rf, ld, rd, &c, &prep); err != nil {
 			return nil, err
 		}
 		if len(cands) > 1 {
@@ -427,9 +428,12 @@ func compareFeatures(fs []features, descs []string, i, j int32, c *matchConfig) 
 }
 
 // candidates appends the allowed pairs between the left records ls and right records rs
-// of one block. ls and rs are scratch copies it may reorder.
-func candidates(out []candidate, ls, rs []int32, lf, rf []features, ld, rd []string, c *matchConfig) ([]candidate, error) {
-	emit := func(l, r int32) {
+// of one block. ls and rs are scratch copies it may reorder; prep is space for prepared
+// descriptions, reused from block to block.
+func candidates(out []candidate, ls, rs []int32, lf, rf []features, ld, rd []string, c *matchConfig, prep *preparedChunk) ([]candidate, error) {
+	// emit adds the pair l, r when it is allowed. pl and pr are the descriptions prepared,
+	// or nil to score them as they are.
+	emit := func(l, r int32, pl, pr *Prepared) {
 		a, b := &lf[l], &rf[r]
 		cd := candidate{l: l, r: r}
 		if c.useAmount {
@@ -451,7 +455,12 @@ func candidates(out []candidate, ls, rs []int32, lf, rf []features, ld, rd []str
 			}
 		}
 		if c.useText {
-			num, den := similarityRatio(ld[l], rd[r], c.threshold)
+			var num, den int
+			if pl != nil && pr != nil {
+				num, den = ratioPrepared(pl, pr, c.threshold)
+			} else {
+				num, den = similarityRatio(ld[l], rd[r], c.threshold)
+			}
 			if den == 0 {
 				if c.threshold > 0 {
 					return
@@ -482,7 +491,7 @@ func candidates(out []candidate, ls, rs []int32, lf, rf []features, ld, rd []str
 				lo++
 			}
 			for k := lo; k < len(rs) && rf[rs[k]].minor <= v+c.tolMinor; k++ {
-				emit(l, rs[k])
+				emit(l, rs[k], nil, nil)
 			}
 		}
 	case c.useDate:
@@ -500,7 +509,7 @@ func candidates(out []candidate, ls, rs []int32, lf, rf []features, ld, rd []str
 				lo++
 			}
 			for k := lo; k < len(rs) && rf[rs[k]].day <= v+c.windowDays; k++ {
-				emit(l, rs[k])
+				emit(l, rs[k], nil, nil)
 			}
 		}
 	default:
@@ -508,9 +517,27 @@ func candidates(out []candidate, ls, rs []int32, lf, rf []features, ld, rd []str
 			return nil, fmt.Errorf("%w: fuzzyThreshold alone would compare %d pairs (at most %d); add matchOn, tolerance or dateWindowDays",
 				ErrTooManyPairs, n, int64(MaxUnindexedPairs))
 		}
-		for _, l := range ls {
-			for _, r := range rs {
-				emit(l, r)
+		if !c.useText || len(ls) < 2 || len(rs) < 2 {
+			for _, l := range ls {
+				for _, r := range rs {
+					emit(l, r, nil, nil)
+				}
+			}
+			break
+		}
+		// Every left description meets every right one: each is split and sorted once
+		// for a chunk of right records, not once a pair.
+		for at := 0; at < len(rs); at += preparedChunkLen {
+			chunk := rs[at:min(at+preparedChunkLen, len(rs))]
+			prep.reset()
+			for _, r := range chunk {
+				prep.prepared = append(prep.prepared, prep.prepare(rd[r]))
+			}
+			for _, l := range ls {
+				pl := prep.prepareOne(ld[l])
+				for k, r := range chunk {
+					emit(l, r, pl, prep.prepared[k])
+				}
 			}
 		}
 	}

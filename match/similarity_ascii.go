@@ -119,9 +119,9 @@ func (t *asciiText) tokenize() bool {
 
 // packWord is the packed word of the size bytes from start whose codes are in codes.
 func packWord(codes []byte, start, size int) uint64 {
-	// Shifting by 64 or more gives 0: words of 8 bytes or more keep all 8 codes.
-	keep := ^(^uint64(0) >> (8 * uint(size)))
-	c := binary.BigEndian.Uint64(codes[start:start+8]) & keep
+	// Words of 8 bytes or more keep all 8 codes. (A table: Go's shift by a variable
+	// checks for 64 and more, 8 instructions where this is 3.)
+	c := binary.BigEndian.Uint64(codes[start:start+8]) & keyMasks[min(uint(size), 8)]
 	return squeeze(c)<<16 | uint64(size)<<8 | uint64(start)
 }
 
@@ -267,15 +267,21 @@ func scoreASCII(ta, tb *asciiText, ja, jb []byte, cutoff float64) (num, den int,
 	if !ta.tokenize() || !tb.tokenize() {
 		return 0, 0, false
 	}
-	na, nb := len(ta.words), len(tb.words)
-	if na == 0 || nb == 0 {
+	if len(ta.words) == 0 || len(tb.words) == 0 {
 		return 0, 0, true
 	}
 	ta.sort()
 	tb.sort()
+	num, den = scoreSorted(ta, tb, ja, jb, cutoff)
+	return num, den, true
+}
 
+// scoreSorted is scoreASCII on two texts already split and sorted, each with a word at
+// least (the half of the work a Prepared text keeps). It only reads ta and tb.
+func scoreSorted(ta, tb *asciiText, ja, jb []byte, cutoff float64) (num, den int) {
 	// Bits for the words in I (both sides' words), merging the sorted words.
 	wa, wb := ta.words, tb.words
+	na, nb := len(wa), len(wb)
 	var sectA, sectB uint64
 	for i, j := 0, 0; i < na && j < nb; {
 		p, q := wa[i], wb[j]
@@ -307,7 +313,7 @@ func scoreASCII(ta, tb *asciiText, ja, jb []byte, cutoff float64) (num, den int,
 	onlyB := ^(sectB | tb.rep) & (1<<uint(nb) - 1)
 	sectA &^= ta.rep
 	if sectA != 0 && (onlyA == 0 || onlyB == 0) {
-		return 1, 1, true // one side's words are all in the other
+		return 1, 1 // one side's words are all in the other
 	}
 	sect := 0
 	for m := sectA; m != 0; m &= m - 1 {
@@ -316,14 +322,13 @@ func scoreASCII(ta, tb *asciiText, ja, jb []byte, cutoff float64) (num, den int,
 	la, lb := ta.join(ja, onlyA), tb.join(jb, onlyB)
 	sect, ab, ba := max(sect-1, 0), max(la-1, 0), max(lb-1, 0)
 	if num, den, below := belowCutoff(sect, ab, ba, cutoff); below {
-		return num, den, true
+		return num, den
 	}
 	lcs := 0
 	if ab > 0 && ba > 0 && !lcsCannotWin(sect, ab, ba) {
 		lcs = lcsCodes(ja[:ab], jb[:ba])
 	}
-	num, den = setScore(sect, ab, ba, lcs)
-	return num, den, true
+	return setScore(sect, ab, ba, lcs)
 }
 
 // cmpWords orders the word p of text tp and the word q of text tq bytewise on their

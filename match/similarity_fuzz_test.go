@@ -82,12 +82,17 @@ func FuzzSimilarity(f *testing.F) {
 	f.Add("abcdefgh zz", "abcdefghi zz")
 	f.Add(strings.Repeat("ab ", 30)+"abcdefghijklmnopqrs", strings.Repeat("ba ", 30)+"abcdefghijklmnopqrz")
 	f.Add("Zürich AG 4821", "ZURICH AG 4821")
+	// Prepared forms of each kind against each (SimilarityPrepared): a short ASCII text
+	// against a non-ASCII one and against an ASCII one over asciiMax.
+	f.Add("CAFE MULLER 4821", "Café Müller 4821")
+	f.Add("acme corp", strings.Repeat("acme corp payment ", 8))
 	f.Fuzz(func(t *testing.T, a, b string) {
 		if len(a) > 300 || len(b) > 300 {
 			return // the definition's DP is quadratic
 		}
 		want := naiveTokenSetRatio(a, b)
 		require.Equal(t, want, Similarity(a, b), "%q vs %q", a, b)
+		require.Equal(t, want, SimilarityPrepared(Prepare(a), Prepare(b)), "prepared: %q vs %q", a, b)
 		require.True(t, SimilarityAtLeast(a, b, float64(want)), "%q vs %q at %d", a, b, want)
 		if want < 100 {
 			require.False(t, SimilarityAtLeast(a, b, float64(want+1)), "%q vs %q at %d", a, b, want+1)

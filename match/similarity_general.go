@@ -25,6 +25,7 @@ type token struct {
 type side struct {
 	text    string // the input when it is ASCII, else its lower-cased form (a view of buf)
 	lowered bool   // text is already lower-cased
+	ascii   bool   // the input is ASCII
 	buf     []byte
 	toks    []token
 }
@@ -41,26 +42,30 @@ type simScratch struct {
 	slots    map[rune]int32
 	pmBlocks []uint64
 	state    []uint64
-	asciiA   bool
-	asciiB   bool
 }
 
 var simPool = sync.Pool{New: func() any { return &simScratch{slots: map[rune]int32{}} }}
 
 func (s *simScratch) ratio(a, b string, cutoff float64) (int, int) {
-	s.asciiA = s.a.tokenize(a)
-	s.asciiB = s.b.tokenize(b)
+	s.a.tokenize(a)
+	s.b.tokenize(b)
 	if len(s.a.toks) == 0 || len(s.b.toks) == 0 {
 		return 0, 0
 	}
 	s.a.sortDedupe()
 	s.b.sortDedupe()
+	return s.score(&s.a, &s.b, cutoff)
+}
 
+// score is the token-set score of two sides already split, sorted and rid of repeats,
+// each with a word at least. It only reads sa and sb, which need not be s's own (a
+// Prepared text keeps its side).
+func (s *simScratch) score(sa, sb *side, cutoff float64) (int, int) {
 	// Merge the two sorted word sets into I (only its length matters), A and B. A join is
 	// never longer than its text, and appendWord writes 8 bytes at a time.
-	s.joinA = growJoin(s.joinA, len(s.a.text)+16)
-	s.joinB = growJoin(s.joinB, len(s.b.text)+16)
-	ta, tb := s.a.toks, s.b.toks
+	s.joinA = growJoin(s.joinA, len(sa.text)+16)
+	s.joinB = growJoin(s.joinB, len(sb.text)+16)
+	ta, tb := sa.toks, sb.toks
 	sect, ab, ba := 0, 0, 0 // lengths in characters, separators included
 	nSect := 0
 	i, j := 0, 0
@@ -73,7 +78,7 @@ func (s *simScratch) ratio(a, b string, cutoff float64) (int, int) {
 		case x.key > y.key:
 			c = 1
 		case x.end-x.start > 8 || y.end-y.start > 8:
-			c = compareTokens(&s.a, *x, &s.b, *y)
+			c = compareTokens(sa, *x, sb, *y)
 		}
 		switch {
 		case c == 0:
@@ -82,18 +87,18 @@ func (s *simScratch) ratio(a, b string, cutoff float64) (int, int) {
 			i++
 			j++
 		case c < 0:
-			s.joinA, ab = s.a.appendWord(s.joinA, ta[i], ab)
+			s.joinA, ab = sa.appendWord(s.joinA, ta[i], ab)
 			i++
 		default:
-			s.joinB, ba = s.b.appendWord(s.joinB, tb[j], ba)
+			s.joinB, ba = sb.appendWord(s.joinB, tb[j], ba)
 			j++
 		}
 	}
 	for ; i < len(ta); i++ {
-		s.joinA, ab = s.a.appendWord(s.joinA, ta[i], ab)
+		s.joinA, ab = sa.appendWord(s.joinA, ta[i], ab)
 	}
 	for ; j < len(tb); j++ {
-		s.joinB, ba = s.b.appendWord(s.joinB, tb[j], ba)
+		s.joinB, ba = sb.appendWord(s.joinB, tb[j], ba)
 	}
 	if nSect > 0 && (ab == 0 || ba == 0) {
 		return 1, 1
@@ -101,7 +106,7 @@ func (s *simScratch) ratio(a, b string, cutoff float64) (int, int) {
 	if num, den, below := belowCutoff(sect, ab, ba, cutoff); below {
 		return num, den
 	}
-	return setScore(sect, ab, ba, s.lcs(s.joinA, s.joinB, s.asciiA && s.asciiB))
+	return setScore(sect, ab, ba, s.lcs(s.joinA, s.joinB, sa.ascii && sb.ascii))
 }
 
 // appendWord appends t's lower-cased bytes to join, after a space unless join is empty,
@@ -141,15 +146,15 @@ func growJoin(join []byte, need int) []byte {
 	return join[:0]
 }
 
-// tokenize finds the words of str and reports whether str is ASCII.
-func (sd *side) tokenize(str string) bool {
-	sd.text, sd.lowered = str, false
+// tokenize finds the words of str and whether it is ASCII.
+func (sd *side) tokenize(str string) {
+	sd.text, sd.lowered, sd.ascii = str, false, true
 	if sd.tokenizeASCII() {
-		return true
+		return
 	}
+	sd.ascii = false
 	sd.toks = sd.toks[:0]
 	sd.tokenizeUnicode(str)
-	return false
 }
 
 // tokenizeUnicode lower-cases the letters and numbers of str into buf, words separated by
