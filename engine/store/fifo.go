@@ -25,11 +25,6 @@ func (m *fifoMutex) Lock() {
 func (m *fifoMutex) Unlock() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.unlockHeld()
-}
-
-// unlockHeld is Unlock with m.mu held by the caller.
-func (m *fifoMutex) unlockHeld() {
 	if len(m.waiters) == 0 {
 		m.locked = false
 		return

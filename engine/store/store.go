@@ -59,7 +59,6 @@ type Store struct {
 	prepared *sqlitePrepared // nil on PostgreSQL
 
 	writer      fifoMutex       // SQLite only: see lockWriter
-	carried     []*carriedClaim // SQLite only, guarded by writer.mu: claimcarry.go
 	checkpoints *checkpointer   // SQLite files only: checkpoint.go
 	pgConfig    *pgx.ConnConfig // PostgreSQL only: for connections outside the pool (LISTEN)
 	listen      listener
@@ -277,19 +276,12 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storag
 	if err := s.prepareStatements(ctx); err != nil {
 		return err
 	}
-	var carried []*carriedClaim
-	err := markTryAgain(s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := fn(ctx, &storeTx{querier{
+	return markTryAgain(s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		return fn(ctx, &storeTx{querier{
 			w: tx, r: tx, dialect: s.dialect, clock: s.clock, inTx: true, prepared: s.prepared, sqlTx: tx.Tx,
 			defs: map[string][]svctype.TableIndex{}, known: s.known, jobsChannel: s.jobsChannel,
-		}}); err != nil {
-			return err
-		}
-		carried = s.carryClaims(ctx, tx.Tx)
-		return nil
+		}})
 	}))
-	s.settleCarried(carried, err == nil)
-	return err
 }
 
 // lockWriter queues for the SQLite writer in arrival order and returns the unlock; on
@@ -302,7 +294,7 @@ func (s *Store) lockWriter() func() {
 		return func() {}
 	}
 	s.writer.Lock()
-	return s.unlockWriter
+	return s.writer.Unlock
 }
 
 // storeTx is the storage.Tx handed to InTx's fn.
@@ -350,17 +342,13 @@ func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]sv
 			return nil, fmt.Errorf("store: claim jobs: %w", err)
 		}
 		at := sqliteTime(t)
-		c := &carriedClaim{ctx: ctx, args: []any{sqliteTime(t.Add(lease)), arg, arg, at, at}, done: make(chan struct{})}
-		if !s.carryClaim(c) {
-			unlock := s.lockWriter()
-			s.claimAlone(c)
-			unlock()
+		unlock := s.lockWriter()
+		err = s.querier.queryInto(ctx, st.claimJobs, &claimed, sqliteTime(t.Add(lease)), arg, arg, at, at)
+		unlock()
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("store: claim jobs: %w", err)
 		}
-		<-c.done
-		if c.err != nil && !errors.Is(c.err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("store: claim jobs: %w", c.err)
-		}
-		return claimedJobs(c.jobs), nil
+		return claimedJobs(claimed), nil
 	}
 	ids, match, args := jobKeysWhere(keys)
 	until := dbTime(t.Add(lease))

@@ -223,7 +223,7 @@ func WaitBlockedBehind(ctx context.Context, s *Store, tx storage.Tx) error {
 	blocked := func() (bool, error) {
 		s.writer.mu.Lock()
 		defer s.writer.mu.Unlock()
-		return len(s.writer.waiters) > 0 || len(s.carried) > 0, nil // a claim left with tx waits too
+		return len(s.writer.waiters) > 0, nil
 	}
 	if s.dialect == dialectPostgres {
 		var pid int
