@@ -173,7 +173,8 @@ func (q *querier) DeleteJobs(ctx context.Context, orgID, kind, runID, workflowID
 	case runID != "":
 		del = del.Where("run_id = ?", runID)
 	case workflowID != "":
-		del = del.Where("workflow_id = ?", workflowID)
+		// workflow_id <> '' names the partial index jobs_org_workflow_set to the planner.
+		del = del.Where("workflow_id = ? AND workflow_id <> ''", workflowID)
 	default:
 		return nil
 	}

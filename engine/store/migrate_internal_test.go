@@ -14,6 +14,7 @@ import (
 
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/store/migrations"
+	"github.com/svcflow/svcflow/engine/svctype"
 )
 
 // openAt opens a fresh store migrated up to and including the migration named last.
@@ -218,6 +219,69 @@ func TestReadyWantsEveryMigration(t *testing.T) {
 			require.Contains(t, err.Error(), "1 of ")
 			require.NoError(t, s.Migrate(ctx))
 			require.NoError(t, s.Ready(ctx))
+		})
+	}
+}
+
+// TestRunPagesKeepsRows: the migration that clusters run_context and run_steps (SQLite) and
+// makes jobs_org_workflow partial keeps every row a database held before it: context and
+// step records read back the same, a schedule job is still found and deleted by its
+// workflow, a run's job is not. Run twice, it changes nothing.
+func TestRunPagesKeepsRows(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range []string{dialectSQLite, dialectPostgres} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			if dialect == dialectPostgres && os.Getenv(PostgresDSNEnv) == "" {
+				t.Skip(PostgresDSNEnv + " is unset")
+			}
+			ctx := context.Background()
+			s := openAt(t, dialect, "20261207000100")
+			at := time.Date(2026, 12, 7, 18, 0, 0, 0, time.UTC)
+			for _, run := range []string{"run-a", "run-b"} {
+				require.NoError(t, s.PutContext(ctx, "org-1", run, "input", json.RawMessage(`{"n":1}`)))
+				require.NoError(t, s.PutContext(ctx, "org-1", run, "s0", json.RawMessage(`{"written":1}`)))
+				for i := range 2 {
+					require.NoError(t, s.PutStep(ctx, "org-1", &svctype.StepRecord{
+						RunID: run, Index: i, Type: "custom-table", Status: svctype.StepCompleted,
+						Output: json.RawMessage(`{"i":` + string(rune('0'+i)) + `}`), StartedAt: &at, FinishedAt: &at,
+					}))
+				}
+			}
+			schedule := &svctype.Job{OrgID: "org-1", Kind: svctype.JobSchedule, WorkflowID: "wf-1", RunAt: at}
+			step := &svctype.Job{OrgID: "org-1", Kind: svctype.JobRunStep, RunID: "run-a", RunAt: at}
+			require.NoError(t, s.EnqueueJob(ctx, schedule))
+			require.NoError(t, s.EnqueueJob(ctx, step))
+
+			require.NoError(t, s.Migrate(ctx))
+			require.NoError(t, s.Migrate(ctx), "a second run changes nothing")
+
+			if dialect == dialectSQLite {
+				for _, table := range []string{"run_context", "run_steps"} {
+					var ddl string
+					require.NoError(t, s.write.NewRaw(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(ctx, &ddl))
+					require.Contains(t, ddl, "WITHOUT ROWID", table)
+				}
+			}
+			got, err := s.GetContext(ctx, "org-1", "run-b")
+			require.NoError(t, err)
+			require.JSONEq(t, `{"n":1}`, string(got["input"]))
+			require.JSONEq(t, `{"written":1}`, string(got["s0"]))
+			steps, err := s.ListSteps(ctx, "org-1", "run-b")
+			require.NoError(t, err)
+			require.Len(t, steps, 2)
+			require.Equal(t, 1, steps[1].Index)
+			require.JSONEq(t, `{"i":1}`, string(steps[1].Output))
+			// Written after the migration: the clustered tables take upserts on their keys.
+			require.NoError(t, s.PutContext(ctx, "org-1", "run-b", "s0", json.RawMessage(`{"written":2}`)))
+			got, err = s.GetContext(ctx, "org-1", "run-b", "s0")
+			require.NoError(t, err)
+			require.JSONEq(t, `{"written":2}`, string(got["s0"]))
+
+			require.NoError(t, s.DeleteJobs(ctx, "org-1", "", "", "wf-1"))
+			require.Equal(t, 1, CountAllJobs(t, s), "the schedule job is deleted by its workflow, the run's job is not")
+			require.NoError(t, s.DeleteJobs(ctx, "org-1", "", "run-a", ""))
+			require.Zero(t, CountAllJobs(t, s))
 		})
 	}
 }
