@@ -184,11 +184,16 @@ func (q *querier) ContextBrief(ctx context.Context, orgID, runID string, maxByte
 	// The value column of a large value is not read: a row's columns are read lazily, so
 	// SQLite does not walk its overflow pages, nor PostgreSQL detoast it.
 	var ms []contextModel
-	err := q.r.NewSelect().Model(&ms).
-		Column("key", "size", "parts").
-		ColumnExpr("CASE WHEN parts > 0 OR size <= ? THEN value END AS value", maxBytes).
-		Where("org_id = ? AND run_id = ?", orgID, runID).Scan(ctx)
-	if err != nil {
+	var err error
+	if st := q.fastRead(); st != nil {
+		err = q.queryInto(ctx, st.contextBrief, &ms, maxBytes, orgID, runID)
+	} else {
+		err = q.r.NewSelect().Model(&ms).
+			Column("key", "size", "parts").
+			ColumnExpr("CASE WHEN parts > 0 OR size <= ? THEN value END AS value", maxBytes).
+			Where("org_id = ? AND run_id = ?", orgID, runID).Scan(ctx)
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, wrap("get context", err)
 	}
 	small := make(map[string]json.RawMessage, len(ms))
