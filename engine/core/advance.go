@@ -76,7 +76,7 @@ func (e *Core) advanceRun(ctx context.Context, job *svctype.Job) error {
 			if st.run.Status.Terminal() {
 				e.traceRunEnd(st.run)
 			}
-			e.runChangedTo(st.run.OrgID, st.run.ID, st.run.Status)
+			e.runChangedTo(st.run)
 		}
 	}()
 	commitCtx, slice := e.startSlice(commitCtx, job, st)

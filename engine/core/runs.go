@@ -238,6 +238,13 @@ func (e *Core) RunStatusWith(ctx context.Context, orgID, runID string, opts Stat
 	if err != nil {
 		return nil, err
 	}
+	return e.statusDoc(ctx, run, opts)
+}
+
+// statusDoc is the status document of run, as read or as the commit that ended it wrote it
+// (storedRun): its context and step statuses are read.
+func (e *Core) statusDoc(ctx context.Context, run *svctype.Run, opts StatusOptions) (*RunStatusDoc, error) {
+	orgID, runID := run.OrgID, run.ID
 	def, err := e.definition(run)
 	if err != nil {
 		return nil, err

@@ -26,8 +26,15 @@ type runKey struct{ org, run string }
 // the status the waker committed or read, or "" when it does not know it (a notification
 // from another process); the buffer of one keeps the first wake not yet taken.
 type waiter struct {
-	ch   chan svctype.RunStatus
+	ch   chan wake
 	last svctype.RunStatus
+}
+
+// wake is what a waiter is woken with: the status, and from the commit that ended the run
+// in this process, the run as that commit wrote it (nil from any other waker).
+type wake struct {
+	status svctype.RunStatus
+	run    *svctype.Run
 }
 
 // waitHub holds the waiters of this process, by run.
@@ -40,7 +47,7 @@ type waitHub struct {
 
 // add registers a waiter and reports whether the poll must be started.
 func (h *waitHub) add(k runKey, last svctype.RunStatus) (*waiter, bool) {
-	w := &waiter{ch: make(chan svctype.RunStatus, 1), last: last}
+	w := &waiter{ch: make(chan wake, 1), last: last}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.waiters == nil {
@@ -73,8 +80,8 @@ func (h *waitHub) remove(k runKey, w *waiter) {
 }
 
 // wake signals, without blocking, every waiter of k, or with status set only those that
-// last saw another status, handing them the status.
-func (h *waitHub) wake(k runKey, status svctype.RunStatus) {
+// last saw another status, handing them the status (and run, when the waker has it).
+func (h *waitHub) wake(k runKey, status svctype.RunStatus, run *svctype.Run) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for w := range h.waiters[k] {
@@ -82,7 +89,7 @@ func (h *waitHub) wake(k runKey, status svctype.RunStatus) {
 			continue
 		}
 		select {
-		case w.ch <- status:
+		case w.ch <- wake{status, run}:
 		default:
 		}
 	}
@@ -112,14 +119,46 @@ func (e *Core) Waiting() int {
 
 // RunChanged wakes this process's waiters of run after a commit that changed its status.
 func (e *Core) RunChanged(orgID, runID string) {
-	e.waits.wake(runKey{orgID, runID}, "")
+	e.waits.wake(runKey{orgID, runID}, "", nil)
 }
 
-// runChangedTo is RunChanged by a commit that knows the status it committed: a waiter woken
+// runChangedTo is RunChanged by a commit that knows the run it committed: a waiter woken
 // with a final status answers with it, without reading the run again (a final status
-// never changes; a paused run may be running again by the time its waiter looks).
-func (e *Core) runChangedTo(orgID, runID string, status svctype.RunStatus) {
-	e.waits.wake(runKey{orgID, runID}, status)
+// never changes; a paused run may be running again by the time its waiter looks), and
+// ExecuteAndWaitStatus makes its status document from the run handed with it. The run is
+// copied when someone waits for it: the caller's may change after.
+func (e *Core) runChangedTo(run *svctype.Run) {
+	k := runKey{run.OrgID, run.ID}
+	var ended *svctype.Run
+	if run.Status.Terminal() && e.waits.has(k) {
+		ended = storedRun(run)
+	}
+	e.waits.wake(k, run.Status, ended)
+}
+
+// storedRun is a copy of the fields of run a status document shows, its times as the
+// store keeps them (UTC, to the microsecond), so that a document made from it is the one a
+// read of the run makes.
+func storedRun(run *svctype.Run) *svctype.Run {
+	r := svctype.Run{
+		OrgID: run.OrgID, ID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
+		Status: run.Status, Reason: run.Reason, Definition: run.Definition,
+		CreatedAt: storedTime(run.CreatedAt), UpdatedAt: storedTime(run.UpdatedAt),
+	}
+	if run.FinishedAt != nil {
+		t := storedTime(*run.FinishedAt)
+		r.FinishedAt = &t
+	}
+	return &r
+}
+
+func storedTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// has reports whether anyone waits for k.
+func (h *waitHub) has(k runKey) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.waiters[k]) > 0
 }
 
 // WaitRun waits up to d for the run's status to differ from last, and returns the status
@@ -140,7 +179,8 @@ func (e *Core) WaitRun(ctx context.Context, orgID, runID string, last svctype.Ru
 	e.watchOnce.Do(e.watchRemote)
 	w := e.watch(k, last)
 	defer e.waits.remove(k, w)
-	return e.await(ctx, k, w, d, true)
+	status, _, err := e.await(ctx, k, w, d, true)
+	return status, err
 }
 
 // watch registers a waiter of k and starts the poll when it is the first. It makes no
@@ -156,9 +196,9 @@ func (e *Core) watch(k runKey, last svctype.RunStatus) *waiter {
 
 // await waits up to d for w's run to leave w.last. read says whether to read the status
 // first: false only when the waiter was registered before the run's status could change
-// (ExecuteAndWait). A wake that hands a final status is the answer; any other wake is
-// followed by a read.
-func (e *Core) await(ctx context.Context, k runKey, w *waiter, d time.Duration, read bool) (svctype.RunStatus, error) {
+// (ExecuteAndWait). A wake that hands a final status is the answer, with the run its
+// commit wrote when the waker had it (runChangedTo); any other wake is followed by a read.
+func (e *Core) await(ctx context.Context, k runKey, w *waiter, d time.Duration, read bool) (svctype.RunStatus, *svctype.Run, error) {
 	deadline := e.after(d)
 	status := w.last
 	for {
@@ -166,19 +206,19 @@ func (e *Core) await(ctx context.Context, k runKey, w *waiter, d time.Duration, 
 			var err error
 			status, err = e.runStatus(ctx, k.org, k.run)
 			if err != nil || status != w.last {
-				return status, err
+				return status, nil, err
 			}
 		}
 		read = true
 		select {
 		case woke := <-w.ch:
-			if woke != "" && woke != w.last && woke.Terminal() {
-				return woke, nil
+			if woke.status != "" && woke.status != w.last && woke.status.Terminal() {
+				return woke.status, woke.run, nil
 			}
 		case <-deadline:
-			return status, nil
+			return status, nil, nil
 		case <-ctx.Done():
-			return status, ctx.Err()
+			return status, nil, ctx.Err()
 		}
 	}
 }
@@ -190,6 +230,32 @@ func (e *Core) await(ctx context.Context, k runKey, w *waiter, d time.Duration, 
 // A run the call did not start (an Idempotency-Key's earlier run) is waited for as WaitRun
 // does.
 func (e *Core) ExecuteAndWait(ctx context.Context, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions, d time.Duration) (*svctype.Run, svctype.RunStatus, error) {
+	run, status, _, err := e.executeAndWait(ctx, orgID, workflowID, input, opts, d)
+	return run, status, err
+}
+
+// ExecuteAndWaitStatus is ExecuteAndWait answered with the run's status document, as
+// RunStatusWith(sopts) reads it when the wait ends. When the commit that ended the run in
+// this process woke the wait, the document is made from the run that commit wrote, and the
+// run is not read again. It returns the run as Execute did (nil when Execute failed) and
+// the document (nil with an error).
+func (e *Core) ExecuteAndWaitStatus(ctx context.Context, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions, d time.Duration, sopts StatusOptions) (*svctype.Run, *RunStatusDoc, error) {
+	run, _, ended, err := e.executeAndWait(ctx, orgID, workflowID, input, opts, d)
+	if err != nil {
+		return run, nil, err
+	}
+	var doc *RunStatusDoc
+	if ended != nil {
+		doc, err = e.statusDoc(ctx, ended, sopts)
+	} else {
+		doc, err = e.RunStatusWith(ctx, orgID, run.ID, sopts)
+	}
+	return run, doc, err
+}
+
+// executeAndWait is ExecuteAndWait, also returning the run as the commit that ended it
+// wrote it when that commit woke the wait (nil otherwise).
+func (e *Core) executeAndWait(ctx context.Context, orgID, workflowID string, input json.RawMessage, opts ExecuteOptions, d time.Duration) (*svctype.Run, svctype.RunStatus, *svctype.Run, error) {
 	var (
 		k runKey
 		w *waiter
@@ -210,18 +276,18 @@ func (e *Core) ExecuteAndWait(ctx context.Context, orgID, workflowID string, inp
 	e.watchOnce.Do(e.watchRemote)
 	run, err := e.Execute(ctx, orgID, workflowID, input, opts)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	d = min(d, MaxWait)
 	switch {
 	case run.Status != svctype.RunRunning || d <= 0:
-		return run, run.Status, nil
+		return run, run.Status, nil, nil
 	case w == nil || k.run != run.ID:
 		status, err := e.WaitRun(ctx, orgID, run.ID, svctype.RunRunning, d)
-		return run, status, err
+		return run, status, nil, err
 	}
-	status, err := e.await(ctx, k, w, d, false)
-	return run, status, err
+	status, ended, err := e.await(ctx, k, w, d, false)
+	return run, status, ended, err
 }
 
 // runStatus reads only a run's status.
@@ -263,7 +329,7 @@ func (e *Core) pollWaited() {
 				continue
 			}
 			for id, status := range statuses {
-				e.waits.wake(runKey{org, id}, status)
+				e.waits.wake(runKey{org, id}, status, nil)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
@@ -139,6 +140,80 @@ func TestWaitRunTakesTheFinalStatusFromTheCommit(t *testing.T) {
 			require.NoError(t, a.err)
 			require.Equal(t, svctype.RunCompleted, a.status)
 			require.EqualValues(t, 1, sr.reads.Load(), "one read, when the wait began")
+		})
+	}
+}
+
+// runReads counts the reads of whole runs (GetRun) beside statusReads' status reads.
+type runReads struct {
+	*statusReads
+	runs atomic.Int64
+}
+
+func (s *runReads) GetRun(ctx context.Context, orgID, id string) (*svctype.Run, error) {
+	s.runs.Add(1)
+	return s.statusReads.GetRun(ctx, orgID, id)
+}
+
+// TestExecuteAndWaitStatusReadsNoRun: the status document ExecuteAndWaitStatus answers for
+// a run that ended in this process is made from the run the ending commit handed the wait,
+// without reading the run again, and is the document a read makes (RunStatusWith): times,
+// reason, steps and context alike, for a completed and a failed run, with and without the
+// context.
+func TestExecuteAndWaitStatusReadsNoRun(t *testing.T) {
+	t.Parallel()
+	const failing = `{"actions": [
+  {"type": "custom-table", "outputKey": "a", "properties": {"table": "notes", "operation": "write", "fields": {"text": "a"}}},
+  {"type": "custom-table", "outputKey": "b", "properties": {"table": "no_such_table", "operation": "write", "fields": {"text": "b"}}},
+  {"type": "custom-table", "outputKey": "c", "properties": {"table": "notes", "operation": "write", "fields": {"text": "c"}}}]}`
+	for _, dialect := range enginetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			b, sr := setupStatusReads(t, dialect)
+			rr := &runReads{statusReads: sr}
+			eng, err := engine.New(engine.Config{Store: rr})
+			require.NoError(t, err)
+			b.Eng, b.St = eng, rr
+			for i, c := range []struct {
+				def    string
+				status svctype.RunStatus
+				omit   bool
+			}{
+				{twoSteps, svctype.RunCompleted, false},
+				{twoSteps, svctype.RunCompleted, true},
+				{failing, svctype.RunFailed, false},
+			} {
+				wf := b.Workflow(t, "acme", fmt.Sprintf("wf-%d", i), c.def)
+				var before int64
+				// The run ends right after the start commits, before the call waits: the
+				// waiter, registered inside the start's transaction, is handed the run.
+				sr.mu.Lock()
+				sr.afterCommit = func() {
+					_, err := b.Eng.Work(b.Ctx)
+					require.NoError(t, err)
+					before = rr.runs.Load()
+				}
+				sr.mu.Unlock()
+				opts := engine.StatusOptions{OmitContext: c.omit}
+				run, doc, err := b.Eng.ExecuteAndWaitStatus(b.Ctx, "acme", wf.ID, json.RawMessage(`{"n": 1}`), engine.ExecuteOptions{}, engine.MaxWait, opts)
+				require.NoError(t, err)
+				require.Equal(t, svctype.RunRunning, run.Status, "the run as Execute returned it")
+				require.Equal(t, c.status, doc.Status)
+				require.Equal(t, before, rr.runs.Load(), "the run not read after it ended")
+
+				read, err := b.Eng.RunStatusWith(b.Ctx, "acme", run.ID, opts)
+				require.NoError(t, err)
+				want, err := json.Marshal(read)
+				require.NoError(t, err)
+				got, err := json.Marshal(doc)
+				require.NoError(t, err)
+				require.JSONEq(t, string(want), string(got))
+				require.NotNil(t, doc.FinishedAt)
+				if c.status == svctype.RunFailed {
+					require.Contains(t, doc.Reason, "step 1 (custom-table)")
+				}
+			}
+			require.Zero(t, b.Eng.Waiting(), "every wait released")
 		})
 	}
 }

@@ -48,6 +48,7 @@ type sqliteStatements struct {
 	// Reads prepared on the read pool: what every status poll reads.
 	getRun       *sql.Stmt
 	getContext   *sql.Stmt
+	contextBrief *sql.Stmt
 	listSteps    *sql.Stmt
 	stepStatuses *sql.Stmt
 	// The fair claim's read (store.go, sqlClaimCandidates).
@@ -107,8 +108,13 @@ const (
 	// CountRows' limit is a CAST, as the claim's: a bound LIMIT is compiled anew at each bind.
 	sqlCountRows = `SELECT count(*) FROM (SELECT 1 FROM "table_rows" WHERE "org_id" = ? AND "table_name" = ?
  LIMIT CAST(? AS INTEGER))`
-	sqlGetRun       = `SELECT * FROM "runs" WHERE "org_id" = ? AND "id" = ?`
-	sqlGetContext   = `SELECT * FROM "run_context" WHERE "org_id" = ? AND "run_id" = ?`
+	sqlGetRun     = `SELECT * FROM "runs" WHERE "org_id" = ? AND "id" = ?`
+	sqlGetContext = `SELECT * FROM "run_context" WHERE "org_id" = ? AND "run_id" = ?`
+	// ContextBrief's: a large value's column is not read (contextparts.go); its bound is the
+	// first argument. Prepared: what execute?wait and GET /runs/{id}/status read for the
+	// document's context, which SQLite compiled at every call when bun rendered it.
+	sqlContextBrief = `SELECT "key", "size", "parts", CASE WHEN "parts" > 0 OR "size" <= ? THEN "value" END AS "value"
+ FROM "run_context" WHERE "org_id" = ? AND "run_id" = ?`
 	sqlListSteps    = `SELECT * FROM "run_steps" WHERE "org_id" = ? AND "run_id" = ? ORDER BY "idx"`
 	sqlStepStatuses = `SELECT "idx", "status" FROM "run_steps" WHERE "org_id" = ? AND "run_id" = ?`
 	sqlUpsertRow    = sqlInsertRow + `
@@ -160,6 +166,7 @@ func (p *sqlitePrepared) prepare(ctx context.Context) error {
 		{&s.getWorkflowRead, sqlGetWorkflow, true},
 		{&s.getRun, sqlGetRun, true},
 		{&s.getContext, sqlGetContext, true},
+		{&s.contextBrief, sqlContextBrief, true},
 		{&s.listSteps, sqlListSteps, true},
 		{&s.stepStatuses, sqlStepStatuses, true},
 		{&s.claimCandidates, sqlClaimCandidates, true},
@@ -216,7 +223,7 @@ func (p *sqlitePrepared) close() {
 func (s *sqliteStatements) close() {
 	for _, stmt := range []*sql.Stmt{s.renewJob, s.renewLease, s.putContext, s.putStep, s.appendEvent, s.updateRun, s.insertRow, s.upsertRow,
 		s.tableIndexes, s.insertEntry, s.deleteEntries, s.insertRun, s.enqueueJob, s.claimJobs, s.completeJob, s.getWorkflow,
-		s.tableIndexesRead, s.countRows, s.getWorkflowRead, s.getRun, s.getContext, s.listSteps, s.stepStatuses, s.claimCandidates} {
+		s.tableIndexesRead, s.countRows, s.getWorkflowRead, s.getRun, s.getContext, s.contextBrief, s.listSteps, s.stepStatuses, s.claimCandidates} {
 		if stmt != nil {
 			_ = stmt.Close()
 		}

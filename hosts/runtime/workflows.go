@@ -268,16 +268,13 @@ func (s *Server) executeWorkflow(ctx context.Context, in *executeWorkflowInput) 
 		return &executeOutput{Status: http.StatusAccepted, Body: ExecuteAnswer{ID: run.ID, Status: run.Status}}, nil
 	}
 	// The wait starts inside the run's transaction and is woken by the commit that ends
-	// the run, with its status: no read of the status before or after (waitStatus's).
-	run, _, err := s.eng.ExecuteAndWait(ctx, in.OrgID, in.ID, input, opts, wait)
+	// the run, with the run as it wrote it: no read of the status before or after
+	// (waitStatus's), nor of the run for its document.
+	run, doc, err := s.eng.ExecuteAndWaitStatus(ctx, in.OrgID, in.ID, input, opts, wait, engine.StatusOptions{OmitContext: !in.Context})
 	if err != nil {
 		if run == nil {
 			return nil, err
 		}
-		return nil, s.fail(ctx, err, runNotFound)
-	}
-	doc, err := s.eng.RunStatusWith(ctx, in.OrgID, run.ID, engine.StatusOptions{OmitContext: !in.Context})
-	if err != nil {
 		return nil, s.fail(ctx, err, runNotFound)
 	}
 	out := &executeOutput{Status: http.StatusAccepted}
