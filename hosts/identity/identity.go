@@ -64,12 +64,14 @@ type claims struct {
 
 // Errors of Verify.
 var (
-	ErrMalformed  = errors.New("identity: malformed token")
-	ErrSignature  = errors.New("identity: the token's signature does not verify")
-	ErrExpired    = errors.New("identity: the token expired")
-	ErrNotYet     = errors.New("identity: the token is not valid yet")
-	ErrLifetime   = fmt.Errorf("identity: the token lives longer than %s", MaxLifetime)
-	ErrShortKey   = fmt.Errorf("identity: the key must be at least %d bytes", MinKeyBytes)
+	ErrMalformed = errors.New("identity: malformed token")
+	ErrSignature = errors.New("identity: the token's signature does not verify")
+	ErrExpired   = errors.New("identity: the token expired")
+	ErrNotYet    = errors.New("identity: the token is not valid yet")
+	ErrLifetime  = fmt.Errorf("identity: the token lives longer than %s", MaxLifetime)
+	ErrShortKey  = fmt.Errorf("identity: the key must be at least %d bytes", MinKeyBytes)
+	// ErrTooLarge is Sign's for an identity whose token Verify would refuse for its size.
+	ErrTooLarge   = fmt.Errorf("identity: the token would be longer than %d bytes", maxTokenBytes)
 	errUnknownKey = errors.New("identity: no key with the token's kid")
 )
 
@@ -125,7 +127,12 @@ func (k *Keyring) Sign(id Identity) (string, error) {
 	}
 	t := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
 	t.Header["typ"], t.Header["kid"] = tokenType, k.current.id
-	return t.SignedString(k.current.secret)
+	token, err := t.SignedString(k.current.secret)
+	if err == nil && len(token) > maxTokenBytes {
+		// Verify bounds what it parses: a token it would refuse is not minted.
+		return "", ErrTooLarge
+	}
+	return token, err
 }
 
 // Verify checks token at now and returns the identity it carries.

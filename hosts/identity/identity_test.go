@@ -228,3 +228,20 @@ func TestKeyringRotation(t *testing.T) {
 	_, err = identity.NewKeyring(other, key[:31])
 	require.ErrorIs(t, err, identity.ErrShortKey, "a short previous key")
 }
+
+// TestSignRefusesWhatVerifyWouldNotParse: Verify parses at most 4,096 bytes, so Sign mints
+// no longer token (a fuzz finding: a 2,600-byte subject was signed, then refused as
+// malformed); the longest identity the gateway signs, a 254-byte email, is far below.
+func TestSignRefusesWhatVerifyWouldNotParse(t *testing.T) {
+	t.Parallel()
+	email := strings.Repeat("a", 64) + "@" + strings.Repeat("b", 185) + ".com"
+	require.Len(t, email, 254)
+	tok, err := identity.Sign(key, identity.Identity{Subject: email, OrgID: strings.Repeat("o", 64), Expires: now.Add(time.Minute)})
+	require.NoError(t, err)
+	id, err := identity.Verify(key, tok, now)
+	require.NoError(t, err)
+	require.Equal(t, email, id.Subject)
+
+	_, err = identity.Sign(key, identity.Identity{Subject: strings.Repeat("é", 1500), OrgID: "acme", Expires: now.Add(time.Minute)})
+	require.ErrorIs(t, err, identity.ErrTooLarge)
+}
