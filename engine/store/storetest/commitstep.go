@@ -69,15 +69,7 @@ func testCommitStep(t *testing.T, b *bundle) {
 			job := claim(t, r)
 			require.NoError(t, commit(t, way, orgA, r, job, final))
 			results = append(results, read(t, r))
-			if final {
-				require.Zero(t, b.countJobs(t), "the run's job is done")
-			} else {
-				require.WithinDuration(t, time.Now().Add(time.Hour), *job.LeaseUntil, time.Minute, "the lease kept for an hour")
-				again, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
-				require.NoError(t, err)
-				require.Empty(t, again, "the renewed lease holds")
-				require.NoError(t, b.s.CompleteJob(b.ctx, job)) // still held by its token
-			}
+			b.afterCommit(t, job, final)
 		}
 		require.Equal(t, results[1], results[0], "one statement and the calls leave the same rows (final %v)", final)
 		want := svctype.RunRunning

@@ -77,15 +77,7 @@ func testCommitSteps(t *testing.T, b *bundle) {
 				}
 			}
 			results = append(results, read(t, r))
-			if final {
-				require.Zero(t, b.countJobs(t), "the run's job is done")
-			} else {
-				require.WithinDuration(t, time.Now().Add(time.Hour), *job.LeaseUntil, time.Minute, "the lease kept for an hour")
-				again, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
-				require.NoError(t, err)
-				require.Empty(t, again, "the renewed lease holds")
-				require.NoError(t, b.s.CompleteJob(b.ctx, job))
-			}
+			b.afterCommit(t, job, final)
 		}
 		require.Equal(t, results[1], results[0], "one statement and the calls leave the same rows (final %v)", final)
 		got := results[0]

@@ -70,3 +70,19 @@ func (b *bundle) claimRunJob(t *testing.T, r *svctype.Run) *svctype.Job {
 	require.Len(t, claimed, 1)
 	return &claimed[0]
 }
+
+// afterCommit checks what a step commit left of the run's job: none when the step was the
+// run's last (final), else the job still leased for an hour, which no claim takes and its
+// own token completes.
+func (b *bundle) afterCommit(t *testing.T, job *svctype.Job, final bool) {
+	t.Helper()
+	if final {
+		require.Zero(t, b.countJobs(t), "the run's job is done")
+		return
+	}
+	require.WithinDuration(t, time.Now().Add(time.Hour), *job.LeaseUntil, time.Minute, "the lease kept for an hour")
+	again, err := b.s.ClaimJobs(b.ctx, 1, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, again, "the renewed lease holds")
+	require.NoError(t, b.s.CompleteJob(b.ctx, job)) // still held by its token
+}
