@@ -336,10 +336,15 @@ func testForeachBatches(t *testing.T, dialect string) {
 		require.Len(t, rows, n)
 		require.EqualValues(t, n, commits.Load(), "no element ran twice")
 		// The loop's start, its batches (at most ForeachBatch elements each, fewer when one
-		// reaches ForeachBatchTime first), its end.
+		// reaches ForeachBatchTime first), its end. ForeachBatchTime is wall time (how long
+		// a batch may hold the transaction), so how many elements a batch holds depends on
+		// the machine: under -race at load 25 a batch held 9 (131 commits on PostgreSQL),
+		// quiet 15-30. The bound below says only that elements share commits: unbatched,
+		// there would be n+2; every batch holding two or more needs an element to take
+		// under ForeachBatchTime/2, 25 ms.
 		t.Logf("%s: %d elements in %d commits", dialect, n, units.Load())
 		require.GreaterOrEqual(t, units.Load(), int64(2+n/engine.ForeachBatch))
-		require.Less(t, units.Load(), int64(n/10), "elements commit in batches, not one by one")
+		require.LessOrEqual(t, units.Load(), int64(2+n/2), "elements commit in batches, not one by one")
 	}
 }
 
