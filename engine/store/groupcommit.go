@@ -107,12 +107,11 @@ func (s *Store) runGroup(g *commitGroup) {
 		fail(live, err)
 		return
 	}
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		fail(live, markTryAgain(err))
-		return
-	}
-	savepoints := len(live) > 1
+	// A savepoint is taken only once the transaction holds writes to keep: a function
+	// that fails with none before it is rolled back with the transaction, and the next
+	// begins another (so a group of one is a plain transaction).
+	var tx bun.Tx
+	begun := false
 	stmts := map[*sql.Stmt]*sql.Stmt{} // bound to tx: valid for every function of the group
 	var ok []*txCall                   // the calls whose writes the commit carries
 	for i, c := range live {
@@ -120,7 +119,17 @@ func (s *Store) runGroup(g *commitGroup) {
 			c.err = err // done while the calls before it ran: nothing of it runs
 			continue
 		}
-		if savepoints {
+		if !begun {
+			var err error
+			if tx, err = s.write.BeginTx(ctx, nil); err != nil {
+				fail(live[i:], markTryAgain(err))
+				return
+			}
+			begun = true
+			clear(stmts)
+		}
+		savepoint := len(ok) > 0
+		if savepoint {
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT svcflow_group"); err != nil {
 				_ = tx.Rollback()
 				fail(ok, errGroupAborted)
@@ -135,38 +144,40 @@ func (s *Store) runGroup(g *commitGroup) {
 			fail(live[i+1:], errGroupAborted)
 			return
 		}
-		if c.err != nil && !savepoints {
-			_ = tx.Rollback()
-			return
-		}
-		if savepoints {
-			// ROLLBACK TO and RELEASE both fail when SQLite has ended the transaction under
-			// the function (an error that rolls back the whole transaction, an interrupt):
-			// what the calls before it wrote is gone too.
-			var end error
+		if !savepoint {
 			if c.err != nil {
-				_, end = tx.ExecContext(ctx, "ROLLBACK TO svcflow_group")
-			}
-			if end == nil {
-				_, end = tx.ExecContext(ctx, "RELEASE svcflow_group")
-			}
-			if end != nil {
 				_ = tx.Rollback()
-				if c.err == nil {
-					c.err = markTryAgain(fmt.Errorf("store: transaction: %w", end))
-				}
-				fail(ok, errGroupAborted)
-				fail(live[i+1:], errGroupAborted)
-				return
+				begun = false
+				continue
 			}
+			ok = append(ok, c)
+			continue
+		}
+		// ROLLBACK TO and RELEASE both fail when SQLite has ended the transaction under
+		// the function (an error that rolls back the whole transaction, an interrupt):
+		// what the calls before it wrote is gone too.
+		var end error
+		if c.err != nil {
+			_, end = tx.ExecContext(ctx, "ROLLBACK TO svcflow_group")
+		}
+		if end == nil {
+			_, end = tx.ExecContext(ctx, "RELEASE svcflow_group")
+		}
+		if end != nil {
+			_ = tx.Rollback()
+			if c.err == nil {
+				c.err = markTryAgain(fmt.Errorf("store: transaction: %w", end))
+			}
+			fail(ok, errGroupAborted)
+			fail(live[i+1:], errGroupAborted)
+			return
 		}
 		if c.err == nil {
 			ok = append(ok, c)
 		}
 	}
 	if len(ok) == 0 {
-		_ = tx.Rollback()
-		return
+		return // every function failed: each rolled back with its transaction
 	}
 	if err := tx.Commit(); err != nil {
 		// A COMMIT that SQLite refused (a deferred constraint) leaves its transaction open

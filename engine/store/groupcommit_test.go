@@ -155,6 +155,25 @@ func TestGroupCommit(t *testing.T) {
 		require.Equal(t, []string{"a", "c"}, b.rows(t))
 	})
 
+	t.Run("a failing first function is rolled back and the others commit", func(t *testing.T) {
+		t.Parallel()
+		b := setupGroup(t)
+		release := store.HoldWriter(b.s)
+		failing := b.start(t, b.ctx, func(ctx context.Context, tx storage.Tx) error {
+			if err := b.insert("a")(ctx, tx); err != nil {
+				return err
+			}
+			return errRefused
+		})
+		bCall := b.start(t, b.ctx, b.insert("b"))
+		c := b.start(t, b.ctx, b.insert("c"))
+		release()
+		require.ErrorIs(t, failing.wait(), errRefused)
+		require.NoError(t, bCall.wait())
+		require.NoError(t, c.wait())
+		require.Equal(t, []string{"b", "c"}, b.rows(t))
+	})
+
 	t.Run("a caller done before its function starts gets its ctx's error", func(t *testing.T) {
 		t.Parallel()
 		for _, who := range []int{0, 1} { // the group's leader, a member
