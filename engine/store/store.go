@@ -59,7 +59,6 @@ type Store struct {
 	prepared *sqlitePrepared // nil on PostgreSQL
 
 	writer      fifoMutex       // SQLite only: see lockWriter
-	groups      groupStats      // SQLite only: groupcommit.go
 	checkpoints *checkpointer   // SQLite files only: checkpoint.go
 	pgConfig    *pgx.ConnConfig // PostgreSQL only: for connections outside the pool (LISTEN)
 	listen      listener
@@ -275,15 +274,8 @@ func (s *Store) Close() error {
 // on SQLite the transaction holds the one writer connection, so a write through the Store
 // would wait for it forever (and so would a read of a table the transaction has written,
 // on sqlite::memory:).
-//
-// On SQLite a transaction that arrives while the writer is held may share its commit with
-// others (groupcommit.go): fn then sees what the functions before it in the group wrote,
-// as it would had they committed just before it, and InTx returns once the group's commit
-// is done. fn runs with ctx; a ctx done before fn starts is returned and fn does not run.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storage.Tx) error) error {
-	if s.dialect == dialectSQLite {
-		return s.inGroup(ctx, fn)
-	}
+	defer s.lockWriter()()
 	// Outside the transaction, which would hold the one writer connection that preparing
 	// needs; once prepared this is one atomic load.
 	if err := s.prepareStatements(ctx); err != nil {

@@ -122,9 +122,8 @@ func BenchmarkRuns(b *testing.B) {
 
 func benchmarkRuns(b *testing.B, tp trace.TracerProvider) {
 	var steps durations
-	st := openStore(b, "sqlite:"+filepath.Join(b.TempDir(), "bench.db"))
 	eng := newEngine(b, engine.Config{
-		Store:          st,
+		Store:          openStore(b, "sqlite:"+filepath.Join(b.TempDir(), "bench.db")),
 		StepObserver:   steps.observe,
 		TracerProvider: tp,
 	})
@@ -134,11 +133,6 @@ func benchmarkRuns(b *testing.B, tp trace.TracerProvider) {
 
 	rps := float64(b.N) / elapsed.Seconds()
 	p50, p99 := steps.percentile(50), steps.percentile(99)
-	if commits, calls := st.GroupCommits(); commits > 0 {
-		// Transactions a commit carried (group commit), setup included.
-		b.ReportMetric(float64(calls)/float64(commits), "txs/commit")
-		b.ReportMetric(float64(commits)/float64(b.N), "commits/run")
-	}
 	b.ReportMetric(rps, "runs/s")
 	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-step-ms")
 	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-step-ms")
