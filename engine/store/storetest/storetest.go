@@ -72,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) storage.Ful
 		{"Tenancy", testTenancy},
 		{"TxRollback", testTxRollback},
 		{"TxCommit", testTxCommit},
+		{"TxConcurrent", testTxConcurrent},
 		{"TxSurvivesConflict", testTxSurvivesConflict},
 		{"TxImplementsEveryPart", testTxImplementsEveryPart},
 		{"Documents", testDocuments},
@@ -1558,6 +1559,55 @@ func testTenancy(t *testing.T, b *bundle) {
 }
 
 var errRollback = errors.New("roll back")
+
+// testTxConcurrent runs transactions at once, as a worker's step commits do (on SQLite
+// those that wait for the writer commit in one group, each under a savepoint): each
+// failing one's writes are gone, every other's are kept, and a caller whose ctx is done
+// before it starts gets ctx's error and runs nothing.
+func testTxConcurrent(t *testing.T, b *bundle) {
+	const n = 12
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.s.InTx(b.ctx, func(ctx context.Context, tx storage.Tx) error {
+				w := &svctype.Workflow{OrgID: orgA, Name: fmt.Sprintf("wf-%d", i), Definition: json.RawMessage(`{}`)}
+				if err := tx.CreateWorkflow(ctx, w); err != nil {
+					return err
+				}
+				ids[i] = w.ID
+				if i%3 == 1 {
+					return errRollback
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		_, err := b.s.GetWorkflow(b.ctx, orgA, ids[i])
+		if i%3 == 1 {
+			require.ErrorIs(t, errs[i], errRollback)
+			require.ErrorIs(t, err, storage.ErrNotFound, "wf-%d rolled back", i)
+			continue
+		}
+		require.NoError(t, errs[i])
+		require.NoError(t, err, "wf-%d committed", i)
+	}
+
+	ctx, cancel := context.WithCancel(b.ctx)
+	cancel()
+	ran := false
+	err := b.s.InTx(ctx, func(context.Context, storage.Tx) error {
+		ran = true
+		return nil
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, ran)
+}
 
 func testTxRollback(t *testing.T, b *bundle) {
 	var runID, wfID string
