@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/svcflow/svcflow/engine/svctype"
 )
@@ -39,12 +41,32 @@ UPDATE jobs SET lease_token = gen_random_uuid()::text, lease_until = $4,
 FROM locked WHERE jobs.org_id = locked.org_id AND jobs.id = locked.id
 RETURNING jobs.*`
 
-// pgClaimJobs is ClaimJobs on PostgreSQL (pgClaim).
+// The claim's commit does not wait for its WAL flush. Claims go through a pool of their own
+// (Store.claims, postgresClaimConns connections, the Store's connection string otherwise)
+// whose connections start with synchronous_commit = off, a startup parameter: no statement
+// is added to a claim. A lease is not data: a lease lost in a crash is a job claimed again,
+// as a worker's crash after its step's call already makes it (at least once); any later
+// durable commit of the server flushes the claim's WAL record with its own (WAL is written
+// in order); and the unit's commit checks the lease token it was handed. What a run's
+// steps write still commits durably, on the main pool (docs/decisions.md).
+
+// openClaimPool opens the claims' pool on cfg (which it does not change).
+func openClaimPool(cfg *pgx.ConnConfig) *sql.DB {
+	c := cfg.Copy()
+	c.RuntimeParams["synchronous_commit"] = "off"
+	db := stdlib.OpenDB(*c)
+	db.SetMaxOpenConns(postgresClaimConns)
+	db.SetMaxIdleConns(postgresClaimConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return db
+}
+
+// pgClaimJobs is ClaimJobs on PostgreSQL (pgClaim), through the claims' pool.
 func (s *Store) pgClaimJobs(ctx context.Context, t time.Time, n int, lease time.Duration) ([]svctype.Job, error) {
 	s.rr.Lock()
 	lastOrg := s.rr.lastOrg
 	s.rr.Unlock()
-	rows, err := s.write.DB.QueryContext(ctx, pgClaim, pgx.QueryExecModeCacheStatement, t, n, lastOrg, dbTime(t.Add(lease)))
+	rows, err := s.claims.QueryContext(ctx, pgClaim, pgx.QueryExecModeCacheStatement, t, n, lastOrg, dbTime(t.Add(lease)))
 	if err != nil {
 		return nil, fmt.Errorf("store: claim jobs: %w", err)
 	}

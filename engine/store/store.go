@@ -47,7 +47,10 @@ const (
 const (
 	sqliteReadConns   = 4
 	postgresPoolConns = 20
-	sqliteBusyTimeout = 10 * time.Second
+	// postgresClaimConns is the claim pool's size (pgclaim.go): a worker claims from one
+	// goroutine, so one connection serves it; a second lets a Work or a test claim beside it.
+	postgresClaimConns = 2
+	sqliteBusyTimeout  = 10 * time.Second
 )
 
 // Store is an storage.Full over a bun database.
@@ -55,6 +58,7 @@ type Store struct {
 	querier
 	write    *bun.DB
 	read     *bun.DB // the same as write on PostgreSQL
+	claims   *sql.DB // PostgreSQL only: the claims' pool, synchronous_commit off (pgclaim.go)
 	dialect  string
 	prepared *sqlitePrepared // nil on PostgreSQL
 
@@ -221,6 +225,7 @@ func openPostgres(dsn string, tracer pgx.QueryTracer) (*Store, error) {
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	db := bun.NewDB(sqldb, pgdialect.New())
 	s := newStore(db, db, dialectPostgres)
+	s.claims = openClaimPool(cfg)
 	s.pgConfig = cfg
 	s.known = &knownDecls{}
 	s.jobsChannel = jobsChannelOf(cfg)
@@ -263,6 +268,9 @@ func (s *Store) Close() error {
 	}
 	if s.read != s.write {
 		errs = append(errs, s.read.Close())
+	}
+	if s.claims != nil {
+		errs = append(errs, s.claims.Close())
 	}
 	errs = append(errs, s.write.Close())
 	return errors.Join(errs...)
