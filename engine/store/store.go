@@ -66,12 +66,13 @@ type Store struct {
 	checkpoints *checkpointer   // SQLite files only: checkpoint.go
 	pgConfig    *pgx.ConnConfig // PostgreSQL only: for connections outside the pool (LISTEN)
 	listen      listener
+}
 
-	// rr is where this Store's fair claim resumes: the organization it last took a job from.
-	rr struct {
-		sync.Mutex
-		lastOrg string
-	}
+// roundRobin is where a Store's fair claim resumes: the organization it last took a job
+// from.
+type roundRobin struct {
+	sync.Mutex
+	lastOrg string
 }
 
 var (
@@ -234,7 +235,7 @@ func openPostgres(dsn string, tracer pgx.QueryTracer) (*Store, error) {
 
 func newStore(write, read *bun.DB, dialect string) *Store {
 	return &Store{
-		querier: querier{w: write, r: read, dialect: dialect},
+		querier: querier{w: write, r: read, dialect: dialect, rr: &roundRobin{}},
 		write:   write,
 		read:    read,
 		dialect: dialect,
@@ -290,6 +291,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storag
 		return err
 	}
 	var conn *txConn
+	var claims *txClaims
 	if s.dialect == dialectPostgres {
 		// BeginTx sets conn.c: the connection whose BEGIN goes with the first statement.
 		// Forgotten when the transaction ends: the connection goes back to the pool, and a
@@ -297,13 +299,19 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storag
 		conn = &txConn{}
 		ctx = context.WithValue(ctx, txConnKey{}, conn)
 		defer func() { conn.c = nil }()
+		claims = &txClaims{}
 	}
-	return markTryAgain(s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		return fn(ctx, &storeTx{querier{
 			w: tx, r: tx, dialect: s.dialect, clock: s.clock, inTx: true, prepared: s.prepared, sqlTx: tx.Tx,
 			defs: map[string][]svctype.TableIndex{}, known: s.known, jobsChannel: s.jobsChannel, tx: conn,
+			rr: s.rr, claims: claims,
 		}})
-	}))
+	})
+	if err == nil && claims != nil {
+		claims.committed(s.rr)
+	}
+	return markTryAgain(err)
 }
 
 // lockWriter queues for the SQLite writer in arrival order and returns the unlock; on

@@ -69,7 +69,16 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	// freed is signalled when a job ends, so a full worker claims again at once.
 	freed := make(chan struct{}, 1)
-	// run works a job in a slot the caller holds (and counted in wg).
+	// A job that ends its run claims its slot's next job with its last commit
+	// (engine.NextClaim, PostgreSQL): one job, for the one slot, none once draining.
+	wantNext := func() int {
+		if ctx.Err() != nil {
+			return 0
+		}
+		return 1
+	}
+	// run works a job in a slot the caller holds (and counted in wg), then the jobs its
+	// commits claimed for the slot.
 	run := func(job svctype.Job) {
 		w.track(job, true)
 		go func() {
@@ -82,10 +91,24 @@ func (w *Worker) Run(ctx context.Context) error {
 				default:
 				}
 			}()
-			jobCtx := engine.WithSlot(ctx, jobSlot{slots: slots, freed: freed})
-			if err := w.eng.RunJob(jobCtx, &job); err != nil {
-				// The lease lapses and the job is claimed again.
-				w.log.Error("job failed; it will be retried after its lease", "job_id", job.ID, "kind", job.Kind, "run_id", job.RunID, "err", err)
+			for {
+				next := &engine.NextClaim{Want: wantNext, Lease: w.eng.Lease()}
+				jobCtx := engine.WithNextClaim(engine.WithSlot(ctx, jobSlot{slots: slots, freed: freed}), next)
+				if err := w.eng.RunJob(jobCtx, &job); err != nil {
+					// The lease lapses and the job is claimed again.
+					w.log.Error("job failed; it will be retried after its lease", "job_id", job.ID, "kind", job.Kind, "run_id", job.RunID, "err", err)
+				}
+				if next.Tried {
+					w.recordClaim(len(next.Jobs))
+				}
+				if len(next.Jobs) == 0 {
+					return
+				}
+				// Leased to this worker by a committed statement: run, or (draining) handed
+				// back by RunJob at once.
+				w.track(job, false)
+				job = next.Jobs[0]
+				w.track(job, true)
 			}
 		}()
 	}
@@ -109,12 +132,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			claimed = len(jobs)
 			if err == nil {
-				outcome := "jobs"
-				if claimed == 0 {
-					outcome = "empty"
-				}
-				w.eng.Meter().Record(MetricClaims, 1, outcome)
-				w.eng.Meter().Record(MetricJobsClaimed, float64(claimed))
+				w.recordClaim(claimed)
 			}
 			for _, job := range jobs {
 				slots <- struct{}{}
@@ -156,6 +174,16 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	default:
 	}
 	t.Reset(d)
+}
+
+// recordClaim counts a claim that leased n jobs.
+func (w *Worker) recordClaim(n int) {
+	outcome := "jobs"
+	if n == 0 {
+		outcome = "empty"
+	}
+	w.eng.Meter().Record(MetricClaims, 1, outcome)
+	w.eng.Meter().Record(MetricJobsClaimed, float64(n))
 }
 
 func (w *Worker) track(job svctype.Job, on bool) {
