@@ -69,6 +69,10 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	// freed is signalled when a job ends, so a full worker claims again at once.
 	freed := make(chan struct{}, 1)
+	// quiet is signalled instead when the job's last commit asked for the slot's next job
+	// and the database had none: the worker claims then only if it was woken (or its poll
+	// came) while it had no slot to claim for, since that claim found nothing a moment ago.
+	quiet := make(chan struct{}, 1)
 	// A job that ends its run claims its slot's next job with its last commit
 	// (engine.NextClaim, PostgreSQL): one job, for the one slot, none once draining.
 	wantNext := func() int {
@@ -82,12 +86,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	run := func(job svctype.Job) {
 		w.track(job, true)
 		go func() {
+			foundNone := false
 			defer func() {
 				w.track(job, false)
 				<-slots
 				wg.Done()
+				signal := freed
+				if foundNone {
+					signal = quiet
+				}
 				select {
-				case freed <- struct{}{}:
+				case signal <- struct{}{}:
 				default:
 				}
 			}()
@@ -102,6 +111,7 @@ func (w *Worker) Run(ctx context.Context) error {
 					w.recordClaim(len(next.Jobs))
 				}
 				if len(next.Jobs) == 0 {
+					foundNone = next.Tried
 					return
 				}
 				// Leased to this worker by a committed statement: run, or (draining) handed
@@ -114,6 +124,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	// missed: a wake-up or the poll came while no slot was free.
+	missed := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -122,8 +134,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-timer.C:
 		case <-wake:
 		case <-freed:
+		case <-quiet:
+			if !missed {
+				continue
+			}
 		}
 		free := w.opts.Concurrency - len(slots)
+		missed = free <= 0
 		claimed := 0
 		if free > 0 {
 			jobs, err := w.eng.Store().ClaimJobs(context.WithoutCancel(ctx), free, w.eng.Lease())
