@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svcflow/svcflow/engine"
@@ -74,9 +75,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	// came) while it had no slot to claim for, since that claim found nothing a moment ago.
 	quiet := make(chan struct{}, 1)
 	// A job that ends its run claims its slot's next job with its last commit
-	// (engine.NextClaim, PostgreSQL): one job, for the one slot, none once draining.
+	// (engine.NextClaim, PostgreSQL): one job, for the one slot, none once draining, and
+	// only while jobs are likely waiting (backlog): the last claim took all it asked for,
+	// or a wake-up came while no slot was free. Otherwise the claim would mostly find
+	// nothing, and cost the server its work in every run's last statement.
+	var backlog atomic.Bool
 	wantNext := func() int {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || !backlog.Load() {
 			return 0
 		}
 		return 1
@@ -109,6 +114,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				}
 				if next.Tried {
 					w.recordClaim(len(next.Jobs))
+					backlog.Store(len(next.Jobs) > 0)
 				}
 				if len(next.Jobs) == 0 {
 					foundNone = next.Tried
@@ -141,6 +147,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		free := w.opts.Concurrency - len(slots)
 		missed = free <= 0
+		if missed {
+			backlog.Store(true)
+		}
 		claimed := 0
 		if free > 0 {
 			jobs, err := w.eng.Store().ClaimJobs(context.WithoutCancel(ctx), free, w.eng.Lease())
@@ -150,6 +159,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			claimed = len(jobs)
 			if err == nil {
 				w.recordClaim(claimed)
+				backlog.Store(claimed == free)
 			}
 			for _, job := range jobs {
 				slots <- struct{}{}
