@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/svcflow/svcflow/engine/core"
+	"github.com/svcflow/svcflow/engine/storage"
 )
 
 // The run core's types and limits, by their engine names (engine/core documents each).
@@ -64,6 +65,15 @@ func NewEmptyEnvironment() *Environment { return core.NewEmptyEnvironment() }
 
 // WithSlot returns ctx carrying the slot a worker runs a job in.
 func WithSlot(ctx context.Context, s Slot) context.Context { return core.WithSlot(ctx, s) }
+
+// NextClaim is the claim a worker makes with the commit that ends a job's run.
+type NextClaim = storage.NextClaim
+
+// WithNextClaim returns ctx carrying the claim a worker makes with the commit that ends
+// the run of the job it runs in ctx (storage.NextClaim).
+func WithNextClaim(ctx context.Context, nc *NextClaim) context.Context {
+	return core.WithNextClaim(ctx, nc)
+}
 
 // DefinitionSchema returns the JSON Schema that workflow definitions are validated with.
 func DefinitionSchema() json.RawMessage { return core.DefinitionSchema() }

@@ -124,6 +124,7 @@ func (e *Core) stageCommit(ctx context.Context, tx storage.Tx, job *svctype.Job,
 			Result: events.RunResult{Status: string(svctype.RunCompleted), Outputs: e.outputs(st, c)},
 		}))
 		sc.Complete = job
+		sc.Next = nextClaimFrom(ctx)
 	} else if c.renew {
 		job.Attempts = 0
 		sc.Renew, sc.Lease = job, e.lease

@@ -109,6 +109,19 @@ func slotFrom(ctx context.Context) Slot {
 	return s
 }
 
+type nextClaimKey struct{}
+
+// WithNextClaim returns ctx carrying the claim a worker makes when the job it runs in ctx
+// ends its run (storage.NextClaim): the commit that completes the job asks for it.
+func WithNextClaim(ctx context.Context, nc *storage.NextClaim) context.Context {
+	return context.WithValue(ctx, nextClaimKey{}, nc)
+}
+
+func nextClaimFrom(ctx context.Context) *storage.NextClaim {
+	nc, _ := ctx.Value(nextClaimKey{}).(*storage.NextClaim)
+	return nc
+}
+
 // ioPool limits the calls in flight: all together, and per organization so that one
 // organization's slow calls cannot take every place.
 type ioPool struct {

@@ -96,6 +96,24 @@ type StepCommit struct {
 	Run      *svctype.Run
 	Events   []svctype.Event
 	Complete *svctype.Job
+	// Next, beside Complete, asks for the freed slot's next job in the same statement
+	// (NextClaim). A store that cannot leaves it untouched.
+	Next *NextClaim
+}
+
+// NextClaim is a claim made by the commit that ends a job: its worker's slot frees as the
+// run ends, and the claim the worker would send next goes in the commit's statement
+// instead (PostgreSQL), with the same round robin and lease checks as ClaimJobs. The store
+// fills Tried and Jobs once the transaction has committed, never before: a claim rolled
+// back with its transaction leased nothing.
+type NextClaim struct {
+	// Want is how many jobs to claim, asked when the statement is built (0: none, as when
+	// the worker drains).
+	Want  func() int
+	Lease time.Duration
+	// Tried says the claim went with a committed statement; Jobs is what it leased.
+	Tried bool
+	Jobs  []svctype.Job
 }
 
 // ContextPut is one whole context value of a StepCommit.

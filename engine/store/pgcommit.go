@@ -169,14 +169,26 @@ func (q *querier) commitSteps(ctx context.Context, cs []*storage.StepCommit) err
 	if notifyCTE != "" {
 		final = append(final, "(SELECT count(*) FROM "+notifyCTE+")")
 	}
+	// The freed slot's next job, read last: after the commit's job and run are locked.
+	var claimExpr, claimFrom string
+	if complete != nil {
+		claimExpr, claimFrom = q.claimNext(&b, last.Next, complete)
+	}
+	if claimExpr != "" {
+		final = append(final, claimExpr)
+	}
 	var (
 		runs, jobs int64
 		seqText    sql.NullString
 		notified   int64
+		leased     sql.NullString
 	)
 	dest := []any{&jobs, &runs, &seqText}
 	if notifyCTE != "" {
 		dest = append(dest, &notified)
+	}
+	if claimExpr != "" {
+		dest = append(dest, &leased)
 	}
 	if err := q.pgQueryRow(ctx, b.text("SELECT "+strings.Join(final, ", ")), b.args...).Scan(dest...); err != nil {
 		return wrap("commit step", err)
@@ -197,6 +209,11 @@ func (q *querier) commitSteps(ctx context.Context, cs []*storage.StepCommit) err
 	}
 	if err := numberEvents(events, seqText); err != nil {
 		return err
+	}
+	if claimExpr != "" {
+		if err := q.claims.add(last.Next, claimFrom, leased); err != nil {
+			return err
+		}
 	}
 	if len(cs) > 1 {
 		// The events as written (delivery ids, times, numbers) back in their commits.
@@ -327,6 +344,8 @@ func asCTE(q string) string { return strings.ReplaceAll(q, "?", "%s") }
 type pgStatement struct {
 	ctes []string
 	args []any
+	// recursive: a CTE refers to itself (a claim's organizations, claimNext).
+	recursive bool
 }
 
 // cte adds a CTE whose %s are its arguments, numbered after those before, and returns its
@@ -344,5 +363,9 @@ func (s *pgStatement) cte(body string, args ...any) string {
 
 // text is the statement: its CTEs, then final.
 func (s *pgStatement) text(final string) string {
-	return "WITH " + strings.Join(s.ctes, ",\n") + "\n" + final
+	with := "WITH "
+	if s.recursive {
+		with = "WITH RECURSIVE "
+	}
+	return with + strings.Join(s.ctes, ",\n") + "\n" + final
 }

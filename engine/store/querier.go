@@ -38,6 +38,11 @@ type querier struct {
 	known *knownDecls
 	// jobsChannel is where a job made claimable is announced (PostgreSQL only; notify.go).
 	jobsChannel string
+	// rr is the Store's round robin of claims, which a step commit's claim shares.
+	rr *roundRobin
+	// claims, in InTx on PostgreSQL, are the claims its step commits made, handed to their
+	// NextClaim once the transaction has committed (pgclaim.go).
+	claims *txClaims
 }
 
 var _ storage.All = (*querier)(nil)

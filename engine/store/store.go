@@ -47,7 +47,10 @@ const (
 const (
 	sqliteReadConns   = 4
 	postgresPoolConns = 20
-	sqliteBusyTimeout = 10 * time.Second
+	// postgresClaimConns is the claim pool's size (pgclaim.go): a worker claims from one
+	// goroutine, so one connection serves it; a second lets a Work or a test claim beside it.
+	postgresClaimConns = 2
+	sqliteBusyTimeout  = 10 * time.Second
 )
 
 // Store is an storage.Full over a bun database.
@@ -55,6 +58,7 @@ type Store struct {
 	querier
 	write    *bun.DB
 	read     *bun.DB // the same as write on PostgreSQL
+	claims   *sql.DB // PostgreSQL only: the claims' pool, synchronous_commit off (pgclaim.go)
 	dialect  string
 	prepared *sqlitePrepared // nil on PostgreSQL
 
@@ -62,12 +66,13 @@ type Store struct {
 	checkpoints *checkpointer   // SQLite files only: checkpoint.go
 	pgConfig    *pgx.ConnConfig // PostgreSQL only: for connections outside the pool (LISTEN)
 	listen      listener
+}
 
-	// rr is where this Store's fair claim resumes: the organization it last took a job from.
-	rr struct {
-		sync.Mutex
-		lastOrg string
-	}
+// roundRobin is where a Store's fair claim resumes: the organization it last took a job
+// from.
+type roundRobin struct {
+	sync.Mutex
+	lastOrg string
 }
 
 var (
@@ -221,6 +226,7 @@ func openPostgres(dsn string, tracer pgx.QueryTracer) (*Store, error) {
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	db := bun.NewDB(sqldb, pgdialect.New())
 	s := newStore(db, db, dialectPostgres)
+	s.claims = openClaimPool(cfg)
 	s.pgConfig = cfg
 	s.known = &knownDecls{}
 	s.jobsChannel = jobsChannelOf(cfg)
@@ -229,7 +235,7 @@ func openPostgres(dsn string, tracer pgx.QueryTracer) (*Store, error) {
 
 func newStore(write, read *bun.DB, dialect string) *Store {
 	return &Store{
-		querier: querier{w: write, r: read, dialect: dialect},
+		querier: querier{w: write, r: read, dialect: dialect, rr: &roundRobin{}},
 		write:   write,
 		read:    read,
 		dialect: dialect,
@@ -264,6 +270,9 @@ func (s *Store) Close() error {
 	if s.read != s.write {
 		errs = append(errs, s.read.Close())
 	}
+	if s.claims != nil {
+		errs = append(errs, s.claims.Close())
+	}
 	errs = append(errs, s.write.Close())
 	return errors.Join(errs...)
 }
@@ -282,6 +291,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storag
 		return err
 	}
 	var conn *txConn
+	var claims *txClaims
 	if s.dialect == dialectPostgres {
 		// BeginTx sets conn.c: the connection whose BEGIN goes with the first statement.
 		// Forgotten when the transaction ends: the connection goes back to the pool, and a
@@ -289,13 +299,19 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storag
 		conn = &txConn{}
 		ctx = context.WithValue(ctx, txConnKey{}, conn)
 		defer func() { conn.c = nil }()
+		claims = &txClaims{}
 	}
-	return markTryAgain(s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.write.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		return fn(ctx, &storeTx{querier{
 			w: tx, r: tx, dialect: s.dialect, clock: s.clock, inTx: true, prepared: s.prepared, sqlTx: tx.Tx,
 			defs: map[string][]svctype.TableIndex{}, known: s.known, jobsChannel: s.jobsChannel, tx: conn,
+			rr: s.rr, claims: claims,
 		}})
-	}))
+	})
+	if err == nil && claims != nil {
+		claims.committed(s.rr)
+	}
+	return markTryAgain(err)
 }
 
 // lockWriter queues for the SQLite writer in arrival order and returns the unlock; on

@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svcflow/svcflow/engine"
@@ -69,28 +70,68 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	// freed is signalled when a job ends, so a full worker claims again at once.
 	freed := make(chan struct{}, 1)
-	// run works a job in a slot the caller holds (and counted in wg).
+	// quiet is signalled instead when the job's last commit asked for the slot's next job
+	// and the database had none: the worker claims then only if it was woken (or its poll
+	// came) while it had no slot to claim for, since that claim found nothing a moment ago.
+	quiet := make(chan struct{}, 1)
+	// A job that ends its run claims its slot's next job with its last commit
+	// (engine.NextClaim, PostgreSQL): one job, for the one slot, none once draining, and
+	// only while jobs are likely waiting (backlog): the last claim took all it asked for,
+	// or a wake-up came while no slot was free. Otherwise the claim would mostly find
+	// nothing, and cost the server its work in every run's last statement.
+	var backlog atomic.Bool
+	wantNext := func() int {
+		if ctx.Err() != nil || !backlog.Load() {
+			return 0
+		}
+		return 1
+	}
+	// run works a job in a slot the caller holds (and counted in wg), then the jobs its
+	// commits claimed for the slot.
 	run := func(job svctype.Job) {
 		w.track(job, true)
 		go func() {
+			foundNone := false
 			defer func() {
 				w.track(job, false)
 				<-slots
 				wg.Done()
+				signal := freed
+				if foundNone {
+					signal = quiet
+				}
 				select {
-				case freed <- struct{}{}:
+				case signal <- struct{}{}:
 				default:
 				}
 			}()
-			jobCtx := engine.WithSlot(ctx, jobSlot{slots: slots, freed: freed})
-			if err := w.eng.RunJob(jobCtx, &job); err != nil {
-				// The lease lapses and the job is claimed again.
-				w.log.Error("job failed; it will be retried after its lease", "job_id", job.ID, "kind", job.Kind, "run_id", job.RunID, "err", err)
+			for {
+				next := &engine.NextClaim{Want: wantNext, Lease: w.eng.Lease()}
+				jobCtx := engine.WithNextClaim(engine.WithSlot(ctx, jobSlot{slots: slots, freed: freed}), next)
+				if err := w.eng.RunJob(jobCtx, &job); err != nil {
+					// The lease lapses and the job is claimed again.
+					w.log.Error("job failed; it will be retried after its lease", "job_id", job.ID, "kind", job.Kind, "run_id", job.RunID, "err", err)
+				}
+				if next.Tried {
+					w.recordClaim(len(next.Jobs))
+					backlog.Store(len(next.Jobs) > 0)
+				}
+				if len(next.Jobs) == 0 {
+					foundNone = next.Tried
+					return
+				}
+				// Leased to this worker by a committed statement: run, or (draining) handed
+				// back by RunJob at once.
+				w.track(job, false)
+				job = next.Jobs[0]
+				w.track(job, true)
 			}
 		}()
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	// missed: a wake-up or the poll came while no slot was free.
+	missed := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -99,8 +140,16 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-timer.C:
 		case <-wake:
 		case <-freed:
+		case <-quiet:
+			if !missed {
+				continue
+			}
 		}
 		free := w.opts.Concurrency - len(slots)
+		missed = free <= 0
+		if missed {
+			backlog.Store(true)
+		}
 		claimed := 0
 		if free > 0 {
 			jobs, err := w.eng.Store().ClaimJobs(context.WithoutCancel(ctx), free, w.eng.Lease())
@@ -109,12 +158,8 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			claimed = len(jobs)
 			if err == nil {
-				outcome := "jobs"
-				if claimed == 0 {
-					outcome = "empty"
-				}
-				w.eng.Meter().Record(MetricClaims, 1, outcome)
-				w.eng.Meter().Record(MetricJobsClaimed, float64(claimed))
+				w.recordClaim(claimed)
+				backlog.Store(claimed == free)
 			}
 			for _, job := range jobs {
 				slots <- struct{}{}
@@ -156,6 +201,16 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	default:
 	}
 	t.Reset(d)
+}
+
+// recordClaim counts a claim that leased n jobs.
+func (w *Worker) recordClaim(n int) {
+	outcome := "jobs"
+	if n == 0 {
+		outcome = "empty"
+	}
+	w.eng.Meter().Record(MetricClaims, 1, outcome)
+	w.eng.Meter().Record(MetricJobsClaimed, float64(n))
 }
 
 func (w *Worker) track(job svctype.Job, on bool) {

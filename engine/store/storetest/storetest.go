@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T, now func() time.Time) storage.Ful
 		{"JobClaimConcurrent", testJobClaimConcurrent},
 		{"JobClaimFair", testJobClaimFair},
 		{"JobClaimCounts", testJobClaimCounts},
+		{"JobClaimNext", testJobClaimNext},
 		{"LoadRun", testLoadRun},
 		{"JobTenancy", testJobTenancy},
 		{"Tables", testTables},
