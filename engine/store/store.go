@@ -57,6 +57,7 @@ type Store struct {
 	read     *bun.DB // the same as write on PostgreSQL
 	dialect  string
 	prepared *sqlitePrepared // nil on PostgreSQL
+	memory   string          // sqlite::memory: only: the shared-cache database's URI
 
 	writer      fifoMutex       // SQLite only: see lockWriter
 	checkpoints *checkpointer   // SQLite files only: checkpoint.go
@@ -188,6 +189,9 @@ func openSQLite(path string) (*Store, error) {
 	r := bun.NewDB(reader, sqlitedialect.New())
 	s := newStore(w, r, dialectSQLite)
 	s.prepared = &sqlitePrepared{db: writer, read: r}
+	if path == ":memory:" {
+		s.memory = name
+	}
 	s.querier.prepared = s.prepared
 	if path != ":memory:" {
 		if s.checkpoints, err = startCheckpointer(name+sep+pragmas.Encode(), checkpointEvery); err != nil {
