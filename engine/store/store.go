@@ -61,6 +61,7 @@ type Store struct {
 	claims   *sql.DB // PostgreSQL only: the claims' pool, synchronous_commit off (pgclaim.go)
 	dialect  string
 	prepared *sqlitePrepared // nil on PostgreSQL
+	memory   string          // sqlite::memory: only: the shared-cache database's URI
 
 	writer      fifoMutex       // SQLite only: see lockWriter
 	checkpoints *checkpointer   // SQLite files only: checkpoint.go
@@ -193,6 +194,9 @@ func openSQLite(path string) (*Store, error) {
 	r := bun.NewDB(reader, sqlitedialect.New())
 	s := newStore(w, r, dialectSQLite)
 	s.prepared = &sqlitePrepared{db: writer, read: r}
+	if path == ":memory:" {
+		s.memory = name
+	}
 	s.querier.prepared = s.prepared
 	if path != ":memory:" {
 		if s.checkpoints, err = startCheckpointer(name+sep+pragmas.Encode(), checkpointEvery); err != nil {

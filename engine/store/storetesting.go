@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"modernc.org/sqlite"
 
 	"github.com/svcflow/svcflow/engine/storage"
 	"github.com/svcflow/svcflow/engine/svctype"
@@ -43,6 +44,13 @@ func OpenTest(t testing.TB, dialect string, opts ...Option) *Store {
 	}
 	// Registered after NewTestDSN's cleanup, so it runs first: close, then drop the schema.
 	t.Cleanup(func() { _ = s.Close() })
+	if dialect == dialectSQLite {
+		if err := s.copyMigrated(ctx); err != nil {
+			t.Fatalf("store.OpenTest: %v", err)
+		}
+	}
+	// On a copy of the migrated template this applies nothing; it prepares the
+	// statements as it does after migrating.
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatalf("store.OpenTest: %v", err)
 	}
@@ -298,4 +306,57 @@ func WaitBlockedBehind(ctx context.Context, s *Store, tx storage.Tx) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// migratedSQLite is the process's one migrated sqlite::memory: database, kept open for the
+// process's life: OpenTest copies it into each new SQLite store (the backup API, page by
+// page) instead of migrating each one. Migrating was a quarter of the CPU of a package of
+// HTTP tests under -race (hosts/runtime: 85 s of 371 s sampled); the copy is the same
+// pages Migrate writes into an empty database (no migration writes a random value or a
+// time), and the migrations themselves are tested on empty databases by this package's
+// migration tests, which open with Open and Migrate, not OpenTest.
+var migratedSQLite struct {
+	once sync.Once
+	uri  string
+	err  error
+}
+
+// copyMigrated fills s, a new sqlite::memory: store, with the migrated template's pages.
+func (s *Store) copyMigrated(ctx context.Context) error {
+	migratedSQLite.once.Do(func() {
+		tmpl, err := Open(ctx, "sqlite::memory:")
+		if err != nil {
+			migratedSQLite.err = err
+			return
+		}
+		migratedSQLite.uri, migratedSQLite.err = tmpl.memory, tmpl.Migrate(ctx)
+	})
+	if migratedSQLite.err != nil {
+		return fmt.Errorf("migrated template: %w", migratedSQLite.err)
+	}
+	conn, err := s.write.DB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		r, ok := dc.(interface {
+			NewRestore(srcURI string) (*sqlite.Backup, error)
+		})
+		if !ok {
+			return fmt.Errorf("copy the migrated template: %T has no NewRestore", dc)
+		}
+		b, err := r.NewRestore(migratedSQLite.uri)
+		if err != nil {
+			return fmt.Errorf("copy the migrated template: %w", err)
+		}
+		_, err = b.Step(-1)
+		if ferr := b.Finish(); err == nil {
+			err = ferr
+		}
+		if err != nil {
+			return fmt.Errorf("copy the migrated template: %w", err)
+		}
+		return nil
+	})
 }

@@ -96,10 +96,7 @@ func TestBadUsage(t *testing.T) {
 func TestServeTourAndDrain(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "svcflow")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := buildBinary(t)
 
 	p := startProcess(t, bin, dir, "serve", "--runtime-addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0") // the default --db is sqlite:./svcflow.db
 	base := p.base
@@ -210,10 +207,7 @@ func TestServeTourAndDrain(t *testing.T) {
 // by that poll.
 func TestWaitAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "svcflow")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := buildBinary(t)
 	for _, dialect := range []string{"postgres", "sqlite"} {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()

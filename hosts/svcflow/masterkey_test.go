@@ -71,15 +71,6 @@ func (c orgConfigClient) masked() map[string]string {
 	return out
 }
 
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "svcflow")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
-	return bin
-}
-
 func requireNoSecretIn(t *testing.T, text string, secretsToHide ...string) {
 	t.Helper()
 	for _, s := range secretsToHide {

@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,10 +24,7 @@ import (
 // A paused run is rows, not a goroutine.
 func TestPausesSurviveRestarts(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "svcflow")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := buildBinary(t)
 	key := []byte("restart-test-identity-key-0123456789")
 	env := append(os.Environ(), envIdentityKey+"="+base64.StdEncoding.EncodeToString(key))
 

@@ -93,12 +93,17 @@ func handler() slog.Handler {
 }
 
 // Main runs a package's tests with slog's default logger writing to the directory, when
-// it is set (at every level: a debug line must not leak either).
-func Main(m *testing.M) {
+// it is set (at every level: a debug line must not leak either), then each of after (a
+// package's shared fixtures removed).
+func Main(m *testing.M, after ...func()) {
 	if h := handler(); h != nil {
 		slog.SetDefault(slog.New(h))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range after {
+		f()
+	}
+	os.Exit(code)
 }
 
 // Quiet is a logger whose lines no test reads: gathered when the suite's logs are, else
