@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -303,12 +304,35 @@ func (q *querier) PutDocumentBlob(ctx context.Context, key documents.BlobKey, da
 	if data == nil {
 		data = []byte{}
 	}
-	m := &documentBlobModel{OrgID: key.OrgID, DocumentID: key.DocumentID, Version: key.Version, Data: data}
-	_, err := q.w.NewInsert().Model(m).
-		On("CONFLICT (org_id, document_id, version) DO UPDATE").
-		Set("data = EXCLUDED.data").
-		Exec(ctx)
+	query := putBlobSQLite
+	if q.dialect == dialectPostgres {
+		query = putBlobPostgres
+	}
+	_, err := q.execParams(ctx, query, key.OrgID, key.DocumentID, key.Version, data)
 	return wrap("put document blob", err)
+}
+
+// PutDocumentBlob's statement, the content a parameter of the driver's: bun writes a
+// []byte argument into the statement's text as a hex literal, twice the content's length
+// for the database to parse again (a 25 MiB upload: a 50 MiB statement; under -race the
+// test uploading two took 30 s of CPU each).
+const (
+	putBlobSQLite = `INSERT INTO document_blobs (org_id, document_id, version, data) VALUES (?, ?, ?, ?)
+	ON CONFLICT (org_id, document_id, version) DO UPDATE SET data = EXCLUDED.data`
+	putBlobPostgres = `INSERT INTO document_blobs (org_id, document_id, version, data) VALUES ($1, $2, $3, $4)
+	ON CONFLICT (org_id, document_id, version) DO UPDATE SET data = EXCLUDED.data`
+)
+
+// execParams runs query with args bound by the driver (not formatted into the text, as
+// bun's Exec does), in q's transaction when q is one.
+func (q *querier) execParams(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	switch db := q.w.(type) {
+	case bun.Tx:
+		return db.Tx.ExecContext(ctx, query, args...)
+	case *bun.DB:
+		return db.DB.ExecContext(ctx, query, args...)
+	}
+	return nil, fmt.Errorf("store: %T cannot bind parameters", q.w)
 }
 
 func (q *querier) GetDocumentBlob(ctx context.Context, key documents.BlobKey) ([]byte, error) {
