@@ -21,10 +21,13 @@ vet: ## go vet and gofmt
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 
+# The hosted page's render figures (e2e/run.mjs, step perf): cold and blank loads each, warm twice
+# as many. Four in CI (13 s of its 26); `make e2e E2E_PERF_ROUNDS=16` for a figure to quote.
+E2E_PERF_ROUNDS ?= 4
 e2e: ## headless Chromium against svcflow serve (installs Debian's chromium and e2e/'s playwright-core when missing); screenshots in e2e/artifacts
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 	@test -d e2e/node_modules/playwright-core || (cd e2e && npm ci --no-audit --no-fund)
-	SVC_E2E=1 $(GO) test -run TestBrowserEndToEnd -count=1 -v ./hosts/svcflow/
+	SVC_E2E=1 SVC_E2E_PERF_ROUNDS=$(E2E_PERF_ROUNDS) $(GO) test -run TestBrowserEndToEnd -count=1 -v ./hosts/svcflow/
 
 # The PostgreSQL scenario creates and drops its own database on $SVC_TEST_POSTGRES_DSN's server
 # (default postgres://postgres@127.0.0.1:5432/postgres) and restarts the machine's cluster once.
