@@ -38,7 +38,10 @@ func createDatabase(ctx context.Context, base, name string) (string, func() erro
 	u.Path = "/" + name
 	drop := func() error {
 		defer admin.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// DROP DATABASE waits for an immediate checkpoint, and that for a spread checkpoint
+		// already under way: in a CI run beside other packages' PostgreSQL tests the drop
+		// waited 46 s for one (write 173 s, 35,541 files synced), past the 30 s this had.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		// The server may have just restarted: the pool's connections are then dead, and
 		// database/sql retries on a fresh one.
