@@ -724,10 +724,12 @@ func TestRedeliver(t *testing.T) {
 }
 
 // A target that does not answer within the delivery timeout (10 s; shortened here) is a
-// failed attempt that is retried.
+// failed attempt that is retried. The timeout is wall time: at 300 ms a CI run under load
+// (-race, four packages at once) saw the second attempt's immediate 200 arrive after 310 ms,
+// so the test gives 1 s and accepts more timed-out attempts before the success.
 func TestHangingTargetTimesOutAndIsRetried(t *testing.T) {
 	t.Parallel()
-	eng := deliveryEngine(t, "sqlite", engine.Config{DeliveryTimeout: 300 * time.Millisecond})
+	eng := deliveryEngine(t, "sqlite", engine.Config{DeliveryTimeout: time.Second})
 	release := make(chan struct{})
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
@@ -753,11 +755,15 @@ func TestHangingTargetTimesOutAndIsRetried(t *testing.T) {
 	d := deliveriesOf(t, eng, org)[0]
 	doc, err := eng.GetDelivery(ctx, org, d.ID)
 	require.NoError(t, err)
-	require.Len(t, doc.AttemptList, 2)
-	require.Equal(t, "retry", doc.AttemptList[0].Outcome)
-	require.Equal(t, 0, doc.AttemptList[0].StatusCode)
-	require.Contains(t, doc.AttemptList[0].Error, "no answer within 300ms")
-	require.GreaterOrEqual(t, doc.AttemptList[0].LatencyMS, int64(300))
+	attempts := doc.AttemptList
+	require.GreaterOrEqual(t, len(attempts), 2)
+	for _, a := range attempts[:len(attempts)-1] {
+		require.Equal(t, "retry", a.Outcome)
+		require.Equal(t, 0, a.StatusCode)
+		require.Contains(t, a.Error, "no answer within 1s")
+		require.GreaterOrEqual(t, a.LatencyMS, int64(1000))
+	}
+	require.Equal(t, "succeeded", attempts[len(attempts)-1].Outcome)
 	once.Do(func() { close(release) })
 }
 
