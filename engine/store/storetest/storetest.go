@@ -1561,10 +1561,11 @@ func testTenancy(t *testing.T, b *bundle) {
 
 var errRollback = errors.New("roll back")
 
-// testTxConcurrent runs transactions at once, as a worker's step commits do (on SQLite
-// those that wait for the writer commit in one group, each under a savepoint): each
-// failing one's writes are gone, every other's are kept, and a caller whose ctx is done
-// before it starts gets ctx's error and runs nothing.
+// testTxConcurrent runs transactions at once, as a worker's step commits do (on SQLite they
+// queue for the one writer; a group commit that shared one transaction among them, each
+// under a savepoint, was tried and passed this too, docs/decisions.md): each failing one's
+// writes are gone, every other's are kept, and a caller whose ctx is done before it starts
+// gets ctx's error and runs nothing.
 func testTxConcurrent(t *testing.T, b *bundle) {
 	const n = 12
 	ids := make([]string, n)
