@@ -69,11 +69,8 @@ func WithSlot(ctx context.Context, s Slot) context.Context { return core.WithSlo
 // NextClaim is the claim a worker makes with the commit that ends a job's run.
 type NextClaim = storage.NextClaim
 
-// WithNextClaim returns ctx carrying the claim a worker makes with the commit that ends
-// the run of the job it runs in ctx (storage.NextClaim).
-func WithNextClaim(ctx context.Context, nc *NextClaim) context.Context {
-	return core.WithNextClaim(ctx, nc)
-}
+// WithNextClaim returns ctx carrying the claim a worker makes with its job's last commit.
+func WithNextClaim(ctx context.Context, nc *NextClaim) context.Context { return core.WithNextClaim(ctx, nc) }
 
 // DefinitionSchema returns the JSON Schema that workflow definitions are validated with.
 func DefinitionSchema() json.RawMessage { return core.DefinitionSchema() }
