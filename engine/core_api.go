@@ -70,7 +70,9 @@ func WithSlot(ctx context.Context, s Slot) context.Context { return core.WithSlo
 type NextClaim = storage.NextClaim
 
 // WithNextClaim returns ctx carrying the claim a worker makes with its job's last commit.
-func WithNextClaim(ctx context.Context, nc *NextClaim) context.Context { return core.WithNextClaim(ctx, nc) }
+func WithNextClaim(ctx context.Context, nc *NextClaim) context.Context {
+	return core.WithNextClaim(ctx, nc)
+}
 
 // DefinitionSchema returns the JSON Schema that workflow definitions are validated with.
 func DefinitionSchema() json.RawMessage { return core.DefinitionSchema() }
