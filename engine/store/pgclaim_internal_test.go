@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -91,4 +92,85 @@ func TestClaimsCommitWithoutWaitingForTheirFlush(t *testing.T) {
 	again, err := s.ClaimJobs(ctx, 2, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, again)
+}
+
+// TestClaimLocksByTheKey: a claim locks the jobs it picked through the primary key, one
+// by one, whatever plan its prepared statement keeps. A generic plan is made once, with
+// the sizes the tables had then: made while the queue was short, as a worker's first
+// claims make it, and used after a burst queued thousands, the lock step joined the queue
+// to the picked jobs by a hash over a sequential scan of every queued job, at every claim.
+func TestClaimLocksByTheKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := OpenTest(t, dialectPostgres)
+	cfg := s.pgConfig.Copy()
+	cfg.RuntimeParams["plan_cache_mode"] = "force_generic_plan" // the plan a worker's sixth claim may keep
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	require.NoError(t, err)
+	defer func() { _ = conn.Close(ctx) }()
+	enqueue := func(from, to int) {
+		_, err := conn.Exec(ctx, `INSERT INTO jobs (org_id, kind, run_id, run_at, payload)
+			SELECT 'org-' || (g % 3), $1, 'r' || g, now() - interval '1 hour' + g * interval '1 ms', '{}'
+			FROM generate_series($2::int, $3::int) g`, svctype.JobRunStep, from, to)
+		require.NoError(t, err)
+	}
+	claim := func(explain string) string {
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(ctx) }() // the leases are not kept: every claim sees the same queue
+		execute := "EXECUTE claim(now(), 2, '', now() + interval '1 minute')"
+		if explain == "" {
+			_, err := tx.Exec(ctx, execute)
+			require.NoError(t, err)
+			return ""
+		}
+		var out string
+		require.NoError(t, tx.QueryRow(ctx, explain+execute).Scan(&out))
+		return out
+	}
+	enqueue(1, 6)
+	_, err = conn.Exec(ctx, "PREPARE claim AS "+pgClaim)
+	require.NoError(t, err)
+	claim("") // the generic plan, made on a queue of six jobs
+	enqueue(7, 6000)
+
+	var plans []struct {
+		Plan planNode `json:"Plan"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(claim("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ")), &plans))
+	require.Len(t, plans, 1)
+	root := plans[0].Plan
+	require.Equal(t, 2, root.ActualRows, "the claim leases two jobs")
+	var locked *planNode
+	root.walk(func(n planNode) {
+		if n.Subplan == "CTE locked" {
+			locked = &n
+		}
+	})
+	require.NotNil(t, locked, "the plan's CTE locked")
+	locked.walk(func(n planNode) {
+		require.False(t, n.NodeType == "Seq Scan" && n.Relation == "jobs",
+			"the lock step must not scan the queue (6,000 jobs): %s", n.NodeType)
+	})
+	// Picking reads each organization's oldest jobs (a few index pages each); locking reads
+	// the two picked through the key. The queue is 75 pages.
+	require.Less(t, locked.SharedHit+locked.SharedRead, 50, "pages the lock step reads")
+}
+
+// planNode is a node of EXPLAIN's JSON plan, with what TestClaimReadsWhatItTakes reads.
+type planNode struct {
+	NodeType   string     `json:"Node Type"`
+	Relation   string     `json:"Relation Name"`
+	Subplan    string     `json:"Subplan Name"`
+	ActualRows int        `json:"Actual Rows"`
+	SharedHit  int        `json:"Shared Hit Blocks"`
+	SharedRead int        `json:"Shared Read Blocks"`
+	Plans      []planNode `json:"Plans"`
+}
+
+func (n planNode) walk(fn func(planNode)) {
+	fn(n)
+	for _, c := range n.Plans {
+		c.walk(fn)
+	}
 }

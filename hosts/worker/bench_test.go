@@ -141,7 +141,8 @@ func benchmarkRuns(b *testing.B, tp trace.TracerProvider) {
 }
 
 // BenchmarkRunsPostgresProcesses measures runs/s with 1, 2 and 4 worker processes
-// (TestHelperWorker, concurrency 4 each) sharing one PostgreSQL schema; this process only
+// (TestHelperWorker, concurrency 4 each), and one with concurrency 1, sharing one
+// PostgreSQL schema; this process only
 // starts the runs. Beside runs/s it reports what a run costs the database: the statements
 // the worker processes send a run (stmts/run, from pgx's tracer in each process), those of
 // the Execute that started it (stmts/execute), and the CPU time of the PostgreSQL backends
@@ -149,8 +150,17 @@ func benchmarkRuns(b *testing.B, tp trace.TracerProvider) {
 // reported when the server is not on this machine). Its sub-benchmarks keep
 // `-bench BenchmarkRuns/sqlite` from running it.
 func BenchmarkRunsPostgresProcesses(b *testing.B) {
-	for _, n := range []int{1, 2, 4} {
-		b.Run(fmt.Sprintf("%d-workers", n), func(b *testing.B) {
+	// slots is each worker process's concurrency. One process with one slot runs one unit
+	// at a time: what a run costs PostgreSQL with no other run's statements beside it (no
+	// lock, buffer or CPU contention among the backends), the cost a run has on a server
+	// with cores to spare.
+	for _, c := range []struct{ n, slots int }{{1, 4}, {2, 4}, {4, 4}, {1, 1}} {
+		n := c.n
+		name := fmt.Sprintf("%d-workers", n)
+		if c.slots == 1 {
+			name += "-1-slot"
+		}
+		b.Run(name, func(b *testing.B) {
 			base := sharedDSN(b, "postgres")
 			app := "svcbench" + strconv.FormatInt(time.Now().UnixNano(), 36)
 			dsn := withAppName(b, base, app)
@@ -159,7 +169,7 @@ func BenchmarkRunsPostgresProcesses(b *testing.B) {
 			wfID := ledgerSetup(b, eng)
 			var helpers []*helperProc
 			for range n {
-				helpers = append(helpers, startHelper(b, dsn, 15*time.Second, 4, 250*time.Millisecond, envHelperCount+"=1"))
+				helpers = append(helpers, startHelper(b, dsn, 15*time.Second, c.slots, 250*time.Millisecond, envHelperCount+"=1"))
 			}
 			for _, h := range helpers {
 				h.waitReady(b)
