@@ -128,6 +128,8 @@ type sqlitePrepared struct {
 	read  *bun.DB // the read pool, for the prepared reads and for scanning their rows
 	stmts atomic.Pointer[sqliteStatements]
 	off   bool // tests turn the fast path off to exercise the bun path on SQLite
+	// shapes are the reads prepared by their text (sqliteshapes.go).
+	shapes shapes
 }
 
 // prepare compiles the statements; it fails when the schema is not current. Callers other
@@ -218,6 +220,7 @@ func (p *sqlitePrepared) close() {
 	if s := p.stmts.Swap(nil); s != nil {
 		s.close()
 	}
+	p.shapes.close()
 }
 
 func (s *sqliteStatements) close() {

@@ -340,6 +340,9 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storag
 	if err == nil && claims != nil {
 		claims.committed(s.rr)
 	}
+	if s.prepared != nil {
+		s.prepared.shapes.prepareWrites(ctx, s.prepared.db)
+	}
 	return markTryAgain(err)
 }
 
