@@ -405,9 +405,12 @@ func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]sv
 		}
 		at := sqliteTime(t)
 		unlock := s.lockWriter()
-		err = s.querier.queryInto(ctx, st.claimJobs, &claimed, sqliteTime(t.Add(lease)), arg, arg, at, at)
+		var rows *sql.Rows
+		if rows, err = st.claimJobs.QueryContext(ctx, sqliteTime(t.Add(lease)), arg, arg, at, at); err == nil {
+			claimed, err = scanClaimed(rows)
+		}
 		unlock()
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		if err != nil {
 			return nil, fmt.Errorf("store: claim jobs: %w", err)
 		}
 		return claimedJobs(claimed), nil
@@ -476,27 +479,28 @@ const orgsWithJobs = `WITH RECURSIVE orgs(org_id) AS (
 func (s *Store) claimCandidates(ctx context.Context, t time.Time, n int) ([]claimCandidate, error) {
 	var cands []claimCandidate
 	var err error
+	var rows *sql.Rows
 	switch st := s.querier.fastRead(); {
 	case st != nil:
 		// Once per claim, so prepared like the step commit's statements.
-		err = s.querier.queryInto(ctx, st.claimCandidates, &cands, sqliteTime(t), sqliteTime(t), n)
+		rows, err = st.claimCandidates.QueryContext(ctx, sqliteTime(t), sqliteTime(t), n)
 	case s.dialect == dialectPostgres:
 		// Prepared (pgx's statement cache), as the step commit's statements: rendered by
 		// bun it was parsed and planned at every claim.
-		var rows *sql.Rows
 		rows, err = s.read.DB.QueryContext(ctx, pgClaimCandidates, pgx.QueryExecModeCacheStatement, t, t, n)
-		if err == nil {
-			for rows.Next() {
-				var c claimCandidate
-				if err = rows.Scan(&c.ID, &c.OrgID); err != nil {
-					break
-				}
-				cands = append(cands, c)
-			}
-			err = errors.Join(err, rows.Err(), rows.Close())
-		}
 	default:
 		err = s.read.NewRaw(sqlClaimCandidates, t, t, n).Scan(ctx, &cands)
+	}
+	if rows != nil {
+		// By hand, not through bun's reflection.
+		for rows.Next() {
+			var c claimCandidate
+			if err = rows.Scan(&c.ID, &c.OrgID); err != nil {
+				break
+			}
+			cands = append(cands, c)
+		}
+		err = errors.Join(err, rows.Err(), rows.Close())
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		err = nil
