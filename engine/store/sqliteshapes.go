@@ -11,8 +11,9 @@ import (
 // Statements prepared by their text on SQLite, for the reads whose text varies with the
 // shape of their arguments: ReadRows, a read step's one statement, has one text per set of
 // where's columns, their values' JSON types and limit (readRowsQuery). bun rendered it with
-// its values in the text, so SQLite compiled it at every call: half of a read step's CPU
-// (docs/performance.md, "SQLite: the cost of a run (issue 35, sixth session)").
+// its values in the text, so SQLite compiled it at every call: about half of ReadRows' CPU,
+// bun's scan of its rows most of the rest (docs/performance.md, "SQLite: the cost of a run
+// (issue 35, sixth session)").
 //
 // A text is prepared on the read pool when a read outside a transaction first meets it.
 // In a transaction it cannot be: preparing on the writer needs its one connection, which

@@ -215,7 +215,7 @@ func openSQLite(path string) (*Store, error) {
 // B-tree page ends by scanning the whole hash table of the writer's cache (SQLite's
 // balance_nonroot renumbers pages through the lock page's number, and the commit's
 // pcache1Truncate then takes the general path), so the table's size is paid at most
-// commits: 5.5 % of make bench-runs' CPU with 16 MiB (4,096 pages), about 1.3 % with 4 MiB
+// commits: 5-6 % of make bench-runs' CPU with 16 MiB (4,096 pages), 1.0-1.4 % with 4 MiB
 // (docs/performance.md, "SQLite: the cost of a run (issue 35, sixth session)"). The spill
 // threshold stays at the readers' 16 MiB, so a large transaction's pages stay in memory
 // until its commit, as before.
