@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -284,4 +286,45 @@ func TestRunPagesKeepsRows(t *testing.T) {
 			require.Zero(t, CountAllJobs(t, s))
 		})
 	}
+}
+
+// TestEventsRowidKeepsEvents: the migration that drops AUTOINCREMENT from events (SQLite)
+// keeps every event and its number; an event appended after it is numbered past every
+// earlier one, its run's events still page in order, and no row of sqlite_sequence names
+// events any more. Run twice, it changes nothing.
+func TestEventsRowidKeepsEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openAt(t, dialectSQLite, "20261207000200")
+	events := []svctype.Event{
+		{OrgID: "org-1", RunID: "run-a", Event: "workflow_run_started", Payload: json.RawMessage(`{"i":0}`)},
+		{OrgID: "org-1", RunID: "run-b", Event: "workflow_run_started", Payload: json.RawMessage(`{}`)},
+		{OrgID: "org-1", RunID: "run-a", Event: "step.started", Payload: json.RawMessage(`{"i":1}`)},
+	}
+	require.NoError(t, s.AppendEvents(ctx, events))
+
+	require.NoError(t, s.Migrate(ctx))
+	require.NoError(t, s.Migrate(ctx), "a second run changes nothing")
+
+	var ddl string
+	require.NoError(t, s.write.NewRaw(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'events'`).Scan(ctx, &ddl))
+	require.NotContains(t, strings.ToUpper(ddl), "AUTOINCREMENT")
+	var seqRows int
+	require.NoError(t, s.write.NewRaw(`SELECT count(*) FROM sqlite_sequence WHERE name = 'events'`).Scan(ctx, &seqRows))
+	require.Zero(t, seqRows)
+	var indexes int
+	require.NoError(t, s.write.NewRaw(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'events_org_run_seq' AND tbl_name = 'events'`).Scan(ctx, &indexes))
+	require.Equal(t, 1, indexes, "the run's index is back")
+
+	more := []svctype.Event{{OrgID: "org-1", RunID: "run-a", Event: "step.completed", Payload: json.RawMessage(`{"i":2}`)}}
+	require.NoError(t, s.AppendEvents(ctx, more))
+	require.Greater(t, more[0].Seq, events[2].Seq)
+	page, err := s.ListRunEvents(ctx, "org-1", "run-a", svctype.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 3)
+	for i, e := range page.Items {
+		require.JSONEq(t, fmt.Sprintf(`{"i":%d}`, i), string(e.Payload))
+	}
+	require.Equal(t, events[0].Seq, page.Items[0].Seq, "numbers kept")
+	require.Equal(t, events[0].DeliveryID, page.Items[0].DeliveryID)
 }

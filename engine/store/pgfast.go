@@ -212,6 +212,18 @@ func (q *querier) pgReadRows(ctx context.Context, db pgQueryer, orgID, table str
 	if err != nil {
 		return nil, err
 	}
+	query, args := q.readRowsQuery(orgID, table, conds, limit)
+	rows, err := db.QueryContext(ctx, pgPlaceholders(query), append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	return scanReadRows(rows)
+}
+
+// readRowsQuery is ReadRows' statement, with ? placeholders, and its arguments: one text
+// per shape of where (its columns, the JSON types of their values, the index it reads)
+// and limit, whatever the values.
+func (q *querier) readRowsQuery(orgID, table string, conds []condition, limit int) (string, []any) {
 	var b strings.Builder
 	b.WriteString(`SELECT tr.id, tr.org_id, tr.table_name, tr.key_hash, tr.key_columns, tr.data, tr.created_at, tr.updated_at
 FROM table_rows AS tr WHERE (` + q.rowScope(conds) + `)`)
@@ -224,10 +236,11 @@ FROM table_rows AS tr WHERE (` + q.rowScope(conds) + `)`)
 	if limit > 0 {
 		b.WriteString(" LIMIT " + strconv.Itoa(limit))
 	}
-	rows, err := db.QueryContext(ctx, pgPlaceholders(b.String()), append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
-	if err != nil {
-		return nil, err
-	}
+	return b.String(), args
+}
+
+// scanReadRows reads readRowsQuery's rows and closes them.
+func scanReadRows(rows *sql.Rows) ([]svctype.Row, error) {
 	defer rows.Close()
 	var out []svctype.Row
 	for rows.Next() {

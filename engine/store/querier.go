@@ -161,10 +161,23 @@ func (q *querier) UpdateWorkflow(ctx context.Context, w *svctype.Workflow) error
 func (q *querier) GetWorkflow(ctx context.Context, orgID, id string) (*svctype.Workflow, error) {
 	var m workflowModel
 	var err error
-	if st := q.fast(); st != nil && q.inTx {
-		err = q.queryInto(ctx, q.txStmt(ctx, st.getWorkflow), &m, orgID, id)
-	} else if st := q.fastRead(); st != nil {
-		err = q.queryInto(ctx, st.getWorkflowRead, &m, orgID, id)
+	if st := q.fast(); st != nil {
+		// Every Execute reads its workflow: its row scanned by hand, not through bun's
+		// reflection.
+		var row *sql.Row
+		if q.inTx {
+			row = q.queryRow(ctx, st.getWorkflow, orgID, id)
+		} else {
+			row = st.getWorkflowRead.QueryRowContext(ctx, orgID, id)
+		}
+		var def, warnings sql.NullString
+		var created, updated any
+		if err = row.Scan(&m.OrgID, &m.ID, &m.Name, &m.Version, &def, &warnings, &created, &updated); err == nil {
+			m.Definition, m.Warnings = rawOf(def), rawOf(warnings)
+			if m.CreatedAt, err = sqliteScannedTime(created); err == nil {
+				m.UpdatedAt, err = sqliteScannedTime(updated)
+			}
+		}
 	} else if db := q.pgPrepared(); db != nil {
 		// Every Execute reads its workflow: prepared on PostgreSQL, as the step commit's
 		// statements, so that it is not planned anew each time (pg_stat_statements: 130 µs

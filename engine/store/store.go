@@ -51,6 +51,9 @@ const (
 	// goroutine, so one connection serves it; a second lets a Work or a test claim beside it.
 	postgresClaimConns = 2
 	sqliteBusyTimeout  = 10 * time.Second
+	// sqliteCacheSize is the page cache of the readers and the checkpointer: 16 MiB
+	// (openSQLite); the writer's is writerPragmas'.
+	sqliteCacheSize = "cache_size(-16384)"
 )
 
 // Store is an storage.Full over a bun database.
@@ -153,7 +156,7 @@ func openSQLite(path string) (*Store, error) {
 		// output was written (docs/decisions.md). No commit checkpoints: a goroutine does,
 		// with a connection of its own (checkpoint.go); the WAL is cut back to 64 MiB after
 		// a checkpoint.
-		pragmas.Add("_pragma", "cache_size(-16384)")
+		pragmas.Add("_pragma", sqliteCacheSize)
 		pragmas.Add("_pragma", "wal_autocheckpoint(0)")
 		pragmas.Add("_pragma", "journal_size_limit(67108864)")
 		pragmas.Add("_pragma", "mmap_size(268435456)")
@@ -166,7 +169,7 @@ func openSQLite(path string) (*Store, error) {
 	// One writer: every write and every transaction. IMMEDIATE takes the write lock at
 	// BEGIN, so another process on the same file waits (busy_timeout) instead of failing
 	// when its transaction first writes.
-	writer, err := sql.Open("sqlite", name+sep+pragmas.Encode()+"&_txlock=immediate")
+	writer, err := sql.Open("sqlite", name+sep+writerPragmas(pragmas).Encode()+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("store: sqlite: %w", err)
 	}
@@ -205,6 +208,28 @@ func openSQLite(path string) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// writerPragmas are the writer connection's: pragmas, with a page cache of 4 MiB that may
+// hold 16 MiB of a transaction's changes before it spills them. A commit that split a
+// B-tree page ends by scanning the whole hash table of the writer's cache (SQLite's
+// balance_nonroot renumbers pages through the lock page's number, and the commit's
+// pcache1Truncate then takes the general path), so the table's size is paid at most
+// commits: 5-6 % of make bench-runs' CPU with 16 MiB (4,096 pages), 1.0-1.4 % with 4 MiB
+// (docs/performance.md, "SQLite: the cost of a run (issue 35, sixth session)"). The spill
+// threshold stays at the readers' 16 MiB, so a large transaction's pages stay in memory
+// until its commit, as before.
+func writerPragmas(pragmas url.Values) url.Values {
+	w := url.Values{}
+	for _, p := range pragmas["_pragma"] {
+		if p != sqliteCacheSize {
+			w.Add("_pragma", p)
+			continue
+		}
+		w.Add("_pragma", "cache_size(-4096)")
+		w.Add("_pragma", "cache_spill(4096)")
+	}
+	return w
 }
 
 // openPostgres opens a PostgreSQL store; tracer (nil for none) sees every statement of its
@@ -315,6 +340,9 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx storag
 	if err == nil && claims != nil {
 		claims.committed(s.rr)
 	}
+	if s.prepared != nil {
+		s.prepared.shapes.prepareWrites(ctx, s.prepared.db)
+	}
 	return markTryAgain(err)
 }
 
@@ -377,9 +405,12 @@ func (s *Store) ClaimJobs(ctx context.Context, n int, lease time.Duration) ([]sv
 		}
 		at := sqliteTime(t)
 		unlock := s.lockWriter()
-		err = s.querier.queryInto(ctx, st.claimJobs, &claimed, sqliteTime(t.Add(lease)), arg, arg, at, at)
+		var rows *sql.Rows
+		if rows, err = st.claimJobs.QueryContext(ctx, sqliteTime(t.Add(lease)), arg, arg, at, at); err == nil {
+			claimed, err = scanClaimed(rows)
+		}
 		unlock()
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		if err != nil {
 			return nil, fmt.Errorf("store: claim jobs: %w", err)
 		}
 		return claimedJobs(claimed), nil
@@ -448,27 +479,28 @@ const orgsWithJobs = `WITH RECURSIVE orgs(org_id) AS (
 func (s *Store) claimCandidates(ctx context.Context, t time.Time, n int) ([]claimCandidate, error) {
 	var cands []claimCandidate
 	var err error
+	var rows *sql.Rows
 	switch st := s.querier.fastRead(); {
 	case st != nil:
 		// Once per claim, so prepared like the step commit's statements.
-		err = s.querier.queryInto(ctx, st.claimCandidates, &cands, sqliteTime(t), sqliteTime(t), n)
+		rows, err = st.claimCandidates.QueryContext(ctx, sqliteTime(t), sqliteTime(t), n)
 	case s.dialect == dialectPostgres:
 		// Prepared (pgx's statement cache), as the step commit's statements: rendered by
 		// bun it was parsed and planned at every claim.
-		var rows *sql.Rows
 		rows, err = s.read.DB.QueryContext(ctx, pgClaimCandidates, pgx.QueryExecModeCacheStatement, t, t, n)
-		if err == nil {
-			for rows.Next() {
-				var c claimCandidate
-				if err = rows.Scan(&c.ID, &c.OrgID); err != nil {
-					break
-				}
-				cands = append(cands, c)
-			}
-			err = errors.Join(err, rows.Err(), rows.Close())
-		}
 	default:
 		err = s.read.NewRaw(sqlClaimCandidates, t, t, n).Scan(ctx, &cands)
+	}
+	if rows != nil {
+		// By hand, not through bun's reflection.
+		for rows.Next() {
+			var c claimCandidate
+			if err = rows.Scan(&c.ID, &c.OrgID); err != nil {
+				break
+			}
+			cands = append(cands, c)
+		}
+		err = errors.Join(err, rows.Err(), rows.Close())
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		err = nil

@@ -355,6 +355,9 @@ func (q *querier) ReadRows(ctx context.Context, orgID, table string, where map[s
 		rows, err := q.pgReadRows(ctx, db, orgID, table, where, limit)
 		return rows, wrap(op, err)
 	}
+	if rows, ok, err := q.sqliteReadRows(ctx, orgID, table, where, limit); ok {
+		return rows, wrap(op, err)
+	}
 	sel, err := q.selectRows(ctx, orgID, table, where)
 	if err != nil {
 		return nil, wrap(op, err)

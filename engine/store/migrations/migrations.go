@@ -46,5 +46,6 @@ func All() []migrate.Migration {
 		{Name: "20261128001500", Comment: "run_retries (a retried run's link to the failed run), run_operations", Up: inTx(runRetriesOperations)},
 		{Name: "20261207000100", Comment: "drop jobs_run_at, which no query reads", Up: inTx(dropJobsRunAt)},
 		{Name: "20261207000200", Comment: "fewer B-trees a run writes: jobs_org_workflow partial; run_context and run_steps clustered on SQLite", Up: inTx(runPages)},
+		{Name: "20261208000100", Comment: "events without AUTOINCREMENT on SQLite: no sqlite_sequence page a step commit", Up: inTx(eventsRowid)},
 	}
 }

@@ -42,6 +42,7 @@ var shipped = []string{
 	"20261128001500",
 	"20261207000100",
 	"20261207000200",
+	"20261208000100",
 }
 
 // TestAllIsTheHistory: All lists every shipped migration under its id, in the order bun
