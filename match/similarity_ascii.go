@@ -8,17 +8,23 @@ import (
 // The ASCII path: two ASCII texts of at most asciiMax bytes each, scored with fixed arrays
 // on the stack and no join written as text. A word is one uint64, a packed word:
 //
-//	bits 63-16  the codes of its first 8 bytes, 6 bits each, zero past the word
+//	bits 63-16  the codes of its first keyBytes bytes, a byte each, zero past the word
 //	bits 15-8   its length in bytes
 //	bits 7-0    its start in the text
 //
 // A byte's code (asciiCodes) is the same for both cases of a letter and keeps the order
 // of the lower-cased bytes (digits 16-25 before letters 33-58), and a shorter word has a
 // zero code where a longer one has a letter or digit. So packed words sort by their
-// integers as Python sorts the lower-cased words, except among words of more than 8 bytes
-// that share their first 8 (cmpWords reads the rest for those), and two words of at most
-// 8 bytes are equal exactly when their packed words agree above the start.
+// integers as Python sorts the lower-cased words, except among words of more than
+// keyBytes bytes that share their first keyBytes (cmpWords reads the rest for those), and
+// two words of at most keyBytes bytes are equal exactly when their packed words agree
+// above the start.
 //
+// The key holds 6 codes a byte each, not 8 of 6 bits: packing 8 codes into 48 bits took
+// 12 instructions a word, about 200 a pair of descriptions, where the words that tie on 6
+// bytes and not on 8 (a word of 7 or 8 bytes common to both texts, mostly) cost a
+// cmpWords call of about 30.
+
 // The loops avoid branches that go either way with the text (a word's length, where the
 // text ends, which of two words is smaller): a mispredicted branch costs as much as a
 // dozen instructions, and profiles of the oracle pairs showed them costing more than the
@@ -34,13 +40,8 @@ func asciiCodes(x uint64) uint64 {
 	return x&0x1f1f1f1f1f1f1f1f | (x>>1)&0x2020202020202020
 }
 
-// squeeze packs the 6-bit codes in the 8 bytes of c, in order, into the low 48 bits:
-// pairs, then fours, then all eight.
-func squeeze(c uint64) uint64 {
-	c = c&0x00ff00ff00ff00ff | (c&0xff00ff00ff00ff00)>>2
-	c = c&0x0000ffff0000ffff | (c&0xffff0000ffff0000)>>4
-	return c&0x00000000ffffffff | (c&0xffffffff00000000)>>8
-}
+// keyBytes is how many of a word's first bytes its packed word holds.
+const keyBytes = 6
 
 func wordLen(w uint64) int   { return int(w >> 8 & 0xff) }
 func wordStart(w uint64) int { return int(w & 0xff) }
@@ -119,16 +120,16 @@ func (t *asciiText) tokenize() bool {
 
 // packWord is the packed word of the size bytes from start whose codes are in codes.
 func packWord(codes []byte, start, size int) uint64 {
-	// Words of 8 bytes or more keep all 8 codes. (A table: Go's shift by a variable
+	// Words of keyBytes or more keep keyBytes codes. (A table: Go's shift by a variable
 	// checks for 64 and more, 8 instructions where this is 3.)
-	c := binary.BigEndian.Uint64(codes[start:start+8]) & keyMasks[min(uint(size), 8)]
-	return squeeze(c)<<16 | uint64(size)<<8 | uint64(start)
+	c := binary.BigEndian.Uint64(codes[start:start+8]) & keyMasks[min(uint(size), keyBytes)]
+	return c | uint64(size)<<8 | uint64(start)
 }
 
 // sort sorts the words as cmpWords orders them and finds the repeats.
 func (t *asciiText) sort() {
 	w := t.words
-	var same uint64 // a bit for each word whose first 8 bytes are those of the one before
+	var same uint64 // a bit for each word whose key is that of the one before
 	if len(w) <= 8 {
 		sort8(w)
 		v := (*[8]uint64)(w[:8:8]) // past len(w), the largest value
@@ -160,13 +161,13 @@ func (t *asciiText) sort() {
 	}
 }
 
-// sortSame orders the words that share their first 8 bytes (bits in same) and finds the
-// repeats among them: words past 8 bytes are in order of length, not yet of their further
+// sortSame orders the words that share their key (bits in same) and finds the repeats
+// among them: words past keyBytes bytes are in order of length, not yet of their further
 // bytes.
 func (t *asciiText) sortSame(same uint64) {
 	w := t.words
 	for m := same; m != 0; m &= m - 1 {
-		if k := bits.TrailingZeros64(m); wordLen(w[k]) > 8 && wordLen(w[k-1]) > 8 {
+		if k := bits.TrailingZeros64(m); wordLen(w[k]) > keyBytes && wordLen(w[k-1]) > keyBytes {
 			// Sort again, now nearly in order, with the full comparison.
 			for i := 1; i < len(w); i++ {
 				x := w[i]
@@ -181,7 +182,7 @@ func (t *asciiText) sortSame(same uint64) {
 	}
 	for m := same; m != 0; m &= m - 1 {
 		k := bits.TrailingZeros64(m)
-		if (w[k]^w[k-1])>>8 == 0 && (wordLen(w[k]) <= 8 || cmpWords(t.text, w[k-1], t.text, w[k]) == 0) {
+		if (w[k]^w[k-1])>>8 == 0 && (wordLen(w[k]) <= keyBytes || cmpWords(t.text, w[k-1], t.text, w[k]) == 0) {
 			t.rep |= 1 << uint(k)
 		}
 	}
@@ -286,7 +287,7 @@ func scoreSorted(ta, tb *asciiText, ja, jb []byte, cutoff float64) (num, den int
 	for i, j := 0, 0; i < na && j < nb; {
 		p, q := wa[i], wb[j]
 		if p>>16 != q>>16 {
-			// Most words differ in their first 8 bytes; step the smaller side without
+			// Most words differ in their keys; step the smaller side without
 			// a branch that would go either way.
 			lt := 0
 			if p < q {
@@ -341,11 +342,11 @@ func cmpWords(tp string, p uint64, tq string, q uint64) int {
 		return 1
 	}
 	lp, lq := wordLen(p), wordLen(q)
-	if lp <= 8 || lq <= 8 {
+	if lp <= keyBytes || lq <= keyBytes {
 		return lp - lq // the shorter is a prefix of the longer, or they are equal
 	}
-	wp := tp[wordStart(p)+8 : wordStart(p)+lp]
-	wq := tq[wordStart(q)+8 : wordStart(q)+lq]
+	wp := tp[wordStart(p)+keyBytes : wordStart(p)+lp]
+	wq := tq[wordStart(q)+keyBytes : wordStart(q)+lq]
 	for k := 0; k < len(wp) && k < len(wq); k++ {
 		// OR 0x20 lower-cases a letter and leaves a digit alone.
 		if cp, cq := wp[k]|0x20, wq[k]|0x20; cp != cq {
