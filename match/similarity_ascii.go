@@ -52,6 +52,7 @@ type asciiText struct {
 	codes []byte   // the codes of text's bytes, then zeros: len(text)+16 bytes at least
 	words []uint64 // the packed words, sorted: room for len(text)/2+1 and 8 at least
 	rep   uint64   // a bit for each word equal to the one before it
+	chars int      // the bytes of the words, repeats left out
 }
 
 // tokenize finds the words of t.text and writes the codes of its bytes; it reports
@@ -84,6 +85,7 @@ func (t *asciiText) tokenize() bool {
 	if high&swarHigh != 0 {
 		return false
 	}
+	t.chars = bits.OnesCount64(mask[0]) + bits.OnesCount64(mask[1])
 	words := t.words
 	n := 0
 	if len(str) <= 64 {
@@ -184,6 +186,7 @@ func (t *asciiText) sortSame(same uint64) {
 		k := bits.TrailingZeros64(m)
 		if (w[k]^w[k-1])>>8 == 0 && (wordLen(w[k]) <= keyBytes || cmpWords(t.text, w[k-1], t.text, w[k]) == 0) {
 			t.rep |= 1 << uint(k)
+			t.chars -= wordLen(w[k])
 		}
 	}
 }
@@ -248,23 +251,22 @@ func (t *asciiText) join(join []byte, m uint64) int {
 func ratioASCII(a, b string, cutoff float64) (num, den int, ok bool) {
 	if len(a) <= 64 && len(b) <= 64 {
 		var wa, wb [33]uint64 // a text of 64 bytes has at most 32 words
-		var ca, cb, ja, jb [64 + 32]byte
+		var ca, cb [64 + 16]byte
 		var ta, tb asciiText
 		ta.text, ta.codes, ta.words = a, ca[:], wa[:]
 		tb.text, tb.codes, tb.words = b, cb[:], wb[:]
-		return scoreASCII(&ta, &tb, ja[:], jb[:], cutoff)
+		return scoreASCII(&ta, &tb, cutoff)
 	}
 	var wa, wb [asciiMax/2 + 1]uint64
-	var ca, cb, ja, jb [asciiMax + 32]byte
+	var ca, cb [asciiMax + 16]byte
 	var ta, tb asciiText
 	ta.text, ta.codes, ta.words = a, ca[:], wa[:]
 	tb.text, tb.codes, tb.words = b, cb[:], wb[:]
-	return scoreASCII(&ta, &tb, ja[:], jb[:], cutoff)
+	return scoreASCII(&ta, &tb, cutoff)
 }
 
-// scoreASCII scores a and b with room for the codes of the joins of the words only in a
-// and only in b in ja and jb.
-func scoreASCII(ta, tb *asciiText, ja, jb []byte, cutoff float64) (num, den int, ok bool) {
+// scoreASCII splits, sorts and scores a and b.
+func scoreASCII(ta, tb *asciiText, cutoff float64) (num, den int, ok bool) {
 	if !ta.tokenize() || !tb.tokenize() {
 		return 0, 0, false
 	}
@@ -273,31 +275,38 @@ func scoreASCII(ta, tb *asciiText, ja, jb []byte, cutoff float64) (num, den int,
 	}
 	ta.sort()
 	tb.sort()
-	num, den = scoreSorted(ta, tb, ja, jb, cutoff)
+	num, den = scoreSorted(ta, tb, cutoff)
 	return num, den, true
 }
 
 // scoreSorted is scoreASCII on two texts already split and sorted, each with a word at
 // least (the half of the work a Prepared text keeps). It only reads ta and tb.
-func scoreSorted(ta, tb *asciiText, ja, jb []byte, cutoff float64) (num, den int) {
+func scoreSorted(ta, tb *asciiText, cutoff float64) (num, den int) {
 	// Bits for the words in I (both sides' words), merging the sorted words.
 	wa, wb := ta.words, tb.words
 	na, nb := len(wa), len(wb)
 	var sectA, sectB uint64
-	for i, j := 0, 0; i < na && j < nb; {
-		p, q := wa[i], wb[j]
-		if p>>16 != q>>16 {
-			// Most words differ in their keys; step the smaller side without
-			// a branch that would go either way.
+	i, j := 0, 0
+	for {
+		// Most words differ in their keys: this loop steps the smaller side without a
+		// branch that would go either way, and without a call, which would make the
+		// compiler keep i, j and the words on the stack.
+		for i < na && j < nb {
+			p, q := wa[i], wb[j]
+			if p>>16 == q>>16 {
+				break
+			}
 			lt := 0
 			if p < q {
 				lt = 1
 			}
 			i += lt
 			j += 1 - lt
-			continue
 		}
-		switch c := cmpWords(ta.text, p, tb.text, q); {
+		if i >= na || j >= nb {
+			break
+		}
+		switch c := cmpWords(ta.text, wa[i], tb.text, wb[j]); {
 		case c < 0:
 			i++
 		case c > 0:
@@ -316,20 +325,69 @@ func scoreSorted(ta, tb *asciiText, ja, jb []byte, cutoff float64) (num, den int
 	if sectA != 0 && (onlyA == 0 || onlyB == 0) {
 		return 1, 1 // one side's words are all in the other
 	}
-	sect := 0
+	// The joins' lengths from the words' bytes: a text's words less the common ones, and
+	// a space between two words.
+	sectChars := 0
 	for m := sectA; m != 0; m &= m - 1 {
-		sect += wordLen(wa[bits.TrailingZeros64(m)&63]) + 1
+		sectChars += wordLen(wa[bits.TrailingZeros64(m)&63])
 	}
-	la, lb := ta.join(ja, onlyA), tb.join(jb, onlyB)
-	sect, ab, ba := max(sect-1, 0), max(la-1, 0), max(lb-1, 0)
+	sect := max(sectChars+bits.OnesCount64(sectA)-1, 0)
+	ab := max(ta.chars-sectChars+bits.OnesCount64(onlyA)-1, 0)
+	ba := max(tb.chars-sectChars+bits.OnesCount64(onlyB)-1, 0)
 	if num, den, below := belowCutoff(sect, ab, ba, cutoff); below {
 		return num, den
 	}
 	lcs := 0
 	if ab > 0 && ba > 0 && !lcsCannotWin(sect, ab, ba) {
-		lcs = lcsCodes(ja[:ab], jb[:ba])
+		switch {
+		case ab <= 64:
+			lcs = lcsWords(ta, onlyA, ab, tb, onlyB)
+		case ba <= 64:
+			lcs = lcsWords(tb, onlyB, ba, ta, onlyA)
+		default:
+			lcs = lcsLongJoins(ta, onlyA, tb, onlyB)
+		}
 	}
 	return setScore(sect, ab, ba, lcs)
+}
+
+// lcsWords is the LCS of the join of p's words in pm (plen bytes, at most 64) and the join
+// of t's words in tm, read from the texts' codes: the joins are never written. A space
+// between two words is code 0.
+func lcsWords(p *asciiText, pm uint64, plen int, t *asciiText, tm uint64) int {
+	var match [64]uint64
+	bit := uint64(1)
+	for m := pm; m != 0; m &= m - 1 {
+		w := p.words[bits.TrailingZeros64(m)&63]
+		for _, c := range p.codes[wordStart(w) : wordStart(w)+wordLen(w)] {
+			match[c&63] |= bit
+			bit <<= 1
+		}
+		match[0] |= bit // the space after the word
+		bit <<= 1
+	}
+	// The last word has no space after it. (At 64 the shift gives 0: its bit was never set.)
+	match[0] &^= 1 << uint(plen)
+	S := ^uint64(0)
+	space := uint64(0) // no space before the first word: a step on no bits leaves S as it is
+	for m := tm; m != 0; m &= m - 1 {
+		w := t.words[bits.TrailingZeros64(m)&63]
+		S = lcsStep(S, space)
+		space = match[0]
+		for _, c := range t.codes[wordStart(w) : wordStart(w)+wordLen(w)] {
+			S = lcsStep(S, match[c&63])
+		}
+	}
+	return bits.OnesCount64(^S)
+}
+
+// lcsLongJoins is the LCS of the joins of ta's words in ma and tb's in mb when both are
+// longer than 64 (texts of 65 to asciiMax bytes): the joins are written out for the
+// two-word kernel.
+func lcsLongJoins(ta *asciiText, ma uint64, tb *asciiText, mb uint64) int {
+	var ja, jb [asciiMax + 32]byte
+	la, lb := ta.join(ja[:], ma), tb.join(jb[:], mb)
+	return lcsCodes(ja[:la-1], jb[:lb-1])
 }
 
 // cmpWords orders the word p of text tp and the word q of text tq bytewise on their
