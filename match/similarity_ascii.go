@@ -133,14 +133,7 @@ func (t *asciiText) sort() {
 	w := t.words
 	var same uint64 // a bit for each word whose key is that of the one before
 	if len(w) <= 8 {
-		sort8(w)
-		v := (*[8]uint64)(w[:8:8]) // past len(w), the largest value
-		for k := 1; k < 8; k++ {
-			if (v[k]^v[k-1])>>16 == 0 {
-				same |= 1 << uint(k)
-			}
-		}
-		same &= 1<<uint(len(w)) - 1
+		same = sort8(w) & (1<<uint(len(w)) - 1)
 	} else {
 		// Insertion sort: few descriptions have more than 8 words.
 		for i := 1; i < len(w); i++ {
@@ -174,7 +167,7 @@ func (t *asciiText) sortSame(same uint64) {
 			for i := 1; i < len(w); i++ {
 				x := w[i]
 				j := i
-				for ; j > 0 && cmpWords(t.text, w[j-1], t.text, x) > 0; j-- {
+				for ; j > 0 && cmpWords(t, w[j-1], t, x) > 0; j-- {
 					w[j] = w[j-1]
 				}
 				w[j] = x
@@ -184,7 +177,7 @@ func (t *asciiText) sortSame(same uint64) {
 	}
 	for m := same; m != 0; m &= m - 1 {
 		k := bits.TrailingZeros64(m)
-		if (w[k]^w[k-1])>>8 == 0 && (wordLen(w[k]) <= keyBytes || cmpWords(t.text, w[k-1], t.text, w[k]) == 0) {
+		if (w[k]^w[k-1])>>8 == 0 && (wordLen(w[k]) <= keyBytes || cmpWords(t, w[k-1], t, w[k]) == 0) {
 			t.rep |= 1 << uint(k)
 			t.chars -= wordLen(w[k])
 		}
@@ -194,8 +187,9 @@ func (t *asciiText) sortSame(same uint64) {
 // sort8 sorts up to 8 words with the 19 compare-exchanges of an optimal sorting network
 // for 8 (Knuth, TAOCP 5.3.4), on the rest of the 8 filled with the largest value, which no
 // packed word has. Each exchange is a min and a max, which the compiler makes conditional
-// moves.
-func sort8(w []uint64) {
+// moves. It returns a bit for each of the 8 whose key is that of the one before, found
+// while the words are still in registers.
+func sort8(w []uint64) (same uint64) {
 	v := (*[8]uint64)(w[:8:8])
 	n := len(w)
 	// pad(k) is all ones past the words, 0 on them.
@@ -222,6 +216,16 @@ func sort8(w []uint64) {
 	x3, x4 = min(x3, x4), max(x3, x4)
 	x5, x6 = min(x5, x6), max(x5, x6)
 	v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7] = x0, x1, x2, x3, x4, x5, x6, x7
+	return sameKey(x0, x1)<<1 | sameKey(x1, x2)<<2 | sameKey(x2, x3)<<3 | sameKey(x3, x4)<<4 |
+		sameKey(x4, x5)<<5 | sameKey(x5, x6)<<6 | sameKey(x6, x7)<<7
+}
+
+// sameKey is 1 when the packed words x and y have the same key, else 0.
+func sameKey(x, y uint64) uint64 {
+	if (x^y)>>16 == 0 {
+		return 1
+	}
+	return 0
 }
 
 // join writes to join the codes of the words whose bits are in m, in order, each followed
@@ -286,34 +290,32 @@ func scoreSorted(ta, tb *asciiText, cutoff float64) (num, den int) {
 	wa, wb := ta.words, tb.words
 	na, nb := len(wa), len(wb)
 	var sectA, sectB uint64
-	i, j := 0, 0
-	for {
-		// Most words differ in their keys: this loop steps the smaller side without a
-		// branch that would go either way, and without a call, which would make the
-		// compiler keep i, j and the words on the stack.
-		for i < na && j < nb {
-			p, q := wa[i], wb[j]
-			if p>>16 == q>>16 {
-				break
-			}
+	// Most words differ in their keys: the smaller side steps without a branch that would
+	// go either way. There is no call in the loop: one, even on a path seldom taken, made
+	// the compiler keep i, j and the words on the stack (10 instructions a turn more).
+	for i, j := 0, 0; i < na && j < nb; {
+		p, q := wa[i], wb[j]
+		if p>>16 != q>>16 {
 			lt := 0
 			if p < q {
 				lt = 1
 			}
 			i += lt
 			j += 1 - lt
+			continue
 		}
-		if i >= na || j >= nb {
-			break
+		c := wordLen(p) - wordLen(q)
+		if wordLen(p) > keyBytes && wordLen(q) > keyBytes {
+			c = cmpTails(ta.codes, p, tb.codes, q)
 		}
-		switch c := cmpWords(ta.text, wa[i], tb.text, wb[j]); {
+		switch {
 		case c < 0:
 			i++
 		case c > 0:
 			j++
 		default:
-			sectA |= 1 << uint(i)
-			sectB |= 1 << uint(j)
+			sectA |= 1 << (uint(i) & 63)
+			sectB |= 1 << (uint(j) & 63)
 			i++
 			j++
 		}
@@ -390,28 +392,38 @@ func lcsLongJoins(ta *asciiText, ma uint64, tb *asciiText, mb uint64) int {
 	return lcsCodes(ja[:la-1], jb[:lb-1])
 }
 
-// cmpWords orders the word p of text tp and the word q of text tq bytewise on their
-// lower-cased forms.
-func cmpWords(tp string, p uint64, tq string, q uint64) int {
-	if p>>16 != q>>16 {
+// cmpWords orders the word p of tp and the word q of tq bytewise on their lower-cased
+// forms.
+func cmpWords(tp *asciiText, p uint64, tq *asciiText, q uint64) int {
+	switch {
+	case p>>16 != q>>16:
 		if p < q {
 			return -1
 		}
 		return 1
+	case wordLen(p) > keyBytes && wordLen(q) > keyBytes:
+		return cmpTails(tp.codes, p, tq.codes, q)
 	}
+	return wordLen(p) - wordLen(q) // the shorter is a prefix of the longer, or they are equal
+}
+
+// cmpTails orders two words longer than keyBytes whose keys are equal by the codes past
+// the keys, which keep the bytes' order, 8 at a time: past a word they are masked to 0,
+// below any letter's or digit's.
+func cmpTails(cp []byte, p uint64, cq []byte, q uint64) int {
 	lp, lq := wordLen(p), wordLen(q)
-	if lp <= keyBytes || lq <= keyBytes {
-		return lp - lq // the shorter is a prefix of the longer, or they are equal
-	}
-	wp := tp[wordStart(p)+keyBytes : wordStart(p)+lp]
-	wq := tq[wordStart(q)+keyBytes : wordStart(q)+lq]
-	for k := 0; k < len(wp) && k < len(wq); k++ {
-		// OR 0x20 lower-cases a letter and leaves a digit alone.
-		if cp, cq := wp[k]|0x20, wq[k]|0x20; cp != cq {
-			return int(cp) - int(cq)
+	sp, sq := wordStart(p), wordStart(q)
+	for k := keyBytes; k < lp && k < lq; k += 8 {
+		x := binary.BigEndian.Uint64(cp[sp+k:sp+k+8]) & keyMasks[min(uint(lp-k), 8)]
+		y := binary.BigEndian.Uint64(cq[sq+k:sq+k+8]) & keyMasks[min(uint(lq-k), 8)]
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
 		}
 	}
-	return len(wp) - len(wq)
+	return lp - lq
 }
 
 // lcsCannotWin reports whether ratio(I+" "+A, I+" "+B) stays below one of the other two
