@@ -43,6 +43,17 @@ func asciiCodes(x uint64) uint64 {
 // keyBytes is how many of a word's first bytes its packed word holds.
 const keyBytes = 6
 
+// wordKeyMasks[n] keeps the key of a word of n bytes: its first n bytes, keyBytes at most.
+// A table indexed by a byte, not a shift by a variable (which Go checks for 64 and more)
+// nor keyMasks[min(n, keyBytes)] (which the compiler made a branch that goes either way
+// with the words' lengths).
+var wordKeyMasks = func() (m [256]uint64) {
+	for n := range m {
+		m[n] = keyMasks[min(n, keyBytes)]
+	}
+	return m
+}()
+
 func wordLen(w uint64) int   { return int(w >> 8 & 0xff) }
 func wordStart(w uint64) int { return int(w & 0xff) }
 
@@ -122,9 +133,7 @@ func (t *asciiText) tokenize() bool {
 
 // packWord is the packed word of the size bytes from start whose codes are in codes.
 func packWord(codes []byte, start, size int) uint64 {
-	// Words of keyBytes or more keep keyBytes codes. (A table: Go's shift by a variable
-	// checks for 64 and more, 8 instructions where this is 3.)
-	c := binary.BigEndian.Uint64(codes[start:start+8]) & keyMasks[min(uint(size), keyBytes)]
+	c := binary.BigEndian.Uint64(codes[start:start+8]) & wordKeyMasks[uint8(size)]
 	return c | uint64(size)<<8 | uint64(start)
 }
 
