@@ -55,12 +55,7 @@ func ratioPrepared(a, b *Prepared, cutoff float64) (num, den int) {
 		if len(a.short.words) == 0 || len(b.short.words) == 0 {
 			return 0, 0
 		}
-		if len(a.text) <= 64 && len(b.text) <= 64 {
-			var ja, jb [64 + 32]byte
-			return scoreSorted(&a.short, &b.short, ja[:], jb[:], cutoff)
-		}
-		var ja, jb [asciiMax + 32]byte
-		return scoreSorted(&a.short, &b.short, ja[:], jb[:], cutoff)
+		return scoreSorted(&a.short, &b.short, cutoff)
 	case a.long != nil && b.long != nil:
 		if len(a.long.toks) == 0 || len(b.long.toks) == 0 {
 			return 0, 0

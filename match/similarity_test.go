@@ -476,6 +476,10 @@ func TestSimilarityFastPaths(t *testing.T) {
 		{"abcdefgh abcdefghi", "abcdefghi", 100},                   // an 8-byte word is a prefix of a 9-byte one
 		{"abcdefgh zz", "abcdefghi zz", 95},                        // the 8-byte word and the longer are different words
 		{"abcdefghijklmnopq", "abcdefghijklmnopr", 94},             // words past 16 bytes
+		{"abcdefg abcdefh", "ABCDEFH abcdefg", 100},                // keys (6 bytes) tie, 7th byte orders
+		{"abcdef abcdefg", "abcdefg", 100},                         // a 6-byte word is a prefix of a 7-byte one
+		{"abcdefgz abcdefa", "abcdefaz abcdefg", 93},               // ties past the key, none equal
+		{"abcdefg abcdefg x", "abcdefg y", 88},                     // a repeat of a 7-byte word
 		{"a1 b2 9z", "A1 Z9 b2", 87},                               // digits sort before letters
 		{"x y z", "q r s", 40},                                     // no common word: the spaces still match
 		{"x", "y", 0},
