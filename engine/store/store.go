@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,6 +68,7 @@ type Store struct {
 	memory   string          // sqlite::memory: only: the shared-cache database's URI
 
 	writer      fifoMutex       // SQLite only: see lockWriter
+	writerBusy  atomic.Int64    // SQLite only: nanoseconds the writer was held (WriterBusy)
 	checkpoints *checkpointer   // SQLite files only: checkpoint.go
 	pgConfig    *pgx.ConnConfig // PostgreSQL only: for connections outside the pool (LISTEN)
 	listen      listener
@@ -356,7 +358,31 @@ func (s *Store) lockWriter() func() {
 		return func() {}
 	}
 	s.writer.Lock()
-	return s.writer.Unlock
+	start := s.wallNow()
+	return func() {
+		s.writerBusy.Add(int64(s.wallNow().Sub(start)))
+		s.writer.Unlock()
+	}
+}
+
+// WriterBusy is how long SQLite's one writer has been held since the store opened: every
+// transaction and claim, from taking the writer to letting it go, by the store's clock.
+// Divided by the time elapsed it is the writer's share of that time; near 1, runs and
+// requests that write queue for it, and more CPUs do not make them faster. ok is false on
+// PostgreSQL, which has no such writer.
+func (s *Store) WriterBusy() (busy time.Duration, ok bool) {
+	if s.dialect != dialectSQLite {
+		return 0, false
+	}
+	return time.Duration(s.writerBusy.Load()), true
+}
+
+// wallNow is the store's clock unrounded (WithNow; time.Now when none).
+func (s *Store) wallNow() time.Time {
+	if s.clock == nil {
+		return time.Now()
+	}
+	return s.clock()
 }
 
 // storeTx is the storage.Tx handed to InTx's fn.

@@ -36,7 +36,8 @@ var _ svctype.Meter = (*Registry)(nil)
 
 // New registers descs (each once; engine.Metrics() and the hosts' declarations), Go's
 // runtime and process collectors, and, when jobs is not nil, the jobs table's state
-// (svcflow_jobs{state}), read at each scrape with a 5 s bound.
+// (svcflow_jobs{state}), read at each scrape with a 5 s bound, and on SQLite the time its
+// writer was held (svcflow_sqlite_writer_busy_seconds_total).
 func New(log *slog.Logger, jobs JobStatser, descs ...*svctype.MetricDesc) *Registry {
 	r := &Registry{reg: prometheus.NewRegistry(), log: log,
 		counters:   map[*svctype.MetricDesc]*prometheus.CounterVec{},
@@ -62,7 +63,24 @@ func New(log *slog.Logger, jobs JobStatser, descs ...*svctype.MetricDesc) *Regis
 	if jobs != nil {
 		r.reg.MustRegister(&jobsCollector{jobs: jobs, log: log})
 	}
+	if w, ok := jobs.(WriterBusier); ok {
+		if _, sqlite := w.WriterBusy(); sqlite {
+			r.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "svcflow_sqlite_writer_busy_seconds_total",
+				Help: "Seconds SQLite's one writer was held (transactions and claims); its rate near 1 means writes queue for it.",
+			}, func() float64 {
+				busy, _ := w.WriterBusy()
+				return busy.Seconds()
+			}))
+		}
+	}
 	return r
+}
+
+// WriterBusier is the store's time its SQLite writer was held (store.Store.WriterBusy);
+// ok is false on PostgreSQL, where the metric is not registered.
+type WriterBusier interface {
+	WriterBusy() (busy time.Duration, ok bool)
 }
 
 // Record records one value of m; a metric that was not declared to New, or label values

@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/svcflow/svcflow/engine/store"
 	"github.com/svcflow/svcflow/engine/svctype"
 	"github.com/svcflow/svcflow/hosts/metrics"
+	"github.com/svcflow/svcflow/internal/testclock"
 )
 
 var (
@@ -88,4 +90,24 @@ func TestJobsFromTheStore(t *testing.T) {
 	out = scrape(t, reg)
 	require.NotContains(t, out, "svcflow_jobs{")
 	require.Contains(t, out, "go_goroutines", "the rest is still served")
+}
+
+// TestSQLiteWriterBusy: on SQLite the time the writer was held is a counter, by the store's
+// clock; on PostgreSQL there is none.
+func TestSQLiteWriterBusy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := testclock.New(time.Date(2026, 12, 8, 0, 0, 0, 0, time.UTC))
+	st := store.OpenTest(t, "sqlite", store.WithNow(clk.Now))
+	reg := metrics.New(nil, st)
+	before, _ := st.WriterBusy()
+	require.NoError(t, st.InTx(ctx, func(ctx context.Context, tx storage.Tx) error {
+		clk.Advance(2 * time.Second)
+		return nil
+	}))
+	want := fmt.Sprintf("svcflow_sqlite_writer_busy_seconds_total %g\n", (before + 2*time.Second).Seconds())
+	require.Contains(t, scrape(t, reg), want)
+
+	pg := metrics.New(nil, store.OpenTest(t, "postgres"))
+	require.NotContains(t, scrape(t, pg), "svcflow_sqlite_writer_busy_seconds_total")
 }
