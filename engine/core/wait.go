@@ -174,12 +174,15 @@ func (e *Core) WaitRun(ctx context.Context, orgID, runID string, last svctype.Ru
 		return e.runStatus(ctx, orgID, runID)
 	}
 	k := runKey{orgID, runID}
+	// The deadline runs from before the waiter is registered: whoever sees it waiting
+	// (Waiting) may count on its deadline too, on an injected clock as on the wall's.
+	deadline := e.after(d)
 	// Registered before the first read, so a commit between the read and the wait still
 	// wakes this waiter.
 	e.watchOnce.Do(e.watchRemote)
 	w := e.watch(k, last)
 	defer e.waits.remove(k, w)
-	status, _, err := e.await(ctx, k, w, d, true)
+	status, _, err := e.await(ctx, k, w, deadline, true)
 	return status, err
 }
 
@@ -194,12 +197,11 @@ func (e *Core) watch(k runKey, last svctype.RunStatus) *waiter {
 	return w
 }
 
-// await waits up to d for w's run to leave w.last. read says whether to read the status
+// await waits until deadline for w's run to leave w.last. read says whether to read the status
 // first: false only when the waiter was registered before the run's status could change
 // (ExecuteAndWait). A wake that hands a final status is the answer, with the run its
 // commit wrote when the waker had it (runChangedTo); any other wake is followed by a read.
-func (e *Core) await(ctx context.Context, k runKey, w *waiter, d time.Duration, read bool) (svctype.RunStatus, *svctype.Run, error) {
-	deadline := e.after(d)
+func (e *Core) await(ctx context.Context, k runKey, w *waiter, deadline <-chan time.Time, read bool) (svctype.RunStatus, *svctype.Run, error) {
 	status := w.last
 	for {
 		if read {
@@ -274,11 +276,18 @@ func (e *Core) executeAndWait(ctx context.Context, orgID, workflowID string, inp
 	}()
 	// Subscribed before the transaction: the first subscription waits for LISTEN.
 	e.watchOnce.Do(e.watchRemote)
+	d = min(d, MaxWait)
+	// The deadline runs from before the transaction registers the waiter: whoever sees
+	// the run waited for (Waiting) may count on its deadline too. A wait of ?wait=300ms
+	// answers 300 ms after the request came, the transaction's time included.
+	var deadline <-chan time.Time
+	if d > 0 {
+		deadline = e.after(d)
+	}
 	run, err := e.Execute(ctx, orgID, workflowID, input, opts)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	d = min(d, MaxWait)
 	switch {
 	case run.Status != svctype.RunRunning || d <= 0:
 		return run, run.Status, nil, nil
@@ -286,7 +295,7 @@ func (e *Core) executeAndWait(ctx context.Context, orgID, workflowID string, inp
 		status, err := e.WaitRun(ctx, orgID, run.ID, svctype.RunRunning, d)
 		return run, status, nil, err
 	}
-	status, ended, err := e.await(ctx, k, w, d, false)
+	status, ended, err := e.await(ctx, k, w, deadline, false)
 	return run, status, ended, err
 }
 
