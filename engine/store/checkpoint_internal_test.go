@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,11 +20,7 @@ import (
 func TestCheckpointsOffTheCommits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "svcflow.db")
-	s, err := Open(ctx, "sqlite:"+path)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(ctx))
+	s, path := openTestFile(t)
 	require.NotNil(t, s.checkpoints, "a SQLite file is checkpointed in the background")
 	var auto int
 	require.NoError(t, s.write.QueryRowContext(ctx, "PRAGMA wal_autocheckpoint").Scan(&auto))

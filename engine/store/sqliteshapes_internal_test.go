@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,10 +19,7 @@ import (
 func TestReadRowsPrepared(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "svcflow.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(ctx))
+	s, _ := openTestFile(t)
 	require.NoError(t, s.prepareStatements(ctx))
 
 	require.NoError(t, s.CreateTable(ctx, &svctype.Table{OrgID: "o", Name: "accounts", Fields: map[string]string{"id": "text", "n": "number"}}))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,11 +21,7 @@ import (
 func TestWriterCache(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "svcflow.db")
-	s, err := Open(ctx, "sqlite:"+path)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.Migrate(ctx))
+	s, path := openTestFile(t)
 
 	var cache, spill, readCache int
 	require.NoError(t, s.write.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&cache))
